@@ -1,0 +1,266 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/robfig/cron/v3"
+)
+
+// Config is every setting of the service. Zero values are never used: Load
+// fills defaults.
+type Config struct {
+	Addr          string
+	RedisURL      string // empty: embedded in-memory Redis
+	SMTPURL       string // empty: dev mailbox
+	From          string
+	BaseURL       string
+	Secret        string // empty only in embedded mode, where a random one is made
+	AdminToken    string
+	DoubleOptIn   bool
+	WelcomeDelay  time.Duration
+	DigestCron    string
+	Concurrency   int
+	SubscribeRate int // per minute per client; 0 = off
+	DigestBatch   int
+	QuietHours    string
+	SendRate      int // mails per second across all workers
+	SMTPPool      int
+	GroupGrace    time.Duration
+	GroupMaxDelay time.Duration
+	GroupMaxSize  int
+	Shutdown      time.Duration
+	TemplateDir   string
+	DKIMKeyFile   string
+	DKIMSelector  string
+	DKIMDomain    string
+	// MonitoringReadOnly and PrometheusURL configure asynqmon.
+	MonitoringReadOnly bool
+	PrometheusURL      string
+}
+
+// Embedded reports whether the service runs on its in-memory default, where
+// nothing is durable and missing secrets are made up at start.
+func (c *Config) Embedded() bool { return c.RedisURL == "" }
+
+// Load reads the environment through getenv (os.Getenv when nil). The error,
+// if any, has one line per bad variable.
+func Load(getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := parser{getenv: getenv}
+	c := &Config{
+		Addr:               p.str("NEWSLETTER_ADDR", ":8080"),
+		RedisURL:           p.str("NEWSLETTER_REDIS_URL", ""),
+		SMTPURL:            p.str("NEWSLETTER_SMTP_URL", ""),
+		From:               p.str("NEWSLETTER_FROM", "Newsletter <newsletter@localhost>"),
+		BaseURL:            strings.TrimRight(p.str("NEWSLETTER_BASE_URL", "http://localhost:8080"), "/"),
+		Secret:             p.str("NEWSLETTER_SECRET", ""),
+		AdminToken:         p.str("NEWSLETTER_ADMIN_TOKEN", ""),
+		DoubleOptIn:        p.boolean("NEWSLETTER_DOUBLE_OPTIN", true),
+		WelcomeDelay:       p.duration("NEWSLETTER_WELCOME_DELAY", 5*time.Minute, 0),
+		DigestCron:         p.str("NEWSLETTER_DIGEST_CRON", "0 9 * * 1"),
+		Concurrency:        p.integer("NEWSLETTER_CONCURRENCY", 10, 1),
+		SubscribeRate:      p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
+		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", 100, 1),
+		QuietHours:         p.str("NEWSLETTER_QUIET_HOURS", ""),
+		SendRate:           p.integer("NEWSLETTER_SEND_RATE", 50, 1),
+		SMTPPool:           p.integer("NEWSLETTER_SMTP_POOL", 0, 0),
+		GroupGrace:         p.duration("NEWSLETTER_GROUP_GRACE", 2*time.Minute, time.Second),
+		GroupMaxDelay:      p.duration("NEWSLETTER_GROUP_MAX_DELAY", 15*time.Minute, time.Second),
+		GroupMaxSize:       p.integer("NEWSLETTER_GROUP_MAX_SIZE", 50, 1),
+		Shutdown:           p.duration("NEWSLETTER_SHUTDOWN_TIMEOUT", 30*time.Second, time.Second),
+		TemplateDir:        p.str("NEWSLETTER_TEMPLATE_DIR", ""),
+		DKIMKeyFile:        p.str("NEWSLETTER_DKIM_KEY_FILE", ""),
+		DKIMSelector:       p.str("NEWSLETTER_DKIM_SELECTOR", ""),
+		DKIMDomain:         p.str("NEWSLETTER_DKIM_DOMAIN", ""),
+		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
+		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
+	}
+	if c.SMTPPool == 0 {
+		c.SMTPPool = c.Concurrency
+	}
+	p.check("NEWSLETTER_REDIS_URL", c.RedisURL == "" || validRedisURL(c.RedisURL), "a redis://, rediss:// or redis-sentinel:// URL")
+	p.check("NEWSLETTER_SMTP_URL", c.SMTPURL == "" || validSMTPURL(c.SMTPURL), "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
+	_, fromErr := mail.ParseAddress(c.From)
+	p.check("NEWSLETTER_FROM", fromErr == nil, `an address such as "Newsletter <news@example.com>"`)
+	u, err := url.Parse(c.BaseURL)
+	p.check("NEWSLETTER_BASE_URL", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "", "an http:// or https:// origin")
+	p.check("NEWSLETTER_SECRET", c.Secret != "" || c.Embedded(), "a secret (at least 16 characters) whenever NEWSLETTER_REDIS_URL is set")
+	p.check("NEWSLETTER_SECRET", c.Secret == "" || len(c.Secret) >= 16, "at least 16 characters")
+	_, cronErr := cron.ParseStandard(c.DigestCron)
+	p.check("NEWSLETTER_DIGEST_CRON", cronErr == nil, "a five-field cron expression such as \"0 9 * * 1\"")
+	if c.QuietHours != "" {
+		_, qerr := ParseQuietHours(c.QuietHours)
+		p.check("NEWSLETTER_QUIET_HOURS", qerr == nil, "HH:MM-HH:MM, e.g. 22:00-08:00")
+	}
+	dkimSet := 0
+	for _, v := range []string{c.DKIMKeyFile, c.DKIMSelector, c.DKIMDomain} {
+		if v != "" {
+			dkimSet++
+		}
+	}
+	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+// Warnings are settings that work but that an operator should know about.
+func (c *Config) Warnings() []string {
+	var w []string
+	if strings.HasPrefix(c.BaseURL, "http://") {
+		w = append(w, "NEWSLETTER_BASE_URL is http: mailbox providers ignore List-Unsubscribe links that are not https")
+	}
+	if c.Embedded() {
+		w = append(w, "NEWSLETTER_REDIS_URL is empty: using an embedded in-memory Redis, nothing survives a restart")
+	}
+	return w
+}
+
+func validRedisURL(s string) bool {
+	_, err := asynq.ParseRedisURI(s)
+	return err == nil
+}
+
+func validSMTPURL(s string) bool {
+	_, err := ParseSMTPURL(s)
+	return err == nil
+}
+
+// SMTP is a parsed NEWSLETTER_SMTP_URL.
+type SMTP struct {
+	Host, Username, Password string
+	Port                     int
+	TLS                      string // none, starttls or tls
+}
+
+// ParseSMTPURL parses smtp://user:pass@host:port?tls=none|starttls|tls.
+// The default TLS mode is starttls (opportunistic would silently send
+// credentials in clear text); port defaults follow the mode.
+func ParseSMTPURL(s string) (SMTP, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return SMTP{}, err
+	}
+	if u.Scheme != "smtp" && u.Scheme != "smtps" {
+		return SMTP{}, fmt.Errorf("scheme %q is not smtp", u.Scheme)
+	}
+	out := SMTP{Host: u.Hostname(), TLS: u.Query().Get("tls")}
+	if out.Host == "" {
+		return SMTP{}, errors.New("no host")
+	}
+	if out.TLS == "" {
+		out.TLS = "starttls"
+		if u.Scheme == "smtps" {
+			out.TLS = "tls"
+		}
+	}
+	switch out.TLS {
+	case "none":
+		out.Port = 25
+	case "starttls":
+		out.Port = 587
+	case "tls":
+		out.Port = 465
+	default:
+		return SMTP{}, fmt.Errorf("tls=%q is not none, starttls or tls", out.TLS)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return SMTP{}, fmt.Errorf("port %q", p)
+		}
+		out.Port = n
+	}
+	if u.User != nil {
+		out.Username = u.User.Username()
+		out.Password, _ = u.User.Password()
+	}
+	return out, nil
+}
+
+// QuietHours is a daily local-time window in which bulk mail waits.
+type QuietHours struct{ Start, End time.Duration } // offsets from local midnight
+
+// ParseQuietHours parses "22:00-08:00". A window may wrap midnight.
+func ParseQuietHours(s string) (QuietHours, error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return QuietHours{}, errors.New("want HH:MM-HH:MM")
+	}
+	start, err1 := clock(a)
+	end, err2 := clock(b)
+	if err := errors.Join(err1, err2); err != nil {
+		return QuietHours{}, err
+	}
+	if start == end {
+		return QuietHours{}, errors.New("start equals end")
+	}
+	return QuietHours{Start: start, End: end}, nil
+}
+
+func clock(s string) (time.Duration, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(s))
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
+}
+
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) check(name string, ok bool, want string) {
+	if !ok {
+		p.errs = append(p.errs, fmt.Errorf("%s: want %s", name, want))
+	}
+}
+
+func (p *parser) integer(name string, def, min int) int {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	p.check(name, err == nil && n >= min, fmt.Sprintf("a whole number >= %d, got %q", min, v))
+	return n
+}
+
+func (p *parser) duration(name string, def, min time.Duration) time.Duration {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	p.check(name, err == nil && d >= min, fmt.Sprintf("a duration >= %s such as 5m or 30s, got %q", min, v))
+	return d
+}
+
+func (p *parser) boolean(name string, def bool) bool {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	p.check(name, err == nil, fmt.Sprintf("true or false, got %q", v))
+	return b
+}

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":8080" || !c.DoubleOptIn || c.WelcomeDelay != 5*time.Minute || c.SendRate != 50 || c.SMTPPool != 10 || !c.Embedded() {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if len(c.Warnings()) != 2 {
+		t.Fatalf("embedded http defaults should warn twice: %q", c.Warnings())
+	}
+}
+
+func TestOneLinePerBadVariable(t *testing.T) {
+	_, err := Load(env(map[string]string{
+		"NEWSLETTER_REDIS_URL":     "redis://127.0.0.1:6379/0", // needs a secret
+		"NEWSLETTER_CONCURRENCY":   "zero",
+		"NEWSLETTER_WELCOME_DELAY": "soon",
+		"NEWSLETTER_SMTP_URL":      "http://x",
+		"NEWSLETTER_DIGEST_CRON":   "every monday",
+		"NEWSLETTER_QUIET_HOURS":   "22-8",
+	}))
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for _, name := range []string{"NEWSLETTER_SECRET", "NEWSLETTER_CONCURRENCY", "NEWSLETTER_WELCOME_DELAY", "NEWSLETTER_SMTP_URL", "NEWSLETTER_DIGEST_CRON", "NEWSLETTER_QUIET_HOURS"} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, name+":")
+		}
+		if !found {
+			t.Errorf("no line for %s in:\n%s", name, err)
+		}
+	}
+	if len(lines) != 6 {
+		t.Errorf("want 6 lines, got %d:\n%s", len(lines), err)
+	}
+}
+
+func TestParseSMTPURL(t *testing.T) {
+	s, err := ParseSMTPURL("smtp://u:p%40ss@mail.example.com:2525?tls=none")
+	if err != nil || s.Host != "mail.example.com" || s.Port != 2525 || s.Username != "u" || s.Password != "p@ss" || s.TLS != "none" {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if s, _ := ParseSMTPURL("smtp://mail.example.com"); s.Port != 587 || s.TLS != "starttls" {
+		t.Fatalf("defaults: %+v", s)
+	}
+	if _, err := ParseSMTPURL("smtp://h?tls=maybe"); err == nil {
+		t.Fatal("tls=maybe accepted")
+	}
+}
+
+func TestQuietHours(t *testing.T) {
+	q, err := ParseQuietHours("22:00-08:00")
+	if err != nil || q.Start != 22*time.Hour || q.End != 8*time.Hour {
+		t.Fatalf("%+v %v", q, err)
+	}
+}

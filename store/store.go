@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is where a subscription stands.
+type Status string
+
+// The statuses a subscriber can have. Only Active subscribers get mail other
+// than the confirmation.
+const (
+	Pending      Status = "pending"
+	Active       Status = "active"
+	Unsubscribed Status = "unsubscribed"
+	Bounced      Status = "bounced"
+)
+
+// Subscriber is one address on the list. Times are zero when the event has
+// not happened.
+type Subscriber struct {
+	ID             int64     `json:"id"`
+	Email          string    `json:"email"`
+	Name           string    `json:"name,omitempty"`
+	Timezone       string    `json:"timezone,omitempty"`
+	Status         Status    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+	ConfirmedAt    time.Time `json:"confirmed_at,omitzero"`
+	UnsubscribedAt time.Time `json:"unsubscribed_at,omitzero"`
+}
+
+// Errors the store returns. Callers test them with errors.Is.
+var (
+	ErrNotFound      = errors.New("subscriber not found")
+	ErrAlreadyActive = errors.New("subscriber is already active")
+	ErrNotPending    = errors.New("subscription is not waiting for confirmation")
+)
+
+// OutboxEntry is a task that must reach the queue. It is written in the same
+// atomic step as the state change that calls for it, and removed once the
+// task is enqueued; a relay enqueues entries left behind by a crash. The
+// store treats Body as opaque bytes.
+type OutboxEntry struct {
+	ID   string    // the task's deterministic TaskID
+	Due  time.Time // when the task should run
+	Body []byte    // the encoded task
+}
+
+// SubscribeRequest asks to add or re-add an address.
+type SubscribeRequest struct {
+	Email, Name, Timezone string
+	// Activate skips double opt-in.
+	Activate bool
+	// Outbox is written atomically with the subscriber: the confirmation, or
+	// the welcome when Activate is set.
+	Outbox OutboxEntry
+}
+
+// Mark names one delivery: mail Kind for Key (a period, a request nonce or a
+// bundle id) to one subscriber.
+type Mark struct {
+	Kind         string
+	Key          string
+	SubscriberID int64
+	// Shared marks are one of many with the same Kind and Key (a digest
+	// period, the once-per-subscriber welcome); Redis keeps them as one
+	// bitmap per key, an eighth of a byte per subscriber.
+	Shared bool
+}
+
+// Claim is the outcome of claiming a Mark.
+type Claim int
+
+// Claim outcomes.
+const (
+	Claimed     Claim = iota // the caller may send
+	AlreadySent              // a previous run sent it: skip
+	Busy                     // another run holds the claim: try again later
+)
+
+// Store is what handlers and the API need. All methods are safe for
+// concurrent use, and each state change is atomic.
+type Store interface {
+	// Subscribe adds email or re-opens an ended subscription. An active
+	// subscriber gives ErrAlreadyActive and changes nothing.
+	Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error)
+	// Confirm activates a pending subscription and writes the welcome's
+	// outbox entry. Already active: the subscriber and ErrAlreadyActive.
+	// Unsubscribed or bounced: ErrNotPending.
+	Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error)
+	// Unsubscribe ends the subscription at once and drops the named outbox
+	// entries, so neither the queue nor the relay can mail afterwards.
+	Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error)
+	// MarkBounced stops all mail to email after a permanent failure.
+	MarkBounced(ctx context.Context, email string) error
+	// Get returns the subscriber with that (normalised) address.
+	Get(ctx context.Context, email string) (Subscriber, error)
+
+	// OutboxDone removes an entry once its task is in the queue.
+	OutboxDone(ctx context.Context, id string) error
+	// OutboxDue lists up to limit entries due before t, oldest first.
+	OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
+
+	// ClaimMark reserves m for ttl. See the package doc.
+	ClaimMark(ctx context.Context, m Mark, ttl time.Duration) (Claim, error)
+	// MarkSent records m as delivered and drops the claim.
+	MarkSent(ctx context.Context, m Mark) error
+	// ReleaseMark drops the claim after a failed send, so a retry may go.
+	ReleaseMark(ctx context.Context, m Mark) error
+
+	// Ping reports whether the store is reachable.
+	Ping(ctx context.Context) error
+}
