@@ -1,0 +1,198 @@
+// Package smtptest runs a real SMTP server (emersion/go-smtp) on a loopback
+// port inside a test, records what it accepts, and can be scripted per
+// recipient to refuse, defer or drop the connection, so delivery code is
+// tested over TCP against the protocol it will meet in production.
+package smtptest
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/mail"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// Message is one accepted mail.
+type Message struct {
+	From   string
+	To     []string
+	Data   []byte
+	Header mail.Header
+	At     time.Time
+}
+
+// Fault is what the server does to one attempt for one recipient.
+type Fault struct {
+	// AtData answers Err after the body instead of at RCPT.
+	AtData bool
+	// Err is the reply. It must be returned unwrapped, or go-smtp loses
+	// the code.
+	Err *smtp.SMTPError
+	// Drop closes the connection halfway through DATA.
+	Drop bool
+}
+
+// Script decides the fate of the attempt-th try (from 1) for rcpt; nil
+// accepts.
+type Script func(rcpt string, attempt int) *Fault
+
+// Server is a running test SMTP server.
+type Server struct {
+	Addr string
+
+	mu       sync.Mutex
+	script   Script
+	msgs     []Message
+	attempts map[string]int
+	sessions int
+	srv      *smtp.Server
+}
+
+// Start runs a server until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{attempts: map[string]int{}}
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		s.mu.Lock()
+		s.sessions++
+		s.mu.Unlock()
+		return &session{srv: s, conn: c}, nil
+	}))
+	s.srv.Domain = "localhost"
+	s.srv.AllowInsecureAuth = true
+	s.srv.ReadTimeout = 30 * time.Second
+	s.srv.WriteTimeout = 30 * time.Second
+	s.srv.MaxRecipients = 100
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("smtptest: listen: %v", err)
+	}
+	s.Addr = l.Addr().String()
+	go s.srv.Serve(l)
+	t.Cleanup(func() { s.srv.Close() })
+	return s
+}
+
+// Port is the server's TCP port.
+func (s *Server) Port() int {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// URL is a NEWSLETTER_SMTP_URL that reaches the server.
+func (s *Server) URL() string { return "smtp://" + s.Addr + "?tls=none" }
+
+// SetScript replaces the script.
+func (s *Server) SetScript(fn Script) { s.mu.Lock(); s.script = fn; s.mu.Unlock() }
+
+// Messages returns what was accepted so far.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.msgs...)
+}
+
+// Attempts is how often rcpt was tried (RCPT commands seen).
+func (s *Server) Attempts(rcpt string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[strings.ToLower(rcpt)]
+}
+
+// Sessions is how many connections were opened.
+func (s *Server) Sessions() int { s.mu.Lock(); defer s.mu.Unlock(); return s.sessions }
+
+// WaitFor polls until at least n messages arrived or the timeout passes,
+// and returns what arrived.
+func (s *Server) WaitFor(t testing.TB, n int, timeout time.Duration) []Message {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msgs := s.Messages()
+		if len(msgs) >= n {
+			return msgs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("smtptest: %d of %d messages after %s", len(msgs), n, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// To returns the accepted messages for rcpt.
+func (s *Server) To(rcpt string) []Message {
+	var out []Message
+	for _, m := range s.Messages() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, rcpt) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+type session struct {
+	srv    *Server
+	conn   *smtp.Conn
+	from   string
+	to     []string
+	faults []*Fault
+}
+
+func (x *session) Reset()        { x.from, x.to, x.faults = "", nil, nil }
+func (x *session) Logout() error { return nil }
+
+func (x *session) Mail(from string, _ *smtp.MailOptions) error { x.from = from; return nil }
+
+func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	x.srv.mu.Lock()
+	key := strings.ToLower(to)
+	x.srv.attempts[key]++
+	n, script := x.srv.attempts[key], x.srv.script
+	x.srv.mu.Unlock()
+	var f *Fault
+	if script != nil {
+		f = script(to, n)
+	}
+	if f != nil && !f.AtData && !f.Drop && f.Err != nil {
+		return f.Err
+	}
+	x.to = append(x.to, to)
+	x.faults = append(x.faults, f)
+	return nil
+}
+
+func (x *session) Data(r io.Reader) error {
+	for _, f := range x.faults {
+		if f != nil && f.Drop {
+			io.CopyN(io.Discard, r, 64)
+			x.conn.Conn().Close()
+			return io.ErrUnexpectedEOF
+		}
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	for _, f := range x.faults {
+		if f != nil && f.AtData && f.Err != nil {
+			return f.Err
+		}
+	}
+	msg := Message{From: x.from, To: x.to, Data: body, At: time.Now()}
+	if m, err := mail.ReadMessage(bytes.NewReader(body)); err == nil {
+		msg.Header = m.Header
+	}
+	x.srv.mu.Lock()
+	x.srv.msgs = append(x.srv.msgs, msg)
+	x.srv.mu.Unlock()
+	return nil
+}

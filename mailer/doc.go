@@ -1,0 +1,8 @@
+// Package mailer turns a mail kind and its data into a message and delivers
+// it: over SMTP through a pool of reused connections, or into the in-memory
+// dev mailbox. Only workers import it; the API never sends mail.
+//
+// Every failure comes back as a *SendError whose Class tells the handler
+// what to do: retry, retry later and slow down, stop mailing the address, or
+// alert the operator.
+package mailer

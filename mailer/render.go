@@ -1,0 +1,117 @@
+package mailer
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	texttemplate "text/template"
+)
+
+//go:embed templates
+var embedded embed.FS
+
+// Entry is one line of a digest or an event bundle.
+type Entry struct {
+	Title   string `json:"title"`
+	URL     string `json:"url"`
+	Summary string `json:"summary,omitempty"`
+}
+
+// Data is what templates see.
+type Data struct {
+	Email          string
+	Name           string
+	ConfirmURL     string
+	UnsubscribeURL string
+	Period         string
+	Entries        []Entry
+}
+
+// Renderer holds the parsed templates for every kind.
+type Renderer struct {
+	text map[string]*texttemplate.Template
+	html map[string]*htmltemplate.Template
+}
+
+var kinds = []string{KindConfirm, KindWelcome, KindDigest, KindEvents}
+
+// NewRenderer parses the embedded templates. A file of the same name in
+// overrideDir (KIND.txt, KIND.html or layout.html) replaces the embedded one,
+// so an operator can restyle mails without a rebuild. Errors name the file.
+func NewRenderer(overrideDir string) (*Renderer, error) {
+	read := func(name string) (string, error) {
+		if overrideDir != "" {
+			b, err := os.ReadFile(filepath.Join(overrideDir, name))
+			if err == nil {
+				return string(b), nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("read template %s: %w", name, err)
+			}
+		}
+		b, err := embedded.ReadFile("templates/" + name)
+		return string(b), err
+	}
+	layout, err := read("layout.html")
+	if err != nil {
+		return nil, err
+	}
+	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}}
+	for _, k := range kinds {
+		txt, err := read(k + ".txt")
+		if err != nil {
+			return nil, err
+		}
+		if r.text[k], err = texttemplate.New(k + ".txt").Option("missingkey=error").Parse(txt); err != nil {
+			return nil, fmt.Errorf("parse template %s.txt: %w", k, err)
+		}
+		body, err := read(k + ".html")
+		if err != nil {
+			return nil, err
+		}
+		h := htmltemplate.New(k + ".html")
+		// The subject comes from the text template, where it is defined
+		// once; the HTML title needs it too.
+		subject := r.text[k].Lookup("subject")
+		if subject == nil {
+			return nil, fmt.Errorf("template %s.txt: no {{define \"subject\"}}", k)
+		}
+		if _, err := h.Parse(layout + body + `{{define "subject"}}` + subject.Root.String() + `{{end}}`); err != nil {
+			return nil, fmt.Errorf("parse template %s.html: %w", k, err)
+		}
+		r.html[k] = h
+	}
+	return r, nil
+}
+
+// Render builds the message of kind for d.Email.
+func (r *Renderer) Render(kind string, d Data) (*Message, error) {
+	txt, ok := r.text[kind]
+	if !ok {
+		return nil, fmt.Errorf("render: unknown mail kind %q", kind)
+	}
+	var subj, body, html bytes.Buffer
+	if err := txt.ExecuteTemplate(&subj, "subject", d); err != nil {
+		return nil, fmt.Errorf("render %s subject: %w", kind, err)
+	}
+	if err := txt.Execute(&body, d); err != nil {
+		return nil, fmt.Errorf("render %s text: %w", kind, err)
+	}
+	if err := r.html[kind].ExecuteTemplate(&html, "layout", d); err != nil {
+		return nil, fmt.Errorf("render %s html: %w", kind, err)
+	}
+	return &Message{
+		Kind:           kind,
+		To:             d.Email,
+		Subject:        strings.Join(strings.Fields(subj.String()), " "),
+		Text:           body.String(),
+		HTML:           html.String(),
+		UnsubscribeURL: d.UnsubscribeURL,
+	}, nil
+}

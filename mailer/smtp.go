@@ -1,0 +1,315 @@
+package mailer
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/mail"
+	"sync"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+	gosmtp "github.com/wneessen/go-mail/smtp"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/config"
+)
+
+// SMTPOptions configure an SMTP mailer.
+type SMTPOptions struct {
+	Server config.SMTP
+	From   string // "Name <addr>"
+	// PoolSize is the most connections open at once (default 4).
+	PoolSize int
+	// IdleTimeout closes connections unused this long (default 30s), below
+	// the 5 minutes after which RFC 5321 lets a server drop us.
+	IdleTimeout time.Duration
+	// Timeout bounds each SMTP command (default 30s).
+	Timeout time.Duration
+	// TLSConfig overrides the TLS settings (tests use it to trust a
+	// self-signed server).
+	TLSConfig *tls.Config
+	// Headers are added to every message (List-Id, DKIM needs them fixed).
+	Headers map[string]string
+}
+
+// SMTP delivers mail through a pool of reused SMTP connections: a
+// connection carries many messages (with RSET only after a refused
+// recipient), is replaced when it breaks, and is closed when idle.
+type SMTP struct {
+	client  *gomail.Client // configuration only; connections are pooled
+	from    string
+	domain  string
+	headers map[string]string
+	idleFor time.Duration
+
+	slots chan struct{} // one per open connection
+	idle  chan *pooledConn
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	now   func() time.Time
+}
+
+type pooledConn struct {
+	c        *gosmtp.Client
+	lastUsed time.Time
+}
+
+// NewSMTP returns a pooled SMTP mailer. It dials lazily, so a mail server
+// that is down at start-up delays mail instead of stopping the service.
+func NewSMTP(o SMTPOptions) (*SMTP, error) {
+	from, err := mail.ParseAddress(o.From)
+	if err != nil {
+		return nil, fmt.Errorf("smtp: from %q: %w", o.From, err)
+	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = 4
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 30 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	opts := []gomail.Option{
+		gomail.WithPort(o.Server.Port),
+		gomail.WithTimeout(o.Timeout),
+		// The pool replaces broken connections itself; a NOOP before and
+		// an RSET after every message would double the round trips.
+		gomail.WithoutNoop(),
+		gomail.WithoutRset(),
+	}
+	switch o.Server.TLS {
+	case "none":
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	case "tls":
+		opts = append(opts, gomail.WithSSL())
+	default:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
+	}
+	if o.TLSConfig != nil {
+		opts = append(opts, gomail.WithTLSConfig(o.TLSConfig))
+	}
+	if o.Server.Username != "" {
+		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
+			gomail.WithUsername(o.Server.Username), gomail.WithPassword(o.Server.Password))
+	}
+	client, err := gomail.NewClient(o.Server.Host, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	s := &SMTP{
+		client:  client,
+		from:    from.String(),
+		domain:  address.Domain(from.Address),
+		headers: o.Headers,
+		idleFor: o.IdleTimeout,
+		slots:   make(chan struct{}, o.PoolSize),
+		idle:    make(chan *pooledConn, o.PoolSize),
+		stop:    make(chan struct{}),
+		now:     time.Now,
+	}
+	s.wg.Add(1)
+	go s.reapIdle()
+	return s, nil
+}
+
+// Send implements Mailer.
+func (s *SMTP) Send(ctx context.Context, msg *Message) error {
+	domain := address.Domain(msg.To)
+	m, err := s.build(msg)
+	if err != nil {
+		return &SendError{Class: Invalid, Domain: domain, Err: err}
+	}
+	pc, reused, err := s.get(ctx)
+	if err != nil {
+		return &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("connect: %w", err)}
+	}
+	err = s.client.SendWithSMTPClient(pc.c, m)
+	if err != nil && reused && staleBeforeData(err) {
+		// The server closed an idle connection; nothing was transferred,
+		// so one more try on a fresh connection cannot send twice.
+		s.discard(pc)
+		if pc, err = s.dial(ctx); err != nil {
+			return &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
+		}
+		err = s.client.SendWithSMTPClient(pc.c, m)
+	}
+	if err != nil {
+		se := classify(err, domain)
+		if connBroken(err, se) {
+			s.discard(pc)
+		} else {
+			s.put(pc)
+		}
+		return se
+	}
+	s.put(pc)
+	return nil
+}
+
+func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
+	m := gomail.NewMsg()
+	if err := m.From(s.from); err != nil {
+		return nil, err
+	}
+	if err := m.To(msg.To); err != nil {
+		return nil, err
+	}
+	if msg.MessageID == "" {
+		msg.MessageID = newMessageID(s.domain)
+	}
+	if msg.Date.IsZero() {
+		msg.Date = s.now()
+	}
+	m.Subject(msg.Subject)
+	m.SetMessageIDWithValue(msg.MessageID)
+	m.SetDateWithValue(msg.Date)
+	for k, v := range s.headers {
+		m.SetGenHeader(gomail.Header(k), v)
+	}
+	for k, v := range listHeaders(msg) {
+		m.SetGenHeader(gomail.Header(k), v)
+	}
+	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
+	if msg.HTML != "" {
+		m.AddAlternativeString(gomail.TypeTextHTML, msg.HTML)
+	}
+	return m, nil
+}
+
+// listHeaders are the RFC 2369 / RFC 8058 headers of a mail that has an
+// unsubscribe link.
+func listHeaders(msg *Message) map[string]string {
+	if msg.UnsubscribeURL == "" {
+		return nil
+	}
+	return map[string]string{
+		"List-Unsubscribe":      "<" + msg.UnsubscribeURL + ">",
+		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+	}
+}
+
+// staleBeforeData reports a network failure before the message was
+// transferred (the NOOP-less connection check or MAIL FROM).
+func staleBeforeData(err error) bool {
+	var ge *gomail.SendError
+	if !errors.As(err, &ge) {
+		return false
+	}
+	return ge.ErrorCode() == 0 && (ge.Reason == gomail.ErrConnCheck || ge.Reason == gomail.ErrSMTPMailFrom)
+}
+
+// connBroken reports whether the connection may be in an unknown protocol
+// state: then it is closed instead of reused.
+func connBroken(err error, se *SendError) bool {
+	var ge *gomail.SendError
+	if !errors.As(err, &ge) || se.Code == 0 || se.Code == 421 {
+		return true
+	}
+	switch ge.Reason {
+	case gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo:
+		return false // go-mail sent RSET; the connection is clean
+	}
+	return true
+}
+
+// get returns an idle connection, or dials one when the pool has room, or
+// waits for one to come back.
+func (s *SMTP) get(ctx context.Context) (pc *pooledConn, reused bool, err error) {
+	for {
+		select {
+		case pc := <-s.idle:
+			if s.now().Sub(pc.lastUsed) > s.idleFor {
+				s.discard(pc)
+				continue
+			}
+			return pc, true, nil
+		default:
+		}
+		select {
+		case pc := <-s.idle:
+			return pc, true, nil
+		case s.slots <- struct{}{}:
+			pc, err := s.dialInSlot(ctx)
+			return pc, false, err
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// dial replaces a discarded connection: its slot was already released, so
+// take one again.
+func (s *SMTP) dial(ctx context.Context) (*pooledConn, error) {
+	select {
+	case s.slots <- struct{}{}:
+		return s.dialInSlot(ctx)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *SMTP) dialInSlot(ctx context.Context) (*pooledConn, error) {
+	c, err := s.client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		<-s.slots
+		return nil, err
+	}
+	return &pooledConn{c: c, lastUsed: s.now()}, nil
+}
+
+func (s *SMTP) put(pc *pooledConn) {
+	pc.lastUsed = s.now()
+	s.idle <- pc // never blocks: at most PoolSize connections exist
+}
+
+func (s *SMTP) discard(pc *pooledConn) {
+	_ = pc.c.Close()
+	<-s.slots
+}
+
+func (s *SMTP) reapIdle() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.idleFor / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for n := len(s.idle); n > 0; n-- {
+			select {
+			case pc := <-s.idle:
+				if s.now().Sub(pc.lastUsed) > s.idleFor {
+					s.quit(pc)
+				} else {
+					s.idle <- pc
+				}
+			default:
+			}
+		}
+	}
+}
+
+func (s *SMTP) quit(pc *pooledConn) {
+	_ = s.client.CloseWithSMTPClient(pc.c)
+	<-s.slots
+}
+
+// Close says QUIT on idle connections and stops the reaper. Sends still in
+// flight finish on their own connection.
+func (s *SMTP) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	for {
+		select {
+		case pc := <-s.idle:
+			s.quit(pc)
+		default:
+			return nil
+		}
+	}
+}
