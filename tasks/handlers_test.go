@@ -1,0 +1,217 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// recorder is a Mailer that keeps what it was asked to send and can fail.
+type recorder struct {
+	mu   sync.Mutex
+	sent []*mailer.Message
+	fail error
+}
+
+func (r *recorder) Send(_ context.Context, m *mailer.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	r.sent = append(r.sent, m)
+	return nil
+}
+
+func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.sent) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newHandlers(t *testing.T) (*Handlers, *store.Memory, *recorder) {
+	t.Helper()
+	render, err := mailer.NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, rec := store.NewMemory(), &recorder{}
+	return &Handlers{
+		Store: st, Mailer: rec, Render: render, Log: quiet, Metrics: NewMetrics(nil),
+		Links: Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)},
+	}, st, rec
+}
+
+func activate(t *testing.T, st store.Store, email string) store.Subscriber {
+	t.Helper()
+	sub, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: email, Activate: true, Outbox: NewWelcome(email, time.Now(), 0).Outbox()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func TestWelcomeToActiveSubscriber(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	activate(t, st, "ann@example.com")
+	if err := h.HandleWelcome(context.Background(), NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count() != 1 {
+		t.Fatalf("%d mails, want 1", rec.count())
+	}
+	m := rec.sent[0]
+	if m.To != "ann@example.com" || m.Kind != mailer.KindWelcome || m.UnsubscribeURL == "" {
+		t.Fatalf("unexpected mail %+v", m)
+	}
+	email, err := h.Links.Signer.Verify(token.Unsubscribe, m.UnsubscribeURL[len("https://news.example.com/unsubscribe?token="):])
+	if err != nil || email != "ann@example.com" {
+		t.Fatalf("unsubscribe link does not verify: %q %v", email, err)
+	}
+}
+
+func TestWelcomeTwiceSendsOnce(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	activate(t, st, "ann@example.com")
+	task := NewWelcome("ann@example.com", time.Now(), 0).Task
+	for i := 0; i < 3; i++ {
+		if err := h.HandleWelcome(context.Background(), task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.count() != 1 {
+		t.Fatalf("the same welcome task ran 3 times and sent %d mails", rec.count())
+	}
+}
+
+func TestSkipWhenNotActive(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	activate(t, st, "gone@example.com")
+	st.Unsubscribe(ctx, "gone@example.com")
+	for _, email := range []string{"gone@example.com", "never@example.com"} {
+		if err := h.HandleWelcome(ctx, NewWelcome(email, time.Now(), 0).Task); err != nil {
+			t.Fatalf("%s: %v, want nil (skip)", email, err)
+		}
+	}
+	if rec.count() != 0 {
+		t.Fatalf("sent %d mails to people who are not subscribed", rec.count())
+	}
+}
+
+func TestConfirmOnlyWhilePending(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	job := NewConfirm("p@example.com", time.Now())
+	st.Subscribe(ctx, store.SubscribeRequest{Email: "p@example.com", Outbox: job.Outbox()})
+	if err := h.HandleConfirm(ctx, job.Task); err != nil || rec.count() != 1 {
+		t.Fatalf("pending: %v, %d mails", err, rec.count())
+	}
+	if rec.sent[0].UnsubscribeURL != "" {
+		t.Fatal("a confirmation is transactional: no unsubscribe header")
+	}
+	// Re-running the same task (a retry after a lost ack) sends nothing.
+	h.HandleConfirm(ctx, job.Task)
+	// A new request (the first mail was lost) sends again.
+	h.HandleConfirm(ctx, NewConfirm("p@example.com", time.Now()).Task)
+	if rec.count() != 2 {
+		t.Fatalf("%d confirmations, want 2 (one per request)", rec.count())
+	}
+	st.Confirm(ctx, "p@example.com", NewWelcome("p@example.com", time.Now(), 0).Outbox())
+	h.HandleConfirm(ctx, NewConfirm("p@example.com", time.Now()).Task)
+	if rec.count() != 2 {
+		t.Fatal("confirmation sent to an active subscriber")
+	}
+}
+
+func TestBadPayloadSkipsRetry(t *testing.T) {
+	h, _, _ := newHandlers(t)
+	for _, p := range []string{"{", `{"email":""}`, `[]`} {
+		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.HandleWelcome, "confirm": h.HandleConfirm} {
+			err := fn(context.Background(), asynq.NewTask("x", []byte(p)))
+			if !errors.Is(err, asynq.SkipRetry) {
+				t.Errorf("%s %q: %v, want SkipRetry", name, p, err)
+			}
+		}
+	}
+}
+
+func TestSendFailureClasses(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		class      mailer.Class
+		skipRetry  bool
+		wantStatus store.Status
+	}{
+		{mailer.Temporary, false, store.Active},
+		{mailer.Throttled, false, store.Active},
+		{mailer.Bounced, true, store.Bounced},
+		{mailer.Rejected, true, store.Active},
+	}
+	for _, c := range cases {
+		h, st, rec := newHandlers(t)
+		activate(t, st, "a@x.org")
+		rec.fail = &mailer.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
+		err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task)
+		if err == nil || errors.Is(err, asynq.SkipRetry) != c.skipRetry {
+			t.Errorf("%s: err %v, want SkipRetry=%v", c.class, err, c.skipRetry)
+		}
+		sub, _ := st.Get(ctx, "a@x.org")
+		if sub.Status != c.wantStatus {
+			t.Errorf("%s: status %s, want %s", c.class, sub.Status, c.wantStatus)
+		}
+		// The claim was released: a retry that succeeds sends the mail.
+		rec.fail = nil
+		if c.class == mailer.Temporary {
+			if err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+				t.Errorf("retry after temporary failure: %v, %d mails", err, rec.count())
+			}
+		}
+	}
+}
+
+func TestBusyClaimIsNotAFailure(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	sub := activate(t, st, "a@x.org")
+	st.ClaimMark(ctx, store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}, time.Hour)
+	err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task)
+	if !errors.Is(err, ErrDeliveryBusy) || IsFailure(err) || rec.count() != 0 {
+		t.Fatalf("held claim: %v (failure=%v), %d mails", err, IsFailure(err), rec.count())
+	}
+	if d := (RetryPolicy{Busy: time.Minute}).Delay(0, err, nil); d != time.Minute {
+		t.Fatalf("busy retry in %s", d)
+	}
+}
+
+func TestRetryDelayGrows(t *testing.T) {
+	p := RetryPolicy{Base: time.Second, Max: time.Hour, Throttled: time.Minute}
+	temp := &mailer.SendError{Class: mailer.Temporary}
+	prevMax := time.Duration(0)
+	for n := 0; n < 6; n++ {
+		lo, hi := time.Duration(1<<62), time.Duration(0)
+		for i := 0; i < 50; i++ {
+			d := p.Delay(n, temp, nil)
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		window := time.Second << n
+		if lo < window/2 || hi > window || lo < prevMax/2 {
+			t.Fatalf("retry %d: delays in [%s, %s], want within [%s, %s]", n, lo, hi, window/2, window)
+		}
+		prevMax = hi
+	}
+	if d := p.Delay(0, &mailer.SendError{Class: mailer.Throttled}, nil); d < 30*time.Second {
+		t.Fatalf("throttled retry after %s: must wait longer than a temporary one", d)
+	}
+	if d := p.Delay(40, temp, nil); d > time.Hour {
+		t.Fatalf("cap exceeded: %s", d)
+	}
+}

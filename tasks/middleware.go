@@ -1,0 +1,54 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// Observe is the middleware that writes one log line and the task metrics
+// for every task run.
+func Observe(log *slog.Logger, m *Metrics) asynq.MiddlewareFunc {
+	return func(next asynq.Handler) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			start := time.Now()
+			err := next.ProcessTask(ctx, t)
+			took := time.Since(start)
+			id, _ := asynq.GetTaskID(ctx)
+			queue, _ := asynq.GetQueueName(ctx)
+			retried, _ := asynq.GetRetryCount(ctx)
+			maxRetry, _ := asynq.GetMaxRetry(ctx)
+			result := taskResult(err, retried, maxRetry)
+			if m != nil {
+				m.Tasks.WithLabelValues(t.Type(), queue, result).Inc()
+				m.TaskDuration.WithLabelValues(t.Type(), queue).Observe(took.Seconds())
+			}
+			level := slog.LevelInfo
+			if result == "retry" || result == "archived" {
+				level = slog.LevelWarn
+			}
+			attrs := []any{"type", t.Type(), "id", id, "queue", queue, "retry", retried,
+				"duration_ms", took.Milliseconds(), "result", result}
+			if err != nil {
+				attrs = append(attrs, "err", err.Error())
+			}
+			log.Log(ctx, level, "task", attrs...)
+			return err
+		})
+	}
+}
+
+func taskResult(err error, retried, maxRetry int) string {
+	switch {
+	case err == nil:
+		return "success"
+	case !IsFailure(err):
+		return "deferred"
+	case errors.Is(err, asynq.SkipRetry), retried >= maxRetry:
+		return "archived"
+	}
+	return "retry"
+}

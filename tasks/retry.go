@@ -1,0 +1,76 @@
+package tasks
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/mailer"
+)
+
+// RetryPolicy is the worker's backoff. The zero value uses the defaults.
+type RetryPolicy struct {
+	// Base is the first retry's delay (default 10s); each retry doubles it
+	// up to Max (default 1h).
+	Base, Max time.Duration
+	// Throttled replaces Base after a 421/450/4.7.x answer (default 2m):
+	// a receiver that asks us to slow down is not helped by a quick retry.
+	Throttled time.Duration
+	// Busy is the wait after ErrDeliveryBusy (default DefaultClaimTTL).
+	Busy time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Base <= 0 {
+		p.Base = 10 * time.Second
+	}
+	if p.Max <= 0 {
+		p.Max = time.Hour
+	}
+	if p.Throttled <= 0 {
+		p.Throttled = 2 * time.Minute
+	}
+	if p.Busy <= 0 {
+		p.Busy = DefaultClaimTTL
+	}
+	return p
+}
+
+// retryAfterer is an error that says when to come back (an HTTP mail API's
+// Retry-After, the shared send-rate limiter).
+type retryAfterer interface{ RetryAfter() time.Duration }
+
+// Delay is an asynq RetryDelayFunc: exponential backoff with jitter. The
+// jitter draws from the upper half of the window ("equal jitter"), so
+// retries spread out while each still waits longer than the one before.
+func (p RetryPolicy) Delay(n int, err error, _ *asynq.Task) time.Duration {
+	p = p.withDefaults()
+	var ra retryAfterer
+	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
+		return ra.RetryAfter()
+	}
+	if se := mailer.AsSendError(err); se != nil && se.RetryAfter > 0 {
+		return se.RetryAfter
+	}
+	if errors.Is(err, ErrDeliveryBusy) {
+		return p.Busy
+	}
+	base := p.Base
+	if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
+		base = p.Throttled
+	}
+	d := base << min(n, 20)
+	if d > p.Max || d <= 0 {
+		d = p.Max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// IsFailure tells asynq which errors count against a task's retries: a held
+// delivery mark or a rate limit only postpones the task.
+func IsFailure(err error) bool {
+	var ra retryAfterer
+	return !errors.Is(err, ErrDeliveryBusy) && !errors.As(err, &ra)
+}

@@ -1,0 +1,70 @@
+package tasks
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// WorkerConfig configures the asynq server of the worker role.
+type WorkerConfig struct {
+	Concurrency     int
+	ShutdownTimeout time.Duration
+	Retry           RetryPolicy
+	Log             *slog.Logger
+}
+
+// Worker is the asynq server with the service's handlers.
+type Worker struct {
+	srv *asynq.Server
+	mux *asynq.ServeMux
+}
+
+// NewWorker builds a worker on rdb (not closed by the worker).
+func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:     cfg.Concurrency,
+		Queues:          QueueWeights,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		RetryDelayFunc:  cfg.Retry.Delay,
+		IsFailure:       IsFailure,
+		Logger:          asynqLogger{log.With("component", "asynq")},
+		LogLevel:        asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.Use(Observe(log, h.Metrics))
+	mux.HandleFunc(TypeConfirmEmail, h.HandleConfirm)
+	mux.HandleFunc(TypeWelcomeEmail, h.HandleWelcome)
+	return &Worker{srv: srv, mux: mux}
+}
+
+// Start begins processing.
+func (w *Worker) Start() error {
+	if err := w.srv.Start(w.mux); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	return nil
+}
+
+// Stop stops taking new tasks; running ones finish (SIGTSTP).
+func (w *Worker) Stop() { w.srv.Stop() }
+
+// Shutdown waits up to the shutdown timeout for running tasks, then
+// requeues what is left (it runs again elsewhere, guarded by its mark).
+func (w *Worker) Shutdown() { w.srv.Shutdown() }
+
+// asynqLogger sends asynq's own log lines to slog.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
