@@ -1,0 +1,49 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/store"
+)
+
+type subscriberView struct {
+	Email          string       `json:"email"`
+	Name           string       `json:"name,omitempty"`
+	Status         store.Status `json:"status"`
+	Timezone       string       `json:"timezone"`
+	CreatedAt      time.Time    `json:"created_at"`
+	ConfirmedAt    *time.Time   `json:"confirmed_at"`
+	UnsubscribedAt *time.Time   `json:"unsubscribed_at"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// getSubscriber handles GET /api/subscribers/{email}.
+func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
+	email, err := address.Normalize(r.PathValue("email"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	sub, err := s.deps.Store.Get(r.Context(), email)
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, subscriberView{
+		Email: sub.Email, Name: sub.Name, Status: sub.Status, Timezone: sub.Timezone, CreatedAt: sub.CreatedAt,
+		ConfirmedAt: timePtr(sub.ConfirmedAt), UnsubscribedAt: timePtr(sub.UnsubscribedAt),
+	})
+}

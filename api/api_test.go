@@ -1,0 +1,376 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+type env struct {
+	srv    *httptest.Server
+	store  store.Store
+	insp   *asynq.Inspector
+	signer *token.Signer
+	queue  *countingQueue
+}
+
+// countingQueue wraps the real client and can fail the next enqueues.
+type countingQueue struct {
+	tasks.Enqueuer
+	failNext int
+}
+
+func (q *countingQueue) EnqueueContext(ctx context.Context, t *asynq.Task, o ...asynq.Option) (*asynq.TaskInfo, error) {
+	if q.failNext > 0 {
+		q.failNext--
+		return nil, errors.New("redis: connection refused")
+	}
+	return q.Enqueuer.EnqueueContext(ctx, t, o...)
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBAPI)
+	st := store.NewRedis(rdb)
+	client := asynq.NewClientFromRedisClient(rdb)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	signer := token.NewSigner([]byte("0123456789abcdef"), 0)
+	reg := prometheus.NewRegistry()
+	q := &countingQueue{Enqueuer: client}
+	s := New(cfg, Deps{
+		Store: st, Queue: q, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
+		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func (e *env) post(t *testing.T, path, contentType, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := noRedirect.Post(e.srv.URL+path, contentType, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (e *env) get(t *testing.T, path string) (*http.Response, string) {
+	t.Helper()
+	resp, err := noRedirect.Get(e.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (e *env) taskCount(t *testing.T, queue string) int {
+	t.Helper()
+	info, err := e.insp.GetQueueInfo(queue)
+	if err != nil {
+		return 0
+	}
+	return info.Size
+}
+
+func (e *env) status(t *testing.T, email string) store.Status {
+	t.Helper()
+	sub, err := e.store.Get(context.Background(), email)
+	if errors.Is(err, store.ErrNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub.Status
+}
+
+const jsonCT = "application/json"
+
+func TestSubscribeDoubleOptIn(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, WelcomeDelay: time.Hour})
+	resp, body := e.post(t, "/subscribe", jsonCT, `{"email":"  Ann@Example.COM "}`)
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, `"pending"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if e.status(t, "ann@example.com") != store.Pending {
+		t.Fatal("not stored as pending under the normalised address")
+	}
+	info, err := e.insp.GetTaskInfo(tasks.QueueTransactional, "confirm:ann@example.com")
+	if err != nil || info.Type != tasks.TypeConfirmEmail {
+		t.Fatalf("confirm task: %+v %v", info, err)
+	}
+	// The same address again while the confirmation waits: no second task.
+	resp, _ = e.post(t, "/subscribe", "application/x-www-form-urlencoded", "email=ann%40example.com")
+	if resp.StatusCode != http.StatusAccepted || e.taskCount(t, tasks.QueueTransactional) != 1 {
+		t.Fatalf("duplicate subscribe: %d, %d tasks", resp.StatusCode, e.taskCount(t, tasks.QueueTransactional))
+	}
+}
+
+func TestSubscribeActiveIs409(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, WelcomeDelay: time.Hour})
+	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"a@example.com"}`); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	if e.status(t, "a@example.com") != store.Active || e.taskCount(t, tasks.QueueDefault) != 1 {
+		t.Fatal("without double opt-in, subscribe activates and schedules the welcome")
+	}
+	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"A@example.com"}`); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("already active: %d", resp.StatusCode)
+	}
+	if e.taskCount(t, tasks.QueueDefault) != 1 {
+		t.Fatal("a second welcome was queued")
+	}
+}
+
+func TestSubscribeRejectsBadInput(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, MaxBody: 1024})
+	cases := []struct {
+		ct, body string
+		code     int
+	}{
+		{jsonCT, `{"email":`, 400},
+		{jsonCT, `{"email":42}`, 400},
+		{jsonCT, `{}`, 400},
+		{jsonCT, `{"email":""}`, 400},
+		{jsonCT, `{"email":"not an address"}`, 400},
+		{jsonCT, `{"email":"a@example.com\r\nBcc: victim@example.com"}`, 400},
+		{jsonCT, `{"email":"Ann <a@example.com>"}`, 400},
+		{jsonCT, `{"email":"a@example.com","timezone":"Mars/Olympus"}`, 400},
+		{jsonCT, `{"email":"a@example.com","name":"x\ny"}`, 400},
+		{"application/x-www-form-urlencoded", "email=a%40example.com%0d%0aBcc%3a+x%40y.z", 400},
+		{"application/x-www-form-urlencoded", "", 400},
+		{jsonCT, `{"email":"` + strings.Repeat("a", 4000) + `@example.com"}`, 413},
+	}
+	for _, c := range cases {
+		resp, body := e.post(t, "/subscribe", c.ct, c.body)
+		if resp.StatusCode != c.code {
+			t.Errorf("%.60q: %d, want %d (%s)", c.body, resp.StatusCode, c.code, body)
+		}
+	}
+	if n := e.taskCount(t, tasks.QueueTransactional); n != 0 {
+		t.Fatalf("bad input queued %d tasks", n)
+	}
+	for _, email := range []string{"a@example.com", "not an address"} {
+		if s := e.status(t, email); s != "" {
+			t.Fatalf("bad input stored %s as %s", email, s)
+		}
+	}
+	// The form gets its page back with the message, not JSON.
+	resp, body := e.post(t, "/subscribe", "application/x-www-form-urlencoded", "email=nope")
+	if resp.StatusCode != 400 || !strings.Contains(body, `role="alert"`) || !strings.Contains(body, "<form") {
+		t.Fatalf("form error page: %d\n%s", resp.StatusCode, body)
+	}
+}
+
+func TestConfirmLink(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, WelcomeDelay: time.Hour})
+	e.post(t, "/subscribe", jsonCT, `{"email":"c@example.com"}`)
+	if resp, _ := e.get(t, "/confirm?token="+url.QueryEscape(e.signer.Sign(token.Unsubscribe, "c@example.com"))); resp.StatusCode != 400 {
+		t.Fatalf("an unsubscribe token confirmed: %d", resp.StatusCode)
+	}
+	if resp, _ := e.get(t, "/confirm?token=garbage"); resp.StatusCode != 400 {
+		t.Fatalf("garbage token: %d", resp.StatusCode)
+	}
+	if e.status(t, "c@example.com") != store.Pending {
+		t.Fatal("a bad token changed the subscriber")
+	}
+	link := "/confirm?token=" + url.QueryEscape(e.signer.Sign(token.Confirm, "c@example.com"))
+	resp, body := e.get(t, link)
+	if resp.StatusCode != 200 || !strings.Contains(body, "confirmed") || e.status(t, "c@example.com") != store.Active {
+		t.Fatalf("confirm: %d %s", resp.StatusCode, body)
+	}
+	info, err := e.insp.GetTaskInfo(tasks.QueueDefault, "welcome:c@example.com")
+	if err != nil || info.State != asynq.TaskStateScheduled || info.MaxRetry != 5 || info.Timeout != 2*time.Minute {
+		t.Fatalf("welcome task: %+v %v", info, err)
+	}
+	if d := time.Until(info.NextProcessAt); d < 55*time.Minute || d > time.Hour+time.Minute {
+		t.Fatalf("welcome due in %s, want the welcome delay", d)
+	}
+	// A second click is harmless.
+	if resp, body := e.get(t, link); resp.StatusCode != 200 || !strings.Contains(body, "Already confirmed") {
+		t.Fatalf("second click: %d", resp.StatusCode)
+	}
+}
+
+func TestUnsubscribeInsideWelcomeWindow(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, WelcomeDelay: time.Hour})
+	e.post(t, "/subscribe", jsonCT, `{"email":"w@example.com"}`)
+	if _, err := e.insp.GetTaskInfo(tasks.QueueDefault, "welcome:w@example.com"); err != nil {
+		t.Fatal("welcome not scheduled: ", err)
+	}
+	resp, _ := e.post(t, "/unsubscribe", jsonCT, `{"email":"W@example.com"}`)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatal(resp.StatusCode)
+	}
+	// Inactive before the answer, and the scheduled welcome is gone.
+	if e.status(t, "w@example.com") != store.Unsubscribed {
+		t.Fatal("still active after 202")
+	}
+	if _, err := e.insp.GetTaskInfo(tasks.QueueDefault, "welcome:w@example.com"); !errors.Is(err, asynq.ErrTaskNotFound) {
+		t.Fatalf("welcome task survived the unsubscribe: %v", err)
+	}
+	// Nor can the relay bring it back.
+	due, _ := e.store.OutboxDue(context.Background(), time.Now().Add(2*time.Hour), 10)
+	if len(due) != 0 {
+		t.Fatalf("outbox still holds %+v", due)
+	}
+}
+
+func TestUnsubscribeUnknownAddressLooksTheSame(t *testing.T) {
+	e := newEnv(t, Config{})
+	if resp, _ := e.post(t, "/unsubscribe", jsonCT, `{"email":"stranger@example.com"}`); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	if resp, _ := e.post(t, "/unsubscribe", jsonCT, `{"email":"bad"}`); resp.StatusCode != 400 {
+		t.Fatal(resp.StatusCode)
+	}
+}
+
+func TestOneClickUnsubscribe(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, WelcomeDelay: time.Hour})
+	for i, form := range []string{"urlencoded", "multipart"} {
+		email := []string{"u1@example.com", "u2@example.com"}[i]
+		e.post(t, "/subscribe", jsonCT, `{"email":"`+email+`"}`)
+		tok := url.QueryEscape(e.signer.Sign(token.Unsubscribe, email))
+		// GET shows a page and changes nothing.
+		resp, body := e.get(t, "/unsubscribe?token="+tok)
+		if resp.StatusCode != 200 || !strings.Contains(body, "<form") || e.status(t, email) != store.Active {
+			t.Fatalf("GET unsubscribed or failed: %d", resp.StatusCode)
+		}
+		var ct, payload string
+		if form == "urlencoded" {
+			ct, payload = "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click"
+		} else {
+			var buf bytes.Buffer
+			mw := multipart.NewWriter(&buf)
+			mw.WriteField("List-Unsubscribe", "One-Click")
+			mw.Close()
+			ct, payload = mw.FormDataContentType(), buf.String()
+		}
+		resp, _ = e.post(t, "/unsubscribe?token="+tok, ct, payload)
+		if resp.StatusCode != 200 || resp.Header.Get("Location") != "" || len(resp.Cookies()) != 0 {
+			t.Fatalf("%s one-click: %d location=%q", form, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if e.status(t, email) != store.Unsubscribed {
+			t.Fatalf("%s one-click did not unsubscribe", form)
+		}
+	}
+	// A confirm token cannot unsubscribe.
+	e.post(t, "/subscribe", jsonCT, `{"email":"u3@example.com"}`)
+	resp, _ := e.post(t, "/unsubscribe?token="+url.QueryEscape(e.signer.Sign(token.Confirm, "u3@example.com")), "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click")
+	if resp.StatusCode != 400 || e.status(t, "u3@example.com") != store.Active {
+		t.Fatalf("confirm token unsubscribed: %d", resp.StatusCode)
+	}
+}
+
+func TestEnqueueFailureStillAccepts(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true})
+	e.queue.failNext = 1
+	resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"blip@example.com"}`)
+	if resp.StatusCode != 202 || e.status(t, "blip@example.com") != store.Pending {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+	due, _ := e.store.OutboxDue(context.Background(), time.Now().Add(time.Minute), 10)
+	if len(due) != 1 || due[0].ID != "confirm:blip@example.com" {
+		t.Fatalf("the outbox must keep the confirmation for the relay: %+v", due)
+	}
+}
+
+func TestSubscribeRateLimit(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, SubscribeRate: 3})
+	codes := []int{}
+	for i := 0; i < 5; i++ {
+		resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"r`+string(rune('a'+i))+`@example.com"}`)
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	if codes[0] != 202 || codes[2] != 202 || codes[3] != 429 || codes[4] != 429 {
+		t.Fatalf("codes %v, want 3×202 then 429", codes)
+	}
+}
+
+func TestAdminSubscriberAndMetrics(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, AdminToken: "s3cret"})
+	e.post(t, "/subscribe", jsonCT, `{"email":"adm@example.com","timezone":"Europe/Berlin"}`)
+	get := func(auth string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/api/subscribers/adm@example.com", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp, m
+	}
+	if resp, _ := get(""); resp.StatusCode != 401 {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+	if resp, _ := get("wrong"); resp.StatusCode != 401 {
+		t.Fatalf("wrong token: %d", resp.StatusCode)
+	}
+	resp, m := get("s3cret")
+	if resp.StatusCode != 200 || m["status"] != "pending" || m["timezone"] != "Europe/Berlin" || m["created_at"] == nil {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	for _, k := range []string{"email", "status", "timezone", "created_at", "confirmed_at", "unsubscribed_at"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("field %s missing", k)
+		}
+	}
+	_, body := e.get(t, "/metrics")
+	if !strings.Contains(body, `newsletter_http_requests_total{code="202",route="POST /subscribe"} 1`) {
+		t.Fatalf("metrics by route pattern missing:\n%s", body)
+	}
+	if strings.Contains(body, "adm@example.com") {
+		t.Fatal("an address leaked into a metric label")
+	}
+}
+
+func TestAdminClosedWithoutToken(t *testing.T) {
+	e := newEnv(t, Config{})
+	if resp, _ := e.get(t, "/api/subscribers/a@example.com"); resp.StatusCode != 404 {
+		t.Fatalf("admin route open without a token: %d", resp.StatusCode)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t, Config{})
+	for _, p := range []string{"/healthz", "/readyz", "/"} {
+		if resp, _ := e.get(t, p); resp.StatusCode != 200 {
+			t.Errorf("%s: %d", p, resp.StatusCode)
+		}
+	}
+}

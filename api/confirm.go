@@ -1,0 +1,42 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// confirm handles GET /confirm?token=: activate and schedule the welcome.
+func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
+	email, err := s.deps.Signer.Verify(token.Confirm, r.URL.Query().Get("token"))
+	if errors.Is(err, token.ErrExpired) {
+		message(w, http.StatusBadRequest, "This link has expired", "Confirmation links work for 7 days. Subscribe again to get a new one.")
+		return
+	}
+	if err != nil {
+		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the mail, or subscribe again to get a new one.")
+		return
+	}
+	ctx := r.Context()
+	job := tasks.NewWelcome(email, s.deps.Now(), s.cfg.WelcomeDelay)
+	_, err = s.deps.Store.Confirm(ctx, email, job.Outbox())
+	switch {
+	case errors.Is(err, store.ErrAlreadyActive):
+		message(w, http.StatusOK, "Already confirmed", "Your subscription of "+email+" is active.")
+		return
+	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotFound):
+		message(w, http.StatusBadRequest, "This link is no longer valid", "The subscription of "+email+" has ended. Subscribe again to restart it.")
+		return
+	case err != nil:
+		s.deps.Log.Error("confirm: store", "err", err)
+		message(w, http.StatusServiceUnavailable, "Please try again", "We could not confirm your subscription just now.")
+		return
+	}
+	if _, err := tasks.Dispatch(ctx, s.deps.Queue, s.deps.Store, job); err != nil {
+		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
+	}
+	message(w, http.StatusOK, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+}

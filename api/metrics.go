@@ -1,0 +1,41 @@
+package api
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the HTTP metrics, labelled by route pattern.
+type Metrics struct {
+	Requests *prometheus.CounterVec
+	Duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics on reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_http_requests_total", Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "newsletter_http_request_duration_seconds", Help: "HTTP request latency by route pattern.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Requests, m.Duration)
+	}
+	return m
+}
+
+func (m *Metrics) observe(route string, code int, took time.Duration) {
+	m.Requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.Duration.WithLabelValues(route).Observe(took.Seconds())
+}
+
+func tokenEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// TaskDeleter removes a waiting task (*asynq.Inspector).
+type TaskDeleter interface {
+	DeleteTask(queue, id string) error
+}
+
+// Config is the API's behaviour.
+type Config struct {
+	DoubleOptIn  bool
+	WelcomeDelay time.Duration
+	// AdminToken guards /api/*; empty closes those routes (404).
+	AdminToken string
+	// SubscribeRate is requests per minute per client address; 0 is off.
+	SubscribeRate int
+	// MaxBody is the largest request body (default 16 KiB).
+	MaxBody int64
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store   store.Store
+	Queue   tasks.Enqueuer
+	Tasks   TaskDeleter
+	Signer  *token.Signer
+	Log     *slog.Logger
+	Metrics *Metrics
+	// Metrics handler for GET /metrics; nil leaves the route out.
+	MetricsHandler http.Handler
+	Now            func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	limiter *limiter
+	mux     *http.ServeMux
+}
+
+// New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
+// routes) are mounted with Handle.
+func New(cfg Config, d Deps) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 16 << 10
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(nil)
+	}
+	s := &Server{cfg: cfg, deps: d, mux: http.NewServeMux()}
+	if cfg.SubscribeRate > 0 {
+		s.limiter = newLimiter(cfg.SubscribeRate, time.Minute, d.Now)
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.form)
+	m.HandleFunc("POST /subscribe", s.subscribe)
+	m.HandleFunc("GET /confirm", s.confirm)
+	m.HandleFunc("GET /unsubscribe", s.unsubscribePage)
+	m.HandleFunc("POST /unsubscribe", s.unsubscribe)
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	m.HandleFunc("GET /readyz", s.ready)
+	if s.deps.MetricsHandler != nil {
+		m.Handle("GET /metrics", s.deps.MetricsHandler)
+	}
+	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
+}
+
+// Handle mounts h at pattern (a Go 1.22 ServeMux pattern).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// ServeHTTP implements http.Handler, counting every request by route.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	s.mux.ServeHTTP(rec, r)
+	// ServeMux sets r.Pattern in place: the route's pattern, never the
+	// raw path, so tokens and addresses in URLs cannot blow up cardinality.
+	route := r.Pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	s.deps.Metrics.observe(route, rec.code, time.Since(start))
+}
+
+// Admin guards h with the admin Bearer token. Without a configured token
+// the route does not exist (404), so a forgotten setting fails closed.
+func (s *Server) Admin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.AdminToken == "" {
+			http.NotFound(w, r)
+			return
+		}
+		if !tokenEqual(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), s.cfg.AdminToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="newsletter"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody("admin token required"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.deps.Store.Ping(ctx); err != nil {
+		http.Error(w, "redis unreachable: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
+
+func (s *Server) form(w http.ResponseWriter, r *http.Request) {
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe"})
+}
+
+// wantsJSON tells API clients from browsers: a JSON body, or an Accept
+// header that prefers JSON.
+func wantsJSON(r *http.Request) bool {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return ct == "application/json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json")
+}
+
+var errTooLarge = errors.New("request body too large")
+
+// readInput reads a JSON or form body (urlencoded or multipart) into a
+// flat map. The body is capped at MaxBody.
+func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	out := map[string]string{}
+	var err error
+	switch ct {
+	case "application/json":
+		var raw map[string]any
+		if err = json.NewDecoder(r.Body).Decode(&raw); err == nil {
+			for k, v := range raw {
+				str, ok := v.(string)
+				if !ok {
+					return nil, errors.New("field " + k + " must be a string")
+				}
+				out[k] = str
+			}
+		}
+	case "multipart/form-data":
+		if err = r.ParseMultipartForm(s.cfg.MaxBody); err == nil {
+			for k, v := range r.MultipartForm.Value {
+				out[k] = v[0]
+			}
+		}
+	default:
+		var body []byte
+		if body, err = io.ReadAll(r.Body); err == nil {
+			var vals url.Values
+			if vals, err = url.ParseQuery(string(body)); err == nil {
+				for k, v := range vals {
+					out[k] = v[0]
+				}
+			}
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		return nil, errors.New("unreadable body")
+	}
+	return out, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }
+
+// fail answers an error as JSON or as a page.
+func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if wantsJSON(r) {
+		writeJSON(w, code, errorBody(msg))
+		return
+	}
+	if r.URL.Path == "/subscribe" && code == http.StatusBadRequest {
+		renderPage(w, code, "form", pageData{Title: "Subscribe", Error: msg})
+		return
+	}
+	message(w, code, http.StatusText(code), msg)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// subscribe handles POST /subscribe: validate, write the subscriber and its
+// outbox entry in one step, then enqueue. An enqueue failure still answers
+// 202: the subscription is saved and the relay will enqueue the mail.
+func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
+	if s.limiter != nil {
+		if ok, wait := s.limiter.allow(clientKey(r)); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			fail(w, r, http.StatusTooManyRequests, "too many signups from your address, try again in a minute")
+			return
+		}
+	}
+	in, err := s.readInput(w, r)
+	if errors.Is(err, errTooLarge) {
+		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	}
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	email, err := address.Normalize(in["email"])
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
+		return
+	}
+	name := strings.TrimSpace(in["name"])
+	if len(name) > 100 || strings.ContainsAny(name, "\r\n") {
+		fail(w, r, http.StatusBadRequest, "the name must be one line of at most 100 characters")
+		return
+	}
+	tz := strings.TrimSpace(in["timezone"])
+	if tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil || strings.ContainsAny(tz, "\r\n") {
+			fail(w, r, http.StatusBadRequest, "unknown time zone, use a name like Europe/Berlin")
+			return
+		}
+	}
+
+	now := s.deps.Now()
+	job := tasks.NewConfirm(email, now)
+	if !s.cfg.DoubleOptIn {
+		job = tasks.NewWelcome(email, now, s.cfg.WelcomeDelay)
+	}
+	ctx := r.Context()
+	_, err = s.deps.Store.Subscribe(ctx, store.SubscribeRequest{
+		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
+	})
+	if errors.Is(err, store.ErrAlreadyActive) {
+		fail(w, r, http.StatusConflict, "this address is already subscribed")
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("subscribe: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not save your subscription, please try again")
+		return
+	}
+	dup, err := tasks.Dispatch(ctx, s.deps.Queue, s.deps.Store, job)
+	switch {
+	case err != nil:
+		s.deps.Log.Warn("subscribe: enqueue failed, the relay will retry", "task", job.ID, "err", err)
+	case dup:
+		s.deps.Log.Info("subscribe: task already queued", "task", job.ID)
+	}
+	status := "pending"
+	if !s.cfg.DoubleOptIn {
+		status = "active"
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
+		return
+	}
+	if s.cfg.DoubleOptIn {
+		message(w, http.StatusAccepted, "Check your inbox",
+			"We sent a confirmation link to "+email+". Open it to start your subscription.",
+			"No mail after a few minutes? Look in the spam folder, or subscribe again to get a new link.")
+		return
+	}
+	message(w, http.StatusAccepted, "You are subscribed", "Welcome! A first mail to "+email+" is on its way.")
+}
