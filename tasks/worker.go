@@ -15,6 +15,9 @@ type WorkerConfig struct {
 	ShutdownTimeout time.Duration
 	Retry           RetryPolicy
 	Log             *slog.Logger
+	// PollInterval is how often due scheduled and retry tasks are moved
+	// into their queues (asynq's DelayedTaskCheckInterval, default 5s).
+	PollInterval time.Duration
 }
 
 // Worker is the asynq server with the service's handlers.
@@ -37,6 +40,8 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 		IsFailure:       IsFailure,
 		Logger:          asynqLogger{log.With("component", "asynq")},
 		LogLevel:        asynq.WarnLevel,
+
+		DelayedTaskCheckInterval: cfg.PollInterval,
 	})
 	mux := asynq.NewServeMux()
 	mux.Use(Observe(log, h.Metrics))

@@ -44,6 +44,9 @@ type Config struct {
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
 	MonitoringReadOnly bool
 	PrometheusURL      string
+	// PollInterval is how often workers move due scheduled and retry tasks
+	// into their queues (asynq's default 5s). Tests shorten it.
+	PollInterval time.Duration
 }
 
 // Embedded reports whether the service runs on its in-memory default, where
@@ -84,6 +87,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		DKIMDomain:         p.str("NEWSLETTER_DKIM_DOMAIN", ""),
 		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
+		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 	}
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency

@@ -6,9 +6,14 @@ package smtptest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
 	"net"
 	"net/mail"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,4 +200,49 @@ func (x *session) Data(r io.Reader) error {
 	x.srv.msgs = append(x.srv.msgs, msg)
 	x.srv.mu.Unlock()
 	return nil
+}
+
+// Text returns the decoded text/plain part, as a mail client shows it.
+func (m Message) Text() string { return m.part("text/plain") }
+
+// HTML returns the decoded text/html part.
+func (m Message) HTML() string { return m.part("text/html") }
+
+func (m Message) part(want string) string {
+	msg, err := mail.ReadMessage(bytes.NewReader(m.Data))
+	if err != nil {
+		return ""
+	}
+	return findPart(textproto.MIMEHeader(msg.Header), msg.Body, want)
+}
+
+func findPart(h textproto.MIMEHeader, body io.Reader, want string) string {
+	ct, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		ct = "text/plain"
+	}
+	if strings.HasPrefix(ct, "multipart/") {
+		mr := multipart.NewReader(body, params["boundary"])
+		for {
+			p, err := mr.NextRawPart()
+			if err != nil {
+				return ""
+			}
+			if s := findPart(p.Header, p, want); s != "" {
+				return s
+			}
+		}
+	}
+	if ct != want {
+		return ""
+	}
+	var r io.Reader = body
+	switch strings.ToLower(h.Get("Content-Transfer-Encoding")) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(body)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, body)
+	}
+	b, _ := io.ReadAll(r)
+	return string(b)
 }

@@ -1,0 +1,32 @@
+# newsletter: see README.md. `make run` and `make test` need nothing but Go.
+GO        ?= go
+BIN       ?= bin/newsletter
+FUZZTIME  ?= 10s
+N         ?= 100000
+
+.PHONY: run build test vet fuzz bench bench-subscribe bench-send bench-digest up down logs e2e clean
+
+run: ## the service on its embedded default (in-memory Redis, dev mailbox)
+	$(GO) run ./cmd/newsletter serve
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/newsletter
+
+test: vet ## every test with the race detector, then a short fuzz run
+	$(GO) test -race -count=1 ./...
+	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./internal/address
+
+vet:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
+	$(GO) vet ./...
+
+fuzz: ## a longer fuzz run of address normalisation
+	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
+
+bench: bench-subscribe
+
+bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
+	$(GO) run ./internal/bench/subscribe
+
+clean:
+	rm -rf bin

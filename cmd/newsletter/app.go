@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/embedded"
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// app holds what every role shares: configuration, the Redis connection
+// (or the embedded server), the store and the metrics registry.
+type app struct {
+	cfg      *config.Config
+	warnings []string
+	log      *slog.Logger
+	out      io.Writer
+	rdb      redis.UniversalClient
+	emb      *embedded.Redis
+	store    *store.Redis
+	signer   *token.Signer
+	reg      *prometheus.Registry
+	closers  []func()
+}
+
+// newApp loads the configuration from getenv and connects to Redis. In
+// embedded mode it starts the in-memory Redis and makes up the secrets.
+func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (*app, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	if cfg.Embedded() {
+		a.emb, err = embedded.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, a.emb.Close)
+		cfg.RedisURL = a.emb.URL()
+		if cfg.Secret == "" {
+			cfg.Secret = randomHex(16)
+		}
+		if cfg.AdminToken == "" {
+			cfg.AdminToken = randomHex(12)
+		}
+	}
+	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: %w", err)
+	}
+	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: unsupported connection type %T", opt)
+	}
+	a.rdb = rdb
+	a.closers = append(a.closers, func() { rdb.Close() })
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		a.close()
+		return nil, fmt.Errorf("redis at %s: %w", redactURL(cfg.RedisURL), err)
+	}
+	a.store = store.NewRedis(rdb)
+	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
+	a.reg = prometheus.NewRegistry()
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return a, nil
+}
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// newMailer is the SMTP pool, or the dev mailbox (also returned as its web
+// page) when no SMTP server is configured.
+func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
+	if a.cfg.SMTPURL == "" {
+		box := mailer.NewMailbox(0)
+		return box, box, nil
+	}
+	srv, err := config.ParseSMTPURL(a.cfg.SMTPURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
+	}
+	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: srv, From: a.cfg.From, PoolSize: a.cfg.SMTPPool})
+	if err != nil {
+		return nil, nil, err
+	}
+	a.closers = append(a.closers, func() { m.Close() })
+	return m, nil, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// redactURL hides a password in a Redis URL for logs.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 {
+		return u
+	}
+	return u[:scheme+3] + "***" + u[at:]
+}

@@ -1,0 +1,63 @@
+// Command newsletter runs the newsletter service: one binary whose
+// subcommands are its roles (serve, api, worker, scheduler) and its
+// operator tools (import, digest run).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage: newsletter <command> [flags]
+
+commands:
+  serve        API, worker and scheduler in one process (default)
+  api          the HTTP API only
+  worker       the task worker only (sends mail)
+  scheduler    the periodic scheduler only
+  import FILE  bulk-add subscribers from a CSV file (email[,name[,timezone]])
+  digest run   plan the digest now [--period 2026-W49]
+
+Configuration comes from NEWSLETTER_* environment variables; see README.md.
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it with their own
+// environment and writers.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serveCmd(ctx, roles{api: true, worker: true, scheduler: true}, getenv, stdout, stderr)
+	case "api":
+		err = serveCmd(ctx, roles{api: true}, getenv, stdout, stderr)
+	case "worker":
+		err = serveCmd(ctx, roles{worker: true}, getenv, stdout, stderr)
+	case "scheduler":
+		err = serveCmd(ctx, roles{scheduler: true}, getenv, stdout, stderr)
+	case "import":
+		err = importCmd(ctx, args, getenv, stdout, stderr)
+	case "digest":
+		err = digestCmd(ctx, args, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "newsletter: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "newsletter %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/smtptest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the service's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// service runs `newsletter args...` in-process until the test ends.
+type service struct {
+	base           string
+	stdout, stderr *syncBuffer
+	done           chan int
+	cancel         context.CancelFunc
+}
+
+func startService(t *testing.T, env map[string]string, args ...string) *service {
+	t.Helper()
+	addr := freeAddr(t)
+	env["NEWSLETTER_ADDR"] = addr
+	if env["NEWSLETTER_BASE_URL"] == "" {
+		env["NEWSLETTER_BASE_URL"] = "http://" + addr
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &service{base: "http://" + addr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1), cancel: cancel}
+	go func() { s.done <- run(ctx, args, func(k string) string { return env[k] }, s.stdout, s.stderr) }()
+	t.Cleanup(func() { s.stop(t) })
+	waitFor(t, 10*time.Second, "the service to listen", func() bool {
+		resp, err := http.Get(s.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	return s
+}
+
+func (s *service) stop(t *testing.T) int {
+	s.cancel()
+	select {
+	case code := <-s.done:
+		s.done <- code
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("service did not stop; stderr:\n%s", s.stderr)
+	}
+	return -1
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var linkPattern = regexp.MustCompile(`https?://\S+`)
+
+// TestSignupFlowOverSMTP is the whole journey against a real Redis (or
+// miniredis) and a real SMTP server: subscribe over HTTP, receive the
+// confirmation over SMTP, follow its link, receive the welcome with the
+// RFC 8058 headers, and leave with one click.
+func TestSignupFlowOverSMTP(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	svc := startService(t, map[string]string{
+		"NEWSLETTER_REDIS_URL":     redisURL,
+		"NEWSLETTER_SMTP_URL":      smtpSrv.URL(),
+		"NEWSLETTER_SECRET":        "integration-test-secret",
+		"NEWSLETTER_ADMIN_TOKEN":   "admintoken",
+		"NEWSLETTER_FROM":          "News <news@example.com>",
+		"NEWSLETTER_WELCOME_DELAY": "300ms",
+		"NEWSLETTER_POLL_INTERVAL": "50ms",
+	}, "serve")
+
+	resp, err := http.PostForm(svc.base+"/subscribe", url.Values{"email": {"Flow@Example.com"}})
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("subscribe: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	confirm := smtpSrv.WaitFor(t, 1, 10*time.Second)[0]
+	if confirm.To[0] != "flow@example.com" || confirm.Header.Get("List-Unsubscribe") != "" {
+		t.Fatalf("confirmation: to %v, List-Unsubscribe %q", confirm.To, confirm.Header.Get("List-Unsubscribe"))
+	}
+	link := ""
+	for _, l := range linkPattern.FindAllString(confirm.Text(), -1) {
+		if strings.Contains(l, "/confirm?token=") {
+			link = strings.TrimRight(l, ".\"'>")
+			break
+		}
+	}
+	if !strings.HasPrefix(link, svc.base+"/confirm?token=") {
+		t.Fatalf("no confirm link in:\n%s", confirm.Text())
+	}
+	resp, err = http.Get(link)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("confirm link %s: %v %v", link, resp, err)
+	}
+	resp.Body.Close()
+	confirmedAt := time.Now()
+
+	welcome := smtpSrv.WaitFor(t, 2, 10*time.Second)[1]
+	if time.Since(confirmedAt) < 250*time.Millisecond {
+		t.Fatal("welcome arrived before the welcome delay")
+	}
+	if !strings.Contains(welcome.Header.Get("Subject"), "Welcome") {
+		t.Fatalf("second mail is %q", welcome.Header.Get("Subject"))
+	}
+	unsub := strings.Trim(welcome.Header.Get("List-Unsubscribe"), "<>")
+	if !strings.HasPrefix(unsub, svc.base+"/unsubscribe?token=") || welcome.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Fatalf("RFC 8058 headers: %q / %q", welcome.Header.Get("List-Unsubscribe"), welcome.Header.Get("List-Unsubscribe-Post"))
+	}
+	if !strings.Contains(welcome.Text(), unsub) || !strings.Contains(welcome.HTML(), `href="`+unsub+`"`) {
+		t.Fatal("no visible unsubscribe link in the welcome body")
+	}
+
+	// What a mailbox provider does for one-click: POST, no cookies.
+	resp, err = http.Post(unsub, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("one-click: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", svc.base+"/api/subscribers/flow@example.com", nil)
+	req.Header.Set("Authorization", "Bearer admintoken")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"status":"unsubscribed"`) {
+		t.Fatalf("after one-click: %s", body)
+	}
+	if len(smtpSrv.Messages()) != 2 {
+		t.Fatalf("%d mails, want exactly confirm + welcome", len(smtpSrv.Messages()))
+	}
+	if code := svc.stop(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, svc.stderr)
+	}
+}
+
+// TestUnsubscribeInWindowStopsWelcome runs the real worker: an unsubscribe
+// inside the welcome delay means no welcome, ever.
+func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	svc := startService(t, map[string]string{
+		"NEWSLETTER_REDIS_URL":     redisURL,
+		"NEWSLETTER_SMTP_URL":      smtpSrv.URL(),
+		"NEWSLETTER_SECRET":        "integration-test-secret",
+		"NEWSLETTER_DOUBLE_OPTIN":  "false",
+		"NEWSLETTER_WELCOME_DELAY": "1s",
+		"NEWSLETTER_POLL_INTERVAL": "50ms",
+	}, "serve")
+	post := func(path, email string) {
+		resp, err := http.Post(svc.base+path, "application/json", strings.NewReader(`{"email":"`+email+`"}`))
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s %s: %v %v", path, email, resp, err)
+		}
+		resp.Body.Close()
+	}
+	post("/subscribe", "leaves@example.com")
+	post("/subscribe", "stays@example.com")
+	post("/unsubscribe", "leaves@example.com")
+	// The welcome of the one who stayed is the marker that the window has
+	// passed for both.
+	smtpSrv.WaitFor(t, 1, 10*time.Second)
+	if got := smtpSrv.To("leaves@example.com"); len(got) != 0 {
+		t.Fatalf("welcome sent after unsubscribe")
+	}
+	if len(smtpSrv.To("stays@example.com")) != 1 {
+		t.Fatal("the subscriber who stayed got no welcome")
+	}
+}
+
+func TestBadConfigurationNamesTheVariable(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, func(k string) string {
+		return map[string]string{"NEWSLETTER_CONCURRENCY": "many", "NEWSLETTER_WELCOME_DELAY": "5 minutes"}[k]
+	}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "NEWSLETTER_CONCURRENCY:") || !strings.Contains(errb.String(), "NEWSLETTER_WELCOME_DELAY:") {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, &out, &errb); code != 2 {
+		t.Fatalf("unknown command: exit %d", code)
+	}
+}
+
+func TestEmbeddedBanner(t *testing.T) {
+	svc := startService(t, map[string]string{}, "serve")
+	out := svc.stdout.String()
+	for _, want := range []string{"signup form", "/dev/mailbox", "NEWSLETTER_REDIS_URL=redis://127.0.0.1:", "nothing survives a restart", "Bearer "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("banner lacks %q:\n%s", want, out)
+		}
+	}
+	resp, err := http.Get(svc.base + "/dev/mailbox")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("dev mailbox: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// roles selects what a process runs.
+type roles struct{ api, worker, scheduler bool }
+
+func (r roles) String() string {
+	switch {
+	case r.api && r.worker && r.scheduler:
+		return "serve"
+	case r.api:
+		return "api"
+	case r.worker:
+		return "worker"
+	}
+	return "scheduler"
+}
+
+// serveCmd runs the given roles until SIGINT or SIGTERM, then shuts down
+// in order: stop accepting HTTP, stop the relay and scheduler, stop taking
+// tasks, wait up to NEWSLETTER_SHUTDOWN_TIMEOUT for running ones.
+func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, stderr io.Writer) error {
+	a, err := newApp(ctx, getenv, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	for _, w := range a.warnings {
+		a.log.Warn(w)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tstp := make(chan os.Signal, 1)
+	signal.Notify(tstp, syscall.SIGTSTP)
+	defer signal.Stop(tstp)
+
+	client := asynq.NewClientFromRedisClient(a.rdb)
+	defer client.Close()
+	metricsHandler := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})
+
+	var (
+		worker  *tasks.Worker
+		relay   *tasks.Relay
+		mailbox http.Handler
+	)
+	if r.worker {
+		m, box, err := a.newMailer()
+		if err != nil {
+			return err
+		}
+		mailbox = box
+		render, err := mailer.NewRenderer(a.cfg.TemplateDir)
+		if err != nil {
+			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
+		}
+		h := &tasks.Handlers{
+			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: tasks.NewMetrics(a.reg),
+			Links: tasks.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
+		}
+		worker = tasks.NewWorker(a.rdb, tasks.WorkerConfig{
+			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
+			PollInterval: a.cfg.PollInterval,
+		}, h)
+		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
+	}
+
+	var handler http.Handler
+	if r.api {
+		insp := asynq.NewInspectorFromRedisClient(a.rdb)
+		defer insp.Close()
+		srv := api.New(api.Config{
+			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
+			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate,
+		}, api.Deps{
+			Store: a.store, Queue: client, Tasks: insp, Signer: a.signer, Log: a.log,
+			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler,
+		})
+		if mailbox != nil {
+			srv.Handle("GET /dev/mailbox", mailbox)
+		}
+		handler = srv
+	} else {
+		handler = opsHandler(a, metricsHandler, mailbox)
+	}
+
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("NEWSLETTER_ADDR %s: %w", a.cfg.Addr, err)
+	}
+	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+
+	if worker != nil {
+		if err := worker.Start(); err != nil {
+			return err
+		}
+		relay.Start()
+	}
+	if r.scheduler {
+		a.log.Info("scheduler: nothing scheduled yet")
+	}
+	a.banner(r, ln.Addr().String(), mailbox != nil)
+
+	for {
+		select {
+		case <-tstp:
+			if worker != nil {
+				a.log.Info("SIGTSTP: no new tasks will be started; running ones finish")
+				worker.Stop()
+			}
+			continue
+		case err := <-serveErr:
+			if !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("http server stopped", "err", err)
+			}
+		case <-ctx.Done():
+			a.log.Info("shutting down")
+		}
+		break
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	httpSrv.Shutdown(shutdownCtx)
+	if worker != nil {
+		relay.Stop()
+		worker.Shutdown()
+	}
+	a.log.Info("stopped")
+	return nil
+}
+
+// opsHandler serves what every non-API role needs: probes, metrics, and the
+// dev mailbox of a worker without SMTP.
+func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.store.Ping(r.Context()); err != nil {
+			http.Error(w, "redis unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /metrics", metrics)
+	if mailbox != nil {
+		mux.Handle("GET /dev/mailbox", mailbox)
+	}
+	return mux
+}
+
+// banner prints, in a few lines, where to look.
+func (a *app) banner(r roles, listen string, devMailbox bool) {
+	base := a.cfg.BaseURL
+	fmt.Fprintf(a.out, "newsletter %s listening on %s\n", r, listen)
+	if r.api {
+		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
+	}
+	if devMailbox {
+		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)
+	}
+	if r.api && a.cfg.AdminToken != "" {
+		fmt.Fprintf(a.out, "  admin API        Authorization: Bearer %s\n", a.cfg.AdminToken)
+	}
+	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", base)
+	if a.emb != nil {
+		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
+		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
+	}
+}
