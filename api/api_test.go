@@ -56,8 +56,10 @@ func newEnv(t *testing.T, cfg Config) *env {
 	signer := token.NewSigner([]byte("0123456789abcdef"), 0)
 	reg := prometheus.NewRegistry()
 	q := &countingQueue{Enqueuer: client}
+	jobs := tasks.NewDispatcher(q, st, nil)
+	t.Cleanup(jobs.Close)
 	s := New(cfg, Deps{
-		Store: st, Queue: q, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
+		Store: st, Jobs: jobs, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -35,7 +35,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusServiceUnavailable, "Please try again", "We could not confirm your subscription just now.")
 		return
 	}
-	if _, err := tasks.Dispatch(ctx, s.deps.Queue, s.deps.Store, job); err != nil {
+	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
 	message(w, http.StatusOK, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")

@@ -22,6 +22,11 @@ type TaskDeleter interface {
 	DeleteTask(queue, id string) error
 }
 
+// JobDispatcher enqueues a job whose outbox entry the store already holds.
+type JobDispatcher interface {
+	Dispatch(ctx context.Context, j tasks.Job) (duplicate bool, err error)
+}
+
 // Config is the API's behaviour.
 type Config struct {
 	DoubleOptIn  bool
@@ -36,8 +41,9 @@ type Config struct {
 
 // Deps are the API's collaborators.
 type Deps struct {
-	Store   store.Store
-	Queue   tasks.Enqueuer
+	Store store.Store
+	// Jobs enqueues (a *tasks.Dispatcher).
+	Jobs    JobDispatcher
 	Tasks   TaskDeleter
 	Signer  *token.Signer
 	Log     *slog.Logger

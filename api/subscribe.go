@@ -69,7 +69,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not save your subscription, please try again")
 		return
 	}
-	dup, err := tasks.Dispatch(ctx, s.deps.Queue, s.deps.Store, job)
+	dup, err := s.deps.Jobs.Dispatch(ctx, job)
 	switch {
 	case err != nil:
 		s.deps.Log.Warn("subscribe: enqueue failed, the relay will retry", "task", job.ID, "err", err)

@@ -119,9 +119,11 @@ func (m *Memory) Get(_ context.Context, email string) (Subscriber, error) {
 }
 
 // OutboxDone implements Store.
-func (m *Memory) OutboxDone(_ context.Context, id string) error {
+func (m *Memory) OutboxDone(_ context.Context, ids ...string) error {
 	m.mu.Lock()
-	delete(m.outbox, id)
+	for _, id := range ids {
+		delete(m.outbox, id)
+	}
 	m.mu.Unlock()
 	return nil
 }

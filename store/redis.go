@@ -235,14 +235,21 @@ func msTime(s string) time.Time {
 }
 
 // OutboxDone implements Store.
-func (r *Redis) OutboxDone(ctx context.Context, id string) error {
+func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	members := make([]any, len(ids))
+	for i, id := range ids {
+		members[i] = id
+	}
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HDel(ctx, keyOutbox, id)
-		p.ZRem(ctx, keyOutboxDue, id)
+		p.HDel(ctx, keyOutbox, ids...)
+		p.ZRem(ctx, keyOutboxDue, members...)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("outbox done %s: %w", id, err)
+		return fmt.Errorf("clear %d outbox entries: %w", len(ids), err)
 	}
 	return nil
 }

@@ -98,8 +98,8 @@ type Store interface {
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
 
-	// OutboxDone removes an entry once its task is in the queue.
-	OutboxDone(ctx context.Context, id string) error
+	// OutboxDone removes entries once their tasks are in the queue.
+	OutboxDone(ctx context.Context, ids ...string) error
 	// OutboxDue lists up to limit entries due before t, oldest first.
 	OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -15,21 +18,113 @@ type Enqueuer interface {
 	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
-// Dispatch enqueues j and then clears its outbox entry. A TaskID conflict
-// means the same job is already queued: duplicate is true and err nil. When
-// the enqueue fails the outbox entry stays, and the relay enqueues it later.
-func Dispatch(ctx context.Context, q Enqueuer, s store.Store, j Job) (duplicate bool, err error) {
+// enqueue puts j in the queue. A TaskID conflict means the same job is
+// already queued: duplicate is true and err nil.
+func enqueue(ctx context.Context, q Enqueuer, j Job) (duplicate bool, err error) {
 	_, err = q.EnqueueContext(ctx, j.Task, j.Options()...)
-	switch {
-	case errors.Is(err, asynq.ErrTaskIDConflict):
-		duplicate = true
-	case err != nil:
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return true, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("enqueue %s: %w", j.ID, err)
 	}
-	if err := s.OutboxDone(ctx, j.ID); err != nil {
-		// The task is queued; the relay will find the entry, get a
-		// conflict and clear it. Nothing is lost or doubled.
-		return duplicate, nil
+	return false, nil
+}
+
+// Dispatch enqueues j and then clears its outbox entry. When the enqueue
+// fails the entry stays, and the relay enqueues it later.
+func Dispatch(ctx context.Context, q Enqueuer, s store.Store, j Job) (duplicate bool, err error) {
+	if duplicate, err = enqueue(ctx, q, j); err != nil {
+		return false, err
+	}
+	// A failed clean-up loses nothing: the relay finds the entry, gets a
+	// conflict (or a delivery mark that says sent) and clears it.
+	_ = s.OutboxDone(ctx, j.ID)
+	return duplicate, nil
+}
+
+// Dispatcher is Dispatch for the request path: it enqueues at once but
+// clears outbox entries in batches in the background, saving a Redis round
+// trip per request. An entry whose clearing is lost to a crash is handled
+// by the relay like any other leftover, so batching trades nothing away.
+type Dispatcher struct {
+	queue Enqueuer
+	store store.Store
+	log   *slog.Logger
+	done  chan string
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+const (
+	clearBatch = 256
+	clearEvery = 20 * time.Millisecond
+)
+
+// NewDispatcher starts a Dispatcher; Close flushes it.
+func NewDispatcher(q Enqueuer, s store.Store, log *slog.Logger) *Dispatcher {
+	if log == nil {
+		log = slog.Default()
+	}
+	d := &Dispatcher{queue: q, store: s, log: log, done: make(chan string, 4*clearBatch), stop: make(chan struct{})}
+	d.wg.Add(1)
+	go d.clearLoop()
+	return d
+}
+
+// Dispatch enqueues j and schedules its outbox entry for clearing.
+func (d *Dispatcher) Dispatch(ctx context.Context, j Job) (duplicate bool, err error) {
+	if duplicate, err = enqueue(ctx, d.queue, j); err != nil {
+		return false, err
+	}
+	select {
+	case d.done <- j.ID:
+	default: // the clearer is behind: do this one inline
+		_ = d.store.OutboxDone(ctx, j.ID)
 	}
 	return duplicate, nil
+}
+
+func (d *Dispatcher) clearLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(clearEvery)
+	defer t.Stop()
+	batch := make([]string, 0, clearBatch)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := d.store.OutboxDone(ctx, batch...); err != nil {
+			d.log.Warn("outbox: clearing failed, the relay will clear these", "entries", len(batch), "err", err)
+		}
+		cancel()
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case id := <-d.done:
+			if batch = append(batch, id); len(batch) == clearBatch {
+				flush()
+			}
+		case <-t.C:
+			flush()
+		case <-d.stop:
+			for {
+				select {
+				case id := <-d.done:
+					batch = append(batch, id)
+				default:
+					flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// Close clears what is pending and stops.
+func (d *Dispatcher) Close() {
+	close(d.stop)
+	d.wg.Wait()
 }

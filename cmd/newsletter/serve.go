@@ -87,11 +87,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	if r.api {
 		insp := asynq.NewInspectorFromRedisClient(a.rdb)
 		defer insp.Close()
+		jobs := tasks.NewDispatcher(client, a.store, a.log)
+		defer jobs.Close()
 		srv := api.New(api.Config{
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate,
 		}, api.Deps{
-			Store: a.store, Queue: client, Tasks: insp, Signer: a.signer, Log: a.log,
+			Store: a.store, Jobs: jobs, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler,
 		})
 		if mailbox != nil {

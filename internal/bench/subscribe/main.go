@@ -1,0 +1,160 @@
+// Command subscribe is `make bench-subscribe`: the rate of POST /subscribe
+// (new address per request, double opt-in on, the API role alone in its own
+// process) next to the rate at which a plain asynq client enqueues into the
+// same Redis in the same run.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-subscribe:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	dur := 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
+		dur = d
+	}
+	workers := 64
+	url := bench.RedisURL()
+	rdb, err := bench.Redis(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	client := asynq.NewClientFromRedisClient(rdb)
+	payload := []byte(`{"email":"someone@example.com","nonce":"0123456789abcdef"}`)
+	raw := bench.Load(workers, dur, func(n int64) error {
+		id := "confirm:bench" + strconv.FormatInt(n, 10) + "@example.com"
+		_, err := client.EnqueueContext(ctx, asynq.NewTask("email:confirm", payload), asynq.Queue("transactional"), asynq.TaskID(id))
+		return err
+	})
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		return err
+	}
+
+	bin, cleanup, err := bench.BuildBinary()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	api := exec.Command(bin, "api")
+	api.Env = append(os.Environ(),
+		"NEWSLETTER_ADDR="+addr, "NEWSLETTER_REDIS_URL="+url, "NEWSLETTER_SECRET=benchmark-secret-0123456789",
+		"NEWSLETTER_SUBSCRIBE_RATE=0", "NEWSLETTER_DOUBLE_OPTIN=true")
+	var apiErr bytes.Buffer
+	api.Stderr = &apiErr
+	if err := api.Start(); err != nil {
+		return err
+	}
+	defer func() { api.Process.Signal(os.Interrupt); api.Wait() }()
+	base := "http://" + addr
+	if err := waitHealthy(base); err != nil {
+		return fmt.Errorf("%w\n%s", err, apiErr.String())
+	}
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
+	tool := "Go load generator (install wrk for a leaner one)"
+	var sub, health bench.Result
+	if bench.HaveWrk() {
+		tool = "wrk"
+		if sub, err = bench.Wrk(base+"/subscribe", wrkSubscribe, workers, dur); err != nil {
+			return err
+		}
+		if health, err = bench.Wrk(base+"/healthz", "", workers, dur/2); err != nil {
+			return err
+		}
+	} else {
+		runID := time.Now().UnixNano()
+		sub = bench.Load(workers, dur, func(n int64) error {
+			body := fmt.Sprintf(`{"email":"b%d-%d@example.com"}`, runID, n)
+			return expect(hc.Post(base+"/subscribe", "application/json", bytes.NewBufferString(body)))(http.StatusAccepted)
+		})
+		health = bench.Load(workers, dur/2, func(int64) error { return expect(hc.Get(base + "/healthz"))(http.StatusOK) })
+	}
+	queued, _ := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("transactional")
+
+	ratio := sub.Rate() / raw.Rate()
+	fmt.Printf("redis %s, %d concurrent clients, %s each, HTTP load from %s\n", url, workers, dur, tool)
+	fmt.Printf("raw asynq enqueue      %s\n", raw)
+	fmt.Printf("POST /subscribe (API)  %s\n", sub)
+	fmt.Printf("GET /healthz (no I/O)  %s  <- HTTP and load-generator ceiling\n", health)
+	if queued != nil {
+		// wrk does not count requests still in flight when it stops, so
+		// the queue may hold a few more than it reports.
+		fmt.Printf("confirmations queued   %d (at least one per accepted request: %v)\n", queued.Size, int64(queued.Size) >= sub.Ops)
+	}
+	fmt.Printf("ratio                  %.2f of raw enqueue (target >= 0.50), p99 %s (target < 50ms)\n", ratio, sub.P99.Round(time.Millisecond/10))
+	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitHealthy(base string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("api did not start")
+}
+
+// wrkSubscribe posts a new address per request; each wrk thread gets its own
+// prefix so no two requests share an address.
+const wrkSubscribe = `
+local n, threads = 0, 0
+setup = function(thread) threads = threads + 1; thread:set("prefix", "t" .. threads .. "x" .. os.time()) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["Content-Type"]="application/json"}, '{"email":"' .. prefix .. '-' .. n .. '@example.com"}')
+end
+`
+
+// expect turns an HTTP round trip into an error unless it answered code.
+func expect(resp *http.Response, err error) func(code int) error {
+	return func(code int) error {
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
