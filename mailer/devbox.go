@@ -105,7 +105,7 @@ func (b *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	views := make([]mailView, len(mails))
 	for i, m := range mails {
-		views[i] = mailView{Message: m, Headers: listHeaders(&m), TextHTML: linkify(m.Text)}
+		views[i] = mailView{Message: m, Headers: listHeaders(&m, ""), TextHTML: linkify(m.Text)}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := mailboxPage.Execute(w, views); err != nil {

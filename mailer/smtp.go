@@ -30,8 +30,11 @@ type SMTPOptions struct {
 	// TLSConfig overrides the TLS settings (tests use it to trust a
 	// self-signed server).
 	TLSConfig *tls.Config
-	// Headers are added to every message (List-Id, DKIM needs them fixed).
-	Headers map[string]string
+	// ListID names the list in a List-Id header on every mail with an
+	// unsubscribe link ("Newsletter <news.example.com>").
+	ListID string
+	// DKIM signs every message when set (see NewDKIMSigner).
+	DKIM *gomail.DKIMSigner
 }
 
 // SMTP delivers mail through a pool of reused SMTP connections: a
@@ -41,7 +44,7 @@ type SMTP struct {
 	client  *gomail.Client // configuration only; connections are pooled
 	from    string
 	domain  string
-	headers map[string]string
+	listID  string
 	idleFor time.Duration
 
 	slots chan struct{} // one per open connection
@@ -91,6 +94,9 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 	if o.TLSConfig != nil {
 		opts = append(opts, gomail.WithTLSConfig(o.TLSConfig))
 	}
+	if o.DKIM != nil {
+		opts = append(opts, gomail.WithAlwaysDKIMSign(o.DKIM))
+	}
 	if o.Server.Username != "" {
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
 			gomail.WithUsername(o.Server.Username), gomail.WithPassword(o.Server.Password))
@@ -103,7 +109,7 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 		client:  client,
 		from:    from.String(),
 		domain:  address.Domain(from.Address),
-		headers: o.Headers,
+		listID:  o.ListID,
 		idleFor: o.IdleTimeout,
 		slots:   make(chan struct{}, o.PoolSize),
 		idle:    make(chan *pooledConn, o.PoolSize),
@@ -115,16 +121,75 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 	return s, nil
 }
 
-// Send implements Mailer.
+// Send implements Mailer. It borrows a pooled connection for one message.
 func (s *SMTP) Send(ctx context.Context, msg *Message) error {
+	pc, reused, err := s.get(ctx)
+	if err != nil {
+		return &SendError{Class: Temporary, Domain: address.Domain(msg.To), Err: fmt.Errorf("connect: %w", err)}
+	}
+	pc, err = s.sendOn(ctx, pc, reused, msg)
+	if pc != nil {
+		s.put(pc)
+	}
+	return err
+}
+
+// Session holds one pooled connection for a run of messages, such as a
+// digest batch; Close returns it to the pool.
+type Session interface {
+	Mailer
+	Close() error
+}
+
+// Opener is a Mailer that can hand out a Session.
+type Opener interface {
+	Open(ctx context.Context) (Session, error)
+}
+
+// Open implements Opener.
+func (s *SMTP) Open(ctx context.Context) (Session, error) {
+	pc, reused, err := s.get(ctx)
+	if err != nil {
+		return nil, &SendError{Class: Temporary, Err: fmt.Errorf("connect: %w", err)}
+	}
+	return &smtpSession{smtp: s, pc: pc, reused: reused}, nil
+}
+
+type smtpSession struct {
+	smtp   *SMTP
+	pc     *pooledConn // nil after the connection broke
+	reused bool
+}
+
+func (x *smtpSession) Send(ctx context.Context, msg *Message) error {
+	if x.pc == nil {
+		pc, err := x.smtp.dial(ctx)
+		if err != nil {
+			return &SendError{Class: Temporary, Domain: address.Domain(msg.To), Err: fmt.Errorf("reconnect: %w", err)}
+		}
+		x.pc, x.reused = pc, false
+	}
+	var err error
+	x.pc, err = x.smtp.sendOn(ctx, x.pc, x.reused, msg)
+	x.reused = true
+	return err
+}
+
+func (x *smtpSession) Close() error {
+	if x.pc != nil {
+		x.smtp.put(x.pc)
+		x.pc = nil
+	}
+	return nil
+}
+
+// sendOn sends msg over pc and returns the connection to keep using, or nil
+// when it was closed because its protocol state is unknown.
+func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, msg *Message) (*pooledConn, error) {
 	domain := address.Domain(msg.To)
 	m, err := s.build(msg)
 	if err != nil {
-		return &SendError{Class: Invalid, Domain: domain, Err: err}
-	}
-	pc, reused, err := s.get(ctx)
-	if err != nil {
-		return &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("connect: %w", err)}
+		return pc, &SendError{Class: Invalid, Domain: domain, Err: err}
 	}
 	err = s.client.SendWithSMTPClient(pc.c, m)
 	if err != nil && reused && staleBeforeData(err) {
@@ -132,21 +197,20 @@ func (s *SMTP) Send(ctx context.Context, msg *Message) error {
 		// so one more try on a fresh connection cannot send twice.
 		s.discard(pc)
 		if pc, err = s.dial(ctx); err != nil {
-			return &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
+			return nil, &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
 		}
 		err = s.client.SendWithSMTPClient(pc.c, m)
 	}
-	if err != nil {
-		se := classify(err, domain)
-		if connBroken(err, se) {
-			s.discard(pc)
-		} else {
-			s.put(pc)
-		}
-		return se
+	if err == nil {
+		pc.lastUsed = s.now()
+		return pc, nil
 	}
-	s.put(pc)
-	return nil
+	se := classify(err, domain)
+	if connBroken(err, se) {
+		s.discard(pc)
+		return nil, se
+	}
+	return pc, se
 }
 
 func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
@@ -166,10 +230,7 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	m.Subject(msg.Subject)
 	m.SetMessageIDWithValue(msg.MessageID)
 	m.SetDateWithValue(msg.Date)
-	for k, v := range s.headers {
-		m.SetGenHeader(gomail.Header(k), v)
-	}
-	for k, v := range listHeaders(msg) {
+	for k, v := range listHeaders(msg, s.listID) {
 		m.SetGenHeader(gomail.Header(k), v)
 	}
 	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
@@ -179,16 +240,20 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	return m, nil
 }
 
-// listHeaders are the RFC 2369 / RFC 8058 headers of a mail that has an
-// unsubscribe link.
-func listHeaders(msg *Message) map[string]string {
+// listHeaders are the RFC 2369 / RFC 2919 / RFC 8058 headers of a mail
+// that has an unsubscribe link.
+func listHeaders(msg *Message, listID string) map[string]string {
 	if msg.UnsubscribeURL == "" {
 		return nil
 	}
-	return map[string]string{
+	h := map[string]string{
 		"List-Unsubscribe":      "<" + msg.UnsubscribeURL + ">",
 		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 	}
+	if listID != "" {
+		h["List-Id"] = listID
+	}
+	return h
 }
 
 // staleBeforeData reports a network failure before the message was
