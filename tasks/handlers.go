@@ -51,6 +51,11 @@ type Handlers struct {
 	Log      *slog.Logger
 	Now      func() time.Time
 	ClaimTTL time.Duration
+	// Pace, when set, holds bulk mail to the shared send rate and honours
+	// domains that asked us to slow down.
+	Pace Pacer
+	// Throttle is how long such a domain is paused (DefaultThrottle).
+	Throttle time.Duration
 }
 
 func (h *Handlers) now() time.Time {
@@ -137,6 +142,10 @@ func (h *Handlers) deliver(ctx context.Context, sub store.Subscriber, mark store
 	case store.Busy:
 		return fmt.Errorf("%s to subscriber %d: %w", mark.Kind, sub.ID, ErrDeliveryBusy)
 	}
+	if err := h.pace(ctx, address.Domain(sub.Email), mark.Kind != mailer.KindConfirm); err != nil {
+		h.Store.ReleaseMark(ctx, mark)
+		return err
+	}
 	msg, err := h.Render.Render(mark.Kind, data)
 	if err != nil {
 		h.Store.ReleaseMark(ctx, mark)
@@ -179,6 +188,16 @@ func (h *Handlers) sendFailed(ctx context.Context, sub store.Subscriber, kind st
 	h.log().Warn("send failed", "kind", kind, "subscriber", sub.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
 	switch se.Class {
+	case mailer.Throttled:
+		if h.Pace != nil {
+			d := h.Throttle
+			if d <= 0 {
+				d = DefaultThrottle
+			}
+			if err := h.Pace.Throttle(ctx, se.Domain, d); err != nil {
+				h.log().Warn("pause domain", "domain", se.Domain, "err", err)
+			}
+		}
 	case mailer.Bounced:
 		if err := h.Store.MarkBounced(ctx, sub.Email); err != nil {
 			return fmt.Errorf("mark bounced after %v: %w", se, err) // retry; the next try bounces again

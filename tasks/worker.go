@@ -16,8 +16,12 @@ type WorkerConfig struct {
 	Retry           RetryPolicy
 	Log             *slog.Logger
 	// PollInterval is how often due scheduled and retry tasks are moved
-	// into their queues (asynq's DelayedTaskCheckInterval, default 5s).
+	// into their queues (asynq's DelayedTaskCheckInterval, default 5s),
+	// and at most how long an idle worker waits before looking for new
+	// work (TaskCheckInterval, default 1s).
 	PollInterval time.Duration
+	// RetryDelay replaces Retry.Delay (tests record the delays with it).
+	RetryDelay asynq.RetryDelayFunc
 }
 
 // Worker is the asynq server with the service's handlers.
@@ -32,16 +36,21 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 	if log == nil {
 		log = slog.Default()
 	}
+	retryDelay := cfg.RetryDelay
+	if retryDelay == nil {
+		retryDelay = cfg.Retry.Delay
+	}
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:     cfg.Concurrency,
 		Queues:          QueueWeights,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-		RetryDelayFunc:  cfg.Retry.Delay,
+		RetryDelayFunc:  retryDelay,
 		IsFailure:       IsFailure,
 		Logger:          asynqLogger{log.With("component", "asynq")},
 		LogLevel:        asynq.WarnLevel,
 
 		DelayedTaskCheckInterval: cfg.PollInterval,
+		TaskCheckInterval:        min(cfg.PollInterval, time.Second),
 	})
 	mux := asynq.NewServeMux()
 	mux.Use(Observe(log, h.Metrics))

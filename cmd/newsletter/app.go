@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/mail"
 	"runtime"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
 	"github.com/newsletter/newsletter/internal/token"
@@ -102,7 +105,13 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
 	}
-	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: srv, From: a.cfg.From, PoolSize: a.cfg.SMTPPool})
+	opts := mailer.SMTPOptions{Server: srv, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From)}
+	if a.cfg.DKIMKeyFile != "" {
+		if opts.DKIM, err = mailer.NewDKIMSigner(a.cfg.DKIMKeyFile, a.cfg.DKIMDomain, a.cfg.DKIMSelector); err != nil {
+			return nil, nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
+		}
+	}
+	m, err := mailer.NewSMTP(opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,6 +142,21 @@ func redisClient(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient
 		}), nil
 	}
 	return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: unsupported connection type %T", opt)
+}
+
+// listID is the RFC 2919 List-Id for the From address: the display name
+// and "newsletter.<domain>", so filters can tell our list from other mail
+// of the same sender.
+func listID(from string) string {
+	addr, err := mail.ParseAddress(from)
+	if err != nil {
+		return ""
+	}
+	name := addr.Name
+	if name == "" {
+		name = "Newsletter"
+	}
+	return mime.QEncoding.Encode("utf-8", name) + " <newsletter." + address.Domain(addr.Address) + ">"
 }
 
 func randomHex(n int) string {

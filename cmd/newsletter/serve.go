@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -75,6 +76,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		h := &tasks.Handlers{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: tasks.NewMetrics(a.reg),
 			Links: tasks.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
+			Pace:  pace.New(a.rdb, a.cfg.SendRate),
 		}
 		worker = tasks.NewWorker(a.rdb, tasks.WorkerConfig{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,

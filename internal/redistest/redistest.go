@@ -31,7 +31,7 @@ const (
 	DBCommand
 	DBMailer
 	DBE2E
-	DBBench
+	DBPace
 )
 
 // New returns a client on an empty database and the URL that reaches it

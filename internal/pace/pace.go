@@ -1,0 +1,74 @@
+// Package pace keeps mail sending within what the receivers accept: one
+// send rate shared by every worker process (GCRA in Redis, through
+// go-redis/redis_rate), and a per-domain pause for receivers that answered
+// "slow down" (421, 450, 4.7.x).
+package pace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	rateKey        = "nl:pace:send"
+	throttlePrefix = "nl:pace:domain:"
+)
+
+// Limiter is the shared pacing state in Redis.
+type Limiter struct {
+	rdb   redis.UniversalClient
+	rate  *redis_rate.Limiter
+	limit redis_rate.Limit
+}
+
+// New paces to perSecond mails across every process on rdb. The burst is a
+// tenth of a second's worth, so no window of any length sees much more than
+// the rate (redis_rate's default burst of a full second would let a fresh
+// window see twice the rate).
+func New(rdb redis.UniversalClient, perSecond int) *Limiter {
+	return &Limiter{
+		rdb:   rdb,
+		rate:  redis_rate.NewLimiter(rdb),
+		limit: redis_rate.Limit{Rate: perSecond, Period: time.Second, Burst: max(1, perSecond/10)},
+	}
+}
+
+// Take asks for one send. Zero means go; otherwise how long until a slot is
+// free (nothing was taken).
+func (l *Limiter) Take(ctx context.Context) (time.Duration, error) {
+	res, err := l.rate.Allow(ctx, rateKey, l.limit)
+	if err != nil {
+		return 0, fmt.Errorf("send rate: %w", err)
+	}
+	if res.Allowed > 0 {
+		return 0, nil
+	}
+	return max(res.RetryAfter, time.Millisecond), nil
+}
+
+// DomainWait is how long domain is still paused.
+func (l *Limiter) DomainWait(ctx context.Context, domain string) (time.Duration, error) {
+	d, err := l.rdb.PTTL(ctx, throttlePrefix+domain).Result()
+	if err != nil {
+		return 0, fmt.Errorf("domain pause %s: %w", domain, err)
+	}
+	return max(d, 0), nil // -2: no key, -1: no expiry (never set so)
+}
+
+// Throttle pauses domain for d, or extends a shorter pause.
+func (l *Limiter) Throttle(ctx context.Context, domain string, d time.Duration) error {
+	// SET ... GT is Redis 7; a short script keeps older servers and
+	// miniredis working.
+	return throttleScript.Run(ctx, l.rdb, []string{throttlePrefix + domain}, d.Milliseconds()).Err()
+}
+
+var throttleScript = redis.NewScript(`
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+end
+return 1
+`)

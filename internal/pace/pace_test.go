@@ -1,0 +1,46 @@
+package pace
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+)
+
+func TestDomainThrottle(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBPace)
+	l := New(rdb, 10)
+	ctx := context.Background()
+	if d, err := l.DomainWait(ctx, "gmail.com"); err != nil || d != 0 {
+		t.Fatalf("fresh domain paused: %s %v", d, err)
+	}
+	l.Throttle(ctx, "gmail.com", time.Minute)
+	l.Throttle(ctx, "gmail.com", time.Second) // must not shorten it
+	d, _ := l.DomainWait(ctx, "gmail.com")
+	if d < 50*time.Second || d > time.Minute {
+		t.Fatalf("pause %s, want about a minute", d)
+	}
+	if d, _ := l.DomainWait(ctx, "yahoo.com"); d != 0 {
+		t.Fatal("another domain was paused")
+	}
+}
+
+func TestTakeBurstIsSmall(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBPace)
+	l := New(rdb, 100)
+	ctx := context.Background()
+	granted := 0
+	for i := 0; i < 100; i++ {
+		if d, err := l.Take(ctx); err != nil {
+			t.Fatal(err)
+		} else if d == 0 {
+			granted++
+		}
+	}
+	// A burst of a tenth of a second (10) plus what the clock adds while
+	// the loop runs; never the full second's 100.
+	if granted < 10 || granted > 40 {
+		t.Fatalf("%d of 100 immediate requests granted at 100/s", granted)
+	}
+}

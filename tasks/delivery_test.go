@@ -1,0 +1,288 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// delivery is a worker on a real Redis sending over SMTP to a scripted
+// server: the path a mail takes in production.
+type delivery struct {
+	rdb     *redis.Client
+	store   *store.Redis
+	smtp    *smtptest.Server
+	client  *asynq.Client
+	insp    *asynq.Inspector
+	metrics *Metrics
+
+	mu     sync.Mutex
+	delays map[string][]time.Duration // task id -> delays asked for
+}
+
+func newDelivery(t *testing.T) *delivery {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBTasks)
+	d := &delivery{
+		rdb: rdb, store: store.NewRedis(rdb), smtp: smtptest.Start(t),
+		client: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
+		metrics: NewMetrics(nil), delays: map[string][]time.Duration{},
+	}
+	return d
+}
+
+// startWorker runs one worker process's worth: its own SMTP pool, its own
+// limiter instance on the shared Redis.
+func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int) {
+	t.Helper()
+	cfg, _ := config.ParseSMTPURL(d.smtp.URL())
+	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", PoolSize: concurrency, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	render, _ := mailer.NewRenderer("")
+	h := &Handlers{
+		Store: d.store, Mailer: m, Render: render, Log: quiet, Metrics: d.metrics,
+		Links:    Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)},
+		Pace:     pace.New(d.rdb, sendRate),
+		Throttle: 50 * time.Millisecond,
+	}
+	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
+	w := NewWorker(d.rdb, WorkerConfig{
+		Concurrency: concurrency, ShutdownTimeout: 5 * time.Second, Log: quiet, PollInterval: 20 * time.Millisecond,
+		RetryDelay: func(n int, err error, task *asynq.Task) time.Duration {
+			delay := policy.Delay(n, err, task)
+			var p WelcomePayload
+			decode(task, &p)
+			d.mu.Lock()
+			d.delays[p.Email] = append(d.delays[p.Email], delay)
+			d.mu.Unlock()
+			return delay
+		},
+	}, h)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Shutdown(); m.Close() })
+}
+
+func (d *delivery) welcome(t *testing.T, emails ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, e := range emails {
+		job := NewWelcome(e, time.Now(), 0)
+		if _, err := d.store.Subscribe(ctx, store.SubscribeRequest{Email: e, Activate: true, Outbox: job.Outbox()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Dispatch(ctx, d.client, d.store, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (d *delivery) waitArchived(t *testing.T, email string) *asynq.TaskInfo {
+	t.Helper()
+	var info *asynq.TaskInfo
+	waitUntil(t, 10*time.Second, "task archived", func() bool {
+		var err error
+		info, err = d.insp.GetTaskInfo(QueueDefault, WelcomeTaskID(email))
+		return err == nil && info.State == asynq.TaskStateArchived
+	})
+	return info
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func reply(code int, enh smtp.EnhancedCode, msg string) *smtptest.Fault {
+	return &smtptest.Fault{Err: &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}}
+}
+
+func TestGreylistedTwiceThenDelivered(t *testing.T) {
+	d := newDelivery(t)
+	d.smtp.SetScript(func(rcpt string, attempt int) *smtptest.Fault {
+		if attempt <= 2 {
+			return reply(451, smtp.EnhancedCode{4, 7, 1}, "greylisted, try again later")
+		}
+		return nil
+	})
+	d.startWorker(t, 1000, 2)
+	d.welcome(t, "grey@x.org")
+	d.smtp.WaitFor(t, 1, 15*time.Second)
+	if n := len(d.smtp.To("grey@x.org")); n != 1 || d.smtp.Attempts("grey@x.org") != 3 {
+		t.Fatalf("%d delivered after %d attempts; want 1 after 3", n, d.smtp.Attempts("grey@x.org"))
+	}
+	d.mu.Lock()
+	delays := d.delays["grey@x.org"]
+	d.mu.Unlock()
+	if len(delays) != 2 || delays[1] < delays[0] || delays[0] < 100*time.Millisecond {
+		t.Fatalf("retry delays %v: want two, growing, on the longer throttled scale", delays)
+	}
+	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "throttled")); got != 2 {
+		t.Fatalf("failed{throttled} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(d.metrics.Sent.WithLabelValues("welcome")); got != 1 {
+		t.Fatalf("sent = %v", got)
+	}
+}
+
+func TestHardBounceSuppressesTheAddress(t *testing.T) {
+	d := newDelivery(t)
+	d.smtp.SetScript(func(rcpt string, _ int) *smtptest.Fault {
+		if rcpt == "gone@x.org" {
+			return reply(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
+		}
+		return nil
+	})
+	d.startWorker(t, 1000, 2)
+	d.welcome(t, "gone@x.org")
+	info := d.waitArchived(t, "gone@x.org")
+	if info.Retried != 0 || d.smtp.Attempts("gone@x.org") != 1 {
+		t.Fatalf("a hard bounce was retried: %d retries, %d attempts", info.Retried, d.smtp.Attempts("gone@x.org"))
+	}
+	sub, _ := d.store.Get(context.Background(), "gone@x.org")
+	if sub.Status != store.Bounced {
+		t.Fatalf("status %s, want bounced", sub.Status)
+	}
+	if _, err := d.rdb.ZScore(context.Background(), "nl:active", fmt.Sprint(sub.ID)).Result(); !errors.Is(err, redis.Nil) {
+		t.Fatal("a bounced subscriber is still in the active set the digest walks")
+	}
+	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "bounced")); got != 1 {
+		t.Fatalf("failed{bounced} = %v", got)
+	}
+}
+
+func TestPolicyRejectionKeepsTheAddress(t *testing.T) {
+	d := newDelivery(t)
+	d.smtp.SetScript(func(rcpt string, _ int) *smtptest.Fault {
+		return &smtptest.Fault{AtData: true, Err: &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "message refused by policy"}}
+	})
+	d.startWorker(t, 1000, 2)
+	d.welcome(t, "policy@x.org")
+	info := d.waitArchived(t, "policy@x.org")
+	if info.Retried != 0 {
+		t.Fatalf("a policy rejection was retried %d times", info.Retried)
+	}
+	if sub, _ := d.store.Get(context.Background(), "policy@x.org"); sub.Status != store.Active {
+		t.Fatalf("the address was suppressed for our own fault: %s", sub.Status)
+	}
+	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "rejected")); got != 1 {
+		t.Fatalf("failed{rejected} = %v", got)
+	}
+}
+
+func TestConnectionDroppedMidDataIsRetriedOnce(t *testing.T) {
+	d := newDelivery(t)
+	d.smtp.SetScript(func(_ string, attempt int) *smtptest.Fault {
+		if attempt == 1 {
+			return &smtptest.Fault{Drop: true}
+		}
+		return nil
+	})
+	d.startWorker(t, 1000, 2)
+	d.welcome(t, "drop@x.org")
+	d.smtp.WaitFor(t, 1, 10*time.Second)
+	// Give a wrong second delivery every chance to show up: the task must
+	// be completed, not pending another retry.
+	waitUntil(t, 5*time.Second, "task done", func() bool {
+		_, err := d.insp.GetTaskInfo(QueueDefault, WelcomeTaskID("drop@x.org"))
+		return errors.Is(err, asynq.ErrTaskNotFound)
+	})
+	if n := len(d.smtp.To("drop@x.org")); n != 1 || d.smtp.Attempts("drop@x.org") != 2 {
+		t.Fatalf("%d delivered after %d attempts; want exactly 1 after 2", n, d.smtp.Attempts("drop@x.org"))
+	}
+}
+
+func TestExhaustedRetriesAreArchivedAndRerunnable(t *testing.T) {
+	d := newDelivery(t)
+	var mu sync.Mutex
+	down := true
+	d.smtp.SetScript(func(string, int) *smtptest.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return reply(451, smtp.EnhancedCode{4, 3, 0}, "local error")
+		}
+		return nil
+	})
+	d.startWorker(t, 1000, 2)
+	d.welcome(t, "later@x.org")
+	info := d.waitArchived(t, "later@x.org")
+	if info.Retried != 5 || d.smtp.Attempts("later@x.org") != 6 {
+		t.Fatalf("archived after %d retries / %d attempts, want 5 / 6", info.Retried, d.smtp.Attempts("later@x.org"))
+	}
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	// What an operator does from asynqmon's archive tab.
+	if err := d.insp.RunTask(QueueDefault, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	d.smtp.WaitFor(t, 1, 10*time.Second)
+}
+
+// TestSharedRateAcrossWorkers runs three worker "processes" (three asynq
+// servers, three SMTP pools, three limiter instances) on one Redis: the
+// SMTP server sees the configured rate across all of them, not three times it.
+func TestSharedRateAcrossWorkers(t *testing.T) {
+	const rate, mails = 20, 80
+	d := newDelivery(t)
+	for i := 0; i < 3; i++ {
+		d.startWorker(t, rate, 4)
+	}
+	emails := make([]string, mails)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("r%02d@x.org", i)
+	}
+	d.welcome(t, emails...)
+	msgs := d.smtp.WaitFor(t, mails, 30*time.Second)
+	times := make([]time.Time, len(msgs))
+	for i, m := range msgs {
+		times[i] = m.At
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	// Over the whole run: (n-1) intervals in the measured window.
+	window := times[len(times)-1].Sub(times[0])
+	overall := float64(len(times)-1) / window.Seconds()
+	// And in every one-second window: at most the rate plus the burst.
+	worst := 0
+	for i := range times {
+		j := sort.Search(len(times), func(k int) bool { return times[k].Sub(times[i]) >= time.Second })
+		worst = max(worst, j-i)
+	}
+	t.Logf("%d mails in %s: %.1f/s overall, worst 1s window %d (limit %d/s)", len(times), window.Round(time.Millisecond), overall, worst, rate)
+	const epsilon = 0.15
+	if overall > rate*(1+epsilon) || float64(worst) > rate*(1+epsilon)+float64(max(1, rate/10)) {
+		t.Fatalf("three workers together sent %.1f/s (worst second %d), limit %d/s", overall, worst, rate)
+	}
+	for _, e := range emails {
+		if n := len(d.smtp.To(e)); n != 1 {
+			t.Fatalf("%s got %d mails", e, n)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// fakePacer answers Take with a scripted wait and records throttles.
+type fakePacer struct {
+	mu        sync.Mutex
+	take      []time.Duration // successive answers; the last repeats
+	domain    time.Duration
+	throttled map[string]time.Duration
+}
+
+func (f *fakePacer) Take(context.Context) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.take[0]
+	if len(f.take) > 1 {
+		f.take = f.take[1:]
+	}
+	return d, nil
+}
+
+func (f *fakePacer) DomainWait(context.Context, string) (time.Duration, error) { return f.domain, nil }
+
+func (f *fakePacer) Throttle(_ context.Context, domain string, d time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.throttled == nil {
+		f.throttled = map[string]time.Duration{}
+	}
+	f.throttled[domain] = d
+	return nil
+}
+
+func TestRateLimitDefersWithoutFailure(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	h.Pace = &fakePacer{take: []time.Duration{5 * time.Second}}
+	sub := activate(t, st, "a@x.org")
+	err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task)
+	var d *Deferred
+	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
+		t.Fatalf("%v (failure=%v), %d mails", err, IsFailure(err), rec.count())
+	}
+	if got := (RetryPolicy{}).Delay(3, err, nil); got != 5*time.Second {
+		t.Fatalf("deferred task retried after %s, want the limiter's 5s", got)
+	}
+	// The claim was released, so the retry can send.
+	if c, _ := st.ClaimMark(context.Background(), store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}, time.Minute); c != store.Claimed {
+		t.Fatalf("claim left behind: %v", c)
+	}
+}
+
+func TestShortRateWaitIsInline(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	h.Pace = &fakePacer{take: []time.Duration{20 * time.Millisecond, 0}}
+	activate(t, st, "a@x.org")
+	if err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+		t.Fatalf("%v, %d mails", err, rec.count())
+	}
+}
+
+func TestConfirmationNotHeldByBulkRate(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	h.Pace = &fakePacer{take: []time.Duration{time.Hour}}
+	job := NewConfirm("p@x.org", time.Now())
+	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "p@x.org", Outbox: job.Outbox()})
+	if err := h.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+		t.Fatalf("confirmation held by the bulk rate: %v, %d mails", err, rec.count())
+	}
+}
+
+func TestThrottledReplyPausesTheDomain(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	p := &fakePacer{take: []time.Duration{0}}
+	h.Pace, h.Throttle = p, 3*time.Minute
+	activate(t, st, "a@x.org")
+	rec.fail = &mailer.SendError{Class: mailer.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
+	if err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
+		t.Fatal("throttled send reported success")
+	}
+	if p.throttled["x.org"] != 3*time.Minute {
+		t.Fatalf("domain not paused: %v", p.throttled)
+	}
+	// While paused, even a confirmation to that domain waits.
+	p.domain = 2 * time.Minute
+	job := NewConfirm("q@x.org", time.Now())
+	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "q@x.org", Outbox: job.Outbox()})
+	var d *Deferred
+	if err := h.HandleConfirm(context.Background(), job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
+		t.Fatalf("send to a paused domain: %v", err)
+	}
+}
