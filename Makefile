@@ -23,10 +23,13 @@ vet:
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe
+bench: bench-subscribe bench-send
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/subscribe
 
 clean:
 	rm -rf bin
+
+bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
+	$(GO) run ./internal/bench/send

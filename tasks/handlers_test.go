@@ -214,4 +214,7 @@ func TestRetryDelayGrows(t *testing.T) {
 	if d := p.Delay(40, temp, nil); d > time.Hour {
 		t.Fatalf("cap exceeded: %s", d)
 	}
+	if d := p.Delay(0, &mailer.SendError{Class: mailer.Temporary, RetryAfter: 7 * time.Second}, nil); d != 7*time.Second {
+		t.Fatalf("a provider's Retry-After of 7s gave %s", d)
+	}
 }
