@@ -18,6 +18,12 @@ type Memory struct {
 	outbox  map[string]OutboxEntry
 	sent    map[Mark]bool
 	claims  map[Mark]time.Time // expiry
+	byID    map[int64]*Subscriber
+
+	items    []Item
+	runs     map[string]*DigestRun
+	outcomes map[string]map[int64]bool // period:outcome -> ids
+	lastItem int64
 }
 
 // NewMemory returns an empty Memory store.
@@ -28,6 +34,10 @@ func NewMemory() *Memory {
 		outbox:  map[string]OutboxEntry{},
 		sent:    map[Mark]bool{},
 		claims:  map[Mark]time.Time{},
+		byID:    map[int64]*Subscriber{},
+		runs:    map[string]*DigestRun{},
+
+		outcomes: map[string]map[int64]bool{},
 	}
 }
 
@@ -40,6 +50,9 @@ func (m *Memory) Subscribe(_ context.Context, req SubscribeRequest) (Subscriber,
 	defer m.mu.Unlock()
 	now := m.now().UTC().Truncate(time.Millisecond)
 	s, ok := m.byEmail[req.Email]
+	if ok && req.OnlyNew {
+		return *s, ErrExists
+	}
 	if ok && s.Status == Active {
 		return *s, ErrAlreadyActive
 	}
@@ -47,6 +60,7 @@ func (m *Memory) Subscribe(_ context.Context, req SubscribeRequest) (Subscriber,
 		m.seq++
 		s = &Subscriber{ID: m.seq, Email: req.Email, CreatedAt: now}
 		m.byEmail[req.Email] = s
+		m.byID[s.ID] = s
 	}
 	s.ConfirmedAt, s.UnsubscribedAt = time.Time{}, time.Time{}
 	if req.Name != "" {
@@ -59,7 +73,9 @@ func (m *Memory) Subscribe(_ context.Context, req SubscribeRequest) (Subscriber,
 	if req.Activate {
 		s.Status, s.ConfirmedAt = Active, now
 	}
-	m.outbox[req.Outbox.ID] = req.Outbox
+	if req.Outbox.ID != "" {
+		m.outbox[req.Outbox.ID] = req.Outbox
+	}
 	return *s, nil
 }
 

@@ -50,6 +50,9 @@ local id = redis.call('HGET', KEYS[1], ARGV[1])
 local key
 if id then
   key = ARGV[9] .. id
+  if ARGV[10] == '1' then
+    local r = redis.call('HGETALL', key); table.insert(r, 1, 'exists'); return r
+  end
   if redis.call('HGET', key, 's') == 'active' then
     local r = redis.call('HGETALL', key); table.insert(r, 1, 'active'); return r
   end
@@ -68,8 +71,10 @@ if ARGV[5] == '1' then
 else
   redis.call('HSET', key, 's', 'pending')
 end
-redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
-redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
+  redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
+end
 local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
 `)
 
@@ -125,14 +130,17 @@ func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // Subscribe implements Store.
 func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error) {
-	activate := "0"
+	activate, onlyNew := "0", "0"
 	if req.Activate {
 		activate = "1"
+	}
+	if req.OnlyNew {
+		onlyNew = "1"
 	}
 	res, err := subscribeScript.Run(ctx, r.rdb,
 		[]string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue},
 		req.Email, req.Name, req.Timezone, ms(r.now()), activate,
-		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub).StringSlice()
+		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, onlyNew).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
@@ -214,6 +222,8 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrNotPending
 	case "notfound":
 		return sub, ErrNotFound
+	case "exists":
+		return sub, ErrExists
 	}
 	return sub, fmt.Errorf("unexpected script result %q", res[0])
 }

@@ -36,6 +36,7 @@ var (
 	ErrNotFound      = errors.New("subscriber not found")
 	ErrAlreadyActive = errors.New("subscriber is already active")
 	ErrNotPending    = errors.New("subscription is not waiting for confirmation")
+	ErrExists        = errors.New("address is already on the list")
 )
 
 // OutboxEntry is a task that must reach the queue. It is written in the same
@@ -54,8 +55,11 @@ type SubscribeRequest struct {
 	// Activate skips double opt-in.
 	Activate bool
 	// Outbox is written atomically with the subscriber: the confirmation, or
-	// the welcome when Activate is set.
+	// the welcome when Activate is set. An empty ID writes none.
 	Outbox OutboxEntry
+	// OnlyNew leaves an existing address as it is (ErrExists): an import
+	// must never re-subscribe someone who left.
+	OnlyNew bool
 }
 
 // Mark names one delivery: mail Kind for Key (a period, a request nonce or a
@@ -112,4 +116,6 @@ type Store interface {
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
+
+	Digests
 }

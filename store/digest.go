@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Item is one entry of a digest.
+type Item struct {
+	ID          int64     `json:"id"`
+	Title       string    `json:"title"`
+	URL         string    `json:"url"`
+	Summary     string    `json:"summary,omitempty"`
+	PublishedAt time.Time `json:"published_at"`
+}
+
+// Digest run states.
+const (
+	RunPlanning = "planning" // the planner is walking the audience
+	RunPlanned  = "planned"  // every batch is enqueued
+	RunEmpty    = "empty"    // nothing new to send this period
+)
+
+// DigestRun is the record of one period's digest: what it sends, how far the
+// planner got, and what happened to each recipient.
+type DigestRun struct {
+	Period    string    `json:"period"`
+	State     string    `json:"state"`
+	Items     []Item    `json:"items"`
+	Audience  int64     `json:"audience"` // active subscribers when the run began
+	Cursor    int64     `json:"cursor"`   // last subscriber id planned
+	Planned   int64     `json:"planned"`
+	Sent      int64     `json:"sent"`
+	Skipped   int64     `json:"skipped"`
+	Failed    int64     `json:"failed"`
+	CreatedAt time.Time `json:"created_at"`
+	PlannedAt time.Time `json:"planned_at,omitzero"`
+}
+
+// Recipient outcomes other than sent (sent is the delivery mark itself).
+const (
+	OutcomeSkipped = "skipped"
+	OutcomeFailed  = "failed"
+)
+
+// ErrNoRun means no digest run exists for the period.
+var ErrNoRun = errors.New("no digest run for that period")
+
+// Digests is the store's side of the digest: items, runs, the keyset walk
+// of active subscribers and recipient outcomes. Store implementations
+// provide it too.
+type Digests interface {
+	// AddItem stores an item published now.
+	AddItem(ctx context.Context, it Item) (Item, error)
+	// StartDigestRun records the run for period once: the items added since
+	// the previous run began (every item, for the first run) and the
+	// audience size. Items are taken by id, not by time, so an item added in
+	// the same instant a run starts belongs to exactly one period. created is false when the run already existed; either
+	// way the stored run is returned.
+	StartDigestRun(ctx context.Context, period string) (run DigestRun, created bool, err error)
+	// DigestRun returns the run with its counters.
+	DigestRun(ctx context.Context, period string) (DigestRun, error)
+	// AdvanceDigestRun saves the planner's cursor after a page: planned
+	// grows by n; done marks the run planned.
+	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error
+	// ActiveAfter lists up to limit active subscriber ids greater than
+	// cursor, in id order (keyset pagination: never OFFSET).
+	ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error)
+	// SubscribersByID loads subscribers; a missing one has ID 0.
+	SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error)
+	// ClaimMarks is ClaimMark for many marks in one round trip.
+	ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error)
+	// ReleaseMarks drops claims.
+	ReleaseMarks(ctx context.Context, marks []Mark) error
+	// SetOutcome records that a recipient of period was skipped or failed;
+	// recording it again changes nothing.
+	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+}
