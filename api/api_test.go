@@ -59,7 +59,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 	jobs := tasks.NewDispatcher(q, st, nil)
 	t.Cleanup(jobs.Close)
 	s := New(cfg, Deps{
-		Store: st, Jobs: jobs, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
+		Store: st, Jobs: jobs, Queue: client, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -43,7 +43,9 @@ type Config struct {
 type Deps struct {
 	Store store.Store
 	// Jobs enqueues (a *tasks.Dispatcher).
-	Jobs    JobDispatcher
+	Jobs JobDispatcher
+	// Queue enqueues events and digest plans (*asynq.Client).
+	Queue   Queue
 	Tasks   TaskDeleter
 	Signer  *token.Signer
 	Log     *slog.Logger
@@ -97,6 +99,7 @@ func (s *Server) routes() {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
 	}
 	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
+	s.adminRoutes()
 }
 
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).

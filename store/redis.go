@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -348,4 +349,48 @@ func (r *Redis) ReleaseMark(ctx context.Context, m Mark) error {
 // Ping implements Store.
 func (r *Redis) Ping(ctx context.Context) error {
 	return r.rdb.Ping(ctx).Err()
+}
+
+// SubscribeMany runs Subscribe for many requests in one pipeline (bulk
+// import). The errors line up with reqs.
+func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]error, error) {
+	cmds := make([]*redis.Cmd, len(reqs))
+	now := ms(r.now())
+	run := func() error {
+		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, req := range reqs {
+				cmds[i] = subscribeScript.EvalSha(ctx, p,
+					[]string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue},
+					req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
+					req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, boolArg(req.OnlyNew))
+			}
+			return nil
+		})
+		return err
+	}
+	err := run()
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err = subscribeScript.Load(ctx, r.rdb).Err(); err == nil {
+			err = run()
+		}
+	}
+	if err != nil && !isScriptReplyErr(err) {
+		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
+	}
+	errs := make([]error, len(reqs))
+	for i, c := range cmds {
+		res, err := c.StringSlice()
+		if err == nil {
+			_, err = decodeResult(res)
+		}
+		errs[i] = err
+	}
+	return errs, nil
+}
+
+// isScriptReplyErr tells a script's own error reply (per command) from a
+// connection failure (the whole pipeline).
+func isScriptReplyErr(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }

@@ -15,7 +15,7 @@ const (
 	keyItemSeq    = "nl:item:seq"
 	keyItems      = "nl:items" // zset of item ids, score = id
 	prefixItem    = "nl:item:"
-	prefixRun     = "nl:digest:" // hash per period
+	prefixRun     = "nl:digest:"         // hash per period
 	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
 	prefixOutcome = "nl:digest:outcome:" // bitmap per period and outcome
 	digestKind    = "digest"

@@ -50,7 +50,7 @@ func newDelivery(t *testing.T) *delivery {
 
 // startWorker runs one worker process's worth: its own SMTP pool, its own
 // limiter instance on the shared Redis.
-func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int) {
+func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...func(*Handlers, *WorkerConfig)) {
 	t.Helper()
 	cfg, _ := config.ParseSMTPURL(d.smtp.URL())
 	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", PoolSize: concurrency, Timeout: 5 * time.Second})
@@ -63,9 +63,10 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int) {
 		Links:    Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)},
 		Pace:     pace.New(d.rdb, sendRate),
 		Throttle: 50 * time.Millisecond,
+		Queue:    d.client, Depth: d.insp, DigestBatch: 50,
 	}
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
-	w := NewWorker(d.rdb, WorkerConfig{
+	wc := WorkerConfig{
 		Concurrency: concurrency, ShutdownTimeout: 5 * time.Second, Log: quiet, PollInterval: 20 * time.Millisecond,
 		RetryDelay: func(n int, err error, task *asynq.Task) time.Duration {
 			delay := policy.Delay(n, err, task)
@@ -76,7 +77,12 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int) {
 			d.mu.Unlock()
 			return delay
 		},
-	}, h)
+		GroupGrace: time.Second, GroupMaxDelay: 10 * time.Second, GroupMaxSize: 100,
+	}
+	for _, o := range opts {
+		o(h, &wc)
+	}
+	w := NewWorker(d.rdb, wc, h)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-
-	"github.com/newsletter/newsletter/store"
 )
 
 // Enqueuer is what dispatching needs of *asynq.Client.
@@ -31,9 +29,14 @@ func enqueue(ctx context.Context, q Enqueuer, j Job) (duplicate bool, err error)
 	return false, nil
 }
 
+// OutboxCleaner clears outbox entries (store.Store).
+type OutboxCleaner interface {
+	OutboxDone(ctx context.Context, ids ...string) error
+}
+
 // Dispatch enqueues j and then clears its outbox entry. When the enqueue
 // fails the entry stays, and the relay enqueues it later.
-func Dispatch(ctx context.Context, q Enqueuer, s store.Store, j Job) (duplicate bool, err error) {
+func Dispatch(ctx context.Context, q Enqueuer, s OutboxCleaner, j Job) (duplicate bool, err error) {
 	if duplicate, err = enqueue(ctx, q, j); err != nil {
 		return false, err
 	}
@@ -49,7 +52,7 @@ func Dispatch(ctx context.Context, q Enqueuer, s store.Store, j Job) (duplicate 
 // by the relay like any other leftover, so batching trades nothing away.
 type Dispatcher struct {
 	queue Enqueuer
-	store store.Store
+	store OutboxCleaner
 	log   *slog.Logger
 	done  chan string
 	stop  chan struct{}
@@ -62,7 +65,7 @@ const (
 )
 
 // NewDispatcher starts a Dispatcher; Close flushes it.
-func NewDispatcher(q Enqueuer, s store.Store, log *slog.Logger) *Dispatcher {
+func NewDispatcher(q Enqueuer, s OutboxCleaner, log *slog.Logger) *Dispatcher {
 	if log == nil {
 		log = slog.Default()
 	}

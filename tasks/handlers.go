@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -56,6 +58,35 @@ type Handlers struct {
 	Pace Pacer
 	// Throttle is how long such a domain is paused (DefaultThrottle).
 	Throttle time.Duration
+
+	// Queue and Depth let the digest planner enqueue batches and watch the
+	// critical queue's depth (back pressure).
+	Queue Enqueuer
+	Depth QueueInspector
+	// DigestBatch is recipients per batch (DefaultDigestBatch);
+	// MaxPendingBatches is how many may wait in the queue before the
+	// planner pauses (DefaultMaxPendingBatches).
+	DigestBatch       int
+	MaxPendingBatches int
+	// QuietHours holds bulk mail during a local-time window.
+	QuietHours *config.QuietHours
+
+	quietOnce sync.Once
+	quietWin  *quietHours
+	entriesMu sync.Mutex
+	entries   map[string][]mailer.Entry
+}
+
+func (h *Handlers) quiet() *quietHours {
+	h.quietOnce.Do(func() { h.quietWin = newQuietHours(h.QuietHours) })
+	return h.quietWin
+}
+
+func (h *Handlers) claimTTL() time.Duration {
+	if h.ClaimTTL > 0 {
+		return h.ClaimTTL
+	}
+	return DefaultClaimTTL
 }
 
 func (h *Handlers) now() time.Time {
@@ -127,11 +158,7 @@ func (h *Handlers) recipient(ctx context.Context, email string, want store.Statu
 
 // deliver claims the mark, renders, sends and records the outcome.
 func (h *Handlers) deliver(ctx context.Context, sub store.Subscriber, mark store.Mark, data mailer.Data) error {
-	ttl := h.ClaimTTL
-	if ttl <= 0 {
-		ttl = DefaultClaimTTL
-	}
-	claim, err := h.Store.ClaimMark(ctx, mark, ttl)
+	claim, err := h.Store.ClaimMark(ctx, mark, h.claimTTL())
 	if err != nil {
 		return fmt.Errorf("claim delivery: %w", err)
 	}

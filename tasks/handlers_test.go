@@ -45,9 +45,12 @@ func newHandlers(t *testing.T) (*Handlers, *store.Memory, *recorder) {
 	}
 	st, rec := store.NewMemory(), &recorder{}
 	return &Handlers{
-		Store: st, Mailer: rec, Render: render, Log: quiet, Metrics: NewMetrics(nil),
-		Links: Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)},
+		Store: st, Mailer: rec, Render: render, Log: quiet, Metrics: NewMetrics(nil), Links: newHandlersLinks(),
 	}, st, rec
+}
+
+func newHandlersLinks() Links {
+	return Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)}
 }
 
 func activate(t *testing.T, st store.Store, email string) store.Subscriber {

@@ -12,6 +12,8 @@ import (
 type Pacer interface {
 	// Take asks for one bulk send: zero means go, else how long to wait.
 	Take(ctx context.Context) (time.Duration, error)
+	// TakeN asks for up to n sends: how many were granted, else the wait.
+	TakeN(ctx context.Context, n int) (int, time.Duration, error)
 	// DomainWait is how long a receiving domain asked us to pause.
 	DomainWait(ctx context.Context, domain string) (time.Duration, error)
 	// Throttle pauses a domain after it answered "slow down".

@@ -29,6 +29,14 @@ func (f *fakePacer) Take(context.Context) (time.Duration, error) {
 	return d, nil
 }
 
+func (f *fakePacer) TakeN(ctx context.Context, n int) (int, time.Duration, error) {
+	d, err := f.Take(ctx)
+	if d > 0 || err != nil {
+		return 0, d, err
+	}
+	return n, 0, nil
+}
+
 func (f *fakePacer) DomainWait(context.Context, string) (time.Duration, error) { return f.domain, nil }
 
 func (f *fakePacer) Throttle(_ context.Context, domain string, d time.Duration) error {

@@ -138,3 +138,79 @@ func decode(t *asynq.Task, v any) error {
 func errMissing(t *asynq.Task, field string) error {
 	return fmt.Errorf("%s payload has no %s: %w", t.Type(), field, asynq.SkipRetry)
 }
+
+// DigestPlanPayload is the payload of TypeDigestPlan.
+type DigestPlanPayload struct {
+	Period string `json:"period"`
+}
+
+// DigestBatchPayload is the payload of TypeDigestEmail: up to
+// NEWSLETTER_DIGEST_BATCH recipients by id.
+type DigestBatchPayload struct {
+	Period string  `json:"period"`
+	IDs    []int64 `json:"ids"`
+}
+
+// EventPayload is the payload of TypeEvent: one notification for one
+// subscriber.
+type EventPayload struct {
+	ID    string    `json:"id"`
+	Email string    `json:"email"`
+	Title string    `json:"title"`
+	URL   string    `json:"url"`
+	At    time.Time `json:"at"`
+}
+
+// EventsPayload is the payload of TypeEventsEmail: one subscriber's bundle.
+type EventsPayload struct {
+	Email  string         `json:"email"`
+	Events []EventPayload `json:"events"`
+}
+
+// Period is the default digest period of t: its ISO week, "2026-W49".
+func Period(t time.Time) string {
+	y, w := t.UTC().ISOWeek()
+	return fmt.Sprintf("%d-W%02d", y, w)
+}
+
+// ValidPeriod reports whether p can name a period (and a TaskID part):
+// 1 to 64 letters, digits, '-', '_' or '.'.
+func ValidPeriod(p string) bool {
+	if p == "" || len(p) > 64 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// DigestPlanTaskID is the id of a period's plan task: every scheduler
+// replica and every manual run of the period meet on it.
+func DigestPlanTaskID(period string) string { return "digest:" + period }
+
+// NewDigestPlan is the planning task of period. It runs as long as the
+// sending takes (it waits for room in the queue), so its timeout is long;
+// it saves its cursor after every page, so a retry resumes.
+func NewDigestPlan(period string) *asynq.Task {
+	p, _ := json.Marshal(DigestPlanPayload{Period: period})
+	return asynq.NewTask(TypeDigestPlan, p, asynq.Queue(QueueCritical), asynq.TaskID(DigestPlanTaskID(period)),
+		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
+}
+
+// NewDigestBatch is a batch of recipients of period, named by its first id
+// so a re-planned page is a conflict, not a second batch.
+func NewDigestBatch(period string, ids []int64, opts ...asynq.Option) *asynq.Task {
+	p, _ := json.Marshal(DigestBatchPayload{Period: period, IDs: ids})
+	return asynq.NewTask(TypeDigestEmail, p, append([]asynq.Option{asynq.Queue(QueueCritical),
+		asynq.TaskID(fmt.Sprintf("digest:%s:%d", period, ids[0])), asynq.MaxRetry(20), asynq.Timeout(10 * time.Minute)}, opts...)...)
+}
+
+// NewEvent is one notification for email, grouped by address so the
+// aggregator bundles a person's events into one mail.
+func NewEvent(email, title, url string, now time.Time) *asynq.Task {
+	p, _ := json.Marshal(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()})
+	return asynq.NewTask(TypeEvent, p, asynq.Queue(QueueDefault), asynq.Group(email))
+}

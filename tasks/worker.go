@@ -22,6 +22,12 @@ type WorkerConfig struct {
 	PollInterval time.Duration
 	// RetryDelay replaces Retry.Delay (tests record the delays with it).
 	RetryDelay asynq.RetryDelayFunc
+	// Event bundling: how long a person's group waits for more events
+	// after the last one, at most after the first, and at most how many
+	// events one mail lists.
+	GroupGrace    time.Duration
+	GroupMaxDelay time.Duration
+	GroupMaxSize  int
 }
 
 // Worker is the asynq server with the service's handlers.
@@ -49,6 +55,11 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 		Logger:          asynqLogger{log.With("component", "asynq")},
 		LogLevel:        asynq.WarnLevel,
 
+		GroupAggregator:  Aggregator(log),
+		GroupGracePeriod: cfg.GroupGrace,
+		GroupMaxDelay:    cfg.GroupMaxDelay,
+		GroupMaxSize:     cfg.GroupMaxSize,
+
 		DelayedTaskCheckInterval: cfg.PollInterval,
 		TaskCheckInterval:        min(cfg.PollInterval, time.Second),
 	})
@@ -56,6 +67,9 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 	mux.Use(Observe(log, h.Metrics))
 	mux.HandleFunc(TypeConfirmEmail, h.HandleConfirm)
 	mux.HandleFunc(TypeWelcomeEmail, h.HandleWelcome)
+	mux.HandleFunc(TypeDigestPlan, h.HandleDigestPlan)
+	mux.HandleFunc(TypeDigestEmail, h.HandleDigestBatch)
+	mux.HandleFunc(TypeEventsEmail, h.HandleEventsEmail)
 	return &Worker{srv: srv, mux: mux}
 }
 

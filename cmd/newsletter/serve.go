@@ -73,14 +73,21 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err != nil {
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 		}
+		workerInsp := asynq.NewInspectorFromRedisClient(a.rdb)
+		defer workerInsp.Close()
 		h := &tasks.Handlers{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: tasks.NewMetrics(a.reg),
 			Links: tasks.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
 			Pace:  pace.New(a.rdb, a.cfg.SendRate),
+			Queue: client, Depth: workerInsp,
+			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending, QuietHours: a.cfg.Quiet,
+			ClaimTTL: a.cfg.ClaimTTL,
 		}
 		worker = tasks.NewWorker(a.rdb, tasks.WorkerConfig{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
 			PollInterval: a.cfg.PollInterval,
+			Retry:        tasks.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+			GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
 		}, h)
 		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
 	}
@@ -95,7 +102,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate,
 		}, api.Deps{
-			Store: a.store, Jobs: jobs, Tasks: insp, Signer: a.signer, Log: a.log,
+			Store: a.store, Jobs: jobs, Queue: client, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler,
 		})
 		if mailbox != nil {
@@ -121,7 +128,11 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		relay.Start()
 	}
 	if r.scheduler {
-		a.log.Info("scheduler: nothing scheduled yet")
+		sched := &tasks.Scheduler{Spec: a.cfg.DigestCron, Queue: client, Log: a.log}
+		if err := sched.Start(); err != nil {
+			return err
+		}
+		defer sched.Stop()
 	}
 	a.banner(r, ln.Addr().String(), mailbox != nil)
 

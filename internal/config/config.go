@@ -31,19 +31,27 @@ type Config struct {
 	SubscribeRate int // per minute per client; 0 = off
 	DigestBatch   int
 	QuietHours    string
-	SendRate      int // mails per second across all workers
-	SMTPPool      int
-	GroupGrace    time.Duration
-	GroupMaxDelay time.Duration
-	GroupMaxSize  int
-	Shutdown      time.Duration
-	TemplateDir   string
-	DKIMKeyFile   string
-	DKIMSelector  string
-	DKIMDomain    string
+	Quiet         *QuietHours // QuietHours parsed; nil when unset
+	// DigestMaxPending is how many batches may wait in the critical queue
+	// before the planner pauses.
+	DigestMaxPending int
+	SendRate         int // mails per second across all workers
+	SMTPPool         int
+	GroupGrace       time.Duration
+	GroupMaxDelay    time.Duration
+	GroupMaxSize     int
+	Shutdown         time.Duration
+	TemplateDir      string
+	DKIMKeyFile      string
+	DKIMSelector     string
+	DKIMDomain       string
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
 	MonitoringReadOnly bool
 	PrometheusURL      string
+	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
+	// retry; RetryBase is the first retry delay of a failed send.
+	ClaimTTL  time.Duration
+	RetryBase time.Duration
 	// PollInterval is how often workers move due scheduled and retry tasks
 	// into their queues (asynq's default 5s). Tests shorten it.
 	PollInterval time.Duration
@@ -75,6 +83,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		SubscribeRate:      p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
 		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", 100, 1),
 		QuietHours:         p.str("NEWSLETTER_QUIET_HOURS", ""),
+		DigestMaxPending:   p.integer("NEWSLETTER_DIGEST_MAX_PENDING", 50, 1),
 		SendRate:           p.integer("NEWSLETTER_SEND_RATE", 50, 1),
 		SMTPPool:           p.integer("NEWSLETTER_SMTP_POOL", 0, 0),
 		GroupGrace:         p.duration("NEWSLETTER_GROUP_GRACE", 2*time.Minute, time.Second),
@@ -88,6 +97,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
+		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", 3*time.Minute, time.Second),
+		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", 10*time.Second, 10*time.Millisecond),
 	}
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency
@@ -103,8 +114,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	_, cronErr := cron.ParseStandard(c.DigestCron)
 	p.check("NEWSLETTER_DIGEST_CRON", cronErr == nil, "a five-field cron expression such as \"0 9 * * 1\"")
 	if c.QuietHours != "" {
-		_, qerr := ParseQuietHours(c.QuietHours)
+		q, qerr := ParseQuietHours(c.QuietHours)
 		p.check("NEWSLETTER_QUIET_HOURS", qerr == nil, "HH:MM-HH:MM, e.g. 22:00-08:00")
+		c.Quiet = &q
 	}
 	dkimSet := 0
 	for _, v := range []string{c.DKIMKeyFile, c.DKIMSelector, c.DKIMDomain} {

@@ -50,6 +50,19 @@ func (l *Limiter) Take(ctx context.Context) (time.Duration, error) {
 	return max(res.RetryAfter, time.Millisecond), nil
 }
 
+// TakeN asks for up to n sends at once (a batch): how many were granted,
+// and when none were, how long until one is free.
+func (l *Limiter) TakeN(ctx context.Context, n int) (int, time.Duration, error) {
+	res, err := l.rate.AllowAtMost(ctx, rateKey, l.limit, n)
+	if err != nil {
+		return 0, 0, fmt.Errorf("send rate: %w", err)
+	}
+	if res.Allowed > 0 {
+		return res.Allowed, 0, nil
+	}
+	return 0, max(res.RetryAfter, time.Millisecond), nil
+}
+
 // DomainWait is how long domain is still paused.
 func (l *Limiter) DomainWait(ctx context.Context, domain string) (time.Duration, error) {
 	d, err := l.rdb.PTTL(ctx, throttlePrefix+domain).Result()

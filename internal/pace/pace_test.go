@@ -44,3 +44,15 @@ func TestTakeBurstIsSmall(t *testing.T) {
 		t.Fatalf("%d of 100 immediate requests granted at 100/s", granted)
 	}
 }
+
+func TestTakeN(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBPace)
+	l := New(rdb, 100) // burst 10
+	granted, wait, err := l.TakeN(context.Background(), 50)
+	if err != nil || granted < 10 || granted > 20 || wait != 0 {
+		t.Fatalf("granted %d of 50 (wait %s, %v), want about the burst of 10", granted, wait, err)
+	}
+	if granted, wait, _ := l.TakeN(context.Background(), 50); granted > 5 || (granted == 0 && wait <= 0) {
+		t.Fatalf("right after the burst: %d granted, wait %s", granted, wait)
+	}
+}

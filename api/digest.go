@@ -1,0 +1,147 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// Queue enqueues tasks that have no outbox entry (*asynq.Client): events
+// and digest plans, which a caller can simply repeat.
+type Queue interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+func (s *Server) adminRoutes() {
+	s.mux.Handle("POST /api/items", s.Admin(http.HandlerFunc(s.addItem)))
+	s.mux.Handle("POST /api/events", s.Admin(http.HandlerFunc(s.addEvent)))
+	s.mux.Handle("POST /api/digest/run", s.Admin(http.HandlerFunc(s.runDigest)))
+	s.mux.Handle("GET /api/digests/{period}", s.Admin(http.HandlerFunc(s.digestStatus)))
+}
+
+// readAdminJSON reads a small JSON object of strings; it answers the error
+// itself and returns nil then.
+func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, optional bool) map[string]string {
+	if optional && r.ContentLength == 0 {
+		return map[string]string{}
+	}
+	r.Header.Set("Content-Type", "application/json")
+	in, err := s.readInput(w, r)
+	if errors.Is(err, errTooLarge) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+		return nil
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return nil
+	}
+	return in
+}
+
+// validURL accepts absolute http(s) links without line breaks.
+func validURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !strings.ContainsAny(raw, "\r\n")
+}
+
+func oneLine(s string, max int) bool { return len(s) <= max && !strings.ContainsAny(s, "\r\n") }
+
+// addItem handles POST /api/items {title,url,summary}.
+func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
+	in := s.readAdminJSON(w, r, false)
+	if in == nil {
+		return
+	}
+	title, link, summary := strings.TrimSpace(in["title"]), strings.TrimSpace(in["url"]), strings.TrimSpace(in["summary"])
+	if title == "" || !oneLine(title, 300) || !validURL(link) || len(summary) > 2000 {
+		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters), an http(s) url and an optional summary (at most 2000 characters)"))
+		return
+	}
+	it, err := s.deps.Store.AddItem(r.Context(), store.Item{Title: title, URL: link, Summary: summary})
+	if err != nil {
+		s.deps.Log.Error("add item", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
+		return
+	}
+	writeJSON(w, http.StatusCreated, it)
+}
+
+// addEvent handles POST /api/events {email,title,url}: one notification,
+// bundled with the person's other recent events into one mail.
+func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
+	in := s.readAdminJSON(w, r, false)
+	if in == nil {
+		return
+	}
+	email, err := address.Normalize(in["email"])
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	title, link := strings.TrimSpace(in["title"]), strings.TrimSpace(in["url"])
+	if title == "" || !oneLine(title, 300) || !validURL(link) {
+		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
+		return
+	}
+	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewEvent(email, title, link, s.deps.Now())); err != nil {
+		s.deps.Log.Error("enqueue event", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "queued"})
+}
+
+// runDigest handles POST /api/digest/run {"period":…}: the same as the
+// cron run, so a period is planned once whoever starts it.
+func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
+	in := s.readAdminJSON(w, r, true)
+	if in == nil {
+		return
+	}
+	period := in["period"]
+	if period == "" {
+		period = tasks.Period(s.deps.Now())
+	}
+	dup, err := tasks.EnqueueDigestPlan(r.Context(), s.deps.Queue, period)
+	if err != nil && !tasks.ValidPeriod(period) {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("enqueue digest plan", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
+		return
+	}
+	status := "queued"
+	if dup {
+		status = "already queued"
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
+}
+
+// digestStatus handles GET /api/digests/{period}.
+func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
+	period := r.PathValue("period")
+	if !tasks.ValidPeriod(period) {
+		writeJSON(w, http.StatusBadRequest, errorBody("not a period"))
+		return
+	}
+	run, err := s.deps.Store.DigestRun(r.Context(), period)
+	if errors.Is(err, store.ErrNoRun) {
+		writeJSON(w, http.StatusNotFound, errorBody("no digest run for "+period))
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}

@@ -1,0 +1,300 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// seed adds n active subscribers a0000@… and returns their addresses.
+func seed(t *testing.T, s *store.Redis, prefix string, n int, opts ...func(*store.SubscribeRequest)) []string {
+	t.Helper()
+	reqs := make([]store.SubscribeRequest, n)
+	emails := make([]string, n)
+	for i := range reqs {
+		emails[i] = fmt.Sprintf("%s%04d@example.org", prefix, i)
+		reqs[i] = store.SubscribeRequest{Email: emails[i], Activate: true, OnlyNew: true}
+		for _, o := range opts {
+			o(&reqs[i])
+		}
+	}
+	errs, err := s.SubscribeMany(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return emails
+}
+
+func (d *delivery) waitRun(t *testing.T, period string, sent int64) store.DigestRun {
+	t.Helper()
+	var run store.DigestRun
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		run, _ = d.store.DigestRun(context.Background(), period)
+		if run.State == store.RunPlanned && run.Sent >= sent {
+			return run
+		}
+		if time.Now().After(deadline) {
+			q, _ := d.insp.GetQueueInfo(QueueCritical)
+			t.Fatalf("digest %s: %+v; critical queue %+v; smtp got %d", period, run, q, len(d.smtp.Messages()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return run
+}
+
+// exactlyOnce asserts every address got exactly one mail whose subject
+// names the period, and returns the total.
+func (d *delivery) exactlyOnce(t *testing.T, emails []string) {
+	t.Helper()
+	for _, e := range emails {
+		if n := len(d.smtp.To(e)); n != 1 {
+			t.Fatalf("%s got %d digests, want 1", e, n)
+		}
+	}
+}
+
+func TestDigestToActiveSubscribersOnly(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	active := seed(t, d.store, "a", 1000)
+	for _, e := range seed(t, d.store, "u", 50) {
+		d.store.Unsubscribe(ctx, e)
+	}
+	for _, e := range seed(t, d.store, "b", 20) {
+		d.store.MarkBounced(ctx, e)
+	}
+	d.store.AddItem(ctx, store.Item{Title: "Release 2.0", URL: "https://example.com/2.0", Summary: "It is out."})
+	d.startWorker(t, 100000, 8)
+
+	if dup, err := EnqueueDigestPlan(ctx, d.client, "2026-W49"); dup || err != nil {
+		t.Fatal(dup, err)
+	}
+	run := d.waitRun(t, "2026-W49", 1000)
+	msgs := d.smtp.WaitFor(t, 1000, 30*time.Second)
+	d.exactlyOnce(t, active)
+	if len(msgs) != 1000 || run.Planned != 1000 || run.Audience != 1000 || run.Sent != 1000 || run.Failed != 0 {
+		t.Fatalf("%d mails; run %+v", len(msgs), run)
+	}
+	m := msgs[0]
+	if !strings.Contains(m.Header.Get("Subject"), "2026-W49") || !strings.Contains(m.Text(), "Release 2.0") ||
+		m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" || !strings.Contains(m.Text(), "/unsubscribe?token=") {
+		t.Fatalf("digest mail:\n%s", m.Data)
+	}
+	// One batch task per page of 50, over one connection each.
+	if s := d.smtp.Sessions(); s > 8*2 {
+		t.Fatalf("%d SMTP connections for 20 batches on 8 workers", s)
+	}
+
+	// The same period again, by the scheduler or by hand: nothing more.
+	waitUntil(t, 10*time.Second, "queue drained", func() bool {
+		info, err := d.insp.GetQueueInfo(QueueCritical)
+		return err == nil && info.Size == 0
+	})
+	EnqueueDigestPlan(ctx, d.client, "2026-W49")
+	waitUntil(t, 10*time.Second, "second plan done", func() bool {
+		info, _ := d.insp.GetQueueInfo(QueueCritical)
+		return info.Size == 0
+	})
+	if n := len(d.smtp.Messages()); n != 1000 {
+		t.Fatalf("running the period again sent %d more", n-1000)
+	}
+}
+
+// cuttingQueue lets the planner enqueue `allow` batches, then fails as if
+// the process died: once before the enqueue, once right after it (before
+// the cursor was saved).
+type cuttingQueue struct {
+	Enqueuer
+	mu         sync.Mutex
+	allow      int
+	afterwards bool
+}
+
+var errKilled = errors.New("planner killed")
+
+func (q *cuttingQueue) EnqueueContext(ctx context.Context, t *asynq.Task, o ...asynq.Option) (*asynq.TaskInfo, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.allow == 0 {
+		if q.afterwards {
+			q.Enqueuer.EnqueueContext(ctx, t, o...)
+		}
+		return nil, errKilled
+	}
+	q.allow--
+	return q.Enqueuer.EnqueueContext(ctx, t, o...)
+}
+
+func TestPlannerKilledHalfwayResumes(t *testing.T) {
+	for _, afterEnqueue := range []bool{false, true} {
+		t.Run(fmt.Sprintf("killed after enqueue %v", afterEnqueue), func(t *testing.T) {
+			d := newDelivery(t)
+			ctx := context.Background()
+			emails := seed(t, d.store, "k", 500)
+			d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+			d.startWorker(t, 100000, 4)
+
+			render, _ := mailer.NewRenderer("")
+			planner := &Handlers{Store: d.store, Render: render, Log: quiet, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, DigestBatch: 50}
+			task := NewDigestPlan("2026-W50")
+			if err := planner.HandleDigestPlan(ctx, task); !errors.Is(err, errKilled) {
+				t.Fatalf("first planner: %v", err)
+			}
+			run, _ := d.store.DigestRun(ctx, "2026-W50")
+			if run.State != store.RunPlanning || run.Planned != 150 {
+				t.Fatalf("after the kill: %+v", run)
+			}
+			// A new planner (the retry) picks up at the saved cursor.
+			planner.Queue = d.client
+			if err := planner.HandleDigestPlan(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			d.waitRun(t, "2026-W50", 500)
+			d.smtp.WaitFor(t, 500, 30*time.Second)
+			d.exactlyOnce(t, emails)
+			if run, _ := d.store.DigestRun(ctx, "2026-W50"); run.Planned != 500 {
+				t.Fatalf("planned %d, want 500 (a re-planned page counted twice?)", run.Planned)
+			}
+		})
+	}
+}
+
+func TestTwoSchedulersOnePlan(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	emails := seed(t, d.store, "s", 120)
+	d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+	fixed := func() time.Time { return time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC) }
+	scheds := []*Scheduler{
+		{Spec: "0 9 * * 1", Queue: d.client, Log: quiet, Now: fixed},
+		{Spec: "0 9 * * 1", Queue: d.client, Log: quiet, Now: fixed},
+	}
+	for _, s := range scheds {
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+	}
+	// Both replicas fire at the same cron tick.
+	var wg sync.WaitGroup
+	for _, s := range scheds {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Fire() }()
+	}
+	wg.Wait()
+	if info, err := d.insp.GetQueueInfo(QueueCritical); err != nil || info.Size != 1 {
+		t.Fatalf("two schedulers queued %v plan tasks (%v)", info, err)
+	}
+	d.startWorker(t, 100000, 4)
+	d.waitRun(t, "2026-W50", 120)
+	d.smtp.WaitFor(t, 120, 30*time.Second)
+	// A replica whose clock lags fires after the plan finished.
+	scheds[1].Fire()
+	waitUntil(t, 10*time.Second, "late plan done", func() bool {
+		info, _ := d.insp.GetQueueInfo(QueueCritical)
+		return info.Size == 0
+	})
+	d.exactlyOnce(t, emails)
+	if n := len(d.smtp.Messages()); n != 120 {
+		t.Fatalf("%d mails for 120 subscribers", n)
+	}
+}
+
+func TestBackPressureBoundsQueuedBatches(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	seed(t, d.store, "p", 600)
+	d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+	render, _ := mailer.NewRenderer("")
+	// No worker is running: the planner must stop at the limit, not
+	// enqueue the whole audience.
+	planner := &Handlers{Store: d.store, Render: render, Log: quiet, Queue: d.client, Depth: d.insp, DigestBatch: 50, MaxPendingBatches: 4}
+	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := planner.HandleDigestPlan(tctx, NewDigestPlan("bp"))
+	var def *Deferred
+	if !errors.As(err, &def) {
+		t.Fatalf("planner with a full queue: %v", err)
+	}
+	info, _ := d.insp.GetQueueInfo(QueueCritical)
+	if info.Pending != 4 {
+		t.Fatalf("%d batches queued, want the limit of 4", info.Pending)
+	}
+	if run, _ := d.store.DigestRun(ctx, "bp"); run.Planned != 200 || run.Cursor == 0 {
+		t.Fatalf("cursor not saved: %+v", run)
+	}
+}
+
+func TestDigestSkipsWhoLeftAfterPlanning(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	a, b := activate(t, st, "stay@x.org"), activate(t, st, "leave@x.org")
+	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
+	st.StartDigestRun(ctx, "p1")
+	st.Unsubscribe(ctx, "leave@x.org")
+	if err := h.HandleDigestBatch(ctx, NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
+		t.Fatal(err)
+	}
+	// Twice, as a retried batch would run.
+	h.HandleDigestBatch(ctx, NewDigestBatch("p1", []int64{a.ID, b.ID}))
+	run, _ := st.DigestRun(ctx, "p1")
+	if rec.count() != 1 || rec.sent[0].To != "stay@x.org" || run.Sent != 1 || run.Skipped != 1 {
+		t.Fatalf("%d mails, run %+v", rec.count(), run)
+	}
+}
+
+func TestQuietHoursDeferDigestToMorning(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	night := time.Date(2026, 12, 7, 23, 0, 0, 0, berlin)
+	seed(t, d.store, "night", 1, func(r *store.SubscribeRequest) { r.Timezone = "Europe/Berlin" })
+	seed(t, d.store, "utc", 1) // no time zone: not held
+	d.store.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
+	d.store.StartDigestRun(ctx, "q1")
+	window, _ := config.ParseQuietHours("22:00-08:00")
+	render, _ := mailer.NewRenderer("")
+	rec := &recorder{}
+	clock := night
+	h := &Handlers{Store: d.store, Mailer: rec, Render: render, Log: quiet, Queue: d.client, QuietHours: &window,
+		Links: newHandlersLinks(), Now: func() time.Time { return clock }}
+	ids, _ := d.store.ActiveAfter(ctx, 0, 10)
+	if err := h.HandleDigestBatch(ctx, NewDigestBatch("q1", ids)); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count() != 1 || rec.sent[0].To != "utc0000@example.org" {
+		t.Fatalf("at 23:00 Berlin: %d mails %v", rec.count(), rec.sent)
+	}
+	tasks, err := d.insp.ListScheduledTasks(QueueCritical)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("deferred batches: %v %v", tasks, err)
+	}
+	morning := time.Date(2026, 12, 8, 8, 0, 0, 0, berlin)
+	if !tasks[0].NextProcessAt.Equal(morning) {
+		t.Fatalf("deferred to %s, want 08:00 Berlin (%s)", tasks[0].NextProcessAt.In(berlin), morning)
+	}
+	// At 08:00 local the deferred batch sends.
+	clock = morning
+	if err := h.HandleDigestBatch(ctx, asynq.NewTask(TypeDigestEmail, tasks[0].Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count() != 2 || rec.sent[1].To != "night0000@example.org" {
+		t.Fatalf("at 08:00 Berlin: %d mails", rec.count())
+	}
+}
