@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -354,27 +353,15 @@ func (r *Redis) Ping(ctx context.Context) error {
 // SubscribeMany runs Subscribe for many requests in one pipeline (bulk
 // import). The errors line up with reqs.
 func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]error, error) {
-	cmds := make([]*redis.Cmd, len(reqs))
 	now := ms(r.now())
-	run := func() error {
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, req := range reqs {
-				cmds[i] = subscribeScript.EvalSha(ctx, p,
-					[]string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue},
-					req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
-					req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, boolArg(req.OnlyNew))
-			}
-			return nil
-		})
-		return err
+	args := make([][]any, len(reqs))
+	for i, req := range reqs {
+		args[i] = []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
+			req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, boolArg(req.OnlyNew)}
 	}
-	err := run()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		if err = subscribeScript.Load(ctx, r.rdb).Err(); err == nil {
-			err = run()
-		}
-	}
-	if err != nil && !isScriptReplyErr(err) {
+	keys := []string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue}
+	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(int) []string { return keys }, args)
+	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
 	}
 	errs := make([]error, len(reqs))
@@ -386,11 +373,4 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 		errs[i] = err
 	}
 	return errs, nil
-}
-
-// isScriptReplyErr tells a script's own error reply (per command) from a
-// connection failure (the whole pipeline).
-func isScriptReplyErr(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re)
 }

@@ -178,34 +178,39 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 
 // ClaimMarks implements Digests.
 func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error) {
-	cmds := make([]*redis.Cmd, len(marks))
-	run := func() error {
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, m := range marks {
-				sent, claim := markKeys(m)
-				cmds[i] = claimScript.EvalSha(ctx, p, []string{sent, claim}, boolArg(m.Shared), m.SubscriberID, ttl.Milliseconds())
-			}
-			return nil
-		})
-		return err
+	args := make([][]any, len(marks))
+	for i, m := range marks {
+		args[i] = []any{boolArg(m.Shared), m.SubscriberID, ttl.Milliseconds()}
 	}
-	err := run()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		// The script is not cached yet (first use, or the server
-		// restarted): load it and go again.
-		if err = claimScript.Load(ctx, r.rdb).Err(); err == nil {
-			err = run()
-		}
+	keys := func(i int) []string {
+		sent, claim := markKeys(marks[i])
+		return []string{sent, claim}
 	}
+	cmds, err := runPipelined(ctx, r.rdb, claimScript, keys, args)
 	if err != nil {
 		return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
 	}
 	out := make([]Claim, len(marks))
 	for i, c := range cmds {
-		n, _ := c.Int()
+		n, err := c.Int()
+		if err != nil {
+			// Claims before this one are held: give them back.
+			r.ReleaseMarks(ctx, heldMarks(marks[:i], out[:i]))
+			return nil, fmt.Errorf("claim mark: %w", err)
+		}
 		out[i] = Claim(n)
 	}
 	return out, nil
+}
+
+func heldMarks(marks []Mark, claims []Claim) []Mark {
+	var held []Mark
+	for i, c := range claims {
+		if c == Claimed {
+			held = append(held, marks[i])
+		}
+	}
+	return held
 }
 
 func boolArg(b bool) string {

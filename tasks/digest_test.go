@@ -51,7 +51,12 @@ func (d *delivery) waitRun(t *testing.T, period string, sent int64) store.Digest
 		}
 		if time.Now().After(deadline) {
 			q, _ := d.insp.GetQueueInfo(QueueCritical)
-			t.Fatalf("digest %s: %+v; critical queue %+v; smtp got %d", period, run, q, len(d.smtp.Messages()))
+			var errs []string
+			retry, _ := d.insp.ListRetryTasks(QueueCritical)
+			for _, r := range retry {
+				errs = append(errs, r.ID+": "+r.LastErr)
+			}
+			t.Fatalf("digest %s: %+v; critical queue %+v; smtp got %d; retrying: %q", period, run, q, len(d.smtp.Messages()), errs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
