@@ -53,6 +53,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	script   Script
+	delay    time.Duration
 	msgs     []Message
 	attempts map[string]int
 	sessions int
@@ -96,6 +97,9 @@ func (s *Server) URL() string { return "smtp://" + s.Addr + "?tls=none" }
 
 // SetScript replaces the script.
 func (s *Server) SetScript(fn Script) { s.mu.Lock(); s.script = fn; s.mu.Unlock() }
+
+// SetDelay makes every DATA take d, like a slow gateway.
+func (s *Server) SetDelay(d time.Duration) { s.mu.Lock(); s.delay = d; s.mu.Unlock() }
 
 // Messages returns what was accepted so far.
 func (s *Server) Messages() []Message {
@@ -187,6 +191,10 @@ func (x *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	x.srv.mu.Lock()
+	delay := x.srv.delay
+	x.srv.mu.Unlock()
+	time.Sleep(delay)
 	for _, f := range x.faults {
 		if f != nil && f.AtData && f.Err != nil {
 			return f.Err

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// TestMain lets a test start this binary as a real `newsletter` process:
+// with NEWSLETTER_TEST_MAIN=worker the test binary is the worker.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("NEWSLETTER_TEST_MAIN"); role != "" {
+		os.Exit(run(context.Background(), []string{role}, os.Getenv, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func startProcess(t *testing.T, role string, env map[string]string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "NEWSLETTER_TEST_MAIN="+role)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	log, _ := os.CreateTemp(t.TempDir(), role+"-*.log")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// TestWorkerKilledMidDigest: SIGKILL a worker process while it sends a
+// digest, start another, and every subscriber still gets exactly one mail
+// (a duplicate only for a mail the killed worker had sent but not yet
+// marked: at most its concurrency).
+func TestWorkerKilledMidDigest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
+	}
+	const subscribers, concurrency = 2000, 4
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	smtpSrv.SetDelay(2 * time.Millisecond)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	reqs := make([]store.SubscribeRequest, subscribers)
+	for i := range reqs {
+		reqs[i] = store.SubscribeRequest{Email: fmt.Sprintf("k%04d@example.org", i), Activate: true, OnlyNew: true}
+	}
+	if _, err := st.SubscribeMany(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	st.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+
+	env := map[string]string{
+		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": smtpSrv.URL(), "NEWSLETTER_SECRET": "kill-test-secret-0123",
+		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000", "NEWSLETTER_POLL_INTERVAL": "50ms",
+		"NEWSLETTER_CLAIM_TTL": "2s", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
+	}
+	env["NEWSLETTER_ADDR"] = freeAddr(t)
+	first := startProcess(t, "worker", env)
+	client := asynq.NewClientFromRedisClient(rdb)
+	if _, err := tasks.EnqueueDigestPlan(ctx, client, "kill-1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the first worker to send some mail", func() bool { return len(smtpSrv.Messages()) >= 300 })
+	if err := first.Process.Kill(); err != nil { // SIGKILL: no shutdown, no cleanup
+		t.Fatal(err)
+	}
+	first.Wait()
+	killedAt := len(smtpSrv.Messages())
+
+	env["NEWSLETTER_ADDR"] = freeAddr(t)
+	startProcess(t, "worker", env)
+	waitFor(t, 150*time.Second, "every subscriber to get the digest", func() bool {
+		for _, r := range reqs {
+			if len(smtpSrv.To(r.Email)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	dups := len(smtpSrv.Messages()) - subscribers
+	t.Logf("killed after %d mails; %d mails in all, %d duplicates", killedAt, len(smtpSrv.Messages()), dups)
+	if dups > concurrency {
+		t.Fatalf("%d duplicates, more than the killed worker's concurrency %d", dups, concurrency)
+	}
+	run, err := st.DigestRun(ctx, "kill-1")
+	if err != nil || run.Sent != subscribers || run.State != store.RunPlanned {
+		t.Fatalf("run %+v %v", run, err)
+	}
+}
