@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+func runImport(t *testing.T, redisURL string, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "import-test-secret-01"}
+	code := run(context.Background(), append([]string{"import", "--quiet"}, args...), func(k string) string { return env[k] }, &out, &errb)
+	if code != 0 {
+		t.Logf("stderr: %s", errb.String())
+	}
+	return code, out.String()
+}
+
+func TestImport(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	st.Subscribe(ctx, store.SubscribeRequest{Email: "left@example.com", Activate: true})
+	st.Unsubscribe(ctx, "left@example.com")
+
+	file := filepath.Join(t.TempDir(), "list.csv")
+	os.WriteFile(file, []byte(strings.Join([]string{
+		"email,name,timezone",
+		"ann@example.com,Ann,Europe/Berlin",
+		" BOB@example.com ,Bob",
+		"not-an-address",
+		"carol@example.com,Carol,Mars/Base",
+		"ann@example.com,Ann again",
+		"left@example.com",
+		`"dave@example.com","Dave, Jr.",America/New_York`,
+	}, "\n")), 0o644)
+
+	code, out := runImport(t, redisURL, file)
+	if code != 0 || !strings.Contains(out, "3 added as active, 2 already present, 2 invalid") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "line 4: invalid address") || !strings.Contains(out, "line 5: unknown time zone Mars/Base") {
+		t.Fatalf("invalid rows not named by line:\n%s", out)
+	}
+	ann, _ := st.Get(ctx, "ann@example.com")
+	dave, _ := st.Get(ctx, "dave@example.com")
+	if ann.Status != store.Active || ann.Timezone != "Europe/Berlin" || ann.Name != "Ann" || dave.Name != "Dave, Jr." {
+		t.Fatalf("imported: %+v %+v", ann, dave)
+	}
+	if left, _ := st.Get(ctx, "left@example.com"); left.Status != store.Unsubscribed {
+		t.Fatal("an import re-subscribed someone who left")
+	}
+	// Again: nothing new.
+	if _, out := runImport(t, redisURL, file); !strings.Contains(out, "0 added as active, 5 already present") {
+		t.Fatalf("re-run:\n%s", out)
+	}
+
+	pending := filepath.Join(t.TempDir(), "pending.csv")
+	os.WriteFile(pending, []byte("eve@example.com\nfrank@example.com\n"), 0o644)
+	if code, out := runImport(t, redisURL, "--pending", pending); code != 0 || !strings.Contains(out, "2 added as pending") {
+		t.Fatalf("--pending: %d\n%s", code, out)
+	}
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	if info, err := insp.GetTaskInfo(tasks.QueueTransactional, "confirm:eve@example.com"); err != nil || info.Type != tasks.TypeConfirmEmail {
+		t.Fatalf("no confirmation queued: %v", err)
+	}
+	if eve, _ := st.Get(ctx, "eve@example.com"); eve.Status != store.Pending {
+		t.Fatalf("eve is %s", eve.Status)
+	}
+
+	if code, _ := runImport(t, redisURL, filepath.Join(t.TempDir(), "missing.csv")); code == 0 {
+		t.Fatal("a missing file imported fine")
+	}
+}
