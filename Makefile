@@ -23,7 +23,7 @@ vet:
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send
+bench: bench-subscribe bench-send bench-digest
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/subscribe
@@ -33,3 +33,6 @@ clean:
 
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
 	$(GO) run ./internal/bench/send
+
+bench-digest: ## one digest to N subscribers (default 100000) through a worker into a loopback sink; import time, memory
+	N=$(N) $(GO) run ./internal/bench/digest

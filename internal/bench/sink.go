@@ -3,10 +3,12 @@ package bench
 import (
 	"io"
 	"net"
+	"net/smtp"
+	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	gosmtp "github.com/emersion/go-smtp"
 )
 
 // Sink is a fast loopback SMTP server that accepts and discards every mail,
@@ -14,13 +16,13 @@ import (
 type Sink struct {
 	Addr     string
 	accepted atomic.Int64
-	srv      *smtp.Server
+	srv      *gosmtp.Server
 }
 
 // StartSink listens on a free loopback port.
 func StartSink() (*Sink, error) {
 	s := &Sink{}
-	s.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return sinkSession{s}, nil }))
+	s.srv = gosmtp.NewServer(gosmtp.BackendFunc(func(*gosmtp.Conn) (gosmtp.Session, error) { return sinkSession{s}, nil }))
 	s.srv.Domain = "localhost"
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout, s.srv.WriteTimeout = time.Minute, time.Minute
@@ -41,14 +43,45 @@ func (s *Sink) Close() { s.srv.Close() }
 
 type sinkSession struct{ s *Sink }
 
-func (sinkSession) Reset()                               {}
-func (sinkSession) Logout() error                        { return nil }
-func (sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (sinkSession) Reset()                                 {}
+func (sinkSession) Logout() error                          { return nil }
+func (sinkSession) Mail(string, *gosmtp.MailOptions) error { return nil }
+func (sinkSession) Rcpt(string, *gosmtp.RcptOptions) error { return nil }
 func (x sinkSession) Data(r io.Reader) error {
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return err
 	}
 	x.s.accepted.Add(1)
 	return nil
+}
+
+// Body4K is about 4 KB of text, the size of a typical digest's text part.
+var Body4K = strings.Repeat("A line of a newsletter digest, long enough to look like one.\n", 66)
+
+// BareLoop is the baseline of the sending benchmarks: the least a client
+// can do per mail (net/smtp, one connection, one mail after another).
+func BareLoop(addr, body string, d time.Duration) (Result, error) {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Quit()
+	msg := []byte("From: news@example.com\r\nTo: r@example.org\r\nSubject: What is new\r\n\r\n" + strings.ReplaceAll(body, "\n", "\r\n"))
+	var failed error
+	res := Load(1, d, func(int64) error {
+		if err := c.Mail("news@example.com"); err != nil {
+			failed = err
+			return err
+		}
+		if err := c.Rcpt("r@example.org"); err != nil {
+			return err
+		}
+		w, err := c.Data()
+		if err != nil {
+			return err
+		}
+		w.Write(msg)
+		return w.Close()
+	})
+	return res, failed
 }

@@ -8,10 +8,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/smtp"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/bench"
@@ -26,9 +24,6 @@ func main() {
 	}
 }
 
-// body4K is about 4 KB of text, the size of a typical digest's text part.
-var body4K = strings.Repeat("A line of a newsletter digest, long enough to look like one.\n", 66)
-
 func run() error {
 	dur := 5 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
@@ -40,7 +35,7 @@ func run() error {
 	}
 	defer sink.Close()
 
-	bare, err := bareLoop(sink.Addr, dur)
+	bare, err := bench.BareLoop(sink.Addr, bench.Body4K, dur)
 	if err != nil {
 		return err
 	}
@@ -60,7 +55,7 @@ func run() error {
 		res := bench.Load(conns, dur, func(n int64) error {
 			return m.Send(ctx, &mailer.Message{
 				Kind: mailer.KindDigest, To: "r" + strconv.FormatInt(n, 10) + "@example.org", Subject: "What is new",
-				Text: body4K, UnsubscribeURL: "https://news.example.com/unsubscribe?token=abc",
+				Text: bench.Body4K, UnsubscribeURL: "https://news.example.com/unsubscribe?token=abc",
 			})
 		})
 		m.Close()
@@ -68,31 +63,4 @@ func run() error {
 	}
 	fmt.Println("target: the pool with 16 connections reaches at least 80% of the bare loop")
 	return nil
-}
-
-// bareLoop is the baseline: the least a client can do per mail.
-func bareLoop(addr string, d time.Duration) (bench.Result, error) {
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer c.Quit()
-	msg := []byte("From: news@example.com\r\nTo: r@example.org\r\nSubject: What is new\r\n\r\n" + strings.ReplaceAll(body4K, "\n", "\r\n"))
-	var failed error
-	res := bench.Load(1, d, func(int64) error {
-		if err := c.Mail("news@example.com"); err != nil {
-			failed = err
-			return err
-		}
-		if err := c.Rcpt("r@example.org"); err != nil {
-			return err
-		}
-		w, err := c.Data()
-		if err != nil {
-			return err
-		}
-		w.Write(msg)
-		return w.Close()
-	})
-	return res, failed
 }
