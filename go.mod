@@ -8,6 +8,8 @@ require (
 	github.com/emersion/go-smtp v0.26.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/hibiken/asynq v0.26.0
+	github.com/hibiken/asynq/x v0.0.0-20211219150637-8dfabfccb3be
+	github.com/hibiken/asynqmon v0.7.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1
@@ -19,6 +21,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect

@@ -35,6 +35,7 @@ type app struct {
 	log      *slog.Logger
 	out      io.Writer
 	rdb      redis.UniversalClient
+	redisOpt asynq.RedisConnOpt
 	emb      *embedded.Redis
 	store    *store.Redis
 	signer   *token.Signer
@@ -72,7 +73,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	a.rdb = rdb
+	a.rdb, a.redisOpt = rdb, opt
 	a.closers = append(a.closers, func() { rdb.Close() })
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

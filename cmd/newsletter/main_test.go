@@ -175,6 +175,42 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	if len(smtpSrv.Messages()) != 2 {
 		t.Fatalf("%d mails, want exactly confirm + welcome", len(smtpSrv.Messages()))
 	}
+
+	// The operator's view of the same run.
+	resp, err = http.Get(svc.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`asynq_queue_size{queue="transactional"}`, `asynq_queue_size{queue="default"}`,
+		`newsletter_tasks_total{queue="transactional",result="success",type="email:confirm"} 1`,
+		`newsletter_emails_sent_total{kind="welcome"} 1`,
+		`newsletter_http_requests_total{code="202",route="POST /subscribe"} 1`,
+	} {
+		if !strings.Contains(string(metricsText), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	mon := func(user, pass string) int {
+		req, _ := http.NewRequest("GET", svc.base+"/monitoring/", nil)
+		if pass != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := mon("", ""); c != 401 {
+		t.Fatalf("asynqmon without credentials: %d", c)
+	}
+	if c := mon("admin", "admintoken"); c != 200 {
+		t.Fatalf("asynqmon with the admin token: %d", c)
+	}
 	if code := svc.stop(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, svc.stderr)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynq/x/metrics"
+	"github.com/hibiken/asynqmon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
@@ -108,6 +110,16 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
+		// asynq's queue gauges (asynq_queue_size, …) come from the API
+		// role: it is always running, and one exporter avoids every
+		// worker reporting the same queues.
+		a.reg.MustRegister(metrics.NewQueueMetricsCollector(insp))
+		mon := asynqmon.New(asynqmon.Options{
+			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
+			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
+		})
+		defer mon.Close()
+		srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
 		handler = srv
 	} else {
 		handler = opsHandler(a, metricsHandler, mailbox)
@@ -194,6 +206,7 @@ func (a *app) banner(r roles, listen string, devMailbox bool) {
 		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)
 	}
 	if r.api && a.cfg.AdminToken != "" {
+		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password %s)\n", base, a.cfg.AdminToken)
 		fmt.Fprintf(a.out, "  admin API        Authorization: Bearer %s\n", a.cfg.AdminToken)
 	}
 	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", base)
