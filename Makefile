@@ -36,3 +36,13 @@ bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SM
 
 bench-digest: ## one digest to N subscribers (default 100000) through a worker into a loopback sink; import time, memory
 	N=$(N) $(GO) run ./internal/bench/digest
+
+up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
+	docker compose up -d --build
+	@echo "form http://localhost:8080  mail http://localhost:8025  prometheus http://localhost:9090  grafana http://localhost:3000"
+
+down:
+	docker compose down
+
+logs:
+	docker compose logs -f newsletter

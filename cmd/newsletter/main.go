@@ -19,6 +19,7 @@ commands:
   scheduler    the periodic scheduler only
   import FILE  bulk-add subscribers from a CSV file (email[,name[,timezone]])
   digest run   plan the digest now [--period 2026-W49]
+  healthcheck  exit 0 when this machine's service answers /healthz (for containers)
 
 Configuration comes from NEWSLETTER_* environment variables; see README.md.
 `
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = importCmd(ctx, args, getenv, stdout, stderr)
 	case "digest":
 		err = digestCmd(ctx, args, getenv, stdout, stderr)
+	case "healthcheck":
+		err = healthcheckCmd(ctx, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

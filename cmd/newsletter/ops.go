@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -41,6 +43,34 @@ func digestCmd(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stdout, "digest %s is already queued or running\n", *period)
 	} else {
 		fmt.Fprintf(stdout, "digest %s queued; progress: GET /api/digests/%s\n", *period, *period)
+	}
+	return nil
+}
+
+// healthcheckCmd is the container's HEALTHCHECK: GET /healthz on this
+// process's own address (the image has no curl).
+func healthcheckCmd(ctx context.Context, getenv func(string) string) error {
+	addr := getenv("NEWSLETTER_ADDR")
+	if addr == "" {
+		addr = ":8080"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("NEWSLETTER_ADDR %q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthz answered %s", resp.Status)
 	}
 	return nil
 }

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromePath finds the system browser (Debian's chromium). The test never
+// downloads one.
+func chromePath() string {
+	if p := os.Getenv("NEWSLETTER_E2E_CHROME"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	chrome := chromePath()
+	if chrome == "" {
+		t.Skip("no chromium on this machine: `apt-get install chromium` (CI installs it) or set NEWSLETTER_E2E_CHROME")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(420, 900), // a phone
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	return ctx
+}
+
+// browser runs steps in one tab and fails the test on the first error.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (b browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b browser) text(css string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(css)))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// heading waits until the page's h1 reads want (a click's new page may not
+// have replaced the old one yet) and fails with what it shows otherwise.
+func (b browser) heading(want string) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector("h1") || {}).textContent || ""`))
+		if err == nil && strings.TrimSpace(got) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("page heading %q, want %q (%v)", got, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// shot saves a screenshot when NEWSLETTER_E2E_SCREENSHOTS names a folder
+// (how the README's pictures are made).
+func (b browser) shot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("NEWSLETTER_E2E_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+}
+
+// TestE2ESignupInBrowser drives the pages as a person does, in headless
+// Chromium: fill the form, submit, open the confirmation from the dev
+// mailbox, confirm, and leave through the unsubscribe link of the welcome.
+func TestE2ESignupInBrowser(t *testing.T) {
+	b := browser{t: t, ctx: newBrowser(t)}
+	svc := startService(t, map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN": "e2e-admin", "NEWSLETTER_WELCOME_DELAY": "1s", "NEWSLETTER_POLL_INTERVAL": "50ms",
+	}, "serve")
+
+	b.do(chromedp.Navigate(svc.base+"/"), chromedp.WaitVisible(chromedp.ID("email")))
+	focused, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := b.text(`label[for="email"]`); label != "E-mail address" || focused != "email" {
+		t.Fatalf("form: label %q, focus on %q", label, focused)
+	}
+	b.shot("1-form")
+	b.do(
+		chromedp.SendKeys(chromedp.ID("email"), "Reader@Example.com"),
+		chromedp.SendKeys(chromedp.ID("timezone"), "Europe/Berlin"),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
+	)
+	b.heading("Check your inbox")
+	b.shot("2-check-inbox")
+
+	// The confirmation, as the dev mailbox shows it.
+	b.do(chromedp.Navigate(svc.base+"/dev/mailbox"), chromedp.WaitVisible(chromedp.CSS(`a[href*="/confirm?token="]`)))
+	b.shot("3-mailbox")
+	b.do(chromedp.Click(chromedp.CSS(`a[href*="/confirm?token="]`)))
+	b.heading("Subscription confirmed")
+	if body := b.text("main"); !strings.Contains(body, "reader@example.com") {
+		t.Fatalf("confirm page: %q", body)
+	}
+	b.shot("4-confirmed")
+
+	// The welcome arrives after the delay; its unsubscribe link leads to a
+	// page with a button, and the button ends the subscription.
+	waitFor(t, 20*time.Second, "the welcome in the dev mailbox", func() bool {
+		resp, err := http.Get(svc.base + "/dev/mailbox?format=json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var mails []struct{ Kind string }
+		json.NewDecoder(resp.Body).Decode(&mails)
+		return len(mails) > 0 && mails[0].Kind == "welcome"
+	})
+	link := chromedp.CSS(`article[data-kind="welcome"] a[href*="/unsubscribe?token="]`)
+	b.do(chromedp.Navigate(svc.base+"/dev/mailbox"), chromedp.WaitVisible(link), chromedp.Click(link))
+	b.heading("Unsubscribe?")
+	b.shot("5-unsubscribe")
+	status := func() string {
+		req, _ := http.NewRequest("GET", svc.base+"/api/subscribers/reader@example.com", nil)
+		req.Header.Set("Authorization", "Bearer e2e-admin")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s struct{ Status, Timezone string }
+		json.NewDecoder(resp.Body).Decode(&s)
+		return s.Status + " " + s.Timezone
+	}
+	if got := status(); got != "active Europe/Berlin" {
+		t.Fatalf("opening the unsubscribe page changed the subscription: %q", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS("form button")))
+	b.heading("You are unsubscribed")
+	if got := status(); got != "unsubscribed Europe/Berlin" {
+		t.Fatalf("after the button: %s", got)
+	}
+	b.shot("6-unsubscribed")
+
+	// A bad link shows the shared bad-token page.
+	b.do(chromedp.Navigate(svc.base + "/confirm?token=nope"))
+	b.heading("This link is not valid")
+
+	// The operator's view, for the README's picture.
+	if os.Getenv("NEWSLETTER_E2E_SCREENSHOTS") != "" {
+		u := strings.Replace(svc.base, "http://", "http://admin:e2e-admin@", 1)
+		b.do(chromedp.EmulateViewport(1280, 860), chromedp.Navigate(u+"/monitoring/"),
+			chromedp.WaitVisible(chromedp.CSS("table")), chromedp.Sleep(2*time.Second)) // let the charts draw: a picture, not an assertion
+		b.shot("asynqmon")
+	}
+}

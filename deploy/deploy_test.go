@@ -1,0 +1,261 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+type compose struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       map[string]string `yaml:"build"`
+		Command     []string          `yaml:"command"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+	} `yaml:"services"`
+	Volumes map[string]any `yaml:"volumes"`
+}
+
+var defaultVar = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+
+func TestCompose(t *testing.T) {
+	var c compose
+	readYAML(t, "../docker-compose.yml", &c)
+	for _, name := range []string{"redis", "newsletter", "mailpit", "prometheus", "grafana"} {
+		if _, ok := c.Services[name]; !ok {
+			t.Fatalf("service %s missing", name)
+		}
+	}
+	redis := c.Services["redis"]
+	if !strings.Contains(strings.Join(redis.Command, " "), "--appendonly yes") || len(redis.Volumes) == 0 || !strings.HasSuffix(redis.Volumes[0], ":/data") {
+		t.Fatalf("redis must keep an append-only file on a volume: %+v", redis)
+	}
+	if _, ok := c.Volumes[strings.Split(redis.Volumes[0], ":")[0]]; !ok {
+		t.Fatal("redis volume not declared")
+	}
+	ports := map[string][]string{"newsletter": {"8080:8080"}, "mailpit": {"1025:1025", "8025:8025"}, "prometheus": {"9090:9090"}, "grafana": {"3000:3000"}}
+	for svc, want := range ports {
+		for _, p := range want {
+			if !strings.Contains(strings.Join(c.Services[svc].Ports, " "), p) {
+				t.Errorf("%s does not publish %s", svc, p)
+			}
+		}
+	}
+	nl := c.Services["newsletter"]
+	if nl.Build["dockerfile"] != "deploy/Dockerfile" {
+		t.Fatalf("newsletter is not built from deploy/Dockerfile: %v", nl.Build)
+	}
+	env := map[string]string{}
+	for k, v := range nl.Environment {
+		env[k] = defaultVar.ReplaceAllString(v, "$1")
+	}
+	if env["NEWSLETTER_SMTP_URL"] != "smtp://mailpit:1025?tls=none" || env["NEWSLETTER_REDIS_URL"] != "redis://redis:6379/0" {
+		t.Fatalf("the service must reach compose's Redis and Mailpit: %v", env)
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the compose environment does not start the service:\n%v", err)
+	}
+	if cfg.AdminToken == "" || cfg.PrometheusURL != "http://prometheus:9090" {
+		t.Fatalf("monitoring needs an admin token and Prometheus: %+v", cfg)
+	}
+	for _, svc := range []string{"prometheus", "grafana"} {
+		for _, v := range c.Services[svc].Volumes {
+			src := strings.Split(v, ":")[0]
+			if _, err := os.Stat(filepath.Join("..", src)); err != nil {
+				t.Errorf("%s mounts %s, which does not exist", svc, src)
+			}
+		}
+	}
+}
+
+// exportedMetrics are the names our code registers.
+func exportedMetrics(t *testing.T) map[string]bool {
+	reg := prometheus.NewRegistry()
+	m := tasks.NewMetrics(reg)
+	h := api.NewMetrics(reg)
+	// Touch every vector so it shows up in Gather.
+	m.Tasks.WithLabelValues("t", "q", "success").Inc()
+	m.TaskDuration.WithLabelValues("t", "q").Observe(1)
+	m.Sent.WithLabelValues("k").Inc()
+	m.Failed.WithLabelValues("k", "r").Inc()
+	h.Requests.WithLabelValues("r", "200").Inc()
+	h.Duration.WithLabelValues("r").Observe(1)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range fams {
+		names[f.GetName()] = true
+		if f.GetType().String() == "HISTOGRAM" {
+			names[f.GetName()+"_bucket"] = true
+		}
+	}
+	return names
+}
+
+var metricName = regexp.MustCompile(`\b(newsletter_[a-z_]+|asynq_[a-z_]+)`)
+
+// asynqMetrics are exported by asynq/x/metrics.
+var asynqMetrics = map[string]bool{"asynq_queue_size": true, "asynq_queue_latency_seconds": true, "asynq_tasks_enqueued_total": true}
+
+func checkMetricNames(t *testing.T, where, expr string, ours map[string]bool) {
+	t.Helper()
+	for _, n := range metricName.FindAllString(expr, -1) {
+		if !ours[n] && !asynqMetrics[n] {
+			t.Errorf("%s uses %s, which nothing exports", where, n)
+		}
+	}
+}
+
+func TestPrometheusAndAlerts(t *testing.T) {
+	var prom struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, "prometheus/prometheus.yml", &prom)
+	if len(prom.ScrapeConfigs) == 0 || prom.ScrapeConfigs[0].StaticConfigs[0].Targets[0] != "newsletter:8080" {
+		t.Fatalf("prometheus does not scrape the compose service: %+v", prom)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, "prometheus/alerts.yml", &rules)
+	ours := exportedMetrics(t)
+	got := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			got[r.Alert] = true
+			checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
+		}
+	}
+	for _, want := range []string{"NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek"} {
+		if !got[want] {
+			t.Errorf("alert %s missing", want)
+		}
+	}
+}
+
+func TestGrafanaDashboard(t *testing.T) {
+	b, err := os.ReadFile("grafana/dashboards/newsletter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	ours := exportedMetrics(t)
+	var all strings.Builder
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			checkMetricNames(t, "panel "+p.Title, tg.Expr, ours)
+			all.WriteString(tg.Expr + "\n")
+		}
+	}
+	for _, want := range []string{"asynq_queue_size", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("no panel shows %s", want)
+		}
+	}
+}
+
+func TestKubernetesManifests(t *testing.T) {
+	f, err := os.ReadFile("k8s/newsletter.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(f))
+	var shutdown time.Duration
+	roles := map[string]bool{}
+	scaled := false
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch doc["kind"] {
+		case "ConfigMap":
+			shutdown, _ = time.ParseDuration(doc["data"].(map[string]any)["NEWSLETTER_SHUTDOWN_TIMEOUT"].(string))
+		case "Deployment":
+			spec := doc["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			grace := time.Duration(spec["terminationGracePeriodSeconds"].(int)) * time.Second
+			c := spec["containers"].([]any)[0].(map[string]any)
+			role := c["args"].([]any)[0].(string)
+			roles[role] = true
+			if grace <= shutdown {
+				t.Errorf("%s: terminationGracePeriodSeconds %s is not above NEWSLETTER_SHUTDOWN_TIMEOUT %s", role, grace, shutdown)
+			}
+			if c["readinessProbe"] == nil || c["livenessProbe"] == nil {
+				t.Errorf("%s has no probes", role)
+			}
+		case "ScaledObject":
+			b, _ := yaml.Marshal(doc)
+			scaled = strings.Contains(string(b), "asynq_queue_size") && strings.Contains(string(b), "newsletter-worker")
+		}
+	}
+	if shutdown == 0 || !roles["api"] || !roles["worker"] || !roles["scheduler"] || !scaled {
+		t.Fatalf("manifests: shutdown %s, roles %v, KEDA on queue depth %v", shutdown, roles, scaled)
+	}
+}
+
+func TestDockerfileAndMake(t *testing.T) {
+	b, _ := os.ReadFile("Dockerfile")
+	df := string(b)
+	if strings.Count(df, "\nFROM ") < 1 || !strings.Contains(df, "AS build") || !strings.Contains(df, "CGO_ENABLED=0") ||
+		!strings.Contains(df, "USER nonroot") || !strings.Contains(df, "HEALTHCHECK") {
+		t.Fatalf("Dockerfile must be multi-stage, static, non-root, with a health check:\n%s", df)
+	}
+	mk, _ := os.ReadFile("../Makefile")
+	for _, target := range []string{"up:", "down:", "logs:", "e2e:"} {
+		if !strings.Contains(string(mk), "\n"+target) {
+			t.Errorf("Makefile has no %s target", strings.TrimSuffix(target, ":"))
+		}
+	}
+}
