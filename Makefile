@@ -46,3 +46,6 @@ down:
 
 logs:
 	docker compose logs -f newsletter
+
+e2e: ## the signup pages in headless Chromium (Debian's chromium; skipped when none is installed)
+	$(GO) test -count=1 -run TestE2E -v ./cmd/newsletter

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -256,6 +257,26 @@ func TestDockerfileAndMake(t *testing.T) {
 	for _, target := range []string{"up:", "down:", "logs:", "e2e:"} {
 		if !strings.Contains(string(mk), "\n"+target) {
 			t.Errorf("Makefile has no %s target", strings.TrimSuffix(target, ":"))
+		}
+	}
+}
+
+// TestPromtool runs Prometheus' own checker on the config and the alert
+// rules when it is installed (Debian's prometheus package; CI installs it).
+func TestPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	cfg, _ := os.ReadFile("prometheus/prometheus.yml")
+	rules, _ := os.ReadFile("prometheus/alerts.yml")
+	os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o644)
+	os.WriteFile(filepath.Join(dir, "prometheus.yml"), bytes.ReplaceAll(cfg, []byte("/etc/prometheus/alerts.yml"), []byte(filepath.Join(dir, "alerts.yml"))), 0o644)
+	for _, args := range [][]string{{"check", "rules", "prometheus/alerts.yml"}, {"check", "config", filepath.Join(dir, "prometheus.yml")}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "SUCCESS") {
+			t.Fatalf("promtool %v: %v\n%s", args, err, out)
 		}
 	}
 }
