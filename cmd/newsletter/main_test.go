@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
@@ -99,7 +101,7 @@ var linkPattern = regexp.MustCompile(`https?://\S+`)
 // confirmation over SMTP, follow its link, receive the welcome with the
 // RFC 8058 headers, and leave with one click.
 func TestSignupFlowOverSMTP(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, map[string]string{
 		"NEWSLETTER_REDIS_URL":     redisURL,
@@ -210,6 +212,29 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	}
 	if c := mon("admin", "admintoken"); c != 200 {
 		t.Fatalf("asynqmon with the admin token: %d", c)
+	}
+	// asynqmon's own API: a page elsewhere cannot pause our queue through
+	// a logged-in operator's browser; asynqmon's own page can.
+	pause := func(origin string) int {
+		req, _ := http.NewRequest("POST", svc.base+"/monitoring/api/queues/default:pause", nil)
+		req.SetBasicAuth("admin", "admintoken")
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	paused := func() bool {
+		info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("default")
+		return err == nil && info.Paused
+	}
+	if c := pause("https://evil.example"); c != http.StatusForbidden || paused() {
+		t.Fatalf("pause from a foreign origin: %d, paused %v", c, paused())
+	}
+	if c := pause(svc.base); c/100 != 2 || !paused() {
+		t.Fatalf("pause from our own origin: %d, paused %v", c, paused())
 	}
 	if code := svc.stop(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, svc.stderr)
