@@ -88,6 +88,13 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	return a, nil
 }
 
+// newClient is an asynq client on the app's connection, closed with it.
+func (a *app) newClient() *asynq.Client {
+	c := asynq.NewClientFromRedisClient(a.rdb)
+	a.closers = append(a.closers, func() { c.Close() })
+	return c
+}
+
 func (a *app) close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i]()

@@ -52,6 +52,21 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
+// waitMail polls the dev mailbox until its newest mail is of kind.
+func waitMail(t *testing.T, base, kind string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "a "+kind+" mail in the dev mailbox", func() bool {
+		resp, err := http.Get(base + "/dev/mailbox?format=json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var mails []struct{ Kind string }
+		json.NewDecoder(resp.Body).Decode(&mails)
+		return len(mails) > 0 && mails[0].Kind == kind
+	})
+}
+
 // browser runs steps in one tab and fails the test on the first error.
 type browser struct {
 	t   *testing.T
@@ -132,7 +147,9 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	b.heading("Check your inbox")
 	b.shot("2-check-inbox")
 
-	// The confirmation, as the dev mailbox shows it.
+	// The confirmation, as the dev mailbox shows it (a static page: open
+	// it once the worker has delivered).
+	waitMail(t, svc.base, "confirm")
 	b.do(chromedp.Navigate(svc.base+"/dev/mailbox"), chromedp.WaitVisible(chromedp.CSS(`a[href*="/confirm?token="]`)))
 	b.shot("3-mailbox")
 	b.do(chromedp.Click(chromedp.CSS(`a[href*="/confirm?token="]`)))
@@ -144,16 +161,7 @@ func TestE2ESignupInBrowser(t *testing.T) {
 
 	// The welcome arrives after the delay; its unsubscribe link leads to a
 	// page with a button, and the button ends the subscription.
-	waitFor(t, 20*time.Second, "the welcome in the dev mailbox", func() bool {
-		resp, err := http.Get(svc.base + "/dev/mailbox?format=json")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var mails []struct{ Kind string }
-		json.NewDecoder(resp.Body).Decode(&mails)
-		return len(mails) > 0 && mails[0].Kind == "welcome"
-	})
+	waitMail(t, svc.base, "welcome")
 	link := chromedp.CSS(`article[data-kind="welcome"] a[href*="/unsubscribe?token="]`)
 	b.do(chromedp.Navigate(svc.base+"/dev/mailbox"), chromedp.WaitVisible(link), chromedp.Click(link))
 	b.heading("Unsubscribe?")

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -48,8 +46,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer a.close()
-	client := asynq.NewClientFromRedisClient(a.rdb)
-	defer client.Close()
+	client := a.newClient()
 
 	im := &importer{store: a.store, queue: client, pending: *pending, now: time.Now}
 	counted := &countingReader{r: f}

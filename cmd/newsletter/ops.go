@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -33,8 +31,7 @@ func digestCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer a.close()
-	client := asynq.NewClientFromRedisClient(a.rdb)
-	defer client.Close()
+	client := a.newClient()
 	dup, err := tasks.EnqueueDigestPlan(ctx, client, *period)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,4 +107,27 @@ func BuildBinary() (string, func(), error) {
 		return "", nil, fmt.Errorf("build: %w", err)
 	}
 	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+// FreeAddr is a free loopback address for a process to listen on.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// WaitHTTP polls url until it answers, for up to 20 seconds.
+func WaitHTTP(url string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer", url)
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,7 +74,10 @@ func run() error {
 	importTook := time.Since(start)
 	baseMem := usedMemory(ctx, rdb)
 
-	addr := freeAddr()
+	addr, err := bench.FreeAddr()
+	if err != nil {
+		return err
+	}
 	workerEnv := append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_SMTP_URL=smtp://"+sink.Addr+"?tls=none",
 		"NEWSLETTER_SEND_RATE=1000000", "NEWSLETTER_CONCURRENCY=16", "NEWSLETTER_SMTP_POOL=16", "NEWSLETTER_POLL_INTERVAL=100ms")
 	worker := exec.Command(bin, "worker")
@@ -86,7 +88,7 @@ func run() error {
 		return err
 	}
 	defer func() { worker.Process.Signal(os.Interrupt); worker.Wait() }()
-	if err := waitHTTP("http://" + addr + "/healthz"); err != nil {
+	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
 		return fmt.Errorf("%w\n%s", err, werr.String())
 	}
 
@@ -142,14 +144,17 @@ func writeCSV(path string, n int) error {
 
 // addItem posts one digest item through a short-lived API process.
 func addItem(bin string, env []string) error {
-	addr := freeAddr()
+	addr, err := bench.FreeAddr()
+	if err != nil {
+		return err
+	}
 	api := exec.Command(bin, "api")
 	api.Env = append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_ADMIN_TOKEN=bench")
 	if err := api.Start(); err != nil {
 		return err
 	}
 	defer func() { api.Process.Signal(os.Interrupt); api.Wait() }()
-	if err := waitHTTP("http://" + addr + "/healthz"); err != nil {
+	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
 		return err
 	}
 	body, _ := json.Marshal(map[string]string{"title": "Benchmark item", "url": "https://example.com/bench", "summary": "What the benchmark sends."})
@@ -179,27 +184,6 @@ func usedMemory(ctx context.Context, rdb *redis.Client) int64 {
 		}
 	}
 	return 0
-}
-
-func waitHTTP(url string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not answer", url)
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // peakRSS reads the process's high-water mark of resident memory.

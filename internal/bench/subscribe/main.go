@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,7 +57,7 @@ func run() error {
 		return err
 	}
 	defer cleanup()
-	addr, err := freeAddr()
+	addr, err := bench.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -73,7 +72,7 @@ func run() error {
 	}
 	defer func() { api.Process.Signal(os.Interrupt); api.Wait() }()
 	base := "http://" + addr
-	if err := waitHealthy(base); err != nil {
+	if err := bench.WaitHTTP(base + "/healthz"); err != nil {
 		return fmt.Errorf("%w\n%s", err, apiErr.String())
 	}
 
@@ -110,27 +109,6 @@ func run() error {
 	}
 	fmt.Printf("ratio                  %.2f of raw enqueue (target >= 0.50), p99 %s (target < 50ms)\n", ratio, sub.P99.Round(time.Millisecond/10))
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func waitHealthy(base string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("api did not start")
 }
 
 // wrkSubscribe posts a new address per request; each wrk thread gets its own
