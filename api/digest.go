@@ -1,24 +1,15 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
-
-// Queue enqueues tasks that have no outbox entry (*asynq.Client): events
-// and digest plans, which a caller can simply repeat.
-type Queue interface {
-	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
-}
 
 func (s *Server) adminRoutes() {
 	s.mux.Handle("POST /api/items", s.Admin(http.HandlerFunc(s.addItem)))

@@ -44,8 +44,9 @@ type Deps struct {
 	Store store.Store
 	// Jobs enqueues (a *tasks.Dispatcher).
 	Jobs JobDispatcher
-	// Queue enqueues events and digest plans (*asynq.Client).
-	Queue   Queue
+	// Queue enqueues events and digest plans (*asynq.Client): tasks without
+	// an outbox entry, which a caller can simply repeat.
+	Queue   tasks.Enqueuer
 	Tasks   TaskDeleter
 	Signer  *token.Signer
 	Log     *slog.Logger
