@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -78,5 +82,30 @@ func TestAdminItemsEventsDigest(t *testing.T) {
 		if _, ok := m[k]; !ok {
 			t.Errorf("progress lacks %s", k)
 		}
+	}
+}
+
+func TestDigestRunMetrics(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := t.Context()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(DigestCollector{Store: e.store})
+	if n, _ := testutil.GatherAndCount(reg); n != 0 {
+		t.Fatalf("%d series before any run", n)
+	}
+	e.store.AddItem(ctx, store.Item{Title: "t", URL: "https://x.io"})
+	e.store.StartDigestRun(ctx, "2026-W49")
+	e.store.AdvanceDigestRun(ctx, "2026-W49", 10, 7, true)
+	e.store.SetOutcome(ctx, "2026-W49", store.OutcomeSkipped, 3)
+	want := `
+# HELP newsletter_digest_run_recipients Recipients of the latest digest run by outcome (planned, sent, skipped, failed), as GET /api/digests/{period} shows them.
+# TYPE newsletter_digest_run_recipients gauge
+newsletter_digest_run_recipients{outcome="failed",period="2026-W49"} 0
+newsletter_digest_run_recipients{outcome="planned",period="2026-W49"} 7
+newsletter_digest_run_recipients{outcome="sent",period="2026-W49"} 0
+newsletter_digest_run_recipients{outcome="skipped",period="2026-W49"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -109,6 +111,10 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Failed.WithLabelValues("k", "r").Inc()
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
+	st := store.NewMemory()
+	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
+	st.StartDigestRun(context.Background(), "p")
+	reg.MustRegister(api.DigestCollector{Store: st})
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

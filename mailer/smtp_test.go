@@ -145,3 +145,27 @@ func TestSMTPServerDown(t *testing.T) {
 		t.Fatalf("unreachable server must be temporary: %v", se)
 	}
 }
+
+func TestSMTPClosesIdleConnections(t *testing.T) {
+	srv := smtptest.Start(t)
+	cfg, _ := config.ParseSMTPURL(srv.URL())
+	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "a@b.co", PoolSize: 2, IdleTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Send(context.Background(), testMessage("x@example.org")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(m.idle) > 0 || len(m.slots) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle connection kept: %d idle, %d open", len(m.idle), len(m.slots))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The next mail opens a new connection.
+	if err := m.Send(context.Background(), testMessage("y@example.org")); err != nil || srv.Sessions() != 2 {
+		t.Fatalf("after the idle close: %v, %d connections", err, srv.Sessions())
+	}
+}

@@ -61,6 +61,9 @@ type Digests interface {
 	StartDigestRun(ctx context.Context, period string) (run DigestRun, created bool, err error)
 	// DigestRun returns the run with its counters.
 	DigestRun(ctx context.Context, period string) (DigestRun, error)
+	// LatestDigestPeriod is the period of the most recently started run
+	// ("" before the first).
+	LatestDigestPeriod(ctx context.Context) (string, error)
 	// AdvanceDigestRun saves the planner's cursor after a page: planned
 	// grows by n; done marks the run planned.
 	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error

@@ -38,6 +38,9 @@ func TestDigestRunOnceWithItsItems(t *testing.T) {
 		}
 		// The next period takes only what was published since.
 		next, _, _ := s.StartDigestRun(ctx, "2026-W50")
+		if p, err := s.LatestDigestPeriod(ctx); err != nil || p != "2026-W50" {
+			t.Fatalf("latest period %q %v", p, err)
+		}
 		if len(next.Items) != 1 || next.Items[0].Title != "Three" {
 			t.Fatalf("next period items: %+v", next.Items)
 		}

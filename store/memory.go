@@ -24,6 +24,7 @@ type Memory struct {
 	runs     map[string]*DigestRun
 	outcomes map[string]map[int64]bool // period:outcome -> ids
 	lastItem int64
+	latest   string
 }
 
 // NewMemory returns an empty Memory store.

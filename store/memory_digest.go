@@ -38,7 +38,7 @@ func (m *Memory) StartDigestRun(ctx context.Context, period string) (DigestRun, 
 				run.Audience++
 			}
 		}
-		m.runs[period], created = run, true
+		m.runs[period], m.latest, created = run, period, true
 	}
 	m.mu.Unlock()
 	run, err := m.DigestRun(ctx, period)
@@ -63,6 +63,13 @@ func (m *Memory) DigestRun(_ context.Context, period string) (DigestRun, error) 
 	run.Skipped = int64(len(m.outcomes[period+":"+OutcomeSkipped]))
 	run.Failed = int64(len(m.outcomes[period+":"+OutcomeFailed]))
 	return run, nil
+}
+
+// LatestDigestPeriod implements Digests.
+func (m *Memory) LatestDigestPeriod(context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.latest, nil
 }
 
 // AdvanceDigestRun implements Digests.

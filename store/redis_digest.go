@@ -17,6 +17,7 @@ const (
 	prefixItem    = "nl:item:"
 	prefixRun     = "nl:digest:"         // hash per period
 	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
+	keyLatestRun  = "nl:digest:latest"   // period of the latest run
 	prefixOutcome = "nl:digest:outcome:" // bitmap per period and outcome
 	digestKind    = "digest"
 )
@@ -56,13 +57,14 @@ else
 end
 redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
   'audience', redis.call('ZCARD', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
+redis.call('SET', KEYS[5], ARGV[2])
 return 1
 `)
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
-	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActive},
-		ms(r.now())).Int()
+	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActive, keyLatestRun},
+		ms(r.now()), period).Int()
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
 	}
@@ -124,6 +126,15 @@ func (r *Redis) items(ctx context.Context, ids []string) ([]Item, error) {
 		out = append(out, Item{ID: id, Title: f["t"], URL: f["u"], Summary: f["s"], PublishedAt: msTime(f["p"])})
 	}
 	return out, nil
+}
+
+// LatestDigestPeriod implements Digests.
+func (r *Redis) LatestDigestPeriod(ctx context.Context) (string, error) {
+	p, err := r.rdb.Get(ctx, keyLatestRun).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return p, wrapErr("latest digest", err)
 }
 
 // AdvanceDigestRun implements Digests.

@@ -20,7 +20,10 @@ func Observe(log *slog.Logger, m *Metrics) asynq.MiddlewareFunc {
 			id, _ := asynq.GetTaskID(ctx)
 			queue, _ := asynq.GetQueueName(ctx)
 			retried, _ := asynq.GetRetryCount(ctx)
-			maxRetry, _ := asynq.GetMaxRetry(ctx)
+			maxRetry, known := asynq.GetMaxRetry(ctx)
+			if !known {
+				maxRetry = retried + 1 // outside asynq: no limit to have reached
+			}
 			result := taskResult(err, retried, maxRetry)
 			if m != nil {
 				m.Tasks.WithLabelValues(t.Type(), queue, result).Inc()

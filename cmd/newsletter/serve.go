@@ -113,7 +113,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		// asynq's queue gauges (asynq_queue_size, …) come from the API
 		// role: it is always running, and one exporter avoids every
 		// worker reporting the same queues.
-		a.reg.MustRegister(metrics.NewQueueMetricsCollector(insp))
+		a.reg.MustRegister(metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: a.store})
 		mon := asynqmon.New(asynqmon.Options{
 			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
 			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
@@ -170,6 +170,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	httpSrv.Shutdown(shutdownCtx)
 	if worker != nil {
 		relay.Stop()
+		worker.Stop() // take no new tasks while running ones finish
 		worker.Shutdown()
 	}
 	a.log.Info("stopped")

@@ -1,0 +1,49 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestObserveLogsAndCounts(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	m := NewMetrics(nil)
+	mw := Observe(log, m)
+	results := []error{nil, errors.New("smtp 451"), asynq.SkipRetry, &Deferred{Reason: "rate", In: 1}}
+	for _, res := range results {
+		h := mw(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return res }))
+		h.ProcessTask(context.Background(), asynq.NewTask(TypeWelcomeEmail, nil))
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != len(results) {
+		t.Fatalf("%d log lines for %d tasks:\n%s", len(lines), len(results), buf.String())
+	}
+	var first map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	for _, k := range []string{"type", "id", "queue", "retry", "duration_ms", "result"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("log line lacks %s: %s", k, lines[0])
+		}
+	}
+	wantResults := []string{"success", "retry", "archived", "deferred"}
+	for i, l := range lines {
+		if !strings.Contains(l, `"result":"`+wantResults[i]+`"`) {
+			t.Errorf("task %d: %s, want result %s", i, l, wantResults[i])
+		}
+	}
+	if got := testutil.ToFloat64(m.Tasks.WithLabelValues(TypeWelcomeEmail, "", "deferred")); got != 1 {
+		t.Fatalf("tasks_total{deferred} = %v", got)
+	}
+	if n := testutil.CollectAndCount(m.TaskDuration); n != 1 {
+		t.Fatalf("duration series: %d", n)
+	}
+}
