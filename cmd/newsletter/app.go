@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/autopipe"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
 	"github.com/newsletter/newsletter/internal/token"
@@ -86,6 +87,21 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
+}
+
+// batchedRedis is a second connection to Redis whose single commands are
+// sent in pipelines with those of concurrent requests (internal/autopipe):
+// the API's request path is independent round trips that no caller can
+// pipeline itself.
+func (a *app) batchedRedis() (redis.UniversalClient, error) {
+	c, err := redisClient(a.redisOpt, a.cfg.Concurrency)
+	if err != nil {
+		return nil, err
+	}
+	h := autopipe.New(a.rdb, 4)
+	c.AddHook(h)
+	a.closers = append(a.closers, func() { h.Close(); c.Close() })
+	return c, nil
 }
 
 // newClient is an asynq client on the app's connection, closed with it.

@@ -20,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -98,13 +99,19 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	if r.api {
 		insp := asynq.NewInspectorFromRedisClient(a.rdb)
 		defer insp.Close()
-		jobs := tasks.NewDispatcher(client, a.store, a.log)
+		batched, err := a.batchedRedis()
+		if err != nil {
+			return err
+		}
+		apiStore := store.NewRedis(batched)
+		apiClient := asynq.NewClientFromRedisClient(batched)
+		jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
 		defer jobs.Close()
 		srv := api.New(api.Config{
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate,
 		}, api.Deps{
-			Store: a.store, Jobs: jobs, Queue: client, Tasks: insp, Signer: a.signer, Log: a.log,
+			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler,
 		})
 		if mailbox != nil {

@@ -32,6 +32,7 @@ const (
 	DBMailer
 	DBE2E
 	DBPace
+	DBAutopipe
 )
 
 // New returns a client on an empty database and the URL that reaches it
