@@ -48,9 +48,6 @@ func New(t testing.TB, db int) (*redis.Client, string) {
 	return c, url
 }
 
-// Real reports whether tests run against a real Redis server.
-func Real() bool { return os.Getenv(EnvURL) != "" }
-
 func options(t testing.TB, db int) (*redis.Options, string) {
 	raw := os.Getenv(EnvURL)
 	if raw == "" {

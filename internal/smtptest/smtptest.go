@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/mail"
 	"net/textproto"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,13 +82,6 @@ func Start(t testing.TB) *Server {
 	go s.srv.Serve(l)
 	t.Cleanup(func() { s.srv.Close() })
 	return s
-}
-
-// Port is the server's TCP port.
-func (s *Server) Port() int {
-	_, port, _ := net.SplitHostPort(s.Addr)
-	n, _ := strconv.Atoi(port)
-	return n
 }
 
 // URL is a NEWSLETTER_SMTP_URL that reaches the server.
