@@ -208,7 +208,7 @@ func (h *Handlers) sendBatch(ctx context.Context, period string, entries []maile
 		defer sess.Close()
 		m = sess
 	}
-	bp := h.newBatchPacer()
+	p := h.newPacer(ctx)
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
 	stopAt := time.Now().Add(h.claimTTL() / 2)
@@ -226,41 +226,34 @@ func (h *Handlers) sendBatch(ctx context.Context, period string, entries []maile
 			continue
 		}
 		domain := address.Domain(s.Email)
-		if pause, err := bp.domainPause(ctx, domain); err != nil || pause > 0 {
+		pause, err := p.domainPause(ctx, domain)
+		if err == nil && pause > 0 && !p.last {
 			// This receiver asked us to slow down: leave its recipients
 			// for the retry and carry on with the others.
 			h.Store.ReleaseMark(ctx, marks[i])
-			retryErr = cmpErr(retryErr, cmpErr(err, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause}))
+			retryErr = cmpErr(retryErr, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
 			continue
 		}
-		if err := bp.take(ctx, len(recipients)-i); err != nil {
+		if err == nil {
+			err = p.wait(ctx, domain, true, len(recipients)-i)
+		}
+		if err != nil {
 			// Hand the rest back; the retry sends only to them.
 			h.Store.ReleaseMarks(ctx, claimed(marks, claims, i))
 			return err
 		}
-		msg, err := h.Render.Render(mailer.KindDigest, mailer.Data{
+		err = h.send(ctx, m, s, marks[i], mailer.Data{
 			Email: s.Email, Name: s.Name, Period: period, Entries: entries, UnsubscribeURL: h.Links.Unsubscribe(s.Email),
 		})
-		if err == nil {
-			err = m.Send(ctx, msg)
-		}
-		if err != nil {
-			h.Store.ReleaseMark(ctx, marks[i])
-			if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
-				bp.domains[domain] = max(h.Throttle, time.Second)
+		switch se := mailer.AsSendError(err); {
+		case err == nil:
+		case errors.Is(err, asynq.SkipRetry):
+			h.Store.SetOutcome(ctx, period, store.OutcomeFailed, s.ID)
+		default:
+			if se != nil && se.Class == mailer.Throttled {
+				p.domains[domain] = max(h.Throttle, time.Second)
 			}
-			if ferr := h.sendFailed(ctx, s, mailer.KindDigest, err); errors.Is(ferr, asynq.SkipRetry) {
-				h.Store.SetOutcome(ctx, period, store.OutcomeFailed, s.ID)
-			} else {
-				retryErr = cmpErr(retryErr, ferr)
-			}
-			continue
-		}
-		if h.Metrics != nil {
-			h.Metrics.Sent.WithLabelValues(mailer.KindDigest).Inc()
-		}
-		if err := h.Store.MarkSent(ctx, marks[i]); err != nil {
-			h.log().Error("mark sent failed after delivery", "kind", mailer.KindDigest, "subscriber", s.ID, "err", err)
+			retryErr = cmpErr(retryErr, err)
 		}
 	}
 	return retryErr
@@ -283,62 +276,6 @@ func claimed(marks []store.Mark, claims []store.Claim, from int) []store.Mark {
 		}
 	}
 	return out
-}
-
-// batchPacer takes send slots in bulk and asks about each domain once per
-// batch: per-mail round trips to Redis would cost more than the mail.
-type batchPacer struct {
-	h       *Handlers
-	budget  int
-	domains map[string]time.Duration
-}
-
-func (h *Handlers) newBatchPacer() *batchPacer {
-	return &batchPacer{h: h, domains: map[string]time.Duration{}}
-}
-
-// domainPause is how long domain asked us to pause, looked up once.
-func (b *batchPacer) domainPause(ctx context.Context, domain string) (time.Duration, error) {
-	if b.h.Pace == nil {
-		return 0, nil
-	}
-	pause, ok := b.domains[domain]
-	if !ok {
-		var err error
-		if pause, err = b.h.Pace.DomainWait(ctx, domain); err != nil {
-			return 0, fmt.Errorf("pace: %w", err)
-		}
-		b.domains[domain] = pause
-	}
-	return pause, nil
-}
-
-// take waits up to maxInlineWait for a send slot, taking up to remaining
-// at once.
-func (b *batchPacer) take(ctx context.Context, remaining int) error {
-	if b.h.Pace == nil {
-		return nil
-	}
-	deadline := time.Now().Add(maxInlineWait)
-	for b.budget == 0 {
-		n, wait, err := b.h.Pace.TakeN(ctx, remaining)
-		if err != nil {
-			return fmt.Errorf("pace: %w", err)
-		}
-		if b.budget = n; n > 0 {
-			break
-		}
-		if time.Now().Add(wait).After(deadline) {
-			return &Deferred{Reason: "send rate reached", In: wait}
-		}
-		select {
-		case <-ctx.Done():
-			return &Deferred{Reason: "send rate reached", In: wait}
-		case <-time.After(wait):
-		}
-	}
-	b.budget--
-	return nil
 }
 
 // digestEntries returns a period's items as mail entries, cached: a run's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -298,5 +300,30 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	}
 	if rec.count() != 2 || rec.sent[1].To != "night0000@example.org" {
 		t.Fatalf("at 08:00 Berlin: %d mails", rec.count())
+	}
+}
+
+// TestDigestTemplateErrorFailsWithoutRetry: a template that cannot render
+// cannot be fixed by a retry; the recipient counts as failed and the batch
+// is done, as for a single mail.
+func TestDigestTemplateErrorFailsWithoutRetry(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "digest.txt"), []byte(`{{define "subject"}}News{{end}}{{.NoSuchField}}`), 0o644)
+	render, err := mailer.NewRenderer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Render = render
+	sub := activate(t, st, "a@x.org")
+	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
+	st.StartDigestRun(ctx, "p")
+	if err := h.HandleDigestBatch(ctx, NewDigestBatch("p", []int64{sub.ID})); err != nil {
+		t.Fatalf("a template error asked for a retry: %v", err)
+	}
+	run, _ := st.DigestRun(ctx, "p")
+	if rec.count() != 0 || run.Failed != 1 || run.Sent != 0 {
+		t.Fatalf("%d mails, run %+v", rec.count(), run)
 	}
 }

@@ -169,17 +169,24 @@ func (h *Handlers) deliver(ctx context.Context, sub store.Subscriber, mark store
 	case store.Busy:
 		return fmt.Errorf("%s to subscriber %d: %w", mark.Kind, sub.ID, ErrDeliveryBusy)
 	}
-	if err := h.pace(ctx, address.Domain(sub.Email), mark.Kind != mailer.KindConfirm); err != nil {
+	if err := h.newPacer(ctx).wait(ctx, address.Domain(sub.Email), mark.Kind != mailer.KindConfirm, 1); err != nil {
 		h.Store.ReleaseMark(ctx, mark)
 		return err
 	}
+	return h.send(ctx, h.Mailer, sub, mark, data)
+}
+
+// send renders mark's kind of mail for sub, sends it through m and records
+// the outcome: the metric and the sent mark, or the claim released and the
+// failure classified (sendFailed). The caller holds mark's claim.
+func (h *Handlers) send(ctx context.Context, m mailer.Mailer, sub store.Subscriber, mark store.Mark, data mailer.Data) error {
 	msg, err := h.Render.Render(mark.Kind, data)
 	if err != nil {
 		h.Store.ReleaseMark(ctx, mark)
 		h.countFailure(mark.Kind, mailer.Invalid)
 		return fmt.Errorf("render %s: %v: %w", mark.Kind, err, asynq.SkipRetry)
 	}
-	if err := h.Mailer.Send(ctx, msg); err != nil {
+	if err := m.Send(ctx, msg); err != nil {
 		// Release even when the outcome is unknown (connection dropped
 		// after DATA): keeping the claim would only delay the same retry.
 		if rerr := h.Store.ReleaseMark(ctx, mark); rerr != nil {

@@ -10,9 +10,8 @@ import (
 
 // Pacer keeps sending within what receivers accept (*pace.Limiter).
 type Pacer interface {
-	// Take asks for one bulk send: zero means go, else how long to wait.
-	Take(ctx context.Context) (time.Duration, error)
-	// TakeN asks for up to n sends: how many were granted, else the wait.
+	// TakeN asks for up to n bulk sends: how many were granted, else how
+	// long until one is free.
 	TakeN(ctx context.Context, n int) (int, time.Duration, error)
 	// DomainWait is how long a receiving domain asked us to pause.
 	DomainWait(ctx context.Context, domain string) (time.Duration, error)
@@ -39,41 +38,91 @@ const maxInlineWait = time.Second
 // DefaultThrottle is how long a domain that answered "slow down" is paused.
 const DefaultThrottle = time.Minute
 
-// pace waits for the domain's pause and, for bulk mail, a send slot. A
-// confirmation is not held by the bulk rate: a person waits for it with the
-// page open, and the subscribe limit already bounds it.
+// pacer paces one task's sends: it asks about each receiving domain once,
+// takes send slots in bulk, waits in place for short waits and hands the
+// task back to the queue (Deferred) for long ones.
 //
 // asynq archives a task whose retries are used up even for an error that is
-// no failure, so on its last attempt a task waits here instead of deferring.
-func (h *Handlers) pace(ctx context.Context, domain string, bulk bool) error {
-	if h.Pace == nil {
-		return nil
-	}
+// no failure, so on its last attempt a task waits in place, whatever the
+// wait (the task's own timeout bounds it).
+type pacer struct {
+	limits  Pacer // nil: no pacing
+	domains map[string]time.Duration
+	budget  int
+	last    bool
+}
+
+func (h *Handlers) newPacer(ctx context.Context) *pacer {
 	retried, ok1 := asynq.GetRetryCount(ctx)
 	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
-	lastAttempt := ok1 && ok2 && retried >= maxRetry
-	for {
-		wait, err := h.Pace.DomainWait(ctx, domain)
-		reason := "receiver " + domain + " asked us to slow down"
-		if err == nil && wait == 0 && bulk {
-			wait, err = h.Pace.Take(ctx)
-			reason = "send rate reached"
+	return &pacer{limits: h.Pace, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
+}
+
+// domainPause is how long domain asked us to pause, looked up once a task.
+func (p *pacer) domainPause(ctx context.Context, domain string) (time.Duration, error) {
+	if p.limits == nil {
+		return 0, nil
+	}
+	pause, ok := p.domains[domain]
+	if !ok {
+		var err error
+		if pause, err = p.limits.DomainWait(ctx, domain); err != nil {
+			return 0, fmt.Errorf("pace: %w", err)
 		}
+		p.domains[domain] = pause
+	}
+	return pause, nil
+}
+
+// wait lets one mail to domain go: after the domain's pause and, for bulk
+// mail, a send slot (taking up to want at once). A confirmation is not held
+// by the bulk rate: a person waits for it with the page open, and the
+// subscribe limit already bounds it.
+func (p *pacer) wait(ctx context.Context, domain string, bulk bool, want int) error {
+	if p.limits == nil {
+		return nil
+	}
+	pause, err := p.domainPause(ctx, domain)
+	if err != nil {
+		return err
+	}
+	if pause > 0 {
+		if err := p.sleep(ctx, pause, "receiver "+domain+" asked us to slow down"); err != nil {
+			return err
+		}
+		p.domains[domain] = 0
+	}
+	if !bulk {
+		return nil
+	}
+	for p.budget == 0 {
+		n, wait, err := p.limits.TakeN(ctx, max(want, 1))
 		if err != nil {
 			return fmt.Errorf("pace: %w", err)
 		}
-		if wait == 0 {
-			return nil
+		if p.budget = n; n > 0 {
+			break
 		}
-		if wait > maxInlineWait && !lastAttempt {
-			return &Deferred{Reason: reason, In: wait}
+		if err := p.sleep(ctx, wait, "send rate reached"); err != nil {
+			return err
 		}
-		t := time.NewTimer(min(wait, maxInlineWait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return &Deferred{Reason: reason, In: wait}
-		case <-t.C:
-		}
+	}
+	p.budget--
+	return nil
+}
+
+// sleep waits in place for a short wait, or for any wait on the last
+// attempt; otherwise it hands the task back to the queue.
+func (p *pacer) sleep(ctx context.Context, wait time.Duration, reason string) error {
+	if wait > maxInlineWait && !p.last {
+		return &Deferred{Reason: reason, In: wait}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return &Deferred{Reason: reason, In: wait}
+	case <-t.C:
+		return nil
 	}
 }

@@ -19,20 +19,20 @@ type fakePacer struct {
 	throttled map[string]time.Duration
 }
 
-func (f *fakePacer) Take(context.Context) (time.Duration, error) {
+// next is the scripted wait of the next TakeN.
+func (f *fakePacer) next() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.take[0]
 	if len(f.take) > 1 {
 		f.take = f.take[1:]
 	}
-	return d, nil
+	return d
 }
 
-func (f *fakePacer) TakeN(ctx context.Context, n int) (int, time.Duration, error) {
-	d, err := f.Take(ctx)
-	if d > 0 || err != nil {
-		return 0, d, err
+func (f *fakePacer) TakeN(_ context.Context, n int) (int, time.Duration, error) {
+	if d := f.next(); d > 0 {
+		return 0, d, nil
 	}
 	return n, 0, nil
 }

@@ -37,19 +37,6 @@ func New(rdb redis.UniversalClient, perSecond int) *Limiter {
 	}
 }
 
-// Take asks for one send. Zero means go; otherwise how long until a slot is
-// free (nothing was taken).
-func (l *Limiter) Take(ctx context.Context) (time.Duration, error) {
-	res, err := l.rate.Allow(ctx, rateKey, l.limit)
-	if err != nil {
-		return 0, fmt.Errorf("send rate: %w", err)
-	}
-	if res.Allowed > 0 {
-		return 0, nil
-	}
-	return max(res.RetryAfter, time.Millisecond), nil
-}
-
 // TakeN asks for up to n sends at once (a batch): how many were granted,
 // and when none were, how long until one is free.
 func (l *Limiter) TakeN(ctx context.Context, n int) (int, time.Duration, error) {
