@@ -24,8 +24,7 @@ func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, optional 
 	if optional && r.ContentLength == 0 {
 		return map[string]string{}
 	}
-	r.Header.Set("Content-Type", "application/json")
-	in, err := s.readInput(w, r)
+	in, err := s.readInput(w, r, true)
 	if errors.Is(err, errTooLarge) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 		return nil

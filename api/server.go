@@ -161,10 +161,14 @@ func wantsJSON(r *http.Request) bool {
 var errTooLarge = errors.New("request body too large")
 
 // readInput reads a JSON or form body (urlencoded or multipart) into a
-// flat map. The body is capped at MaxBody.
-func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
+// flat map, by the request's Content-Type, or as JSON whatever it says when
+// onlyJSON is set (the admin API). The body is capped at MaxBody.
+func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool) (map[string]string, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if onlyJSON {
+		ct = "application/json"
+	}
 	out := map[string]string{}
 	var err error
 	switch ct {

@@ -24,7 +24,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	in, err := s.readInput(w, r)
+	in, err := s.readInput(w, r, false)
 	if errors.Is(err, errTooLarge) {
 		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
 		return

@@ -29,7 +29,7 @@ func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 // of the page (token in the body), and an address (form or JSON).
 func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	oneClick := r.URL.Query().Get("token")
-	in, err := s.readInput(w, r)
+	in, err := s.readInput(w, r, false)
 	if errors.Is(err, errTooLarge) {
 		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
 		return

@@ -309,16 +309,11 @@ func markKeys(m Mark) (sent, claim string) {
 
 // ClaimMark implements Store.
 func (r *Redis) ClaimMark(ctx context.Context, m Mark, ttl time.Duration) (Claim, error) {
-	sent, claim := markKeys(m)
-	shared := "0"
-	if m.Shared {
-		shared = "1"
-	}
-	n, err := claimScript.Run(ctx, r.rdb, []string{sent, claim}, shared, m.SubscriberID, ttl.Milliseconds()).Int()
+	claims, err := r.ClaimMarks(ctx, []Mark{m}, ttl)
 	if err != nil {
-		return Busy, fmt.Errorf("claim %s/%s for %d: %w", m.Kind, m.Key, m.SubscriberID, err)
+		return Busy, err
 	}
-	return Claim(n), nil
+	return claims[0], nil
 }
 
 // MarkSent implements Store.
@@ -341,8 +336,7 @@ func (r *Redis) MarkSent(ctx context.Context, m Mark) error {
 
 // ReleaseMark implements Store.
 func (r *Redis) ReleaseMark(ctx context.Context, m Mark) error {
-	_, claim := markKeys(m)
-	return wrapErr("release mark", r.rdb.Del(ctx, claim).Err())
+	return r.ReleaseMarks(ctx, []Mark{m})
 }
 
 // Ping implements Store.

@@ -30,6 +30,13 @@ type Relay struct {
 
 const relayBatch = 500
 
+func (r *Relay) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
 // RunOnce enqueues every entry due before now-Grace and returns how many it
 // handled.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
@@ -50,7 +57,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		for _, e := range entries {
 			job, err := JobFromOutbox(e)
 			if err != nil {
-				r.Log.Error("relay: dropping unreadable outbox entry", "id", e.ID, "err", err)
+				r.log().Error("relay: dropping unreadable outbox entry", "id", e.ID, "err", err)
 				r.Store.OutboxDone(ctx, e.ID)
 				continue
 			}
@@ -58,7 +65,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 			if err != nil {
 				return total, err
 			}
-			r.Log.Info("relay: enqueued a task the API did not", "id", e.ID, "already_queued", dup)
+			r.log().Info("relay: enqueued a task the API did not", "id", e.ID, "already_queued", dup)
 			total++
 		}
 		if len(entries) < relayBatch {
@@ -81,7 +88,7 @@ func (r *Relay) Start() {
 		defer t.Stop()
 		for {
 			if _, err := r.RunOnce(context.Background()); err != nil {
-				r.Log.Warn("relay: scan failed, will retry", "err", err)
+				r.log().Warn("relay: scan failed, will retry", "err", err)
 			}
 			select {
 			case <-r.stop:

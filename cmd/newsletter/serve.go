@@ -57,8 +57,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	signal.Notify(tstp, syscall.SIGTSTP)
 	defer signal.Stop(tstp)
 
-	client := asynq.NewClientFromRedisClient(a.rdb)
-	defer client.Close()
+	client := a.newClient()
 	metricsHandler := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})
 
 	var (
