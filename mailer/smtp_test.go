@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
 
@@ -157,13 +158,7 @@ func TestSMTPClosesIdleConnections(t *testing.T) {
 	if err := m.Send(context.Background(), testMessage("x@example.org")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(m.idle) > 0 || len(m.slots) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("idle connection kept: %d idle, %d open", len(m.idle), len(m.slots))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.True(t, 5*time.Second, "the idle connection to close", func() bool { return len(m.idle) == 0 && len(m.slots) == 0 })
 	// The next mail opens a new connection.
 	if err := m.Send(context.Background(), testMessage("y@example.org")); err != nil || srv.Sessions() != 2 {
 		t.Fatalf("after the idle close: %v, %d connections", err, srv.Sessions())

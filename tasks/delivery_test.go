@@ -16,6 +16,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/internal/token"
@@ -106,23 +107,12 @@ func (d *delivery) welcome(t *testing.T, emails ...string) {
 func (d *delivery) waitArchived(t *testing.T, email string) *asynq.TaskInfo {
 	t.Helper()
 	var info *asynq.TaskInfo
-	waitUntil(t, 10*time.Second, "task archived", func() bool {
+	poll.True(t, 10*time.Second, "task archived", func() bool {
 		var err error
 		info, err = d.insp.GetTaskInfo(QueueDefault, WelcomeTaskID(email))
 		return err == nil && info.State == asynq.TaskStateArchived
 	})
 	return info
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func reply(code int, enh smtp.EnhancedCode, msg string) *smtptest.Fault {
@@ -215,7 +205,7 @@ func TestConnectionDroppedMidDataIsRetriedOnce(t *testing.T) {
 	d.smtp.WaitFor(t, 1, 10*time.Second)
 	// Give a wrong second delivery every chance to show up: the task must
 	// be completed, not pending another retry.
-	waitUntil(t, 5*time.Second, "task done", func() bool {
+	poll.True(t, 5*time.Second, "task done", func() bool {
 		_, err := d.insp.GetTaskInfo(QueueDefault, WelcomeTaskID("drop@x.org"))
 		return errors.Is(err, asynq.ErrTaskNotFound)
 	})

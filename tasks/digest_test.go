@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 )
@@ -42,25 +43,21 @@ func seed(t *testing.T, s *store.Redis, prefix string, n int, opts ...func(*stor
 	return emails
 }
 
-func (d *delivery) waitRun(t *testing.T, period string, sent int64) store.DigestRun {
+func (d *delivery) waitRun(t *testing.T, period string, sent int64) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Until(t, 60*time.Second, func() error {
 		run, _ := d.store.DigestRun(context.Background(), period)
 		if run.State == store.RunPlanned && run.Sent >= sent {
-			return run
+			return nil
 		}
-		if time.Now().After(deadline) {
-			q, _ := d.insp.GetQueueInfo(QueueCritical)
-			var errs []string
-			retry, _ := d.insp.ListRetryTasks(QueueCritical)
-			for _, r := range retry {
-				errs = append(errs, r.ID+": "+r.LastErr)
-			}
-			t.Fatalf("digest %s: %+v; critical queue %+v; smtp got %d; retrying: %q", period, run, q, len(d.smtp.Messages()), errs)
+		q, _ := d.insp.GetQueueInfo(QueueCritical)
+		var retrying []string
+		retry, _ := d.insp.ListRetryTasks(QueueCritical)
+		for _, r := range retry {
+			retrying = append(retrying, r.ID+": "+r.LastErr)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("digest %s: %+v; critical queue %+v; smtp got %d; retrying: %q", period, run, q, len(d.smtp.Messages()), retrying)
+	})
 }
 
 // exactlyOnce asserts every address got exactly one mail.
@@ -89,7 +86,8 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 	if dup, err := EnqueueDigestPlan(ctx, d.client, "2026-W49"); dup || err != nil {
 		t.Fatal(dup, err)
 	}
-	run := d.waitRun(t, "2026-W49", 1000)
+	d.waitRun(t, "2026-W49", 1000)
+	run, _ := d.store.DigestRun(ctx, "2026-W49")
 	msgs := d.smtp.WaitFor(t, 1000, 30*time.Second)
 	d.exactlyOnce(t, active)
 	if len(msgs) != 1000 || run.Planned != 1000 || run.Audience != 1000 || run.Sent != 1000 || run.Failed != 0 {
@@ -106,12 +104,12 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 	}
 
 	// The same period again, by the scheduler or by hand: nothing more.
-	waitUntil(t, 10*time.Second, "queue drained", func() bool {
+	poll.True(t, 10*time.Second, "queue drained", func() bool {
 		info, err := d.insp.GetQueueInfo(QueueCritical)
 		return err == nil && info.Size == 0
 	})
 	EnqueueDigestPlan(ctx, d.client, "2026-W49")
-	waitUntil(t, 10*time.Second, "second plan done", func() bool {
+	poll.True(t, 10*time.Second, "second plan done", func() bool {
 		info, _ := d.insp.GetQueueInfo(QueueCritical)
 		return info.Size == 0
 	})
@@ -210,7 +208,7 @@ func TestTwoSchedulersOnePlan(t *testing.T) {
 	d.smtp.WaitFor(t, 120, 30*time.Second)
 	// A replica whose clock lags fires after the plan finished.
 	scheds[1].Fire()
-	waitUntil(t, 10*time.Second, "late plan done", func() bool {
+	poll.True(t, 10*time.Second, "late plan done", func() bool {
 		info, _ := d.insp.GetQueueInfo(QueueCritical)
 		return info.Size == 0
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/poll"
 )
 
 func (d *delivery) events(t *testing.T, email string, n int) {
@@ -38,7 +40,7 @@ func TestSixtyEventsOneMail(t *testing.T) {
 	if !strings.Contains(m.Header.Get("Subject"), "60 new notifications") {
 		t.Fatalf("subject %q", m.Header.Get("Subject"))
 	}
-	waitUntil(t, 10*time.Second, "events drained", func() bool {
+	poll.True(t, 10*time.Second, "events drained", func() bool {
 		info, err := d.insp.GetQueueInfo(QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})
@@ -57,7 +59,7 @@ func TestMaxSizeSplitsBundles(t *testing.T) {
 	for _, m := range msgs {
 		entries += strings.Count(m.Text(), "Event ")
 	}
-	waitUntil(t, 10*time.Second, "events drained", func() bool {
+	poll.True(t, 10*time.Second, "events drained", func() bool {
 		info, err := d.insp.GetQueueInfo(QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/newsletter/newsletter/internal/poll"
 )
 
 // chromePath finds the system browser (Debian's chromium). The test never
@@ -55,7 +58,7 @@ func newBrowser(t *testing.T) context.Context {
 // waitMail polls the dev mailbox until its newest mail is of kind.
 func waitMail(t *testing.T, base, kind string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "a "+kind+" mail in the dev mailbox", func() bool {
+	poll.True(t, 30*time.Second, "a "+kind+" mail in the dev mailbox", func() bool {
 		resp, err := http.Get(base + "/dev/mailbox?format=json")
 		if err != nil {
 			return false
@@ -93,17 +96,13 @@ func (b browser) text(css string) string {
 // have replaced the old one yet) and fails with what it shows otherwise.
 func (b browser) heading(want string) {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(b.t, 10*time.Second, func() error {
 		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector("h1") || {}).textContent || ""`))
-		if err == nil && strings.TrimSpace(got) == want {
-			return
+		if err == nil && strings.TrimSpace(got) != want {
+			err = fmt.Errorf("page heading %q, want %q", got, want)
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("page heading %q, want %q (%v)", got, want, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // shot saves a screenshot when NEWSLETTER_E2E_SCREENSHOTS names a folder

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/store"
@@ -64,18 +65,17 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 	}
 	st.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
 
-	env := map[string]string{
-		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": smtpSrv.URL(), "NEWSLETTER_SECRET": "kill-test-secret-0123",
-		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000", "NEWSLETTER_POLL_INTERVAL": "50ms",
+	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
 		"NEWSLETTER_CLAIM_TTL": "2s", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
-	}
+	})
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	first := startProcess(t, "worker", env)
 	client := asynq.NewClientFromRedisClient(rdb)
 	if _, err := tasks.EnqueueDigestPlan(ctx, client, "kill-1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the first worker to send some mail", func() bool { return len(smtpSrv.Messages()) >= 300 })
+	poll.True(t, 60*time.Second, "the first worker to send some mail", func() bool { return len(smtpSrv.Messages()) >= 300 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: no shutdown, no cleanup
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
-	waitFor(t, 150*time.Second, "every subscriber to get the digest", func() bool {
+	poll.True(t, 150*time.Second, "every subscriber to get the digest", func() bool {
 		for _, r := range reqs {
 			if len(smtpSrv.To(r.Email)) == 0 {
 				return false

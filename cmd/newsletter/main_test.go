@@ -15,6 +15,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
@@ -61,7 +62,7 @@ func startService(t *testing.T, env map[string]string, args ...string) *service 
 	s := &service{base: "http://" + addr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1), cancel: cancel}
 	go func() { s.done <- run(ctx, args, func(k string) string { return env[k] }, s.stdout, s.stderr) }()
 	t.Cleanup(func() { s.stop(t) })
-	waitFor(t, 10*time.Second, "the service to listen", func() bool {
+	poll.True(t, 10*time.Second, "the service to listen", func() bool {
 		resp, err := http.Get(s.base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -83,15 +84,19 @@ func (s *service) stop(t *testing.T) int {
 	return -1
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+// realEnv is the environment of a service on a real Redis and SMTP server,
+// polling fast enough for tests; extra adds to it or overrides it.
+func realEnv(redisURL, smtpURL string, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"NEWSLETTER_REDIS_URL":     redisURL,
+		"NEWSLETTER_SMTP_URL":      smtpURL,
+		"NEWSLETTER_SECRET":        "integration-test-secret",
+		"NEWSLETTER_POLL_INTERVAL": "50ms",
 	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
 }
 
 var linkPattern = regexp.MustCompile(`https?://\S+`)
@@ -103,15 +108,11 @@ var linkPattern = regexp.MustCompile(`https?://\S+`)
 func TestSignupFlowOverSMTP(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	svc := startService(t, map[string]string{
-		"NEWSLETTER_REDIS_URL":     redisURL,
-		"NEWSLETTER_SMTP_URL":      smtpSrv.URL(),
-		"NEWSLETTER_SECRET":        "integration-test-secret",
+	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN":   "admintoken",
 		"NEWSLETTER_FROM":          "News <news@example.com>",
 		"NEWSLETTER_WELCOME_DELAY": "2s",
-		"NEWSLETTER_POLL_INTERVAL": "50ms",
-	}, "serve")
+	}), "serve")
 
 	resp, err := http.PostForm(svc.base+"/subscribe", url.Values{"email": {"Flow@Example.com"}})
 	if err != nil || resp.StatusCode != http.StatusAccepted {
@@ -246,14 +247,10 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
 	_, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	svc := startService(t, map[string]string{
-		"NEWSLETTER_REDIS_URL":     redisURL,
-		"NEWSLETTER_SMTP_URL":      smtpSrv.URL(),
-		"NEWSLETTER_SECRET":        "integration-test-secret",
+	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_DOUBLE_OPTIN":  "false",
 		"NEWSLETTER_WELCOME_DELAY": "1s",
-		"NEWSLETTER_POLL_INTERVAL": "50ms",
-	}, "serve")
+	}), "serve")
 	post := func(path, email string) {
 		resp, err := http.Post(svc.base+path, "application/json", strings.NewReader(`{"email":"`+email+`"}`))
 		if err != nil || resp.StatusCode != http.StatusAccepted {

@@ -7,6 +7,7 @@ package smtptest
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/newsletter/newsletter/internal/poll"
 )
 
 // Message is one accepted mail.
@@ -114,17 +117,14 @@ func (s *Server) Sessions() int { s.mu.Lock(); defer s.mu.Unlock(); return s.ses
 // and returns what arrived.
 func (s *Server) WaitFor(t testing.TB, n int, timeout time.Duration) []Message {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msgs := s.Messages()
-		if len(msgs) >= n {
-			return msgs
+	var msgs []Message
+	poll.Until(t, timeout, func() error {
+		if msgs = s.Messages(); len(msgs) < n {
+			return fmt.Errorf("smtptest: %d of %d messages", len(msgs), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("smtptest: %d of %d messages after %s", len(msgs), n, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return msgs
 }
 
 // To returns the accepted messages for rcpt.
