@@ -45,9 +45,13 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 	return &Redis{rdb: rdb, now: time.Now}
 }
 
+// subscribeScript's common case is a new address: it writes the subscriber
+// with one HSET and answers with the fields it wrote, so a signup costs no
+// read-back.
 var subscribeScript = redis.NewScript(`
 local id = redis.call('HGET', KEYS[1], ARGV[1])
 local key
+local fields
 if id then
   key = ARGV[9] .. id
   if ARGV[10] == '1' then
@@ -57,24 +61,28 @@ if id then
     local r = redis.call('HGETALL', key); table.insert(r, 1, 'active'); return r
   end
   redis.call('HDEL', key, 'u', 'cf')
+  fields = {}
 else
   id = tostring(redis.call('INCR', KEYS[2]))
   redis.call('HSET', KEYS[1], ARGV[1], id)
   key = ARGV[9] .. id
-  redis.call('HSET', key, 'id', id, 'e', ARGV[1], 'c', ARGV[4])
+  fields = {'id', id, 'e', ARGV[1], 'c', ARGV[4]}
 end
-if ARGV[2] ~= '' then redis.call('HSET', key, 'n', ARGV[2]) end
-if ARGV[3] ~= '' then redis.call('HSET', key, 'tz', ARGV[3]) end
+if ARGV[2] ~= '' then table.insert(fields, 'n'); table.insert(fields, ARGV[2]) end
+if ARGV[3] ~= '' then table.insert(fields, 'tz'); table.insert(fields, ARGV[3]) end
+table.insert(fields, 's')
 if ARGV[5] == '1' then
-  redis.call('HSET', key, 's', 'active', 'cf', ARGV[4])
+  table.insert(fields, 'active'); table.insert(fields, 'cf'); table.insert(fields, ARGV[4])
   redis.call('ZADD', KEYS[3], id, id)
 else
-  redis.call('HSET', key, 's', 'pending')
+  table.insert(fields, 'pending')
 end
+redis.call('HSET', key, unpack(fields))
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
   redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
 end
+if fields[1] == 'id' then table.insert(fields, 1, 'ok'); return fields end
 local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
 `)
 

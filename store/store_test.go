@@ -84,6 +84,29 @@ func TestSubscribeConfirmUnsubscribe(t *testing.T) {
 	})
 }
 
+// The subscribe answer must be what was stored, on both paths of the
+// script: a new address (fields echoed) and a pending one (read back).
+func TestSubscribeAnswersWhatItStored(t *testing.T) {
+	each(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		for _, req := range []SubscribeRequest{
+			{Email: "c@x.io", Name: "Cé", Timezone: "Asia/Tokyo", Outbox: entry("confirm:c@x.io")},
+			{Email: "c@x.io", Name: "C again", Outbox: entry("confirm:c@x.io")},
+			{Email: "d@x.io", Name: "D", Activate: true, Outbox: entry("welcome:d@x.io")},
+			{Email: "e@x.io"},
+		} {
+			answered, err := s.Subscribe(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", req.Email, err)
+			}
+			stored, err := s.Get(ctx, req.Email)
+			if err != nil || answered != stored {
+				t.Fatalf("%s: answered %+v, stored %+v (%v)", req.Email, answered, stored, err)
+			}
+		}
+	})
+}
+
 func TestActivateAtOnceAndBounce(t *testing.T) {
 	each(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
