@@ -50,9 +50,10 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 // read-back.
 var subscribeScript = redis.NewScript(`
 local id = redis.call('HGET', KEYS[1], ARGV[1])
+local created = not id
 local key
 local fields
-if id then
+if not created then
   key = ARGV[9] .. id
   if ARGV[10] == '1' then
     local r = redis.call('HGETALL', key); table.insert(r, 1, 'exists'); return r
@@ -82,7 +83,7 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
   redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
 end
-if fields[1] == 'id' then table.insert(fields, 1, 'ok'); return fields end
+if created then table.insert(fields, 1, 'ok'); return fields end
 local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
 `)
 

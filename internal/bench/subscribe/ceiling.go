@@ -22,9 +22,10 @@ import (
 // to the real endpoint, it shows how much of the gap to raw enqueue is the
 // HTTP exchange itself, which no signup handler can avoid.
 type enqueueOnly struct {
-	srv    *http.Server
-	closer func()
-	URL    string
+	URL           string
+	srv           *http.Server
+	hook          *autopipe.Hook
+	exec, batched *redis.Client
 }
 
 func startEnqueueOnly(redisURL string) (*enqueueOnly, error) {
@@ -57,13 +58,14 @@ func startEnqueueOnly(redisURL string) (*enqueueOnly, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &enqueueOnly{srv: &http.Server{Handler: mux}, URL: "http://" + l.Addr().String()}
-	e.closer = func() { hook.Close(); batched.Close(); exec.Close() }
+	e := &enqueueOnly{URL: "http://" + l.Addr().String(), srv: &http.Server{Handler: mux}, hook: hook, exec: exec, batched: batched}
 	go e.srv.Serve(l)
 	return e, nil
 }
 
 func (e *enqueueOnly) Close() {
 	e.srv.Shutdown(context.Background())
-	e.closer()
+	e.hook.Close()
+	e.batched.Close()
+	e.exec.Close()
 }

@@ -77,9 +77,13 @@ func run() error {
 	}
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
+	haveWrk := bench.HaveWrk()
 	tool := "Go load generator (install wrk for a leaner one)"
+	if haveWrk {
+		tool = "wrk"
+	}
 	subscribe := func(base string, d time.Duration) (bench.Result, error) {
-		if bench.HaveWrk() {
+		if haveWrk {
 			return bench.Wrk(base+"/subscribe", wrkSubscribe, workers, d)
 		}
 		runID := time.Now().UnixNano()
@@ -88,15 +92,12 @@ func run() error {
 			return expect(hc.Post(base+"/subscribe", "application/json", bytes.NewBufferString(body)))(http.StatusAccepted)
 		}), nil
 	}
-	if bench.HaveWrk() {
-		tool = "wrk"
-	}
 	sub, err := subscribe(base, dur)
 	if err != nil {
 		return err
 	}
 	var health bench.Result
-	if bench.HaveWrk() {
+	if haveWrk {
 		health, err = bench.Wrk(base+"/healthz", "", workers, dur/2)
 	} else {
 		health = bench.Load(workers, dur/2, func(int64) error { return expect(hc.Get(base + "/healthz"))(http.StatusOK) })
