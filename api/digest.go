@@ -101,7 +101,7 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 		period = tasks.Period(s.deps.Now())
 	}
 	dup, err := tasks.EnqueueDigestPlan(r.Context(), s.deps.Queue, period)
-	if err != nil && !tasks.ValidPeriod(period) {
+	if errors.Is(err, tasks.ErrInvalidPeriod) {
 		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}

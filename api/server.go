@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -39,9 +40,17 @@ type Config struct {
 	MaxBody int64
 }
 
+// Store is what the API needs of the store: the subscriber list, digest
+// items and the digest runs' progress.
+type Store interface {
+	store.Subscribers
+	AddItem(ctx context.Context, it store.Item) (store.Item, error)
+	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
+}
+
 // Deps are the API's collaborators.
 type Deps struct {
-	Store store.Store
+	Store Store
 	// Jobs enqueues (a *tasks.Dispatcher).
 	Jobs JobDispatcher
 	// Queue enqueues events and digest plans (*asynq.Client): tasks without
@@ -94,8 +103,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /confirm", s.confirm)
 	m.HandleFunc("GET /unsubscribe", s.unsubscribePage)
 	m.HandleFunc("POST /unsubscribe", s.unsubscribe)
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	m.HandleFunc("GET /readyz", s.ready)
+	health.Register(m, s.deps.Store)
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
 	}
@@ -135,16 +143,6 @@ func (s *Server) Admin(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.deps.Store.Ping(ctx); err != nil {
-		http.Error(w, "redis unreachable: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	io.WriteString(w, "ready\n")
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
@@ -213,7 +211,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone mid-body has nothing to hear
 }
 
 func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }

@@ -60,7 +60,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	case oneClick != "":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
-		w.Write([]byte("unsubscribed\n"))
+		_, _ = w.Write([]byte("unsubscribed\n")) // RFC 8058 reads only the status
 	case wantsJSON(r):
 		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": string(store.Unsubscribed)})
 	default:
@@ -72,8 +72,12 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 // anything already queued), then deletes the waiting welcome and
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
 func (s *Server) end(r *http.Request, email string) error {
-	welcome, confirm := tasks.WelcomeTaskID(email), "confirm:"+email
-	_, err := s.deps.Store.Unsubscribe(r.Context(), email, welcome, confirm)
+	pending := tasks.PendingMails(email)
+	ids := make([]string, len(pending))
+	for i, p := range pending {
+		ids[i] = p.ID
+	}
+	_, err := s.deps.Store.Unsubscribe(r.Context(), email, ids...)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // do not tell strangers who is subscribed
 	}
@@ -81,9 +85,9 @@ func (s *Server) end(r *http.Request, email string) error {
 		return err
 	}
 	if s.deps.Tasks != nil {
-		for queue, id := range map[string]string{tasks.QueueDefault: welcome, tasks.QueueTransactional: confirm} {
-			if err := s.deps.Tasks.DeleteTask(queue, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-				s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "task", id, "err", err)
+		for _, p := range pending {
+			if err := s.deps.Tasks.DeleteTask(p.Queue, p.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+				s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "queue", p.Queue, "err", err)
 			}
 		}
 	}

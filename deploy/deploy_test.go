@@ -20,7 +20,8 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/store/memstore"
+	"github.com/newsletter/newsletter/tasks/worker"
 )
 
 func readYAML(t *testing.T, path string, v any) {
@@ -102,7 +103,7 @@ func TestCompose(t *testing.T) {
 // exportedMetrics are the names our code registers.
 func exportedMetrics(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
-	m := tasks.NewMetrics(reg)
+	m := worker.NewMetrics(reg)
 	h := api.NewMetrics(reg)
 	// Touch every vector so it shows up in Gather.
 	m.Tasks.WithLabelValues("t", "q", "success").Inc()
@@ -111,7 +112,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Failed.WithLabelValues("k", "r").Inc()
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
-	st := store.NewMemory()
+	st := memstore.New()
 	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
 	st.StartDigestRun(context.Background(), "p")
 	reg.MustRegister(api.DigestCollector{Store: st})

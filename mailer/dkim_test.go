@@ -17,7 +17,6 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
 
@@ -35,7 +34,7 @@ func TestDKIMCoversListHeaders(t *testing.T) {
 	}
 
 	srv := smtptest.Start(t)
-	cfg, _ := config.ParseSMTPURL(srv.URL())
+	cfg, _ := ParseServerURL(srv.URL())
 	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "News <news@example.com>", DKIM: signer, ListID: "Newsletter <news.example.com>"})
 	if err != nil {
 		t.Fatal(err)

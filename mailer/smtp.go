@@ -13,12 +13,11 @@ import (
 	gosmtp "github.com/wneessen/go-mail/smtp"
 
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/internal/config"
 )
 
 // SMTPOptions configure an SMTP mailer.
 type SMTPOptions struct {
-	Server config.SMTP
+	Server Server
 	From   string // "Name <addr>"
 	// PoolSize is the most connections open at once (default 4).
 	PoolSize int

@@ -10,14 +10,13 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
 
 func newTestSMTP(t *testing.T, srv *smtptest.Server, pool int) *SMTP {
 	t.Helper()
-	cfg, err := config.ParseSMTPURL(srv.URL())
+	cfg, err := ParseServerURL(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestSMTPErrorClasses(t *testing.T) {
 }
 
 func TestSMTPServerDown(t *testing.T) {
-	m, err := NewSMTP(SMTPOptions{Server: config.SMTP{Host: "127.0.0.1", Port: 1, TLS: "none"}, From: "a@b.co", Timeout: time.Second})
+	m, err := NewSMTP(SMTPOptions{Server: Server{Host: "127.0.0.1", Port: 1, TLS: "none"}, From: "a@b.co", Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +148,7 @@ func TestSMTPServerDown(t *testing.T) {
 
 func TestSMTPClosesIdleConnections(t *testing.T) {
 	srv := smtptest.Start(t)
-	cfg, _ := config.ParseSMTPURL(srv.URL())
+	cfg, _ := ParseServerURL(srv.URL())
 	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "a@b.co", PoolSize: 2, IdleTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

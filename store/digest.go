@@ -47,9 +47,12 @@ const (
 // ErrNoRun means no digest run exists for the period.
 var ErrNoRun = errors.New("no digest run for that period")
 
+// DigestMarkKind is the mark kind of digest mails: a run's sent counter
+// counts these marks for its period.
+const DigestMarkKind = "digest"
+
 // Digests is the store's side of the digest: items, runs, the keyset walk
-// of active subscribers and recipient outcomes. Store implementations
-// provide it too.
+// of active subscribers and recipient outcomes.
 type Digests interface {
 	// AddItem stores an item published now.
 	AddItem(ctx context.Context, it Item) (Item, error)
@@ -72,10 +75,6 @@ type Digests interface {
 	ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error)
 	// SubscribersByID loads subscribers; a missing one has ID 0.
 	SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error)
-	// ClaimMarks is ClaimMark for many marks in one round trip.
-	ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error)
-	// ReleaseMarks drops claims.
-	ReleaseMarks(ctx context.Context, marks []Mark) error
 	// SetOutcome records that a recipient of period was skipped or failed;
 	// recording it again changes nothing.
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error

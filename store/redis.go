@@ -10,134 +10,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis keys. One hash per subscriber keeps memory near 150 bytes each; the
-// active set is a sorted set scored by id so the digest can walk it by
-// keyset (id > cursor) in pages of any size.
-const (
-	keyEmailIndex = "nl:email"      // hash email -> id
-	keySeq        = "nl:seq"        // counter for ids
-	keyActive     = "nl:active"     // zset of active ids, score = id
-	keyOutbox     = "nl:outbox"     // hash outbox id -> body
-	keyOutboxDue  = "nl:outbox:due" // zset outbox id, score = due (unix ms)
-	prefixSub     = "nl:sub:"       // hash per subscriber
-	prefixSent    = "nl:sent:"
-	prefixClaim   = "nl:claim:"
-)
-
-// How long delivery marks are kept. Per-key marks (confirm nonce, event
-// bundle) only need to outlive every retry of their task; period bitmaps
-// outlive the period by far.
-const (
-	sentTTL       = 30 * 24 * time.Hour
-	sharedSentTTL = 120 * 24 * time.Hour
-)
-
 // Redis is the Store on a Redis server (or miniredis). Every state change is
-// one Lua script, so a concurrent subscribe and unsubscribe of one address
-// always end in the state of whichever ran last, never a mix.
+// one Lua script (scripts.go); the keys are laid out in keys.go.
 type Redis struct {
 	rdb redis.UniversalClient
 	now func() time.Time
 }
 
-// NewRedis returns a Store on rdb. It does not close rdb.
+// NewRedis returns the store on rdb. It does not close rdb.
 func NewRedis(rdb redis.UniversalClient) *Redis {
 	return &Redis{rdb: rdb, now: time.Now}
 }
 
-// subscribeScript's common case is a new address: it writes the subscriber
-// with one HSET and answers with the fields it wrote, so a signup costs no
-// read-back.
-var subscribeScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-local created = not id
-local key
-local fields
-if not created then
-  key = ARGV[9] .. id
-  if ARGV[10] == '1' then
-    local r = redis.call('HGETALL', key); table.insert(r, 1, 'exists'); return r
-  end
-  if redis.call('HGET', key, 's') == 'active' then
-    local r = redis.call('HGETALL', key); table.insert(r, 1, 'active'); return r
-  end
-  redis.call('HDEL', key, 'u', 'cf')
-  fields = {}
-else
-  id = tostring(redis.call('INCR', KEYS[2]))
-  redis.call('HSET', KEYS[1], ARGV[1], id)
-  key = ARGV[9] .. id
-  fields = {'id', id, 'e', ARGV[1], 'c', ARGV[4]}
-end
-if ARGV[2] ~= '' then table.insert(fields, 'n'); table.insert(fields, ARGV[2]) end
-if ARGV[3] ~= '' then table.insert(fields, 'tz'); table.insert(fields, ARGV[3]) end
-table.insert(fields, 's')
-if ARGV[5] == '1' then
-  table.insert(fields, 'active'); table.insert(fields, 'cf'); table.insert(fields, ARGV[4])
-  redis.call('ZADD', KEYS[3], id, id)
-else
-  table.insert(fields, 'pending')
-end
-redis.call('HSET', key, unpack(fields))
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
-  redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
-end
-if created then table.insert(fields, 1, 'ok'); return fields end
-local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
-`)
-
-var confirmScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-if not id then return {'notfound'} end
-local key = ARGV[6] .. id
-local st = redis.call('HGET', key, 's')
-local code = 'ok'
-if st == 'pending' then
-  redis.call('HSET', key, 's', 'active', 'cf', ARGV[2])
-  redis.call('ZADD', KEYS[2], id, id)
-  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
-elseif st == 'active' then
-  code = 'active'
-else
-  code = 'notpending'
-end
-local r = redis.call('HGETALL', key); table.insert(r, 1, code); return r
-`)
-
-// endScript moves a subscription to unsubscribed or bounced. Bounced wins
-// over unsubscribed: an address that bounced must not be mailed even if the
-// person later asks to leave.
-var endScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-if not id then return {'notfound'} end
-local key = ARGV[3] .. id
-local st = redis.call('HGET', key, 's')
-if ARGV[4] == 'bounced' or (st ~= 'unsubscribed' and st ~= 'bounced') then
-  redis.call('HSET', key, 's', ARGV[4], 'u', ARGV[2])
-end
-redis.call('ZREM', KEYS[2], id)
-for i = 5, #ARGV do
-  redis.call('HDEL', KEYS[3], ARGV[i])
-  redis.call('ZREM', KEYS[4], ARGV[i])
-end
-local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
-`)
-
-var claimScript = redis.NewScript(`
-if ARGV[1] == '1' then
-  if redis.call('GETBIT', KEYS[1], ARGV[2]) == 1 then return 1 end
-elseif redis.call('EXISTS', KEYS[1]) == 1 then
-  return 1
-end
-if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[3]) then return 0 end
-return 2
-`)
-
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// Subscribe implements Store.
+// Subscribe implements Subscribers.
 func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error) {
 	activate, onlyNew := "0", "0"
 	if req.Activate {
@@ -156,7 +43,7 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	return decodeResult(res)
 }
 
-// Confirm implements Store.
+// Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
 	res, err := confirmScript.Run(ctx, r.rdb,
 		[]string{keyEmailIndex, keyActive, keyOutbox, keyOutboxDue},
@@ -167,12 +54,12 @@ func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) 
 	return decodeResult(res)
 }
 
-// Unsubscribe implements Store.
+// Unsubscribe implements Subscribers.
 func (r *Redis) Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error) {
 	return r.end(ctx, email, Unsubscribed, cancel)
 }
 
-// MarkBounced implements Store.
+// MarkBounced implements Subscribers.
 func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 	_, err := r.end(ctx, email, Bounced, nil)
 	return err
@@ -190,7 +77,7 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 	return decodeResult(res)
 }
 
-// Get implements Store.
+// Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	id, err := r.rdb.HGet(ctx, keyEmailIndex, email).Result()
 	if errors.Is(err, redis.Nil) {
@@ -253,7 +140,7 @@ func msTime(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-// OutboxDone implements Store.
+// OutboxDone implements Outbox.
 func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
@@ -273,7 +160,7 @@ func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// OutboxDue implements Store.
+// OutboxDue implements Outbox.
 func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error) {
 	zs, err := r.rdb.ZRangeByScoreWithScores(ctx, keyOutboxDue, &redis.ZRangeBy{
 		Min: "-inf", Max: ms(before), Count: int64(limit),
@@ -316,16 +203,7 @@ func markKeys(m Mark) (sent, claim string) {
 	return prefixSent + base + ":" + id, prefixClaim + base + ":" + id
 }
 
-// ClaimMark implements Store.
-func (r *Redis) ClaimMark(ctx context.Context, m Mark, ttl time.Duration) (Claim, error) {
-	claims, err := r.ClaimMarks(ctx, []Mark{m}, ttl)
-	if err != nil {
-		return Busy, err
-	}
-	return claims[0], nil
-}
-
-// MarkSent implements Store.
+// MarkSent implements Marks.
 func (r *Redis) MarkSent(ctx context.Context, m Mark) error {
 	sent, claim := markKeys(m)
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -343,12 +221,7 @@ func (r *Redis) MarkSent(ctx context.Context, m Mark) error {
 	return wrapErr(fmt.Sprintf("mark %s/%s sent to %d", m.Kind, m.Key, m.SubscriberID), err)
 }
 
-// ReleaseMark implements Store.
-func (r *Redis) ReleaseMark(ctx context.Context, m Mark) error {
-	return r.ReleaseMarks(ctx, []Mark{m})
-}
-
-// Ping implements Store.
+// Ping implements Subscribers.
 func (r *Redis) Ping(ctx context.Context) error {
 	return r.rdb.Ping(ctx).Err()
 }
@@ -377,3 +250,4 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	}
 	return errs, nil
 }
+var _ Store = (*Redis)(nil)

@@ -11,26 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const (
-	keyItemSeq    = "nl:item:seq"
-	keyItems      = "nl:items" // zset of item ids, score = id
-	prefixItem    = "nl:item:"
-	prefixRun     = "nl:digest:"         // hash per period
-	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
-	keyLatestRun  = "nl:digest:latest"   // period of the latest run
-	prefixOutcome = "nl:digest:outcome:" // bitmap per period and outcome
-	digestKind    = "digest"
-)
-
-// addItemScript numbers and stores an item in one step, so items become
-// visible in id order and a run never skips an id that appears later.
-var addItemScript = redis.NewScript(`
-local id = redis.call('INCR', KEYS[1])
-redis.call('HSET', ARGV[1] .. id, 't', ARGV[2], 'u', ARGV[3], 's', ARGV[4], 'p', ARGV[5])
-redis.call('ZADD', KEYS[2], id, id)
-return id
-`)
-
 // AddItem implements Digests.
 func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 	it.PublishedAt = r.now().UTC().Truncate(time.Millisecond)
@@ -42,24 +22,6 @@ func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 	it.ID = id
 	return it, nil
 }
-
-// startRunScript creates a period's run once, fixing its items (those after
-// the last item any run took) and its audience.
-var startRunScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local last = redis.call('GET', KEYS[2]) or '0'
-local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. last, '+inf')
-local state = 'planning'
-if #ids == 0 then
-  state = 'empty'
-else
-  redis.call('SET', KEYS[2], ids[#ids])
-end
-redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
-  'audience', redis.call('ZCARD', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
-redis.call('SET', KEYS[5], ARGV[2])
-return 1
-`)
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
@@ -78,7 +40,7 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 	var sent, skipped, failed *redis.IntCmd
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		h = p.HGetAll(ctx, prefixRun+period)
-		sent = p.BitCount(ctx, prefixSent+digestKind+":"+period, nil)
+		sent = p.BitCount(ctx, prefixSent+DigestMarkKind+":"+period, nil)
 		skipped = p.BitCount(ctx, prefixOutcome+period+":"+OutcomeSkipped, nil)
 		failed = p.BitCount(ctx, prefixOutcome+period+":"+OutcomeFailed, nil)
 		return nil
@@ -187,7 +149,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 	return out, nil
 }
 
-// ClaimMarks implements Digests.
+// ClaimMarks implements Marks.
 func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error) {
 	args := make([][]any, len(marks))
 	for i, m := range marks {
@@ -205,9 +167,13 @@ func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration)
 	for i, c := range cmds {
 		n, err := c.Int()
 		if err != nil {
-			// Claims before this one are held: give them back.
-			r.ReleaseMarks(ctx, heldMarks(marks[:i], out[:i]))
-			return nil, fmt.Errorf("claim mark: %w", err)
+			// Claims before this one are held: give them back. If that
+			// fails too they expire after ttl; say so with the error.
+			err = fmt.Errorf("claim mark: %w", err)
+			if rerr := r.ReleaseMarks(ctx, heldMarks(marks[:i], out[:i])); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return nil, err
 		}
 		out[i] = Claim(n)
 	}
@@ -231,7 +197,7 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// ReleaseMarks implements Digests.
+// ReleaseMarks implements Marks.
 func (r *Redis) ReleaseMarks(ctx context.Context, marks []Mark) error {
 	if len(marks) == 0 {
 		return nil

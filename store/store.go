@@ -84,9 +84,10 @@ const (
 	Busy                     // another run holds the claim: try again later
 )
 
-// Store is what handlers and the API need. All methods are safe for
-// concurrent use, and each state change is atomic.
-type Store interface {
+// Subscribers is the subscriber list: every state change of one address is
+// atomic, and those that call for a task write its outbox entry in the same
+// step.
+type Subscribers interface {
 	// Subscribe adds email or re-opens an ended subscription. An active
 	// subscriber gives ErrAlreadyActive and changes nothing.
 	Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error)
@@ -101,21 +102,35 @@ type Store interface {
 	MarkBounced(ctx context.Context, email string) error
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
+	// Ping reports whether the store is reachable.
+	Ping(ctx context.Context) error
+}
 
+// Outbox holds tasks that must reach the queue (see OutboxEntry).
+type Outbox interface {
 	// OutboxDone removes entries once their tasks are in the queue.
 	OutboxDone(ctx context.Context, ids ...string) error
 	// OutboxDue lists up to limit entries due before t, oldest first.
 	OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
+}
 
-	// ClaimMark reserves m for ttl. See the package doc.
-	ClaimMark(ctx context.Context, m Mark, ttl time.Duration) (Claim, error)
+// Marks are the delivery marks (see the package doc).
+type Marks interface {
+	// ClaimMarks reserves each mark for ttl, in one round trip; the claims
+	// line up with marks.
+	ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error)
 	// MarkSent records m as delivered and drops the claim.
 	MarkSent(ctx context.Context, m Mark) error
-	// ReleaseMark drops the claim after a failed send, so a retry may go.
-	ReleaseMark(ctx context.Context, m Mark) error
+	// ReleaseMarks drops claims after a failed or abandoned send, so a
+	// retry may go.
+	ReleaseMarks(ctx context.Context, marks []Mark) error
+}
 
-	// Ping reports whether the store is reachable.
-	Ping(ctx context.Context) error
-
+// Store is every part of the store; each consumer names only the parts it
+// uses. All methods are safe for concurrent use.
+type Store interface {
+	Subscribers
+	Outbox
+	Marks
 	Digests
 }

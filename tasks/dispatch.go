@@ -29,10 +29,16 @@ func enqueue(ctx context.Context, q Enqueuer, j Job) (duplicate bool, err error)
 	return false, nil
 }
 
-// OutboxCleaner clears outbox entries (store.Store).
+// OutboxCleaner clears outbox entries (store.Outbox).
 type OutboxCleaner interface {
 	OutboxDone(ctx context.Context, ids ...string) error
 }
+
+// ErrOutboxLeft means the task is in the queue but its outbox entry could
+// not be removed. That loses nothing: the relay finds the entry, gets a
+// TaskID conflict (or a delivery mark that says sent) and clears it. Callers
+// log it; it is not a failed enqueue.
+var ErrOutboxLeft = errors.New("task enqueued, outbox entry left for the relay")
 
 // Dispatch enqueues j and then clears its outbox entry. When the enqueue
 // fails the entry stays, and the relay enqueues it later.
@@ -40,9 +46,9 @@ func Dispatch(ctx context.Context, q Enqueuer, s OutboxCleaner, j Job) (duplicat
 	if duplicate, err = enqueue(ctx, q, j); err != nil {
 		return false, err
 	}
-	// A failed clean-up loses nothing: the relay finds the entry, gets a
-	// conflict (or a delivery mark that says sent) and clears it.
-	_ = s.OutboxDone(ctx, j.ID)
+	if err := s.OutboxDone(ctx, j.ID); err != nil {
+		return duplicate, fmt.Errorf("%s: %w: %w", j.ID, ErrOutboxLeft, err)
+	}
 	return duplicate, nil
 }
 
@@ -83,7 +89,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, j Job) (duplicate bool, err e
 	select {
 	case d.done <- j.ID:
 	default: // the clearer is behind: do this one inline
-		_ = d.store.OutboxDone(ctx, j.ID)
+		if err := d.store.OutboxDone(ctx, j.ID); err != nil {
+			d.log.Warn("outbox: clearing failed, the relay will clear it", "err", err)
+		}
 	}
 	return duplicate, nil
 }

@@ -1,14 +1,13 @@
-// Package tasks defines the asynq task types, their payloads and options,
-// and the worker that handles them: handlers, retry policy, logging and
-// metrics middleware, and the outbox relay.
+// Package tasks is the job vocabulary that producers (the API, the
+// scheduler, `newsletter import`) and the worker share: task type names,
+// queues and their weights, payloads, TaskIDs, constructors with every
+// option, the outbox codec, dispatch and the outbox relay. It depends on
+// asynq and store only; the worker that handles these tasks is
+// tasks/worker, and the cron that starts the digest is tasks/schedule.
 //
-// Constructors (NewConfirm, NewWelcome, ...) return a Job that carries the
-// task with all its options, so the API, the relay and the tests enqueue one
-// definition. Handlers are methods on Handlers, which depends only on small
-// interfaces (store.Store, mailer.Mailer, a clock), so their logic is
-// tested without Redis.
-//
-// Every handler follows one path: decode (bad payload: SkipRetry), re-read
-// the subscriber right before sending (not active: skip, nil), claim the
-// delivery mark, send, mark sent.
+// Constructors (NewConfirm, NewWelcome, ...) return a Job, or a task, that
+// carries all its options, so every producer enqueues one definition.
+// Mails that a state change calls for (the confirmation, the welcome) are
+// written to the store's outbox in the same step as the change, then
+// dispatched; the relay enqueues what a crash left behind.
 package tasks

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,7 +15,7 @@ import (
 // jobs' deterministic TaskIDs make concurrent relays harmless, and a job
 // that already ran finds its delivery mark and sends nothing.
 type Relay struct {
-	Store store.Store
+	Store store.Outbox
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Interval between scans (default 10s).
@@ -57,15 +58,19 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		for _, e := range entries {
 			job, err := JobFromOutbox(e)
 			if err != nil {
-				r.log().Error("relay: dropping unreadable outbox entry", "id", e.ID, "err", err)
-				r.Store.OutboxDone(ctx, e.ID)
+				r.log().Error("relay: dropping unreadable outbox entry", "err", err)
+				if err := r.Store.OutboxDone(ctx, e.ID); err != nil {
+					return total, err
+				}
 				continue
 			}
 			dup, err := Dispatch(ctx, r.Queue, r.Store, job)
-			if err != nil {
+			if errors.Is(err, ErrOutboxLeft) {
+				r.log().Warn("relay: enqueued, but the entry stays for the next scan", "err", err)
+			} else if err != nil {
 				return total, err
 			}
-			r.log().Info("relay: enqueued a task the API did not", "id", e.ID, "already_queued", dup)
+			r.log().Info("relay: enqueued a task the API did not", "type", job.Task.Type(), "already_queued", dup)
 			total++
 		}
 		if len(entries) < relayBatch {

@@ -3,6 +3,8 @@ package tasks
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -47,7 +49,7 @@ func TestRelayEnqueuesWhatTheAPIFailedTo(t *testing.T) {
 		t.Fatal("task exists although its enqueue failed")
 	}
 
-	relay := &Relay{Store: st, Queue: q, Log: quiet, Grace: time.Second}
+	relay := &Relay{Store: st, Queue: q, Log: discard, Grace: time.Second}
 	// Before the entry is due (plus grace) the relay leaves it alone.
 	if n, err := relay.RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("relay took an entry before it was due: %d %v", n, err)
@@ -77,5 +79,47 @@ func TestDispatchConflictIsDuplicate(t *testing.T) {
 	}
 	if dup, err := Dispatch(ctx, client, st, NewConfirm("a@example.com", time.Now())); !dup || err != nil {
 		t.Fatalf("second while the first is pending: dup=%v err=%v", dup, err)
+	}
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// failingCleaner is an outbox whose clean-up fails, as with Redis gone right
+// after the enqueue.
+type failingCleaner struct{}
+
+func (failingCleaner) OutboxDone(context.Context, ...string) error {
+	return errors.New("redis: connection refused")
+}
+
+func TestDispatchReportsAnEntryLeftBehind(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBTasks)
+	ctx := context.Background()
+	client := asynq.NewClientFromRedisClient(rdb)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	job := NewConfirm("left@example.com", time.Now())
+	dup, err := Dispatch(ctx, client, failingCleaner{}, job)
+	if dup || !errors.Is(err, ErrOutboxLeft) {
+		t.Fatalf("dup=%v err=%v, want ErrOutboxLeft", dup, err)
+	}
+	if _, err := insp.GetTaskInfo(QueueTransactional, job.ID); err != nil {
+		t.Fatalf("the task was not enqueued: %v", err)
+	}
+}
+
+func TestRelayDropsUnreadableEntries(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBTasks)
+	ctx := context.Background()
+	st := store.NewRedis(rdb)
+	bad := store.OutboxEntry{ID: "confirm:x@example.com", Due: time.Now().Add(-time.Hour), Body: []byte("{not json")}
+	if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "x@example.com", Outbox: bad}); err != nil {
+		t.Fatal(err)
+	}
+	relay := &Relay{Store: st, Queue: asynq.NewClientFromRedisClient(rdb), Log: discard, Grace: time.Second}
+	if n, err := relay.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("relay: %d %v", n, err)
+	}
+	if due, err := st.OutboxDue(ctx, time.Now(), 10); err != nil || len(due) != 0 {
+		t.Fatalf("the unreadable entry is still there: %+v %v", due, err)
 	}
 }

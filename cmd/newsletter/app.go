@@ -66,16 +66,18 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 			cfg.AdminToken = randomHex(12)
 		}
 	}
-	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: %w", err)
+	opt := cfg.Redis
+	if a.emb != nil {
+		if opt, err = asynq.ParseRedisURI(a.emb.URL()); err != nil {
+			return nil, fmt.Errorf("embedded redis: %w", err)
+		}
 	}
 	rdb, err := redisClient(opt, cfg.Concurrency)
 	if err != nil {
 		return nil, err
 	}
 	a.rdb, a.redisOpt = rdb, opt
-	a.closers = append(a.closers, func() { rdb.Close() })
+	a.closers = append(a.closers, func() { closeLogged(a.log, "redis client", rdb) })
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
@@ -100,14 +102,14 @@ func (a *app) batchedRedis() (redis.UniversalClient, error) {
 	}
 	h := autopipe.New(a.rdb, 4)
 	c.AddHook(h)
-	a.closers = append(a.closers, func() { h.Close(); c.Close() })
+	a.closers = append(a.closers, func() { h.Close(); closeLogged(a.log, "batched redis client", c) })
 	return c, nil
 }
 
 // newClient is an asynq client on the app's connection, closed with it.
 func (a *app) newClient() *asynq.Client {
 	c := asynq.NewClientFromRedisClient(a.rdb)
-	a.closers = append(a.closers, func() { c.Close() })
+	a.closers = append(a.closers, func() { closeLogged(a.log, "asynq client", c) })
 	return c
 }
 
@@ -125,7 +127,7 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 		box := mailer.NewMailbox(0)
 		return box, box, nil
 	}
-	srv, err := config.ParseSMTPURL(a.cfg.SMTPURL)
+	srv, err := mailer.ParseServerURL(a.cfg.SMTPURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
 	}
@@ -139,7 +141,7 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	a.closers = append(a.closers, func() { m.Close() })
+	a.closers = append(a.closers, func() { closeLogged(a.log, "SMTP pool", m) })
 	return m, nil, nil
 }
 
@@ -185,8 +187,16 @@ func listID(from string) string {
 
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// closeLogged closes c at shutdown; a failure there loses nothing but is
+// worth a line.
+func closeLogged(log *slog.Logger, what string, c io.Closer) {
+	if err := c.Close(); err != nil {
+		log.Warn("close "+what, "err", err)
+	}
 }
 
 // redactURL hides a password in a Redis URL for logs.

@@ -18,10 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/tasks/schedule"
+	"github.com/newsletter/newsletter/tasks/worker"
 )
 
 // roles selects what a process runs.
@@ -61,7 +65,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	metricsHandler := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})
 
 	var (
-		worker  *tasks.Worker
+		wrk     *worker.Worker
 		relay   *tasks.Relay
 		mailbox http.Handler
 	)
@@ -76,19 +80,19 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 		}
 		workerInsp := asynq.NewInspectorFromRedisClient(a.rdb)
-		defer workerInsp.Close()
-		h := &tasks.Handlers{
-			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: tasks.NewMetrics(a.reg),
-			Links: tasks.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
+		defer closeLogged(a.log, "worker inspector", workerInsp)
+		h := worker.NewHandlers(worker.Deps{
+			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg),
+			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
 			Pace:  pace.New(a.rdb, a.cfg.SendRate),
-			Queue: client, Depth: workerInsp,
-			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending, QuietHours: a.cfg.Quiet,
+			Queue: client, Depth: workerInsp, Quiet: quiet.New(a.cfg.Quiet),
+			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
 			ClaimTTL: a.cfg.ClaimTTL,
-		}
-		worker = tasks.NewWorker(a.rdb, tasks.WorkerConfig{
+		})
+		wrk = worker.New(a.rdb, worker.Config{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
 			PollInterval: a.cfg.PollInterval,
-			Retry:        tasks.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+			Retry:        worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 			GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
 		}, h)
 		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
@@ -97,7 +101,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	var handler http.Handler
 	if r.api {
 		insp := asynq.NewInspectorFromRedisClient(a.rdb)
-		defer insp.Close()
+		defer closeLogged(a.log, "api inspector", insp)
 		batched, err := a.batchedRedis()
 		if err != nil {
 			return err
@@ -124,7 +128,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
 			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
 		})
-		defer mon.Close()
+		defer closeLogged(a.log, "asynqmon", mon)
 		srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
 		handler = srv
 	} else {
@@ -139,17 +143,15 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 
-	if worker != nil {
-		if err := worker.Start(); err != nil {
+	if wrk != nil {
+		if err := wrk.Start(); err != nil {
 			return err
 		}
 		relay.Start()
 	}
 	if r.scheduler {
-		sched := &tasks.Scheduler{Spec: a.cfg.DigestCron, Queue: client, Log: a.log}
-		if err := sched.Start(); err != nil {
-			return err
-		}
+		sched := &schedule.Scheduler{Schedule: a.cfg.DigestSchedule, Queue: client, Log: a.log}
+		sched.Start()
 		defer sched.Stop()
 	}
 	a.banner(r, ln.Addr().String(), mailbox != nil)
@@ -157,9 +159,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	for {
 		select {
 		case <-tstp:
-			if worker != nil {
+			if wrk != nil {
 				a.log.Info("SIGTSTP: no new tasks will be started; running ones finish")
-				worker.Stop()
+				wrk.Stop()
 			}
 			continue
 		case err := <-serveErr:
@@ -173,11 +175,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	httpSrv.Shutdown(shutdownCtx)
-	if worker != nil {
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+		a.log.Warn("http server: requests still open at shutdown were cut", "err", err)
+	}
+	if wrk != nil {
 		relay.Stop()
-		worker.Stop() // take no new tasks while running ones finish
-		worker.Shutdown()
+		wrk.Stop() // take no new tasks while running ones finish
+		wrk.Shutdown()
 	}
 	a.log.Info("stopped")
 	return nil
@@ -187,14 +191,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 // dev mailbox of a worker without SMTP.
 func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.store.Ping(r.Context()); err != nil {
-			http.Error(w, "redis unreachable: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ready\n")
-	})
+	health.Register(mux, a.store)
 	mux.Handle("GET /metrics", metrics)
 	if mailbox != nil {
 		mux.Handle("GET /dev/mailbox", mailbox)

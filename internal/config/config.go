@@ -11,27 +11,34 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/tasks/worker"
 	"github.com/robfig/cron/v3"
 )
 
 // Config is every setting of the service. Zero values are never used: Load
 // fills defaults.
 type Config struct {
-	Addr          string
-	RedisURL      string // empty: embedded in-memory Redis
-	SMTPURL       string // empty: dev mailbox
-	From          string
-	BaseURL       string
-	Secret        string // empty only in embedded mode, where a random one is made
-	AdminToken    string
-	DoubleOptIn   bool
-	WelcomeDelay  time.Duration
-	DigestCron    string
-	Concurrency   int
-	SubscribeRate int // per minute per client; 0 = off
-	DigestBatch   int
-	QuietHours    string
-	Quiet         *QuietHours // QuietHours parsed; nil when unset
+	Addr         string
+	RedisURL     string             // empty: embedded in-memory Redis
+	Redis        asynq.RedisConnOpt // RedisURL parsed; nil in embedded mode
+	SMTPURL      string             // empty: dev mailbox
+	SMTP         *mailer.Server     // SMTPURL parsed; nil: dev mailbox
+	From         string
+	BaseURL      string
+	Secret       string // empty only in embedded mode, where a random one is made
+	AdminToken   string
+	DoubleOptIn  bool
+	WelcomeDelay time.Duration
+	DigestCron   string
+	// DigestSchedule is DigestCron parsed.
+	DigestSchedule cron.Schedule
+	Concurrency    int
+	SubscribeRate  int // per minute per client; 0 = off
+	DigestBatch    int
+	QuietHours     string
+	Quiet          *quiet.Window // QuietHours parsed; nil when unset
 	// DigestMaxPending is how many batches may wait in the critical queue
 	// before the planner pauses.
 	DigestMaxPending int
@@ -81,9 +88,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		DigestCron:         p.str("NEWSLETTER_DIGEST_CRON", "0 9 * * 1"),
 		Concurrency:        p.integer("NEWSLETTER_CONCURRENCY", 10, 1),
 		SubscribeRate:      p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
-		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", 100, 1),
+		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", worker.DefaultDigestBatch, 1),
 		QuietHours:         p.str("NEWSLETTER_QUIET_HOURS", ""),
-		DigestMaxPending:   p.integer("NEWSLETTER_DIGEST_MAX_PENDING", 50, 1),
+		DigestMaxPending:   p.integer("NEWSLETTER_DIGEST_MAX_PENDING", worker.DefaultMaxPendingBatches, 1),
 		SendRate:           p.integer("NEWSLETTER_SEND_RATE", 50, 1),
 		SMTPPool:           p.integer("NEWSLETTER_SMTP_POOL", 0, 0),
 		GroupGrace:         p.duration("NEWSLETTER_GROUP_GRACE", 2*time.Minute, time.Second),
@@ -97,24 +104,33 @@ func Load(getenv func(string) string) (*Config, error) {
 		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
-		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", 3*time.Minute, time.Second),
-		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", 10*time.Second, 10*time.Millisecond),
+		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
+		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
 	}
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency
 	}
-	p.check("NEWSLETTER_REDIS_URL", c.RedisURL == "" || validRedisURL(c.RedisURL), "a redis://, rediss:// or redis-sentinel:// URL")
-	p.check("NEWSLETTER_SMTP_URL", c.SMTPURL == "" || validSMTPURL(c.SMTPURL), "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
+	if c.RedisURL != "" {
+		opt, err := asynq.ParseRedisURI(c.RedisURL)
+		p.check("NEWSLETTER_REDIS_URL", err == nil, "a redis://, rediss:// or redis-sentinel:// URL")
+		c.Redis = opt
+	}
+	if c.SMTPURL != "" {
+		srv, err := mailer.ParseServerURL(c.SMTPURL)
+		p.check("NEWSLETTER_SMTP_URL", err == nil, "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
+		c.SMTP = &srv
+	}
 	_, fromErr := mail.ParseAddress(c.From)
 	p.check("NEWSLETTER_FROM", fromErr == nil, `an address such as "Newsletter <news@example.com>"`)
 	u, err := url.Parse(c.BaseURL)
 	p.check("NEWSLETTER_BASE_URL", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "", "an http:// or https:// origin")
 	p.check("NEWSLETTER_SECRET", c.Secret != "" || c.Embedded(), "a secret (at least 16 characters) whenever NEWSLETTER_REDIS_URL is set")
 	p.check("NEWSLETTER_SECRET", c.Secret == "" || len(c.Secret) >= 16, "at least 16 characters")
-	_, cronErr := cron.ParseStandard(c.DigestCron)
+	var cronErr error
+	c.DigestSchedule, cronErr = cron.ParseStandard(c.DigestCron)
 	p.check("NEWSLETTER_DIGEST_CRON", cronErr == nil, "a five-field cron expression such as \"0 9 * * 1\"")
 	if c.QuietHours != "" {
-		q, qerr := ParseQuietHours(c.QuietHours)
+		q, qerr := quiet.Parse(c.QuietHours)
 		p.check("NEWSLETTER_QUIET_HOURS", qerr == nil, "HH:MM-HH:MM, e.g. 22:00-08:00")
 		c.Quiet = &q
 	}
@@ -141,96 +157,6 @@ func (c *Config) Warnings() []string {
 		w = append(w, "NEWSLETTER_REDIS_URL is empty: using an embedded in-memory Redis, nothing survives a restart")
 	}
 	return w
-}
-
-func validRedisURL(s string) bool {
-	_, err := asynq.ParseRedisURI(s)
-	return err == nil
-}
-
-func validSMTPURL(s string) bool {
-	_, err := ParseSMTPURL(s)
-	return err == nil
-}
-
-// SMTP is a parsed NEWSLETTER_SMTP_URL.
-type SMTP struct {
-	Host, Username, Password string
-	Port                     int
-	TLS                      string // none, starttls or tls
-}
-
-// ParseSMTPURL parses smtp://user:pass@host:port?tls=none|starttls|tls.
-// The default TLS mode is starttls (opportunistic would silently send
-// credentials in clear text); port defaults follow the mode.
-func ParseSMTPURL(s string) (SMTP, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return SMTP{}, err
-	}
-	if u.Scheme != "smtp" && u.Scheme != "smtps" {
-		return SMTP{}, fmt.Errorf("scheme %q is not smtp", u.Scheme)
-	}
-	out := SMTP{Host: u.Hostname(), TLS: u.Query().Get("tls")}
-	if out.Host == "" {
-		return SMTP{}, errors.New("no host")
-	}
-	if out.TLS == "" {
-		out.TLS = "starttls"
-		if u.Scheme == "smtps" {
-			out.TLS = "tls"
-		}
-	}
-	switch out.TLS {
-	case "none":
-		out.Port = 25
-	case "starttls":
-		out.Port = 587
-	case "tls":
-		out.Port = 465
-	default:
-		return SMTP{}, fmt.Errorf("tls=%q is not none, starttls or tls", out.TLS)
-	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return SMTP{}, fmt.Errorf("port %q", p)
-		}
-		out.Port = n
-	}
-	if u.User != nil {
-		out.Username = u.User.Username()
-		out.Password, _ = u.User.Password()
-	}
-	return out, nil
-}
-
-// QuietHours is a daily local-time window in which bulk mail waits.
-type QuietHours struct{ Start, End time.Duration } // offsets from local midnight
-
-// ParseQuietHours parses "22:00-08:00". A window may wrap midnight.
-func ParseQuietHours(s string) (QuietHours, error) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return QuietHours{}, errors.New("want HH:MM-HH:MM")
-	}
-	start, err1 := clock(a)
-	end, err2 := clock(b)
-	if err := errors.Join(err1, err2); err != nil {
-		return QuietHours{}, err
-	}
-	if start == end {
-		return QuietHours{}, errors.New("start equals end")
-	}
-	return QuietHours{Start: start, End: end}, nil
-}
-
-func clock(s string) (time.Duration, error) {
-	t, err := time.Parse("15:04", strings.TrimSpace(s))
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
 }
 
 type parser struct {

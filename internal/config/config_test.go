@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsletter/newsletter/tasks/worker"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -48,22 +50,21 @@ func TestOneLinePerBadVariable(t *testing.T) {
 	}
 }
 
-func TestParseSMTPURL(t *testing.T) {
-	s, err := ParseSMTPURL("smtp://u:p%40ss@mail.example.com:2525?tls=none")
-	if err != nil || s.Host != "mail.example.com" || s.Port != 2525 || s.Username != "u" || s.Password != "p@ss" || s.TLS != "none" {
-		t.Fatalf("%+v %v", s, err)
+func TestParsedOnce(t *testing.T) {
+	env := map[string]string{
+		"NEWSLETTER_REDIS_URL":   "redis://127.0.0.1:6379/3",
+		"NEWSLETTER_SECRET":      "0123456789abcdef",
+		"NEWSLETTER_SMTP_URL":    "smtp://mail.example.com:2525?tls=none",
+		"NEWSLETTER_QUIET_HOURS": "22:00-08:00",
 	}
-	if s, _ := ParseSMTPURL("smtp://mail.example.com"); s.Port != 587 || s.TLS != "starttls" {
-		t.Fatalf("defaults: %+v", s)
+	c, err := Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ParseSMTPURL("smtp://h?tls=maybe"); err == nil {
-		t.Fatal("tls=maybe accepted")
+	if c.Redis == nil || c.SMTP == nil || c.SMTP.Port != 2525 || c.Quiet == nil || c.Quiet.Start != 22*time.Hour || c.DigestSchedule == nil {
+		t.Fatalf("values not parsed into their types: %+v", c)
 	}
-}
-
-func TestQuietHours(t *testing.T) {
-	q, err := ParseQuietHours("22:00-08:00")
-	if err != nil || q.Start != 22*time.Hour || q.End != 8*time.Hour {
-		t.Fatalf("%+v %v", q, err)
+	if c.DigestBatch != worker.DefaultDigestBatch || c.ClaimTTL != worker.DefaultClaimTTL || c.RetryBase != worker.DefaultRetryBase {
+		t.Fatalf("defaults differ from the worker's own: %+v", c)
 	}
 }

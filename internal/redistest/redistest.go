@@ -33,6 +33,7 @@ const (
 	DBE2E
 	DBPace
 	DBAutopipe
+	DBWorker
 )
 
 // New returns a client on an empty database and the URL that reaches it

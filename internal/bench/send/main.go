@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/bench"
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/mailer"
 )
 
@@ -46,7 +45,7 @@ func run() error {
 	p, _ := strconv.Atoi(port)
 	for _, conns := range []int{1, 4, 16} {
 		m, err := mailer.NewSMTP(mailer.SMTPOptions{
-			Server: config.SMTP{Host: host, Port: p, TLS: "none"}, From: "News <news@example.com>", PoolSize: conns,
+			Server: mailer.Server{Host: host, Port: p, TLS: "none"}, From: "News <news@example.com>", PoolSize: conns,
 		})
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -21,7 +22,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 	results := []error{nil, errors.New("smtp 451"), asynq.SkipRetry, &Deferred{Reason: "rate", In: 1}}
 	for _, res := range results {
 		h := mw(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return res }))
-		h.ProcessTask(context.Background(), asynq.NewTask(TypeWelcomeEmail, nil))
+		h.ProcessTask(context.Background(), asynq.NewTask(tasks.TypeWelcomeEmail, nil))
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != len(results) {
@@ -40,7 +41,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 			t.Errorf("task %d: %s, want result %s", i, l, wantResults[i])
 		}
 	}
-	if got := testutil.ToFloat64(m.Tasks.WithLabelValues(TypeWelcomeEmail, "", "deferred")); got != 1 {
+	if got := testutil.ToFloat64(m.Tasks.WithLabelValues(tasks.TypeWelcomeEmail, "", "deferred")); got != 1 {
 		t.Fatalf("tasks_total{deferred} = %v", got)
 	}
 	if n := testutil.CollectAndCount(m.TaskDuration); n != 1 {

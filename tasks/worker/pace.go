@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"context"
@@ -35,9 +35,6 @@ func (d *Deferred) RetryAfter() time.Duration { return d.In }
 // hands the task back to the queue; short waits are cheaper in place.
 const maxInlineWait = time.Second
 
-// DefaultThrottle is how long a domain that answered "slow down" is paused.
-const DefaultThrottle = time.Minute
-
 // pacer paces one task's sends: it asks about each receiving domain once,
 // takes send slots in bulk, waits in place for short waits and hands the
 // task back to the queue (Deferred) for long ones.
@@ -52,10 +49,10 @@ type pacer struct {
 	last    bool
 }
 
-func (h *Handlers) newPacer(ctx context.Context) *pacer {
+func newPacer(ctx context.Context, limits Pacer) *pacer {
 	retried, ok1 := asynq.GetRetryCount(ctx)
 	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
-	return &pacer{limits: h.Pace, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
+	return &pacer{limits: limits, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
 }
 
 // domainPause is how long domain asked us to pause, looked up once a task.

@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // fakePacer answers Take with a scripted wait and records throttles.
@@ -51,9 +52,9 @@ func (f *fakePacer) Throttle(_ context.Context, domain string, d time.Duration) 
 
 func TestRateLimitDefersWithoutFailure(t *testing.T) {
 	h, st, rec := newHandlers(t)
-	h.Pace = &fakePacer{take: []time.Duration{5 * time.Second}}
+	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{5 * time.Second}}
 	sub := activate(t, st, "a@x.org")
-	err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task)
+	err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	var d *Deferred
 	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("%v (failure=%v), %d mails", err, IsFailure(err), rec.count())
@@ -62,26 +63,26 @@ func TestRateLimitDefersWithoutFailure(t *testing.T) {
 		t.Fatalf("deferred task retried after %s, want the limiter's 5s", got)
 	}
 	// The claim was released, so the retry can send.
-	if c, _ := st.ClaimMark(context.Background(), store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}, time.Minute); c != store.Claimed {
+	if c, _ := st.ClaimMarks(context.Background(), []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Minute); len(c) != 1 || c[0] != store.Claimed {
 		t.Fatalf("claim left behind: %v", c)
 	}
 }
 
 func TestShortRateWaitIsInline(t *testing.T) {
 	h, st, rec := newHandlers(t)
-	h.Pace = &fakePacer{take: []time.Duration{20 * time.Millisecond, 0}}
+	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{20 * time.Millisecond, 0}}
 	activate(t, st, "a@x.org")
-	if err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 		t.Fatalf("%v, %d mails", err, rec.count())
 	}
 }
 
 func TestConfirmationNotHeldByBulkRate(t *testing.T) {
 	h, st, rec := newHandlers(t)
-	h.Pace = &fakePacer{take: []time.Duration{time.Hour}}
-	job := NewConfirm("p@x.org", time.Now())
+	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{time.Hour}}
+	job := tasks.NewConfirm("p@x.org", time.Now())
 	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "p@x.org", Outbox: job.Outbox()})
-	if err := h.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("confirmation held by the bulk rate: %v, %d mails", err, rec.count())
 	}
 }
@@ -89,10 +90,10 @@ func TestConfirmationNotHeldByBulkRate(t *testing.T) {
 func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	p := &fakePacer{take: []time.Duration{0}}
-	h.Pace, h.Throttle = p, 3*time.Minute
+	h.Mails.Deliver.Pace, h.Mails.Deliver.Throttle = p, 3*time.Minute
 	activate(t, st, "a@x.org")
 	rec.fail = &mailer.SendError{Class: mailer.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
-	if err := h.HandleWelcome(context.Background(), NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
+	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
 		t.Fatal("throttled send reported success")
 	}
 	if p.throttled["x.org"] != 3*time.Minute {
@@ -100,10 +101,10 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	}
 	// While paused, even a confirmation to that domain waits.
 	p.domain = 2 * time.Minute
-	job := NewConfirm("q@x.org", time.Now())
+	job := tasks.NewConfirm("q@x.org", time.Now())
 	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "q@x.org", Outbox: job.Outbox()})
 	var d *Deferred
-	if err := h.HandleConfirm(context.Background(), job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
+	if err := h.Mails.HandleConfirm(context.Background(), job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
 		t.Fatalf("send to a paused domain: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"context"
@@ -10,19 +10,20 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 func (d *delivery) events(t *testing.T, email string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := d.client.Enqueue(NewEvent(email, fmt.Sprintf("Event %02d for %s", i, email), fmt.Sprintf("https://example.com/e/%d", i), time.Now())); err != nil {
+		if _, err := d.client.Enqueue(tasks.NewEvent(email, fmt.Sprintf("Event %02d for %s", i, email), fmt.Sprintf("https://example.com/e/%d", i), time.Now())); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func maxSize(n int) func(*Handlers, *WorkerConfig) {
-	return func(_ *Handlers, c *WorkerConfig) { c.GroupMaxSize = n }
+func maxSize(n int) func(*Config) {
+	return func(c *Config) { c.GroupMaxSize = n }
 }
 
 func TestSixtyEventsOneMail(t *testing.T) {
@@ -41,7 +42,7 @@ func TestSixtyEventsOneMail(t *testing.T) {
 		t.Fatalf("subject %q", m.Header.Get("Subject"))
 	}
 	poll.True(t, 10*time.Second, "events drained", func() bool {
-		info, err := d.insp.GetQueueInfo(QueueDefault)
+		info, err := d.insp.GetQueueInfo(tasks.QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})
 	if n := len(d.smtp.Messages()); n != 1 {
@@ -60,7 +61,7 @@ func TestMaxSizeSplitsBundles(t *testing.T) {
 		entries += strings.Count(m.Text(), "Event ")
 	}
 	poll.True(t, 10*time.Second, "events drained", func() bool {
-		info, err := d.insp.GetQueueInfo(QueueDefault)
+		info, err := d.insp.GetQueueInfo(tasks.QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})
 	if n := len(d.smtp.Messages()); n != 2 || entries != 60 {
@@ -98,17 +99,17 @@ func indexOf(xs []string, x string) int {
 func TestAggregatedTaskTwiceSendsOnce(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	activate(t, st, "a@x.org")
-	var tasks []*asynq.Task
+	var events []*asynq.Task
 	for i := 0; i < 3; i++ {
-		tasks = append(tasks, NewEvent("a@x.org", fmt.Sprint("e", i), "https://x/e", time.Now()))
+		events = append(events, tasks.NewEvent("a@x.org", fmt.Sprint("e", i), "https://x/e", time.Now()))
 	}
-	agg := Aggregator(quiet)
-	bundle := agg.Aggregate("a@x.org", tasks)
+	agg := Aggregator(discard)
+	bundle := agg.Aggregate("a@x.org", events)
 	// The same events in another order are the same bundle.
-	again := agg.Aggregate("a@x.org", []*asynq.Task{tasks[2], tasks[0], tasks[1]})
+	again := agg.Aggregate("a@x.org", []*asynq.Task{events[2], events[0], events[1]})
 	ctx := context.Background()
 	for _, b := range []*asynq.Task{bundle, again} {
-		if err := h.HandleEventsEmail(ctx, b); err != nil {
+		if err := h.Events.HandleEventsEmail(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,8 +117,12 @@ func TestAggregatedTaskTwiceSendsOnce(t *testing.T) {
 		t.Fatalf("a bundle delivered twice sent %d mails", rec.count())
 	}
 	// An inactive person gets none.
-	st.Unsubscribe(ctx, "a@x.org")
-	h.HandleEventsEmail(ctx, agg.Aggregate("a@x.org", []*asynq.Task{NewEvent("a@x.org", "late", "https://x/l", time.Now())}))
+	if _, err := st.Unsubscribe(ctx, "a@x.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Events.HandleEventsEmail(ctx, agg.Aggregate("a@x.org", []*asynq.Task{tasks.NewEvent("a@x.org", "late", "https://x/l", time.Now())})); err != nil {
+		t.Fatal(err)
+	}
 	if rec.count() != 1 {
 		t.Fatal("events mailed to someone who left")
 	}

@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"errors"
@@ -10,10 +10,13 @@ import (
 	"github.com/newsletter/newsletter/mailer"
 )
 
+// DefaultRetryBase is the first retry's delay after a failed send.
+const DefaultRetryBase = 10 * time.Second
+
 // RetryPolicy is the worker's backoff. The zero value uses the defaults.
 type RetryPolicy struct {
-	// Base is the first retry's delay (default 10s); each retry doubles it
-	// up to Max (default 1h).
+	// Base is the first retry's delay (DefaultRetryBase); each retry
+	// doubles it up to Max (default 1h).
 	Base, Max time.Duration
 	// Throttled replaces Base after a 421/450/4.7.x answer (default 2m):
 	// a receiver that asks us to slow down is not helped by a quick retry.
@@ -24,7 +27,7 @@ type RetryPolicy struct {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Base <= 0 {
-		p.Base = 10 * time.Second
+		p.Base = DefaultRetryBase
 	}
 	if p.Max <= 0 {
 		p.Max = time.Hour

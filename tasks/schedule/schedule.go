@@ -1,11 +1,13 @@
-package tasks
+// Package schedule fires the weekly digest: the scheduler role. It lives
+// apart from tasks so that producers (the API) do not depend on cron.
+package schedule
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/robfig/cron/v3"
 )
 
@@ -17,25 +19,30 @@ import (
 // replica fires, they all meet on that TaskID, and a replica that fires
 // after the plan finished finds the period's run record and plans nothing.
 type Scheduler struct {
-	Spec  string
-	Queue Enqueuer
-	Log   *slog.Logger
+	// Schedule is the parsed NEWSLETTER_DIGEST_CRON (cron.ParseStandard).
+	Schedule cron.Schedule
+	Queue    tasks.Enqueuer
+	Log      *slog.Logger
 	// Now is the clock (the period is the ISO week of the firing time).
 	Now func() time.Time
 
 	cron *cron.Cron
 }
 
-// Start parses Spec and begins firing.
-func (s *Scheduler) Start() error {
+// Start begins firing.
+func (s *Scheduler) Start() {
 	s.cron = cron.New(cron.WithLocation(time.UTC))
-	if _, err := s.cron.AddFunc(s.Spec, s.Fire); err != nil {
-		return fmt.Errorf("digest cron %q: %w", s.Spec, err)
-	}
+	s.cron.Schedule(s.Schedule, cron.FuncJob(s.Fire))
 	s.cron.Start()
-	next := s.cron.Entries()[0].Next
-	s.Log.Info("scheduler: digest planned on cron", "spec", s.Spec, "next", next, "period", Period(next))
-	return nil
+	next := s.Schedule.Next(time.Now().UTC())
+	s.log().Info("scheduler: digest planned on cron", "next", next, "period", tasks.Period(next))
+}
+
+func (s *Scheduler) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
 }
 
 // Fire enqueues the plan of the current period now.
@@ -44,17 +51,17 @@ func (s *Scheduler) Fire() {
 	if s.Now != nil {
 		now = s.Now
 	}
-	period := Period(now())
+	period := tasks.Period(now())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dup, err := EnqueueDigestPlan(ctx, s.Queue, period)
+	dup, err := tasks.EnqueueDigestPlan(ctx, s.Queue, period)
 	switch {
 	case err != nil:
-		s.Log.Error("scheduler: enqueue digest plan", "period", period, "err", err)
+		s.log().Error("scheduler: enqueue digest plan", "period", period, "err", err)
 	case dup:
-		s.Log.Info("scheduler: digest plan already queued by another replica", "period", period)
+		s.log().Info("scheduler: digest plan already queued by another replica", "period", period)
 	default:
-		s.Log.Info("scheduler: digest plan enqueued", "period", period)
+		s.log().Info("scheduler: digest plan enqueued", "period", period)
 	}
 }
 

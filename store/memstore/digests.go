@@ -1,4 +1,4 @@
-package store
+package memstore
 
 import (
 	"context"
@@ -6,10 +6,12 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/newsletter/newsletter/store"
 )
 
-// AddItem implements Digests.
-func (m *Memory) AddItem(_ context.Context, it Item) (Item, error) {
+// AddItem implements store.Digests.
+func (m *Memory) AddItem(_ context.Context, it store.Item) (store.Item, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it.ID, it.PublishedAt = int64(len(m.items)+1), m.now().UTC().Truncate(time.Millisecond)
@@ -17,24 +19,24 @@ func (m *Memory) AddItem(_ context.Context, it Item) (Item, error) {
 	return it, nil
 }
 
-// StartDigestRun implements Digests.
-func (m *Memory) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
+// StartDigestRun implements store.Digests.
+func (m *Memory) StartDigestRun(ctx context.Context, period string) (store.DigestRun, bool, error) {
 	m.mu.Lock()
 	created := false
 	if _, ok := m.runs[period]; !ok {
-		run := &DigestRun{Period: period, State: RunPlanning, CreatedAt: m.now().UTC().Truncate(time.Millisecond), Items: []Item{}}
+		run := &store.DigestRun{Period: period, State: store.RunPlanning, CreatedAt: m.now().UTC().Truncate(time.Millisecond), Items: []store.Item{}}
 		for _, it := range m.items {
 			if it.ID > m.lastItem {
 				run.Items = append(run.Items, it)
 			}
 		}
 		if len(run.Items) == 0 {
-			run.State = RunEmpty
+			run.State = store.RunEmpty
 		} else {
 			m.lastItem = run.Items[len(run.Items)-1].ID
 		}
 		for _, s := range m.byID {
-			if s.Status == Active {
+			if s.Status == store.Active {
 				run.Audience++
 			}
 		}
@@ -45,55 +47,55 @@ func (m *Memory) StartDigestRun(ctx context.Context, period string) (DigestRun, 
 	return run, created, err
 }
 
-// DigestRun implements Digests.
-func (m *Memory) DigestRun(_ context.Context, period string) (DigestRun, error) {
+// DigestRun implements store.Digests.
+func (m *Memory) DigestRun(_ context.Context, period string) (store.DigestRun, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.runs[period]
 	if !ok {
-		return DigestRun{}, ErrNoRun
+		return store.DigestRun{}, store.ErrNoRun
 	}
 	run := *r
 	run.Items = slices.Clone(r.Items)
 	for mk := range m.sent {
-		if mk.Kind == digestKind && mk.Key == period {
+		if mk.Kind == store.DigestMarkKind && mk.Key == period {
 			run.Sent++
 		}
 	}
-	run.Skipped = int64(len(m.outcomes[period+":"+OutcomeSkipped]))
-	run.Failed = int64(len(m.outcomes[period+":"+OutcomeFailed]))
+	run.Skipped = int64(len(m.outcomes[period+":"+store.OutcomeSkipped]))
+	run.Failed = int64(len(m.outcomes[period+":"+store.OutcomeFailed]))
 	return run, nil
 }
 
-// LatestDigestPeriod implements Digests.
+// LatestDigestPeriod implements store.Digests.
 func (m *Memory) LatestDigestPeriod(context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.latest, nil
 }
 
-// AdvanceDigestRun implements Digests.
+// AdvanceDigestRun implements store.Digests.
 func (m *Memory) AdvanceDigestRun(_ context.Context, period string, cursor int64, n int, done bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.runs[period]
 	if !ok {
-		return ErrNoRun
+		return store.ErrNoRun
 	}
 	r.Cursor, r.Planned = cursor, r.Planned+int64(n)
 	if done {
-		r.State, r.PlannedAt = RunPlanned, m.now().UTC()
+		r.State, r.PlannedAt = store.RunPlanned, m.now().UTC()
 	}
 	return nil
 }
 
-// ActiveAfter implements Digests.
+// ActiveAfter implements store.Digests.
 func (m *Memory) ActiveAfter(_ context.Context, cursor int64, limit int) ([]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []int64
 	for _, id := range slices.Sorted(maps.Keys(m.byID)) {
-		if id > cursor && m.byID[id].Status == Active {
+		if id > cursor && m.byID[id].Status == store.Active {
 			if ids = append(ids, id); len(ids) == limit {
 				break
 			}
@@ -102,11 +104,11 @@ func (m *Memory) ActiveAfter(_ context.Context, cursor int64, limit int) ([]int6
 	return ids, nil
 }
 
-// SubscribersByID implements Digests.
-func (m *Memory) SubscribersByID(_ context.Context, ids []int64) ([]Subscriber, error) {
+// SubscribersByID implements store.Digests.
+func (m *Memory) SubscribersByID(_ context.Context, ids []int64) ([]store.Subscriber, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Subscriber, len(ids))
+	out := make([]store.Subscriber, len(ids))
 	for i, id := range ids {
 		if s, ok := m.byID[id]; ok {
 			out[i] = *s
@@ -115,26 +117,9 @@ func (m *Memory) SubscribersByID(_ context.Context, ids []int64) ([]Subscriber, 
 	return out, nil
 }
 
-// ClaimMarks implements Digests.
-func (m *Memory) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error) {
-	out := make([]Claim, len(marks))
-	for i, mk := range marks {
-		out[i], _ = m.ClaimMark(ctx, mk, ttl)
-	}
-	return out, nil
-}
-
-// ReleaseMarks implements Digests.
-func (m *Memory) ReleaseMarks(ctx context.Context, marks []Mark) error {
-	for _, mk := range marks {
-		m.ReleaseMark(ctx, mk)
-	}
-	return nil
-}
-
-// SetOutcome implements Digests.
+// SetOutcome implements store.Digests.
 func (m *Memory) SetOutcome(_ context.Context, period, outcome string, ids ...int64) error {
-	if outcome != OutcomeSkipped && outcome != OutcomeFailed {
+	if outcome != store.OutcomeSkipped && outcome != store.OutcomeFailed {
 		return errors.New("unknown outcome " + outcome)
 	}
 	m.mu.Lock()

@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/redis/go-redis/v9"
 )
 
-// WorkerConfig configures the asynq server of the worker role.
-type WorkerConfig struct {
+// Config configures the asynq server of the worker role.
+type Config struct {
 	Concurrency     int
 	ShutdownTimeout time.Duration
 	Retry           RetryPolicy
@@ -36,8 +37,18 @@ type Worker struct {
 	mux *asynq.ServeMux
 }
 
-// NewWorker builds a worker on rdb (not closed by the worker).
-func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker {
+// Handlers are the worker's components, one per kind of task.
+type Handlers struct {
+	Mails   *Mails       // email:confirm, email:welcome
+	Planner *Planner     // digest:plan
+	Batches *BatchSender // email:digest
+	Events  *EventSender // email:events
+	// Metrics are written by the middleware for every task.
+	Metrics *Metrics
+}
+
+// New builds a worker on rdb (not closed by the worker).
+func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
@@ -48,7 +59,7 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 	}
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:     cfg.Concurrency,
-		Queues:          QueueWeights,
+		Queues:          tasks.QueueWeights,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		RetryDelayFunc:  retryDelay,
 		IsFailure:       IsFailure,
@@ -65,11 +76,11 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig, h *Handlers) *Worker
 	})
 	mux := asynq.NewServeMux()
 	mux.Use(Observe(log, h.Metrics))
-	mux.HandleFunc(TypeConfirmEmail, h.HandleConfirm)
-	mux.HandleFunc(TypeWelcomeEmail, h.HandleWelcome)
-	mux.HandleFunc(TypeDigestPlan, h.HandleDigestPlan)
-	mux.HandleFunc(TypeDigestEmail, h.HandleDigestBatch)
-	mux.HandleFunc(TypeEventsEmail, h.HandleEventsEmail)
+	mux.HandleFunc(tasks.TypeConfirmEmail, h.Mails.HandleConfirm)
+	mux.HandleFunc(tasks.TypeWelcomeEmail, h.Mails.HandleWelcome)
+	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
+	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
+	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
 	return &Worker{srv: srv, mux: mux}
 }
 

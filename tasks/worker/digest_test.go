@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"context"
@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/robfig/cron/v3"
 
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/tasks/schedule"
 )
 
 // seed adds n active subscribers a0000@… and returns their addresses.
@@ -50,9 +53,9 @@ func (d *delivery) waitRun(t *testing.T, period string, sent int64) {
 		if run.State == store.RunPlanned && run.Sent >= sent {
 			return nil
 		}
-		q, _ := d.insp.GetQueueInfo(QueueCritical)
+		q, _ := d.insp.GetQueueInfo(tasks.QueueCritical)
 		var retrying []string
-		retry, _ := d.insp.ListRetryTasks(QueueCritical)
+		retry, _ := d.insp.ListRetryTasks(tasks.QueueCritical)
 		for _, r := range retry {
 			retrying = append(retrying, r.ID+": "+r.LastErr)
 		}
@@ -83,7 +86,7 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 	d.store.AddItem(ctx, store.Item{Title: "Release 2.0", URL: "https://example.com/2.0", Summary: "It is out."})
 	d.startWorker(t, 100000, 8)
 
-	if dup, err := EnqueueDigestPlan(ctx, d.client, "2026-W49"); dup || err != nil {
+	if dup, err := tasks.EnqueueDigestPlan(ctx, d.client, "2026-W49"); dup || err != nil {
 		t.Fatal(dup, err)
 	}
 	d.waitRun(t, "2026-W49", 1000)
@@ -105,12 +108,12 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 
 	// The same period again, by the scheduler or by hand: nothing more.
 	poll.True(t, 10*time.Second, "queue drained", func() bool {
-		info, err := d.insp.GetQueueInfo(QueueCritical)
+		info, err := d.insp.GetQueueInfo(tasks.QueueCritical)
 		return err == nil && info.Size == 0
 	})
-	EnqueueDigestPlan(ctx, d.client, "2026-W49")
+	tasks.EnqueueDigestPlan(ctx, d.client, "2026-W49")
 	poll.True(t, 10*time.Second, "second plan done", func() bool {
-		info, _ := d.insp.GetQueueInfo(QueueCritical)
+		info, _ := d.insp.GetQueueInfo(tasks.QueueCritical)
 		return info.Size == 0
 	})
 	if n := len(d.smtp.Messages()); n != 1000 {
@@ -122,7 +125,7 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 // the process died: once before the enqueue, once right after it (before
 // the cursor was saved).
 type cuttingQueue struct {
-	Enqueuer
+	tasks.Enqueuer
 	mu         sync.Mutex
 	allow      int
 	afterwards bool
@@ -152,9 +155,8 @@ func TestPlannerKilledHalfwayResumes(t *testing.T) {
 			d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
 			d.startWorker(t, 100000, 4)
 
-			render, _ := mailer.NewRenderer("")
-			planner := &Handlers{Store: d.store, Render: render, Log: quiet, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, DigestBatch: 50}
-			task := NewDigestPlan("2026-W50")
+			planner := &Planner{Store: d.store, Log: discard, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, BatchSize: 50}
+			task := tasks.NewDigestPlan("2026-W50")
 			if err := planner.HandleDigestPlan(ctx, task); !errors.Is(err, errKilled) {
 				t.Fatalf("first planner: %v", err)
 			}
@@ -183,14 +185,16 @@ func TestTwoSchedulersOnePlan(t *testing.T) {
 	emails := seed(t, d.store, "s", 120)
 	d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
 	fixed := func() time.Time { return time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC) }
-	scheds := []*Scheduler{
-		{Spec: "0 9 * * 1", Queue: d.client, Log: quiet, Now: fixed},
-		{Spec: "0 9 * * 1", Queue: d.client, Log: quiet, Now: fixed},
+	spec, err := cron.ParseStandard("0 9 * * 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheds := []*schedule.Scheduler{
+		{Schedule: spec, Queue: d.client, Log: discard, Now: fixed},
+		{Schedule: spec, Queue: d.client, Log: discard, Now: fixed},
 	}
 	for _, s := range scheds {
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
+		s.Start()
 		defer s.Stop()
 	}
 	// Both replicas fire at the same cron tick.
@@ -200,7 +204,7 @@ func TestTwoSchedulersOnePlan(t *testing.T) {
 		go func() { defer wg.Done(); s.Fire() }()
 	}
 	wg.Wait()
-	if info, err := d.insp.GetQueueInfo(QueueCritical); err != nil || info.Size != 1 {
+	if info, err := d.insp.GetQueueInfo(tasks.QueueCritical); err != nil || info.Size != 1 {
 		t.Fatalf("two schedulers queued %v plan tasks (%v)", info, err)
 	}
 	d.startWorker(t, 100000, 4)
@@ -209,7 +213,7 @@ func TestTwoSchedulersOnePlan(t *testing.T) {
 	// A replica whose clock lags fires after the plan finished.
 	scheds[1].Fire()
 	poll.True(t, 10*time.Second, "late plan done", func() bool {
-		info, _ := d.insp.GetQueueInfo(QueueCritical)
+		info, _ := d.insp.GetQueueInfo(tasks.QueueCritical)
 		return info.Size == 0
 	})
 	d.exactlyOnce(t, emails)
@@ -223,18 +227,18 @@ func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 	ctx := context.Background()
 	seed(t, d.store, "p", 600)
 	d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
-	render, _ := mailer.NewRenderer("")
+
 	// No worker is running: the planner must stop at the limit, not
 	// enqueue the whole audience.
-	planner := &Handlers{Store: d.store, Render: render, Log: quiet, Queue: d.client, Depth: d.insp, DigestBatch: 50, MaxPendingBatches: 4}
+	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, Depth: d.insp, BatchSize: 50, MaxPendingBatches: 4}
 	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err := planner.HandleDigestPlan(tctx, NewDigestPlan("bp"))
+	err := planner.HandleDigestPlan(tctx, tasks.NewDigestPlan("bp"))
 	var def *Deferred
 	if !errors.As(err, &def) {
 		t.Fatalf("planner with a full queue: %v", err)
 	}
-	info, _ := d.insp.GetQueueInfo(QueueCritical)
+	info, _ := d.insp.GetQueueInfo(tasks.QueueCritical)
 	if info.Pending != 4 {
 		t.Fatalf("%d batches queued, want the limit of 4", info.Pending)
 	}
@@ -250,11 +254,11 @@ func TestDigestSkipsWhoLeftAfterPlanning(t *testing.T) {
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
 	st.StartDigestRun(ctx, "p1")
 	st.Unsubscribe(ctx, "leave@x.org")
-	if err := h.HandleDigestBatch(ctx, NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
+	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
 		t.Fatal(err)
 	}
 	// Twice, as a retried batch would run.
-	h.HandleDigestBatch(ctx, NewDigestBatch("p1", []int64{a.ID, b.ID}))
+	h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID}))
 	run, _ := st.DigestRun(ctx, "p1")
 	if rec.count() != 1 || rec.sent[0].To != "stay@x.org" || run.Sent != 1 || run.Skipped != 1 {
 		t.Fatalf("%d mails, run %+v", rec.count(), run)
@@ -270,30 +274,30 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	seed(t, d.store, "utc", 1) // no time zone: not held
 	d.store.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
 	d.store.StartDigestRun(ctx, "q1")
-	window, _ := config.ParseQuietHours("22:00-08:00")
+	window, _ := quiet.Parse("22:00-08:00")
 	render, _ := mailer.NewRenderer("")
 	rec := &recorder{}
 	clock := night
-	h := &Handlers{Store: d.store, Mailer: rec, Render: render, Log: quiet, Queue: d.client, QuietHours: &window,
-		Links: newHandlersLinks(), Now: func() time.Time { return clock }}
+	h := NewHandlers(Deps{Store: d.store, Mailer: rec, Render: render, Log: discard, Queue: d.client, Quiet: quiet.New(&window),
+		Links: newHandlersLinks(), Now: func() time.Time { return clock }})
 	ids, _ := d.store.ActiveAfter(ctx, 0, 10)
-	if err := h.HandleDigestBatch(ctx, NewDigestBatch("q1", ids)); err != nil {
+	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("q1", ids)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 || rec.sent[0].To != "utc0000@example.org" {
 		t.Fatalf("at 23:00 Berlin: %d mails %v", rec.count(), rec.sent)
 	}
-	tasks, err := d.insp.ListScheduledTasks(QueueCritical)
-	if err != nil || len(tasks) != 1 {
-		t.Fatalf("deferred batches: %v %v", tasks, err)
+	held, err := d.insp.ListScheduledTasks(tasks.QueueCritical)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("deferred batches: %v %v", held, err)
 	}
 	morning := time.Date(2026, 12, 8, 8, 0, 0, 0, berlin)
-	if !tasks[0].NextProcessAt.Equal(morning) {
-		t.Fatalf("deferred to %s, want 08:00 Berlin (%s)", tasks[0].NextProcessAt.In(berlin), morning)
+	if !held[0].NextProcessAt.Equal(morning) {
+		t.Fatalf("deferred to %s, want 08:00 Berlin (%s)", held[0].NextProcessAt.In(berlin), morning)
 	}
 	// At 08:00 local the deferred batch sends.
 	clock = morning
-	if err := h.HandleDigestBatch(ctx, asynq.NewTask(TypeDigestEmail, tasks[0].Payload)); err != nil {
+	if err := h.Batches.HandleDigestBatch(ctx, asynq.NewTask(tasks.TypeDigestEmail, held[0].Payload)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 2 || rec.sent[1].To != "night0000@example.org" {
@@ -313,11 +317,11 @@ func TestDigestTemplateErrorFailsWithoutRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Render = render
+	h.Mails.Deliver.Render = render
 	sub := activate(t, st, "a@x.org")
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
 	st.StartDigestRun(ctx, "p")
-	if err := h.HandleDigestBatch(ctx, NewDigestBatch("p", []int64{sub.ID})); err != nil {
+	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p", []int64{sub.ID})); err != nil {
 		t.Fatalf("a template error asked for a retry: %v", err)
 	}
 	run, _ := st.DigestRun(ctx, "p")

@@ -1,8 +1,8 @@
-package tasks
+package worker
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the worker's Prometheus metrics (SPEC.md).
+// Metrics are the worker's Prometheus metrics (docs/reference.md).
 type Metrics struct {
 	Tasks        *prometheus.CounterVec   // type, queue, result
 	TaskDuration *prometheus.HistogramVec // type, queue

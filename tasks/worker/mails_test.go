@@ -1,4 +1,4 @@
-package tasks
+package worker
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/store/memstore"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // recorder is a Mailer that keeps what it was asked to send and can fail.
@@ -35,18 +37,18 @@ func (r *recorder) Send(_ context.Context, m *mailer.Message) error {
 
 func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.sent) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newHandlers(t *testing.T) (*Handlers, *store.Memory, *recorder) {
+func newHandlers(t *testing.T) (Handlers, *memstore.Memory, *recorder) {
 	t.Helper()
 	render, err := mailer.NewRenderer("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, rec := store.NewMemory(), &recorder{}
-	return &Handlers{
-		Store: st, Mailer: rec, Render: render, Log: quiet, Metrics: NewMetrics(nil), Links: newHandlersLinks(),
-	}, st, rec
+	st, rec := memstore.New(), &recorder{}
+	return NewHandlers(Deps{
+		Store: st, Mailer: rec, Render: render, Log: discard, Metrics: NewMetrics(nil), Links: newHandlersLinks(),
+	}), st, rec
 }
 
 func newHandlersLinks() Links {
@@ -55,7 +57,7 @@ func newHandlersLinks() Links {
 
 func activate(t *testing.T, st store.Store, email string) store.Subscriber {
 	t.Helper()
-	sub, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: email, Activate: true, Outbox: NewWelcome(email, time.Now(), 0).Outbox()})
+	sub, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: email, Activate: true, Outbox: tasks.NewWelcome(email, time.Now(), 0).Outbox()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func activate(t *testing.T, st store.Store, email string) store.Subscriber {
 func TestWelcomeToActiveSubscriber(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	activate(t, st, "ann@example.com")
-	if err := h.HandleWelcome(context.Background(), NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
+	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 {
@@ -75,7 +77,7 @@ func TestWelcomeToActiveSubscriber(t *testing.T) {
 	if m.To != "ann@example.com" || m.Kind != mailer.KindWelcome || m.UnsubscribeURL == "" {
 		t.Fatalf("unexpected mail %+v", m)
 	}
-	email, err := h.Links.Signer.Verify(token.Unsubscribe, m.UnsubscribeURL[len("https://news.example.com/unsubscribe?token="):])
+	email, err := h.Mails.Links.Signer.Verify(token.Unsubscribe, m.UnsubscribeURL[len("https://news.example.com/unsubscribe?token="):])
 	if err != nil || email != "ann@example.com" {
 		t.Fatalf("unsubscribe link does not verify: %q %v", email, err)
 	}
@@ -84,9 +86,9 @@ func TestWelcomeToActiveSubscriber(t *testing.T) {
 func TestWelcomeTwiceSendsOnce(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	activate(t, st, "ann@example.com")
-	task := NewWelcome("ann@example.com", time.Now(), 0).Task
+	task := tasks.NewWelcome("ann@example.com", time.Now(), 0).Task
 	for i := 0; i < 3; i++ {
-		if err := h.HandleWelcome(context.Background(), task); err != nil {
+		if err := h.Mails.HandleWelcome(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +103,7 @@ func TestSkipWhenNotActive(t *testing.T) {
 	activate(t, st, "gone@example.com")
 	st.Unsubscribe(ctx, "gone@example.com")
 	for _, email := range []string{"gone@example.com", "never@example.com"} {
-		if err := h.HandleWelcome(ctx, NewWelcome(email, time.Now(), 0).Task); err != nil {
+		if err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
 			t.Fatalf("%s: %v, want nil (skip)", email, err)
 		}
 	}
@@ -113,23 +115,23 @@ func TestSkipWhenNotActive(t *testing.T) {
 func TestConfirmOnlyWhilePending(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	ctx := context.Background()
-	job := NewConfirm("p@example.com", time.Now())
+	job := tasks.NewConfirm("p@example.com", time.Now())
 	st.Subscribe(ctx, store.SubscribeRequest{Email: "p@example.com", Outbox: job.Outbox()})
-	if err := h.HandleConfirm(ctx, job.Task); err != nil || rec.count() != 1 {
+	if err := h.Mails.HandleConfirm(ctx, job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("pending: %v, %d mails", err, rec.count())
 	}
 	if rec.sent[0].UnsubscribeURL != "" {
 		t.Fatal("a confirmation is transactional: no unsubscribe header")
 	}
 	// Re-running the same task (a retry after a lost ack) sends nothing.
-	h.HandleConfirm(ctx, job.Task)
+	h.Mails.HandleConfirm(ctx, job.Task)
 	// A new request (the first mail was lost) sends again.
-	h.HandleConfirm(ctx, NewConfirm("p@example.com", time.Now()).Task)
+	h.Mails.HandleConfirm(ctx, tasks.NewConfirm("p@example.com", time.Now()).Task)
 	if rec.count() != 2 {
 		t.Fatalf("%d confirmations, want 2 (one per request)", rec.count())
 	}
-	st.Confirm(ctx, "p@example.com", NewWelcome("p@example.com", time.Now(), 0).Outbox())
-	h.HandleConfirm(ctx, NewConfirm("p@example.com", time.Now()).Task)
+	st.Confirm(ctx, "p@example.com", tasks.NewWelcome("p@example.com", time.Now(), 0).Outbox())
+	h.Mails.HandleConfirm(ctx, tasks.NewConfirm("p@example.com", time.Now()).Task)
 	if rec.count() != 2 {
 		t.Fatal("confirmation sent to an active subscriber")
 	}
@@ -138,7 +140,7 @@ func TestConfirmOnlyWhilePending(t *testing.T) {
 func TestBadPayloadSkipsRetry(t *testing.T) {
 	h, _, _ := newHandlers(t)
 	for _, p := range []string{"{", `{"email":""}`, `[]`} {
-		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.HandleWelcome, "confirm": h.HandleConfirm} {
+		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.Mails.HandleWelcome, "confirm": h.Mails.HandleConfirm} {
 			err := fn(context.Background(), asynq.NewTask("x", []byte(p)))
 			if !errors.Is(err, asynq.SkipRetry) {
 				t.Errorf("%s %q: %v, want SkipRetry", name, p, err)
@@ -163,7 +165,7 @@ func TestSendFailureClasses(t *testing.T) {
 		h, st, rec := newHandlers(t)
 		activate(t, st, "a@x.org")
 		rec.fail = &mailer.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
-		err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task)
+		err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 		if err == nil || errors.Is(err, asynq.SkipRetry) != c.skipRetry {
 			t.Errorf("%s: err %v, want SkipRetry=%v", c.class, err, c.skipRetry)
 		}
@@ -174,7 +176,7 @@ func TestSendFailureClasses(t *testing.T) {
 		// The claim was released: a retry that succeeds sends the mail.
 		rec.fail = nil
 		if c.class == mailer.Temporary {
-			if err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+			if err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 				t.Errorf("retry after temporary failure: %v, %d mails", err, rec.count())
 			}
 		}
@@ -185,8 +187,10 @@ func TestBusyClaimIsNotAFailure(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	ctx := context.Background()
 	sub := activate(t, st, "a@x.org")
-	st.ClaimMark(ctx, store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}, time.Hour)
-	err := h.HandleWelcome(ctx, NewWelcome("a@x.org", time.Now(), 0).Task)
+	if _, err := st.ClaimMarks(ctx, []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	if !errors.Is(err, ErrDeliveryBusy) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("held claim: %v (failure=%v), %d mails", err, IsFailure(err), rec.count())
 	}

@@ -1,0 +1,210 @@
+// Package memstore is the store kept in process memory, for handler unit
+// tests. It follows the same contract as the Redis store (storetest runs the
+// same suite on both) but keeps nothing, and expires claims only when asked
+// at a later time (SetClock).
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// Memory is a store.Store in process memory.
+type Memory struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	seq     int64
+	byEmail map[string]*store.Subscriber
+	outbox  map[string]store.OutboxEntry
+	sent    map[store.Mark]bool
+	claims  map[store.Mark]time.Time // expiry
+	byID    map[int64]*store.Subscriber
+
+	items    []store.Item
+	runs     map[string]*store.DigestRun
+	outcomes map[string]map[int64]bool // period:outcome -> ids
+	lastItem int64
+	latest   string
+}
+
+// New returns an empty Memory store.
+func New() *Memory {
+	return &Memory{
+		now:     time.Now,
+		byEmail: map[string]*store.Subscriber{},
+		outbox:  map[string]store.OutboxEntry{},
+		sent:    map[store.Mark]bool{},
+		claims:  map[store.Mark]time.Time{},
+		byID:    map[int64]*store.Subscriber{},
+		runs:    map[string]*store.DigestRun{},
+
+		outcomes: map[string]map[int64]bool{},
+	}
+}
+
+// SetClock makes the store read time from now.
+func (m *Memory) SetClock(now func() time.Time) { m.mu.Lock(); m.now = now; m.mu.Unlock() }
+
+// Subscribe implements store.Subscribers.
+func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now().UTC().Truncate(time.Millisecond)
+	s, ok := m.byEmail[req.Email]
+	if ok && req.OnlyNew {
+		return *s, store.ErrExists
+	}
+	if ok && s.Status == store.Active {
+		return *s, store.ErrAlreadyActive
+	}
+	if !ok {
+		m.seq++
+		s = &store.Subscriber{ID: m.seq, Email: req.Email, CreatedAt: now}
+		m.byEmail[req.Email] = s
+		m.byID[s.ID] = s
+	}
+	s.ConfirmedAt, s.UnsubscribedAt = time.Time{}, time.Time{}
+	if req.Name != "" {
+		s.Name = req.Name
+	}
+	if req.Timezone != "" {
+		s.Timezone = req.Timezone
+	}
+	s.Status = store.Pending
+	if req.Activate {
+		s.Status, s.ConfirmedAt = store.Active, now
+	}
+	if req.Outbox.ID != "" {
+		m.outbox[req.Outbox.ID] = req.Outbox
+	}
+	return *s, nil
+}
+
+// Confirm implements store.Subscribers.
+func (m *Memory) Confirm(_ context.Context, email string, welcome store.OutboxEntry) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byEmail[email]
+	switch {
+	case !ok:
+		return store.Subscriber{}, store.ErrNotFound
+	case s.Status == store.Active:
+		return *s, store.ErrAlreadyActive
+	case s.Status != store.Pending:
+		return *s, store.ErrNotPending
+	}
+	s.Status, s.ConfirmedAt = store.Active, m.now().UTC().Truncate(time.Millisecond)
+	m.outbox[welcome.ID] = welcome
+	return *s, nil
+}
+
+// Unsubscribe implements store.Subscribers.
+func (m *Memory) Unsubscribe(_ context.Context, email string, cancel ...string) (store.Subscriber, error) {
+	return m.end(email, store.Unsubscribed, cancel)
+}
+
+// MarkBounced implements store.Subscribers.
+func (m *Memory) MarkBounced(_ context.Context, email string) error {
+	_, err := m.end(email, store.Bounced, nil)
+	return err
+}
+
+func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byEmail[email]
+	if !ok {
+		return store.Subscriber{}, store.ErrNotFound
+	}
+	if to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced) {
+		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
+	}
+	for _, id := range cancel {
+		delete(m.outbox, id)
+	}
+	return *s, nil
+}
+
+// Get implements store.Subscribers.
+func (m *Memory) Get(_ context.Context, email string) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.byEmail[email]; ok {
+		return *s, nil
+	}
+	return store.Subscriber{}, store.ErrNotFound
+}
+
+// OutboxDone implements store.Outbox.
+func (m *Memory) OutboxDone(_ context.Context, ids ...string) error {
+	m.mu.Lock()
+	for _, id := range ids {
+		delete(m.outbox, id)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// OutboxDue implements store.Outbox.
+func (m *Memory) OutboxDue(_ context.Context, before time.Time, limit int) ([]store.OutboxEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.OutboxEntry
+	for _, e := range m.outbox {
+		if !e.Due.After(before) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.OutboxEntry) int { return a.Due.Compare(b.Due) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ClaimMarks implements store.Marks.
+func (m *Memory) ClaimMarks(_ context.Context, marks []store.Mark, ttl time.Duration) ([]store.Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.Claim, len(marks))
+	for i, mk := range marks {
+		switch exp, held := m.claims[mk]; {
+		case m.sent[mk]:
+			out[i] = store.AlreadySent
+		case held && m.now().Before(exp):
+			out[i] = store.Busy
+		default:
+			m.claims[mk] = m.now().Add(ttl)
+			out[i] = store.Claimed
+		}
+	}
+	return out, nil
+}
+
+// MarkSent implements store.Marks.
+func (m *Memory) MarkSent(_ context.Context, mk store.Mark) error {
+	m.mu.Lock()
+	m.sent[mk] = true
+	delete(m.claims, mk)
+	m.mu.Unlock()
+	return nil
+}
+
+// ReleaseMarks implements store.Marks.
+func (m *Memory) ReleaseMarks(_ context.Context, marks []store.Mark) error {
+	m.mu.Lock()
+	for _, mk := range marks {
+		delete(m.claims, mk)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Ping implements store.Subscribers.
+func (m *Memory) Ping(context.Context) error { return nil }
+
+var _ store.Store = (*Memory)(nil)

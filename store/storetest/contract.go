@@ -1,0 +1,321 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/store"
+)
+
+func testSubscribeConfirmUnsubscribe(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "a@x.io", Timezone: "Europe/Berlin", Outbox: entry("confirm:a@x.io")})
+	if err != nil || sub.Status != store.Pending || sub.ID == 0 || sub.CreatedAt.IsZero() || sub.Timezone != "Europe/Berlin" {
+		t.Fatalf("subscribe: %+v %v", sub, err)
+	}
+	// Subscribing again while pending is allowed (the mail may be lost)
+	// and keeps the id.
+	again, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "a@x.io", Outbox: entry("confirm:a@x.io")})
+	if err != nil || again.ID != sub.ID {
+		t.Fatalf("re-subscribe pending: %+v %v", again, err)
+	}
+	got, err := s.Confirm(ctx, "a@x.io", entry("welcome:a@x.io"))
+	if err != nil || got.Status != store.Active || got.ConfirmedAt.IsZero() {
+		t.Fatalf("confirm: %+v %v", got, err)
+	}
+	if _, err := s.Confirm(ctx, "a@x.io", entry("welcome:a@x.io")); !errors.Is(err, store.ErrAlreadyActive) {
+		t.Fatalf("second confirm: %v", err)
+	}
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "a@x.io", Outbox: entry("confirm:a@x.io")}); !errors.Is(err, store.ErrAlreadyActive) {
+		t.Fatalf("subscribe active: %v", err)
+	}
+	due, _ := s.OutboxDue(ctx, time.Now(), 10)
+	if len(due) != 2 {
+		t.Fatalf("outbox before unsubscribe: %d entries, want confirm and welcome", len(due))
+	}
+	gone, err := s.Unsubscribe(ctx, "a@x.io", "welcome:a@x.io")
+	if err != nil || gone.Status != store.Unsubscribed || gone.UnsubscribedAt.IsZero() {
+		t.Fatalf("unsubscribe: %+v %v", gone, err)
+	}
+	due, _ = s.OutboxDue(ctx, time.Now(), 10)
+	if len(due) != 1 || due[0].ID != "confirm:a@x.io" || string(due[0].Body) != "task confirm:a@x.io" {
+		t.Fatalf("unsubscribe must drop the welcome entry only: %+v", due)
+	}
+	if _, err := s.Confirm(ctx, "a@x.io", entry("welcome:a@x.io")); !errors.Is(err, store.ErrNotPending) {
+		t.Fatalf("an old confirm link re-activated an unsubscribed address: %v", err)
+	}
+	if _, err := s.Get(ctx, "nobody@x.io"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get unknown: %v", err)
+	}
+	if _, err := s.Unsubscribe(ctx, "nobody@x.io"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unsubscribe unknown: %v", err)
+	}
+}
+
+// The subscribe answer must be what was stored, on both paths of the
+// script: a new address (fields echoed) and a pending one (read back).
+func testSubscribeAnswersWhatItStored(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for _, req := range []store.SubscribeRequest{
+		{Email: "c@x.io", Name: "Cé", Timezone: "Asia/Tokyo", Outbox: entry("confirm:c@x.io")},
+		{Email: "c@x.io", Name: "C again", Outbox: entry("confirm:c@x.io")},
+		{Email: "d@x.io", Name: "D", Activate: true, Outbox: entry("welcome:d@x.io")},
+		{Email: "e@x.io"},
+	} {
+		answered, err := s.Subscribe(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", req.Email, err)
+		}
+		stored, err := s.Get(ctx, req.Email)
+		if err != nil || answered != stored {
+			t.Fatalf("%s: answered %+v, stored %+v (%v)", req.Email, answered, stored, err)
+		}
+	}
+}
+
+func testActivateAtOnceAndBounce(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "b@x.io", Activate: true, Outbox: entry("welcome:b@x.io")})
+	if err != nil || sub.Status != store.Active || sub.ConfirmedAt.IsZero() {
+		t.Fatalf("%+v %v", sub, err)
+	}
+	if err := s.MarkBounced(ctx, "b@x.io"); err != nil {
+		t.Fatal(err)
+	}
+	// Unsubscribing a bounced address must not make it look reachable.
+	got, _ := s.Unsubscribe(ctx, "b@x.io")
+	if got.Status != store.Bounced {
+		t.Fatalf("bounced became %s", got.Status)
+	}
+}
+
+func testOutbox(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	now := time.Now()
+	for i := 0; i < 5; i++ {
+		e := store.OutboxEntry{ID: fmt.Sprint("e", i), Due: now.Add(time.Duration(i-3) * time.Minute), Body: []byte{byte(i)}}
+		if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("o%d@x.io", i), Outbox: e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due, err := s.OutboxDue(ctx, now, 2)
+	if err != nil || len(due) != 2 || due[0].ID != "e0" || due[1].ID != "e1" {
+		t.Fatalf("oldest two due: %+v %v", due, err)
+	}
+	if err := s.OutboxDone(ctx, "e0"); err != nil {
+		t.Fatal(err)
+	}
+	due, _ = s.OutboxDue(ctx, now, 10)
+	if len(due) != 3 || due[0].ID != "e1" {
+		t.Fatalf("after done: %+v", due)
+	}
+}
+
+func testMarks(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for _, shared := range []bool{false, true} {
+		m := store.Mark{Kind: fmt.Sprint("digest", shared), Key: "2026-W49", SubscriberID: 12345, Shared: shared}
+		if c, err := claimOne(ctx, s, m, time.Minute); err != nil || c != store.Claimed {
+			t.Fatalf("first claim: %v %v", c, err)
+		}
+		if c, _ := claimOne(ctx, s, m, time.Minute); c != store.Busy {
+			t.Fatalf("second claim while held: %v, want Busy", c)
+		}
+		if err := s.ReleaseMarks(ctx, []store.Mark{m}); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := claimOne(ctx, s, m, time.Minute); c != store.Claimed {
+			t.Fatalf("claim after release: %v", c)
+		}
+		if err := s.MarkSent(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := claimOne(ctx, s, m, time.Minute); c != store.AlreadySent {
+			t.Fatalf("claim after sent: %v, want AlreadySent", c)
+		}
+		other := m
+		other.SubscriberID++
+		if c, _ := claimOne(ctx, s, other, time.Minute); c != store.Claimed {
+			t.Fatalf("neighbour's claim: %v", c)
+		}
+	}
+}
+
+func testClaimExpires(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	now := time.Now()
+	if h.SetClock != nil {
+		h.SetClock(s, func() time.Time { return now })
+	}
+	m := store.Mark{Kind: "welcome", SubscriberID: 7, Shared: true}
+	if c, _ := claimOne(ctx, s, m, 50*time.Millisecond); c != store.Claimed {
+		t.Fatal("claim")
+	}
+	if h.SetClock != nil {
+		h.SetClock(s, func() time.Time { return now.Add(time.Second) })
+	}
+	// A worker that died holding the claim must not block the mail for
+	// ever: once the claim expires a retry may send.
+	poll.Until(t, 5*time.Second, func() error {
+		c, err := claimOne(ctx, s, m, time.Minute)
+		if err == nil && c != store.Claimed {
+			err = fmt.Errorf("the dead worker's claim still holds: %v", c)
+		}
+		return err
+	})
+}
+
+// testConcurrentSubscribeUnsubscribe races both operations on one address:
+// whatever the order, the end state is one of the two that were asked for,
+// and the active set agrees with the subscriber's status.
+func testConcurrentSubscribeUnsubscribe(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for round := 0; round < 20; round++ {
+		email := "race" + strconv.Itoa(round) + "@x.io"
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				if i%2 == 0 {
+					s.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true, Outbox: entry("welcome:" + email)})
+				} else {
+					s.Unsubscribe(ctx, email, "welcome:"+email)
+				}
+			}(i)
+		}
+		wg.Wait()
+		sub, err := s.Get(ctx, email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub.Status != store.Active && sub.Status != store.Unsubscribed {
+			t.Fatalf("state %q was never asked for", sub.Status)
+		}
+		// The digest walks the active set: it must agree with the status.
+		ids, err := s.ActiveAfter(ctx, sub.ID-1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inSet := len(ids) == 1 && ids[0] == sub.ID; inSet != (sub.Status == store.Active) {
+			t.Fatalf("status %s but in active set = %v", sub.Status, inSet)
+		}
+	}
+}
+
+func testDigestRunOnceWithItsItems(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	if _, err := s.DigestRun(ctx, "2026-W49"); !errors.Is(err, store.ErrNoRun) {
+		t.Fatalf("unknown run: %v", err)
+	}
+	s.AddItem(ctx, store.Item{Title: "One", URL: "https://x/1"})
+	s.AddItem(ctx, store.Item{Title: "Two", URL: "https://x/2", Summary: "second"})
+	for i := 0; i < 3; i++ {
+		s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("a%d@x.io", i), Activate: true})
+	}
+	s.Subscribe(ctx, store.SubscribeRequest{Email: "pending@x.io"})
+	run, created, err := s.StartDigestRun(ctx, "2026-W49")
+	if err != nil || !created || run.State != store.RunPlanning || len(run.Items) != 2 || run.Audience != 3 {
+		t.Fatalf("start: %+v created=%v %v", run, created, err)
+	}
+	if run.Items[1].Summary != "second" || run.Items[0].PublishedAt.IsZero() {
+		t.Fatalf("items: %+v", run.Items)
+	}
+	// A second start (another replica, a retry) changes nothing.
+	s.AddItem(ctx, store.Item{Title: "Three", URL: "https://x/3"})
+	again, created, _ := s.StartDigestRun(ctx, "2026-W49")
+	if created || len(again.Items) != 2 {
+		t.Fatalf("second start: created=%v items=%d", created, len(again.Items))
+	}
+	// The next period takes only what was published since.
+	next, _, _ := s.StartDigestRun(ctx, "2026-W50")
+	if p, err := s.LatestDigestPeriod(ctx); err != nil || p != "2026-W50" {
+		t.Fatalf("latest period %q %v", p, err)
+	}
+	if len(next.Items) != 1 || next.Items[0].Title != "Three" {
+		t.Fatalf("next period items: %+v", next.Items)
+	}
+	empty, _, _ := s.StartDigestRun(ctx, "2026-W51")
+	if empty.State != store.RunEmpty {
+		t.Fatalf("a period with nothing new: %s", empty.State)
+	}
+}
+
+func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for i := 0; i < 25; i++ {
+		s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("k%02d@x.io", i), Activate: true})
+	}
+	s.Unsubscribe(ctx, "k03@x.io")
+	s.MarkBounced(ctx, "k04@x.io")
+	var all []int64
+	cursor := int64(0)
+	for {
+		page, err := s.ActiveAfter(ctx, cursor, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		cursor = page[len(page)-1]
+	}
+	if len(all) != 23 {
+		t.Fatalf("walked %d active subscribers, want 23", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i] <= all[i-1] {
+			t.Fatal("pages are not in id order")
+		}
+	}
+	subs, _ := s.SubscribersByID(ctx, []int64{all[0], 999999})
+	if subs[0].Email != "k00@x.io" || subs[1].ID != 0 {
+		t.Fatalf("by id: %+v", subs)
+	}
+	s.AddItem(ctx, store.Item{Title: "x", URL: "https://x"})
+	s.StartDigestRun(ctx, "p")
+	s.SetOutcome(ctx, "p", store.OutcomeSkipped, 1, 2)
+	s.SetOutcome(ctx, "p", store.OutcomeSkipped, 2) // again: counted once
+	s.SetOutcome(ctx, "p", store.OutcomeFailed, 3)
+	s.MarkSent(ctx, store.Mark{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true})
+	s.AdvanceDigestRun(ctx, "p", 10, 10, false)
+	s.AdvanceDigestRun(ctx, "p", 25, 13, true)
+	run, _ := s.DigestRun(ctx, "p")
+	if run.Skipped != 2 || run.Failed != 1 || run.Sent != 1 || run.Planned != 23 || run.Cursor != 25 || run.State != store.RunPlanned || run.PlannedAt.IsZero() {
+		t.Fatalf("counters: %+v", run)
+	}
+	marks := []store.Mark{{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true}, {Kind: "digest", Key: "p", SubscriberID: 6, Shared: true}}
+	claims, err := s.ClaimMarks(ctx, marks, time.Minute)
+	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.Claimed {
+		t.Fatalf("claims %v %v", claims, err)
+	}
+	s.ReleaseMarks(ctx, marks[1:])
+	if c, _ := claimOne(ctx, s, marks[1], time.Minute); c != store.Claimed {
+		t.Fatal("release did not free the claim")
+	}
+}
+
+func testImportNeverResubscribes(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	s.Subscribe(ctx, store.SubscribeRequest{Email: "left@x.io", Activate: true})
+	s.Unsubscribe(ctx, "left@x.io")
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "left@x.io", Activate: true, OnlyNew: true}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("import of a known address: %v", err)
+	}
+	if sub, _ := s.Get(ctx, "left@x.io"); sub.Status != store.Unsubscribed {
+		t.Fatalf("import re-subscribed someone who left: %s", sub.Status)
+	}
+	if sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "new@x.io", Activate: true, OnlyNew: true}); err != nil || sub.Status != store.Active {
+		t.Fatalf("new address: %+v %v", sub, err)
+	}
+	if due, _ := s.OutboxDue(ctx, time.Now().Add(time.Hour), 10); len(due) != 0 {
+		t.Fatalf("an empty outbox entry was written: %+v", due)
+	}
+}

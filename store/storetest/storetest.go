@@ -1,0 +1,61 @@
+// Package storetest is the store's contract: one suite of tests that every
+// implementation (the Redis store, the in-memory one) must pass, so handler
+// tests on the in-memory store say something about production.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// Harness is one implementation under test.
+type Harness struct {
+	// New returns an empty store. The suite's tests run one after the
+	// other, so New may hand out the same flushed database each time.
+	New func(t *testing.T) store.Store
+	// SetClock, when set, makes s read time from now (a store whose claims
+	// expire by its own clock). Without it the suite waits for real
+	// expiry, polling with a deadline.
+	SetClock func(s store.Store, now func() time.Time)
+}
+
+// Run runs the whole contract against h, one sub-test per behaviour.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness, s store.Store)
+	}{
+		{"SubscribeConfirmUnsubscribe", testSubscribeConfirmUnsubscribe},
+		{"SubscribeAnswersWhatItStored", testSubscribeAnswersWhatItStored},
+		{"ActivateAtOnceAndBounce", testActivateAtOnceAndBounce},
+		{"Outbox", testOutbox},
+		{"Marks", testMarks},
+		{"ClaimExpires", testClaimExpires},
+		{"ConcurrentSubscribeUnsubscribe", testConcurrentSubscribeUnsubscribe},
+		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},
+		{"KeysetWalkAndOutcomes", testKeysetWalkAndOutcomes},
+		{"ImportNeverResubscribes", testImportNeverResubscribes}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
+	}
+}
+
+// claimOne claims a single mark.
+func claimOne(ctx context.Context, s store.Marks, m store.Mark, ttl time.Duration) (store.Claim, error) {
+	claims, err := s.ClaimMarks(ctx, []store.Mark{m}, ttl)
+	if err != nil {
+		return store.Busy, err
+	}
+	if len(claims) != 1 {
+		return store.Busy, fmt.Errorf("one mark claimed, %d answers", len(claims))
+	}
+	return claims[0], nil
+}
+
+func entry(id string) store.OutboxEntry {
+	return store.OutboxEntry{ID: id, Due: time.Now().Add(-time.Minute), Body: []byte("task " + id)}
+}

@@ -1,0 +1,140 @@
+package tasks
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// Every task's queue, TaskID and options are set here and nowhere else: the
+// API, the relay, the planner and the tests enqueue these definitions.
+
+// Job is a task with its deterministic id and due time: what goes into the
+// outbox and then into the queue.
+type Job struct {
+	Task *asynq.Task
+	ID   string
+	Due  time.Time
+}
+
+// Options are the enqueue options that place the job at its due time.
+func (j Job) Options() []asynq.Option { return []asynq.Option{asynq.ProcessAt(j.Due)} }
+
+// ConfirmTaskID is the id under which email's confirmation waits: a
+// pending one is not queued twice.
+func ConfirmTaskID(email string) string { return "confirm:" + email }
+
+// WelcomeTaskID is the id under which email's welcome waits.
+func WelcomeTaskID(email string) string { return "welcome:" + email }
+
+// NewConfirm is the confirmation mail for email, due now.
+func NewConfirm(email string, now time.Time) Job {
+	return confirmJob(mustJSON(ConfirmPayload{Email: email, Nonce: newNonce()}), email, now)
+}
+
+func confirmJob(payload []byte, email string, due time.Time) Job {
+	id := ConfirmTaskID(email)
+	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeConfirmEmail, payload,
+		asynq.Queue(QueueTransactional), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(time.Minute))}
+}
+
+// NewWelcome is the welcome mail for email, due after delay.
+func NewWelcome(email string, now time.Time, delay time.Duration) Job {
+	return welcomeJob(mustJSON(WelcomePayload{Email: email}), email, now.Add(delay))
+}
+
+func welcomeJob(payload []byte, email string, due time.Time) Job {
+	id := WelcomeTaskID(email)
+	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeWelcomeEmail, payload,
+		asynq.Queue(QueueDefault), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+}
+
+// TaskRef names one task in one queue, for the Inspector.
+type TaskRef struct{ Queue, ID string }
+
+// PendingMails are the tasks that may still mail email after the person
+// left: the confirmation and the welcome. Unsubscribing drops their outbox
+// entries and deletes them from the queue; the handlers' re-check covers a
+// task that is already running.
+func PendingMails(email string) []TaskRef {
+	return []TaskRef{
+		{Queue: QueueTransactional, ID: ConfirmTaskID(email)},
+		{Queue: QueueDefault, ID: WelcomeTaskID(email)},
+	}
+}
+
+// DigestPlanTaskID is the id of a period's plan task: every scheduler
+// replica and every manual run of the period meet on it.
+func DigestPlanTaskID(period string) string { return "digest:" + period }
+
+// DigestBatchTaskID names a batch of period by its first recipient, so a
+// re-planned page is a conflict, not a second batch.
+func DigestBatchTaskID(period string, firstID int64) string {
+	return fmt.Sprintf("digest:%s:%d", period, firstID)
+}
+
+// QuietBatchTaskID names the batch of recipients of period held by quiet
+// hours until the given time.
+func QuietBatchTaskID(period string, until time.Time, firstID int64) string {
+	return fmt.Sprintf("digest:%s:q%d:%d", period, until.Unix(), firstID)
+}
+
+// NewDigestPlan is the planning task of period. It runs as long as the
+// sending takes (it waits for room in the queue), so its timeout is long;
+// it saves its cursor after every page, so a retry resumes.
+func NewDigestPlan(period string) *asynq.Task {
+	return asynq.NewTask(TypeDigestPlan, mustJSON(DigestPlanPayload{Period: period}),
+		asynq.Queue(QueueCritical), asynq.TaskID(DigestPlanTaskID(period)),
+		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
+}
+
+// NewDigestBatch is a batch of recipients of period, due now.
+func NewDigestBatch(period string, ids []int64) *asynq.Task {
+	return digestBatch(period, ids, DigestBatchTaskID(period, ids[0]))
+}
+
+// NewQuietDigestBatch is the part of a batch held by quiet hours: the same
+// mail to ids, due when the quiet hours end.
+func NewQuietDigestBatch(period string, ids []int64, until time.Time) *asynq.Task {
+	return digestBatch(period, ids, QuietBatchTaskID(period, until, ids[0]), asynq.ProcessAt(until))
+}
+
+func digestBatch(period string, ids []int64, id string, extra ...asynq.Option) *asynq.Task {
+	opts := append([]asynq.Option{asynq.Queue(QueueCritical), asynq.TaskID(id),
+		asynq.MaxRetry(20), asynq.Timeout(10 * time.Minute)}, extra...)
+	return asynq.NewTask(TypeDigestEmail, mustJSON(DigestBatchPayload{Period: period, IDs: ids}), opts...)
+}
+
+// NewEvent is one notification for email, grouped by address so the
+// worker's aggregator bundles a person's events into one mail.
+func NewEvent(email, title, url string, now time.Time) *asynq.Task {
+	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()}),
+		asynq.Queue(QueueDefault), asynq.Group(email))
+}
+
+// NewEventsEmail is one subscriber's bundle as one mail. The aggregator
+// makes it; asynq puts it in the group's queue and drops any other option
+// given to the events, so these are its only options.
+func NewEventsEmail(bundle EventsPayload) *asynq.Task {
+	return asynq.NewTask(TypeEventsEmail, mustJSON(bundle), asynq.MaxRetry(10), asynq.Timeout(2*time.Minute))
+}
+
+// mustJSON encodes a payload struct of this package; they have no field
+// that can fail to encode.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("tasks: encode %T: %v", v, err))
+	}
+	return b
+}
+
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

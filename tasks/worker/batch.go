@@ -1,0 +1,159 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// BatchStore is what the batch sender needs of the store.
+type BatchStore interface {
+	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
+	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
+	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+}
+
+// BatchSender handles email:digest: one period's digest to a batch of
+// recipients.
+type BatchSender struct {
+	Store   BatchStore
+	Deliver *Deliverer
+	// Queue takes the part of a batch held by quiet hours.
+	Queue tasks.Enqueuer
+	Links Links
+	Quiet *quiet.Hours
+	Now   func() time.Time
+	Log   *slog.Logger
+
+	entriesMu sync.Mutex
+	entries   map[string][]mailer.Entry
+}
+
+func (h *BatchSender) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *BatchSender) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+// HandleDigestBatch sends the period's digest to each recipient of the
+// batch over one SMTP connection. A recipient who is no longer active is
+// skipped; one inside quiet hours moves to a batch of its own due when they
+// end. Each mail claims its mark first, so a retried batch sends only to
+// the rest; a temporary failure for one recipient does not hold the others
+// and retries the batch at the end.
+func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) error {
+	var p tasks.DigestBatchPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if !tasks.ValidPeriod(p.Period) || len(p.IDs) == 0 {
+		return errMissing(t, "period and recipients")
+	}
+	entries, err := h.digestEntries(ctx, p.Period)
+	if err != nil {
+		return err
+	}
+	// The re-read of the whole batch, in one round trip.
+	subs, err := h.Store.SubscribersByID(ctx, p.IDs)
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	var skipped []int64
+	var mails []Mail
+	held := map[time.Time][]int64{}
+	for i, s := range subs {
+		switch until := h.Quiet.Until(s.Timezone, now); {
+		case s.ID == 0 || s.Status != store.Active:
+			skipped = append(skipped, p.IDs[i])
+		case !until.IsZero():
+			held[until] = append(held[until], s.ID)
+		default:
+			mails = append(mails, Mail{
+				To:   s,
+				Mark: store.Mark{Kind: mailer.KindDigest, Key: p.Period, SubscriberID: s.ID, Shared: true},
+				Data: mailer.Data{Email: s.Email, Name: s.Name, Period: p.Period, Entries: entries, UnsubscribeURL: h.Links.Unsubscribe(s.Email)},
+			})
+		}
+	}
+	if len(skipped) > 0 {
+		if err := h.Store.SetOutcome(ctx, p.Period, store.OutcomeSkipped, skipped...); err != nil {
+			return err
+		}
+	}
+	if err := h.deferQuiet(ctx, p.Period, held); err != nil {
+		return err
+	}
+	if len(mails) == 0 {
+		return nil
+	}
+	failed, retry := h.Deliver.Deliver(ctx, mails)
+	if len(failed) > 0 {
+		ids := make([]int64, len(failed))
+		for i, f := range failed {
+			ids[i] = f.SubscriberID
+		}
+		if err := h.Store.SetOutcome(ctx, p.Period, store.OutcomeFailed, ids...); err != nil {
+			// The retry finds these marks unsent and their subscribers
+			// bounced (skipped) or fails them again: the count catches up.
+			return firstErr(retry, fmt.Errorf("record %d failed recipients: %w", len(ids), err))
+		}
+	}
+	return retry
+}
+
+func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[time.Time][]int64) error {
+	for until, ids := range held {
+		if _, err := h.Queue.EnqueueContext(ctx, tasks.NewQuietDigestBatch(period, ids, until)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return fmt.Errorf("defer quiet recipients: %w", err)
+		}
+		h.log().Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())
+	}
+	return nil
+}
+
+// digestEntries returns a period's items as mail entries, cached: a run's
+// items never change once it started.
+func (h *BatchSender) digestEntries(ctx context.Context, period string) ([]mailer.Entry, error) {
+	h.entriesMu.Lock()
+	defer h.entriesMu.Unlock()
+	if e, ok := h.entries[period]; ok {
+		return e, nil
+	}
+	run, err := h.Store.DigestRun(ctx, period)
+	if errors.Is(err, store.ErrNoRun) {
+		return nil, fmt.Errorf("digest %s has no run record: %w", period, asynq.SkipRetry)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(run.Items, func(i, j int) bool { return run.Items[i].ID < run.Items[j].ID })
+	entries := make([]mailer.Entry, len(run.Items))
+	for i, it := range run.Items {
+		entries[i] = mailer.Entry{Title: it.Title, URL: it.URL, Summary: it.Summary}
+	}
+	if h.entries == nil || len(h.entries) > 16 {
+		h.entries = map[string][]mailer.Entry{}
+	}
+	h.entries[period] = entries
+	return entries, nil
+}

@@ -1,0 +1,305 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+)
+
+// ErrDeliveryBusy means another run holds the delivery mark: the same mail
+// is being sent right now, or a worker died holding it. The task is retried
+// after the claim could have expired; it is not a failure.
+var ErrDeliveryBusy = errors.New("delivery mark is held by another run")
+
+// DefaultClaimTTL bounds how long a dead worker's claim blocks a retry. It
+// is longer than any task's timeout, so a live sender never loses its claim.
+const DefaultClaimTTL = 3 * time.Minute
+
+// DefaultThrottle is how long a domain that answered "slow down" is paused.
+const DefaultThrottle = time.Minute
+
+// DeliveryStore is what the deliverer needs of the store: the subscriber
+// re-read, the delivery marks, and suppression after a hard bounce.
+type DeliveryStore interface {
+	Get(ctx context.Context, email string) (store.Subscriber, error)
+	MarkBounced(ctx context.Context, email string) error
+	store.Marks
+}
+
+// Deliverer is the one path every mail takes, whatever its kind: re-read
+// the subscriber (Recipient), claim the delivery marks, pace, render, send
+// over one SMTP session, mark sent. A single mail is a batch of one.
+type Deliverer struct {
+	Store  DeliveryStore
+	Mailer mailer.Mailer
+	Render *mailer.Renderer
+	// Pace, when set, holds bulk mail to the shared send rate and honours
+	// domains that asked us to slow down.
+	Pace Pacer
+	// Throttle is how long such a domain is paused (DefaultThrottle).
+	Throttle time.Duration
+	// ClaimTTL is the claims' expiry (DefaultClaimTTL).
+	ClaimTTL time.Duration
+	Metrics  *Metrics
+	Log      *slog.Logger
+}
+
+// Mail is one mail to deliver: to whom, under which mark, with what data.
+type Mail struct {
+	To   store.Subscriber
+	Mark store.Mark
+	Data mailer.Data
+}
+
+// Failure is a mail that failed for good (SkipRetry): bounced, rejected
+// by policy, or unrenderable. Its claim is released and nothing retries it.
+type Failure struct {
+	SubscriberID int64
+	Err          error
+}
+
+func (d *Deliverer) claimTTL() time.Duration {
+	if d.ClaimTTL > 0 {
+		return d.ClaimTTL
+	}
+	return DefaultClaimTTL
+}
+
+func (d *Deliverer) throttle() time.Duration {
+	if d.Throttle > 0 {
+		return d.Throttle
+	}
+	return DefaultThrottle
+}
+
+func (d *Deliverer) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+// Recipient re-reads the subscriber right before sending. ok is false when
+// nothing should be sent; err is then nil (skip) or a store failure (retry).
+func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Status) (sub store.Subscriber, ok bool, err error) {
+	sub, err = d.Store.Get(ctx, email)
+	if errors.Is(err, store.ErrNotFound) {
+		d.log().Info("skip: unknown subscriber", "domain", address.Domain(email))
+		return sub, false, nil
+	}
+	if err != nil {
+		return sub, false, fmt.Errorf("load subscriber: %w", err)
+	}
+	if sub.Status != want {
+		d.log().Info("skip: subscription not "+string(want), "subscriber", sub.ID, "status", sub.Status)
+		return sub, false, nil
+	}
+	return sub, true, nil
+}
+
+// DeliverOne delivers a single mail: nil when it was sent or had been
+// already, a SkipRetry error when it failed for good, any other error to
+// retry the task.
+func (d *Deliverer) DeliverOne(ctx context.Context, m Mail) error {
+	failed, err := d.Deliver(ctx, []Mail{m})
+	if len(failed) > 0 {
+		return failed[0].Err
+	}
+	return err
+}
+
+// Deliver sends mails in order over one connection. It claims every mark
+// up front (one round trip), skips those already sent, and sends the rest,
+// each paced and marked on its own. It returns the mails that failed for
+// good, and the error that should retry the task for the others (nil when
+// none is left). Every claim it does not turn into a sent mark is
+// released, so the retry sends exactly the mails that are missing.
+func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure, err error) {
+	marks := make([]store.Mark, len(mails))
+	for i, m := range mails {
+		marks[i] = m.Mark
+	}
+	claims, err := d.Store.ClaimMarks(ctx, marks, d.claimTTL())
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery: %w", err)
+	}
+	// giveBack releases the claims this run still holds from index i on,
+	// when it stops early and hands those mails to a retry.
+	giveBack := func(i int, why error) error {
+		var held []store.Mark
+		for j := i; j < len(mails); j++ {
+			if claims[j] == store.Claimed {
+				held = append(held, marks[j])
+			}
+		}
+		return d.release(ctx, held, why)
+	}
+
+	m := d.Mailer
+	if o, ok := d.Mailer.(mailer.Opener); ok && countClaimed(claims) > 0 {
+		sess, err := o.Open(ctx)
+		if err != nil {
+			return nil, giveBack(0, err)
+		}
+		defer func() {
+			if cerr := sess.Close(); cerr != nil {
+				d.log().Warn("close SMTP session", "err", cerr)
+			}
+		}()
+		m = sess
+	}
+
+	p := newPacer(ctx, d.Pace)
+	// The claims were taken up front; stop well before they could expire
+	// under a slow gateway, and let a fresh run claim the rest.
+	stopAt := time.Now().Add(d.claimTTL() / 2)
+	var retry error
+	for i, mail := range mails {
+		switch claims[i] {
+		case store.AlreadySent:
+			d.log().Info("skip: already sent", "kind", mail.Mark.Kind, "subscriber", mail.To.ID)
+			continue
+		case store.Busy:
+			retry = firstErr(retry, fmt.Errorf("%s to subscriber %d: %w", mail.Mark.Kind, mail.To.ID, ErrDeliveryBusy))
+			continue
+		}
+		if time.Now().After(stopAt) {
+			return failed, giveBack(i, firstErr(retry, &Deferred{Reason: "delivery ran for half its claim time", In: time.Second}))
+		}
+		domain := address.Domain(mail.To.Email)
+		pause, err := p.domainPause(ctx, domain)
+		if err == nil && pause > maxInlineWait && !p.last {
+			// This receiver asked us to slow down: leave its mail to the
+			// retry and carry on with the others.
+			if err := d.release(ctx, []store.Mark{mail.Mark}, nil); err != nil {
+				return failed, giveBack(i+1, err)
+			}
+			retry = firstErr(retry, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
+			continue
+		}
+		if err == nil {
+			err = p.wait(ctx, domain, mail.Mark.Kind != mailer.KindConfirm, len(mails)-i)
+		}
+		if err != nil {
+			// Hand the rest back; the retry sends only to them.
+			return failed, giveBack(i, err)
+		}
+		switch err := d.send(ctx, m, mail); {
+		case err == nil:
+		case errors.Is(err, asynq.SkipRetry):
+			failed = append(failed, Failure{SubscriberID: mail.To.ID, Err: err})
+		default:
+			if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
+				p.domains[domain] = max(d.throttle(), time.Second)
+			}
+			retry = firstErr(retry, err)
+		}
+	}
+	return failed, retry
+}
+
+// send renders one mail, sends it through m and records the outcome: the
+// metric and the sent mark, or the claim released and the failure
+// classified (sendFailed). The caller holds the mail's claim.
+func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail) error {
+	msg, err := d.Render.Render(mail.Mark.Kind, mail.Data)
+	if err != nil {
+		d.countFailure(mail.Mark.Kind, mailer.Invalid)
+		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("render %s: %v: %w", mail.Mark.Kind, err, asynq.SkipRetry))
+	}
+	if err := m.Send(ctx, msg); err != nil {
+		// Release even when the outcome is unknown (connection dropped
+		// after DATA): keeping the claim would only delay the same retry.
+		return d.release(ctx, []store.Mark{mail.Mark}, d.sendFailed(ctx, mail, err))
+	}
+	if d.Metrics != nil {
+		d.Metrics.Sent.WithLabelValues(mail.Mark.Kind).Inc()
+	}
+	if err := d.Store.MarkSent(ctx, mail.Mark); err != nil {
+		// The mail is out. Returning an error would retry and could send
+		// it again once the claim expires; a missing mark costs nothing
+		// more than that, so log and succeed.
+		d.log().Error("mark sent failed after delivery", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "err", err)
+	}
+	return nil
+}
+
+// release gives claims back after a failed or abandoned send and returns
+// why (the error the caller goes on with). A failed release is joined to
+// it: those claims then block their mails until they expire.
+func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) error {
+	if len(marks) == 0 {
+		return why
+	}
+	if err := d.Store.ReleaseMarks(ctx, marks); err != nil {
+		d.log().Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
+		if why == nil {
+			return err
+		}
+		if errors.Is(why, asynq.SkipRetry) {
+			return why // the failure is final whatever happens to the claim
+		}
+		return errors.Join(why, err)
+	}
+	return why
+}
+
+func (d *Deliverer) countFailure(kind string, c mailer.Class) {
+	if d.Metrics != nil {
+		d.Metrics.Failed.WithLabelValues(kind, c.String()).Inc()
+	}
+}
+
+// sendFailed decides between retry, suppression and alerting.
+func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error {
+	se := mailer.AsSendError(err)
+	if se == nil {
+		se = &mailer.SendError{Class: mailer.Temporary, Domain: address.Domain(mail.To.Email), Err: err}
+	}
+	kind := mail.Mark.Kind
+	d.countFailure(kind, se.Class)
+	d.log().Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
+		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
+	switch se.Class {
+	case mailer.Throttled:
+		if d.Pace != nil {
+			if err := d.Pace.Throttle(ctx, se.Domain, d.throttle()); err != nil {
+				d.log().Warn("pause domain", "domain", se.Domain, "err", err)
+			}
+		}
+	case mailer.Bounced:
+		if err := d.Store.MarkBounced(ctx, mail.To.Email); err != nil {
+			return fmt.Errorf("mark bounced after %v: %w", se, err) // retry; the next try bounces again
+		}
+		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
+	case mailer.Rejected, mailer.Invalid:
+		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
+	}
+	return se
+}
+
+func countClaimed(claims []store.Claim) int {
+	n := 0
+	for _, c := range claims {
+		if c == store.Claimed {
+			n++
+		}
+	}
+	return n
+}
+
+// firstErr keeps the first error that should retry the task.
+func firstErr(kept, err error) error {
+	if kept != nil {
+		return kept
+	}
+	return err
+}

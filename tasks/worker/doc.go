@@ -1,0 +1,21 @@
+// Package worker handles the tasks of package tasks: the asynq server of
+// the worker role with its middleware (one log line and the metrics per
+// task), retry policy, pacing and the components that send mail.
+//
+// Every mail, whatever its kind, goes through one Deliverer: re-read the
+// subscriber right before sending (not active: skip), claim the delivery
+// mark (already sent: skip; held by another run: retry later), pace (the
+// shared send rate, domains that asked us to slow down), render, send,
+// mark sent. The components around it hold only what they use:
+//
+//   - Mails: the confirmation and the welcome.
+//   - Planner: digest:plan walks the audience by id and enqueues batches,
+//     with back pressure on the critical queue.
+//   - BatchSender: email:digest sends one period's digest to a batch over
+//     one SMTP session, holding those in quiet hours for later.
+//   - EventSender and Aggregator: a person's events bundled into one mail.
+//
+// Handlers depend on small interfaces of the store and the mailer, so
+// their logic is tested on the in-memory store (store/memstore), and the
+// delivery paths over real SMTP and Redis.
+package worker

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// Aggregator is the worker's GroupAggregator: it turns one person's queued
+// events (group = address) into one email:events task listing them all.
+// asynq hands it at most NEWSLETTER_GROUP_MAX_SIZE events, so more make
+// several mails. After a crash asynq may hand over the same events again:
+// the handler's delivery mark, keyed by the events' ids, makes that a no-op.
+func Aggregator(log *slog.Logger) asynq.GroupAggregator {
+	return asynq.GroupAggregatorFunc(func(group string, events []*asynq.Task) *asynq.Task {
+		bundle := tasks.EventsPayload{Email: group}
+		for _, t := range events {
+			var e tasks.EventPayload
+			if err := json.Unmarshal(t.Payload(), &e); err != nil || e.ID == "" {
+				log.Error("events: dropping an unreadable event", "err", err)
+				continue
+			}
+			bundle.Events = append(bundle.Events, e)
+		}
+		return tasks.NewEventsEmail(bundle)
+	})
+}
+
+// bundleKey names a bundle by its events, whatever their order.
+func bundleKey(events []tasks.EventPayload) string {
+	ids := make([]string, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	slices.Sort(ids)
+	sum := sha256.Sum256([]byte(strings.Join(ids, ",")))
+	return hex.EncodeToString(sum[:12])
+}
+
+// EventSender handles email:events: one subscriber's bundle of
+// notifications as one mail.
+type EventSender struct {
+	Deliver *Deliverer
+	Links   Links
+	Quiet   *quiet.Hours
+	Now     func() time.Time
+}
+
+func (h *EventSender) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// HandleEventsEmail sends the bundle. Inside quiet hours it waits for
+// their end.
+func (h *EventSender) HandleEventsEmail(ctx context.Context, t *asynq.Task) error {
+	var p tasks.EventsPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" || len(p.Events) == 0 {
+		return errMissing(t, "email and events")
+	}
+	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
+	if !ok {
+		return err
+	}
+	now := h.now()
+	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
+		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
+	}
+	entries := make([]mailer.Entry, len(p.Events))
+	for i, e := range p.Events {
+		entries[i] = mailer.Entry{Title: e.Title, URL: e.URL}
+	}
+	return h.Deliver.DeliverOne(ctx, Mail{
+		To:   sub,
+		Mark: store.Mark{Kind: mailer.KindEvents, Key: bundleKey(p.Events), SubscriberID: sub.ID},
+		Data: mailer.Data{Email: sub.Email, Name: sub.Name, Entries: entries, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
+	})
+}

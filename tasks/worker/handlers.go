@@ -1,0 +1,59 @@
+package worker
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// Store is every part of the store the worker's components use together.
+type Store interface {
+	DeliveryStore
+	PlanStore
+	BatchStore
+}
+
+// Deps is what the components are built from: the one place where a
+// worker is wired (the commands and the tests use it).
+type Deps struct {
+	Store   Store
+	Mailer  mailer.Mailer
+	Render  *mailer.Renderer
+	Links   Links
+	Queue   tasks.Enqueuer
+	Depth   QueueInspector // nil: no back pressure
+	Pace    Pacer          // nil: no pacing
+	Quiet   *quiet.Hours   // nil: no quiet hours
+	Metrics *Metrics
+	Log     *slog.Logger
+	Now     func() time.Time // nil: time.Now
+
+	ClaimTTL          time.Duration // DefaultClaimTTL
+	Throttle          time.Duration // DefaultThrottle
+	DigestBatch       int           // DefaultDigestBatch
+	MaxPendingBatches int           // DefaultMaxPendingBatches
+}
+
+// NewHandlers builds every component from d.
+func NewHandlers(d Deps) Handlers {
+	deliver := &Deliverer{
+		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace,
+		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log,
+	}
+	return Handlers{
+		Mails: &Mails{Deliver: deliver, Links: d.Links},
+		Planner: &Planner{
+			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
+		},
+		Batches: &BatchSender{
+			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links,
+			Quiet: d.Quiet, Now: d.Now, Log: d.Log,
+		},
+		Events:  &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
+		Metrics: d.Metrics,
+	}
+}

@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// Links builds the URLs inside mails.
+type Links struct {
+	BaseURL string
+	Signer  *token.Signer
+}
+
+// Confirm is the confirmation link for email.
+func (l Links) Confirm(email string) string {
+	return l.BaseURL + "/confirm?token=" + url.QueryEscape(l.Signer.Sign(token.Confirm, email))
+}
+
+// Unsubscribe is the unsubscribe link for email (page and RFC 8058 target).
+func (l Links) Unsubscribe(email string) string {
+	return l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.Sign(token.Unsubscribe, email))
+}
+
+// Mails sends the mails of the signup path: the confirmation and the
+// welcome.
+type Mails struct {
+	Deliver *Deliverer
+	Links   Links
+}
+
+// HandleConfirm sends the confirmation mail to a pending subscriber.
+func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
+	var p tasks.ConfirmPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" || p.Nonce == "" {
+		return errMissing(t, "email or nonce")
+	}
+	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Pending)
+	if !ok {
+		return err
+	}
+	return h.Deliver.DeliverOne(ctx, Mail{
+		To:   sub,
+		Mark: store.Mark{Kind: mailer.KindConfirm, Key: p.Nonce, SubscriberID: sub.ID},
+		Data: mailer.Data{Email: sub.Email, Name: sub.Name, ConfirmURL: h.Links.Confirm(sub.Email)},
+	})
+}
+
+// HandleWelcome sends the welcome mail to an active subscriber, once per
+// subscriber.
+func (h *Mails) HandleWelcome(ctx context.Context, t *asynq.Task) error {
+	var p tasks.WelcomePayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" {
+		return errMissing(t, "email")
+	}
+	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
+	if !ok {
+		return err
+	}
+	return h.Deliver.DeliverOne(ctx, Mail{
+		To:   sub,
+		Mark: store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true},
+		Data: mailer.Data{Email: sub.Email, Name: sub.Name, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
+	})
+}
+
+// decode unmarshals a payload; failure is wrapped in SkipRetry because no
+// retry can fix it.
+func decode(t *asynq.Task, v any) error {
+	if err := json.Unmarshal(t.Payload(), v); err != nil {
+		return fmt.Errorf("decode %s payload: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	return nil
+}
+
+// errMissing marks a payload without the fields a handler needs.
+func errMissing(t *asynq.Task, field string) error {
+	return fmt.Errorf("%s payload has no %s: %w", t.Type(), field, asynq.SkipRetry)
+}
