@@ -4,7 +4,7 @@ BIN       ?= bin/newsletter
 FUZZTIME  ?= 10s
 N         ?= 100000
 
-.PHONY: run build test vet fuzz bench bench-subscribe bench-send bench-digest up down logs e2e clean
+.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest up down logs e2e clean
 
 run: ## the service on its embedded default (in-memory Redis, dev mailbox)
 	$(GO) run ./cmd/newsletter serve
@@ -16,9 +16,17 @@ test: vet ## every test with the race detector, then a short fuzz run
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./internal/address
 
-vet:
+vet: ## gofmt, go vet, and errcheck (pinned in go.mod as a tool; .errcheck-excludes says what it may skip)
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
+	$(GO) tool errcheck -ignoretests -exclude .errcheck-excludes ./...
+
+test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine)
+	@set -e; \
+	( while :; do :; done ) & hog1=$$!; \
+	( while :; do :; done ) & hog2=$$!; \
+	trap 'kill $$hog1 $$hog2 2>/dev/null' EXIT INT TERM; \
+	$(GO) test -race -short -count=3 ./...
 
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address

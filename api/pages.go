@@ -32,7 +32,9 @@ func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	pages[name].ExecuteTemplate(w, "layout", d)
+	// The templates are parsed at start and their data is ours: an error
+	// here is a client that left mid-page.
+	_ = pages[name].ExecuteTemplate(w, "layout", d)
 }
 
 func message(w http.ResponseWriter, code int, title string, lines ...string) {

@@ -100,7 +100,7 @@ func (b *Mailbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mails := b.Mails()
 	if r.URL.Query().Get("format") == "json" {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(mails)
+		_ = json.NewEncoder(w).Encode(mails) // a client gone mid-body has nothing to hear
 		return
 	}
 	views := make([]mailView, len(mails))

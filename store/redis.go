@@ -250,4 +250,5 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	}
 	return errs, nil
 }
+
 var _ Store = (*Redis)(nil)

@@ -36,7 +36,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
 	size := int64(0)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()

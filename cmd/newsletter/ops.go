@@ -65,7 +65,7 @@ func healthcheckCmd(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is read
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("healthz answered %s", resp.Status)
 	}

@@ -118,18 +118,19 @@ func (h *Hook) loop() {
 
 func (h *Hook) send(batch []*call) {
 	if len(batch) == 1 {
-		h.exec.Process(context.Background(), batch[0].cmd)
+		// The command carries its own result or error for its caller.
+		_ = h.exec.Process(context.Background(), batch[0].cmd)
 		close(batch[0].done)
 		return
 	}
 	h.batches.Add(1)
 	pipe := h.exec.Pipeline()
 	for _, c := range batch {
-		pipe.Process(context.Background(), c.cmd)
+		_ = pipe.Process(context.Background(), c.cmd) // queues only; no error before Exec
 	}
 	// Each command carries its own result or error; Exec's error is the
 	// first of them, or the connection's, which it also sets on each.
-	pipe.Exec(context.Background())
+	_, _ = pipe.Exec(context.Background())
 	for _, c := range batch {
 		close(c.done)
 	}

@@ -103,10 +103,10 @@ func BuildBinary() (string, func(), error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/newsletter")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		os.RemoveAll(dir)
+		Warn("remove build folder", os.RemoveAll(dir))
 		return "", nil, fmt.Errorf("build: %w", err)
 	}
-	return bin, func() { os.RemoveAll(dir) }, nil
+	return bin, func() { Warn("remove build folder", os.RemoveAll(dir)) }, nil
 }
 
 // FreeAddr is a free loopback address for a process to listen on.
@@ -115,8 +115,8 @@ func FreeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
 
 // WaitHTTP polls url until it answers, for up to 20 seconds.
@@ -124,10 +124,25 @@ func WaitHTTP(url string) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return nil
+			return resp.Body.Close()
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not answer", url)
+}
+
+// Warn prints a clean-up step's error: a benchmark still reports its
+// figures, and the operator learns what was left behind.
+func Warn(what string, err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", what, err)
+	}
+}
+
+// Stop interrupts a process the benchmark started and waits for it.
+func Stop(cmd *exec.Cmd) {
+	Warn("interrupt "+cmd.Path, cmd.Process.Signal(os.Interrupt))
+	if err := cmd.Wait(); err != nil {
+		Warn("wait for "+cmd.Path, err)
+	}
 }

@@ -31,7 +31,7 @@ func StartSink() (*Sink, error) {
 		return nil, err
 	}
 	s.Addr = l.Addr().String()
-	go s.srv.Serve(l)
+	go func() { _ = s.srv.Serve(l) }() // returns when Close stops it
 	return s, nil
 }
 
@@ -39,7 +39,7 @@ func StartSink() (*Sink, error) {
 func (s *Sink) Accepted() int64 { return s.accepted.Load() }
 
 // Close stops the sink.
-func (s *Sink) Close() { s.srv.Close() }
+func (s *Sink) Close() { Warn("close sink", s.srv.Close()) }
 
 type sinkSession struct{ s *Sink }
 
@@ -65,7 +65,7 @@ func BareLoop(addr, body string, d time.Duration) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer c.Quit()
+	defer func() { Warn("quit bare loop", c.Quit()) }()
 	msg := []byte("From: news@example.com\r\nTo: r@example.org\r\nSubject: What is new\r\n\r\n" + strings.ReplaceAll(body, "\n", "\r\n"))
 	var failed error
 	res := Load(1, d, func(int64) error {
@@ -80,7 +80,9 @@ func BareLoop(addr, body string, d time.Duration) (Result, error) {
 		if err != nil {
 			return err
 		}
-		w.Write(msg)
+		if _, err := w.Write(msg); err != nil {
+			return err
+		}
 		return w.Close()
 	})
 	return res, failed

@@ -23,9 +23,13 @@ func Wrk(url, script string, conns int, d time.Duration) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.Remove(f.Name())
-	f.WriteString(script)
-	f.Close()
+	defer func() { Warn("remove wrk script", os.Remove(f.Name())) }()
+	if _, err := f.WriteString(script); err != nil {
+		return Result{}, err
+	}
+	if err := f.Close(); err != nil {
+		return Result{}, err
+	}
 	out, err := exec.Command("wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", f.Name(), url).CombinedOutput()
 	if err != nil {
 		return Result{}, fmt.Errorf("wrk: %v\n%s", err, out)

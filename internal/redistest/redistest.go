@@ -42,7 +42,11 @@ func New(t testing.TB, db int) (*redis.Client, string) {
 	t.Helper()
 	opt, url := options(t, db)
 	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Logf("redistest: close: %v", err)
+		}
+	})
 	if err := c.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatalf("redistest: flush db %d: %v", db, err)
 	}

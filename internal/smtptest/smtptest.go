@@ -82,8 +82,12 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("smtptest: listen: %v", err)
 	}
 	s.Addr = l.Addr().String()
-	go s.srv.Serve(l)
-	t.Cleanup(func() { s.srv.Close() })
+	go func() { _ = s.srv.Serve(l) }() // returns when Close stops it
+	t.Cleanup(func() {
+		if err := s.srv.Close(); err != nil {
+			t.Logf("smtptest: close: %v", err)
+		}
+	})
 	return s
 }
 
@@ -174,8 +178,10 @@ func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 func (x *session) Data(r io.Reader) error {
 	for _, f := range x.faults {
 		if f != nil && f.Drop {
-			io.CopyN(io.Discard, r, 64)
-			x.conn.Conn().Close()
+			// Part of the body arrives, then the connection drops: the
+			// fault being simulated, so neither result matters.
+			_, _ = io.CopyN(io.Discard, r, 64)
+			_ = x.conn.Conn().Close()
 			return io.ErrUnexpectedEOF
 		}
 	}

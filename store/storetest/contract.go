@@ -179,18 +179,28 @@ func testConcurrentSubscribeUnsubscribe(t *testing.T, h Harness, s store.Store) 
 	for round := 0; round < 20; round++ {
 		email := "race" + strconv.Itoa(round) + "@x.io"
 		var wg sync.WaitGroup
+		errs := make(chan error, 8)
 		for i := 0; i < 8; i++ {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
+				var err error
 				if i%2 == 0 {
-					s.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true, Outbox: entry("welcome:" + email)})
+					_, err = s.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true, Outbox: entry("welcome:" + email)})
 				} else {
-					s.Unsubscribe(ctx, email, "welcome:"+email)
+					_, err = s.Unsubscribe(ctx, email, "welcome:"+email)
+				}
+				// Already active, or not there yet: the race's normal answers.
+				if err != nil && !errors.Is(err, store.ErrAlreadyActive) && !errors.Is(err, store.ErrNotFound) {
+					errs <- err
 				}
 			}(i)
 		}
 		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
 		sub, err := s.Get(ctx, email)
 		if err != nil {
 			t.Fatal(err)
@@ -214,12 +224,12 @@ func testDigestRunOnceWithItsItems(t *testing.T, h Harness, s store.Store) {
 	if _, err := s.DigestRun(ctx, "2026-W49"); !errors.Is(err, store.ErrNoRun) {
 		t.Fatalf("unknown run: %v", err)
 	}
-	s.AddItem(ctx, store.Item{Title: "One", URL: "https://x/1"})
-	s.AddItem(ctx, store.Item{Title: "Two", URL: "https://x/2", Summary: "second"})
+	must2(t)(s.AddItem(ctx, store.Item{Title: "One", URL: "https://x/1"}))
+	must2(t)(s.AddItem(ctx, store.Item{Title: "Two", URL: "https://x/2", Summary: "second"}))
 	for i := 0; i < 3; i++ {
-		s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("a%d@x.io", i), Activate: true})
+		must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("a%d@x.io", i), Activate: true}))
 	}
-	s.Subscribe(ctx, store.SubscribeRequest{Email: "pending@x.io"})
+	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "pending@x.io"}))
 	run, created, err := s.StartDigestRun(ctx, "2026-W49")
 	if err != nil || !created || run.State != store.RunPlanning || len(run.Items) != 2 || run.Audience != 3 {
 		t.Fatalf("start: %+v created=%v %v", run, created, err)
@@ -228,7 +238,7 @@ func testDigestRunOnceWithItsItems(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("items: %+v", run.Items)
 	}
 	// A second start (another replica, a retry) changes nothing.
-	s.AddItem(ctx, store.Item{Title: "Three", URL: "https://x/3"})
+	must2(t)(s.AddItem(ctx, store.Item{Title: "Three", URL: "https://x/3"}))
 	again, created, _ := s.StartDigestRun(ctx, "2026-W49")
 	if created || len(again.Items) != 2 {
 		t.Fatalf("second start: created=%v items=%d", created, len(again.Items))
@@ -250,10 +260,10 @@ func testDigestRunOnceWithItsItems(t *testing.T, h Harness, s store.Store) {
 func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 	ctx := context.Background()
 	for i := 0; i < 25; i++ {
-		s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("k%02d@x.io", i), Activate: true})
+		must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("k%02d@x.io", i), Activate: true}))
 	}
-	s.Unsubscribe(ctx, "k03@x.io")
-	s.MarkBounced(ctx, "k04@x.io")
+	must2(t)(s.Unsubscribe(ctx, "k03@x.io"))
+	must(t, s.MarkBounced(ctx, "k04@x.io"))
 	var all []int64
 	cursor := int64(0)
 	for {
@@ -279,14 +289,16 @@ func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 	if subs[0].Email != "k00@x.io" || subs[1].ID != 0 {
 		t.Fatalf("by id: %+v", subs)
 	}
-	s.AddItem(ctx, store.Item{Title: "x", URL: "https://x"})
-	s.StartDigestRun(ctx, "p")
-	s.SetOutcome(ctx, "p", store.OutcomeSkipped, 1, 2)
-	s.SetOutcome(ctx, "p", store.OutcomeSkipped, 2) // again: counted once
-	s.SetOutcome(ctx, "p", store.OutcomeFailed, 3)
-	s.MarkSent(ctx, store.Mark{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true})
-	s.AdvanceDigestRun(ctx, "p", 10, 10, false)
-	s.AdvanceDigestRun(ctx, "p", 25, 13, true)
+	must2(t)(s.AddItem(ctx, store.Item{Title: "x", URL: "https://x"}))
+	if _, _, err := s.StartDigestRun(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.SetOutcome(ctx, "p", store.OutcomeSkipped, 1, 2))
+	must(t, s.SetOutcome(ctx, "p", store.OutcomeSkipped, 2)) // again: counted once
+	must(t, s.SetOutcome(ctx, "p", store.OutcomeFailed, 3))
+	must(t, s.MarkSent(ctx, store.Mark{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true}))
+	must(t, s.AdvanceDigestRun(ctx, "p", 10, 10, false))
+	must(t, s.AdvanceDigestRun(ctx, "p", 25, 13, true))
 	run, _ := s.DigestRun(ctx, "p")
 	if run.Skipped != 2 || run.Failed != 1 || run.Sent != 1 || run.Planned != 23 || run.Cursor != 25 || run.State != store.RunPlanned || run.PlannedAt.IsZero() {
 		t.Fatalf("counters: %+v", run)
@@ -296,7 +308,7 @@ func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.Claimed {
 		t.Fatalf("claims %v %v", claims, err)
 	}
-	s.ReleaseMarks(ctx, marks[1:])
+	must(t, s.ReleaseMarks(ctx, marks[1:]))
 	if c, _ := claimOne(ctx, s, marks[1], time.Minute); c != store.Claimed {
 		t.Fatal("release did not free the claim")
 	}
@@ -304,8 +316,8 @@ func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 
 func testImportNeverResubscribes(t *testing.T, h Harness, s store.Store) {
 	ctx := context.Background()
-	s.Subscribe(ctx, store.SubscribeRequest{Email: "left@x.io", Activate: true})
-	s.Unsubscribe(ctx, "left@x.io")
+	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "left@x.io", Activate: true}))
+	must2(t)(s.Unsubscribe(ctx, "left@x.io"))
 	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "left@x.io", Activate: true, OnlyNew: true}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("import of a known address: %v", err)
 	}

@@ -59,3 +59,20 @@ func claimOne(ctx context.Context, s store.Marks, m store.Mark, ttl time.Duratio
 func entry(id string) store.OutboxEntry {
 	return store.OutboxEntry{ID: id, Due: time.Now().Add(-time.Minute), Body: []byte("task " + id)}
 }
+
+// must fails the test on a set-up step's error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// must2 is must for a step that also returns a value, which set-up
+// ignores: must2(t)(s.Subscribe(...)).
+func must2(t *testing.T) func(any, error) {
+	return func(_ any, err error) {
+		t.Helper()
+		must(t, err)
+	}
+}

@@ -41,7 +41,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	defer func() { bench.Warn("close redis", rdb.Close()) }()
 	bin, cleanup, err := bench.BuildBinary()
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func run() error {
 	}
 
 	dir, _ := os.MkdirTemp("", "bench-digest")
-	defer os.RemoveAll(dir)
+	defer func() { bench.Warn("remove temp folder", os.RemoveAll(dir)) }()
 	csv := filepath.Join(dir, "subscribers.csv")
 	if err := writeCSV(csv, n); err != nil {
 		return err
@@ -87,7 +87,7 @@ func run() error {
 	if err := worker.Start(); err != nil {
 		return err
 	}
-	defer func() { worker.Process.Signal(os.Interrupt); worker.Wait() }()
+	defer bench.Stop(worker)
 	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
 		return fmt.Errorf("%w\n%s", err, werr.String())
 	}
@@ -153,7 +153,7 @@ func addItem(bin string, env []string) error {
 	if err := api.Start(); err != nil {
 		return err
 	}
-	defer func() { api.Process.Signal(os.Interrupt); api.Wait() }()
+	defer bench.Stop(api)
 	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func addItem(bin string, env []string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	bench.Warn("close response", resp.Body.Close())
 	if resp.StatusCode != http.StatusCreated {
 		return fmt.Errorf("add item: %s", resp.Status)
 	}

@@ -57,7 +57,7 @@ func run() error {
 				Text: bench.Body4K, UnsubscribeURL: "https://news.example.com/unsubscribe?token=abc",
 			})
 		})
-		m.Close()
+		bench.Warn("close SMTP pool", m.Close())
 		fmt.Printf("pool, %2d connection(s)             %s  %3.0f%% of bare\n", conns, res, 100*res.Rate()/bare.Rate())
 	}
 	fmt.Println("target: the pool with 16 connections reaches at least 80% of the bare loop")

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/autopipe"
+	"github.com/newsletter/newsletter/internal/bench"
 )
 
 // enqueueOnly serves POST /subscribe as the thinnest API that still enqueues
@@ -44,7 +45,10 @@ func startEnqueueOnly(redisURL string) (*enqueueOnly, error) {
 	var seq atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /subscribe", func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		id := "confirm:ceiling-" + run + "-" + strconv.FormatInt(seq.Add(1), 10)
 		_, err := client.EnqueueContext(r.Context(), asynq.NewTask("email:confirm", payload),
 			asynq.Queue("transactional"), asynq.TaskID(id))
@@ -59,13 +63,13 @@ func startEnqueueOnly(redisURL string) (*enqueueOnly, error) {
 		return nil, err
 	}
 	e := &enqueueOnly{URL: "http://" + l.Addr().String(), srv: &http.Server{Handler: mux}, hook: hook, exec: exec, batched: batched}
-	go e.srv.Serve(l)
+	go func() { _ = e.srv.Serve(l) }() // returns when Close shuts it down
 	return e, nil
 }
 
 func (e *enqueueOnly) Close() {
-	e.srv.Shutdown(context.Background())
+	bench.Warn("shut down enqueue-only server", e.srv.Shutdown(context.Background()))
 	e.hook.Close()
-	e.batched.Close()
-	e.exec.Close()
+	bench.Warn("close batched client", e.batched.Close())
+	bench.Warn("close client", e.exec.Close())
 }

@@ -39,7 +39,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	defer func() { bench.Warn("close redis", rdb.Close()) }()
 
 	client := asynq.NewClientFromRedisClient(rdb)
 	payload := []byte(`{"email":"someone@example.com","nonce":"0123456789abcdef"}`)
@@ -70,7 +70,7 @@ func run() error {
 	if err := api.Start(); err != nil {
 		return err
 	}
-	defer func() { api.Process.Signal(os.Interrupt); api.Wait() }()
+	defer bench.Stop(api)
 	base := "http://" + addr
 	if err := bench.WaitHTTP(base + "/healthz"); err != nil {
 		return fmt.Errorf("%w\n%s", err, apiErr.String())
@@ -152,8 +152,10 @@ func expect(resp *http.Response, err error) func(code int) error {
 		if err != nil {
 			return err
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body) // drained so the connection is reused
+		if err := resp.Body.Close(); err != nil {
+			return err
+		}
 		if resp.StatusCode != code {
 			return fmt.Errorf("status %d", resp.StatusCode)
 		}
