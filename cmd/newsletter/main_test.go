@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // syncBuffer is a bytes.Buffer safe for the service's goroutines.
@@ -243,14 +245,19 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 }
 
 // TestUnsubscribeInWindowStopsWelcome runs the real worker: an unsubscribe
-// inside the welcome delay means no welcome, ever.
+// inside the welcome delay means no welcome, ever. The API runs alone until
+// the unsubscribe has answered, so the window is open by construction, not
+// by how fast this machine is; then a worker starts and sends what is due.
 func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
-		"NEWSLETTER_DOUBLE_OPTIN":  "false",
-		"NEWSLETTER_WELCOME_DELAY": "1s",
-	}), "serve")
+	env := func() map[string]string {
+		return realEnv(redisURL, smtpSrv.URL(), map[string]string{
+			"NEWSLETTER_DOUBLE_OPTIN":  "false",
+			"NEWSLETTER_WELCOME_DELAY": "1s",
+		})
+	}
+	svc := startService(t, env(), "api")
 	post := func(path, email string) {
 		resp, err := http.Post(svc.base+path, "application/json", strings.NewReader(`{"email":"`+email+`"}`))
 		if err != nil || resp.StatusCode != http.StatusAccepted {
@@ -261,9 +268,17 @@ func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
 	post("/subscribe", "leaves@example.com")
 	post("/subscribe", "stays@example.com")
 	post("/unsubscribe", "leaves@example.com")
+	startService(t, env(), "worker")
 	// The welcome of the one who stayed is the marker that the window has
 	// passed for both.
 	smtpSrv.WaitFor(t, 1, 10*time.Second)
+	// And the leaver's welcome is gone from the queue (deleted, or run and
+	// skipped by the re-check), so it cannot still arrive.
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	poll.True(t, 10*time.Second, "the leaver's welcome to leave the queue", func() bool {
+		_, err := insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID("leaves@example.com"))
+		return errors.Is(err, asynq.ErrTaskNotFound)
+	})
 	if got := smtpSrv.To("leaves@example.com"); len(got) != 0 {
 		t.Fatalf("welcome sent after unsubscribe")
 	}
