@@ -2,8 +2,12 @@
 // tasks that must reach the queue, and delivery marks that make a repeated
 // task a no-op.
 //
-// Two implementations share one contract (store_test.go runs the same tests
-// on both): Redis, for the service, and Memory, for handler unit tests.
+// The store comes in parts, so each consumer names only what it uses:
+// Subscribers (the list and its state changes), Outbox, Marks (delivery
+// marks) and Digests; Store is all of them. Two implementations pass one
+// contract suite (store/storetest): Redis, for the service (every state
+// change one Lua script, scripts.go; the key layout in keys.go), and
+// store/memstore, for handler unit tests.
 //
 // # Delivery marks and the one duplicate window
 //
