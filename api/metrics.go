@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/subtle"
 	"strconv"
 	"time"
 
@@ -34,8 +33,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) observe(route string, code int, took time.Duration) {
 	m.Requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
 	m.Duration.WithLabelValues(route).Observe(took.Seconds())
-}
-
-func tokenEqual(got, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 // Monitoring guards asynqmon (or any operator UI) mounted at /monitoring/:
@@ -22,7 +24,7 @@ func (s *Server) Monitoring(ui http.Handler, origin string) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if _, pass, ok := r.BasicAuth(); !ok || !tokenEqual(pass, s.cfg.AdminToken) {
+		if _, pass, ok := r.BasicAuth(); !ok || !adminauth.Equal(pass, s.cfg.AdminToken) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="newsletter monitoring", charset="UTF-8"`)
 			http.Error(w, "monitoring needs the admin token as the password", http.StatusUnauthorized)
 			return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -131,18 +132,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Admin guards h with the admin Bearer token. Without a configured token
 // the route does not exist (404), so a forgotten setting fails closed.
 func (s *Server) Admin(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.AdminToken == "" {
-			http.NotFound(w, r)
-			return
-		}
-		if !tokenEqual(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), s.cfg.AdminToken) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="newsletter"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody("admin token required"))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return adminauth.Bearer(s.cfg.AdminToken, h)
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {

@@ -106,11 +106,11 @@ func (a *app) batchedRedis() (redis.UniversalClient, error) {
 	return c, nil
 }
 
-// newClient is an asynq client on the app's connection, closed with it.
+// newClient is an asynq client on the app's connection. It owns nothing
+// (asynq refuses to close a client on a shared connection): closing the
+// app's connection ends it.
 func (a *app) newClient() *asynq.Client {
-	c := asynq.NewClientFromRedisClient(a.rdb)
-	a.closers = append(a.closers, func() { closeLogged(a.log, "asynq client", c) })
-	return c
+	return asynq.NewClientFromRedisClient(a.rdb)
 }
 
 func (a *app) close() {

@@ -79,8 +79,8 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err != nil {
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 		}
+		// Inspectors on the app's connection own nothing to close.
 		workerInsp := asynq.NewInspectorFromRedisClient(a.rdb)
-		defer closeLogged(a.log, "worker inspector", workerInsp)
 		h := worker.NewHandlers(worker.Deps{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg),
 			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
@@ -101,7 +101,6 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	var handler http.Handler
 	if r.api {
 		insp := asynq.NewInspectorFromRedisClient(a.rdb)
-		defer closeLogged(a.log, "api inspector", insp)
 		batched, err := a.batchedRedis()
 		if err != nil {
 			return err
@@ -130,6 +129,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		})
 		defer closeLogged(a.log, "asynqmon", mon)
 		srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
+		if a.cfg.PProf {
+			srv.Handle("/debug/pprof/", pprofHandler(a.cfg.AdminToken))
+		}
 		handler = srv
 	} else {
 		handler = opsHandler(a, metricsHandler, mailbox)
@@ -193,6 +195,9 @@ func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	health.Register(mux, a.store)
 	mux.Handle("GET /metrics", metrics)
+	if a.cfg.PProf {
+		mux.Handle("/debug/pprof/", pprofHandler(a.cfg.AdminToken))
+	}
 	if mailbox != nil {
 		mux.Handle("GET /dev/mailbox", mailbox)
 	}

@@ -16,6 +16,7 @@ import (
 type Sink struct {
 	Addr     string
 	accepted atomic.Int64
+	bytes    atomic.Int64
 	srv      *gosmtp.Server
 }
 
@@ -38,6 +39,9 @@ func StartSink() (*Sink, error) {
 // Accepted is how many mails the sink took.
 func (s *Sink) Accepted() int64 { return s.accepted.Load() }
 
+// Bytes is how many message bytes (after DATA) the sink took.
+func (s *Sink) Bytes() int64 { return s.bytes.Load() }
+
 // Close stops the sink.
 func (s *Sink) Close() { Warn("close sink", s.srv.Close()) }
 
@@ -48,9 +52,11 @@ func (sinkSession) Logout() error                          { return nil }
 func (sinkSession) Mail(string, *gosmtp.MailOptions) error { return nil }
 func (sinkSession) Rcpt(string, *gosmtp.RcptOptions) error { return nil }
 func (x sinkSession) Data(r io.Reader) error {
-	if _, err := io.Copy(io.Discard, r); err != nil {
+	n, err := io.Copy(io.Discard, r)
+	if err != nil {
 		return err
 	}
+	x.s.bytes.Add(n)
 	x.s.accepted.Add(1)
 	return nil
 }

@@ -55,6 +55,8 @@ type Config struct {
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
 	MonitoringReadOnly bool
 	PrometheusURL      string
+	// PProf serves /debug/pprof/ behind the admin token on every role.
+	PProf bool
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
@@ -103,6 +105,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		DKIMDomain:         p.str("NEWSLETTER_DKIM_DOMAIN", ""),
 		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
+		PProf:              p.boolean("NEWSLETTER_PPROF", false),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
@@ -140,6 +143,7 @@ func Load(getenv func(string) string) (*Config, error) {
 			dkimSet++
 		}
 	}
+	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
 	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)

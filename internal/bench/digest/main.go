@@ -1,12 +1,17 @@
-// Command digest is `make bench-digest N=100000`: it imports N subscribers
-// from a generated CSV with `newsletter import` (timed), runs one digest
-// through a `newsletter worker` process into a loopback SMTP sink, and
-// prints mails per second, wall time, peak Redis memory, the worker's peak
-// RSS, and the rate of a bare SMTP loop against the same sink.
+// Command digest is `make bench-digest N=100000 ITEMS=1,20`: it imports N
+// subscribers from a generated CSV with `newsletter import` (timed, and
+// Redis bytes per subscriber), then for each item count runs one digest
+// through a `newsletter worker` process into a loopback SMTP sink and
+// prints mails per second, the average mail size, the worker's and Redis's
+// CPU per mail (utime+stime from /proc around the run), and the CPU per
+// mail of a bare SMTP loop at the same mail size, run in a child process so
+// the sink's own CPU is not counted. NEWSLETTER_BENCH_BIN=path measures a prebuilt binary
+// with this harness.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,16 +29,38 @@ import (
 )
 
 func main() {
+	bench.RunBareChild()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-digest:", err)
 		os.Exit(1)
 	}
 }
 
+// figures are one digest run's measurements.
+type figures struct {
+	items            int
+	rate             float64
+	wall             time.Duration
+	mailSize         float64       // average bytes per mail
+	workerCPU        time.Duration // per mail
+	redisCPU         time.Duration // per mail
+	bareCPU          time.Duration // per mail, at the same mail size
+	bare             bench.Result
+	peakMem, baseMem int64
+}
+
 func run() error {
 	n := 100000
 	if v, err := strconv.Atoi(os.Getenv("N")); err == nil && v > 0 {
 		n = v
+	}
+	var itemCounts []int
+	for _, f := range strings.Split(cmp.Or(os.Getenv("ITEMS"), "1,20"), ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			return fmt.Errorf("ITEMS=%q: want item counts such as 1,20", os.Getenv("ITEMS"))
+		}
+		itemCounts = append(itemCounts, k)
 	}
 	ctx := context.Background()
 	url := bench.RedisURL()
@@ -42,20 +69,20 @@ func run() error {
 		return err
 	}
 	defer func() { bench.Warn("close redis", rdb.Close()) }()
-	bin, cleanup, err := bench.BuildBinary()
-	if err != nil {
-		return err
+	bin := os.Getenv("NEWSLETTER_BENCH_BIN") // a prebuilt binary, to measure another build with this harness
+	if bin == "" {
+		built, cleanup, err := bench.BuildBinary()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		bin = built
 	}
-	defer cleanup()
 	sink, err := bench.StartSink()
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	bare, err := bench.BareLoop(sink.Addr, bench.Body4K, 3*time.Second)
-	if err != nil {
-		return err
-	}
 
 	dir, _ := os.MkdirTemp("", "bench-digest")
 	defer func() { bench.Warn("remove temp folder", os.RemoveAll(dir)) }()
@@ -64,6 +91,7 @@ func run() error {
 		return err
 	}
 	env := append(os.Environ(), "NEWSLETTER_REDIS_URL="+url, "NEWSLETTER_SECRET=benchmark-secret-0123456789")
+	memBefore := usedMemory(ctx, rdb)
 	start := time.Now()
 	imp := exec.Command(bin, "import", "--quiet", csv)
 	imp.Env, imp.Stderr = env, os.Stderr
@@ -92,36 +120,83 @@ func run() error {
 		return fmt.Errorf("%w\n%s", err, werr.String())
 	}
 
-	period := fmt.Sprintf("bench-%d", time.Now().Unix())
-	if err := addItem(bin, env); err != nil {
-		return err
+	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
+	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
+	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(baseMem-memBefore), float64(baseMem-memBefore)/float64(n))
+	var runs []figures
+	for _, k := range itemCounts {
+		f, err := digest(ctx, bin, env, rdb, sink, worker, n, k, &werr)
+		if err != nil {
+			return err
+		}
+		f.baseMem = baseMem
+		runs = append(runs, f)
 	}
-	sent0 := sink.Accepted()
-	start = time.Now()
+	fmt.Println()
+	fmt.Println("| items | mail size | mails/s | worker CPU/mail | Redis CPU/mail | bare loop CPU/mail (same size) | worker/bare | Redis peak over base |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, f := range runs {
+		fmt.Printf("| %d | %.1f KB | %.0f | %d µs | %d µs | %d µs | %.2f | +%.1f MB |\n", f.items, f.mailSize/1000, f.rate,
+			f.workerCPU.Microseconds(), f.redisCPU.Microseconds(), f.bareCPU.Microseconds(),
+			float64(f.workerCPU)/float64(f.bareCPU), mb(f.peakMem-f.baseMem))
+	}
+	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peakRSS(worker.Process.Pid)))
+	return nil
+}
+
+// digest adds k items, runs one digest to all n subscribers and measures
+// it: wall time, the worker's and Redis's CPU, the mails' size, and a bare
+// SMTP loop at the same mail size.
+func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, worker *exec.Cmd, n, k int, werr *strings.Builder) (figures, error) {
+	f := figures{items: k}
+	if err := addItems(bin, env, k); err != nil {
+		return f, err
+	}
+	period := fmt.Sprintf("bench-%d-%d", time.Now().Unix(), k)
+	sent0, bytes0 := sink.Accepted(), sink.Bytes()
+	wcpu0, err := bench.ProcCPU(worker.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	rcpu0, err := bench.RedisCPU(ctx, rdb)
+	if err != nil {
+		return f, err
+	}
+	start := time.Now()
 	dr := exec.Command(bin, "digest", "run", "--period", period)
 	dr.Env = env
 	if out, err := dr.CombinedOutput(); err != nil {
-		return fmt.Errorf("digest run: %v\n%s", err, out)
+		return f, fmt.Errorf("digest run: %v\n%s", err, out)
 	}
-	peakMem := baseMem
+	f.peakMem = usedMemory(ctx, rdb)
 	for sink.Accepted()-sent0 < int64(n) {
 		if time.Since(start) > 30*time.Minute {
-			return fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, werr.String())
+			return f, fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, werr.String())
 		}
-		peakMem = max(peakMem, usedMemory(ctx, rdb))
+		f.peakMem = max(f.peakMem, usedMemory(ctx, rdb))
 		time.Sleep(50 * time.Millisecond)
 	}
-	wall := time.Since(start)
-	rate := float64(n) / wall.Seconds()
-	rss := peakRSS(worker.Process.Pid)
-	fmt.Printf("%d subscribers, one digest through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
-	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
-	fmt.Printf("digest                    %.0f mails/s, wall time %s\n", rate, wall.Round(time.Millisecond))
-	fmt.Printf("bare SMTP loop            %s  -> digest at %.0f%% of it (target >= 60%%)\n", bare, 100*rate/bare.Rate())
-	fmt.Printf("redis used_memory         %.1f MB with the subscribers, peak %.1f MB during the run (+%.1f MB)\n",
-		mb(baseMem), mb(peakMem), mb(peakMem-baseMem))
-	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(rss))
-	return nil
+	f.wall = time.Since(start)
+	wcpu1, err := bench.ProcCPU(worker.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	rcpu1, err := bench.RedisCPU(ctx, rdb)
+	if err != nil {
+		return f, err
+	}
+	mails := sink.Accepted() - sent0
+	f.rate = float64(mails) / f.wall.Seconds()
+	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
+	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
+	f.redisCPU = (rcpu1 - rcpu0) / time.Duration(mails)
+	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), 3*time.Second)
+	if err != nil {
+		return f, err
+	}
+	fmt.Printf("%2d item(s): %.0f mails/s, wall %s, %.1f KB a mail; bare loop at that size %s\n",
+		k, f.rate, f.wall.Round(time.Millisecond), f.mailSize/1000, f.bare)
+	return f, nil
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
@@ -142,8 +217,8 @@ func writeCSV(path string, n int) error {
 	return f.Close()
 }
 
-// addItem posts one digest item through a short-lived API process.
-func addItem(bin string, env []string) error {
+// addItems posts k digest items through a short-lived API process.
+func addItems(bin string, env []string, k int) error {
 	addr, err := bench.FreeAddr()
 	if err != nil {
 		return err
@@ -157,16 +232,24 @@ func addItem(bin string, env []string) error {
 	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
 		return err
 	}
-	body, _ := json.Marshal(map[string]string{"title": "Benchmark item", "url": "https://example.com/bench", "summary": "What the benchmark sends."})
-	req, _ := http.NewRequest("POST", "http://"+addr+"/api/items", strings.NewReader(string(body)))
-	req.Header.Set("Authorization", "Bearer bench")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	bench.Warn("close response", resp.Body.Close())
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("add item: %s", resp.Status)
+	for i := 0; i < k; i++ {
+		// The item of the first benchmarks, numbered: 20 of them make a
+		// mail of about 7 KB, the size listmonk was measured at.
+		body, _ := json.Marshal(map[string]string{
+			"title":   fmt.Sprintf("Benchmark item %d", i+1),
+			"url":     fmt.Sprintf("https://example.com/bench/%d", i+1),
+			"summary": "What the benchmark sends.",
+		})
+		req, _ := http.NewRequest("POST", "http://"+addr+"/api/items", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer bench")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		bench.Warn("close response", resp.Body.Close())
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("add item: %s", resp.Status)
+		}
 	}
 	return nil
 }
