@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	texttemplate "text/template"
+	"text/template/parse"
 )
 
 //go:embed templates
@@ -37,6 +38,8 @@ type Data struct {
 type Renderer struct {
 	text map[string]*texttemplate.Template
 	html map[string]*htmltemplate.Template
+	// preparable: the kind's templates allow Prepare's fill-in (prepare.go).
+	preparable map[string]bool
 }
 
 var kinds = []string{KindConfirm, KindWelcome, KindDigest, KindEvents}
@@ -62,7 +65,7 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}}
+	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}}
 	for _, k := range kinds {
 		txt, err := read(k + ".txt")
 		if err != nil {
@@ -86,12 +89,21 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 			return nil, fmt.Errorf("parse template %s.html: %w", k, err)
 		}
 		r.html[k] = h
+		var trees []*parse.Tree
+		for _, t := range r.text[k].Templates() {
+			trees = append(trees, t.Tree)
+		}
+		r.preparable[k] = preparable(append(trees, htmlTrees(h)...)...)
 	}
 	return r, nil
 }
 
 // Render builds the message of kind for d.Email.
 func (r *Renderer) Render(kind string, d Data) (*Message, error) {
+	return r.render(kind, d)
+}
+
+func (r *Renderer) render(kind string, d Data) (*Message, error) {
 	txt, ok := r.text[kind]
 	if !ok {
 		return nil, fmt.Errorf("render: unknown mail kind %q", kind)

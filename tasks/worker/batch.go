@@ -77,6 +77,11 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 	if err != nil {
 		return err
 	}
+	// The items are the same for every recipient: render them once.
+	prep, err := h.Deliver.Render.Prepare(mailer.KindDigest, mailer.Data{Period: p.Period, Entries: entries})
+	if err != nil {
+		return fmt.Errorf("prepare digest: %v: %w", err, asynq.SkipRetry)
+	}
 	now := h.now()
 	var skipped []int64
 	var mails []Mail
@@ -89,9 +94,10 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 			held[until] = append(held[until], s.ID)
 		default:
 			mails = append(mails, Mail{
-				To:   s,
-				Mark: store.Mark{Kind: mailer.KindDigest, Key: p.Period, SubscriberID: s.ID, Shared: true},
-				Data: mailer.Data{Email: s.Email, Name: s.Name, Period: p.Period, Entries: entries, UnsubscribeURL: h.Links.Unsubscribe(s.Email)},
+				To:       s,
+				Mark:     store.Mark{Kind: mailer.KindDigest, Key: p.Period, SubscriberID: s.ID, Shared: true},
+				Data:     mailer.Data{Email: s.Email, Name: s.Name, UnsubscribeURL: h.Links.Unsubscribe(s.Email)},
+				Prepared: prep,
 			})
 		}
 	}
