@@ -3,10 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/newsletter/newsletter/internal/redistest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/redistest"
 )
 
 // TestBatchClaimsWithColdScriptCache: concurrent pipelines right after the

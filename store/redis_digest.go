@@ -149,45 +149,32 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 	return out, nil
 }
 
-// ClaimMarks implements Marks.
+// ClaimMarks implements Marks: one script call for all the marks. The
+// script is atomic, so an error means no claim was taken.
 func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error) {
-	args := make([][]any, len(marks))
-	for i, m := range marks {
-		args[i] = []any{boolArg(m.Shared), m.SubscriberID, ttl.Milliseconds()}
+	if len(marks) == 0 {
+		return nil, nil
 	}
-	keys := func(i int) []string {
-		sent, claim := markKeys(marks[i])
-		return []string{sent, claim}
+	keys := make([]string, 0, 2*len(marks))
+	args := make([]any, 0, 1+2*len(marks))
+	args = append(args, ttl.Milliseconds())
+	for _, m := range marks {
+		sent, claim := markKeys(m)
+		keys = append(keys, sent, claim)
+		args = append(args, boolArg(m.Shared), m.SubscriberID)
 	}
-	cmds, err := runPipelined(ctx, r.rdb, claimScript, keys, args)
+	codes, err := claimScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
 	}
+	if len(codes) != len(marks) {
+		return nil, fmt.Errorf("claim %d marks: %d answers", len(marks), len(codes))
+	}
 	out := make([]Claim, len(marks))
-	for i, c := range cmds {
-		n, err := c.Int()
-		if err != nil {
-			// Claims before this one are held: give them back. If that
-			// fails too they expire after ttl; say so with the error.
-			err = fmt.Errorf("claim mark: %w", err)
-			if rerr := r.ReleaseMarks(ctx, heldMarks(marks[:i], out[:i])); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-			return nil, err
-		}
-		out[i] = Claim(n)
+	for i, c := range codes {
+		out[i] = Claim(c)
 	}
 	return out, nil
-}
-
-func heldMarks(marks []Mark, claims []Claim) []Mark {
-	var held []Mark
-	for i, c := range claims {
-		if c == Claimed {
-			held = append(held, marks[i])
-		}
-	}
-	return held
 }
 
 func boolArg(b bool) string {

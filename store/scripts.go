@@ -143,24 +143,33 @@ end
 local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
 `)
 
-// claimScript claims one delivery mark (see markKeys).
+// claimScript claims delivery marks (see markKeys), all of a batch in one
+// call: a script call per mark cost more than the claims themselves.
 //
-//	KEYS[1]  the sent mark: a bitmap for shared marks, a string otherwise
-//	KEYS[2]  the claim: a string with an expiry
-//	ARGV[1]  "1": shared mark (bit ARGV[2] of KEYS[1])
-//	ARGV[2]  subscriber id
-//	ARGV[3]  claim ttl, ms
+//	KEYS[2i-1]  mark i's sent mark: a bitmap for shared marks, a string otherwise
+//	KEYS[2i]    mark i's claim: a string with an expiry
+//	ARGV[1]     claim ttl, ms
+//	ARGV[2i]    "1": mark i is shared (bit ARGV[2i+1] of KEYS[2i-1])
+//	ARGV[2i+1]  mark i's subscriber id
 //
-// Writes the claim. Answers 0 claimed, 1 already sent, 2 held by another
-// run (the store.Claim values).
+// Writes the claims it takes. Answers one code per mark: 0 claimed, 1
+// already sent, 2 held by another run (the store.Claim values).
 var claimScript = redis.NewScript(`
-if ARGV[1] == '1' then
-  if redis.call('GETBIT', KEYS[1], ARGV[2]) == 1 then return 1 end
-elseif redis.call('EXISTS', KEYS[1]) == 1 then
-  return 1
+local out = {}
+for i = 1, #KEYS / 2 do
+  local sent, claim = KEYS[2*i-1], KEYS[2*i]
+  local code
+  if ARGV[2*i] == '1' then
+    if redis.call('GETBIT', sent, ARGV[2*i+1]) == 1 then code = 1 end
+  elseif redis.call('EXISTS', sent) == 1 then
+    code = 1
+  end
+  if not code then
+    if redis.call('SET', claim, '1', 'NX', 'PX', ARGV[1]) then code = 0 else code = 2 end
+  end
+  out[i] = code
 end
-if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[3]) then return 0 end
-return 2
+return out
 `)
 
 // addItemScript numbers and stores a digest item in one step, so items

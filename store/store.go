@@ -119,8 +119,9 @@ type Marks interface {
 	// ClaimMarks reserves each mark for ttl, in one round trip; the claims
 	// line up with marks.
 	ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error)
-	// MarkSent records m as delivered and drops the claim.
-	MarkSent(ctx context.Context, m Mark) error
+	// MarkSent records the marks as delivered and drops their claims, in
+	// one round trip.
+	MarkSent(ctx context.Context, marks ...Mark) error
 	// ReleaseMarks drops claims after a failed or abandoned send, so a
 	// retry may go.
 	ReleaseMarks(ctx context.Context, marks []Mark) error

@@ -87,7 +87,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Pace:  pace.New(a.rdb, a.cfg.SendRate),
 			Queue: client, Depth: workerInsp, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
-			ClaimTTL: a.cfg.ClaimTTL,
+			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
 		})
 		wrk = worker.New(a.rdb, worker.Config{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,

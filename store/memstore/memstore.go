@@ -186,10 +186,12 @@ func (m *Memory) ClaimMarks(_ context.Context, marks []store.Mark, ttl time.Dura
 }
 
 // MarkSent implements store.Marks.
-func (m *Memory) MarkSent(_ context.Context, mk store.Mark) error {
+func (m *Memory) MarkSent(_ context.Context, marks ...store.Mark) error {
 	m.mu.Lock()
-	m.sent[mk] = true
-	delete(m.claims, mk)
+	for _, mk := range marks {
+		m.sent[mk] = true
+		delete(m.claims, mk)
+	}
 	m.mu.Unlock()
 	return nil
 }

@@ -144,6 +144,17 @@ func testMarks(t *testing.T, h Harness, s store.Store) {
 		if c, _ := claimOne(ctx, s, other, time.Minute); c != store.Claimed {
 			t.Fatalf("neighbour's claim: %v", c)
 		}
+		// Many at once, one of them twice: each is sent, none claimed.
+		third := other
+		third.SubscriberID++
+		if err := s.MarkSent(ctx, other, third, other); err != nil {
+			t.Fatal(err)
+		}
+		for _, mk := range []store.Mark{other, third} {
+			if c, _ := claimOne(ctx, s, mk, time.Minute); c != store.AlreadySent {
+				t.Fatalf("after marking many: %v, want AlreadySent", c)
+			}
+		}
 	}
 }
 

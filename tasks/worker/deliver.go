@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -50,6 +51,10 @@ type Deliverer struct {
 	ClaimTTL time.Duration
 	Metrics  *Metrics
 	Log      *slog.Logger
+
+	// marks writes sent marks for all senders of the worker together
+	// (marks.go); nil: each mark in a round trip of its own.
+	marks *markWriter
 }
 
 // Mail is one mail to deliver: to whom, under which mark, with what data.
@@ -57,6 +62,10 @@ type Mail struct {
 	To   store.Subscriber
 	Mark store.Mark
 	Data mailer.Data
+	// Prepared, when set, renders the mail from a rendering shared by the
+	// batch (mailer.Prepare): the same result as a full render, for a
+	// fraction of the CPU.
+	Prepared *mailer.Prepared
 }
 
 // Failure is a mail that failed for good (SkipRetry): bounced, rejected
@@ -123,6 +132,12 @@ func (d *Deliverer) DeliverOne(ctx context.Context, m Mail) error {
 // none is left). Every claim it does not turn into a sent mark is
 // released, so the retry sends exactly the mails that are missing.
 func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure, err error) {
+	// Whatever way this returns, the marks of the mails it sent are
+	// written first: a task that ends has its deliveries recorded.
+	var marked sync.WaitGroup
+	if d.marks != nil {
+		defer d.marks.wait(&marked)
+	}
 	marks := make([]store.Mark, len(mails))
 	for i, m := range mails {
 		marks[i] = m.Mark
@@ -192,7 +207,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 			// Hand the rest back; the retry sends only to them.
 			return failed, giveBack(i, err)
 		}
-		switch err := d.send(ctx, m, mail); {
+		switch err := d.send(ctx, m, mail, &marked); {
 		case err == nil:
 		case errors.Is(err, asynq.SkipRetry):
 			failed = append(failed, Failure{SubscriberID: mail.To.ID, Err: err})
@@ -209,19 +224,38 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 // send renders one mail, sends it through m and records the outcome: the
 // metric and the sent mark, or the claim released and the failure
 // classified (sendFailed). The caller holds the mail's claim.
-func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail) error {
-	msg, err := d.Render.Render(mail.Mark.Kind, mail.Data)
+func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked *sync.WaitGroup) error {
+	var msg *mailer.Message
+	var err error
+	if mail.Prepared != nil {
+		msg, err = mail.Prepared.Render(mail.Data)
+	} else {
+		msg, err = d.Render.Render(mail.Mark.Kind, mail.Data)
+	}
 	if err != nil {
 		d.countFailure(mail.Mark.Kind, mailer.Invalid)
 		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("render %s: %v: %w", mail.Mark.Kind, err, asynq.SkipRetry))
 	}
+	if d.marks != nil {
+		// A slot of the window of sent-but-unmarked mails (marks.go).
+		if err := d.marks.acquire(ctx); err != nil {
+			return d.release(ctx, []store.Mark{mail.Mark}, err)
+		}
+	}
 	if err := m.Send(ctx, msg); err != nil {
+		if d.marks != nil {
+			d.marks.release()
+		}
 		// Release even when the outcome is unknown (connection dropped
 		// after DATA): keeping the claim would only delay the same retry.
 		return d.release(ctx, []store.Mark{mail.Mark}, d.sendFailed(ctx, mail, err))
 	}
 	if d.Metrics != nil {
 		d.Metrics.Sent.WithLabelValues(mail.Mark.Kind).Inc()
+	}
+	if d.marks != nil {
+		d.marks.add(mail.Mark, marked)
+		return nil
 	}
 	if err := d.Store.MarkSent(ctx, mail.Mark); err != nil {
 		// The mail is out. Returning an error would retry and could send

@@ -31,6 +31,12 @@ type Deps struct {
 	Log     *slog.Logger
 	Now     func() time.Time // nil: time.Now
 
+	// MarkWindow is how many mails may be sent and not yet marked at
+	// once, all senders together: what a killed worker may send twice.
+	// Set it to the worker's concurrency (the bound of one mark per
+	// sender); 0 marks every mail in a round trip of its own.
+	MarkWindow int
+
 	ClaimTTL          time.Duration // DefaultClaimTTL
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
@@ -42,6 +48,9 @@ func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace,
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log,
+	}
+	if d.MarkWindow > 0 {
+		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.log())
 	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links},
@@ -55,5 +64,14 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Events:  &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Metrics: d.Metrics,
+	}
+}
+
+// Close stops what the handlers run in the background (the mark writer).
+// Call it after the worker stopped: every task writes its own marks before
+// it ends.
+func (h Handlers) Close() {
+	if h.Mails != nil && h.Mails.Deliver.marks != nil {
+		h.Mails.Deliver.marks.close()
 	}
 }

@@ -33,8 +33,9 @@ type Config struct {
 
 // Worker is the asynq server with the service's handlers.
 type Worker struct {
-	srv *asynq.Server
-	mux *asynq.ServeMux
+	srv      *asynq.Server
+	mux      *asynq.ServeMux
+	handlers Handlers
 }
 
 // Handlers are the worker's components, one per kind of task.
@@ -81,7 +82,7 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
 	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
 	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
-	return &Worker{srv: srv, mux: mux}
+	return &Worker{srv: srv, mux: mux, handlers: h}
 }
 
 // Start begins processing.
@@ -97,7 +98,10 @@ func (w *Worker) Stop() { w.srv.Stop() }
 
 // Shutdown waits up to the shutdown timeout for running tasks, then
 // requeues what is left (it runs again elsewhere, guarded by its mark).
-func (w *Worker) Shutdown() { w.srv.Shutdown() }
+func (w *Worker) Shutdown() {
+	w.srv.Shutdown()
+	w.handlers.Close()
+}
 
 // asynqLogger sends asynq's own log lines to slog.
 type asynqLogger struct{ l *slog.Logger }

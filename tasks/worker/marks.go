@@ -1,0 +1,161 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// A mail is at risk of being sent twice from the server's 250 until its
+// sent mark is in Redis: a worker killed in between leaves a claim that
+// expires, and the retry sends again. Marking each mail in a round trip of
+// its own kept that window at one mail per concurrent sender, but cost
+// Redis more CPU than everything else a mail needs (a request per mail).
+//
+// markWriter keeps the same bound and pays far less: a sender takes a slot
+// before it sends (window slots in all, the worker's concurrency), and the
+// slot is given back once the mark is written. Marks from every sender of
+// the worker are written together, in one pipeline per flush: a flush goes
+// when the window is full, when a sender waits for its marks (the end of a
+// batch, a single mail), or a short linger after the first mark. So at most
+// `window` mails are ever sent and unmarked, as before, and a killed worker
+// still doubles at most that many.
+type markWriter struct {
+	store  store.Marks
+	log    *slog.Logger
+	slots  chan struct{}
+	in     chan pendingMark
+	kick   chan struct{}
+	linger time.Duration
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type pendingMark struct {
+	mark store.Mark
+	done *sync.WaitGroup
+}
+
+// markLinger is how long a flush waits for more marks after the first. A
+// sender does not wait for it unless the window is full or it asks for its
+// marks, so it only sets how many marks share a round trip.
+const markLinger = 2 * time.Millisecond
+
+func newMarkWriter(s store.Marks, window int, linger time.Duration, log *slog.Logger) *markWriter {
+	w := &markWriter{
+		store: s, log: log, slots: make(chan struct{}, max(window, 1)),
+		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
+		linger: linger, stop: make(chan struct{}),
+	}
+	w.wg.Add(1)
+	go w.loop()
+	return w
+}
+
+// acquire takes a slot for one mail about to be sent.
+func (w *markWriter) acquire(ctx context.Context) error {
+	select {
+	case w.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	w.flushNow() // the window is full: do not wait out the linger
+	select {
+	case w.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release gives a slot back without a mark: the mail was not sent.
+func (w *markWriter) release() { <-w.slots }
+
+// add queues m, whose mail was just accepted; done is marked when m is
+// written (or failed to be, which is logged) and its slot freed.
+func (w *markWriter) add(m store.Mark, done *sync.WaitGroup) {
+	done.Add(1)
+	w.in <- pendingMark{mark: m, done: done} // never blocks: one per slot
+}
+
+// flushNow asks for the queued marks to go without the linger.
+func (w *markWriter) flushNow() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once every mark added with done is written.
+func (w *markWriter) wait(done *sync.WaitGroup) {
+	w.flushNow()
+	done.Wait()
+}
+
+func (w *markWriter) loop() {
+	defer w.wg.Done()
+	batch := make([]pendingMark, 0, cap(w.slots))
+	for {
+		select {
+		case pm := <-w.in:
+			batch = append(batch[:0], pm)
+		case <-w.stop:
+			return
+		}
+		timer := time.NewTimer(w.linger)
+	collect:
+		for len(batch) < cap(w.slots) {
+			select {
+			case pm := <-w.in:
+				batch = append(batch, pm)
+			case <-w.kick:
+				// Take what is already queued, then go.
+				for len(batch) < cap(w.slots) {
+					select {
+					case pm := <-w.in:
+						batch = append(batch, pm)
+					default:
+						break collect
+					}
+				}
+				break collect
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		w.flush(batch)
+	}
+}
+
+func (w *markWriter) flush(batch []pendingMark) {
+	marks := make([]store.Mark, len(batch))
+	for i, pm := range batch {
+		marks[i] = pm.mark
+	}
+	// Not the task's context: the mails are out, and their marks must be
+	// written even when the task that sent them was cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.store.MarkSent(ctx, marks...); err != nil {
+		// The mails are out. Failing their tasks would retry them and
+		// could send them again once the claims expire; a missing mark
+		// costs nothing more than that, so log and go on.
+		w.log.Error("mark sent failed after delivery", "marks", len(marks), "err", err)
+	}
+	for _, pm := range batch {
+		<-w.slots
+		pm.done.Done()
+	}
+}
+
+// close stops the writer. Every sender waits for its own marks before its
+// task ends, so nothing is queued by then.
+func (w *markWriter) close() {
+	close(w.stop)
+	w.wg.Wait()
+}

@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/store/memstore"
+)
+
+// gatedMarks is a store whose MarkSent waits for the test, as a slow or
+// hung Redis would.
+type gatedMarks struct {
+	store.Marks
+	gate  chan struct{}
+	mu    sync.Mutex
+	calls [][]store.Mark
+	err   error
+}
+
+func (g *gatedMarks) MarkSent(ctx context.Context, marks ...store.Mark) error {
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, marks)
+	if g.err != nil {
+		return g.err
+	}
+	return g.Marks.MarkSent(ctx, marks...)
+}
+
+// TestMarkWindowBoundsUnmarkedMails: while marks cannot be written, no more
+// than the window of mails may be sent; once they are, the senders go on,
+// and the marks went in shared round trips.
+func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
+	mem := memstore.New()
+	g := &gatedMarks{Marks: mem, gate: make(chan struct{})}
+	// No linger: only a full window or a waiting sender sends the marks,
+	// so what goes together does not depend on this machine's speed.
+	w := newMarkWriter(g, 3, time.Hour, discard)
+	defer w.close()
+	ctx := context.Background()
+	var done sync.WaitGroup
+	for i := int64(1); i <= 3; i++ {
+		if err := w.acquire(ctx); err != nil {
+			t.Fatalf("slot %d of 3: %v", i, err)
+		}
+		w.add(store.Mark{Kind: "digest", Key: "p", SubscriberID: i, Shared: true}, &done)
+	}
+	// The window is full and nothing can be written: a fourth send must
+	// not start (a cancelled context shows it would have waited).
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := w.acquire(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a fourth mail could be sent with three unmarked: %v", err)
+	}
+	close(g.gate) // Redis answers again
+	w.wait(&done)
+	claims, err := mem.ClaimMarks(ctx, []store.Mark{
+		{Kind: "digest", Key: "p", SubscriberID: 1, Shared: true},
+		{Kind: "digest", Key: "p", SubscriberID: 3, Shared: true},
+	}, 0)
+	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
+		t.Fatalf("marks after the wait: %v %v", claims, err)
+	}
+	if err := w.acquire(ctx); err != nil {
+		t.Fatalf("a slot after the marks were written: %v", err)
+	}
+	w.release()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	written := 0
+	for _, c := range g.calls {
+		written += len(c)
+	}
+	if written != 3 || len(g.calls) != 1 {
+		t.Fatalf("%d marks in %d round trips, want 3 in one", written, len(g.calls))
+	}
+}
+
+// TestMarkWriteFailureFreesTheWindow: a failed write is logged (the mails
+// are out) and gives the slots back, so sending goes on.
+func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
+	g := &gatedMarks{Marks: memstore.New(), gate: make(chan struct{}), err: errors.New("redis: connection refused")}
+	close(g.gate)
+	w := newMarkWriter(g, 1, markLinger, discard)
+	defer w.close()
+	ctx := context.Background()
+	var done sync.WaitGroup
+	for i := int64(1); i <= 3; i++ {
+		if err := w.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.add(store.Mark{Kind: "welcome", SubscriberID: i, Shared: true}, &done)
+	}
+	w.wait(&done)
+}
