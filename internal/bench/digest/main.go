@@ -14,7 +14,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,6 +110,10 @@ func run() error {
 	}
 	workerEnv := append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_SMTP_URL=smtp://"+sink.Addr+"?tls=none",
 		"NEWSLETTER_SEND_RATE=1000000", "NEWSLETTER_CONCURRENCY=16", "NEWSLETTER_SMTP_POOL=16", "NEWSLETTER_POLL_INTERVAL=100ms")
+	profileDir := os.Getenv("NEWSLETTER_BENCH_PROFILE") // a folder: CPU profiles of the worker, one per digest
+	if profileDir != "" {
+		workerEnv = append(workerEnv, "NEWSLETTER_PPROF=true", "NEWSLETTER_ADMIN_TOKEN=bench-profile-token")
+	}
 	worker := exec.Command(bin, "worker")
 	worker.Env = workerEnv
 	var werr strings.Builder
@@ -125,7 +131,11 @@ func run() error {
 	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(baseMem-memBefore), float64(baseMem-memBefore)/float64(n))
 	var runs []figures
 	for _, k := range itemCounts {
-		f, err := digest(ctx, bin, env, rdb, sink, worker, n, k, &werr)
+		var profile func()
+		if profileDir != "" {
+			profile = func() { saveProfile("http://"+addr, filepath.Join(profileDir, fmt.Sprintf("cpu-%ditems.pprof", k))) }
+		}
+		f, err := digest(ctx, bin, env, rdb, sink, worker, n, k, &werr, profile)
 		if err != nil {
 			return err
 		}
@@ -147,7 +157,7 @@ func run() error {
 // digest adds k items, runs one digest to all n subscribers and measures
 // it: wall time, the worker's and Redis's CPU, the mails' size, and a bare
 // SMTP loop at the same mail size.
-func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, worker *exec.Cmd, n, k int, werr *strings.Builder) (figures, error) {
+func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, worker *exec.Cmd, n, k int, werr *strings.Builder, profile func()) (figures, error) {
 	f := figures{items: k}
 	if err := addItems(bin, env, k); err != nil {
 		return f, err
@@ -167,6 +177,9 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 	dr.Env = env
 	if out, err := dr.CombinedOutput(); err != nil {
 		return f, fmt.Errorf("digest run: %v\n%s", err, out)
+	}
+	if profile != nil {
+		go profile()
 	}
 	f.peakMem = usedMemory(ctx, rdb)
 	for sink.Accepted()-sent0 < int64(n) {
@@ -282,4 +295,23 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// saveProfile takes a 5-second CPU profile of the worker into path.
+func saveProfile(base, path string) {
+	req, _ := http.NewRequest("GET", base+"/debug/pprof/profile?seconds=5", nil)
+	req.Header.Set("Authorization", "Bearer bench-profile-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		bench.Warn("profile", err)
+		return
+	}
+	defer func() { bench.Warn("close profile", resp.Body.Close()) }()
+	f, err := os.Create(path)
+	if err != nil {
+		bench.Warn("profile", err)
+		return
+	}
+	_, err = io.Copy(f, resp.Body)
+	bench.Warn("write profile", errors.Join(err, f.Close()))
 }
