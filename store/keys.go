@@ -2,18 +2,23 @@ package store
 
 import "time"
 
-// The Redis keys. One hash per subscriber keeps memory near 150 bytes each;
-// the active set is a sorted set scored by id, so the digest walks it by
-// keyset (id > cursor) in pages of any size.
+// The Redis keys, layout 2. A million subscribers cost about a third of
+// layout 1's bytes (one hash per subscriber, an address index holding every
+// address a second time, a sorted set of active ids): subscribers are
+// packed into small hashes that Redis keeps in its compact listpack
+// encoding, the address index holds a 48-bit hash of the address instead
+// of the address, and the active set is a bitmap.
 const (
-	keyEmailIndex = "nl:email"      // hash email -> id
-	keySeq        = "nl:seq"        // counter for subscriber ids
-	keyActive     = "nl:active"     // zset of active ids, score = id
-	keyOutbox     = "nl:outbox"     // hash outbox id -> body
-	keyOutboxDue  = "nl:outbox:due" // zset of outbox ids, score = due (unix ms)
-	prefixSub     = "nl:sub:"       // + id: the subscriber hash, fields below
-	prefixSent    = "nl:sent:"      // + kind:key[:id]: a sent mark (markKeys)
-	prefixClaim   = "nl:claim:"     // + kind:key:id: a claim with an expiry
+	keySeq       = "nl:seq"        // counter for subscriber ids
+	prefixSubs   = "nl:s:"         // + id/64: hash id -> packed subscriber record (below)
+	prefixIndex  = "nl:ix:"        // + a 14-bit bucket of sha1(address): hash 48 more bits of it -> id[,id…]
+	keyActiveSet = "nl:act"        // bitmap: bit id is set while subscriber id is active
+	keyOutbox    = "nl:outbox"     // hash outbox id -> body
+	keyOutboxDue = "nl:outbox:due" // zset of outbox ids, score = due (unix ms)
+	keySchema    = "nl:schema"     // the layout version, "2" once migrated (migrate.go)
+	prefixSent   = "nl:sent:"      // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
+	prefixClaim  = "nl:claim:"     // + kind:key:id: a claim string with an expiry (other marks)
+	prefixClaims = "nl:claims:"    // + kind:key: hash id -> claim expiry, unix ms (shared marks)
 
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id
@@ -24,17 +29,30 @@ const (
 	prefixOutcome = "nl:digest:outcome:" // + period:outcome: bitmap of ids
 )
 
-// The subscriber hash's fields. Short names, because at a million
-// subscribers every byte of a field name is a megabyte.
+// Layout 1's keys, read only by the migration (migrate.go).
+const (
+	v1EmailIndex = "nl:email"  // hash email -> id
+	v1Active     = "nl:active" // zset of active ids
+	v1PrefixSub  = "nl:sub:"   // + id: hash id, e, n, tz, s, c, cf, u
+)
+
+// subsPerBucket is how many subscribers share one hash. Redis keeps a hash
+// in listpack encoding up to hash-max-listpack-entries fields (128 by
+// default) of at most hash-max-listpack-value bytes (64): 64 records of
+// about 60 bytes stay well inside, at a cost of a few bytes each.
+const subsPerBucket = 64
+
+// The subscriber record, one hash value: seven fields joined by recordSep
+// (the ASCII unit separator, which no field may contain).
 //
-//	id  subscriber id
-//	e   address
-//	n   name (absent when none)
-//	tz  IANA time zone (absent when none)
-//	s   status: pending, active, unsubscribed, bounced
-//	c   created, unix ms
-//	cf  confirmed, unix ms (absent while pending)
-//	u   unsubscribed or bounced, unix ms (absent while the subscription runs)
+//	1 status     p pending, a active, u unsubscribed, b bounced
+//	2 created    unix ms, base 36
+//	3 confirmed  unix ms, base 36; empty while pending
+//	4 ended      unix ms, base 36; empty while the subscription runs
+//	5 address
+//	6 name       may be empty
+//	7 time zone  IANA name; may be empty
+const recordSep = "\x1f"
 
 // How long delivery marks are kept. Per-key marks (confirm nonce, event
 // bundle) only need to outlive every retry of their task; period bitmaps

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -24,30 +23,39 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
+func msTime(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
 // Subscribe implements Subscribers.
 func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error) {
-	activate, onlyNew := "0", "0"
-	if req.Activate {
-		activate = "1"
+	args, err := r.subscribeArgs(req, at36(r.now()))
+	if err != nil {
+		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	if req.OnlyNew {
-		onlyNew = "1"
-	}
-	res, err := subscribeScript.Run(ctx, r.rdb,
-		[]string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue},
-		req.Email, req.Name, req.Timezone, ms(r.now()), activate,
-		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, onlyNew).StringSlice()
+	res, err := subscribeScript.Run(ctx, r.rdb, []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
 	return decodeResult(res)
 }
 
+func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
+	if err := checkFields(req.Email, req.Name, req.Timezone); err != nil {
+		return nil, err
+	}
+	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
+		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew)}, nil
+}
+
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
-	res, err := confirmScript.Run(ctx, r.rdb,
-		[]string{keyEmailIndex, keyActive, keyOutbox, keyOutboxDue},
-		email, ms(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), prefixSub).StringSlice()
+	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue},
+		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due)).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}
@@ -66,11 +74,11 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 }
 
 func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string) (Subscriber, error) {
-	args := []any{email, ms(r.now()), prefixSub, string(to)}
+	args := []any{email, at36(r.now()), codeByStatus[to]}
 	for _, id := range cancel {
 		args = append(args, id)
 	}
-	res, err := endScript.Run(ctx, r.rdb, []string{keyEmailIndex, keyActive, keyOutbox, keyOutboxDue}, args...).StringSlice()
+	res, err := endScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("mark %s %s: %w", email, to, err)
 	}
@@ -79,65 +87,11 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 
 // Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
-	id, err := r.rdb.HGet(ctx, keyEmailIndex, email).Result()
-	if errors.Is(err, redis.Nil) {
-		return Subscriber{}, ErrNotFound
-	}
+	res, err := getScript.Run(ctx, r.rdb, nil, email).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %s: %w", email, err)
 	}
-	fields, err := r.rdb.HGetAll(ctx, prefixSub+id).Result()
-	if err != nil {
-		return Subscriber{}, fmt.Errorf("load subscriber %s: %w", email, err)
-	}
-	if len(fields) == 0 {
-		return Subscriber{}, ErrNotFound
-	}
-	return decodeFields(fields), nil
-}
-
-// decodeResult reads a script's answer: a code, then HGETALL's flat list.
-func decodeResult(res []string) (Subscriber, error) {
-	if len(res) == 0 {
-		return Subscriber{}, errors.New("empty script result")
-	}
-	fields := make(map[string]string, (len(res)-1)/2)
-	for i := 1; i+1 < len(res); i += 2 {
-		fields[res[i]] = res[i+1]
-	}
-	var sub Subscriber
-	if len(fields) > 0 {
-		sub = decodeFields(fields)
-	}
-	switch res[0] {
-	case "ok":
-		return sub, nil
-	case "active":
-		return sub, ErrAlreadyActive
-	case "notpending":
-		return sub, ErrNotPending
-	case "notfound":
-		return sub, ErrNotFound
-	case "exists":
-		return sub, ErrExists
-	}
-	return sub, fmt.Errorf("unexpected script result %q", res[0])
-}
-
-func decodeFields(f map[string]string) Subscriber {
-	id, _ := strconv.ParseInt(f["id"], 10, 64)
-	return Subscriber{
-		ID: id, Email: f["e"], Name: f["n"], Timezone: f["tz"], Status: Status(f["s"]),
-		CreatedAt: msTime(f["c"]), ConfirmedAt: msTime(f["cf"]), UnsubscribedAt: msTime(f["u"]),
-	}
-}
-
-func msTime(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n).UTC()
+	return decodeResult(res)
 }
 
 // OutboxDone implements Outbox.
@@ -194,12 +148,14 @@ func wrapErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// markKeys are a mark's sent key (a bitmap for shared marks) and its
+// claim: a hash of claims for shared marks, a key of its own otherwise.
 func markKeys(m Mark) (sent, claim string) {
 	base := m.Kind + ":" + m.Key
-	id := strconv.FormatInt(m.SubscriberID, 10)
 	if m.Shared {
-		return prefixSent + base, prefixClaim + base + ":" + id
+		return prefixSent + base, prefixClaims + base
 	}
+	id := strconv.FormatInt(m.SubscriberID, 10)
 	return prefixSent + base + ":" + id, prefixClaim + base + ":" + id
 }
 
@@ -221,10 +177,11 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 					expire[sent] = true
 					p.Expire(ctx, sent, sharedSentTTL)
 				}
+				p.HDel(ctx, claim, strconv.FormatInt(m.SubscriberID, 10))
 			} else {
 				p.Set(ctx, sent, "1", sentTTL)
+				p.Del(ctx, claim)
 			}
-			p.Del(ctx, claim)
 		}
 		return nil
 	})
@@ -239,19 +196,28 @@ func (r *Redis) Ping(ctx context.Context) error {
 // SubscribeMany runs Subscribe for many requests in one pipeline (bulk
 // import). The errors line up with reqs.
 func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]error, error) {
-	now := ms(r.now())
-	args := make([][]any, len(reqs))
+	now := at36(r.now())
+	errs := make([]error, len(reqs))
+	var args [][]any
+	var at []int // args[j] is reqs[at[j]]
 	for i, req := range reqs {
-		args[i] = []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
-			req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), prefixSub, boolArg(req.OnlyNew)}
+		a, err := r.subscribeArgs(req, now)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		args, at = append(args, a), append(at, i)
 	}
-	keys := []string{keyEmailIndex, keySeq, keyActive, keyOutbox, keyOutboxDue}
+	if len(args) == 0 {
+		return errs, nil
+	}
+	keys := []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue}
 	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(int) []string { return keys }, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
 	}
-	errs := make([]error, len(reqs))
-	for i, c := range cmds {
+	for j, c := range cmds {
+		i := at[j]
 		res, err := c.StringSlice()
 		if err == nil {
 			_, err = decodeResult(res)

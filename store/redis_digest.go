@@ -25,7 +25,7 @@ func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
-	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActive, keyLatestRun},
+	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActiveSet, keyLatestRun},
 		ms(r.now()), period).Int()
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
@@ -113,27 +113,67 @@ func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int6
 	return wrapErr("advance digest "+period, err)
 }
 
-// ActiveAfter implements Digests.
+// ActiveAfter implements Digests: it reads the bitmap of active ids from
+// the byte that holds cursor+1 on, in growing slices, until it has limit
+// ids or the bitmap ends.
 func (r *Redis) ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error) {
-	ids, err := r.rdb.ZRangeByScore(ctx, keyActive, &redis.ZRangeBy{
-		Min: "(" + strconv.FormatInt(cursor, 10), Max: "+inf", Count: int64(limit),
-	}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("active after %d: %w", cursor, err)
-	}
-	out := make([]int64, len(ids))
-	for i, s := range ids {
-		out[i], _ = strconv.ParseInt(s, 10, 64)
+	out := make([]int64, 0, limit)
+	start := (cursor + 1) / 8
+	size := int64(max(limit/4, 64)) // bytes; about limit ids where most are active
+	for len(out) < limit {
+		chunk, err := r.rdb.GetRange(ctx, keyActiveSet, start, start+size-1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("active after %d: %w", cursor, err)
+		}
+		for i := 0; i < len(chunk) && len(out) < limit; i++ {
+			b := chunk[i]
+			for bit := 0; b != 0 && bit < 8; bit++ {
+				// Redis numbers a bitmap's bits from the high bit of
+				// its first byte.
+				if b&(0x80>>bit) == 0 {
+					continue
+				}
+				if id := (start+int64(i))*8 + int64(bit); id > cursor {
+					out = append(out, id)
+					if len(out) == limit {
+						break
+					}
+				}
+			}
+		}
+		if int64(len(chunk)) < size {
+			break // the end of the bitmap
+		}
+		start += size
+		size = min(size*2, 64<<10)
 	}
 	return out, nil
 }
 
-// SubscribersByID implements Digests.
+// SubscribersByID implements Digests: one HMGET per bucket of the ids,
+// in one pipeline (a batch of consecutive ids spans one or two buckets).
 func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	type bucket struct {
+		fields []string
+		at     []int
+	}
+	var order []int64
+	buckets := map[int64]*bucket{}
+	for i, id := range ids {
+		n := id / subsPerBucket
+		b, ok := buckets[n]
+		if !ok {
+			b = &bucket{}
+			buckets[n] = b
+			order = append(order, n)
+		}
+		b.fields = append(b.fields, strconv.FormatInt(id, 10))
+		b.at = append(b.at, i)
+	}
+	cmds := make([]*redis.SliceCmd, len(order))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, prefixSub+strconv.FormatInt(id, 10))
+		for j, n := range order {
+			cmds[j] = p.HMGet(ctx, prefixSubs+strconv.FormatInt(n, 10), buckets[n].fields...)
 		}
 		return nil
 	})
@@ -141,9 +181,18 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		return nil, fmt.Errorf("load %d subscribers: %w", len(ids), err)
 	}
 	out := make([]Subscriber, len(ids))
-	for i, c := range cmds {
-		if f := c.Val(); len(f) > 0 {
-			out[i] = decodeFields(f)
+	for j, n := range order {
+		b := buckets[n]
+		for k, v := range cmds[j].Val() {
+			rec, ok := v.(string)
+			if !ok {
+				continue // no such subscriber: ID 0
+			}
+			sub, err := decodeRecord(b.fields[k], rec)
+			if err != nil {
+				return nil, err
+			}
+			out[b.at[k]] = sub
 		}
 	}
 	return out, nil
@@ -155,15 +204,26 @@ func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration)
 	if len(marks) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, 0, 2*len(marks))
-	args := make([]any, 0, 1+2*len(marks))
-	args = append(args, ttl.Milliseconds())
-	for _, m := range marks {
-		sent, claim := markKeys(m)
-		keys = append(keys, sent, claim)
-		args = append(args, boolArg(m.Shared), m.SubscriberID)
+	var codes []int64
+	var err error
+	if sent, claims, ok := oneSharedKey(marks); ok {
+		args := make([]any, 0, 2+len(marks))
+		args = append(args, r.now().UnixMilli(), ttl.Milliseconds())
+		for _, m := range marks {
+			args = append(args, m.SubscriberID)
+		}
+		codes, err = claimSharedScript.Run(ctx, r.rdb, []string{sent, claims}, args...).Int64Slice()
+	} else {
+		keys := make([]string, 0, 2*len(marks))
+		args := make([]any, 0, 2+2*len(marks))
+		args = append(args, r.now().UnixMilli(), ttl.Milliseconds())
+		for _, m := range marks {
+			sent, claim := markKeys(m)
+			keys = append(keys, sent, claim)
+			args = append(args, boolArg(m.Shared), m.SubscriberID)
+		}
+		codes, err = claimScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	}
-	codes, err := claimScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
 	}
@@ -175,6 +235,20 @@ func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration)
 		out[i] = Claim(c)
 	}
 	return out, nil
+}
+
+// oneSharedKey tells whether marks are shared marks of one kind and key
+// for distinct subscribers (a digest batch), and their keys.
+func oneSharedKey(marks []Mark) (sent, claims string, ok bool) {
+	seen := make(map[int64]bool, len(marks))
+	for _, m := range marks {
+		if !m.Shared || m.Kind != marks[0].Kind || m.Key != marks[0].Key || seen[m.SubscriberID] {
+			return "", "", false
+		}
+		seen[m.SubscriberID] = true
+	}
+	sent, claims = markKeys(marks[0])
+	return sent, claims, true
 }
 
 func boolArg(b bool) string {
@@ -189,11 +263,18 @@ func (r *Redis) ReleaseMarks(ctx context.Context, marks []Mark) error {
 	if len(marks) == 0 {
 		return nil
 	}
-	keys := make([]string, len(marks))
-	for i, m := range marks {
-		_, keys[i] = markKeys(m)
-	}
-	return wrapErr("release marks", r.rdb.Del(ctx, keys...).Err())
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range marks {
+			_, claim := markKeys(m)
+			if m.Shared {
+				p.HDel(ctx, claim, strconv.FormatInt(m.SubscriberID, 10))
+			} else {
+				p.Del(ctx, claim)
+			}
+		}
+		return nil
+	})
+	return wrapErr("release marks", err)
 }
 
 // SetOutcome implements Digests.

@@ -1,114 +1,169 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every state change of the Redis store is one Lua script, so it is atomic:
 // a concurrent subscribe and unsubscribe of one address end in the state of
 // whichever ran last, never a mix. Each script below has a table of its
-// KEYS and ARGV and of what it writes; the layout of the keys and of the
-// subscriber hash is in keys.go.
+// KEYS and ARGV and of what it writes; the key layout and the subscriber
+// record are in keys.go.
 //
-// A script computes the subscriber's key (prefixSub .. id) itself, from the
-// id it reads in the address index: that is why the prefix is an ARGV and
-// not a KEY. The store runs on one Redis (or a Sentinel-managed primary),
-// never on a Cluster.
+// The subscriber scripts find a subscriber's keys themselves (the record's
+// bucket from its id, the index bucket from a hash of the address), from
+// the helpers of subscriberLua: the store runs on one Redis (or a
+// Sentinel-managed primary), never on a Cluster.
+
+// subscriberLua is the prelude of the scripts that read or write
+// subscribers: the record format and the address index of keys.go, and the
+// migration of one layout-1 subscriber, so that a subscriber the migration
+// has not reached yet is found (and migrated) by the first script that
+// looks for it.
+var subscriberLua = fmt.Sprintf(`
+local SEP = '\31'
+local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
+local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
+local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
+local function ixloc(email)
+  local h = redis.sha1hex(email)
+  return INDEX .. (tonumber(h:sub(1, 4), 16) %% 16384), h:sub(5, 16)
+end
+local function unpackrec(v)
+  local r = {}
+  for f in (v .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do r[#r + 1] = f end
+  return r
+end
+local function packrec(r) return table.concat(r, SEP, 1, 7) end
+local function save(id, r) redis.call('HSET', subkey(id), id, packrec(r)) end
+local function index(email, id)
+  local ix, f = ixloc(email)
+  local ids = redis.call('HGET', ix, f)
+  if ids then redis.call('HSET', ix, f, ids .. ',' .. id) else redis.call('HSET', ix, f, id) end
+end
+local function b36(s)
+  if not s or s == '' then return '' end
+  local n, d, out = tonumber(s), '0123456789abcdefghijklmnopqrstuvwxyz', ''
+  repeat
+    local k = n %% 36
+    out = d:sub(k + 1, k + 1) .. out
+    n = math.floor(n / 36)
+  until n == 0
+  return out
+end
+local CODES = {pending = 'p', active = 'a', unsubscribed = 'u', bounced = 'b'}
+local function migrate(id)
+  local key = V1SUB .. id
+  local f = redis.call('HGETALL', key)
+  if #f == 0 then return false end
+  local h = {}
+  for i = 1, #f, 2 do h[f[i]] = f[i + 1] end
+  local r = {CODES[h.s] or 'p', b36(h.c), b36(h.cf), b36(h.u), h.e, h.n or '', h.tz or ''}
+  save(id, r)
+  index(h.e, id)
+  if r[1] == 'a' then redis.call('SETBIT', ACTIVE, id, 1) end
+  redis.call('DEL', key)
+  redis.call('HDEL', V1INDEX, h.e)
+  redis.call('ZREM', V1ACTIVE, id)
+  return true
+end
+local function find(email)
+  local ix, f = ixloc(email)
+  local ids = redis.call('HGET', ix, f)
+  if ids then
+    for id in ids:gmatch('[^,]+') do
+      local v = redis.call('HGET', subkey(id), id)
+      if v then
+        local r = unpackrec(v)
+        if r[5] == email then return id, r end
+      end
+    end
+  end
+  local old = redis.call('HGET', V1INDEX, email)
+  if old and migrate(old) then return find(email) end
+  return nil
+end
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub)
+
+// subscriberScript is a script with the subscriber prelude.
+func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
 
 // subscribeScript adds an address or re-opens its ended subscription, and
 // writes the outbox entry of the mail that the change calls for.
 //
-//	KEYS[1]  keyEmailIndex   hash email -> id
-//	KEYS[2]  keySeq          id counter
-//	KEYS[3]  keyActive       zset of active ids
-//	KEYS[4]  keyOutbox       hash outbox id -> body
-//	KEYS[5]  keyOutboxDue    zset outbox id by due time
+//	KEYS[1]  keySeq        id counter
+//	KEYS[2]  keyActiveSet  bitmap of active ids
+//	KEYS[3]  keyOutbox     hash outbox id -> body
+//	KEYS[4]  keyOutboxDue  zset outbox id by due time
 //	ARGV[1]  email (normalised)
 //	ARGV[2]  name, or ""
 //	ARGV[3]  time zone, or ""
-//	ARGV[4]  now, unix ms
+//	ARGV[4]  now, unix ms base 36
 //	ARGV[5]  "1": activate at once (no double opt-in, import)
 //	ARGV[6]  outbox id, or "": no outbox entry
 //	ARGV[7]  outbox body
 //	ARGV[8]  outbox due, unix ms
-//	ARGV[9]  prefixSub
-//	ARGV[10] "1": only a new address (import); an existing one answers 'exists'
+//	ARGV[9]  "1": only a new address (import); an existing one answers 'exists'
 //
-// Writes the subscriber hash: id, e, c on creation; n, tz when given; s;
-// cf when activated; drops u and cf of an ended subscription it re-opens.
-// Answers a code ('ok', 'active', 'exists') and the subscriber's fields as
-// a flat list. The common case, a new address, writes the hash with one
-// HSET and answers with the fields it wrote, so a signup costs no read-back.
-var subscribeScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-local created = not id
-local key
-local fields
-if not created then
-  key = ARGV[9] .. id
-  if ARGV[10] == '1' then
-    local r = redis.call('HGETALL', key); table.insert(r, 1, 'exists'); return r
-  end
-  if redis.call('HGET', key, 's') == 'active' then
-    local r = redis.call('HGETALL', key); table.insert(r, 1, 'active'); return r
-  end
-  redis.call('HDEL', key, 'u', 'cf')
-  fields = {}
+// Writes the record (a new one: created now, the index entry; a re-opened
+// one: confirmed and ended cleared), name and time zone when given, the
+// status and, when activated, confirmed and the active bit. Answers a code
+// ('ok', 'active', 'exists'), the id and the packed record.
+var subscribeScript = subscriberScript(`
+local email = ARGV[1]
+local id, r = find(email)
+if id then
+  if ARGV[9] == '1' then return {'exists', id, packrec(r)} end
+  if r[1] == 'a' then return {'active', id, packrec(r)} end
+  r[3], r[4] = '', ''
 else
-  id = tostring(redis.call('INCR', KEYS[2]))
-  redis.call('HSET', KEYS[1], ARGV[1], id)
-  key = ARGV[9] .. id
-  fields = {'id', id, 'e', ARGV[1], 'c', ARGV[4]}
+  id = tostring(redis.call('INCR', KEYS[1]))
+  r = {'p', ARGV[4], '', '', email, '', ''}
+  index(email, id)
 end
-if ARGV[2] ~= '' then table.insert(fields, 'n'); table.insert(fields, ARGV[2]) end
-if ARGV[3] ~= '' then table.insert(fields, 'tz'); table.insert(fields, ARGV[3]) end
-table.insert(fields, 's')
+if ARGV[2] ~= '' then r[6] = ARGV[2] end
+if ARGV[3] ~= '' then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
-  table.insert(fields, 'active'); table.insert(fields, 'cf'); table.insert(fields, ARGV[4])
-  redis.call('ZADD', KEYS[3], id, id)
+  r[1], r[3] = 'a', ARGV[4]
+  redis.call('SETBIT', KEYS[2], id, 1)
 else
-  table.insert(fields, 'pending')
+  r[1] = 'p'
 end
-redis.call('HSET', key, unpack(fields))
+save(id, r)
 if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
-  redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
+  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
 end
-if created then table.insert(fields, 1, 'ok'); return fields end
-local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
+return {'ok', id, packrec(r)}
 `)
 
 // confirmScript activates a pending subscription and writes the welcome's
 // outbox entry.
 //
-//	KEYS[1]  keyEmailIndex
-//	KEYS[2]  keyActive
-//	KEYS[3]  keyOutbox
-//	KEYS[4]  keyOutboxDue
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
 //	ARGV[1]  email
-//	ARGV[2]  now, unix ms
+//	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  welcome outbox id
 //	ARGV[4]  welcome outbox body
 //	ARGV[5]  welcome due, unix ms
-//	ARGV[6]  prefixSub
 //
-// Writes s = 'active' and cf. Answers 'ok', 'active' (already), 'notpending'
-// or 'notfound', then the subscriber's fields.
-var confirmScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
+// Writes status a, confirmed and the active bit. Answers 'ok', 'active'
+// (already), 'notpending' or 'notfound', then the id and the record.
+var confirmScript = subscriberScript(`
+local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-local key = ARGV[6] .. id
-local st = redis.call('HGET', key, 's')
-local code = 'ok'
-if st == 'pending' then
-  redis.call('HSET', key, 's', 'active', 'cf', ARGV[2])
-  redis.call('ZADD', KEYS[2], id, id)
-  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
-elseif st == 'active' then
-  code = 'active'
-else
-  code = 'notpending'
-end
-local r = redis.call('HGETALL', key); table.insert(r, 1, code); return r
+if r[1] == 'a' then return {'active', id, packrec(r)} end
+if r[1] ~= 'p' then return {'notpending', id, packrec(r)} end
+r[1], r[3] = 'a', ARGV[2]
+save(id, r)
+redis.call('SETBIT', KEYS[1], id, 1)
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
+return {'ok', id, packrec(r)}
 `)
 
 // endScript moves a subscription to unsubscribed or bounced and drops the
@@ -116,58 +171,158 @@ local r = redis.call('HGETALL', key); table.insert(r, 1, code); return r
 // unsubscribed: an address that bounced must not be mailed even if the
 // person later asks to leave.
 //
-//	KEYS[1]  keyEmailIndex
-//	KEYS[2]  keyActive
-//	KEYS[3]  keyOutbox
-//	KEYS[4]  keyOutboxDue
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
 //	ARGV[1]  email
-//	ARGV[2]  now, unix ms
-//	ARGV[3]  prefixSub
-//	ARGV[4]  the new status: 'unsubscribed' or 'bounced'
-//	ARGV[5…] outbox ids to drop
+//	ARGV[2]  now, unix ms base 36
+//	ARGV[3]  the new status: 'u' or 'b'
+//	ARGV[4…] outbox ids to drop
 //
-// Writes s and u. Answers 'ok' or 'notfound', then the subscriber's fields.
-var endScript = redis.NewScript(`
-local id = redis.call('HGET', KEYS[1], ARGV[1])
+// Writes the status, ended, and clears the active bit. Answers 'ok' or
+// 'notfound', then the id and the record.
+var endScript = subscriberScript(`
+local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-local key = ARGV[3] .. id
-local st = redis.call('HGET', key, 's')
-if ARGV[4] == 'bounced' or (st ~= 'unsubscribed' and st ~= 'bounced') then
-  redis.call('HSET', key, 's', ARGV[4], 'u', ARGV[2])
+if ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b') then
+  r[1], r[4] = ARGV[3], ARGV[2]
+  save(id, r)
 end
-redis.call('ZREM', KEYS[2], id)
-for i = 5, #ARGV do
-  redis.call('HDEL', KEYS[3], ARGV[i])
-  redis.call('ZREM', KEYS[4], ARGV[i])
+redis.call('SETBIT', KEYS[1], id, 0)
+for i = 4, #ARGV do
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
 end
-local r = redis.call('HGETALL', key); table.insert(r, 1, 'ok'); return r
+return {'ok', id, packrec(r)}
+`)
+
+// getScript looks a subscriber up by address (migrating a layout-1 one on
+// the way).
+//
+//	ARGV[1]  email
+//
+// Answers 'ok', the id and the record, or 'notfound'.
+var getScript = subscriberScript(`
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+return {'ok', id, packrec(r)}
+`)
+
+// migrateScript moves the layout-1 subscribers with ids in a range to
+// layout 2 (migrate.go). A subscriber already moved has no layout-1 key
+// left, so a range run again changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it moved.
+var migrateScript = subscriberScript(`
+local n = 0
+for id = tonumber(ARGV[1]), tonumber(ARGV[2]) do
+  if migrate(tostring(id)) then n = n + 1 end
+end
+return n
 `)
 
 // claimScript claims delivery marks (see markKeys), all of a batch in one
-// call: a script call per mark cost more than the claims themselves.
+// call. A shared mark's claim is a field of one hash per kind and key
+// whose value is its expiry: a key with its own expiry per recipient cost
+// Redis more than all else a digest mail needs of it.
 //
 //	KEYS[2i-1]  mark i's sent mark: a bitmap for shared marks, a string otherwise
-//	KEYS[2i]    mark i's claim: a string with an expiry
-//	ARGV[1]     claim ttl, ms
-//	ARGV[2i]    "1": mark i is shared (bit ARGV[2i+1] of KEYS[2i-1])
-//	ARGV[2i+1]  mark i's subscriber id
+//	KEYS[2i]    mark i's claim: the claims hash for shared marks, a string with an expiry otherwise
+//	ARGV[1]     now, unix ms
+//	ARGV[2]     claim ttl, ms
+//	ARGV[2i+1]  "1": mark i is shared (bit and field ARGV[2i+2])
+//	ARGV[2i+2]  mark i's subscriber id
 //
-// Writes the claims it takes. Answers one code per mark: 0 claimed, 1
-// already sent, 2 held by another run (the store.Claim values).
+// Writes the claims it takes, and gives each claims hash an expiry of
+// twice the ttl past its latest claim. Answers one code per mark: 0
+// claimed, 1 already sent, 2 held by another run (the store.Claim values).
 var claimScript = redis.NewScript(`
-local out = {}
+local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out, hashes = {}, {}
 for i = 1, #KEYS / 2 do
-  local sent, claim = KEYS[2*i-1], KEYS[2*i]
+  local sent, claim, id = KEYS[2*i-1], KEYS[2*i], ARGV[2*i+2]
   local code
-  if ARGV[2*i] == '1' then
-    if redis.call('GETBIT', sent, ARGV[2*i+1]) == 1 then code = 1 end
+  if ARGV[2*i+1] == '1' then
+    if redis.call('GETBIT', sent, id) == 1 then
+      code = 1
+    else
+      local exp = redis.call('HGET', claim, id)
+      if exp and tonumber(exp) > now then
+        code = 2
+      else
+        redis.call('HSET', claim, id, now + ttl)
+        hashes[claim] = true
+        code = 0
+      end
+    end
   elseif redis.call('EXISTS', sent) == 1 then
     code = 1
-  end
-  if not code then
-    if redis.call('SET', claim, '1', 'NX', 'PX', ARGV[1]) then code = 0 else code = 2 end
+  elseif redis.call('SET', claim, '1', 'NX', 'PX', ttl) then
+    code = 0
+  else
+    code = 2
   end
   out[i] = code
+end
+for h in pairs(hashes) do redis.call('PEXPIRE', h, 2 * ttl) end
+return out
+`)
+
+// claimSharedScript is claimScript for a batch of shared marks of one kind
+// and key (a digest batch): three calls for the whole batch instead of
+// three per mark. It reads the batch's stretch of the sent bitmap at once
+// (ids of a batch are close together; far apart, it asks bit by bit). The
+// ids must be distinct.
+//
+//	KEYS[1]  the sent bitmap
+//	KEYS[2]  the claims hash
+//	ARGV[1]  now, unix ms
+//	ARGV[2]  claim ttl, ms
+//	ARGV[3…] subscriber ids
+//
+// Writes the claims it takes and gives the claims hash an expiry of twice
+// the ttl. Answers one code per id, as claimScript.
+var claimSharedScript = redis.NewScript(`
+local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local lo, hi = math.huge, -1
+for i = 3, #ARGV do
+  local id = tonumber(ARGV[i])
+  if id < lo then lo = id end
+  if id > hi then hi = id end
+end
+local sent = {}
+local first, last = math.floor(lo / 8), math.floor(hi / 8)
+if last - first < 65536 then
+  local bytes = redis.call('GETRANGE', KEYS[1], first, last)
+  for i = 3, #ARGV do
+    local id = tonumber(ARGV[i])
+    local b = bytes:byte(math.floor(id / 8) - first + 1)
+    -- bit 0 is the high bit of the first byte
+    sent[i] = b ~= nil and math.floor(b / 2 ^ (7 - id % 8)) % 2 == 1
+  end
+else
+  for i = 3, #ARGV do sent[i] = redis.call('GETBIT', KEYS[1], ARGV[i]) == 1 end
+end
+local exps = redis.call('HMGET', KEYS[2], unpack(ARGV, 3))
+local out, take = {}, {}
+for i = 3, #ARGV do
+  local exp = exps[i - 2]
+  if sent[i] then
+    out[i - 2] = 1
+  elseif exp and tonumber(exp) > now then
+    out[i - 2] = 2
+  else
+    out[i - 2] = 0
+    take[#take + 1] = ARGV[i]
+    take[#take + 1] = now + ttl
+  end
+end
+if #take > 0 then
+  redis.call('HSET', KEYS[2], unpack(take))
+  redis.call('PEXPIRE', KEYS[2], 2 * ttl)
 end
 return out
 `)
@@ -199,7 +354,7 @@ return id
 //	KEYS[1]  prefixRun .. period   the run hash
 //	KEYS[2]  keyLastItem           highest item id any run took
 //	KEYS[3]  keyItems
-//	KEYS[4]  keyActive
+//	KEYS[4]  keyActiveSet          bitmap of active ids
 //	KEYS[5]  keyLatestRun          period of the latest run
 //	ARGV[1]  now, unix ms
 //	ARGV[2]  period
@@ -218,7 +373,7 @@ else
   redis.call('SET', KEYS[2], ids[#ids])
 end
 redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
-  'audience', redis.call('ZCARD', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
+  'audience', redis.call('BITCOUNT', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
 redis.call('SET', KEYS[5], ARGV[2])
 return 1
 `)

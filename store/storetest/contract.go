@@ -158,6 +158,29 @@ func testMarks(t *testing.T, h Harness, s store.Store) {
 	}
 }
 
+// testBatchClaims claims a digest batch at once: one mark free, one sent,
+// one held; ids close together and far apart (a sparse audience).
+func testBatchClaims(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for _, ids := range [][3]int64{{10, 11, 12}, {3, 700001, 1400003}} {
+		key := fmt.Sprint("batch-", ids[1])
+		mk := func(id int64) store.Mark { return store.Mark{Kind: "digest", Key: key, SubscriberID: id, Shared: true} }
+		must(t, s.MarkSent(ctx, mk(ids[1])))
+		if c, err := claimOne(ctx, s, mk(ids[2]), time.Minute); err != nil || c != store.Claimed {
+			t.Fatalf("claim %d: %v %v", ids[2], c, err)
+		}
+		claims, err := s.ClaimMarks(ctx, []store.Mark{mk(ids[0]), mk(ids[1]), mk(ids[2])}, time.Minute)
+		want := []store.Claim{store.Claimed, store.AlreadySent, store.Busy}
+		if err != nil || len(claims) != 3 || claims[0] != want[0] || claims[1] != want[1] || claims[2] != want[2] {
+			t.Fatalf("ids %v: %v %v, want %v", ids, claims, err, want)
+		}
+		// The claim just taken holds against the next run.
+		if c, _ := claimOne(ctx, s, mk(ids[0]), time.Minute); c != store.Busy {
+			t.Fatalf("id %d claimed twice: %v", ids[0], c)
+		}
+	}
+}
+
 func testClaimExpires(t *testing.T, h Harness, s store.Store) {
 	ctx := context.Background()
 	now := time.Now()

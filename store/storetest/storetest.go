@@ -34,6 +34,7 @@ func Run(t *testing.T, h Harness) {
 		{"ActivateAtOnceAndBounce", testActivateAtOnceAndBounce},
 		{"Outbox", testOutbox},
 		{"Marks", testMarks},
+		{"BatchClaims", testBatchClaims},
 		{"ClaimExpires", testClaimExpires},
 		{"ConcurrentSubscribeUnsubscribe", testConcurrentSubscribeUnsubscribe},
 		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Layout is the key layout this code reads and writes (keys.go).
+const Layout = 2
+
+// migrateChunk is how many ids one migration script call covers: a few
+// milliseconds of Redis time, so traffic goes on between calls.
+const migrateChunk = 1000
+
+const keyMigrateLock = "nl:schema:lock"
+
+// Migrate brings a Redis written by an earlier version to Layout. Every
+// role calls it at start; it runs once per Redis, and running it again (or
+// after a crash half-way) changes nothing already moved: each subscriber's
+// move is one script that deletes the layout-1 keys it read. One process
+// migrates while the others wait for it (a lock with an expiry, renewed
+// as it goes). Until it is done, a subscriber it has not reached yet is
+// moved by the first script that looks it up, so the service is correct
+// while it runs; only the digest, which walks the new active set, should
+// not start before the migration ends (a role that starts waits for it).
+//
+// Stop the roles of the earlier version before starting this one: they
+// would go on writing layout 1.
+func (r *Redis) Migrate(ctx context.Context, log *slog.Logger) error {
+	for {
+		v, err := r.rdb.Get(ctx, keySchema).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("read layout version: %w", err)
+		}
+		if v == strconv.Itoa(Layout) {
+			return nil
+		}
+		owner := strconv.FormatInt(time.Now().UnixNano(), 36)
+		got, err := r.rdb.SetNX(ctx, keyMigrateLock, owner, time.Minute).Result()
+		if err != nil {
+			return fmt.Errorf("take the migration lock: %w", err)
+		}
+		if got {
+			return r.migrate(ctx, owner, log)
+		}
+		log.Info("store: another process is migrating the layout, waiting")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Redis) migrate(ctx context.Context, owner string, log *slog.Logger) error {
+	last, err := r.rdb.Get(ctx, keySeq).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read the id counter: %w", err)
+	}
+	moved := int64(0)
+	for from := int64(1); from <= last; from += migrateChunk {
+		n, err := migrateScript.Run(ctx, r.rdb, nil, from, min(from+migrateChunk-1, last)).Int64()
+		if err != nil {
+			return fmt.Errorf("migrate subscribers %d..: %w", from, err)
+		}
+		moved += n
+		// Keep the lock while going: a chunk takes milliseconds.
+		if err := r.rdb.Expire(ctx, keyMigrateLock, time.Minute).Err(); err != nil {
+			return fmt.Errorf("renew the migration lock: %w", err)
+		}
+		if moved > 0 && (from/migrateChunk)%100 == 99 {
+			log.Info("store: migrating the layout", "moved", moved, "of_ids", last)
+		}
+	}
+	// What a layout-1 writer left behind cannot be moved by id any more:
+	// refuse to declare the layout done rather than lose it.
+	left, err := r.rdb.Exists(ctx, v1EmailIndex, v1Active).Result()
+	if err != nil {
+		return fmt.Errorf("check the migration: %w", err)
+	}
+	if left > 0 {
+		return fmt.Errorf("layout 1 keys are left after the migration (%s, %s): is a role of the earlier version still running?", v1EmailIndex, v1Active)
+	}
+	if err := r.rdb.Set(ctx, keySchema, Layout, 0).Err(); err != nil {
+		return fmt.Errorf("record the layout version: %w", err)
+	}
+	if v, err := r.rdb.Get(ctx, keyMigrateLock).Result(); err == nil && v == owner {
+		if err := r.rdb.Del(ctx, keyMigrateLock).Err(); err != nil {
+			log.Warn("store: drop the migration lock; it expires on its own", "err", err)
+		}
+	}
+	if moved > 0 {
+		log.Info("store: layout migrated", "layout", Layout, "subscribers", moved)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/redistest"
+)
+
+// testdata/v1-layout.json was written by the store of layout 1 (commit
+// 9cdc5ca and before) through its own methods: subscribers in every status,
+// one with a quoted, non-ASCII name and an IDN address, 150 active readers,
+// a digest run with one sent mark and three outbox entries; then every nl:
+// key was read back by type (testdata/README.md).
+type fixtureKey struct {
+	Key    string            `json:"key"`
+	Type   string            `json:"type"`
+	String string            `json:"string"`
+	Hash   map[string]string `json:"hash"`
+	ZSet   map[string]int64  `json:"zset"`
+}
+
+func loadFixture(t *testing.T, rdb *redis.Client) []fixtureKey {
+	t.Helper()
+	b, err := os.ReadFile("testdata/v1-layout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []fixtureKey
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range keys {
+		var err error
+		switch k.Type {
+		case "string":
+			err = rdb.Set(ctx, k.Key, k.String, 0).Err()
+		case "hash":
+			err = rdb.HSet(ctx, k.Key, k.Hash).Err()
+		case "zset":
+			var zs []redis.Z
+			for m, s := range k.ZSet {
+				zs = append(zs, redis.Z{Member: m, Score: float64(s)})
+			}
+			err = rdb.ZAdd(ctx, k.Key, zs...).Err()
+		default:
+			err = fmt.Errorf("fixture key %s of type %s", k.Key, k.Type)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// v1Subscribers are the fixture's subscribers as layout 1 held them.
+func v1Subscribers(keys []fixtureKey) map[string]Subscriber {
+	out := map[string]Subscriber{}
+	for _, k := range keys {
+		if !strings.HasPrefix(k.Key, v1PrefixSub) {
+			continue
+		}
+		f := k.Hash
+		id, _ := strconv.ParseInt(f["id"], 10, 64)
+		out[f["e"]] = Subscriber{ID: id, Email: f["e"], Name: f["n"], Timezone: f["tz"], Status: Status(f["s"]),
+			CreatedAt: msTime(f["c"]), ConfirmedAt: msTime(f["cf"]), UnsubscribedAt: msTime(f["u"])}
+	}
+	return out
+}
+
+// snapshot reads every nl: key, for comparing two states of a database.
+func snapshot(t *testing.T, rdb *redis.Client) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "nl:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		typ, err := rdb.Type(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch typ {
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		case "zset":
+			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = fmt.Sprintf("%s %v", typ, v)
+	}
+	return out
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestMigrateLayout1(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	fixture := loadFixture(t, rdb)
+	want := v1Subscribers(fixture)
+	if len(want) != 155 {
+		t.Fatalf("the fixture holds %d subscribers, want 155", len(want))
+	}
+	s := NewRedis(rdb)
+	if err := s.Migrate(ctx, quietLog); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := rdb.Get(ctx, keySchema).Result(); v != "2" {
+		t.Fatalf("layout version %q after the migration", v)
+	}
+	if n, _ := rdb.Exists(ctx, v1EmailIndex, v1Active).Result(); n != 0 {
+		t.Fatal("layout 1 index or active set left behind")
+	}
+	if keys, _ := rdb.Keys(ctx, v1PrefixSub+"*").Result(); len(keys) != 0 {
+		t.Fatalf("%d layout 1 subscriber hashes left behind", len(keys))
+	}
+	// Every subscriber reads as it was, by address and by id.
+	var active []int64
+	for email, w := range want {
+		got, err := s.Get(ctx, email)
+		if err != nil || !reflect.DeepEqual(got, w) {
+			t.Fatalf("%s after the migration:\n got %+v %v\nwant %+v", email, got, err, w)
+		}
+		if w.Status == Active {
+			active = append(active, w.ID)
+		}
+		byID, err := s.SubscribersByID(ctx, []int64{w.ID})
+		if err != nil || !reflect.DeepEqual(byID[0], w) {
+			t.Fatalf("%s by id: %+v %v", email, byID, err)
+		}
+	}
+	// The keyset walk finds exactly the active ones, in order.
+	sort.Slice(active, func(i, j int) bool { return active[i] < active[j] })
+	var walked []int64
+	for cursor := int64(0); ; {
+		page, err := s.ActiveAfter(ctx, cursor, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		walked = append(walked, page...)
+		cursor = page[len(page)-1]
+	}
+	if !reflect.DeepEqual(walked, active) {
+		t.Fatalf("walked %d active ids, want %d", len(walked), len(active))
+	}
+	// What did not move stays valid: the run, its sent mark, the outbox.
+	run, err := s.DigestRun(ctx, "2026-W48")
+	if err != nil || run.Sent != 1 || len(run.Items) != 1 {
+		t.Fatalf("digest run after the migration: %+v %v", run, err)
+	}
+	ann := want["ann@example.com"]
+	claims, err := s.ClaimMarks(ctx, []Mark{{Kind: "digest", Key: "2026-W48", SubscriberID: ann.ID, Shared: true}}, time.Minute)
+	if err != nil || claims[0] != AlreadySent {
+		t.Fatalf("ann's digest mark: %v %v", claims, err)
+	}
+	if due, err := s.OutboxDue(ctx, time.Now().Add(24*365*time.Hour), 10); err != nil || len(due) != 3 {
+		t.Fatalf("outbox after the migration: %+v %v", due, err)
+	}
+	// The state changes work on migrated subscribers, and new ids follow.
+	if _, err := s.Subscribe(ctx, SubscribeRequest{Email: "ann@example.com"}); !errors.Is(err, ErrAlreadyActive) {
+		t.Fatalf("re-subscribing a migrated active address: %v", err)
+	}
+	if sub, err := s.Confirm(ctx, "bob@example.com", OutboxEntry{ID: "welcome:bob@example.com", Due: time.Now(), Body: []byte("w")}); err != nil || sub.Status != Active {
+		t.Fatalf("confirming a migrated pending address: %+v %v", sub, err)
+	}
+	fresh, err := s.Subscribe(ctx, SubscribeRequest{Email: "new@example.com"})
+	if err != nil || fresh.ID != int64(len(want))+1 {
+		t.Fatalf("a new subscriber after the migration: %+v %v", fresh, err)
+	}
+
+	// A second run changes nothing.
+	before := snapshot(t, rdb)
+	if err := rdb.Del(ctx, keySchema).Err(); err != nil { // make it run again, not skip
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx, quietLog); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, rdb); !reflect.DeepEqual(before, after) {
+		for k := range after {
+			if before[k] != after[k] {
+				t.Errorf("%s changed:\n%s\n%s", k, before[k], after[k])
+			}
+		}
+		t.Fatal("the second migration changed the data")
+	}
+}
+
+// TestLayout1FoundBeforeTheMigration: a subscriber the migration has not
+// reached yet is found, and moved, by the first script that looks for it,
+// so signups and unsubscribes are right while a migration runs.
+func TestLayout1FoundBeforeTheMigration(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	want := v1Subscribers(loadFixture(t, rdb))
+	s := NewRedis(rdb)
+	carl := want["carl@example.com"]
+	got, err := s.Get(ctx, "carl@example.com")
+	if err != nil || !reflect.DeepEqual(got, carl) {
+		t.Fatalf("before the migration: %+v %v", got, err)
+	}
+	if n, _ := rdb.Exists(ctx, v1PrefixSub+strconv.FormatInt(carl.ID, 10)).Result(); n != 0 {
+		t.Fatal("the subscriber found was not moved")
+	}
+	// A signup of a layout-1 address re-opens it, never makes a second one.
+	again, err := s.Subscribe(ctx, SubscribeRequest{Email: "dora@example.com"})
+	if err != nil || again.ID != want["dora@example.com"].ID || again.Status != Pending || again.Name != "Dora" {
+		t.Fatalf("re-subscribing a layout-1 address: %+v %v", again, err)
+	}
+	if err := s.Migrate(ctx, quietLog); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, "carl@example.com"); !reflect.DeepEqual(got, carl) {
+		t.Fatalf("after the migration: %+v", got)
+	}
+}
+
+// TestMigrateRefusesLeftovers: layout-1 data it cannot move stops the
+// migration with an error, and the layout is not recorded as done.
+func TestMigrateRefusesLeftovers(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	// An address in the layout-1 index whose subscriber hash is gone: not
+	// movable by id. The migration must say so, not declare itself done.
+	if err := rdb.HSet(ctx, v1EmailIndex, "ghost@example.com", "7").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, keySeq, 7, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := NewRedis(rdb).Migrate(ctx, quietLog)
+	if err == nil || !strings.Contains(err.Error(), "layout 1 keys are left") {
+		t.Fatalf("leftovers: %v", err)
+	}
+	if v, _ := rdb.Get(ctx, keySchema).Result(); v != "" {
+		t.Fatalf("the layout was recorded as %q with layout-1 data left", v)
+	}
+}

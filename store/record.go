@@ -1,0 +1,83 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The packed subscriber record of keys.go, as Go reads it.
+
+var statusByCode = map[string]Status{"p": Pending, "a": Active, "u": Unsubscribed, "b": Bounced}
+
+var codeByStatus = map[Status]string{Pending: "p", Active: "a", Unsubscribed: "u", Bounced: "b"}
+
+// at36 is a time as the records store it: unix ms in base 36.
+func at36(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 36) }
+
+func time36(s string) time.Time {
+	n, err := strconv.ParseInt(s, 36, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// decodeRecord reads a subscriber from its id and packed record.
+func decodeRecord(id, rec string) (Subscriber, error) {
+	f := strings.Split(rec, recordSep)
+	n, err := strconv.ParseInt(id, 10, 64)
+	if len(f) != 7 || err != nil {
+		return Subscriber{}, fmt.Errorf("subscriber %s: unreadable record %q", id, rec)
+	}
+	st, ok := statusByCode[f[0]]
+	if !ok {
+		return Subscriber{}, fmt.Errorf("subscriber %s: unknown status %q", id, f[0])
+	}
+	return Subscriber{
+		ID: n, Status: st, CreatedAt: time36(f[1]), ConfirmedAt: time36(f[2]), UnsubscribedAt: time36(f[3]),
+		Email: f[4], Name: f[5], Timezone: f[6],
+	}, nil
+}
+
+// errSeparator refuses a field that would break the record apart.
+var errSeparator = errors.New("a field holds the record separator (U+001F)")
+
+func checkFields(fields ...string) error {
+	for _, f := range fields {
+		if strings.Contains(f, recordSep) {
+			return errSeparator
+		}
+	}
+	return nil
+}
+
+// decodeResult reads a subscriber script's answer: a code, then the id and
+// the packed record.
+func decodeResult(res []string) (Subscriber, error) {
+	if len(res) == 0 {
+		return Subscriber{}, errors.New("empty script result")
+	}
+	var sub Subscriber
+	if len(res) == 3 {
+		var err error
+		if sub, err = decodeRecord(res[1], res[2]); err != nil {
+			return Subscriber{}, err
+		}
+	}
+	switch res[0] {
+	case "ok":
+		return sub, nil
+	case "active":
+		return sub, ErrAlreadyActive
+	case "notpending":
+		return sub, ErrNotPending
+	case "notfound":
+		return sub, ErrNotFound
+	case "exists":
+		return sub, ErrExists
+	}
+	return sub, fmt.Errorf("unexpected script result %q", res[0])
+}
