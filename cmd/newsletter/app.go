@@ -85,6 +85,12 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		return nil, fmt.Errorf("redis at %s: %w", redactURL(cfg.RedisURL), err)
 	}
 	a.store = store.NewRedis(rdb)
+	// Every role and tool brings an earlier version's Redis to this
+	// layout first (once; the others wait for it, and it is a no-op after).
+	if err := a.store.Migrate(ctx, a.log); err != nil {
+		a.close()
+		return nil, fmt.Errorf("redis layout: %w", err)
+	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -79,13 +79,11 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err != nil {
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 		}
-		// Inspectors on the app's connection own nothing to close.
-		workerInsp := asynq.NewInspectorFromRedisClient(a.rdb)
 		h := worker.NewHandlers(worker.Deps{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg),
 			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
 			Pace:  pace.New(a.rdb, a.cfg.SendRate),
-			Queue: client, Depth: workerInsp, Quiet: quiet.New(a.cfg.Quiet),
+			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
 			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
 		})

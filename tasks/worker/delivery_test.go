@@ -63,7 +63,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Links:    newHandlersLinks(),
 		Pace:     pace.New(d.rdb, sendRate),
 		Throttle: 50 * time.Millisecond,
-		Queue:    d.client, Depth: d.insp, DigestBatch: 50, MarkWindow: concurrency,
+		Queue:    d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MarkWindow: concurrency,
 	})
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
 	wc := Config{

@@ -230,7 +230,7 @@ func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 
 	// No worker is running: the planner must stop at the limit, not
 	// enqueue the whole audience.
-	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, Depth: d.insp, BatchSize: 50, MaxPendingBatches: 4}
+	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb}, BatchSize: 50, MaxPendingBatches: 4}
 	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	err := planner.HandleDigestPlan(tctx, tasks.NewDigestPlan("bp"))

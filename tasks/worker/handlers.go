@@ -24,9 +24,9 @@ type Deps struct {
 	Render  *mailer.Renderer
 	Links   Links
 	Queue   tasks.Enqueuer
-	Depth   QueueInspector // nil: no back pressure
-	Pace    Pacer          // nil: no pacing
-	Quiet   *quiet.Hours   // nil: no quiet hours
+	Depth   QueueDepth   // nil: no back pressure
+	Pace    Pacer        // nil: no pacing
+	Quiet   *quiet.Hours // nil: no quiet hours
 	Metrics *Metrics
 	Log     *slog.Logger
 	Now     func() time.Time // nil: time.Now

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -30,17 +29,12 @@ type PlanStore interface {
 	ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error)
 }
 
-// QueueInspector reports a queue's depth (*asynq.Inspector).
-type QueueInspector interface {
-	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
-}
-
 // Planner handles digest:plan: it walks the audience and enqueues batches.
 type Planner struct {
 	Store PlanStore
 	Queue tasks.Enqueuer
 	// Depth, when set, is watched for back pressure.
-	Depth QueueInspector
+	Depth QueueDepth
 	// BatchSize is recipients per batch (DefaultDigestBatch);
 	// MaxPendingBatches is how many may wait in the queue before the
 	// planner pauses (DefaultMaxPendingBatches).
@@ -121,13 +115,11 @@ func (h *Planner) waitForRoom(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(planWaitLimit)
 	for {
-		info, err := h.Depth.GetQueueInfo(tasks.QueueCritical)
-		// A queue nobody used yet does not exist; asynq v0.26 reports it
-		// with an internal NOT_FOUND error rather than ErrQueueNotFound.
-		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) && !strings.Contains(err.Error(), "NOT_FOUND") {
-			return fmt.Errorf("queue depth: %w", err)
+		pending, err := h.Depth.Pending(ctx, tasks.QueueCritical)
+		if err != nil {
+			return err
 		}
-		if info == nil || info.Pending < limit {
+		if pending < limit {
 			return nil
 		}
 		if time.Now().After(deadline) {

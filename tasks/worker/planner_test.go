@@ -1,0 +1,40 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// TestRedisQueueDepthAgreesWithAsynq holds RedisQueueDepth to asynq's own
+// count: it reads asynq's pending list by name, which an asynq upgrade
+// could rename.
+func TestRedisQueueDepthAgreesWithAsynq(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	depth := RedisQueueDepth{Redis: d.rdb}
+	if n, err := depth.Pending(ctx, tasks.QueueCritical); err != nil || n != 0 {
+		t.Fatalf("an unused queue: %d %v", n, err)
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := d.client.EnqueueContext(ctx, tasks.NewDigestBatch("depth", []int64{int64(i + 1)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// And one scheduled, which is not pending.
+	if _, err := d.client.EnqueueContext(ctx, tasks.NewDigestPlan("later"), asynq.ProcessIn(3600e9)); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.insp.GetQueueInfo(tasks.QueueCritical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := depth.Pending(ctx, tasks.QueueCritical)
+	if err != nil || n != info.Pending || n != 7 {
+		t.Fatal(fmt.Errorf("pending: ours %d (%v), asynq's %d, want 7", n, err, info.Pending))
+	}
+}
