@@ -16,7 +16,8 @@
 // it marks it sent. A retried or duplicated task finds "sent" and skips, or
 // finds a live claim and retries later. A worker that dies between the
 // server's 250 and MarkSent leaves a claim that expires, and the retry sends
-// again: that window (one Redis round trip) is the only way a person can get
-// a mail twice. A worker that dies before sending leaves the same claim, and
-// the retry sends after it expires, so a crash never loses a mail.
+// again: that window is the only way a person can get a mail twice, and the
+// worker bounds how many mails may be in it at once (docs/architecture.md).
+// A worker that dies before sending leaves the same claim, and the retry
+// sends after it expires, so a crash never loses a mail.
 package store

@@ -93,8 +93,13 @@ func Redis(ctx context.Context, url string) (*redis.Client, error) {
 	return c, nil
 }
 
-// BuildBinary builds cmd/newsletter into a temporary folder.
+// BuildBinary builds cmd/newsletter into a temporary folder, or, with
+// NEWSLETTER_BENCH_BIN set, uses that binary: how another build (the one
+// before a change) is measured with the same harness.
 func BuildBinary() (string, func(), error) {
+	if bin := os.Getenv("NEWSLETTER_BENCH_BIN"); bin != "" {
+		return bin, func() {}, nil
+	}
 	dir, err := os.MkdirTemp("", "newsletter-bench")
 	if err != nil {
 		return "", nil, err

@@ -59,10 +59,12 @@ func run() error {
 	var itemCounts []int
 	for _, f := range strings.Split(cmp.Or(os.Getenv("ITEMS"), "1,20"), ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || k < 1 {
-			return fmt.Errorf("ITEMS=%q: want item counts such as 1,20", os.Getenv("ITEMS"))
+		if err != nil || k < 0 {
+			return fmt.Errorf("ITEMS=%q: want item counts such as 1,20 (0: the import alone)", os.Getenv("ITEMS"))
 		}
-		itemCounts = append(itemCounts, k)
+		if k > 0 {
+			itemCounts = append(itemCounts, k)
+		}
 	}
 	ctx := context.Background()
 	url := bench.RedisURL()
@@ -71,15 +73,11 @@ func run() error {
 		return err
 	}
 	defer func() { bench.Warn("close redis", rdb.Close()) }()
-	bin := os.Getenv("NEWSLETTER_BENCH_BIN") // a prebuilt binary, to measure another build with this harness
-	if bin == "" {
-		built, cleanup, err := bench.BuildBinary()
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		bin = built
+	bin, cleanup, err := bench.BuildBinary()
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	sink, err := bench.StartSink()
 	if err != nil {
 		return err
@@ -129,6 +127,9 @@ func run() error {
 	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
 	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
 	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(baseMem-memBefore), float64(baseMem-memBefore)/float64(n))
+	if len(itemCounts) == 0 {
+		return nil
+	}
 	var runs []figures
 	for _, k := range itemCounts {
 		var profile func()
