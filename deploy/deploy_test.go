@@ -5,22 +5,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/memstore"
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
 )
 
@@ -67,9 +72,19 @@ func TestCompose(t *testing.T) {
 	ports := map[string][]string{"newsletter": {"8080:8080"}, "mailpit": {"1025:1025", "8025:8025"}, "prometheus": {"9090:9090"}, "grafana": {"3000:3000"}}
 	for svc, want := range ports {
 		for _, p := range want {
-			if !strings.Contains(strings.Join(c.Services[svc].Ports, " "), p) {
-				t.Errorf("%s does not publish %s", svc, p)
+			// Bound to this machine: a laptop on a café's network does not
+			// publish the admin token's service to it.
+			if !slices.Contains(c.Services[svc].Ports, "127.0.0.1:"+p) {
+				t.Errorf("%s does not publish %s on 127.0.0.1 only: %v", svc, p, c.Services[svc].Ports)
 			}
+		}
+	}
+	for name, svc := range c.Services {
+		if name == "newsletter" {
+			continue // built here
+		}
+		if _, tag, ok := strings.Cut(svc.Image, ":"); !ok || tag == "" || tag == "latest" {
+			t.Errorf("%s's image %q is not pinned to a version", name, svc.Image)
 		}
 	}
 	nl := c.Services["newsletter"]
@@ -110,12 +125,13 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.TaskDuration.WithLabelValues("t", "q").Observe(1)
 	m.Sent.WithLabelValues("k").Inc()
 	m.Failed.WithLabelValues("k", "r").Inc()
+	m.Archived.WithLabelValues("t", "q", "c").Inc()
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
 	st := memstore.New()
 	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
 	st.StartDigestRun(context.Background(), "p")
-	reg.MustRegister(api.DigestCollector{Store: st})
+	reg.MustRegister(api.DigestCollector{Store: st}, queuemetrics.Collector{Inspector: emptyQueues{}, Queues: tasks.Queues})
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +145,11 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	return names
 }
+
+// emptyQueues is an Inspector whose queues were never used.
+type emptyQueues struct{}
+
+func (emptyQueues) GetQueueInfo(string) (*asynq.QueueInfo, error) { return nil, asynq.ErrQueueNotFound }
 
 var metricName = regexp.MustCompile(`\b(newsletter_[a-z_]+|asynq_[a-z_]+)`)
 
@@ -174,7 +195,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 			checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 		}
 	}
-	for _, want := range []string{"NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}
@@ -205,7 +226,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			all.WriteString(tg.Expr + "\n")
 		}
 	}
-	for _, want := range []string{"asynq_queue_size", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total"} {
+	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no panel shows %s", want)
 		}
@@ -243,9 +264,22 @@ func TestKubernetesManifests(t *testing.T) {
 			if c["readinessProbe"] == nil || c["livenessProbe"] == nil {
 				t.Errorf("%s has no probes", role)
 			}
+			// The kubelet checks runAsNonRoot only against a numeric user.
+			pod, _ := spec["securityContext"].(map[string]any)
+			if pod["runAsNonRoot"] != true || pod["runAsUser"] != 65532 || fmt.Sprint(pod["seccompProfile"]) != "map[type:RuntimeDefault]" {
+				t.Errorf("%s: pod securityContext %v", role, pod)
+			}
+			sc, _ := c["securityContext"].(map[string]any)
+			caps, _ := sc["capabilities"].(map[string]any)
+			if sc["allowPrivilegeEscalation"] != false || sc["readOnlyRootFilesystem"] != true || fmt.Sprint(caps["drop"]) != "[ALL]" {
+				t.Errorf("%s: container securityContext %v", role, sc)
+			}
 		case "ScaledObject":
 			b, _ := yaml.Marshal(doc)
-			scaled = strings.Contains(string(b), "asynq_queue_size") && strings.Contains(string(b), "newsletter-worker")
+			// Pending and retry tasks of every queue, counted once however
+			// many API replicas export them.
+			scaled = strings.Contains(string(b), `sum(max by (queue, state) (newsletter_queue_tasks{state=~"pending|retry"}))`) &&
+				strings.Contains(string(b), "newsletter-worker")
 		}
 	}
 	if shutdown == 0 || !roles["api"] || !roles["worker"] || !roles["scheduler"] || !scaled {
@@ -257,7 +291,7 @@ func TestDockerfileAndMake(t *testing.T) {
 	b, _ := os.ReadFile("Dockerfile")
 	df := string(b)
 	if strings.Count(df, "\nFROM ") < 1 || !strings.Contains(df, "AS build") || !strings.Contains(df, "CGO_ENABLED=0") ||
-		!strings.Contains(df, "USER nonroot") || !strings.Contains(df, "HEALTHCHECK") {
+		!strings.Contains(df, "USER 65532:65532") || !strings.Contains(df, "HEALTHCHECK") {
 		t.Fatalf("Dockerfile must be multi-stage, static, non-root, with a health check:\n%s", df)
 	}
 	mk, _ := os.ReadFile("../Makefile")
@@ -280,7 +314,12 @@ func TestPromtool(t *testing.T) {
 	rules, _ := os.ReadFile("prometheus/alerts.yml")
 	os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o644)
 	os.WriteFile(filepath.Join(dir, "prometheus.yml"), bytes.ReplaceAll(cfg, []byte("/etc/prometheus/alerts.yml"), []byte(filepath.Join(dir, "alerts.yml"))), 0o644)
-	for _, args := range [][]string{{"check", "rules", "prometheus/alerts.yml"}, {"check", "config", filepath.Join(dir, "prometheus.yml")}} {
+	for _, args := range [][]string{
+		{"check", "rules", "prometheus/alerts.yml"},
+		{"check", "config", filepath.Join(dir, "prometheus.yml")},
+		// As shipped, with the rule file at its path in the container.
+		{"check", "config", "--syntax-only", "prometheus/prometheus.yml"},
+	} {
 		out, err := exec.Command(promtool, args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "SUCCESS") {
 			t.Fatalf("promtool %v: %v\n%s", args, err, out)

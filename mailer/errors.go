@@ -36,6 +36,9 @@ func (c Class) String() string {
 	return [...]string{"temporary", "throttled", "bounced", "rejected", "invalid"}[c]
 }
 
+// Classes lists every class of failure.
+func Classes() []Class { return []Class{Temporary, Throttled, Bounced, Rejected, Invalid} }
+
 // SendError is every error a Mailer returns.
 type SendError struct {
 	Class    Class

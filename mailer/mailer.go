@@ -15,6 +15,9 @@ const (
 	KindEvents  = "events"
 )
 
+// Kinds lists every kind of mail.
+func Kinds() []string { return []string{KindConfirm, KindWelcome, KindDigest, KindEvents} }
+
 // Message is one rendered mail to one recipient.
 type Message struct {
 	Kind    string

@@ -42,8 +42,6 @@ type Renderer struct {
 	preparable map[string]bool
 }
 
-var kinds = []string{KindConfirm, KindWelcome, KindDigest, KindEvents}
-
 // NewRenderer parses the embedded templates. A file of the same name in
 // overrideDir (KIND.txt, KIND.html or layout.html) replaces the embedded one,
 // so an operator can restyle mails without a rebuild. Errors name the file.
@@ -66,7 +64,7 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 		return nil, err
 	}
 	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}}
-	for _, k := range kinds {
+	for _, k := range Kinds() {
 		txt, err := read(k + ".txt")
 		if err != nil {
 			return nil, err

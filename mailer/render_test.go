@@ -16,7 +16,7 @@ func TestRenderAllKinds(t *testing.T) {
 	}
 	d := Data{Email: "a@b.co", ConfirmURL: "https://x/confirm?token=c", UnsubscribeURL: "https://x/unsubscribe?token=u",
 		Period: "2026-W49", Entries: []Entry{{Title: "T <1>", URL: "https://x/1", Summary: "S"}}}
-	for _, k := range kinds {
+	for _, k := range Kinds() {
 		m, err := r.Render(k, d)
 		if err != nil {
 			t.Fatalf("%s: %v", k, err)

@@ -39,7 +39,7 @@ func NewConfirm(email string, now time.Time) Job {
 func confirmJob(payload []byte, email string, due time.Time) Job {
 	id := ConfirmTaskID(email)
 	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeConfirmEmail, payload,
-		asynq.Queue(QueueTransactional), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(time.Minute))}
+		asynq.Queue(queueOf[TypeConfirmEmail]), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(time.Minute))}
 }
 
 // NewWelcome is the welcome mail for email, due after delay.
@@ -50,7 +50,7 @@ func NewWelcome(email string, now time.Time, delay time.Duration) Job {
 func welcomeJob(payload []byte, email string, due time.Time) Job {
 	id := WelcomeTaskID(email)
 	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeWelcomeEmail, payload,
-		asynq.Queue(QueueDefault), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+		asynq.Queue(queueOf[TypeWelcomeEmail]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
 }
 
 // TaskRef names one task in one queue, for the Inspector.
@@ -62,8 +62,8 @@ type TaskRef struct{ Queue, ID string }
 // task that is already running.
 func PendingMails(email string) []TaskRef {
 	return []TaskRef{
-		{Queue: QueueTransactional, ID: ConfirmTaskID(email)},
-		{Queue: QueueDefault, ID: WelcomeTaskID(email)},
+		{Queue: queueOf[TypeConfirmEmail], ID: ConfirmTaskID(email)},
+		{Queue: queueOf[TypeWelcomeEmail], ID: WelcomeTaskID(email)},
 	}
 }
 
@@ -88,7 +88,7 @@ func QuietBatchTaskID(period string, until time.Time, firstID int64) string {
 // it saves its cursor after every page, so a retry resumes.
 func NewDigestPlan(period string) *asynq.Task {
 	return asynq.NewTask(TypeDigestPlan, mustJSON(DigestPlanPayload{Period: period}),
-		asynq.Queue(QueueCritical), asynq.TaskID(DigestPlanTaskID(period)),
+		asynq.Queue(queueOf[TypeDigestPlan]), asynq.TaskID(DigestPlanTaskID(period)),
 		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
 }
 
@@ -104,7 +104,7 @@ func NewQuietDigestBatch(period string, ids []int64, until time.Time) *asynq.Tas
 }
 
 func digestBatch(period string, ids []int64, id string, extra ...asynq.Option) *asynq.Task {
-	opts := append([]asynq.Option{asynq.Queue(QueueCritical), asynq.TaskID(id),
+	opts := append([]asynq.Option{asynq.Queue(queueOf[TypeDigestEmail]), asynq.TaskID(id),
 		asynq.MaxRetry(20), asynq.Timeout(10 * time.Minute)}, extra...)
 	return asynq.NewTask(TypeDigestEmail, mustJSON(DigestBatchPayload{Period: period, IDs: ids}), opts...)
 }
@@ -113,7 +113,7 @@ func digestBatch(period string, ids []int64, id string, extra ...asynq.Option) *
 // worker's aggregator bundles a person's events into one mail.
 func NewEvent(email, title, url string, now time.Time) *asynq.Task {
 	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()}),
-		asynq.Queue(QueueDefault), asynq.Group(email))
+		asynq.Queue(queueOf[TypeEvent]), asynq.Group(email))
 }
 
 // NewEventsEmail is one subscriber's bundle as one mail. The aggregator

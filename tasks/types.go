@@ -25,3 +25,22 @@ var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, Queu
 
 // Queues lists every queue, for those who watch or scale on all of them.
 var Queues = []string{QueueTransactional, QueueCritical, QueueDefault}
+
+// queueOf is the queue of each task type. The constructors place their
+// tasks by it; an events mail lands in its events' queue (asynq puts an
+// aggregated task in its group's queue).
+var queueOf = map[string]string{
+	TypeConfirmEmail: QueueTransactional,
+	TypeWelcomeEmail: QueueDefault,
+	TypeDigestPlan:   QueueCritical,
+	TypeDigestEmail:  QueueCritical,
+	TypeEvent:        QueueDefault,
+	TypeEventsEmail:  QueueDefault,
+}
+
+// QueueOf is the queue a task of type typ runs in ("" for an unknown type).
+func QueueOf(typ string) string { return queueOf[typ] }
+
+// HandledTypes are the task types the worker runs (events are bundled,
+// not run), for metrics that list them ahead of the first task.
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail}

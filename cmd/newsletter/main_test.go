@@ -301,9 +301,14 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 }
 
 func TestEmbeddedBanner(t *testing.T) {
-	svc := startService(t, map[string]string{}, "serve")
+	// The links in mails go elsewhere; the banner shows where this process
+	// listens (127.0.0.1:port), not NEWSLETTER_BASE_URL.
+	svc := startService(t, map[string]string{"NEWSLETTER_BASE_URL": "http://localhost:8080"}, "serve")
 	out := svc.stdout.String()
-	for _, want := range []string{"signup form", "/dev/mailbox", "NEWSLETTER_REDIS_URL=redis://127.0.0.1:", "nothing survives a restart", "Bearer "} {
+	if strings.Contains(out, "http://localhost:8080/") || !strings.Contains(out, "signup form      "+svc.base+"/") {
+		t.Errorf("the banner does not show the address it listens on (%s):\n%s", svc.base, out)
+	}
+	for _, want := range []string{"signup form", "/dev/mailbox", "NEWSLETTER_REDIS_URL=redis://127.0.0.1:", "nothing survives a restart", "Bearer ", "links in mails   http://localhost:8080"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("banner lacks %q:\n%s", want, out)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -117,10 +118,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
-		// asynq's queue gauges (asynq_queue_size, …) come from the API
-		// role: it is always running, and one exporter avoids every
-		// worker reporting the same queues.
-		a.reg.MustRegister(metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: a.store})
+		// The queue gauges come from the API role, which always runs:
+		// newsletter_queue_tasks per queue and state, asynq's own
+		// (asynq_queue_latency_seconds, …) and the latest digest run.
+		// Every API replica reports the same numbers, read from Redis:
+		// dashboards and autoscaling aggregate them with max.
+		a.reg.MustRegister(queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues},
+			metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: a.store})
 		mon := asynqmon.New(asynqmon.Options{
 			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
 			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
@@ -187,6 +191,19 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	return nil
 }
 
+// localURL is the http URL of a listening address; a wildcard host is
+// reached as localhost.
+func localURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // opsHandler serves what every non-API role needs: probes, metrics, and the
 // dev mailbox of a worker without SMTP.
 func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
@@ -202,10 +219,14 @@ func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	return mux
 }
 
-// banner prints, in a few lines, where to look.
+// banner prints, in a few lines, where to look: at the address this
+// process listens on, and where mails link to when that differs.
 func (a *app) banner(r roles, listen string, devMailbox bool) {
-	base := a.cfg.BaseURL
+	base := localURL(listen)
 	fmt.Fprintf(a.out, "newsletter %s listening on %s\n", r, listen)
+	if base != a.cfg.BaseURL {
+		fmt.Fprintf(a.out, "  links in mails   %s   (NEWSLETTER_BASE_URL)\n", a.cfg.BaseURL)
+	}
 	if r.api {
 		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
 	}

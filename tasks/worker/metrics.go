@@ -1,14 +1,39 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"errors"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/tasks"
+)
 
 // Metrics are the worker's Prometheus metrics (docs/reference.md).
+//
+// Every label value known in advance (each kind, reason, task type and
+// result) exists from start-up at 0: a counter series that appears only
+// at its first event makes increase() read that event as 0, so an alert on
+// "any rejection" would wait for the second one.
 type Metrics struct {
 	Tasks        *prometheus.CounterVec   // type, queue, result
 	TaskDuration *prometheus.HistogramVec // type, queue
 	Sent         *prometheus.CounterVec   // kind
 	Failed       *prometheus.CounterVec   // kind, reason
+	// Archived counts tasks that failed for good by cause: a bounce is
+	// archived on purpose (the address is suppressed, nothing to do);
+	// rejected, invalid and exhausted need an operator.
+	Archived *prometheus.CounterVec // type, queue, cause
 }
+
+// Results are the values of the result label of newsletter_tasks_total.
+var Results = []string{"success", "retry", "archived", "deferred"}
+
+// ArchiveCauses are the values of the cause label of
+// newsletter_tasks_archived_total: a mail class that never retries, or
+// exhausted (every retry used).
+var ArchiveCauses = []string{mailer.Bounced.String(), mailer.Rejected.String(), mailer.Invalid.String(), "exhausted"}
 
 // NewMetrics registers the metrics on reg (nil: not registered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -26,9 +51,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_emails_failed_total", Help: "Failed send attempts by kind and reason (temporary, throttled, bounced, rejected, invalid).",
 		}, []string{"kind", "reason"}),
+		Archived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_tasks_archived_total",
+			Help: "Tasks archived (failed for good) by cause: bounced (expected: the address is suppressed), rejected, invalid, exhausted (every retry used).",
+		}, []string{"type", "queue", "cause"}),
+	}
+	for _, kind := range mailer.Kinds() {
+		m.Sent.WithLabelValues(kind)
+		for _, c := range mailer.Classes() {
+			m.Failed.WithLabelValues(kind, c.String())
+		}
+	}
+	for _, typ := range tasks.HandledTypes {
+		q := tasks.QueueOf(typ)
+		m.TaskDuration.WithLabelValues(typ, q)
+		for _, r := range Results {
+			m.Tasks.WithLabelValues(typ, q, r)
+		}
+		for _, c := range ArchiveCauses {
+			m.Archived.WithLabelValues(typ, q, c)
+		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived)
 	}
 	return m
+}
+
+// archiveCause says why a task that will not run again failed.
+func archiveCause(err error) string {
+	if se := mailer.AsSendError(err); se != nil && errors.Is(err, asynq.SkipRetry) {
+		switch se.Class {
+		case mailer.Bounced, mailer.Rejected, mailer.Invalid:
+			return se.Class.String()
+		}
+	}
+	if errors.Is(err, asynq.SkipRetry) {
+		return mailer.Invalid.String() // an unreadable payload or a template error
+	}
+	return "exhausted"
 }

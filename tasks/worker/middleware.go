@@ -28,6 +28,9 @@ func Observe(log *slog.Logger, m *Metrics) asynq.MiddlewareFunc {
 			if m != nil {
 				m.Tasks.WithLabelValues(t.Type(), queue, result).Inc()
 				m.TaskDuration.WithLabelValues(t.Type(), queue).Observe(took.Seconds())
+				if result == "archived" {
+					m.Archived.WithLabelValues(t.Type(), queue, archiveCause(err)).Inc()
+				}
 			}
 			level := slog.LevelInfo
 			if result == "retry" || result == "archived" {

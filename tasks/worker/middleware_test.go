@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -44,7 +45,37 @@ func TestObserveLogsAndCounts(t *testing.T) {
 	if got := testutil.ToFloat64(m.Tasks.WithLabelValues(tasks.TypeWelcomeEmail, "", "deferred")); got != 1 {
 		t.Fatalf("tasks_total{deferred} = %v", got)
 	}
-	if n := testutil.CollectAndCount(m.TaskDuration); n != 1 {
+	// The run outside asynq (queue "") adds a series to those made ahead.
+	if n := testutil.CollectAndCount(m.TaskDuration); n != len(tasks.HandledTypes)+1 {
 		t.Fatalf("duration series: %d", n)
+	}
+	// The SkipRetry with no mail error is an invalid task, archived.
+	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.TypeWelcomeEmail, "", "invalid")); got != 1 {
+		t.Fatalf("tasks_archived_total{cause=invalid} = %v", got)
+	}
+}
+
+// TestCountersExistFromStart: every label value known in advance is a
+// series at 0 before the first event, so increase() sees the first one.
+func TestCountersExistFromStart(t *testing.T) {
+	m := NewMetrics(nil)
+	kinds, classes := len(mailer.Kinds()), len(mailer.Classes())
+	for name, c := range map[string]struct {
+		got, want int
+	}{
+		"sent":     {testutil.CollectAndCount(m.Sent), kinds},
+		"failed":   {testutil.CollectAndCount(m.Failed), kinds * classes},
+		"tasks":    {testutil.CollectAndCount(m.Tasks), len(tasks.HandledTypes) * len(Results)},
+		"archived": {testutil.CollectAndCount(m.Archived), len(tasks.HandledTypes) * len(ArchiveCauses)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d series at start, want %d", name, c.got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.Failed.WithLabelValues(mailer.KindWelcome, mailer.Rejected.String())); got != 0 {
+		t.Fatalf("failed{welcome,rejected} = %v at start", got)
+	}
+	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.TypeDigestEmail, tasks.QueueCritical, "bounced")); got != 0 {
+		t.Fatalf("archived{digest,critical,bounced} = %v at start", got)
 	}
 }
