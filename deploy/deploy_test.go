@@ -3,7 +3,6 @@ package deploy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -178,22 +177,15 @@ func TestPrometheusAndAlerts(t *testing.T) {
 	if len(prom.ScrapeConfigs) == 0 || prom.ScrapeConfigs[0].StaticConfigs[0].Targets[0] != "newsletter:8080" {
 		t.Fatalf("prometheus does not scrape the compose service: %+v", prom)
 	}
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
+	rules, err := AlertRules()
+	if err != nil {
+		t.Fatal(err)
 	}
-	readYAML(t, "prometheus/alerts.yml", &rules)
 	ours := exportedMetrics(t)
 	got := map[string]bool{}
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			got[r.Alert] = true
-			checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
-		}
+	for _, r := range rules {
+		got[r.Alert] = true
+		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
 	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek"} {
 		if !got[want] {
@@ -203,27 +195,16 @@ func TestPrometheusAndAlerts(t *testing.T) {
 }
 
 func TestGrafanaDashboard(t *testing.T) {
-	b, err := os.ReadFile("grafana/dashboards/newsletter.json")
+	panels, err := DashboardPanels()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
 	ours := exportedMetrics(t)
 	var all strings.Builder
-	for _, p := range d.Panels {
-		for _, tg := range p.Targets {
-			checkMetricNames(t, "panel "+p.Title, tg.Expr, ours)
-			all.WriteString(tg.Expr + "\n")
+	for _, p := range panels {
+		for _, expr := range p.Exprs {
+			checkMetricNames(t, "panel "+p.Title, expr, ours)
+			all.WriteString(expr + "\n")
 		}
 	}
 	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total"} {

@@ -17,8 +17,12 @@ var codeByStatus = map[Status]string{Pending: "p", Active: "a", Unsubscribed: "u
 // at36 is a time as the records store it: unix ms in base 36.
 func at36(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 36) }
 
-func time36(s string) time.Time {
-	n, err := strconv.ParseInt(s, 36, 64)
+func time36(s string) time.Time { return unixMilli(s, 36) }
+
+// unixMilli reads unix milliseconds written in base; empty or zero is the
+// zero time (the event has not happened).
+func unixMilli(s string, base int) time.Time {
+	n, err := strconv.ParseInt(s, base, 64)
 	if err != nil || n == 0 {
 		return time.Time{}
 	}

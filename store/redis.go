@@ -23,13 +23,7 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-func msTime(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n).UTC()
-}
+func msTime(s string) time.Time { return unixMilli(s, 10) }
 
 // Subscribe implements Subscribers.
 func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error) {

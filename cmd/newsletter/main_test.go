@@ -304,6 +304,11 @@ func TestEmbeddedBanner(t *testing.T) {
 	// The links in mails go elsewhere; the banner shows where this process
 	// listens (127.0.0.1:port), not NEWSLETTER_BASE_URL.
 	svc := startService(t, map[string]string{"NEWSLETTER_BASE_URL": "http://localhost:8080"}, "serve")
+	// The banner is printed once every part has started, which can be
+	// after the HTTP server answers: wait for its last line.
+	poll.True(t, 10*time.Second, "the whole banner", func() bool {
+		return strings.Contains(svc.stdout.String(), "nothing survives a restart")
+	})
 	out := svc.stdout.String()
 	if strings.Contains(out, "http://localhost:8080/") || !strings.Contains(out, "signup form      "+svc.base+"/") {
 		t.Errorf("the banner does not show the address it listens on (%s):\n%s", svc.base, out)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/hibiken/asynq"
-	"go.yaml.in/yaml/v3"
 
+	"github.com/newsletter/newsletter/deploy"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
@@ -62,11 +62,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	// Prometheus: the shipped rules as they are, scraping the three
 	// processes every second.
 	dir := t.TempDir()
-	rules, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), deploy.AlertRulesYAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var targets []string
@@ -144,22 +140,32 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 
 	// Every panel of the dashboard parses and, now that there was
 	// traffic of every kind, returns data.
-	for title, expr := range dashboardExprs(t) {
-		poll.Until(t, 30*time.Second, func() error {
-			res, err := p.query(expr)
-			if err != nil {
-				return fmt.Errorf("panel %q: %v", title, err)
-			}
-			if len(res) == 0 {
-				return fmt.Errorf("panel %q (%s) has no data", title, expr)
-			}
-			return nil
-		})
+	panels, err := deploy.DashboardPanels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, panel := range panels {
+		for _, expr := range panel.Exprs {
+			poll.Until(t, 30*time.Second, func() error {
+				res, err := p.query(expr)
+				if err != nil {
+					return fmt.Errorf("panel %q: %v", panel.Title, err)
+				}
+				if len(res) == 0 {
+					return fmt.Errorf("panel %q (%s) has no data", panel.Title, expr)
+				}
+				return nil
+			})
+		}
 	}
 	// Every alert expression parses (most are rightly empty now).
-	for name, expr := range alertExprs(t, rules) {
-		if _, err := p.query(expr); err != nil {
-			t.Errorf("alert %s: %v", name, err)
+	rules, err := deploy.AlertRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if _, err := p.query(r.Expr); err != nil {
+			t.Errorf("alert %s: %v", r.Alert, err)
 		}
 	}
 
@@ -262,54 +268,6 @@ func (p promClient) alertActive(alert string, label ...string) error {
 		}
 	}
 	return fmt.Errorf("alert %s %v is not active (%d alerts active)", alert, label, len(data.Alerts))
-}
-
-func dashboardExprs(t *testing.T) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile("../../deploy/grafana/dashboards/newsletter.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range d.Panels {
-		for i, tg := range p.Targets {
-			out[fmt.Sprintf("%s #%d", p.Title, i)] = tg.Expr
-		}
-	}
-	return out
-}
-
-func alertExprs(t *testing.T, rules []byte) map[string]string {
-	t.Helper()
-	var r struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(rules, &r); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, g := range r.Groups {
-		for _, rule := range g.Rules {
-			out[rule.Alert] = rule.Expr
-		}
-	}
-	return out
 }
 
 // post sends a JSON body to the service and wants the status code;

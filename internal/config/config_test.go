@@ -68,3 +68,19 @@ func TestParsedOnce(t *testing.T) {
 		t.Fatalf("defaults differ from the worker's own: %+v", c)
 	}
 }
+
+func TestPprofNeedsAnAdminToken(t *testing.T) {
+	env := map[string]string{
+		"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3",
+		"NEWSLETTER_SECRET":    "0123456789abcdef",
+		"NEWSLETTER_PPROF":     "true",
+	}
+	_, err := Load(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "NEWSLETTER_PPROF:") {
+		t.Fatalf("profiles without an admin token: %v", err)
+	}
+	env["NEWSLETTER_ADMIN_TOKEN"] = "a-long-admin-token-0123"
+	if c, err := Load(func(k string) string { return env[k] }); err != nil || !c.PProf {
+		t.Fatalf("with a token: %+v %v", c, err)
+	}
+}
