@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -374,5 +377,42 @@ func TestHealth(t *testing.T) {
 		if resp, _ := e.get(t, p); resp.StatusCode != 200 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestForwardedForOnlyFromTrustedProxies: behind a trusted proxy each
+// visitor has a bucket of their own; from anywhere else the header is the
+// client's own word and ignored.
+func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
+	trusted, err := clientip.Parse("127.0.0.1/32, ::1/128") // the test client comes from loopback
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		clients clientip.Resolver
+		want    []int
+	}{
+		{"behind a trusted proxy", trusted, []int{202, 202, 202, 202}},
+		{"no trusted proxy", clientip.Resolver{}, []int{202, 429, 429, 429}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, Config{DoubleOptIn: true, SubscribeRate: 1, Clients: c.clients})
+			var got []int
+			for i := 0; i < 4; i++ {
+				req, _ := http.NewRequest("POST", e.srv.URL+"/subscribe", strings.NewReader(`{"email":"xff`+strconv.Itoa(i)+`@example.com"}`))
+				req.Header.Set("Content-Type", jsonCT)
+				req.Header.Set("X-Forwarded-For", "198.51.100."+strconv.Itoa(i+1))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				got = append(got, resp.StatusCode)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("codes %v, want %v", got, c.want)
+			}
+		})
 	}
 }

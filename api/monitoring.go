@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 // Monitoring guards asynqmon (or any operator UI) mounted at /monitoring/:
@@ -19,23 +17,14 @@ import (
 // request's own host is accepted too, for operators who reach it by
 // another name.
 func (s *Server) Monitoring(ui http.Handler, origin string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.AdminToken == "" {
-			http.NotFound(w, r)
-			return
-		}
-		if _, pass, ok := r.BasicAuth(); !ok || !adminauth.Equal(pass, s.cfg.AdminToken) {
-			w.Header().Set("WWW-Authenticate", `Basic realm="newsletter monitoring", charset="UTF-8"`)
-			http.Error(w, "monitoring needs the admin token as the password", http.StatusUnauthorized)
-			return
-		}
+	return s.deps.Guard.Basic("newsletter monitoring", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !safeMethod(r.Method) && !sameOrigin(r, origin) {
 			http.Error(w, "cross-origin request refused", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("X-Frame-Options", "DENY")
 		ui.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func safeMethod(m string) bool {

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/health"
+	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -37,6 +39,8 @@ type Config struct {
 	AdminToken string
 	// SubscribeRate is requests per minute per client address; 0 is off.
 	SubscribeRate int
+	// Clients names a request's client for the limits (trusted proxies).
+	Clients clientip.Resolver
 	// MaxBody is the largest request body (default 16 KiB).
 	MaxBody int64
 }
@@ -61,6 +65,10 @@ type Deps struct {
 	Signer  *token.Signer
 	Log     *slog.Logger
 	Metrics *Metrics
+	// Guard checks the admin token (nil: one for Config.AdminToken); the
+	// binary shares one with its other guarded routes, so failed
+	// attempts count together.
+	Guard *adminauth.Guard
 	// Metrics handler for GET /metrics; nil leaves the route out.
 	MetricsHandler http.Handler
 	Now            func() time.Time
@@ -70,7 +78,7 @@ type Deps struct {
 type Server struct {
 	cfg     Config
 	deps    Deps
-	limiter *limiter
+	limiter *ratelimit.Limiter
 	mux     *http.ServeMux
 }
 
@@ -89,9 +97,12 @@ func New(cfg Config, d Deps) *Server {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
+	if d.Guard == nil {
+		d.Guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, d.Now)
+	}
 	s := &Server{cfg: cfg, deps: d, mux: http.NewServeMux()}
 	if cfg.SubscribeRate > 0 {
-		s.limiter = newLimiter(cfg.SubscribeRate, time.Minute, d.Now)
+		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 	}
 	s.routes()
 	return s
@@ -129,11 +140,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.deps.Metrics.observe(route, rec.code, time.Since(start))
 }
 
-// Admin guards h with the admin Bearer token. Without a configured token
-// the route does not exist (404), so a forgotten setting fails closed.
-func (s *Server) Admin(h http.Handler) http.Handler {
-	return adminauth.Bearer(s.cfg.AdminToken, h)
-}
+// Admin guards h with the admin Bearer token (adminauth).
+func (s *Server) Admin(h http.Handler) http.Handler { return s.deps.Guard.Bearer(h) }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe"})

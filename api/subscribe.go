@@ -18,7 +18,7 @@ import (
 // 202: the subscription is saved and the relay will enqueue the mail.
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	if s.limiter != nil {
-		if ok, wait := s.limiter.allow(clientKey(r)); !ok {
+		if ok, wait := s.limiter.Allow(s.cfg.Clients.Key(r)); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			fail(w, r, http.StatusTooManyRequests, "too many signups from your address, try again in a minute")
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,9 +21,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/autopipe"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -41,7 +44,13 @@ type app struct {
 	store    *store.Redis
 	signer   *token.Signer
 	reg      *prometheus.Registry
-	closers  []func()
+	// guard checks the admin token on every guarded route of the process,
+	// so failed attempts count together.
+	guard *adminauth.Guard
+	// tokenGenerated: the admin token was made up at start (embedded
+	// mode), so the banner may print it; a configured one never is.
+	tokenGenerated bool
+	closers        []func()
 }
 
 // newApp loads the configuration from getenv and connects to Redis. In
@@ -51,7 +60,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(logredact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if cfg.Embedded() {
 		a.emb, err = embedded.Start("127.0.0.1:0")
 		if err != nil {
@@ -64,6 +73,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		}
 		if cfg.AdminToken == "" {
 			cfg.AdminToken = randomHex(12)
+			a.tokenGenerated = true
 		}
 	}
 	opt := cfg.Redis
@@ -92,6 +102,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		return nil, fmt.Errorf("redis layout: %w", err)
 	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
+	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil)
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
@@ -129,15 +140,20 @@ func (a *app) close() {
 // newMailer is the SMTP pool, or the dev mailbox (also returned as its web
 // page) when no SMTP server is configured.
 func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
-	if a.cfg.SMTPURL == "" {
+	if a.cfg.SMTP == nil {
+		// The dev mailbox shows every confirm and unsubscribe link: on a
+		// real Redis only when asked for, and behind the admin token.
+		if a.emb == nil && !a.cfg.DevMailbox {
+			return nil, nil, errors.New("NEWSLETTER_SMTP_URL: want an SMTP server whenever NEWSLETTER_REDIS_URL is set (or NEWSLETTER_DEV_MAILBOX=true to keep mail in the dev mailbox, behind the admin token)")
+		}
 		box := mailer.NewMailbox(0)
+		if a.emb == nil {
+			return box, a.guard.Basic("newsletter dev mailbox", box), nil
+		}
 		return box, box, nil
 	}
-	srv, err := mailer.ParseServerURL(a.cfg.SMTPURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
-	}
-	opts := mailer.SMTPOptions{Server: srv, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From)}
+	var err error
+	opts := mailer.SMTPOptions{Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From)}
 	if a.cfg.DKIMKeyFile != "" {
 		if opts.DKIM, err = mailer.NewDKIMSigner(a.cfg.DKIMKeyFile, a.cfg.DKIMDomain, a.cfg.DKIMSelector); err != nil {
 			return nil, nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)

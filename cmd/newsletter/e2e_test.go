@@ -126,7 +126,7 @@ func (b browser) shot(name string) {
 func TestE2ESignupInBrowser(t *testing.T) {
 	b := browser{t: t, ctx: newBrowser(t)}
 	svc := startService(t, map[string]string{
-		"NEWSLETTER_ADMIN_TOKEN": "e2e-admin", "NEWSLETTER_WELCOME_DELAY": "1s", "NEWSLETTER_POLL_INTERVAL": "50ms",
+		"NEWSLETTER_ADMIN_TOKEN": "e2e-admin-token-0123", "NEWSLETTER_WELCOME_DELAY": "1s", "NEWSLETTER_POLL_INTERVAL": "50ms",
 	}, "serve")
 
 	b.do(chromedp.Navigate(svc.base+"/"), chromedp.WaitVisible(chromedp.ID("email")))
@@ -167,7 +167,7 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	b.shot("5-unsubscribe")
 	status := func() string {
 		req, _ := http.NewRequest("GET", svc.base+"/api/subscribers/reader@example.com", nil)
-		req.Header.Set("Authorization", "Bearer e2e-admin")
+		req.Header.Set("Authorization", "Bearer e2e-admin-token-0123")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestE2ESignupInBrowser(t *testing.T) {
 
 	// The operator's view, for the README's picture.
 	if os.Getenv("NEWSLETTER_E2E_SCREENSHOTS") != "" {
-		u := strings.Replace(svc.base, "http://", "http://admin:e2e-admin@", 1)
+		u := strings.Replace(svc.base, "http://", "http://admin:e2e-admin-token-0123@", 1)
 		b.do(chromedp.EmulateViewport(1280, 860), chromedp.Navigate(u+"/monitoring/"),
 			chromedp.WaitVisible(chromedp.CSS("table")), chromedp.Sleep(2*time.Second)) // let the charts draw: a picture, not an assertion
 		b.shot("asynqmon")

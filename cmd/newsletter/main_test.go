@@ -111,7 +111,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
-		"NEWSLETTER_ADMIN_TOKEN":   "admintoken",
+		"NEWSLETTER_ADMIN_TOKEN":   "admintoken-0123456789",
 		"NEWSLETTER_FROM":          "News <news@example.com>",
 		"NEWSLETTER_WELCOME_DELAY": "2s",
 	}), "serve")
@@ -167,7 +167,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	}
 	resp.Body.Close()
 	req, _ := http.NewRequest("GET", svc.base+"/api/subscribers/flow@example.com", nil)
-	req.Header.Set("Authorization", "Bearer admintoken")
+	req.Header.Set("Authorization", "Bearer admintoken-0123456789")
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -213,14 +213,14 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	if c := mon("", ""); c != 401 {
 		t.Fatalf("asynqmon without credentials: %d", c)
 	}
-	if c := mon("admin", "admintoken"); c != 200 {
+	if c := mon("admin", "admintoken-0123456789"); c != 200 {
 		t.Fatalf("asynqmon with the admin token: %d", c)
 	}
 	// asynqmon's own API: a page elsewhere cannot pause our queue through
 	// a logged-in operator's browser; asynqmon's own page can.
 	pause := func(origin string) int {
 		req, _ := http.NewRequest("POST", svc.base+"/monitoring/api/queues/default:pause", nil)
-		req.SetBasicAuth("admin", "admintoken")
+		req.SetBasicAuth("admin", "admintoken-0123456789")
 		req.Header.Set("Origin", origin)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -241,6 +241,12 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	}
 	if code := svc.stop(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, svc.stderr)
+	}
+	// The whole signup-to-welcome path logged, and never the address:
+	// its domain and a hash stand for it, task IDs included.
+	logs := svc.stderr.String()
+	if strings.Contains(logs, "flow@") || !strings.Contains(logs, "example.com#") {
+		t.Fatalf("the log shows the address, or no pseudonym at all:\n%s", logs)
 	}
 }
 
@@ -323,4 +329,45 @@ func TestEmbeddedBanner(t *testing.T) {
 		t.Fatalf("dev mailbox: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// TestDevMailboxOnlyInDevelopment: with a real Redis and no SMTP server the
+// worker refuses to start, unless NEWSLETTER_DEV_MAILBOX is set; then the
+// mailbox, which shows every confirm and unsubscribe link, needs the admin
+// token. A configured token is never printed.
+func TestDevMailboxOnlyInDevelopment(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "integration-test-secret", "NEWSLETTER_ADDR": "127.0.0.1:0"}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "NEWSLETTER_SMTP_URL: want an SMTP server") {
+		t.Fatalf("a real Redis without SMTP started: exit %d\n%s", code, errb.String())
+	}
+	env["NEWSLETTER_DEV_MAILBOX"] = "true"
+	env["NEWSLETTER_ADMIN_TOKEN"] = "dev-mailbox-token-0123"
+	svc := startService(t, env, "serve")
+	get := func(user, pass string) *http.Response {
+		req, _ := http.NewRequest("GET", svc.base+"/dev/mailbox", nil)
+		if pass != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp
+	}
+	if resp := get("", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the mailbox without the token: %s", resp.Status)
+	}
+	resp := get("admin", "dev-mailbox-token-0123")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("the mailbox with the token: %s %v", resp.Status, resp.Header)
+	}
+	poll.True(t, 10*time.Second, "the banner", func() bool { return strings.Contains(svc.stdout.String(), "metrics ") })
+	if strings.Contains(svc.stdout.String(), "dev-mailbox-token-0123") {
+		t.Fatalf("the configured admin token was printed:\n%s", svc.stdout.String())
+	}
 }

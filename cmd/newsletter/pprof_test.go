@@ -5,12 +5,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 // TestPprofNeedsTheAdminToken: the profiles are there with the token, and
 // nothing is without it, or without any token configured.
 func TestPprofNeedsTheAdminToken(t *testing.T) {
-	srv := httptest.NewServer(pprofHandler("a-long-admin-token-0123"))
+	srv := httptest.NewServer(pprofHandler(adminauth.New("a-long-admin-token-0123", func(*http.Request) string { return "client" }, nil)))
 	defer srv.Close()
 	get := func(token string) (int, string) {
 		req, err := http.NewRequest("GET", srv.URL+"/debug/pprof/", nil)
@@ -39,7 +41,7 @@ func TestPprofNeedsTheAdminToken(t *testing.T) {
 			t.Fatalf("token %q: %d, want 401", token, code)
 		}
 	}
-	closed := httptest.NewServer(pprofHandler(""))
+	closed := httptest.NewServer(pprofHandler(adminauth.New("", func(*http.Request) string { return "client" }, nil)))
 	defer closed.Close()
 	resp, err := http.Get(closed.URL + "/debug/pprof/")
 	if err != nil {

@@ -110,10 +110,10 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		defer jobs.Close()
 		srv := api.New(api.Config{
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
-			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate,
+			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
-			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler,
+			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler, Guard: a.guard,
 		})
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
@@ -132,7 +132,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		defer closeLogged(a.log, "asynqmon", mon)
 		srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
 		if a.cfg.PProf {
-			srv.Handle("/debug/pprof/", pprofHandler(a.cfg.AdminToken))
+			srv.Handle("/debug/pprof/", pprofHandler(a.guard))
 		}
 		handler = srv
 	} else {
@@ -211,7 +211,7 @@ func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	health.Register(mux, a.store)
 	mux.Handle("GET /metrics", metrics)
 	if a.cfg.PProf {
-		mux.Handle("/debug/pprof/", pprofHandler(a.cfg.AdminToken))
+		mux.Handle("/debug/pprof/", pprofHandler(a.guard))
 	}
 	if mailbox != nil {
 		mux.Handle("GET /dev/mailbox", mailbox)
@@ -233,9 +233,12 @@ func (a *app) banner(r roles, listen string, devMailbox bool) {
 	if devMailbox {
 		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)
 	}
-	if r.api && a.cfg.AdminToken != "" {
+	switch {
+	case r.api && a.tokenGenerated:
 		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password %s)\n", base, a.cfg.AdminToken)
 		fmt.Fprintf(a.out, "  admin API        Authorization: Bearer %s\n", a.cfg.AdminToken)
+	case r.api && a.cfg.AdminToken != "":
+		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password: NEWSLETTER_ADMIN_TOKEN)\n", base)
 	}
 	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", base)
 	if a.emb != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -57,6 +58,13 @@ type Config struct {
 	PrometheusURL      string
 	// PProf serves /debug/pprof/ behind the admin token on every role.
 	PProf bool
+	// DevMailbox keeps mail in the dev mailbox with a real Redis and no
+	// SMTP server (NEWSLETTER_DEV_MAILBOX); the embedded default always
+	// does.
+	DevMailbox bool
+	// Clients is NEWSLETTER_TRUSTED_PROXIES parsed: the proxies whose
+	// X-Forwarded-For is believed.
+	Clients clientip.Resolver
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
@@ -106,6 +114,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
 		PProf:              p.boolean("NEWSLETTER_PPROF", false),
+		DevMailbox:         p.boolean("NEWSLETTER_DEV_MAILBOX", false),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
@@ -143,6 +152,12 @@ func Load(getenv func(string) string) (*Config, error) {
 			dkimSet++
 		}
 	}
+	var perr error
+	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
+	p.check("NEWSLETTER_TRUSTED_PROXIES", perr == nil, "comma-separated CIDRs of your reverse proxies, such as 10.0.0.0/8")
+	p.check("NEWSLETTER_ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters (openssl rand -hex 16)")
+	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.SMTPURL == "", "unset when NEWSLETTER_SMTP_URL is set")
+	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: with a real Redis the mailbox is served behind it")
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
 	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
 	if len(p.errs) > 0 {

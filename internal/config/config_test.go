@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,27 @@ func TestPprofNeedsAnAdminToken(t *testing.T) {
 	env["NEWSLETTER_ADMIN_TOKEN"] = "a-long-admin-token-0123"
 	if c, err := Load(func(k string) string { return env[k] }); err != nil || !c.PProf {
 		t.Fatalf("with a token: %+v %v", c, err)
+	}
+}
+
+func TestAdminTokenAndDevMailbox(t *testing.T) {
+	base := map[string]string{"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3", "NEWSLETTER_SECRET": "0123456789abcdef"}
+	for _, c := range []struct {
+		set  map[string]string
+		want string // the variable of the error line; "" for no error
+	}{
+		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "admin"}, "NEWSLETTER_ADMIN_TOKEN:"},
+		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef"}, ""},
+		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true"}, "NEWSLETTER_DEV_MAILBOX:"},
+		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef", "NEWSLETTER_SMTP_URL": "smtp://h:25?tls=none"}, "NEWSLETTER_DEV_MAILBOX:"},
+		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef"}, ""},
+		{map[string]string{"NEWSLETTER_TRUSTED_PROXIES": "10.0.0.0/8, not-a-cidr"}, "NEWSLETTER_TRUSTED_PROXIES:"},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, c.set)
+		_, err := Load(func(k string) string { return env[k] })
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.set, err, c.want)
+		}
 	}
 }
