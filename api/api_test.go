@@ -416,3 +416,29 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 		})
 	}
 }
+
+// TestIDNSpellingsAreOneSubscriber: a domain in Unicode and in Punycode is
+// one address, stored and mailed in its ASCII form.
+func TestIDNSpellingsAreOneSubscriber(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true})
+	for _, email := range []string{"user@bücher.de", "User@XN--BCHER-KVA.de"} {
+		if resp, body := e.post(t, "/subscribe", jsonCT, `{"email":"`+email+`"}`); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %s", email, resp.StatusCode, body)
+		}
+	}
+	sub, err := e.store.Get(context.Background(), "user@xn--bcher-kva.de")
+	if err != nil || sub.ID != 1 {
+		t.Fatalf("the ASCII form: %+v %v", sub, err)
+	}
+	if _, err := e.store.Get(context.Background(), "user@bücher.de"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a second subscriber under the Unicode form: %v", err)
+	}
+	if n := e.taskCount(t, tasks.QueueTransactional); n != 1 {
+		t.Fatalf("%d confirmation tasks, want 1", n)
+	}
+	// A local part outside ASCII is refused at signup, not left to fail
+	// at a server without SMTPUTF8.
+	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"jürgen@example.com"}`); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("non-ASCII local part: %d", resp.StatusCode)
+	}
+}

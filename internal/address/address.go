@@ -5,11 +5,22 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"unicode"
+
+	"golang.org/x/net/idna"
 )
 
-// MaxLength is the longest address accepted: RFC 5321 limits a forward path
-// to 256 octets including the angle brackets.
-const MaxLength = 254
+// Length limits of RFC 5321: a forward path is at most 256 octets with its
+// angle brackets, a local part 64, a domain label 63.
+const (
+	MaxLength      = 254
+	MaxLocalLength = 64
+	MaxLabelLength = 63
+)
+
+// idnaProfile maps a domain as a mail client looking it up would (UTS 46:
+// case, width, the registered forms) and checks the bidi rule.
+var idnaProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(false))
 
 // ErrInvalid is wrapped by every error Normalize returns, so callers can
 // answer 400 without inspecting the reason.
@@ -20,6 +31,14 @@ var ErrInvalid = errors.New("invalid e-mail address")
 // whole address is lower-cased: local parts are case-sensitive in theory, but
 // no mailbox provider treats them so, and one canonical form is what stops a
 // person being subscribed twice.
+//
+// The domain is brought to its ASCII form (IDNA), so user@bücher.de and
+// user@xn--bcher-kva.de are one subscriber, and mail to it needs nothing
+// of the SMTP server. A local part must be ASCII: sending to a non-ASCII
+// one needs SMTPUTF8 on every hop, which we cannot promise, so it is
+// refused here rather than failing later. Unicode control, format and
+// separator characters are refused anywhere, before IDNA could quietly
+// drop a zero-width one.
 func Normalize(raw string) (string, error) {
 	if strings.ContainsAny(raw, "\r\n") {
 		return "", fmt.Errorf("%w: contains a line break", ErrInvalid)
@@ -28,13 +47,36 @@ func Normalize(raw string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%w: empty", ErrInvalid)
 	}
+	for _, r := range s {
+		if r < 0x21 || r == 0x7f || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp) {
+			return "", fmt.Errorf("%w: contains a space, control or invisible character", ErrInvalid)
+		}
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 1 {
+		return "", fmt.Errorf("%w: no local part and domain", ErrInvalid)
+	}
+	local := s[:at]
+	if len(local) > MaxLocalLength {
+		return "", fmt.Errorf("%w: the part before the @ is longer than %d octets", ErrInvalid, MaxLocalLength)
+	}
+	for i := 0; i < len(local); i++ {
+		if local[i] >= 0x80 {
+			return "", fmt.Errorf("%w: the part before the @ must be ASCII", ErrInvalid)
+		}
+	}
+	domain, err := idnaProfile.ToASCII(s[at+1:])
+	if err != nil {
+		return "", fmt.Errorf("%w: the domain: %v", ErrInvalid, err)
+	}
+	for _, label := range strings.Split(domain, ".") {
+		if len(label) > MaxLabelLength {
+			return "", fmt.Errorf("%w: a part of the domain is longer than %d octets", ErrInvalid, MaxLabelLength)
+		}
+	}
+	s = local + "@" + domain
 	if len(s) > MaxLength {
 		return "", fmt.Errorf("%w: longer than %d characters", ErrInvalid, MaxLength)
-	}
-	for _, r := range s {
-		if r < 0x21 || r == 0x7f {
-			return "", fmt.Errorf("%w: contains a space or control character", ErrInvalid)
-		}
 	}
 	parsed, err := mail.ParseAddress(s)
 	if err != nil {
@@ -45,9 +87,7 @@ func Normalize(raw string) (string, error) {
 	if parsed.Name != "" || parsed.Address != s {
 		return "", fmt.Errorf("%w: not a bare address", ErrInvalid)
 	}
-	at := strings.LastIndexByte(s, '@')
-	domain := s[at+1:]
-	if at < 1 || !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
+	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
 		return "", fmt.Errorf("%w: the domain needs a dot", ErrInvalid)
 	}
 	if strings.HasPrefix(domain, "[") {
