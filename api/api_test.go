@@ -206,8 +206,23 @@ func TestConfirmLink(t *testing.T) {
 	if e.status(t, "c@example.com") != store.Pending {
 		t.Fatal("a bad token changed the subscriber")
 	}
-	link := "/confirm?token=" + url.QueryEscape(e.signer.Sign(token.Confirm, "c@example.com"))
+	tok := e.signer.Sign(token.Confirm, "c@example.com")
+	link := "/confirm?token=" + url.QueryEscape(tok)
+	// What a mail scanner does: GET and HEAD the link. Nothing changes;
+	// the page holds a button that POSTs.
 	resp, body := e.get(t, link)
+	if resp.StatusCode != 200 || !strings.Contains(body, `action="/confirm"`) || !strings.Contains(body, `method="post"`) {
+		t.Fatalf("confirm page: %d %s", resp.StatusCode, body)
+	}
+	head, err := http.Head(e.srv.URL + link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = head.Body.Close()
+	if e.status(t, "c@example.com") != store.Pending {
+		t.Fatal("a GET or HEAD of the confirm link confirmed: a link scanner would opt people in")
+	}
+	resp, body = e.post(t, "/confirm", "application/x-www-form-urlencoded", "token="+url.QueryEscape(tok))
 	if resp.StatusCode != 200 || !strings.Contains(body, "confirmed") || e.status(t, "c@example.com") != store.Active {
 		t.Fatalf("confirm: %d %s", resp.StatusCode, body)
 	}
@@ -219,8 +234,11 @@ func TestConfirmLink(t *testing.T) {
 		t.Fatalf("welcome due in %s, want the welcome delay", d)
 	}
 	// A second click is harmless.
-	if resp, body := e.get(t, link); resp.StatusCode != 200 || !strings.Contains(body, "Already confirmed") {
-		t.Fatalf("second click: %d", resp.StatusCode)
+	if resp, body := e.post(t, "/confirm", "application/x-www-form-urlencoded", "token="+url.QueryEscape(tok)); resp.StatusCode != 200 || !strings.Contains(body, "Already confirmed") {
+		t.Fatalf("second click: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := e.post(t, "/confirm", "application/x-www-form-urlencoded", "token=garbage"); resp.StatusCode != 400 {
+		t.Fatalf("a POST with a bad token: %d", resp.StatusCode)
 	}
 }
 

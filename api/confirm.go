@@ -9,15 +9,47 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// confirm handles GET /confirm?token=: activate and schedule the welcome.
-func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
-	email, err := s.deps.Signer.Verify(token.Confirm, r.URL.Query().Get("token"))
+// confirmPage handles GET (and HEAD) /confirm?token=: a page whose button
+// confirms. Mail security gateways fetch every link of a mail they
+// receive, so a GET that confirmed would let a scanner opt a bombed victim
+// in: only the POST changes anything.
+func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
+	tok := r.URL.Query().Get("token")
+	email, ok := s.confirmToken(w, tok)
+	if !ok {
+		return
+	}
+	renderPage(w, http.StatusOK, "confirm", pageData{Title: "Confirm your subscription", Email: email, Token: tok})
+}
+
+// confirmToken verifies a confirm token, answering the error page itself.
+func (s *Server) confirmToken(w http.ResponseWriter, tok string) (string, bool) {
+	email, err := s.deps.Signer.Verify(token.Confirm, tok)
 	if errors.Is(err, token.ErrExpired) {
 		message(w, http.StatusBadRequest, "This link has expired", "Confirmation links work for 7 days. Subscribe again to get a new one.")
-		return
+		return "", false
 	}
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the mail, or subscribe again to get a new one.")
+		return "", false
+	}
+	return email, true
+}
+
+// confirm handles POST /confirm (form field token): activate and schedule
+// the welcome. Confirming twice is harmless and says so.
+func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
+	in, err := s.readInput(w, r, false)
+	if errors.Is(err, errTooLarge) {
+		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	}
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	email, ok := s.confirmToken(w, in["token"])
+	if !ok {
 		return
 	}
 	ctx := r.Context()

@@ -22,7 +22,7 @@ type pageData struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, name := range []string{"form", "message", "unsubscribe"} {
+	for _, name := range []string{"form", "message", "unsubscribe", "confirm"} {
 		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/"+name+".html"))
 	}
 }

@@ -112,7 +112,8 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /{$}", s.form)
 	m.HandleFunc("POST /subscribe", s.subscribe)
-	m.HandleFunc("GET /confirm", s.confirm)
+	m.HandleFunc("GET /confirm", s.confirmPage)
+	m.HandleFunc("POST /confirm", s.confirm)
 	m.HandleFunc("GET /unsubscribe", s.unsubscribePage)
 	m.HandleFunc("POST /unsubscribe", s.unsubscribe)
 	health.Register(m, s.deps.Store)

@@ -136,9 +136,19 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	if !strings.HasPrefix(link, svc.base+"/confirm?token=") {
 		t.Fatalf("no confirm link in:\n%s", confirm.Text())
 	}
+	// The link opens a page (a GET changes nothing); its button POSTs.
 	resp, err = http.Get(link)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("confirm link %s: %v %v", link, resp, err)
+	}
+	resp.Body.Close()
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.PostForm(svc.base+"/confirm", url.Values{"token": {u.Query().Get("token")}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("confirm button: %v %v", resp, err)
 	}
 	resp.Body.Close()
 	confirmedAt := time.Now()
