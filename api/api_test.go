@@ -460,3 +460,56 @@ func TestIDNSpellingsAreOneSubscriber(t *testing.T) {
 		t.Fatalf("non-ASCII local part: %d", resp.StatusCode)
 	}
 }
+
+// TestSignupBombingSendsOneConfirmation: six signups of one pending address
+// (each after the previous confirmation went out) make one confirmation;
+// every one is answered the same. Without the hold each made one.
+func TestSignupBombingSendsOneConfirmation(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hold store.ConfirmHold
+		want int
+	}{
+		{"with the cooldown", store.ConfirmHold{Every: time.Hour, PerDay: ConfirmationsPerDay}, 1},
+		{"without", store.ConfirmHold{}, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, Config{DoubleOptIn: true, ConfirmHold: c.hold})
+			sent := 0
+			for i := 0; i < 6; i++ {
+				resp, body := e.post(t, "/subscribe", jsonCT, `{"email":"victim@example.com","name":"WIN a prize at https://evil.example/"}`)
+				if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, `"status":"pending"`) {
+					t.Fatalf("signup %d: %d %s", i+1, resp.StatusCode, body)
+				}
+				// The worker sends the confirmation: the task leaves the
+				// queue and its TaskID is free again.
+				if err := e.insp.DeleteTask(tasks.QueueTransactional, tasks.ConfirmTaskID("victim@example.com")); err == nil {
+					sent++
+				}
+			}
+			if sent != c.want {
+				t.Fatalf("%d confirmations queued, want %d", sent, c.want)
+			}
+		})
+	}
+}
+
+// TestHoneypot: a signup that fills the hidden field is answered like any
+// other, stores nothing and is counted.
+func TestHoneypot(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true})
+	resp, body := e.post(t, "/subscribe", "application/x-www-form-urlencoded", "email=bot%40example.com&website=http%3A%2F%2Fspam.example")
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, "Check your inbox") {
+		t.Fatalf("honeypot: %d %s", resp.StatusCode, body)
+	}
+	if _, err := e.store.Get(context.Background(), "bot@example.com"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the bot was stored: %v", err)
+	}
+	if n := e.taskCount(t, tasks.QueueTransactional); n != 0 {
+		t.Fatalf("%d confirmations queued for a bot", n)
+	}
+	_, metrics := e.get(t, "/metrics")
+	if !strings.Contains(metrics, "newsletter_signup_honeypot_total 1") {
+		t.Fatalf("the honeypot was not counted:\n%s", metrics)
+	}
+}

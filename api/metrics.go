@@ -11,6 +11,8 @@ import (
 type Metrics struct {
 	Requests *prometheus.CounterVec
 	Duration *prometheus.HistogramVec
+	// Honeypot counts signups that filled the form's hidden field.
+	Honeypot prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg (nil: not registered).
@@ -23,9 +25,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_http_request_duration_seconds", Help: "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
+		Honeypot: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsletter_signup_honeypot_total", Help: "Signups that filled the form's hidden field: bots, answered 202 and dropped.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Duration)
+		reg.MustRegister(m.Requests, m.Duration, m.Honeypot)
 	}
 	return m
 }

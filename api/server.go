@@ -31,6 +31,11 @@ type JobDispatcher interface {
 	Dispatch(ctx context.Context, j tasks.Job) (duplicate bool, err error)
 }
 
+// ConfirmationsPerDay is how many confirmations one pending address gets
+// in a day, however far apart (with the cooldown of
+// NEWSLETTER_CONFIRM_COOLDOWN between them).
+const ConfirmationsPerDay = 3
+
 // Config is the API's behaviour.
 type Config struct {
 	DoubleOptIn  bool
@@ -41,6 +46,9 @@ type Config struct {
 	SubscribeRate int
 	// Clients names a request's client for the limits (trusted proxies).
 	Clients clientip.Resolver
+	// ConfirmHold limits the confirmations one pending address gets
+	// (NEWSLETTER_CONFIRM_COOLDOWN, and ConfirmationsPerDay).
+	ConfirmHold store.ConfirmHold
 	// MaxBody is the largest request body (default 16 KiB).
 	MaxBody int64
 }

@@ -33,6 +33,13 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	// The form's hidden honeypot: people leave it empty, form-filling
+	// bots do not. They get the answer a person gets, and nothing else.
+	if in["website"] != "" {
+		s.deps.Metrics.Honeypot.Inc()
+		s.accepted(w, r, "", !s.cfg.DoubleOptIn)
+		return
+	}
 	email, err := address.Normalize(in["email"])
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
@@ -59,7 +66,17 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	_, err = s.deps.Store.Subscribe(ctx, store.SubscribeRequest{
 		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
+		Hold: s.cfg.ConfirmHold,
 	})
+	if errors.Is(err, store.ErrConfirmHeld) {
+		// A confirmation went out recently: this request is answered as
+		// any other (nothing tells whether the address is on the list) and
+		// sends nothing. Someone using our form against a victim's inbox
+		// gets one mail through, not fifty.
+		s.deps.Log.Info("subscribe: confirmation held by the cooldown", "task", job.ID)
+		s.accepted(w, r, email, false)
+		return
+	}
 	if errors.Is(err, store.ErrAlreadyActive) {
 		fail(w, r, http.StatusConflict, "this address is already subscribed")
 		return
@@ -76,15 +93,20 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	case dup:
 		s.deps.Log.Info("subscribe: task already queued", "task", job.ID)
 	}
+	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
+}
+
+// accepted is the 202 of a signup, the same whatever happened behind it.
+func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, active bool) {
 	status := "pending"
-	if !s.cfg.DoubleOptIn {
+	if active {
 		status = "active"
 	}
 	if wantsJSON(r) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
 		return
 	}
-	if s.cfg.DoubleOptIn {
+	if !active {
 		message(w, http.StatusAccepted, "Check your inbox",
 			"We sent a confirmation link to "+email+". Open it to start your subscription.",
 			"No mail after a few minutes? Look in the spam folder, or subscribe again to get a new link.")

@@ -82,6 +82,8 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrNotFound
 	case "exists":
 		return sub, ErrExists
+	case "held":
+		return sub, ErrConfirmHeld
 	}
 	return sub, fmt.Errorf("unexpected script result %q", res[0])
 }

@@ -43,7 +43,8 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 		return nil, err
 	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
-		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew)}, nil
+		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
+		int64(req.Hold.Every / time.Second), req.Hold.PerDay}, nil
 }
 
 // Confirm implements Subscribers.

@@ -26,6 +26,7 @@ var subscriberLua = fmt.Sprintf(`
 local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
+local HOLD, HOLDDAY = %q, %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
   local h = redis.sha1hex(email)
@@ -85,7 +86,7 @@ local function find(email)
   if old and migrate(old) then return find(email) end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub)
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay)
 
 // subscriberScript is a script with the subscriber prelude.
 func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
@@ -106,11 +107,18 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[7]  outbox body
 //	ARGV[8]  outbox due, unix ms
 //	ARGV[9]  "1": only a new address (import); an existing one answers 'exists'
+//	ARGV[10] confirmation cooldown, seconds; "0": none
+//	ARGV[11] confirmations a day at most; "0": no cap
 //
 // Writes the record (a new one: created now, the index entry; a re-opened
 // one: confirmed and ended cleared), name and time zone when given, the
 // status and, when activated, confirmed and the active bit. Answers a code
-// ('ok', 'active', 'exists'), the id and the packed record.
+// ('ok', 'active', 'exists', 'held'), the id and the packed record.
+//
+// A confirmation (not activated, with an outbox entry) is held when one was
+// written within the cooldown or the day's cap is reached: the script then
+// writes nothing but the hold keys (prefixHold, prefixHoldDay), so repeated
+// signups send no mail and cannot change the name the welcome will use.
 var subscribeScript = subscriberScript(`
 local email = ARGV[1]
 local id, r = find(email)
@@ -122,6 +130,14 @@ else
   id = tostring(redis.call('INCR', KEYS[1]))
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
+end
+if ARGV[5] ~= '1' and ARGV[6] ~= '' and tonumber(ARGV[10]) > 0 then
+  if not redis.call('SET', HOLD .. id, '1', 'NX', 'EX', ARGV[10]) then
+    return {'held', id, packrec(r)}
+  end
+  local n = redis.call('INCR', HOLDDAY .. id)
+  if n == 1 then redis.call('EXPIRE', HOLDDAY .. id, 86400) end
+  if tonumber(ARGV[11]) > 0 and n > tonumber(ARGV[11]) then return {'held', id, packrec(r)} end
 end
 if ARGV[2] ~= '' then r[6] = ARGV[2] end
 if ARGV[3] ~= '' then r[7] = ARGV[3] end

@@ -37,6 +37,9 @@ var (
 	ErrAlreadyActive = errors.New("subscriber is already active")
 	ErrNotPending    = errors.New("subscription is not waiting for confirmation")
 	ErrExists        = errors.New("address is already on the list")
+	// ErrConfirmHeld: the address is pending and was sent a confirmation
+	// within the cooldown (or as many as a day allows); nothing changed.
+	ErrConfirmHeld = errors.New("a confirmation was sent to this address recently")
 )
 
 // OutboxEntry is a task that must reach the queue. It is written in the same
@@ -60,6 +63,16 @@ type SubscribeRequest struct {
 	// OnlyNew leaves an existing address as it is (ErrExists): an import
 	// must never re-subscribe someone who left.
 	OnlyNew bool
+	// Hold limits confirmations to one address: people use signup forms to
+	// flood a victim's inbox.
+	Hold ConfirmHold
+}
+
+// ConfirmHold limits the confirmations of one pending address. The zero
+// value holds nothing.
+type ConfirmHold struct {
+	Every  time.Duration // at most one in this window
+	PerDay int           // and at most this many a day (0: no cap)
 }
 
 // Mark names one delivery: mail Kind for Key (a period, a request nonce or a

@@ -83,7 +83,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		h := worker.NewHandlers(worker.Deps{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg),
 			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
-			Pace:  pace.New(a.rdb, a.cfg.SendRate),
+			Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
 			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
 			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
@@ -111,6 +111,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		srv := api.New(api.Config{
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
+			ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler, Guard: a.guard,
@@ -189,6 +190,15 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	}
 	a.log.Info("stopped")
 	return nil
+}
+
+// confirmPace is the service-wide limit on confirmations, or nil when
+// NEWSLETTER_CONFIRM_RATE is 0.
+func confirmPace(a *app) worker.Pacer {
+	if a.cfg.ConfirmRate == 0 {
+		return nil
+	}
+	return pace.NewConfirmations(a.rdb, a.cfg.ConfirmRate)
 }
 
 // localURL is the http URL of a listening address; a wildcard host is

@@ -65,6 +65,11 @@ type Config struct {
 	// Clients is NEWSLETTER_TRUSTED_PROXIES parsed: the proxies whose
 	// X-Forwarded-For is believed.
 	Clients clientip.Resolver
+	// ConfirmCooldown: at most one confirmation per pending address in
+	// this window (0: no limit); ConfirmRate: confirmations per minute
+	// across the service (0: no limit).
+	ConfirmCooldown time.Duration
+	ConfirmRate     int
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
@@ -115,6 +120,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
 		PProf:              p.boolean("NEWSLETTER_PPROF", false),
 		DevMailbox:         p.boolean("NEWSLETTER_DEV_MAILBOX", false),
+		ConfirmCooldown:    p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
+		ConfirmRate:        p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),

@@ -65,6 +65,9 @@ func TestParsedOnce(t *testing.T) {
 	if c.Redis == nil || c.SMTP == nil || c.SMTP.Port != 2525 || c.Quiet == nil || c.Quiet.Start != 22*time.Hour || c.DigestSchedule == nil {
 		t.Fatalf("values not parsed into their types: %+v", c)
 	}
+	if c.ConfirmCooldown != 10*time.Minute || c.ConfirmRate != 600 {
+		t.Fatalf("confirmation limits: cooldown %s, rate %d", c.ConfirmCooldown, c.ConfirmRate)
+	}
 	if c.DigestBatch != worker.DefaultDigestBatch || c.ClaimTTL != worker.DefaultClaimTTL || c.RetryBase != worker.DefaultRetryBase {
 		t.Fatalf("defaults differ from the worker's own: %+v", c)
 	}

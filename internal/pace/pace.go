@@ -15,6 +15,7 @@ import (
 
 const (
 	rateKey        = "nl:pace:send"
+	confirmKey     = "nl:pace:confirm"
 	throttlePrefix = "nl:pace:domain:"
 )
 
@@ -22,6 +23,7 @@ const (
 type Limiter struct {
 	rdb   redis.UniversalClient
 	rate  *redis_rate.Limiter
+	key   string
 	limit redis_rate.Limit
 }
 
@@ -31,16 +33,26 @@ type Limiter struct {
 // window see twice the rate).
 func New(rdb redis.UniversalClient, perSecond int) *Limiter {
 	return &Limiter{
-		rdb:   rdb,
-		rate:  redis_rate.NewLimiter(rdb),
+		rdb: rdb, rate: redis_rate.NewLimiter(rdb), key: rateKey,
 		limit: redis_rate.Limit{Rate: perSecond, Period: time.Second, Burst: max(1, perSecond/10)},
+	}
+}
+
+// NewConfirmations paces confirmations to perMinute across every process
+// (NEWSLETTER_CONFIRM_RATE): what a signup-bombing attack can make us send
+// at most, whatever the per-client and per-address limits let through.
+// They are not held by the bulk send rate: a person waits for them.
+func NewConfirmations(rdb redis.UniversalClient, perMinute int) *Limiter {
+	return &Limiter{
+		rdb: rdb, rate: redis_rate.NewLimiter(rdb), key: confirmKey,
+		limit: redis_rate.Limit{Rate: perMinute, Period: time.Minute, Burst: max(1, perMinute/10)},
 	}
 }
 
 // TakeN asks for up to n sends at once (a batch): how many were granted,
 // and when none were, how long until one is free.
 func (l *Limiter) TakeN(ctx context.Context, n int) (int, time.Duration, error) {
-	res, err := l.rate.AllowAtMost(ctx, rateKey, l.limit, n)
+	res, err := l.rate.AllowAtMost(ctx, l.key, l.limit, n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("send rate: %w", err)
 	}

@@ -23,6 +23,9 @@ type Memory struct {
 	sent    map[store.Mark]bool
 	claims  map[store.Mark]time.Time // expiry
 	byID    map[int64]*store.Subscriber
+	// holds are the times of the confirmations of each subscriber in the
+	// last day (ConfirmHold).
+	holds map[int64][]time.Time
 
 	items    []store.Item
 	runs     map[string]*store.DigestRun
@@ -40,6 +43,7 @@ func New() *Memory {
 		sent:    map[store.Mark]bool{},
 		claims:  map[store.Mark]time.Time{},
 		byID:    map[int64]*store.Subscriber{},
+		holds:   map[int64][]time.Time{},
 		runs:    map[string]*store.DigestRun{},
 
 		outcomes: map[string]map[int64]bool{},
@@ -66,6 +70,20 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 		s = &store.Subscriber{ID: m.seq, Email: req.Email, CreatedAt: now}
 		m.byEmail[req.Email] = s
 		m.byID[s.ID] = s
+	}
+	if !req.Activate && req.Outbox.ID != "" && req.Hold.Every > 0 {
+		var day []time.Time
+		for _, at := range m.holds[s.ID] {
+			if now.Sub(at) < 24*time.Hour {
+				day = append(day, at)
+			}
+		}
+		if len(day) > 0 && now.Sub(day[len(day)-1]) < req.Hold.Every ||
+			req.Hold.PerDay > 0 && len(day) >= req.Hold.PerDay {
+			m.holds[s.ID] = day
+			return *s, store.ErrConfirmHeld
+		}
+		m.holds[s.ID] = append(day, now)
 	}
 	s.ConfirmedAt, s.UnsubscribedAt = time.Time{}, time.Time{}
 	if req.Name != "" {

@@ -365,3 +365,34 @@ func testImportNeverResubscribes(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("an empty outbox entry was written: %+v", due)
 	}
 }
+
+// testConfirmHold: a pending address gets one confirmation per cooldown,
+// and a held request changes nothing (not the name the welcome will use).
+func testConfirmHold(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	hold := store.ConfirmHold{Every: time.Hour, PerDay: 3}
+	req := store.SubscribeRequest{Email: "victim@x.io", Name: "Ann", Outbox: entry("confirm:victim@x.io"), Hold: hold}
+	first, err := s.Subscribe(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.OutboxDone(ctx, "confirm:victim@x.io"))
+	for i := 0; i < 5; i++ {
+		again := req
+		again.Name = "WIN a prize at https://evil.example/"
+		sub, err := s.Subscribe(ctx, again)
+		if !errors.Is(err, store.ErrConfirmHeld) || sub.ID != first.ID {
+			t.Fatalf("signup %d within the cooldown: %+v %v", i+2, sub, err)
+		}
+	}
+	if due, _ := s.OutboxDue(ctx, time.Now().Add(time.Hour), 10); len(due) != 0 {
+		t.Fatalf("a held signup wrote a confirmation: %+v", due)
+	}
+	if sub, _ := s.Get(ctx, "victim@x.io"); sub.Name != "Ann" || sub.Status != store.Pending {
+		t.Fatalf("a held signup changed the subscriber: %+v", sub)
+	}
+	// Without a hold (the zero value), as before: every signup writes one.
+	free := store.SubscribeRequest{Email: "free@x.io", Outbox: entry("confirm:free@x.io")}
+	must2(t)(s.Subscribe(ctx, free))
+	must2(t)(s.Subscribe(ctx, free))
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"Outbox", testOutbox},
 		{"Marks", testMarks},
 		{"BatchClaims", testBatchClaims},
+		{"ConfirmHold", testConfirmHold},
 		{"ClaimExpires", testClaimExpires},
 		{"ConcurrentSubscribeUnsubscribe", testConcurrentSubscribeUnsubscribe},
 		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},

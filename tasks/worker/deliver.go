@@ -45,6 +45,9 @@ type Deliverer struct {
 	// Pace, when set, holds bulk mail to the shared send rate and honours
 	// domains that asked us to slow down.
 	Pace Pacer
+	// ConfirmPace, when set, holds confirmations to their own rate across
+	// the service (NEWSLETTER_CONFIRM_RATE): an attack's ceiling.
+	ConfirmPace Pacer
 	// Throttle is how long such a domain is paused (DefaultThrottle).
 	Throttle time.Duration
 	// ClaimTTL is the claims' expiry (DefaultClaimTTL).
@@ -172,7 +175,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		m = sess
 	}
 
-	p := newPacer(ctx, d.Pace)
+	p, confirms := newPacer(ctx, d.Pace), newPacer(ctx, d.ConfirmPace)
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
 	stopAt := time.Now().Add(d.claimTTL() / 2)
@@ -202,6 +205,9 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		}
 		if err == nil {
 			err = p.wait(ctx, domain, mail.Mark.Kind != mailer.KindConfirm, len(mails)-i)
+		}
+		if err == nil && mail.Mark.Kind == mailer.KindConfirm {
+			err = confirms.take(ctx, 1)
 		}
 		if err != nil {
 			// Hand the rest back; the retry sends only to them.

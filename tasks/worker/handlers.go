@@ -19,17 +19,19 @@ type Store interface {
 // Deps is what the components are built from: the one place where a
 // worker is wired (the commands and the tests use it).
 type Deps struct {
-	Store   Store
-	Mailer  mailer.Mailer
-	Render  *mailer.Renderer
-	Links   Links
-	Queue   tasks.Enqueuer
-	Depth   QueueDepth   // nil: no back pressure
-	Pace    Pacer        // nil: no pacing
-	Quiet   *quiet.Hours // nil: no quiet hours
-	Metrics *Metrics
-	Log     *slog.Logger
-	Now     func() time.Time // nil: time.Now
+	Store  Store
+	Mailer mailer.Mailer
+	Render *mailer.Renderer
+	Links  Links
+	Queue  tasks.Enqueuer
+	Depth  QueueDepth // nil: no back pressure
+	Pace   Pacer      // nil: no pacing
+	// ConfirmPace: confirmations' own rate (nil: none).
+	ConfirmPace Pacer
+	Quiet       *quiet.Hours // nil: no quiet hours
+	Metrics     *Metrics
+	Log         *slog.Logger
+	Now         func() time.Time // nil: time.Now
 
 	// MarkWindow is how many mails may be sent and not yet marked at
 	// once, all senders together: what a killed worker may send twice.
@@ -46,7 +48,7 @@ type Deps struct {
 // NewHandlers builds every component from d.
 func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
-		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace,
+		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log,
 	}
 	if d.MarkWindow > 0 {

@@ -53,7 +53,10 @@ func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
 	return h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindConfirm, Key: p.Nonce, SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, Name: sub.Name, ConfirmURL: h.Links.Confirm(sub.Email)},
+		// Nothing the requester chose goes into it (not the name): the form
+		// is public, and a confirmation must not carry a stranger's text
+		// to whoever owns the address.
+		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub.Email)},
 	})
 }
 

@@ -92,6 +92,15 @@ func (p *pacer) wait(ctx context.Context, domain string, bulk bool, want int) er
 	if !bulk {
 		return nil
 	}
+	return p.take(ctx, want)
+}
+
+// take takes one send slot of the pacer's rate, asking for up to want at
+// once.
+func (p *pacer) take(ctx context.Context, want int) error {
+	if p.limits == nil {
+		return nil
+	}
 	for p.budget == 0 {
 		n, wait, err := p.limits.TakeN(ctx, max(want, 1))
 		if err != nil {

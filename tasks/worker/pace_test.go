@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +107,46 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	var d *Deferred
 	if err := h.Mails.HandleConfirm(context.Background(), job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
 		t.Fatalf("send to a paused domain: %v", err)
+	}
+}
+
+// TestConfirmationRateHoldsAnAttack: past the service-wide confirmation
+// rate a confirmation waits (deferred, not failed); the bulk rate never
+// holds it.
+func TestConfirmationRateHoldsAnAttack(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{time.Hour}} // bulk: full, but not for confirmations
+	h.Mails.Deliver.ConfirmPace = &fakePacer{take: []time.Duration{30 * time.Second}}
+	job := tasks.NewConfirm("c@x.org", time.Now())
+	if _, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: "c@x.org", Outbox: job.Outbox()}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Mails.HandleConfirm(context.Background(), job.Task)
+	var d *Deferred
+	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
+		t.Fatalf("over the confirmation rate: %v (failure %v), %d mails", err, IsFailure(err), rec.count())
+	}
+	h.Mails.Deliver.ConfirmPace = &fakePacer{take: []time.Duration{0}}
+	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+		t.Fatalf("under the rate: %v, %d mails", err, rec.count())
+	}
+}
+
+// TestConfirmationCarriesNoTextOfTheRequester: the name typed into the
+// public form is not in the confirmation mail.
+func TestConfirmationCarriesNoTextOfTheRequester(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	job := tasks.NewConfirm("v@x.org", time.Now())
+	if _, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: "v@x.org", Name: "WIN a prize at https://evil.example/", Outbox: job.Outbox()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+		t.Fatalf("%v, %d mails", err, rec.count())
+	}
+	m := rec.sent[0]
+	for _, part := range []string{m.Subject, m.Text, m.HTML} {
+		if strings.Contains(part, "evil.example") || strings.Contains(part, "WIN a prize") {
+			t.Fatalf("the requester's text is in the confirmation:\n%s", part)
+		}
 	}
 }
