@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -511,5 +512,92 @@ func TestHoneypot(t *testing.T) {
 	_, metrics := e.get(t, "/metrics")
 	if !strings.Contains(metrics, "newsletter_signup_honeypot_total 1") {
 		t.Fatalf("the honeypot was not counted:\n%s", metrics)
+	}
+}
+
+// countingDeleter counts DeleteTask calls.
+type countingDeleter struct {
+	TaskDeleter
+	calls atomic.Int64
+}
+
+func (c *countingDeleter) DeleteTask(queue, id string) error {
+	c.calls.Add(1)
+	return c.TaskDeleter.DeleteTask(queue, id)
+}
+
+// TestUnsubscribeByAddressIsGuarded: a form on another site cannot
+// unsubscribe anyone (nor a form post that names no page); our own page
+// and programs can; the path is rate-limited per client; a stranger's
+// address costs the same work as a subscriber's.
+func TestUnsubscribeByAddressIsGuarded(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, SubscribeRate: 4, Origin: "https://news.example.com"})
+	del := &countingDeleter{TaskDeleter: e.insp}
+	e.srv.Config.Handler = New(Config{DoubleOptIn: false, SubscribeRate: 4, Origin: "https://news.example.com"}, Deps{
+		Store: e.store, Jobs: tasks.NewDispatcher(e.queue, e.store, nil), Queue: e.queue, Tasks: del, Signer: e.signer,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	for _, email := range []string{"stay@example.com", "leave@example.com"} {
+		e.post(t, "/subscribe", jsonCT, `{"email":"`+email+`"}`)
+	}
+	post := func(origin, ct, body string) int {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/unsubscribe", strings.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := "application/x-www-form-urlencoded"
+	if c := post("https://evil.example", form, "email=stay%40example.com"); c != http.StatusForbidden {
+		t.Fatalf("a cross-site form: %d", c)
+	}
+	if c := post("", form, "email=stay%40example.com"); c != http.StatusForbidden {
+		t.Fatalf("a form post naming no page: %d", c)
+	}
+	if e.status(t, "stay@example.com") != store.Active {
+		t.Fatal("a refused request unsubscribed someone")
+	}
+	if c := post("https://news.example.com", form, "email=leave%40example.com"); c != http.StatusAccepted || e.status(t, "leave@example.com") != store.Unsubscribed {
+		t.Fatalf("our own page: %d", c)
+	}
+	// A subscriber and a stranger: the same calls behind the same answer.
+	del.calls.Store(0)
+	if c := post("", jsonCT, `{"email":"nobody@example.com"}`); c != http.StatusAccepted {
+		t.Fatalf("a program, a stranger's address: %d", c)
+	}
+	stranger := del.calls.Load()
+	if stranger == 0 {
+		t.Fatal("a stranger's unsubscribe skipped the work a subscriber's does")
+	}
+	// The fifth address-only request of this client within the minute
+	// (the cross-site ones counted too) is refused.
+	if c := post("", jsonCT, `{"email":"stay@example.com"}`); c != http.StatusTooManyRequests {
+		t.Fatalf("over the rate: %d", c)
+	}
+}
+
+// TestUnsubscribeByEmailConfirm: in confirm mode an address alone changes
+// nothing; it queues a link to the address, for members and strangers
+// alike.
+func TestUnsubscribeByEmailConfirm(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, UnsubscribeByEmail: UnsubscribeConfirm})
+	e.post(t, "/subscribe", jsonCT, `{"email":"keep@example.com"}`)
+	for _, email := range []string{"keep@example.com", "nobody@example.com"} {
+		resp, body := e.post(t, "/unsubscribe", jsonCT, `{"email":"`+email+`"}`)
+		if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, "link sent") {
+			t.Fatalf("%s: %d %s", email, resp.StatusCode, body)
+		}
+		if _, err := e.insp.GetTaskInfo(tasks.QueueTransactional, tasks.UnsubscribeLinkTaskID(email)); err != nil {
+			t.Fatalf("%s: no link queued: %v", email, err)
+		}
+	}
+	if e.status(t, "keep@example.com") != store.Active {
+		t.Fatal("an address alone unsubscribed in confirm mode")
 	}
 }

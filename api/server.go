@@ -31,6 +31,16 @@ type JobDispatcher interface {
 	Dispatch(ctx context.Context, j tasks.Job) (duplicate bool, err error)
 }
 
+// The values of NEWSLETTER_UNSUBSCRIBE_BY_EMAIL.
+const (
+	// UnsubscribeImmediate ends the subscription of the typed address at
+	// once (the welcome-window flow relies on it).
+	UnsubscribeImmediate = "immediate"
+	// UnsubscribeConfirm mails a one-click link to the typed address
+	// instead: only its owner can use it. Recommended in public.
+	UnsubscribeConfirm = "confirm"
+)
+
 // ConfirmationsPerDay is how many confirmations one pending address gets
 // in a day, however far apart (with the cooldown of
 // NEWSLETTER_CONFIRM_COOLDOWN between them).
@@ -49,6 +59,12 @@ type Config struct {
 	// ConfirmHold limits the confirmations one pending address gets
 	// (NEWSLETTER_CONFIRM_COOLDOWN, and ConfirmationsPerDay).
 	ConfirmHold store.ConfirmHold
+	// Origin is the service's public origin (NEWSLETTER_BASE_URL): the
+	// forms' same-origin checks accept it.
+	Origin string
+	// UnsubscribeByEmail is what an unsubscribe by address alone does:
+	// UnsubscribeImmediate (the default) or UnsubscribeConfirm.
+	UnsubscribeByEmail string
 	// MaxBody is the largest request body (default 16 KiB).
 	MaxBody int64
 }
@@ -86,7 +102,8 @@ type Deps struct {
 type Server struct {
 	cfg     Config
 	deps    Deps
-	limiter *ratelimit.Limiter
+	limiter *ratelimit.Limiter // signups per client
+	leaving *ratelimit.Limiter // unsubscribes by address per client
 	mux     *http.ServeMux
 }
 
@@ -111,6 +128,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, deps: d, mux: http.NewServeMux()}
 	if cfg.SubscribeRate > 0 {
 		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
+		s.leaving = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 	}
 	s.routes()
 	return s

@@ -2,7 +2,9 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/hibiken/asynq"
 
@@ -46,8 +48,26 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
+		// By address alone: anyone can type any address, so this path
+		// is limited per client, refused from other sites' pages, and,
+		// in confirm mode, only mails a link to the address.
+		if s.leaving != nil {
+			if ok, wait := s.leaving.Allow(s.cfg.Clients.Key(r)); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				fail(w, r, http.StatusTooManyRequests, "too many requests from your address, try again in a minute")
+				return
+			}
+		}
+		if !s.ownPage(r) {
+			fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+			return
+		}
 		if email, err = address.Normalize(in["email"]); err != nil {
 			fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
+			return
+		}
+		if s.cfg.UnsubscribeByEmail == UnsubscribeConfirm {
+			s.mailUnsubscribeLink(w, r, email)
 			return
 		}
 	}
@@ -68,6 +88,32 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ownPage tells a post from our own page (or from a program, which sends
+// no Origin and could forge one anyway) from a form on another site: a
+// browser always names the page's origin on a cross-site POST.
+func (s *Server) ownPage(r *http.Request) bool {
+	if r.Header.Get("Origin") == "" && r.Header.Get("Referer") == "" {
+		return wantsJSON(r) // a form post without either is not a browser we know
+	}
+	return sameOrigin(r, s.cfg.Origin)
+}
+
+// mailUnsubscribeLink queues the one-click link to email and answers the
+// same whether or not the address is on the list.
+func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, email string) {
+	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewUnsubscribeLink(email)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		s.deps.Log.Error("unsubscribe: queue the link", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not send the link just now, please try again")
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "link sent"})
+		return
+	}
+	message(w, http.StatusAccepted, "Check your inbox",
+		"If "+email+" is subscribed, a mail with a link to unsubscribe is on its way. Open it and press the button.")
+}
+
 // end marks the subscription inactive first (the handlers' re-check stops
 // anything already queued), then deletes the waiting welcome and
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
@@ -78,12 +124,11 @@ func (s *Server) end(r *http.Request, email string) error {
 		ids[i] = p.ID
 	}
 	_, err := s.deps.Store.Unsubscribe(r.Context(), email, ids...)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // do not tell strangers who is subscribed
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	// The same work for a stranger as for a subscriber, so neither the
+	// answer nor its time tells who is on the list.
 	if s.deps.Tasks != nil {
 		for _, p := range pending {
 			if err := s.deps.Tasks.DeleteTask(p.Queue, p.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {

@@ -13,10 +13,15 @@ const (
 	KindWelcome = "welcome"
 	KindDigest  = "digest"
 	KindEvents  = "events"
+	// KindUnsubscribe carries a one-click unsubscribe link to an address
+	// that asked to leave by typing it.
+	KindUnsubscribe = "unsubscribe"
 )
 
 // Kinds lists every kind of mail.
-func Kinds() []string { return []string{KindConfirm, KindWelcome, KindDigest, KindEvents} }
+func Kinds() []string {
+	return []string{KindConfirm, KindWelcome, KindDigest, KindEvents, KindUnsubscribe}
+}
 
 // Message is one rendered mail to one recipient.
 type Message struct {

@@ -53,6 +53,19 @@ func welcomeJob(payload []byte, email string, due time.Time) Job {
 		asynq.Queue(queueOf[TypeWelcomeEmail]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
 }
 
+// UnsubscribeLinkTaskID is the id under which email's unsubscribe link
+// waits: a request while one is queued adds nothing.
+func UnsubscribeLinkTaskID(email string) string { return "unsubscribe:" + email }
+
+// NewUnsubscribeLink mails email a one-click unsubscribe link. It has no
+// outbox entry: nothing changes in the store, and a lost one is asked for
+// again by the person.
+func NewUnsubscribeLink(email string) *asynq.Task {
+	return asynq.NewTask(TypeUnsubscribeEmail, mustJSON(UnsubscribeLinkPayload{Email: email, Nonce: newNonce()}),
+		asynq.Queue(queueOf[TypeUnsubscribeEmail]), asynq.TaskID(UnsubscribeLinkTaskID(email)),
+		asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+}
+
 // TaskRef names one task in one queue, for the Inspector.
 type TaskRef struct{ Queue, ID string }
 

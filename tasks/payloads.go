@@ -10,6 +10,12 @@ type ConfirmPayload struct {
 	Nonce string `json:"nonce"`
 }
 
+// UnsubscribeLinkPayload is the payload of TypeUnsubscribeEmail.
+type UnsubscribeLinkPayload struct {
+	Email string `json:"email"`
+	Nonce string `json:"nonce"` // one mail per request, as ConfirmPayload
+}
+
 // WelcomePayload is the payload of TypeWelcomeEmail.
 type WelcomePayload struct {
 	Email string `json:"email"`

@@ -9,6 +9,10 @@ const (
 	TypeDigestEmail  = "email:digest"
 	TypeEvent        = "event:notify"
 	TypeEventsEmail  = "email:events"
+	// TypeUnsubscribeEmail mails a one-click unsubscribe link to an
+	// address that asked to leave without a token
+	// (NEWSLETTER_UNSUBSCRIBE_BY_EMAIL=confirm).
+	TypeUnsubscribeEmail = "email:unsubscribe"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -36,6 +40,8 @@ var queueOf = map[string]string{
 	TypeDigestEmail:  QueueCritical,
 	TypeEvent:        QueueDefault,
 	TypeEventsEmail:  QueueDefault,
+	// A person waits for it with the page open, like a confirmation.
+	TypeUnsubscribeEmail: QueueTransactional,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -43,4 +49,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail}

@@ -70,6 +70,8 @@ type Config struct {
 	// across the service (0: no limit).
 	ConfirmCooldown time.Duration
 	ConfirmRate     int
+	// UnsubscribeByEmail: "immediate" or "confirm" (api.Unsubscribe*).
+	UnsubscribeByEmail string
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
@@ -122,6 +124,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		DevMailbox:         p.boolean("NEWSLETTER_DEV_MAILBOX", false),
 		ConfirmCooldown:    p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
 		ConfirmRate:        p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
+		UnsubscribeByEmail: p.str("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", "immediate"),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
@@ -159,6 +162,7 @@ func Load(getenv func(string) string) (*Config, error) {
 			dkimSet++
 		}
 	}
+	p.check("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", c.UnsubscribeByEmail == "immediate" || c.UnsubscribeByEmail == "confirm", "immediate or confirm")
 	var perr error
 	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
 	p.check("NEWSLETTER_TRUSTED_PROXIES", perr == nil, "comma-separated CIDRs of your reverse proxies, such as 10.0.0.0/8")

@@ -203,10 +203,11 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 			retry = firstErr(retry, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
 			continue
 		}
+		personal := transactional(mail.Mark.Kind)
 		if err == nil {
-			err = p.wait(ctx, domain, mail.Mark.Kind != mailer.KindConfirm, len(mails)-i)
+			err = p.wait(ctx, domain, !personal, len(mails)-i)
 		}
-		if err == nil && mail.Mark.Kind == mailer.KindConfirm {
+		if err == nil && personal {
 			err = confirms.take(ctx, 1)
 		}
 		if err != nil {
@@ -324,6 +325,13 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
 	}
 	return se
+}
+
+// transactional tells the mails a person waits for with a page open (a
+// confirmation, an unsubscribe link): not held by the bulk send rate, but
+// by ConfirmPace, the ceiling of an attack through our public forms.
+func transactional(kind string) bool {
+	return kind == mailer.KindConfirm || kind == mailer.KindUnsubscribe
 }
 
 func countClaimed(claims []store.Claim) int {

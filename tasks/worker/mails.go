@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -78,6 +79,32 @@ func (h *Mails) HandleWelcome(ctx context.Context, t *asynq.Task) error {
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true},
 		Data: mailer.Data{Email: sub.Email, Name: sub.Name, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
+	})
+}
+
+// HandleUnsubscribeLink mails a one-click unsubscribe link to a subscriber
+// who asked to leave by typing the address. Only someone who can read the
+// mailbox can use it, so nobody else can unsubscribe them. An unknown or
+// ended address gets nothing (the API answered the same either way).
+func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error {
+	var p tasks.UnsubscribeLinkPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" || p.Nonce == "" {
+		return errMissing(t, "email or nonce")
+	}
+	sub, err := h.Deliver.Store.Get(ctx, p.Email)
+	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active && sub.Status != store.Pending {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load subscriber: %w", err)
+	}
+	return h.Deliver.DeliverOne(ctx, Mail{
+		To:   sub,
+		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
+		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
 	})
 }
 

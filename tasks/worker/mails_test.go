@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,25 @@ func TestRetryDelayGrows(t *testing.T) {
 	}
 	if d := p.Delay(0, &mailer.SendError{Class: mailer.Temporary, RetryAfter: 7 * time.Second}, nil); d != 7*time.Second {
 		t.Fatalf("a provider's Retry-After of 7s gave %s", d)
+	}
+}
+
+// TestUnsubscribeLinkGoesOnlyToSubscribers: the link goes to an active or
+// pending subscriber, nowhere else.
+func TestUnsubscribeLinkGoesOnlyToSubscribers(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	activate(t, st, "on@example.com")
+	activate(t, st, "gone@example.com")
+	if _, err := st.Unsubscribe(context.Background(), "gone@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for _, email := range []string{"on@example.com", "gone@example.com", "never@example.com"} {
+		if err := h.Mails.HandleUnsubscribeLink(context.Background(), tasks.NewUnsubscribeLink(email)); err != nil {
+			t.Fatalf("%s: %v", email, err)
+		}
+	}
+	if rec.count() != 1 || rec.sent[0].To != "on@example.com" || rec.sent[0].Kind != mailer.KindUnsubscribe ||
+		!strings.Contains(rec.sent[0].Text, "/unsubscribe?token=") {
+		t.Fatalf("links sent: %d %+v", rec.count(), rec.sent)
 	}
 }

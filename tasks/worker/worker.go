@@ -79,6 +79,7 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux.Use(Observe(log, h.Metrics))
 	mux.HandleFunc(tasks.TypeConfirmEmail, h.Mails.HandleConfirm)
 	mux.HandleFunc(tasks.TypeWelcomeEmail, h.Mails.HandleWelcome)
+	mux.HandleFunc(tasks.TypeUnsubscribeEmail, h.Mails.HandleUnsubscribeLink)
 	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
 	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
 	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
