@@ -39,13 +39,8 @@ func (s *Server) confirmToken(w http.ResponseWriter, tok string) (string, bool) 
 // confirm handles POST /confirm (form field token): activate and schedule
 // the welcome. Confirming twice is harmless and says so.
 func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
-	in, err := s.readInput(w, r, false)
-	if errors.Is(err, errTooLarge) {
-		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
-		return
-	}
-	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
+	in, ok := s.readForm(w, r)
+	if !ok {
 		return
 	}
 	email, ok := s.confirmToken(w, in["token"])
@@ -54,7 +49,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	job := tasks.NewWelcome(email, s.deps.Now(), s.cfg.WelcomeDelay)
-	_, err = s.deps.Store.Confirm(ctx, email, job.Outbox())
+	_, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
 	switch {
 	case errors.Is(err, store.ErrAlreadyActive):
 		message(w, http.StatusOK, "Already confirmed", "Your subscription of "+email+" is active.")

@@ -233,6 +233,21 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool
 	return out, nil
 }
 
+// readForm is readInput for the public forms: it answers a body it cannot
+// read itself (413, 400) and returns false then.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	in, err := s.readInput(w, r, false)
+	if errors.Is(err, errTooLarge) {
+		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
+		return nil, false
+	}
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	return in, true
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

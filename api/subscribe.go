@@ -24,13 +24,8 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	in, err := s.readInput(w, r, false)
-	if errors.Is(err, errTooLarge) {
-		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
-		return
-	}
-	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
+	in, ok := s.readForm(w, r)
+	if !ok {
 		return
 	}
 	// The form's hidden honeypot: people leave it empty, form-filling
