@@ -65,6 +65,9 @@ type Config struct {
 	// UnsubscribeByEmail is what an unsubscribe by address alone does:
 	// UnsubscribeImmediate (the default) or UnsubscribeConfirm.
 	UnsubscribeByEmail string
+	// RequestTimeout bounds each request's work (NEWSLETTER_REQUEST_TIMEOUT;
+	// 0: none): a hung Redis makes a 503 in time, not a hung page.
+	RequestTimeout time.Duration
 	// MaxBody is the largest request body (default 16 KiB).
 	MaxBody int64
 }
@@ -156,6 +159,11 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // ServeHTTP implements http.Handler, counting every request by route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if s.cfg.RequestTimeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	s.mux.ServeHTTP(rec, r)
 	// ServeMux sets r.Pattern in place: the route's pattern, never the

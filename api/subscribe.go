@@ -78,7 +78,10 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.deps.Log.Error("subscribe: store", "err", err)
-		fail(w, r, http.StatusServiceUnavailable, "we could not save your subscription, please try again")
+		// The write may have landed before Redis stopped answering; a
+		// second signup is safe (it finds the address and re-sends at
+		// most one confirmation), so say so.
+		fail(w, r, http.StatusServiceUnavailable, "we could not confirm your subscription was saved; subscribing again is safe")
 		return
 	}
 	dup, err := s.deps.Jobs.Dispatch(ctx, job)

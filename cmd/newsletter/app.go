@@ -171,7 +171,9 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 // go-redis look for push notifications around every command, which cost a
 // tenth of the API's CPU in the subscribe benchmark, and nothing here uses
 // them. The pool is sized for the API's parallel requests plus the
-// worker's concurrency.
+// worker's concurrency. Context deadlines bound its socket waits
+// (ContextTimeoutEnabled; go-redis ignores them otherwise), so a request's
+// timeout or a probe's budget holds when Redis hangs.
 func redisClient(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient, error) {
 	pool := 10*runtime.GOMAXPROCS(0) + concurrency
 	switch o := opt.(type) {
@@ -179,14 +181,14 @@ func redisClient(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient
 		return redis.NewClient(&redis.Options{
 			Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
 			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2,
+			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2, ContextTimeoutEnabled: true,
 		}), nil
 	case asynq.RedisFailoverClientOpt:
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: o.MasterName, SentinelAddrs: o.SentinelAddrs, SentinelUsername: o.SentinelUsername,
 			SentinelPassword: o.SentinelPassword, Username: o.Username, Password: o.Password, DB: o.DB,
 			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2,
+			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2, ContextTimeoutEnabled: true,
 		}), nil
 	}
 	return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: unsupported connection type %T", opt)

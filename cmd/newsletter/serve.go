@@ -113,6 +113,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
 			ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
+			RequestTimeout: a.cfg.RequestTimeout,
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler, Guard: a.guard,

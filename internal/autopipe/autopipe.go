@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,6 +31,7 @@ type Hook struct {
 }
 
 type call struct {
+	ctx  context.Context
 	cmd  redis.Cmder
 	done chan struct{}
 }
@@ -65,7 +67,7 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !batchable(cmd.Name()) {
 			return next(ctx, cmd)
 		}
-		c := &call{cmd: cmd, done: make(chan struct{})}
+		c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 		select {
 		case h.calls <- c:
 		case <-h.stop:
@@ -74,8 +76,9 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return ctx.Err()
 		}
 		// Once handed over the command is in a pipeline that will finish
-		// (the client's timeouts bound it): wait for it rather than
-		// leave its result to be written behind the caller's back.
+		// by this caller's deadline at the latest (batchContext): wait
+		// for it rather than leave its result to be written behind the
+		// caller's back.
 		<-c.done
 		return cmd.Err()
 	}
@@ -116,21 +119,41 @@ func (h *Hook) loop() {
 	}
 }
 
+// batchContext carries the earliest deadline of the batch's callers: a
+// batch waits no longer than its most impatient caller (a readiness probe's
+// budget, a request's timeout), so a hung Redis answers them in time. The
+// callers' cancellations are not carried over: the others of the batch
+// still want their answers, and each caller waits for its own.
+func batchContext(batch []*call) (context.Context, context.CancelFunc) {
+	var earliest time.Time
+	for _, c := range batch {
+		if d, ok := c.ctx.Deadline(); ok && (earliest.IsZero() || d.Before(earliest)) {
+			earliest = d
+		}
+	}
+	if earliest.IsZero() {
+		return context.Background(), func() {}
+	}
+	return context.WithDeadline(context.Background(), earliest)
+}
+
 func (h *Hook) send(batch []*call) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
 	if len(batch) == 1 {
 		// The command carries its own result or error for its caller.
-		_ = h.exec.Process(context.Background(), batch[0].cmd)
+		_ = h.exec.Process(ctx, batch[0].cmd)
 		close(batch[0].done)
 		return
 	}
 	h.batches.Add(1)
 	pipe := h.exec.Pipeline()
 	for _, c := range batch {
-		_ = pipe.Process(context.Background(), c.cmd) // queues only; no error before Exec
+		_ = pipe.Process(ctx, c.cmd) // queues only; no error before Exec
 	}
 	// Each command carries its own result or error; Exec's error is the
 	// first of them, or the connection's, which it also sets on each.
-	_, _ = pipe.Exec(context.Background())
+	_, _ = pipe.Exec(ctx)
 	for _, c := range batch {
 		close(c.done)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,5 +68,25 @@ func TestConcurrentCommandsGetTheirOwnResults(t *testing.T) {
 	// Transactions bypass the batching and still work.
 	if _, err := hooked.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Incr(ctx, "tx"); return nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBatchWaitsNoLongerThanItsMostImpatientCaller: the batch runs under
+// the earliest deadline of its callers, and none when no caller has one.
+func TestBatchWaitsNoLongerThanItsMostImpatientCaller(t *testing.T) {
+	now := time.Now()
+	soon, cancel1 := context.WithDeadline(context.Background(), now.Add(time.Second))
+	defer cancel1()
+	later, cancel2 := context.WithDeadline(context.Background(), now.Add(time.Hour))
+	defer cancel2()
+	ctx, cancel := batchContext([]*call{{ctx: later}, {ctx: context.Background()}, {ctx: soon}})
+	defer cancel()
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(now.Add(time.Second)) {
+		t.Fatalf("batch deadline %v %v, want the earliest caller's", d, ok)
+	}
+	free, cancel3 := batchContext([]*call{{ctx: context.Background()}})
+	defer cancel3()
+	if _, ok := free.Deadline(); ok {
+		t.Fatal("a batch of callers without deadlines got one")
 	}
 }

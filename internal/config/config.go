@@ -72,6 +72,8 @@ type Config struct {
 	ConfirmRate     int
 	// UnsubscribeByEmail: "immediate" or "confirm" (api.Unsubscribe*).
 	UnsubscribeByEmail string
+	// RequestTimeout bounds the Redis work of one HTTP request.
+	RequestTimeout time.Duration
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
@@ -125,6 +127,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		ConfirmCooldown:    p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
 		ConfirmRate:        p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
 		UnsubscribeByEmail: p.str("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", "immediate"),
+		RequestTimeout:     p.duration("NEWSLETTER_REQUEST_TIMEOUT", 5*time.Second, 100*time.Millisecond),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
