@@ -117,6 +117,11 @@ func (h *Planner) waitForRoom(ctx context.Context) error {
 	for {
 		pending, err := h.Depth.Pending(ctx, tasks.QueueCritical)
 		if err != nil {
+			if ctx.Err() != nil {
+				// The task's time ran out while it waited: hand it back
+				// (its cursor is saved), as the wait below would.
+				return &Deferred{Reason: "critical queue is full", In: 5 * time.Second}
+			}
 			return err
 		}
 		if pending < limit {

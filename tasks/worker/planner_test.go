@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -36,5 +37,31 @@ func TestRedisQueueDepthAgreesWithAsynq(t *testing.T) {
 	n, err := depth.Pending(ctx, tasks.QueueCritical)
 	if err != nil || n != info.Pending || n != 7 {
 		t.Fatal(fmt.Errorf("pending: ours %d (%v), asynq's %d, want 7", n, err, info.Pending))
+	}
+}
+
+// failingDepth answers as Redis does to a call whose context has ended.
+type failingDepth struct{}
+
+func (failingDepth) Pending(ctx context.Context, _ string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("redis: connection refused")
+}
+
+// TestPlannerHandsItselfBackWhenItsTimeIsUp: a planner whose time ran out
+// while it waited for room is deferred (cursor saved), not failed; a
+// Redis error with time left is an error.
+func TestPlannerHandsItselfBackWhenItsTimeIsUp(t *testing.T) {
+	p := &Planner{Depth: failingDepth{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var d *Deferred
+	if err := p.waitForRoom(ctx); !errors.As(err, &d) || IsFailure(err) {
+		t.Fatalf("time up: %v, want a deferral", err)
+	}
+	if err := p.waitForRoom(context.Background()); err == nil || errors.As(err, &d) {
+		t.Fatalf("a Redis error with time left: %v, want the error", err)
 	}
 }
