@@ -33,9 +33,9 @@ func New(token string, clientKey func(*http.Request) string, now func() time.Tim
 	return &Guard{token: token, failures: ratelimit.New(FailuresPerMinute, time.Minute, now), clientKey: clientKey}
 }
 
-// Equal compares a presented token with the configured one in constant
+// equal compares a presented token with the configured one in constant
 // time.
-func Equal(got, want string) bool {
+func equal(got, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
@@ -53,7 +53,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request, presented string, 
 		writeError(w, http.StatusTooManyRequests, "too many failed attempts, try again later")
 		return false
 	}
-	if !ok || !Equal(presented, g.token) {
+	if !ok || !equal(presented, g.token) {
 		g.failures.Allow(key)
 		w.Header().Set("WWW-Authenticate", challenge)
 		writeError(w, http.StatusUnauthorized, "admin token required")

@@ -88,13 +88,22 @@ func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	close(g.gate)
 	w := newMarkWriter(g, 1, markLinger, discard)
 	defer w.close()
-	ctx := context.Background()
+	// A window never given back would block the next send for good: with
+	// a deadline, that is a failure with a message, not a hung test.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var done sync.WaitGroup
 	for i := int64(1); i <= 3; i++ {
 		if err := w.acquire(ctx); err != nil {
-			t.Fatal(err)
+			t.Fatalf("mark %d: the failed write kept the window: %v", i, err)
 		}
 		w.add(store.Mark{Kind: "welcome", SubscriberID: i, Shared: true}, &done)
 	}
-	w.wait(&done)
+	waited := make(chan struct{})
+	go func() { w.wait(&done); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		t.Fatal("a sender still waits for marks whose write failed")
+	}
 }
