@@ -174,7 +174,7 @@ func TestMigrateLayout1(t *testing.T) {
 		t.Fatalf("digest run after the migration: %+v %v", run, err)
 	}
 	ann := want["ann@example.com"]
-	claims, err := s.ClaimMarks(ctx, []Mark{{Kind: "digest", Key: "2026-W48", SubscriberID: ann.ID, Shared: true}}, time.Minute)
+	claims, err := s.ClaimMarks(ctx, "", []Mark{{Kind: "digest", Key: "2026-W48", SubscriberID: ann.ID, Shared: true}}, time.Minute)
 	if err != nil || claims[0] != AlreadySent {
 		t.Fatalf("ann's digest mark: %v %v", claims, err)
 	}

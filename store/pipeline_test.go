@@ -29,7 +29,7 @@ func TestBatchClaimsWithColdScriptCache(t *testing.T) {
 				for i := range marks {
 					marks[i] = Mark{Kind: "digest", Key: fmt.Sprint("cold", round), SubscriberID: int64(g*100 + i), Shared: true}
 				}
-				claims, err := s.ClaimMarks(ctx, marks, time.Minute)
+				claims, err := s.ClaimMarks(ctx, "", marks, time.Minute)
 				if err != nil {
 					errs <- err
 					return

@@ -200,23 +200,23 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 
 // ClaimMarks implements Marks: one script call for all the marks. The
 // script is atomic, so an error means no claim was taken.
-func (r *Redis) ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error) {
+func (r *Redis) ClaimMarks(ctx context.Context, owner string, marks []Mark, ttl time.Duration) ([]Claim, error) {
 	if len(marks) == 0 {
 		return nil, nil
 	}
 	var codes []int64
 	var err error
 	if sent, claims, ok := oneSharedKey(marks); ok {
-		args := make([]any, 0, 2+len(marks))
-		args = append(args, r.now().UnixMilli(), ttl.Milliseconds())
+		args := make([]any, 0, 3+len(marks))
+		args = append(args, r.now().UnixMilli(), ttl.Milliseconds(), owner)
 		for _, m := range marks {
 			args = append(args, m.SubscriberID)
 		}
 		codes, err = claimSharedScript.Run(ctx, r.rdb, []string{sent, claims}, args...).Int64Slice()
 	} else {
 		keys := make([]string, 0, 2*len(marks))
-		args := make([]any, 0, 2+2*len(marks))
-		args = append(args, r.now().UnixMilli(), ttl.Milliseconds())
+		args := make([]any, 0, 3+2*len(marks))
+		args = append(args, r.now().UnixMilli(), ttl.Milliseconds(), owner)
 		for _, m := range marks {
 			sent, claim := markKeys(m)
 			keys = append(keys, sent, claim)

@@ -240,43 +240,61 @@ end
 return n
 `)
 
+// claimLua is the prelude of the claim scripts. A claim records its owner,
+// the task that took it: a retry of that task (after its attempt died with
+// Redis away, say) takes its own claims over at once, and only a different,
+// possibly live, run waits for them to expire. An empty owner owns nothing.
+//
+//	held(v, owner)  whether claim value v ("<expiry ms>:<owner>", or the
+//	                older "<expiry ms>") keeps owner out at time now
+const claimLua = `
+local now, ttl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local function held(v)
+  if not v then return false end
+  local exp, own = string.match(v, '^(%d+):?(.*)$')
+  if not exp or tonumber(exp) <= now then return false end
+  return owner == '' or own ~= owner
+end
+`
+
 // claimScript claims delivery marks (see markKeys), all of a batch in one
 // call. A shared mark's claim is a field of one hash per kind and key
-// whose value is its expiry: a key with its own expiry per recipient cost
-// Redis more than all else a digest mail needs of it.
+// whose value is its expiry and owner: a key with its own expiry per
+// recipient cost Redis more than all else a digest mail needs of it.
 //
 //	KEYS[2i-1]  mark i's sent mark: a bitmap for shared marks, a string otherwise
-//	KEYS[2i]    mark i's claim: the claims hash for shared marks, a string with an expiry otherwise
+//	KEYS[2i]    mark i's claim: the claims hash for shared marks, a string
+//	            "<owner>" with an expiry otherwise
 //	ARGV[1]     now, unix ms
 //	ARGV[2]     claim ttl, ms
-//	ARGV[2i+1]  "1": mark i is shared (bit and field ARGV[2i+2])
-//	ARGV[2i+2]  mark i's subscriber id
+//	ARGV[3]     owner (the asynq task ID; "" for none)
+//	ARGV[2i+2]  "1": mark i is shared (bit and field ARGV[2i+3])
+//	ARGV[2i+3]  mark i's subscriber id
 //
 // Writes the claims it takes, and gives each claims hash an expiry of
 // twice the ttl past its latest claim. Answers one code per mark: 0
 // claimed, 1 already sent, 2 held by another run (the store.Claim values).
-var claimScript = redis.NewScript(`
-local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+var claimScript = redis.NewScript(claimLua + `
 local out, hashes = {}, {}
 for i = 1, #KEYS / 2 do
-  local sent, claim, id = KEYS[2*i-1], KEYS[2*i], ARGV[2*i+2]
+  local sent, claim, id = KEYS[2*i-1], KEYS[2*i], ARGV[2*i+3]
   local code
-  if ARGV[2*i+1] == '1' then
+  if ARGV[2*i+2] == '1' then
     if redis.call('GETBIT', sent, id) == 1 then
       code = 1
+    elseif held(redis.call('HGET', claim, id)) then
+      code = 2
     else
-      local exp = redis.call('HGET', claim, id)
-      if exp and tonumber(exp) > now then
-        code = 2
-      else
-        redis.call('HSET', claim, id, now + ttl)
-        hashes[claim] = true
-        code = 0
-      end
+      redis.call('HSET', claim, id, (now + ttl) .. ':' .. owner)
+      hashes[claim] = true
+      code = 0
     end
   elseif redis.call('EXISTS', sent) == 1 then
     code = 1
-  elseif redis.call('SET', claim, '1', 'NX', 'PX', ttl) then
+  elseif redis.call('SET', claim, owner, 'NX', 'PX', ttl) then
+    code = 0
+  elseif owner ~= '' and redis.call('GET', claim) == owner then
+    redis.call('SET', claim, owner, 'PX', ttl)
     code = 0
   else
     code = 2
@@ -297,14 +315,14 @@ return out
 //	KEYS[2]  the claims hash
 //	ARGV[1]  now, unix ms
 //	ARGV[2]  claim ttl, ms
-//	ARGV[3…] subscriber ids
+//	ARGV[3]  owner (the asynq task ID; "" for none)
+//	ARGV[4…] subscriber ids
 //
 // Writes the claims it takes and gives the claims hash an expiry of twice
 // the ttl. Answers one code per id, as claimScript.
-var claimSharedScript = redis.NewScript(`
-local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+var claimSharedScript = redis.NewScript(claimLua + `
 local lo, hi = math.huge, -1
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local id = tonumber(ARGV[i])
   if id < lo then lo = id end
   if id > hi then hi = id end
@@ -313,27 +331,27 @@ local sent = {}
 local first, last = math.floor(lo / 8), math.floor(hi / 8)
 if last - first < 65536 then
   local bytes = redis.call('GETRANGE', KEYS[1], first, last)
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
     local id = tonumber(ARGV[i])
     local b = bytes:byte(math.floor(id / 8) - first + 1)
     -- bit 0 is the high bit of the first byte
     sent[i] = b ~= nil and math.floor(b / 2 ^ (7 - id % 8)) % 2 == 1
   end
 else
-  for i = 3, #ARGV do sent[i] = redis.call('GETBIT', KEYS[1], ARGV[i]) == 1 end
+  for i = 4, #ARGV do sent[i] = redis.call('GETBIT', KEYS[1], ARGV[i]) == 1 end
 end
-local exps = redis.call('HMGET', KEYS[2], unpack(ARGV, 3))
+local exps = redis.call('HMGET', KEYS[2], unpack(ARGV, 4))
 local out, take = {}, {}
-for i = 3, #ARGV do
-  local exp = exps[i - 2]
+for i = 4, #ARGV do
+  local exp = exps[i - 3]
   if sent[i] then
-    out[i - 2] = 1
-  elseif exp and tonumber(exp) > now then
-    out[i - 2] = 2
+    out[i - 3] = 1
+  elseif held(exp) then
+    out[i - 3] = 2
   else
-    out[i - 2] = 0
+    out[i - 3] = 0
     take[#take + 1] = ARGV[i]
-    take[#take + 1] = now + ttl
+    take[#take + 1] = (now + ttl) .. ':' .. owner
   end
 end
 if #take > 0 then

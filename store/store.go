@@ -129,9 +129,12 @@ type Outbox interface {
 
 // Marks are the delivery marks (see the package doc).
 type Marks interface {
-	// ClaimMarks reserves each mark for ttl, in one round trip; the claims
-	// line up with marks.
-	ClaimMarks(ctx context.Context, marks []Mark, ttl time.Duration) ([]Claim, error)
+	// ClaimMarks reserves each mark for ttl, in one round trip, on behalf
+	// of owner (the task sending them); the claims line up with marks. A
+	// mark whose live claim has the same non-empty owner is claimed again:
+	// a retry takes over what its own dead attempt held, and only another
+	// run is kept out (Busy) until the claim expires.
+	ClaimMarks(ctx context.Context, owner string, marks []Mark, ttl time.Duration) ([]Claim, error)
 	// MarkSent records the marks as delivered and drops their claims, in
 	// one round trip.
 	MarkSent(ctx context.Context, marks ...Mark) error

@@ -45,7 +45,10 @@ func startProcess(t *testing.T, role string, env map[string]string) *exec.Cmd {
 // TestWorkerKilledMidDigest: SIGKILL a worker process while it sends a
 // digest, start another, and every subscriber still gets exactly one mail
 // (a duplicate only for a mail the killed worker had sent but not yet
-// marked: at most its concurrency).
+// marked: at most its concurrency). The claim TTL is far longer than the
+// test's deadline: the killed batches come back as retries of the same
+// tasks and take over the claims their dead attempts held (a claim names
+// its task), instead of waiting for them to expire.
 func TestWorkerKilledMidDigest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
@@ -67,7 +70,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
-		"NEWSLETTER_CLAIM_TTL": "2s", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
+		"NEWSLETTER_CLAIM_TTL": "30m", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
 	})
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	first := startProcess(t, "worker", env)

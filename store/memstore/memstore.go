@@ -21,7 +21,7 @@ type Memory struct {
 	byEmail map[string]*store.Subscriber
 	outbox  map[string]store.OutboxEntry
 	sent    map[store.Mark]bool
-	claims  map[store.Mark]time.Time // expiry
+	claims  map[store.Mark]claim
 	byID    map[int64]*store.Subscriber
 	// holds are the times of the confirmations of each subscriber in the
 	// last day (ConfirmHold).
@@ -41,7 +41,7 @@ func New() *Memory {
 		byEmail: map[string]*store.Subscriber{},
 		outbox:  map[string]store.OutboxEntry{},
 		sent:    map[store.Mark]bool{},
-		claims:  map[store.Mark]time.Time{},
+		claims:  map[store.Mark]claim{},
 		byID:    map[int64]*store.Subscriber{},
 		holds:   map[int64][]time.Time{},
 		runs:    map[string]*store.DigestRun{},
@@ -184,19 +184,25 @@ func (m *Memory) OutboxDue(_ context.Context, before time.Time, limit int) ([]st
 	return out, nil
 }
 
+// claim is a held delivery mark: until when, and by which task.
+type claim struct {
+	expires time.Time
+	owner   string
+}
+
 // ClaimMarks implements store.Marks.
-func (m *Memory) ClaimMarks(_ context.Context, marks []store.Mark, ttl time.Duration) ([]store.Claim, error) {
+func (m *Memory) ClaimMarks(_ context.Context, owner string, marks []store.Mark, ttl time.Duration) ([]store.Claim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]store.Claim, len(marks))
 	for i, mk := range marks {
-		switch exp, held := m.claims[mk]; {
+		switch c, held := m.claims[mk]; {
 		case m.sent[mk]:
 			out[i] = store.AlreadySent
-		case held && m.now().Before(exp):
+		case held && m.now().Before(c.expires) && (owner == "" || c.owner != owner):
 			out[i] = store.Busy
 		default:
-			m.claims[mk] = m.now().Add(ttl)
+			m.claims[mk] = claim{expires: m.now().Add(ttl), owner: owner}
 			out[i] = store.Claimed
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -169,7 +170,7 @@ func testBatchClaims(t *testing.T, h Harness, s store.Store) {
 		if c, err := claimOne(ctx, s, mk(ids[2]), time.Minute); err != nil || c != store.Claimed {
 			t.Fatalf("claim %d: %v %v", ids[2], c, err)
 		}
-		claims, err := s.ClaimMarks(ctx, []store.Mark{mk(ids[0]), mk(ids[1]), mk(ids[2])}, time.Minute)
+		claims, err := s.ClaimMarks(ctx, "", []store.Mark{mk(ids[0]), mk(ids[1]), mk(ids[2])}, time.Minute)
 		want := []store.Claim{store.Claimed, store.AlreadySent, store.Busy}
 		if err != nil || len(claims) != 3 || claims[0] != want[0] || claims[1] != want[1] || claims[2] != want[2] {
 			t.Fatalf("ids %v: %v %v, want %v", ids, claims, err, want)
@@ -338,7 +339,7 @@ func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("counters: %+v", run)
 	}
 	marks := []store.Mark{{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true}, {Kind: "digest", Key: "p", SubscriberID: 6, Shared: true}}
-	claims, err := s.ClaimMarks(ctx, marks, time.Minute)
+	claims, err := s.ClaimMarks(ctx, "", marks, time.Minute)
 	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.Claimed {
 		t.Fatalf("claims %v %v", claims, err)
 	}
@@ -395,4 +396,62 @@ func testConfirmHold(t *testing.T, h Harness, s store.Store) {
 	free := store.SubscribeRequest{Email: "free@x.io", Outbox: entry("confirm:free@x.io")}
 	must2(t)(s.Subscribe(ctx, free))
 	must2(t)(s.Subscribe(ctx, free))
+}
+
+// testClaimOwnerTakesOver: a claim names its task; the same task's retry
+// takes it over at once (its earlier attempt died holding it), while
+// another task, or a caller without a name, waits for the expiry. Both
+// mark shapes: one claims hash per key (shared), a key per mark.
+func testClaimOwnerTakesOver(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	for _, m := range []store.Mark{
+		{Kind: "digest", Key: "owned", SubscriberID: 41, Shared: true},
+		{Kind: "events", Key: "owned-batch", SubscriberID: 42},
+	} {
+		claim := func(owner string) store.Claim {
+			t.Helper()
+			claims, err := s.ClaimMarks(ctx, owner, []store.Mark{m}, time.Minute)
+			if err != nil || len(claims) != 1 {
+				t.Fatalf("claim %+v as %q: %v %v", m, owner, claims, err)
+			}
+			return claims[0]
+		}
+		if c := claim("digest:owned:b:1"); c != store.Claimed {
+			t.Fatalf("%+v first claim: %v", m, c)
+		}
+		if c := claim("digest:owned:b:2"); c != store.Busy {
+			t.Fatalf("%+v claimed by another task while held: %v", m, c)
+		}
+		if c := claim(""); c != store.Busy {
+			t.Fatalf("%+v claimed without an owner while held: %v", m, c)
+		}
+		if c := claim("digest:owned:b:1"); c != store.Claimed {
+			t.Fatalf("%+v not taken over by its own task's retry: %v", m, c)
+		}
+		// The take-over renewed the claim for the same owner; others
+		// still wait.
+		if c := claim("digest:owned:b:2"); c != store.Busy {
+			t.Fatalf("%+v after take-over, another task: %v", m, c)
+		}
+		must(t, s.MarkSent(ctx, m))
+		if c := claim("digest:owned:b:1"); c != store.AlreadySent {
+			t.Fatalf("%+v after sent: %v", m, c)
+		}
+	}
+	// A batch of shared marks in one call (the digest's path), partly
+	// held by the same task and partly by another.
+	mk := func(id int64) store.Mark {
+		return store.Mark{Kind: "digest", Key: "owned-batch", SubscriberID: id, Shared: true}
+	}
+	if c, err := s.ClaimMarks(ctx, "b:1", []store.Mark{mk(1), mk(2)}, time.Minute); err != nil || c[0] != store.Claimed || c[1] != store.Claimed {
+		t.Fatalf("batch as b:1: %v %v", c, err)
+	}
+	if c, err := s.ClaimMarks(ctx, "b:2", []store.Mark{mk(3)}, time.Minute); err != nil || c[0] != store.Claimed {
+		t.Fatalf("batch as b:2: %v %v", c, err)
+	}
+	c, err := s.ClaimMarks(ctx, "b:1", []store.Mark{mk(1), mk(2), mk(3), mk(4)}, time.Minute)
+	want := []store.Claim{store.Claimed, store.Claimed, store.Busy, store.Claimed}
+	if err != nil || !slices.Equal(c, want) {
+		t.Fatalf("retry of b:1: %v %v, want %v", c, err, want)
+	}
 }

@@ -40,7 +40,8 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentSubscribeUnsubscribe", testConcurrentSubscribeUnsubscribe},
 		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},
 		{"KeysetWalkAndOutcomes", testKeysetWalkAndOutcomes},
-		{"ImportNeverResubscribes", testImportNeverResubscribes}}
+		{"ImportNeverResubscribes", testImportNeverResubscribes},
+		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
@@ -48,7 +49,7 @@ func Run(t *testing.T, h Harness) {
 
 // claimOne claims a single mark.
 func claimOne(ctx context.Context, s store.Marks, m store.Mark, ttl time.Duration) (store.Claim, error) {
-	claims, err := s.ClaimMarks(ctx, []store.Mark{m}, ttl)
+	claims, err := s.ClaimMarks(ctx, "", []store.Mark{m}, ttl)
 	if err != nil {
 		return store.Busy, err
 	}

@@ -145,7 +145,10 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 	for i, m := range mails {
 		marks[i] = m.Mark
 	}
-	claims, err := d.Store.ClaimMarks(ctx, marks, d.claimTTL())
+	// The claims name the task: its retry takes them over at once when
+	// this attempt dies without releasing them (Redis away, say).
+	owner, _ := asynq.GetTaskID(ctx)
+	claims, err := d.Store.ClaimMarks(ctx, owner, marks, d.claimTTL())
 	if err != nil {
 		return nil, fmt.Errorf("claim delivery: %w", err)
 	}

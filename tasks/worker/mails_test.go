@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,7 +190,7 @@ func TestBusyClaimIsNotAFailure(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	ctx := context.Background()
 	sub := activate(t, st, "a@x.org")
-	if _, err := st.ClaimMarks(ctx, []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Hour); err != nil {
+	if _, err := st.ClaimMarks(ctx, "", []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
@@ -224,6 +226,21 @@ func TestRetryDelayGrows(t *testing.T) {
 	}
 	if d := p.Delay(0, &mailer.SendError{Class: mailer.Temporary, RetryAfter: 7 * time.Second}, nil); d != 7*time.Second {
 		t.Fatalf("a provider's Retry-After of 7s gave %s", d)
+	}
+}
+
+// TestRedisAwayRetriesSoonWithoutFailure: a task that failed because Redis
+// could not be reached comes back in seconds and keeps its retries; a send
+// that failed on a network error is the mail's, with the usual backoff.
+func TestRedisAwayRetriesSoonWithoutFailure(t *testing.T) {
+	away := fmt.Errorf("claim delivery: claim 1 marks: %w", syscall.ECONNREFUSED)
+	p := RetryPolicy{Base: time.Minute}
+	if d := p.Delay(3, away, nil); d != DefaultRedisAwayRetry || IsFailure(away) {
+		t.Fatalf("Redis away: retry in %s, failure=%v", d, IsFailure(away))
+	}
+	smtpDown := &mailer.SendError{Class: mailer.Temporary, Err: fmt.Errorf("connect: %w", syscall.ECONNREFUSED)}
+	if d := p.Delay(0, smtpDown, nil); d < 30*time.Second || !IsFailure(smtpDown) {
+		t.Fatalf("SMTP server down: retry in %s, failure=%v; want the backoff", d, IsFailure(smtpDown))
 	}
 }
 

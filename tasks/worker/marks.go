@@ -24,6 +24,11 @@ import (
 // are ever sent and unmarked, as before, and a killed worker still doubles
 // at most that many.
 //
+// While Redis is away (restarting, say) a flush keeps trying for up to
+// markRetryFor, holding its slots: the senders stop at a full window
+// instead of sending mails that could not be marked, and once Redis is
+// back the marks go in and sending goes on, with nothing to send twice.
+//
 // A sender that finds the window full waits for the linger rather than
 // forcing a flush: with every sender busy the window is nearly always
 // full, and flushing on demand wrote 2.75 marks a round trip (Redis 30 µs
@@ -37,6 +42,9 @@ type markWriter struct {
 	in     chan pendingMark
 	kick   chan struct{}
 	linger time.Duration
+	// retryFor bounds how long a flush waits for an unreachable Redis
+	// (markRetryFor).
+	retryFor time.Duration
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -51,11 +59,18 @@ type pendingMark struct {
 // many marks share a round trip, and the longest a sender waits for a slot.
 const markLinger = time.Millisecond
 
+// markRetryFor is how long a flush keeps trying while Redis cannot be
+// reached: longer than a restart, short enough not to hold a worker's
+// shutdown long. Past it the marks are given up (logged): their claims
+// then keep other runs out until they expire, and the same task's retry
+// takes them over and sends those mails again.
+const markRetryFor = 30 * time.Second
+
 func newMarkWriter(s store.Marks, window int, linger time.Duration, log *slog.Logger) *markWriter {
 	w := &markWriter{
 		store: s, log: log, slots: make(chan struct{}, max(window, 1)),
 		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
-		linger: linger, stop: make(chan struct{}),
+		linger: linger, retryFor: markRetryFor, stop: make(chan struct{}),
 	}
 	w.wg.Add(1)
 	go w.loop()
@@ -137,11 +152,7 @@ func (w *markWriter) flush(batch []pendingMark) {
 	for i, pm := range batch {
 		marks[i] = pm.mark
 	}
-	// Not the task's context: the mails are out, and their marks must be
-	// written even when the task that sent them was cancelled.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.store.MarkSent(ctx, marks...); err != nil {
+	if err := w.write(marks); err != nil {
 		// The mails are out. Failing their tasks would retry them and
 		// could send them again once the claims expire; a missing mark
 		// costs nothing more than that, so log and go on.
@@ -150,6 +161,30 @@ func (w *markWriter) flush(batch []pendingMark) {
 	for _, pm := range batch {
 		<-w.slots
 		pm.done.Done()
+	}
+}
+
+// write writes marks, trying again while Redis cannot be reached, for up
+// to retryFor. Not under the task's context: the mails are out, and their
+// marks must be written even when the task that sent them was cancelled.
+func (w *markWriter) write(marks []store.Mark) error {
+	giveUp := time.Now().Add(w.retryFor)
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.store.MarkSent(ctx, marks...)
+		cancel()
+		if err == nil || !store.Unavailable(err) || time.Now().Add(wait).After(giveUp) {
+			if err == nil && attempt > 1 {
+				w.log.Info("marks written once Redis was back", "marks", len(marks), "attempts", attempt)
+			}
+			return err
+		}
+		if attempt == 1 {
+			w.log.Warn("Redis away: holding sent marks until it is back", "marks", len(marks), "err", err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
 	}
 }
 

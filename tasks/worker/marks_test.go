@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,7 +61,7 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 	}
 	close(g.gate) // Redis answers again
 	w.wait(&done)
-	claims, err := mem.ClaimMarks(ctx, []store.Mark{
+	claims, err := mem.ClaimMarks(ctx, "", []store.Mark{
 		{Kind: "digest", Key: "p", SubscriberID: 1, Shared: true},
 		{Kind: "digest", Key: "p", SubscriberID: 3, Shared: true},
 	}, 0)
@@ -81,10 +83,10 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 	}
 }
 
-// TestMarkWriteFailureFreesTheWindow: a failed write is logged (the mails
-// are out) and gives the slots back, so sending goes on.
+// TestMarkWriteFailureFreesTheWindow: a write Redis refused is logged (the
+// mails are out) and gives the slots back, so sending goes on.
 func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
-	g := &gatedMarks{Marks: memstore.New(), gate: make(chan struct{}), err: errors.New("redis: connection refused")}
+	g := &gatedMarks{Marks: memstore.New(), gate: make(chan struct{}), err: errors.New("ERR the store refused the write")}
 	close(g.gate)
 	w := newMarkWriter(g, 1, markLinger, discard)
 	defer w.close()
@@ -105,5 +107,55 @@ func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	case <-waited:
 	case <-ctx.Done():
 		t.Fatal("a sender still waits for marks whose write failed")
+	}
+}
+
+// awayMarks is a store that cannot be reached for its first `away`
+// writes, as during a Redis restart.
+type awayMarks struct {
+	store.Marks
+	mu       sync.Mutex
+	away     int
+	attempts int
+}
+
+func (a *awayMarks) MarkSent(ctx context.Context, marks ...store.Mark) error {
+	a.mu.Lock()
+	a.attempts++
+	down := a.attempts <= a.away
+	a.mu.Unlock()
+	if down {
+		return fmt.Errorf("mark sent: %w", syscall.ECONNREFUSED)
+	}
+	return a.Marks.MarkSent(ctx, marks...)
+}
+
+// TestMarksWaitForRedisToComeBack: marks that could not be written because
+// Redis was away are written once it is back, so a retry finds the mails
+// sent instead of sending them again.
+func TestMarksWaitForRedisToComeBack(t *testing.T) {
+	mem := memstore.New()
+	a := &awayMarks{Marks: mem, away: 3}
+	w := newMarkWriter(a, 2, markLinger, discard)
+	defer w.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var done sync.WaitGroup
+	marks := []store.Mark{{Kind: "digest", Key: "away", SubscriberID: 1, Shared: true}, {Kind: "digest", Key: "away", SubscriberID: 2, Shared: true}}
+	for _, m := range marks {
+		if err := w.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.add(m, &done)
+	}
+	w.wait(&done)
+	claims, err := mem.ClaimMarks(ctx, "", marks, time.Minute)
+	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
+		t.Fatalf("after Redis came back: %v %v, want both already sent", claims, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.attempts <= a.away {
+		t.Fatalf("%d attempts: the writer gave up while Redis was away", a.attempts)
 	}
 }

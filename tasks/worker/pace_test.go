@@ -64,7 +64,7 @@ func TestRateLimitDefersWithoutFailure(t *testing.T) {
 		t.Fatalf("deferred task retried after %s, want the limiter's 5s", got)
 	}
 	// The claim was released, so the retry can send.
-	if c, _ := st.ClaimMarks(context.Background(), []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Minute); len(c) != 1 || c[0] != store.Claimed {
+	if c, _ := st.ClaimMarks(context.Background(), "", []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Minute); len(c) != 1 || c[0] != store.Claimed {
 		t.Fatalf("claim left behind: %v", c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
 )
 
 // DefaultRetryBase is the first retry's delay after a failed send.
@@ -23,7 +24,16 @@ type RetryPolicy struct {
 	Throttled time.Duration
 	// Busy is the wait after ErrDeliveryBusy (default DefaultClaimTTL).
 	Busy time.Duration
+	// RedisAway is the wait after Redis could not be reached (default
+	// DefaultRedisAwayRetry): short, so a batch caught by a Redis restart
+	// goes on seconds after Redis is back, and not counted as a failure.
+	RedisAway time.Duration
 }
+
+// DefaultRedisAwayRetry is the retry delay after Redis could not be
+// reached. asynq records the retry only once Redis answers again, so a
+// short delay cannot spin while it is away.
+const DefaultRedisAwayRetry = 2 * time.Second
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Base <= 0 {
@@ -37,6 +47,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.Busy <= 0 {
 		p.Busy = DefaultClaimTTL
+	}
+	if p.RedisAway <= 0 {
+		p.RedisAway = DefaultRedisAwayRetry
 	}
 	return p
 }
@@ -60,6 +73,9 @@ func (p RetryPolicy) Delay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.Is(err, ErrDeliveryBusy) {
 		return p.Busy
 	}
+	if redisAway(err) {
+		return p.RedisAway
+	}
 	base := p.Base
 	if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
 		base = p.Throttled
@@ -72,8 +88,16 @@ func (p RetryPolicy) Delay(n int, err error, _ *asynq.Task) time.Duration {
 }
 
 // IsFailure tells asynq which errors count against a task's retries: a held
-// delivery mark or a rate limit only postpones the task.
+// delivery mark, a rate limit or a Redis that was away only postpones the
+// task.
 func IsFailure(err error) bool {
 	var ra retryAfterer
-	return !errors.Is(err, ErrDeliveryBusy) && !errors.As(err, &ra)
+	return !errors.Is(err, ErrDeliveryBusy) && !errors.As(err, &ra) && !redisAway(err)
+}
+
+// redisAway tells a task that failed because Redis could not be reached
+// (store.Unavailable) from one whose mail failed: an error that came from
+// sending is the mail's, whatever network error it wraps.
+func redisAway(err error) bool {
+	return mailer.AsSendError(err) == nil && store.Unavailable(err)
 }

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Unavailable tells whether err, from the store or any other Redis call,
+// means Redis could not be reached or could not answer yet: a refused or
+// dropped connection, a timeout, or a Redis still loading its data after a
+// restart. Such an error says nothing about the operation, which may be
+// tried again as it is once Redis is back; unlike a refusal (a script
+// error, a full disk), waiting is the whole cure.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrClosed):
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		// The replies of a Redis that is up but not serving yet.
+		msg := re.Error()
+		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "MASTERDOWN ")
+	}
+	return false
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestUnavailable(t *testing.T) {
+	// A real refused connection: a port that was free a moment ago.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	refused := rdb.Ping(context.Background()).Err()
+	if refused == nil {
+		t.Fatal("ping to a closed port succeeded")
+	}
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused", fmt.Errorf("claim 3 marks: %w", refused), true},
+		{"loading", fmt.Errorf("get: %w", reply("LOADING Redis is loading the dataset in memory")), true},
+		{"closed client", redis.ErrClosed, true},
+		{"script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
+		{"not found", ErrNotFound, false},
+		{"plain", errors.New("boom"), false},
+		{"nil", nil, false},
+	} {
+		if got := Unavailable(tc.err); got != tc.want {
+			t.Errorf("%s (%v): %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// reply is a Redis error reply as go-redis hands it over (its own type is
+// internal).
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
