@@ -34,6 +34,13 @@ type DigestRun struct {
 	Sent      int64     `json:"sent"`
 	Skipped   int64     `json:"skipped"`
 	Failed    int64     `json:"failed"`
+	// Bounces and Complaints are the reports about this run's mail that
+	// arrived after it was sent (RecordFeedback); the rates are per mail
+	// sent. Mailbox providers want complaints under 0.1 %.
+	Bounces       int64     `json:"bounces"`
+	Complaints    int64     `json:"complaints"`
+	BounceRate    float64   `json:"bounce_rate"`
+	ComplaintRate float64   `json:"complaint_rate"`
 	CreatedAt time.Time `json:"created_at"`
 	PlannedAt time.Time `json:"planned_at,omitzero"`
 }
@@ -78,4 +85,13 @@ type Digests interface {
 	// SetOutcome records that a recipient of period was skipped or failed;
 	// recording it again changes nothing.
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+}
+
+// WithRates fills in the rates from the counters.
+func (r DigestRun) WithRates() DigestRun {
+	if r.Sent > 0 {
+		r.BounceRate = float64(r.Bounces) / float64(r.Sent)
+		r.ComplaintRate = float64(r.Complaints) / float64(r.Sent)
+	}
+	return r
 }

@@ -21,6 +21,9 @@ const (
 	prefixClaims  = "nl:claims:"    // + kind:key: hash id -> claim expiry, unix ms (shared marks)
 	prefixHold    = "nl:hold:"      // + id: a confirmation was sent within the cooldown (expires with it)
 	prefixHoldDay = "nl:hold:day:"  // + id: confirmations sent in the last day
+	prefixSupp    = "nl:supp:"      // + status code b or c: zset of suppressed ids, score = id
+	prefixSoft    = "nl:soft:"      // + id: zset of soft-bounce report ids, score = unix ms (30 days)
+	prefixSeen    = "nl:fb:seen:"   // + report id: a bounce or complaint report already applied (30 days)
 
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id
@@ -47,7 +50,7 @@ const subsPerBucket = 64
 // The subscriber record, one hash value: seven fields joined by recordSep
 // (the ASCII unit separator, which no field may contain).
 //
-//	1 status     p pending, a active, u unsubscribed, b bounced
+//	1 status     p pending, a active, u unsubscribed, b bounced, c complained
 //	2 created    unix ms, base 36
 //	3 confirmed  unix ms, base 36; empty while pending
 //	4 ended      unix ms, base 36; empty while the subscription runs

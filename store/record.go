@@ -10,9 +10,9 @@ import (
 
 // The packed subscriber record of keys.go, as Go reads it.
 
-var statusByCode = map[string]Status{"p": Pending, "a": Active, "u": Unsubscribed, "b": Bounced}
+var statusByCode = map[string]Status{"p": Pending, "a": Active, "u": Unsubscribed, "b": Bounced, "c": Complained}
 
-var codeByStatus = map[Status]string{Pending: "p", Active: "a", Unsubscribed: "u", Bounced: "b"}
+var codeByStatus = map[Status]string{Pending: "p", Active: "a", Unsubscribed: "u", Bounced: "b", Complained: "c"}
 
 // at36 is a time as the records store it: unix ms in base 36.
 func at36(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 36) }
@@ -84,6 +84,10 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrExists
 	case "held":
 		return sub, ErrConfirmHeld
+	case "complained":
+		return sub, ErrComplained
+	case "notsuppressed":
+		return sub, ErrNotSuppressed
 	}
 	return sub, fmt.Errorf("unexpected script result %q", res[0])
 }

@@ -59,6 +59,9 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 	run.Audience, _ = strconv.ParseInt(f["audience"], 10, 64)
 	run.Cursor, _ = strconv.ParseInt(f["cursor"], 10, 64)
 	run.Planned, _ = strconv.ParseInt(f["planned"], 10, 64)
+	run.Bounces, _ = strconv.ParseInt(f["bounces"], 10, 64)
+	run.Complaints, _ = strconv.ParseInt(f["complaints"], 10, 64)
+	run = run.WithRates()
 	if f["items"] != "" {
 		if run.Items, err = r.items(ctx, strings.Split(f["items"], ",")); err != nil {
 			return DigestRun{}, err

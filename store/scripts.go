@@ -26,7 +26,7 @@ var subscriberLua = fmt.Sprintf(`
 local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
-local HOLD, HOLDDAY = %q, %q
+local HOLD, HOLDDAY, SUPP, SOFT = %q, %q, %q, %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
   local h = redis.sha1hex(email)
@@ -70,6 +70,13 @@ local function migrate(id)
   redis.call('ZREM', V1ACTIVE, id)
   return true
 end
+-- unsuppress takes id off the suppression lists and forgets its soft
+-- bounces: it is about to be mailed again, or may be.
+local function unsuppress(id)
+  redis.call('ZREM', SUPP .. 'b', id)
+  redis.call('ZREM', SUPP .. 'c', id)
+  redis.call('DEL', SOFT .. id)
+end
 local function find(email)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
@@ -86,7 +93,7 @@ local function find(email)
   if old and migrate(old) then return find(email) end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay)
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay, prefixSupp, prefixSoft)
 
 // subscriberScript is a script with the subscriber prelude.
 func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
@@ -111,9 +118,11 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[11] confirmations a day at most; "0": no cap
 //
 // Writes the record (a new one: created now, the index entry; a re-opened
-// one: confirmed and ended cleared), name and time zone when given, the
-// status and, when activated, confirmed and the active bit. Answers a code
-// ('ok', 'active', 'exists', 'held'), the id and the packed record.
+// one: confirmed and ended cleared, off the suppression lists), name and
+// time zone when given, the status and, when activated, confirmed and the
+// active bit. Answers a code ('ok', 'active', 'exists', 'held',
+// 'complained': activating an address that complained), the id and the
+// packed record.
 //
 // A confirmation (not activated, with an outbox entry) is held when one was
 // written within the cooldown or the day's cap is reached: the script then
@@ -125,6 +134,7 @@ local id, r = find(email)
 if id then
   if ARGV[9] == '1' then return {'exists', id, packrec(r)} end
   if r[1] == 'a' then return {'active', id, packrec(r)} end
+  if r[1] == 'c' and ARGV[5] == '1' then return {'complained', id, packrec(r)} end
   r[3], r[4] = '', ''
 else
   id = tostring(redis.call('INCR', KEYS[1]))
@@ -139,6 +149,7 @@ if ARGV[5] ~= '1' and ARGV[6] ~= '' and tonumber(ARGV[10]) > 0 then
   if n == 1 then redis.call('EXPIRE', HOLDDAY .. id, 86400) end
   if tonumber(ARGV[11]) > 0 and n > tonumber(ARGV[11]) then return {'held', id, packrec(r)} end
 end
+if r[1] == 'b' or r[1] == 'c' then unsuppress(id) end
 if ARGV[2] ~= '' then r[6] = ARGV[2] end
 if ARGV[3] ~= '' then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
@@ -185,7 +196,7 @@ return {'ok', id, packrec(r)}
 // endScript moves a subscription to unsubscribed or bounced and drops the
 // outbox entries of mails that must no longer go. Bounced wins over
 // unsubscribed: an address that bounced must not be mailed even if the
-// person later asks to leave.
+// person later asks to leave. Complained wins over both.
 //
 //	KEYS[1]  keyActiveSet
 //	KEYS[2]  keyOutbox
@@ -195,14 +206,15 @@ return {'ok', id, packrec(r)}
 //	ARGV[3]  the new status: 'u' or 'b'
 //	ARGV[4…] outbox ids to drop
 //
-// Writes the status, ended, and clears the active bit. Answers 'ok' or
-// 'notfound', then the id and the record.
+// Writes the status, ended, the suppression list (bounced), and clears the
+// active bit. Answers 'ok' or 'notfound', then the id and the record.
 var endScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-if ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b') then
+if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
   r[1], r[4] = ARGV[3], ARGV[2]
   save(id, r)
+  if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
 end
 redis.call('SETBIT', KEYS[1], id, 0)
 for i = 4, #ARGV do
@@ -410,4 +422,99 @@ redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
   'audience', redis.call('BITCOUNT', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
 redis.call('SET', KEYS[5], ARGV[2])
 return 1
+`)
+
+// feedbackScript applies one bounce or complaint report to a subscriber,
+// once: hard bounce → bounced; soft bounce → counted, bounced at the limit
+// within the window; complaint → complained (which nothing overrides).
+//
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyLatestRun   period of the latest digest run
+//	ARGV[1]  email, or "" (then ARGV[2])
+//	ARGV[2]  subscriber id, or "" (then ARGV[1]); both: they must agree
+//	ARGV[3]  'hard', 'soft' or 'complaint'
+//	ARGV[4]  now, unix ms
+//	ARGV[5]  now, unix ms base 36 (the record's ended field)
+//	ARGV[6]  report id ("" : not deduplicated)
+//	ARGV[7]  soft bounces that make a bounce
+//	ARGV[8]  soft-bounce window, ms
+//	ARGV[9]  "1": count it against the latest digest run
+//
+// Writes the seen key of the report (30 days), the soft-bounce zset, the
+// status, ended, the suppression lists, the active bit, and the run's
+// bounces or complaints counter. Answers 'duplicate', 'notfound', or
+// 'ok' / 'changed' with the id, the record and the soft-bounce count.
+var feedbackScript = subscriberScript(fmt.Sprintf(`
+local SEEN, RUN = %q, %q
+local now = tonumber(ARGV[4])
+if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
+  return {'duplicate'}
+end
+local id, r
+if ARGV[2] ~= '' then
+  local v = redis.call('HGET', subkey(ARGV[2]), ARGV[2])
+  if v then
+    id, r = ARGV[2], unpackrec(v)
+    if ARGV[1] ~= '' and r[5] ~= ARGV[1] then id = nil end
+  end
+else
+  id, r = find(ARGV[1])
+end
+if not id then return {'notfound'} end
+local to, soft = nil, 0
+if ARGV[3] == 'complaint' then
+  to = 'c'
+elseif ARGV[3] == 'hard' then
+  to = 'b'
+else
+  local k = SOFT .. id
+  local member = ARGV[6] ~= '' and ARGV[6] or tostring(now)
+  redis.call('ZADD', k, now, member)
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now - tonumber(ARGV[8]))
+  redis.call('PEXPIRE', k, ARGV[8])
+  soft = redis.call('ZCARD', k)
+  if soft >= tonumber(ARGV[7]) then to = 'b' end
+end
+local code = 'ok'
+if to and r[1] ~= 'c' and r[1] ~= to then
+  r[1], r[4] = to, ARGV[5]
+  save(id, r)
+  redis.call('SETBIT', KEYS[1], id, 0)
+  redis.call('ZADD', SUPP .. to, id, id)
+  if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
+  code = 'changed'
+end
+if ARGV[9] == '1' then
+  local period = redis.call('GET', KEYS[2])
+  if period then
+    redis.call('HINCRBY', RUN .. period, ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
+  end
+end
+return {code, id, packrec(r), tostring(soft)}
+`, prefixSeen, prefixRun))
+
+// liftScript takes an address off the suppression list by hand. A bounced
+// address that had confirmed is active again (a bounce is no choice of the
+// person); a complaint is theirs, so that address becomes unsubscribed and
+// only its own confirmation brings it back.
+//
+//	KEYS[1]  keyActiveSet
+//	ARGV[1]  email
+//
+// Writes the status, the active bit, the suppression lists and forgets the
+// soft bounces. Answers 'ok', 'notsuppressed' or 'notfound', then the id
+// and the record.
+var liftScript = subscriberScript(`
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r)} end
+if r[1] == 'b' and r[3] ~= '' then
+  r[1], r[4] = 'a', ''
+  redis.call('SETBIT', KEYS[1], id, 1)
+else
+  r[1] = 'u'
+end
+save(id, r)
+unsuppress(id)
+return {'ok', id, packrec(r)}
 `)

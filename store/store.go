@@ -16,6 +16,9 @@ const (
 	Active       Status = "active"
 	Unsubscribed Status = "unsubscribed"
 	Bounced      Status = "bounced"
+	// Complained: the person reported our mail as spam. Never mailed
+	// again; only their own fresh confirmation brings them back.
+	Complained Status = "complained"
 )
 
 // Subscriber is one address on the list. Times are zero when the event has
@@ -40,6 +43,11 @@ var (
 	// ErrConfirmHeld: the address is pending and was sent a confirmation
 	// within the cooldown (or as many as a day allows); nothing changed.
 	ErrConfirmHeld = errors.New("a confirmation was sent to this address recently")
+	// ErrComplained: the address reported our mail as spam; it cannot be
+	// activated without its own fresh confirmation (an import, an admin).
+	ErrComplained = errors.New("this address reported our mail as spam; only its own confirmation can bring it back")
+	// ErrNotSuppressed: the address is neither bounced nor complained.
+	ErrNotSuppressed = errors.New("address is not suppressed")
 )
 
 // OutboxEntry is a task that must reach the queue. It is written in the same
@@ -150,4 +158,5 @@ type Store interface {
 	Outbox
 	Marks
 	Digests
+	Suppressions
 }

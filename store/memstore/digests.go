@@ -64,7 +64,7 @@ func (m *Memory) DigestRun(_ context.Context, period string) (store.DigestRun, e
 	}
 	run.Skipped = int64(len(m.outcomes[period+":"+store.OutcomeSkipped]))
 	run.Failed = int64(len(m.outcomes[period+":"+store.OutcomeFailed]))
-	return run, nil
+	return run.WithRates(), nil
 }
 
 // LatestDigestPeriod implements store.Digests.

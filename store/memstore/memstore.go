@@ -26,6 +26,10 @@ type Memory struct {
 	// holds are the times of the confirmations of each subscriber in the
 	// last day (ConfirmHold).
 	holds map[int64][]time.Time
+	// soft are the soft-bounce report times of each subscriber; seen the
+	// reports already applied (Feedback).
+	soft map[int64][]time.Time
+	seen map[string]bool
 
 	items    []store.Item
 	runs     map[string]*store.DigestRun
@@ -44,6 +48,8 @@ func New() *Memory {
 		claims:  map[store.Mark]claim{},
 		byID:    map[int64]*store.Subscriber{},
 		holds:   map[int64][]time.Time{},
+		soft:    map[int64][]time.Time{},
+		seen:    map[string]bool{},
 		runs:    map[string]*store.DigestRun{},
 
 		outcomes: map[string]map[int64]bool{},
@@ -65,6 +71,9 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	if ok && s.Status == store.Active {
 		return *s, store.ErrAlreadyActive
 	}
+	if ok && s.Status == store.Complained && req.Activate {
+		return *s, store.ErrComplained
+	}
 	if !ok {
 		m.seq++
 		s = &store.Subscriber{ID: m.seq, Email: req.Email, CreatedAt: now}
@@ -84,6 +93,9 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 			return *s, store.ErrConfirmHeld
 		}
 		m.holds[s.ID] = append(day, now)
+	}
+	if s.Status == store.Bounced || s.Status == store.Complained {
+		delete(m.soft, s.ID)
 	}
 	s.ConfirmedAt, s.UnsubscribedAt = time.Time{}, time.Time{}
 	if req.Name != "" {
@@ -138,7 +150,7 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 	if !ok {
 		return store.Subscriber{}, store.ErrNotFound
 	}
-	if to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced) {
+	if s.Status != store.Complained && (to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced)) {
 		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
 	}
 	for _, id := range cancel {

@@ -455,3 +455,131 @@ func testClaimOwnerTakesOver(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("retry of b:1: %v %v, want %v", c, err, want)
 	}
 }
+
+// testFeedbackPolicy is the one policy for bounce and complaint reports:
+// hard → bounced at once; soft → bounced at the limit; complaint →
+// complained, which nothing overrides; the same report twice counts once;
+// an unknown address changes nothing.
+func testFeedbackPolicy(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	pol := store.FeedbackPolicy{SoftLimit: 3}
+	sub := func(email string) store.Subscriber {
+		got, err := s.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true})
+		must(t, err)
+		return got
+	}
+	hard, soft, spam := sub("hard@x.io"), sub("soft@x.io"), sub("spam@x.io")
+
+	res, err := s.RecordFeedback(ctx, store.Feedback{ID: "r1", SubscriberID: hard.ID, Type: store.HardBounce}, pol)
+	if err != nil || !res.Changed || res.Subscriber.Status != store.Bounced {
+		t.Fatalf("hard bounce: %+v %v", res, err)
+	}
+	for i := 1; i <= 3; i++ {
+		res, err := s.RecordFeedback(ctx, store.Feedback{ID: fmt.Sprint("s", i), Email: "soft@x.io", Type: store.SoftBounce}, pol)
+		want := store.Active
+		if i == 3 {
+			want = store.Bounced
+		}
+		if err != nil || res.SoftBounces != i || res.Subscriber.Status != want {
+			t.Fatalf("soft bounce %d: %+v %v, want %s", i, res, err, want)
+		}
+		if i == 2 {
+			// The same report again counts once.
+			again, err := s.RecordFeedback(ctx, store.Feedback{ID: "s2", Email: "soft@x.io", Type: store.SoftBounce}, pol)
+			if err != nil || !again.Duplicate {
+				t.Fatalf("a repeated soft bounce: %+v %v", again, err)
+			}
+			if got, _ := s.Get(ctx, "soft@x.io"); got.Status != store.Active {
+				t.Fatalf("after a repeated report: %s", got.Status)
+			}
+		}
+	}
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "c1", Email: "spam@x.io", SubscriberID: spam.ID, Type: store.Complaint}, pol)
+	if err != nil || !res.Changed || res.Subscriber.Status != store.Complained {
+		t.Fatalf("complaint: %+v %v", res, err)
+	}
+	if again, err := s.RecordFeedback(ctx, store.Feedback{ID: "c1", Email: "spam@x.io", Type: store.Complaint}, pol); err != nil || !again.Duplicate {
+		t.Fatalf("the same complaint twice: %+v %v", again, err)
+	}
+	// Nothing overrides a complaint: a later hard bounce, an unsubscribe.
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{ID: "h9", Email: "spam@x.io", Type: store.HardBounce}, pol))
+	must2(t)(s.Unsubscribe(ctx, "spam@x.io"))
+	if got, _ := s.Get(ctx, "spam@x.io"); got.Status != store.Complained {
+		t.Fatalf("a complaint was overridden: %s", got.Status)
+	}
+	// No mail to any of them: none is in the digest audience.
+	ids, err := s.ActiveAfter(ctx, 0, 100)
+	if err != nil || slices.Contains(ids, hard.ID) || slices.Contains(ids, soft.ID) || slices.Contains(ids, spam.ID) {
+		t.Fatalf("audience after bounces and a complaint: %v %v", ids, err)
+	}
+	// Import and an admin activation cannot bring a complaint back; only
+	// a signup with its own confirmation can.
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "spam@x.io", Activate: true}); !errors.Is(err, store.ErrComplained) {
+		t.Fatalf("activating a complained address: %v", err)
+	}
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "spam@x.io", Activate: true, OnlyNew: true}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("importing a complained address: %v", err)
+	}
+	if got, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "spam@x.io"}); err != nil || got.Status != store.Pending {
+		t.Fatalf("signing up again: %+v %v, want pending", got, err)
+	}
+	// Unknown address or a tag whose id and address disagree: not found,
+	// nothing changed.
+	if _, err := s.RecordFeedback(ctx, store.Feedback{ID: "u1", Email: "nobody@x.io", Type: store.HardBounce}, pol); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown address: %v", err)
+	}
+	if _, err := s.RecordFeedback(ctx, store.Feedback{ID: "u2", Email: "soft@x.io", SubscriberID: hard.ID, Type: store.Complaint}, pol); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("id and address of two people: %v", err)
+	}
+	if got, _ := s.Get(ctx, "hard@x.io"); got.Status != store.Bounced {
+		t.Fatalf("a mismatched report changed %s", got.Status)
+	}
+	if _, err := s.RecordFeedback(ctx, store.Feedback{Email: "soft@x.io", Type: "maybe"}, pol); err == nil {
+		t.Fatal("an unknown report type was accepted")
+	}
+}
+
+// testSuppressionsListAndLift: the list pages by id and filters by
+// reason; lifting a bounce reactivates, lifting a complaint unsubscribes.
+func testSuppressionsListAndLift(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	var emails []string
+	for i := range 5 {
+		e := fmt.Sprintf("s%d@x.io", i)
+		emails = append(emails, e)
+		must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: e, Activate: true}))
+	}
+	must(t, s.MarkBounced(ctx, emails[0])) // during the SMTP conversation
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{Email: emails[1], Type: store.HardBounce}, store.FeedbackPolicy{}))
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{Email: emails[3], Type: store.Complaint}, store.FeedbackPolicy{}))
+	page1, err := s.Suppressed(ctx, "", 0, 2)
+	if err != nil || len(page1) != 2 || page1[0].Email != emails[0] || page1[1].Email != emails[1] {
+		t.Fatalf("page 1: %+v %v", page1, err)
+	}
+	page2, err := s.Suppressed(ctx, "", page1[1].ID, 2)
+	if err != nil || len(page2) != 1 || page2[0].Email != emails[3] || page2[0].Status != store.Complained {
+		t.Fatalf("page 2: %+v %v", page2, err)
+	}
+	if c, err := s.Suppressed(ctx, store.Complained, 0, 10); err != nil || len(c) != 1 || c[0].Email != emails[3] {
+		t.Fatalf("complained only: %+v %v", c, err)
+	}
+	if _, err := s.Suppressed(ctx, store.Active, 0, 10); err == nil {
+		t.Fatal("listing active as a suppression was accepted")
+	}
+	if got, err := s.LiftSuppression(ctx, emails[1]); err != nil || got.Status != store.Active {
+		t.Fatalf("lift a bounce: %+v %v", got, err)
+	}
+	if got, err := s.LiftSuppression(ctx, emails[3]); err != nil || got.Status != store.Unsubscribed {
+		t.Fatalf("lift a complaint: %+v %v", got, err)
+	}
+	if _, err := s.LiftSuppression(ctx, emails[2]); !errors.Is(err, store.ErrNotSuppressed) {
+		t.Fatalf("lift an active address: %v", err)
+	}
+	if b, err := s.Suppressed(ctx, "", 0, 10); err != nil || len(b) != 1 || b[0].Email != emails[0] {
+		t.Fatalf("after lifting: %+v %v", b, err)
+	}
+	ids, err := s.ActiveAfter(ctx, 0, 100)
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("active after lifting a bounce: %v %v", ids, err)
+	}
+}

@@ -41,7 +41,9 @@ func Run(t *testing.T, h Harness) {
 		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},
 		{"KeysetWalkAndOutcomes", testKeysetWalkAndOutcomes},
 		{"ImportNeverResubscribes", testImportNeverResubscribes},
-		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver}}
+		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver},
+		{"FeedbackPolicy", testFeedbackPolicy},
+		{"SuppressionsListAndLift", testSuppressionsListAndLift}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
