@@ -25,15 +25,15 @@ const (
 // DigestRun is the record of one period's digest: what it sends, how far the
 // planner got, and what happened to each recipient.
 type DigestRun struct {
-	Period    string    `json:"period"`
-	State     string    `json:"state"`
-	Items     []Item    `json:"items"`
-	Audience  int64     `json:"audience"` // active subscribers when the run began
-	Cursor    int64     `json:"cursor"`   // last subscriber id planned
-	Planned   int64     `json:"planned"`
-	Sent      int64     `json:"sent"`
-	Skipped   int64     `json:"skipped"`
-	Failed    int64     `json:"failed"`
+	Period   string `json:"period"`
+	State    string `json:"state"`
+	Items    []Item `json:"items"`
+	Audience int64  `json:"audience"` // active subscribers when the run began
+	Cursor   int64  `json:"cursor"`   // last subscriber id planned
+	Planned  int64  `json:"planned"`
+	Sent     int64  `json:"sent"`
+	Skipped  int64  `json:"skipped"`
+	Failed   int64  `json:"failed"`
 	// Bounces and Complaints are the reports about this run's mail that
 	// arrived after it was sent (RecordFeedback); the rates are per mail
 	// sent. Mailbox providers want complaints under 0.1 %.
@@ -41,8 +41,8 @@ type DigestRun struct {
 	Complaints    int64     `json:"complaints"`
 	BounceRate    float64   `json:"bounce_rate"`
 	ComplaintRate float64   `json:"complaint_rate"`
-	CreatedAt time.Time `json:"created_at"`
-	PlannedAt time.Time `json:"planned_at,omitzero"`
+	CreatedAt     time.Time `json:"created_at"`
+	PlannedAt     time.Time `json:"planned_at,omitzero"`
 }
 
 // Recipient outcomes other than sent (sent is the delivery mark itself).
