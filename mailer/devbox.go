@@ -31,7 +31,7 @@ func NewMailbox(limit int) *Mailbox {
 func (b *Mailbox) Send(_ context.Context, msg *Message) error {
 	cp := *msg
 	if cp.MessageID == "" {
-		cp.MessageID = newMessageID("dev.localhost")
+		cp.MessageID = newMessageID("", "dev.localhost")
 	}
 	if cp.Date.IsZero() {
 		cp.Date = time.Now()

@@ -65,15 +65,34 @@ func TestDKIMCoversListHeaders(t *testing.T) {
 	for i, k := range v.HeaderKeys {
 		signed[i] = strings.ToLower(k)
 	}
-	for _, h := range []string{"from", "list-unsubscribe", "list-unsubscribe-post"} {
+	for _, h := range []string{"from", "subject", "content-type", "mime-version", "list-id", "list-unsubscribe", "list-unsubscribe-post"} {
 		if !slices.Contains(signed, h) {
 			t.Errorf("%s is not covered by the signature (h=%v)", h, signed)
 		}
 	}
-	// Tampering with the unsubscribe target breaks the signature.
-	forged := bytes.Replace(got.Data, []byte("token=abc"), []byte("token=evil"), 1)
-	if verifs, _ := dkim.VerifyWithOptions(bytes.NewReader(forged), &dkim.VerifyOptions{LookupTXT: lookup}); len(verifs) == 1 && verifs[0].Err == nil {
-		t.Fatal("a changed List-Unsubscribe still verifies")
+	// Every tampering below must break the signature.
+	headerEnd := bytes.Index(got.Data, []byte("\r\n\r\n"))
+	addHeader := func(h string) []byte {
+		return slices.Concat(got.Data[:headerEnd+2], []byte(h+"\r\n"), got.Data[headerEnd+2:])
+	}
+	replace := func(old, new string) []byte {
+		if !bytes.Contains(got.Data, []byte(old)) {
+			t.Fatalf("the mail has no %q to tamper with:\n%s", old, got.Data)
+		}
+		return bytes.Replace(got.Data, []byte(old), []byte(new), 1)
+	}
+	for name, forged := range map[string][]byte{
+		"List-Unsubscribe target": replace("token=abc", "token=evil"),
+		"List-Id":                 replace("List-Id: Newsletter <news.example.com>", "List-Id: Other <other.example.com>"),
+		"Content-Type":            replace("Content-Type: multipart/alternative", "Content-Type: multipart/mixed"),
+		"MIME-Version":            replace("MIME-Version: 1.0", "MIME-Version: 1.1"),
+		"a second From":           addHeader("From: Bank <security@bank.example>"),
+		"a second Subject":        addHeader("Subject: Urgent: verify your account"),
+	} {
+		verifs, _ := dkim.VerifyWithOptions(bytes.NewReader(forged), &dkim.VerifyOptions{LookupTXT: lookup})
+		if len(verifs) == 1 && verifs[0].Err == nil {
+			t.Errorf("%s changed, and the signature still verifies", name)
+		}
 	}
 }
 

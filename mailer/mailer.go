@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -25,8 +26,12 @@ func Kinds() []string {
 
 // Message is one rendered mail to one recipient.
 type Message struct {
-	Kind    string
-	To      string
+	Kind   string
+	To     string
+	ToName string // the subscriber's name, when known: shown in To
+	// Tag traces the mail to its subscriber in a late bounce or complaint
+	// (the VERP tag): it goes into the envelope sender and the Message-ID.
+	Tag     string
 	Subject string
 	Text    string
 	HTML    string
@@ -43,9 +48,29 @@ type Mailer interface {
 	Send(ctx context.Context, msg *Message) error
 }
 
-// newMessageID returns a globally unique id at domain.
-func newMessageID(domain string) string {
+// newMessageID returns a globally unique id at domain, carrying tag
+// ("<random>.<tag>@domain") so that a complaint quoting only the mail's
+// headers still names its subscriber.
+func newMessageID(tag, domain string) string {
 	var b [16]byte
 	rand.Read(b[:])
+	if tag != "" {
+		return hex.EncodeToString(b[:]) + "." + tag + "@" + domain
+	}
 	return hex.EncodeToString(b[:]) + "@" + domain
 }
+
+// returnPath is the envelope sender for a mail with tag:
+// bounces@b.example.com → bounces+<tag>@b.example.com (VERP).
+func returnPath(bounce, tag string) string {
+	at := strings.LastIndexByte(bounce, '@')
+	if tag == "" || at < 0 {
+		return bounce
+	}
+	return bounce[:at] + "+" + tag + bounce[at:]
+}
+
+// feedbackID is the Feedback-ID header of a stream, which mailbox
+// providers' feedback loops aggregate complaints by (Gmail's format, the
+// sender last): "<kind>:newsletter:<domain>".
+func feedbackID(kind, domain string) string { return kind + ":newsletter:" + domain }

@@ -33,7 +33,13 @@ type SMTPOptions struct {
 	// unsubscribe link ("Newsletter <news.example.com>").
 	ListID string
 	// DKIM signs every message when set (see NewDKIMSigner).
-	DKIM *gomail.DKIMSigner
+	DKIM *DKIM
+	// Helo is the name in EHLO (default: go-mail's, the machine's name).
+	// Once mail leaves a relay, a bare machine name costs spam points.
+	Helo string
+	// BounceAddress is the envelope sender, with each message's Tag after
+	// a '+' (VERP), so a late bounce names its mail; empty: From.
+	BounceAddress string
 }
 
 // SMTP delivers mail through a pool of reused SMTP connections: a
@@ -44,6 +50,8 @@ type SMTP struct {
 	from    string
 	domain  string
 	listID  string
+	dkim    *DKIM
+	bounce  string
 	idleFor time.Duration
 
 	slots chan struct{} // one per open connection
@@ -93,8 +101,8 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 	if o.TLSConfig != nil {
 		opts = append(opts, gomail.WithTLSConfig(o.TLSConfig))
 	}
-	if o.DKIM != nil {
-		opts = append(opts, gomail.WithAlwaysDKIMSign(o.DKIM))
+	if o.Helo != "" {
+		opts = append(opts, gomail.WithHELO(o.Helo))
 	}
 	if o.Server.Username != "" {
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
@@ -109,6 +117,8 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 		from:    from.String(),
 		domain:  address.Domain(from.Address),
 		listID:  o.ListID,
+		dkim:    o.DKIM,
+		bounce:  o.BounceAddress,
 		idleFor: o.IdleTimeout,
 		slots:   make(chan struct{}, o.PoolSize),
 		idle:    make(chan *pooledConn, o.PoolSize),
@@ -217,11 +227,16 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	if err := m.From(s.from); err != nil {
 		return nil, err
 	}
-	if err := m.To(msg.To); err != nil {
+	if err := m.AddToFormat(msg.ToName, msg.To); err != nil {
 		return nil, err
 	}
+	if s.bounce != "" {
+		if err := m.EnvelopeFrom(returnPath(s.bounce, msg.Tag)); err != nil {
+			return nil, err
+		}
+	}
 	if msg.MessageID == "" {
-		msg.MessageID = newMessageID(s.domain)
+		msg.MessageID = newMessageID(msg.Tag, s.domain)
 	}
 	if msg.Date.IsZero() {
 		msg.Date = s.now()
@@ -232,9 +247,17 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	for k, v := range listHeaders(msg, s.listID) {
 		m.SetGenHeader(gomail.Header(k), v)
 	}
+	if msg.Kind != "" {
+		m.SetGenHeader("Feedback-ID", feedbackID(msg.Kind, s.domain))
+	}
 	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
 	if msg.HTML != "" {
 		m.AddAlternativeString(gomail.TypeTextHTML, msg.HTML)
+	}
+	if s.dkim != nil {
+		if err := s.dkim.sign(m); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

@@ -163,3 +163,43 @@ func TestSMTPClosesIdleConnections(t *testing.T) {
 		t.Fatalf("after the idle close: %v, %d connections", err, srv.Sessions())
 	}
 }
+
+// TestSMTPEnvelopeAndIdentity: the EHLO name is the configured one; the
+// envelope sender carries the mail's VERP tag, as does its Message-ID; the
+// To header names the subscriber; Feedback-ID names the stream.
+func TestSMTPEnvelopeAndIdentity(t *testing.T) {
+	srv := smtptest.Start(t)
+	cfg, err := ParseServerURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "News <news@example.com>", Helo: "news.example.com", BounceAddress: "bounces@b.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	msg := testMessage("ann@example.org")
+	msg.Kind, msg.ToName, msg.Tag = KindDigest, "Ann Lee", "2n9c-d-0123456789ab"
+	if err := m.Send(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.WaitFor(t, 1, 5*time.Second)[0]
+	if got.Helo != "news.example.com" {
+		t.Errorf("EHLO %q, want the configured name", got.Helo)
+	}
+	if got.From != "bounces+2n9c-d-0123456789ab@b.example.com" {
+		t.Errorf("envelope sender %q", got.From)
+	}
+	if id := got.Header.Get("Message-Id"); !strings.Contains(id, ".2n9c-d-0123456789ab@example.com>") {
+		t.Errorf("Message-ID %q carries no tag", id)
+	}
+	if to := got.Header.Get("To"); to != `"Ann Lee" <ann@example.org>` {
+		t.Errorf("To %q", to)
+	}
+	if fb := got.Header.Get("Feedback-Id"); fb != "digest:newsletter:example.com" {
+		t.Errorf("Feedback-ID %q", fb)
+	}
+	if from := got.Header.Get("From"); !strings.Contains(from, "news@example.com") {
+		t.Errorf("From %q: the header keeps the From address", from)
+	}
+}

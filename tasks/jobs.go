@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -64,6 +66,35 @@ func NewUnsubscribeLink(email string) *asynq.Task {
 	return asynq.NewTask(TypeUnsubscribeEmail, mustJSON(UnsubscribeLinkPayload{Email: email, Nonce: newNonce()}),
 		asynq.Queue(queueOf[TypeUnsubscribeEmail]), asynq.TaskID(UnsubscribeLinkTaskID(email)),
 		asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+}
+
+// FeedbackSources are the places a bounce or complaint report comes from,
+// the values of the metrics' source label.
+var FeedbackSources = []string{"smtp", "ses", "sendgrid", "mailgun", "postmark", "api"}
+
+// FeedbackTaskID is the id of the task of report id: the same report
+// delivered twice while the first is queued adds nothing.
+func FeedbackTaskID(id string) string { return "feedback:" + id }
+
+// NewFeedback is the task that applies one report. It refuses a report
+// that names no address, an unknown type or source.
+func NewFeedback(p FeedbackPayload) (*asynq.Task, error) {
+	switch p.Type {
+	case "hard", "soft", "complaint":
+	default:
+		return nil, fmt.Errorf("feedback type %q: want hard, soft or complaint", p.Type)
+	}
+	if !slices.Contains(FeedbackSources, p.Source) {
+		return nil, fmt.Errorf("feedback source %q unknown", p.Source)
+	}
+	if p.Email == "" && p.SubscriberID <= 0 {
+		return nil, errors.New("feedback names no address")
+	}
+	opts := []asynq.Option{asynq.Queue(queueOf[TypeFeedback]), asynq.MaxRetry(20), asynq.Timeout(30 * time.Second)}
+	if p.ID != "" {
+		opts = append(opts, asynq.TaskID(FeedbackTaskID(p.ID)))
+	}
+	return asynq.NewTask(TypeFeedback, mustJSON(p), opts...), nil
 }
 
 // TaskRef names one task in one queue, for the Inspector.

@@ -48,3 +48,20 @@ type EventsPayload struct {
 	Email  string         `json:"email"`
 	Events []EventPayload `json:"events"`
 }
+
+// FeedbackPayload is the payload of TypeFeedback: one report about one
+// address, from one source.
+type FeedbackPayload struct {
+	// ID is the report's own id (deduplicated by the store and, while
+	// the task exists, by its TaskID).
+	ID           string `json:"id,omitempty"`
+	SubscriberID int64  `json:"subscriber_id,omitempty"` // from the VERP tag or Message-ID
+	Email        string `json:"email,omitempty"`
+	// Type is hard, soft or complaint (store.FeedbackType).
+	Type string `json:"type"`
+	// Source is where the report came from: FeedbackSources.
+	Source string `json:"source"`
+	// Kind is the kind of the mail it is about, when known.
+	Kind   string `json:"kind,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -13,6 +13,9 @@ const (
 	// address that asked to leave without a token
 	// (NEWSLETTER_UNSUBSCRIBE_BY_EMAIL=confirm).
 	TypeUnsubscribeEmail = "email:unsubscribe"
+	// TypeFeedback applies one bounce or complaint report (the bounce
+	// intake, a provider's webhook) to its subscriber.
+	TypeFeedback = "feedback:record"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -42,6 +45,8 @@ var queueOf = map[string]string{
 	TypeEventsEmail:  QueueDefault,
 	// A person waits for it with the page open, like a confirmation.
 	TypeUnsubscribeEmail: QueueTransactional,
+	// Ahead of the bulk: a report stops mail that would hurt the sender.
+	TypeFeedback: QueueCritical,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -49,4 +54,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback}

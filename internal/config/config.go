@@ -12,8 +12,10 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/newsletter/newsletter/internal/clientip"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
 	"github.com/robfig/cron/v3"
 )
@@ -78,6 +80,21 @@ type Config struct {
 	// retry; RetryBase is the first retry delay of a failed send.
 	ClaimTTL  time.Duration
 	RetryBase time.Duration
+	// SMTPHelo is the name in EHLO (default: the host of BaseURL): a
+	// bare machine name costs spam points once mail leaves a relay.
+	SMTPHelo string
+	// BounceAddress is the envelope sender (with a VERP tag per mail);
+	// empty: the From address. BounceSMTPAddr is where the bounce intake
+	// listens (empty: off).
+	BounceAddress  string
+	BounceSMTPAddr string
+	// SoftBounceLimit soft bounces within 30 days make a bounce.
+	SoftBounceLimit int
+	// The providers' webhook secrets; each empty one turns its route off.
+	MailgunSigningKey string
+	SendGridPublicKey string // base64 DER
+	PostmarkToken     string
+	SESTopicARNs      []string
 	// PollInterval is how often workers move due scheduled and retry tasks
 	// into their queues (asynq's default 5s). Tests shorten it.
 	PollInterval time.Duration
@@ -131,6 +148,30 @@ func Load(getenv func(string) string) (*Config, error) {
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
 		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
+		SMTPHelo:           p.str("NEWSLETTER_SMTP_HELO", ""),
+		BounceAddress:      p.str("NEWSLETTER_BOUNCE_ADDRESS", ""),
+		BounceSMTPAddr:     p.str("NEWSLETTER_BOUNCE_SMTP_ADDR", ""),
+		SoftBounceLimit:    p.integer("NEWSLETTER_SOFT_BOUNCE_LIMIT", store.DefaultSoftBounceLimit, 1),
+		MailgunSigningKey:  p.str("NEWSLETTER_MAILGUN_SIGNING_KEY", ""),
+		SendGridPublicKey:  p.str("NEWSLETTER_SENDGRID_PUBLIC_KEY", ""),
+		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
+	}
+	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
+		if arn = strings.TrimSpace(arn); arn != "" {
+			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")
+			c.SESTopicARNs = append(c.SESTopicARNs, arn)
+		}
+	}
+	if c.BounceAddress != "" {
+		a, err := mail.ParseAddress(c.BounceAddress)
+		p.check("NEWSLETTER_BOUNCE_ADDRESS", err == nil && a.Name == "" && !strings.Contains(a.Address, "+"), "a bare address without a + tag, such as bounces@bounces.example.com")
+		if err == nil {
+			c.BounceAddress = a.Address
+		}
+	}
+	if c.SendGridPublicKey != "" {
+		_, err := feedback.ParseSendGridKey(c.SendGridPublicKey)
+		p.check("NEWSLETTER_SENDGRID_PUBLIC_KEY", err == nil, "the verification key SendGrid shows (base64 DER of an ECDSA public key)")
 	}
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency
@@ -149,6 +190,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	p.check("NEWSLETTER_FROM", fromErr == nil, `an address such as "Newsletter <news@example.com>"`)
 	u, err := url.Parse(c.BaseURL)
 	p.check("NEWSLETTER_BASE_URL", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "", "an http:// or https:// origin")
+	if c.SMTPHelo == "" && err == nil {
+		c.SMTPHelo = u.Hostname()
+	}
+	p.check("NEWSLETTER_SMTP_HELO", !strings.ContainsAny(c.SMTPHelo, " \t\r\n"), "a host name such as news.example.com")
 	p.check("NEWSLETTER_SECRET", c.Secret != "" || c.Embedded(), "a secret (at least 16 characters) whenever NEWSLETTER_REDIS_URL is set")
 	p.check("NEWSLETTER_SECRET", c.Secret == "" || len(c.Secret) >= 16, "at least 16 characters")
 	var cronErr error

@@ -32,6 +32,8 @@ type Message struct {
 	Data   []byte
 	Header mail.Header
 	At     time.Time
+	// Helo is the name the client gave in EHLO or HELO.
+	Helo string
 }
 
 // Fault is what the server does to one attempt for one recipient.
@@ -198,7 +200,7 @@ func (x *session) Data(r io.Reader) error {
 			return f.Err
 		}
 	}
-	msg := Message{From: x.from, To: x.to, Data: body, At: time.Now()}
+	msg := Message{From: x.from, To: x.to, Data: body, At: time.Now(), Helo: x.conn.Hostname()}
 	if m, err := mail.ReadMessage(bytes.NewReader(body)); err == nil {
 		msg.Header = m.Header
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 )
@@ -54,6 +55,9 @@ type Deliverer struct {
 	ClaimTTL time.Duration
 	Metrics  *Metrics
 	Log      *slog.Logger
+	// Tags, when set, traces each mail to its subscriber in a late bounce
+	// or complaint (the VERP tag in its envelope sender and Message-ID).
+	Tags *feedback.Tagger
 
 	// marks writes sent marks for all senders of the worker together
 	// (marks.go); nil: each mark in a round trip of its own.
@@ -246,6 +250,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.countFailure(mail.Mark.Kind, mailer.Invalid)
 		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("render %s: %v: %w", mail.Mark.Kind, err, asynq.SkipRetry))
 	}
+	msg.ToName, msg.Tag = mail.To.Name, d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
 	if d.marks != nil {
 		// A slot of the window of sent-but-unmarked mails (marks.go).
 		if err := d.marks.acquire(ctx); err != nil {

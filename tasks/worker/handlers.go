@@ -4,8 +4,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -14,6 +16,7 @@ type Store interface {
 	DeliveryStore
 	PlanStore
 	BatchStore
+	store.Suppressions
 }
 
 // Deps is what the components are built from: the one place where a
@@ -39,6 +42,11 @@ type Deps struct {
 	// sender); 0 marks every mail in a round trip of its own.
 	MarkWindow int
 
+	// Tags traces mail to its subscriber in late bounces (nil: no tag).
+	Tags *feedback.Tagger
+	// Feedback is how bounce reports add up (the store's defaults).
+	Feedback store.FeedbackPolicy
+
 	ClaimTTL          time.Duration // DefaultClaimTTL
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
@@ -49,7 +57,7 @@ type Deps struct {
 func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
-		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log,
+		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
 	}
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.log())
@@ -64,8 +72,9 @@ func NewHandlers(d Deps) Handlers {
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links,
 			Quiet: d.Quiet, Now: d.Now, Log: d.Log,
 		},
-		Events:  &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
-		Metrics: d.Metrics,
+		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
+		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log},
+		Metrics:  d.Metrics,
 	}
 }
 

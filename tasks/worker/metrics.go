@@ -25,6 +25,12 @@ type Metrics struct {
 	// archived on purpose (the address is suppressed, nothing to do);
 	// rejected, invalid and exhausted need an operator.
 	Archived *prometheus.CounterVec // type, queue, cause
+	// Bounces and Complaints count the reports applied (a repeated report
+	// counts once); FeedbackUnmatched those about an address not on the
+	// list.
+	Bounces           *prometheus.CounterVec // type (hard, soft), source
+	Complaints        *prometheus.CounterVec // source
+	FeedbackUnmatched *prometheus.CounterVec // source
 }
 
 // Results are the values of the result label of newsletter_tasks_total.
@@ -55,6 +61,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_tasks_archived_total",
 			Help: "Tasks archived (failed for good) by cause: bounced (expected: the address is suppressed), rejected, invalid, exhausted (every retry used).",
 		}, []string{"type", "queue", "cause"}),
+		Bounces: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_bounces_total", Help: "Bounce reports applied, by type (hard, soft) and source (smtp, ses, sendgrid, mailgun, postmark, api).",
+		}, []string{"type", "source"}),
+		Complaints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_complaints_total", Help: "Spam complaints applied, by source.",
+		}, []string{"source"}),
+		FeedbackUnmatched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_feedback_unmatched_total", Help: "Bounce and complaint reports about an address not on the list, by source.",
+		}, []string{"source"}),
+	}
+	for _, src := range tasks.FeedbackSources {
+		m.Bounces.WithLabelValues("hard", src)
+		m.Bounces.WithLabelValues("soft", src)
+		m.Complaints.WithLabelValues(src)
+		m.FeedbackUnmatched.WithLabelValues(src)
 	}
 	for _, kind := range mailer.Kinds() {
 		m.Sent.WithLabelValues(kind)
@@ -73,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched)
 	}
 	return m
 }

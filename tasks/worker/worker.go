@@ -44,6 +44,8 @@ type Handlers struct {
 	Planner *Planner     // digest:plan
 	Batches *BatchSender // email:digest
 	Events  *EventSender // email:events
+	// Feedback applies bounce and complaint reports (feedback:record).
+	Feedback *FeedbackRecorder
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
@@ -83,6 +85,7 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
 	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
 	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
+	mux.HandleFunc(tasks.TypeFeedback, h.Feedback.HandleFeedback)
 	return &Worker{srv: srv, mux: mux, handlers: h}
 }
 

@@ -1,0 +1,84 @@
+package feedback
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// kindCodes are the mail kinds as one letter in a tag.
+var kindCodes = map[string]string{"confirm": "c", "welcome": "w", "digest": "d", "events": "e", "unsubscribe": "u"}
+
+// Tagger makes and reads the tags that trace a mail to its subscriber:
+// "<id base 36>-<kind letter>-<MAC>", 12 hex digits of an HMAC-SHA256
+// over both, so nobody without the secret can make one.
+type Tagger struct {
+	key []byte
+}
+
+// NewTagger derives the tag key from the service's secret.
+func NewTagger(secret []byte) *Tagger {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("newsletter verp tag key"))
+	return &Tagger{key: m.Sum(nil)}
+}
+
+func (t *Tagger) mac(id, code string) string {
+	m := hmac.New(sha256.New, t.key)
+	m.Write([]byte(id + "-" + code))
+	return hex.EncodeToString(m.Sum(nil)[:6])
+}
+
+// Tag is the tag of a mail of kind to subscriber id ("" for an unknown
+// kind or id).
+func (t *Tagger) Tag(id int64, kind string) string {
+	code, ok := kindCodes[kind]
+	if t == nil || !ok || id <= 0 {
+		return ""
+	}
+	s := strconv.FormatInt(id, 36)
+	return s + "-" + code + "-" + t.mac(s, code)
+}
+
+// Parse reads a tag; ok is false for anything this Tagger did not make.
+func (t *Tagger) Parse(tag string) (id int64, kind string, ok bool) {
+	parts := strings.Split(strings.ToLower(tag), "-")
+	if t == nil || len(parts) != 3 {
+		return 0, "", false
+	}
+	for k, code := range kindCodes {
+		if code == parts[1] {
+			kind = k
+		}
+	}
+	id, err := strconv.ParseInt(parts[0], 36, 64)
+	if kind == "" || err != nil || id <= 0 || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {
+		return 0, "", false
+	}
+	return id, kind, true
+}
+
+// TagOfAddress is the tag of a VERP address ("" when it has none).
+func TagOfAddress(addr string) string {
+	addr = strings.Trim(strings.TrimSpace(addr), "<>")
+	at := strings.LastIndexByte(addr, '@')
+	plus := strings.IndexByte(addr, '+')
+	if at < 0 || plus < 0 || plus > at {
+		return ""
+	}
+	return addr[plus+1 : at]
+}
+
+// TagOfMessageID is the tag in one of our Message-IDs,
+// "<random>.<tag>@domain" ("" when it has none).
+func TagOfMessageID(id string) string {
+	id = strings.Trim(strings.TrimSpace(id), "<>")
+	at := strings.LastIndexByte(id, '@')
+	dot := strings.IndexByte(id, '.')
+	if at < 0 || dot < 0 || dot > at {
+		return ""
+	}
+	return id[dot+1 : at]
+}
