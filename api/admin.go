@@ -42,8 +42,12 @@ func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
-	writeJSON(w, http.StatusOK, subscriberView{
+	writeJSON(w, http.StatusOK, viewOf(sub))
+}
+
+func viewOf(sub store.Subscriber) subscriberView {
+	return subscriberView{
 		Email: sub.Email, Name: sub.Name, Status: sub.Status, Timezone: sub.Timezone, CreatedAt: sub.CreatedAt,
 		ConfirmedAt: timePtr(sub.ConfirmedAt), UnsubscribedAt: timePtr(sub.UnsubscribedAt),
-	})
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
@@ -76,6 +77,7 @@ type Config struct {
 // items and the digest runs' progress.
 type Store interface {
 	store.Subscribers
+	store.Suppressions
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 }
@@ -96,6 +98,10 @@ type Deps struct {
 	// binary shares one with its other guarded routes, so failed
 	// attempts count together.
 	Guard *adminauth.Guard
+	// Webhooks are the providers' bounce and complaint webhooks by name
+	// (ses, sendgrid, mailgun, postmark), each at POST /webhooks/<name>;
+	// one not configured has no route.
+	Webhooks map[string]feedback.Webhook
 	// Metrics handler for GET /metrics; nil leaves the route out.
 	MetricsHandler http.Handler
 	Now            func() time.Time
@@ -151,6 +157,7 @@ func (s *Server) routes() {
 	}
 	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
+	s.feedbackRoutes()
 }
 
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).

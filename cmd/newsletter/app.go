@@ -25,6 +25,7 @@ import (
 	"github.com/newsletter/newsletter/internal/autopipe"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
@@ -43,7 +44,9 @@ type app struct {
 	emb      *embedded.Redis
 	store    *store.Redis
 	signer   *token.Signer
-	reg      *prometheus.Registry
+	// tags trace mail to its subscriber in late bounces (VERP).
+	tags *feedback.Tagger
+	reg  *prometheus.Registry
 	// guard checks the admin token on every guarded route of the process,
 	// so failed attempts count together.
 	guard *adminauth.Guard
@@ -102,6 +105,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		return nil, fmt.Errorf("redis layout: %w", err)
 	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
+	a.tags = feedback.NewTagger([]byte(cfg.Secret))
 	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil)
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -153,7 +157,10 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 		return box, box, nil
 	}
 	var err error
-	opts := mailer.SMTPOptions{Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From)}
+	opts := mailer.SMTPOptions{
+		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
+		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
+	}
 	if a.cfg.DKIMKeyFile != "" {
 		if opts.DKIM, err = mailer.NewDKIMSigner(a.cfg.DKIMKeyFile, a.cfg.DKIMDomain, a.cfg.DKIMSelector); err != nil {
 			return nil, nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)

@@ -17,6 +17,7 @@ commands:
   api          the HTTP API only
   worker       the task worker only (sends mail)
   scheduler    the periodic scheduler only
+  bounces      the bounce intake only: an SMTP server for NEWSLETTER_BOUNCE_ADDRESS (NEWSLETTER_BOUNCE_SMTP_ADDR)
   import FILE  bulk-add subscribers from a CSV file (email[,name[,timezone]])
   digest run   plan the digest now [--period 2026-W49]
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
@@ -45,6 +46,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = serveCmd(ctx, roles{worker: true}, getenv, stdout, stderr)
 	case "scheduler":
 		err = serveCmd(ctx, roles{scheduler: true}, getenv, stdout, stderr)
+	case "bounces":
+		err = serveCmd(ctx, roles{bounces: true}, getenv, stdout, stderr)
 	case "import":
 		err = importCmd(ctx, args, getenv, stdout, stderr)
 	case "digest":

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/feedback/intake"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
@@ -30,10 +32,12 @@ import (
 )
 
 // roles selects what a process runs.
-type roles struct{ api, worker, scheduler bool }
+type roles struct{ api, worker, scheduler, bounces bool }
 
 func (r roles) String() string {
 	switch {
+	case r.bounces && !r.api:
+		return "bounces"
 	case r.api && r.worker && r.scheduler:
 		return "serve"
 	case r.api:
@@ -87,6 +91,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
 			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
+			Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
 		})
 		wrk = worker.New(a.rdb, worker.Config{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
@@ -117,6 +122,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler, Guard: a.guard,
+			Webhooks: webhooks(a),
 		})
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
@@ -155,6 +161,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			return err
 		}
 		relay.Start()
+	}
+	if r.bounces || (r.api && r.worker && a.cfg.BounceSMTPAddr != "") {
+		stopIntake, err := startIntake(a, client)
+		if err != nil {
+			return err
+		}
+		defer stopIntake()
 	}
 	if r.scheduler {
 		sched := &schedule.Scheduler{Schedule: a.cfg.DigestSchedule, Queue: client, Log: a.log}
@@ -257,4 +270,57 @@ func (a *app) banner(r roles, listen string, devMailbox bool) {
 		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
 		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
 	}
+}
+
+// webhooks are the providers' webhooks that are configured.
+func webhooks(a *app) map[string]feedback.Webhook {
+	w := map[string]feedback.Webhook{}
+	if len(a.cfg.SESTopicARNs) > 0 {
+		w["ses"] = &feedback.SES{TopicARNs: a.cfg.SESTopicARNs, Tags: a.tags, Log: a.log}
+	}
+	if a.cfg.SendGridPublicKey != "" {
+		key, err := feedback.ParseSendGridKey(a.cfg.SendGridPublicKey) // checked by config.Load
+		if err == nil {
+			w["sendgrid"] = &feedback.SendGrid{Key: key, Tags: a.tags}
+		}
+	}
+	if a.cfg.MailgunSigningKey != "" {
+		w["mailgun"] = &feedback.Mailgun{SigningKey: []byte(a.cfg.MailgunSigningKey), Tags: a.tags}
+	}
+	if a.cfg.PostmarkToken != "" {
+		w["postmark"] = &feedback.Postmark{Token: a.cfg.PostmarkToken, Tags: a.tags}
+	}
+	return w
+}
+
+// startIntake runs the bounce intake's SMTP server on
+// NEWSLETTER_BOUNCE_SMTP_ADDR; the returned func stops it.
+func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
+	if a.cfg.BounceSMTPAddr == "" || a.cfg.BounceAddress == "" {
+		return nil, errors.New("NEWSLETTER_BOUNCE_SMTP_ADDR and NEWSLETTER_BOUNCE_ADDRESS: both are needed for the bounce intake")
+	}
+	srv, err := intake.New(intake.Config{
+		BounceAddress: a.cfg.BounceAddress, Domain: a.cfg.SMTPHelo, Tagger: a.tags, Queue: queue,
+		Metrics: intake.NewMetrics(a.reg), Log: a.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", a.cfg.BounceSMTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("NEWSLETTER_BOUNCE_SMTP_ADDR %s: %w", a.cfg.BounceSMTPAddr, err)
+	}
+	a.log.Info("bounce intake listening", "addr", ln.Addr().String(), "address", a.cfg.BounceAddress)
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			a.log.Error("bounce intake stopped", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			a.log.Warn("bounce intake: sessions still open at shutdown were cut", "err", err)
+		}
+	}, nil
 }

@@ -218,6 +218,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.SMTPURL == "", "unset when NEWSLETTER_SMTP_URL is set")
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: with a real Redis the mailbox is served behind it")
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
+	p.check("NEWSLETTER_BOUNCE_SMTP_ADDR", c.BounceSMTPAddr == "" || c.BounceAddress != "", "NEWSLETTER_BOUNCE_ADDRESS set too: the intake takes mail for that address only")
 	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)

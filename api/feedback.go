@@ -1,0 +1,155 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// maxWebhookBody bounds a provider's request: SendGrid batches events.
+const maxWebhookBody = 1 << 20
+
+// feedbackRoutes mounts each configured provider's webhook, the generic
+// one (admin token) and the suppression list.
+func (s *Server) feedbackRoutes() {
+	for name, wh := range s.deps.Webhooks {
+		s.mux.HandleFunc("POST /webhooks/"+name, s.webhook(name, wh))
+	}
+	s.mux.Handle("POST /webhooks/bounce", s.Admin(s.webhook("api", genericWebhook{})))
+	s.mux.Handle("GET /api/suppressions", s.Admin(http.HandlerFunc(s.listSuppressions)))
+	s.mux.Handle("DELETE /api/suppressions/{email}", s.Admin(http.HandlerFunc(s.liftSuppression)))
+}
+
+// webhook verifies a provider's request and enqueues one feedback task per
+// event; the worker applies them, so the provider gets its answer at once.
+// Unverified: 401 and nothing queued. The queue down: 503, and the
+// provider delivers again later.
+func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+		if err != nil {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
+			return
+		}
+		events, err := wh.Events(r, body)
+		if errors.Is(err, feedback.ErrUnauthorized) {
+			s.deps.Log.Warn("webhook refused", "source", source, "err", err.Error())
+			writeJSON(w, http.StatusUnauthorized, errorBody("not verified"))
+			return
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			return
+		}
+		for _, ev := range events {
+			ev.Source = source
+			task, err := tasks.NewFeedback(ev)
+			if err != nil {
+				// One unusable event (no address) must not make the
+				// provider send the whole batch again.
+				s.deps.Log.Info("webhook event skipped", "source", source, "err", err.Error())
+				continue
+			}
+			_, err = s.deps.Queue.EnqueueContext(r.Context(), task)
+			if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
+				s.deps.Log.Error("webhook: could not queue an event", "source", source, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"queued": len(events)})
+	}
+}
+
+// genericWebhook is POST /webhooks/bounce, for any other sender (behind
+// the admin token): {"email","type":"hard"|"soft"|"complaint","reason","id"}.
+// Without an id a report is not deduplicated.
+type genericWebhook struct{}
+
+func (genericWebhook) Events(_ *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+	var in struct{ Email, Type, Reason, ID string }
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, errors.New("want JSON {\"email\",\"type\",\"reason\",\"id\"}")
+	}
+	email, err := address.Normalize(in.Email)
+	if err != nil {
+		return nil, err
+	}
+	if !store.FeedbackType(in.Type).Valid() {
+		return nil, errors.New(`type must be "hard", "soft" or "complaint"`)
+	}
+	id := ""
+	if in.ID != "" {
+		id = "api-" + in.ID
+	}
+	return []tasks.FeedbackPayload{{ID: id, Email: email, Type: in.Type, Reason: in.Reason}}, nil
+}
+
+// listSuppressions handles GET /api/suppressions?reason=&after=&limit=.
+func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := store.Status(q.Get("reason"))
+	if status != "" && status != store.Bounced && status != store.Complained {
+		writeJSON(w, http.StatusBadRequest, errorBody("reason must be bounced or complained"))
+		return
+	}
+	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
+	if q.Get("after") == "" {
+		after, err = 0, nil
+	}
+	limit, lerr := strconv.Atoi(q.Get("limit"))
+	if q.Get("limit") == "" {
+		limit, lerr = 100, nil
+	}
+	if err != nil || after < 0 || lerr != nil || limit < 1 || limit > 1000 {
+		writeJSON(w, http.StatusBadRequest, errorBody("after is a subscriber id; limit 1 to 1000"))
+		return
+	}
+	subs, err := s.deps.Store.Suppressed(r.Context(), status, after, limit)
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		return
+	}
+	out := struct {
+		Suppressions []subscriberView `json:"suppressions"`
+		// Next is the after of the next page; 0 on the last.
+		Next int64 `json:"next"`
+	}{Suppressions: []subscriberView{}}
+	for _, sub := range subs {
+		out.Suppressions = append(out.Suppressions, viewOf(sub))
+	}
+	if len(subs) == limit {
+		out.Next = subs[len(subs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// liftSuppression handles DELETE /api/suppressions/{email}.
+func (s *Server) liftSuppression(w http.ResponseWriter, r *http.Request) {
+	email, err := address.Normalize(r.PathValue("email"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	sub, err := s.deps.Store.LiftSuppression(r.Context(), email)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+	case errors.Is(err, store.ErrNotSuppressed):
+		writeJSON(w, http.StatusConflict, errorBody(email+" is not suppressed"))
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+	default:
+		s.deps.Log.Warn("suppression lifted by hand", "subscriber", sub.ID, "domain", address.Domain(email), "now", sub.Status)
+		writeJSON(w, http.StatusOK, viewOf(sub))
+	}
+}
