@@ -51,7 +51,10 @@ func (q *countingQueue) EnqueueContext(ctx context.Context, t *asynq.Task, o ...
 	return q.Enqueuer.EnqueueContext(ctx, t, o...)
 }
 
-func newEnv(t *testing.T, cfg Config) *env {
+func newEnv(t *testing.T, cfg Config) *env { t.Helper(); return newEnvWith(t, cfg, nil) }
+
+// newEnvWith is newEnv with deps changed by more (when not nil).
+func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBAPI)
 	st := store.NewRedis(rdb)
@@ -62,11 +65,15 @@ func newEnv(t *testing.T, cfg Config) *env {
 	q := &countingQueue{Enqueuer: client}
 	jobs := tasks.NewDispatcher(q, st, nil)
 	t.Cleanup(jobs.Close)
-	s := New(cfg, Deps{
+	deps := Deps{
 		Store: st, Jobs: jobs, Queue: client, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if more != nil {
+		more(&deps)
+	}
+	s := New(cfg, deps)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}

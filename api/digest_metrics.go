@@ -10,7 +10,7 @@ import (
 )
 
 var digestRunDesc = prometheus.NewDesc("newsletter_digest_run_recipients",
-	"Recipients of the latest digest run by outcome (planned, sent, skipped, failed), as GET /api/digests/{period} shows them.",
+	"Recipients of the latest digest run by outcome (planned, sent, skipped, failed, and bounced or complained after the 250), as GET /api/digests/{period} shows them.",
 	[]string{"period", "outcome"}, nil)
 
 // DigestCollector exports the latest digest run's counters, read from the
@@ -33,7 +33,10 @@ func (c DigestCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for outcome, n := range map[string]int64{"planned": run.Planned, "sent": run.Sent, "skipped": run.Skipped, "failed": run.Failed} {
+	for outcome, n := range map[string]int64{
+		"planned": run.Planned, "sent": run.Sent, "skipped": run.Skipped, "failed": run.Failed,
+		"bounced": run.Bounces, "complained": run.Complaints,
+	} {
 		ch <- prometheus.MustNewConstMetric(digestRunDesc, prometheus.GaugeValue, float64(n), period, outcome)
 	}
 }

@@ -125,6 +125,8 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Sent.WithLabelValues("k").Inc()
 	m.Failed.WithLabelValues("k", "r").Inc()
 	m.Archived.WithLabelValues("t", "q", "c").Inc()
+	m.Bounces.WithLabelValues("hard", "smtp").Inc()
+	m.Complaints.WithLabelValues("smtp").Inc()
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
 	st := memstore.New()
@@ -187,7 +189,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 		got[r.Alert] = true
 		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
-	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}
@@ -207,7 +209,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			all.WriteString(expr + "\n")
 		}
 	}
-	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total"} {
+	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total", "newsletter_bounces_total", "newsletter_complaints_total"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no panel shows %s", want)
 		}

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+const feedbackAdmin = "feedback-admin-token-0123"
+
+func (e *env) adminRaw(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+feedbackAdmin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// queuedFeedback lists the feedback tasks waiting in the queue.
+func (e *env) queuedFeedback(t *testing.T) []tasks.FeedbackPayload {
+	t.Helper()
+	infos, err := e.insp.ListPendingTasks(tasks.QueueOf(tasks.TypeFeedback))
+	if err != nil && !strings.Contains(err.Error(), "NOT_FOUND") && !strings.Contains(err.Error(), "not found") {
+		t.Fatal(err)
+	}
+	var out []tasks.FeedbackPayload
+	for _, ti := range infos {
+		if ti.Type != tasks.TypeFeedback {
+			continue
+		}
+		var p tasks.FeedbackPayload
+		if err := json.Unmarshal(ti.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestWebhooksQueueVerifiedEventsOnly: a signed Mailgun event is queued
+// (the worker applies it); a forged one is 401 and queues nothing; a
+// provider that is not configured has no route; the generic endpoint
+// needs the admin token and a valid type.
+func TestWebhooksQueueVerifiedEventsOnly(t *testing.T) {
+	key := []byte("mailgun-signing-key")
+	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
+		d.Webhooks = map[string]feedback.Webhook{"mailgun": &feedback.Mailgun{SigningKey: key}}
+	})
+	mailgun := func(key []byte) string {
+		ts := fmt.Sprint(time.Now().Unix())
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(ts + "tok"))
+		return fmt.Sprintf(`{"signature":{"timestamp":%q,"token":"tok","signature":%q},
+			"event-data":{"event":"failed","severity":"permanent","recipient":"gone@example.org","id":"mg-1"}}`, ts, hex.EncodeToString(mac.Sum(nil)))
+	}
+	if resp, body := e.post(t, "/webhooks/mailgun", "application/json", mailgun([]byte("guessed key"))); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("forged: %d %s", resp.StatusCode, body)
+	}
+	if q := e.queuedFeedback(t); len(q) != 0 {
+		t.Fatalf("a forged event was queued: %+v", q)
+	}
+	if resp, body := e.post(t, "/webhooks/mailgun", "application/json", mailgun(key)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed: %d %s", resp.StatusCode, body)
+	}
+	q := e.queuedFeedback(t)
+	if len(q) != 1 || q[0].Email != "gone@example.org" || q[0].Type != "hard" || q[0].Source != "mailgun" {
+		t.Fatalf("queued %+v", q)
+	}
+	if resp, _ := e.post(t, "/webhooks/sendgrid", "application/json", `[]`); resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("an unconfigured provider answered %d", resp.StatusCode)
+	}
+
+	generic := `{"email":"Soft@Example.org","type":"soft","reason":"mailbox full","id":"x1"}`
+	if resp, _ := e.post(t, "/webhooks/bounce", "application/json", generic); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("generic without the token: %d", resp.StatusCode)
+	}
+	if code, body := e.adminRaw(t, "POST", "/webhooks/bounce", `{"email":"a@example.org","type":"maybe"}`); code != http.StatusBadRequest {
+		t.Fatalf("generic with a bad type: %d %s", code, body)
+	}
+	if code, body := e.adminRaw(t, "POST", "/webhooks/bounce", generic); code != http.StatusOK {
+		t.Fatalf("generic: %d %s", code, body)
+	}
+	if q := e.queuedFeedback(t); len(q) != 2 {
+		t.Fatalf("queued after the generic report: %+v", q)
+	}
+}
+
+// TestSuppressionsAPI lists bounced and complained addresses by page and
+// reason, and lifts one by hand.
+func TestSuppressionsAPI(t *testing.T) {
+	e := newEnv(t, Config{AdminToken: feedbackAdmin})
+	ctx := context.Background()
+	for i, typ := range []store.FeedbackType{store.HardBounce, store.Complaint, store.HardBounce} {
+		email := fmt.Sprintf("s%d@example.org", i)
+		if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.RecordFeedback(ctx, store.Feedback{Email: email, Type: typ}, store.FeedbackPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page struct {
+		Suppressions []struct{ Email, Status string }
+		Next         int64
+	}
+	code, body := e.adminRaw(t, "GET", "/api/suppressions?limit=2", "")
+	if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil || len(page.Suppressions) != 2 || page.Next == 0 {
+		t.Fatalf("page 1: %d %s", code, body)
+	}
+	code, body = e.adminRaw(t, "GET", fmt.Sprintf("/api/suppressions?limit=2&after=%d", page.Next), "")
+	if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil || len(page.Suppressions) != 1 || page.Suppressions[0].Email != "s2@example.org" || page.Next != 0 {
+		t.Fatalf("page 2: %d %s", code, body)
+	}
+	if code, body := e.adminRaw(t, "GET", "/api/suppressions?reason=complained", ""); code != 200 || !strings.Contains(body, "s1@example.org") || strings.Contains(body, "s0@") {
+		t.Fatalf("complained only: %d %s", code, body)
+	}
+	if code, _ := e.adminRaw(t, "GET", "/api/suppressions?reason=active", ""); code != http.StatusBadRequest {
+		t.Fatalf("a bad reason: %d", code)
+	}
+	if code, body := e.adminRaw(t, "DELETE", "/api/suppressions/s0@example.org", ""); code != 200 || !strings.Contains(body, `"status":"active"`) {
+		t.Fatalf("lift: %d %s", code, body)
+	}
+	if code, _ := e.adminRaw(t, "DELETE", "/api/suppressions/s0@example.org", ""); code != http.StatusConflict {
+		t.Fatalf("lift again: %d", code)
+	}
+	if resp, _ := e.get(t, "/api/suppressions"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", resp.StatusCode)
+	}
+}
