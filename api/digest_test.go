@@ -97,9 +97,18 @@ func TestDigestRunMetrics(t *testing.T) {
 	e.store.StartDigestRun(ctx, "2026-W49")
 	e.store.AdvanceDigestRun(ctx, "2026-W49", 10, 7, true)
 	e.store.SetOutcome(ctx, "2026-W49", store.OutcomeSkipped, 3)
+	// A complaint about the run's mail, after the 250.
+	if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "c@x.io", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RecordFeedback(ctx, store.Feedback{Email: "c@x.io", Type: store.Complaint, Digest: true}, store.FeedbackPolicy{}); err != nil {
+		t.Fatal(err)
+	}
 	want := `
-# HELP newsletter_digest_run_recipients Recipients of the latest digest run by outcome (planned, sent, skipped, failed), as GET /api/digests/{period} shows them.
+# HELP newsletter_digest_run_recipients Recipients of the latest digest run by outcome (planned, sent, skipped, failed, and bounced or complained after the 250), as GET /api/digests/{period} shows them.
 # TYPE newsletter_digest_run_recipients gauge
+newsletter_digest_run_recipients{outcome="bounced",period="2026-W49"} 0
+newsletter_digest_run_recipients{outcome="complained",period="2026-W49"} 1
 newsletter_digest_run_recipients{outcome="failed",period="2026-W49"} 0
 newsletter_digest_run_recipients{outcome="planned",period="2026-W49"} 7
 newsletter_digest_run_recipients{outcome="sent",period="2026-W49"} 0
