@@ -24,6 +24,7 @@ const (
 	prefixSupp    = "nl:supp:"      // + status code b or c: zset of suppressed ids, score = id
 	prefixSoft    = "nl:soft:"      // + id: zset of soft-bounce report ids, score = unix ms (30 days)
 	prefixSeen    = "nl:fb:seen:"   // + report id: a bounce or complaint report already applied (30 days)
+	keySuppFilled = "nl:supp:filled" // set once the suppression lists hold the subscribers bounced before they existed
 
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id

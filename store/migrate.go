@@ -39,7 +39,7 @@ func (r *Redis) Migrate(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("read layout version: %w", err)
 		}
 		if v == strconv.Itoa(Layout) {
-			return nil
+			return r.fillSuppressions(ctx, log)
 		}
 		owner := strconv.FormatInt(time.Now().UnixNano(), 36)
 		got, err := r.rdb.SetNX(ctx, keyMigrateLock, owner, time.Minute).Result()
@@ -97,6 +97,38 @@ func (r *Redis) migrate(ctx context.Context, owner string, log *slog.Logger) err
 	}
 	if moved > 0 {
 		log.Info("store: layout migrated", "layout", Layout, "subscribers", moved)
+	}
+	return r.fillSuppressions(ctx, log)
+}
+
+// fillSuppressions puts the subscribers bounced before the suppression
+// lists existed on them, once (keySuppFilled): a few seconds per million
+// subscribers. Two processes doing it at once do no harm.
+func (r *Redis) fillSuppressions(ctx context.Context, log *slog.Logger) error {
+	done, err := r.rdb.Exists(ctx, keySuppFilled).Result()
+	if err != nil {
+		return fmt.Errorf("read the suppression lists' state: %w", err)
+	}
+	if done == 1 {
+		return nil
+	}
+	last, err := r.rdb.Get(ctx, keySeq).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read the id counter: %w", err)
+	}
+	found := int64(0)
+	for from := int64(0); from <= last; from += migrateChunk {
+		n, err := fillSuppressionsScript.Run(ctx, r.rdb, nil, from, min(from+migrateChunk-1, last)).Int64()
+		if err != nil {
+			return fmt.Errorf("fill the suppression lists %d..: %w", from, err)
+		}
+		found += n
+	}
+	if err := r.rdb.Set(ctx, keySuppFilled, "1", 0).Err(); err != nil {
+		return fmt.Errorf("record the suppression lists' state: %w", err)
+	}
+	if found > 0 {
+		log.Info("store: bounced subscribers put on the suppression list", "subscribers", found)
 	}
 	return nil
 }

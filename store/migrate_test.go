@@ -261,3 +261,45 @@ func TestMigrateRefusesLeftovers(t *testing.T) {
 		t.Fatalf("the layout was recorded as %q with layout-1 data left", v)
 	}
 }
+
+// TestMigrateFillsSuppressionLists: subscribers a layout-2 store held as
+// bounced before the suppression lists existed are put on them once at
+// start-up, so GET /api/suppressions shows them too; running it again
+// changes nothing.
+func TestMigrateFillsSuppressionLists(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	s := NewRedis(rdb)
+	if err := s.Migrate(ctx, quietLog); err != nil {
+		t.Fatal(err)
+	}
+	var bounced []string
+	for i := range 3 {
+		email := fmt.Sprintf("old%d@x.io", i)
+		if _, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Activate: true}); err != nil {
+			t.Fatal(err)
+		}
+		if i != 1 {
+			if err := s.MarkBounced(ctx, email); err != nil {
+				t.Fatal(err)
+			}
+			bounced = append(bounced, email)
+		}
+	}
+	// As an earlier version left it: bounced records, no lists.
+	if err := rdb.Del(ctx, prefixSupp+"b", prefixSupp+"c", keySuppFilled).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Suppressed(ctx, "", 0, 10); len(got) != 0 {
+		t.Fatalf("set-up: %+v", got)
+	}
+	for range 2 {
+		if err := s.Migrate(ctx, quietLog); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Suppressed(ctx, Bounced, 0, 10)
+		if err != nil || len(got) != 2 || got[0].Email != bounced[0] || got[1].Email != bounced[1] {
+			t.Fatalf("after the start-up fill: %+v %v", got, err)
+		}
+	}
+}

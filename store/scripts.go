@@ -518,3 +518,26 @@ save(id, r)
 unsuppress(id)
 return {'ok', id, packrec(r)}
 `)
+
+// fillSuppressionsScript puts the bounced and complained subscribers of a
+// range of ids on the suppression lists: those written by a version that
+// had no lists (migrate.go). Adding one twice changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it found.
+var fillSuppressionsScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local st = f[i + 1]:sub(1, 1)
+    if st == 'b' or st == 'c' then
+      redis.call('ZADD', SUPP .. st, f[i], f[i])
+      n = n + 1
+    end
+  end
+end
+return n
+`)
