@@ -238,7 +238,7 @@ func addItems(bin string, env []string, k int) error {
 		return err
 	}
 	api := exec.Command(bin, "api")
-	api.Env = append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_ADMIN_TOKEN=bench")
+	api.Env = append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_ADMIN_TOKEN=bench-admin-token-0123")
 	if err := api.Start(); err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func addItems(bin string, env []string, k int) error {
 			"summary": "What the benchmark sends.",
 		})
 		req, _ := http.NewRequest("POST", "http://"+addr+"/api/items", strings.NewReader(string(body)))
-		req.Header.Set("Authorization", "Bearer bench")
+		req.Header.Set("Authorization", "Bearer bench-admin-token-0123")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
