@@ -59,14 +59,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 	smtpSrv.SetDelay(2 * time.Millisecond)
 	st := store.NewRedis(rdb)
 	ctx := context.Background()
-	reqs := make([]store.SubscribeRequest, subscribers)
-	for i := range reqs {
-		reqs[i] = store.SubscribeRequest{Email: fmt.Sprintf("k%04d@example.org", i), Activate: true, OnlyNew: true}
-	}
-	if _, err := st.SubscribeMany(ctx, reqs); err != nil {
-		t.Fatal(err)
-	}
-	st.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+	readers := seedDigest(t, st, "k", subscribers)
 
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
@@ -87,14 +80,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
-	poll.True(t, 150*time.Second, "every subscriber to get the digest", func() bool {
-		for _, r := range reqs {
-			if len(smtpSrv.To(r.Email)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	poll.True(t, 150*time.Second, "every subscriber to get the digest", func() bool { return everyoneGotMail(smtpSrv, readers) })
 	dups := len(smtpSrv.Messages()) - subscribers
 	t.Logf("killed after %d mails; %d mails in all, %d duplicates", killedAt, len(smtpSrv.Messages()), dups)
 	if dups > concurrency {
@@ -104,4 +90,34 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 	if err != nil || run.Sent != subscribers || run.State != store.RunPlanned {
 		t.Fatalf("run %+v %v", run, err)
 	}
+}
+
+// seedDigest adds n active subscribers (<prefix>0000@example.org, …) and
+// one digest item, for a digest run; it returns the addresses.
+func seedDigest(t *testing.T, st *store.Redis, prefix string, n int) []string {
+	t.Helper()
+	reqs := make([]store.SubscribeRequest, n)
+	emails := make([]string, n)
+	for i := range reqs {
+		emails[i] = fmt.Sprintf("%s%04d@example.org", prefix, i)
+		reqs[i] = store.SubscribeRequest{Email: emails[i], Activate: true, OnlyNew: true}
+	}
+	ctx := context.Background()
+	if _, err := st.SubscribeMany(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"}); err != nil {
+		t.Fatal(err)
+	}
+	return emails
+}
+
+// everyoneGotMail tells whether each address received at least one mail.
+func everyoneGotMail(srv *smtptest.Server, emails []string) bool {
+	for _, e := range emails {
+		if len(srv.To(e)) == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -89,16 +89,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	smtpSrv.SetDelay(2 * time.Millisecond)
 	st := store.NewRedis(rdb)
 	ctx := context.Background()
-	reqs := make([]store.SubscribeRequest, subscribers)
-	for i := range reqs {
-		reqs[i] = store.SubscribeRequest{Email: fmt.Sprintf("r%04d@example.org", i), Activate: true, OnlyNew: true}
-	}
-	if _, err := st.SubscribeMany(ctx, reqs); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"}); err != nil {
-		t.Fatal(err)
-	}
+	readers := seedDigest(t, st, "r", subscribers)
 
 	env := realEnv(srv.url(), smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
@@ -120,14 +111,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	srv.start(t)
 	back := time.Now()
 
-	poll.True(t, 150*time.Second, "every subscriber to get the digest", func() bool {
-		for _, r := range reqs {
-			if len(smtpSrv.To(r.Email)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	poll.True(t, 150*time.Second, "every subscriber to get the digest", func() bool { return everyoneGotMail(smtpSrv, readers) })
 	dups := len(smtpSrv.Messages()) - subscribers
 	t.Logf("Redis stopped after %d mails, down 6 s; all %d sent %s after it was back; %d duplicates",
 		stoppedAt, subscribers, time.Since(back).Round(100*time.Millisecond), dups)
