@@ -28,7 +28,7 @@ type DigestRun struct {
 	Period   string `json:"period"`
 	State    string `json:"state"`
 	Items    []Item `json:"items"`
-	Audience int64  `json:"audience"` // active subscribers when the run began
+	Audience int64  `json:"audience"` // active subscribers of the digest topic when the run began
 	Cursor   int64  `json:"cursor"`   // last subscriber id planned
 	Planned  int64  `json:"planned"`
 	Sent     int64  `json:"sent"`
@@ -77,9 +77,10 @@ type Digests interface {
 	// AdvanceDigestRun saves the planner's cursor after a page: planned
 	// grows by n; done marks the run planned.
 	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error
-	// ActiveAfter lists up to limit active subscriber ids greater than
-	// cursor, in id order (keyset pagination: never OFFSET).
-	ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error)
+	// AudienceAfter lists up to limit ids greater than cursor of active
+	// subscribers with topic on ("": every active one), in id order
+	// (keyset pagination: never OFFSET).
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	// SubscribersByID loads subscribers; a missing one has ID 0.
 	SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error)
 	// SetOutcome records that a recipient of period was skipped or failed;

@@ -26,6 +26,14 @@ const (
 	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
 	keySuppFilled = "nl:supp:filled" // set once the suppression lists hold the subscribers bounced before they existed
 
+	// A subscriber's topics are one bit per topic (1 MB holds a million
+	// subscribers' choice of eight topics): the digest's audience walk
+	// reads its topic's bitmap beside the active one, a batch's stretch
+	// at a time.
+	prefixTopic     = "nl:t:"      // + topic id: bitmap, bit id set while subscriber id has the topic on
+	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or the migration)
+	keyTopicsFilled = "nl:tfilled" // set once every subscriber from before topics has the default ones (migrate.go)
+
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id
 	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p

@@ -39,7 +39,7 @@ func (r *Redis) Migrate(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("read layout version: %w", err)
 		}
 		if v == strconv.Itoa(Layout) {
-			return r.fillSuppressions(ctx, log)
+			return r.fill(ctx, log)
 		}
 		owner := strconv.FormatInt(time.Now().UnixNano(), 36)
 		got, err := r.rdb.SetNX(ctx, keyMigrateLock, owner, time.Minute).Result()
@@ -98,7 +98,50 @@ func (r *Redis) migrate(ctx context.Context, owner string, log *slog.Logger) err
 	if moved > 0 {
 		log.Info("store: layout migrated", "layout", Layout, "subscribers", moved)
 	}
-	return r.fillSuppressions(ctx, log)
+	return r.fill(ctx, log)
+}
+
+// fill adds what a later version keeps beside the layout: the
+// suppression lists, then the topics.
+func (r *Redis) fill(ctx context.Context, log *slog.Logger) error {
+	if err := r.fillSuppressions(ctx, log); err != nil {
+		return err
+	}
+	return r.fillTopics(ctx, log)
+}
+
+// fillTopics gives every subscriber from before topics existed (pending or
+// active) the default topics, once (keyTopicsFilled): those signed up
+// since chose theirs and are never touched (keyTopicKnown), so running it
+// again, or beside a live service, changes nothing a person chose. A
+// second process doing it at the same time writes the same bits.
+func (r *Redis) fillTopics(ctx context.Context, log *slog.Logger) error {
+	done, err := r.rdb.Exists(ctx, keyTopicsFilled).Result()
+	if err != nil {
+		return fmt.Errorf("read the topics' state: %w", err)
+	}
+	if done == 1 {
+		return nil
+	}
+	last, err := r.rdb.Get(ctx, keySeq).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read the id counter: %w", err)
+	}
+	given := int64(0)
+	for from := int64(0); from <= last; from += migrateChunk {
+		n, err := fillTopicsScript.Run(ctx, r.rdb, nil, from, min(from+migrateChunk-1, last), r.topics.all, r.topics.defaults).Int64()
+		if err != nil {
+			return fmt.Errorf("give subscribers %d.. the default topics: %w", from, err)
+		}
+		given += n
+	}
+	if err := r.rdb.Set(ctx, keyTopicsFilled, "1", 0).Err(); err != nil {
+		return fmt.Errorf("record the topics' state: %w", err)
+	}
+	if given > 0 {
+		log.Info("store: subscribers from before topics got the default topics", "subscribers", given, "topics", r.topics.defaults)
+	}
+	return nil
 }
 
 // fillSuppressions puts the subscribers bounced before the suppression

@@ -29,13 +29,18 @@ type fixtureKey struct {
 	Key    string            `json:"key"`
 	Type   string            `json:"type"`
 	String string            `json:"string"`
+	Bytes  []byte            `json:"bytes"` // a string that may not be text (a bitmap)
 	Hash   map[string]string `json:"hash"`
 	ZSet   map[string]int64  `json:"zset"`
 }
 
 func loadFixture(t *testing.T, rdb *redis.Client) []fixtureKey {
+	return loadFixtureFile(t, rdb, "testdata/v1-layout.json")
+}
+
+func loadFixtureFile(t *testing.T, rdb *redis.Client, file string) []fixtureKey {
 	t.Helper()
-	b, err := os.ReadFile("testdata/v1-layout.json")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +53,11 @@ func loadFixture(t *testing.T, rdb *redis.Client) []fixtureKey {
 		var err error
 		switch k.Type {
 		case "string":
-			err = rdb.Set(ctx, k.Key, k.String, 0).Err()
+			v := k.String
+			if k.Bytes != nil {
+				v = string(k.Bytes)
+			}
+			err = rdb.Set(ctx, k.Key, v, 0).Err()
 		case "hash":
 			err = rdb.HSet(ctx, k.Key, k.Hash).Err()
 		case "zset":
@@ -76,8 +85,13 @@ func v1Subscribers(keys []fixtureKey) map[string]Subscriber {
 		}
 		f := k.Hash
 		id, _ := strconv.ParseInt(f["id"], 10, 64)
-		out[f["e"]] = Subscriber{ID: id, Email: f["e"], Name: f["n"], Timezone: f["tz"], Status: Status(f["s"]),
-			CreatedAt: msTime(f["c"]), ConfirmedAt: msTime(f["cf"]), UnsubscribedAt: msTime(f["u"])}
+		sub := Subscriber{ID: id, Email: f["e"], Name: f["n"], Timezone: f["tz"], Status: Status(f["s"]),
+			CreatedAt: msTime(f["c"]), ConfirmedAt: msTime(f["cf"]), UnsubscribedAt: msTime(f["u"]), Topics: []string{}}
+		if sub.Status == Active || sub.Status == Pending {
+			// From before topics: the migration gives them the defaults.
+			sub.Topics = []string{"digest", "updates"}
+		}
+		out[f["e"]] = sub
 	}
 	return out
 }
@@ -155,7 +169,7 @@ func TestMigrateLayout1(t *testing.T) {
 	sort.Slice(active, func(i, j int) bool { return active[i] < active[j] })
 	var walked []int64
 	for cursor := int64(0); ; {
-		page, err := s.ActiveAfter(ctx, cursor, 40)
+		page, err := s.AudienceAfter(ctx, "", cursor, 40)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,17 +58,20 @@ func checkFields(fields ...string) error {
 	return nil
 }
 
-// decodeResult reads a subscriber script's answer: a code, then the id and
-// the packed record.
+// decodeResult reads a subscriber script's answer: a code, then the id,
+// the packed record and, from the scripts that read them, the topics.
 func decodeResult(res []string) (Subscriber, error) {
 	if len(res) == 0 {
 		return Subscriber{}, errors.New("empty script result")
 	}
 	var sub Subscriber
-	if len(res) == 3 {
+	if len(res) >= 3 {
 		var err error
 		if sub, err = decodeRecord(res[1], res[2]); err != nil {
 			return Subscriber{}, err
+		}
+		if len(res) == 4 {
+			sub.Topics = splitTopics(res[3])
 		}
 	}
 	switch res[0] {
@@ -88,6 +91,17 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrComplained
 	case "notsuppressed":
 		return sub, ErrNotSuppressed
+	case "notactive":
+		return sub, ErrNotActive
 	}
 	return sub, fmt.Errorf("unexpected script result %q", res[0])
+}
+
+// splitTopics reads a comma-separated topic list; none is an empty list,
+// not nil, so that JSON shows [].
+func splitTopics(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
 }

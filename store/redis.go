@@ -4,21 +4,44 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/topics"
 )
 
 // Redis is the Store on a Redis server (or miniredis). Every state change is
 // one Lua script (scripts.go); the keys are laid out in keys.go.
 type Redis struct {
-	rdb redis.UniversalClient
-	now func() time.Time
+	rdb    redis.UniversalClient
+	now    func() time.Time
+	topics topicList
 }
 
-// NewRedis returns the store on rdb. It does not close rdb.
+// topicList is the topics file as the scripts take it.
+type topicList struct {
+	ids      []string
+	all      string // every id, comma-separated
+	defaults string // the default ids, comma-separated
+}
+
+func newTopicList(s *topics.Set) topicList {
+	return topicList{ids: s.IDs(), all: strings.Join(s.IDs(), ","), defaults: strings.Join(s.Defaults(), ",")}
+}
+
+// NewRedis returns the store on rdb, with the built-in topics. It does not
+// close rdb.
 func NewRedis(rdb redis.UniversalClient) *Redis {
-	return &Redis{rdb: rdb, now: time.Now}
+	return &Redis{rdb: rdb, now: time.Now, topics: newTopicList(topics.Default(0))}
+}
+
+// WithTopics returns the store reading and writing the topics of s.
+func (r *Redis) WithTopics(s *topics.Set) *Redis {
+	c := *r
+	c.topics = newTopicList(s)
+	return &c
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -42,15 +65,19 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	if err := checkFields(req.Email, req.Name, req.Timezone); err != nil {
 		return nil, err
 	}
+	chosen := r.topics.defaults
+	if req.Topics != nil {
+		chosen = strings.Join(req.Topics, ",")
+	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
-		int64(req.Hold.Every / time.Second), req.Hold.PerDay}, nil
+		int64(req.Hold.Every / time.Second), req.Hold.PerDay, r.topics.all, chosen}, nil
 }
 
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
 	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue},
-		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due)).StringSlice()
+		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}
@@ -69,7 +96,7 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 }
 
 func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string) (Subscriber, error) {
-	args := []any{email, at36(r.now()), codeByStatus[to]}
+	args := []any{email, at36(r.now()), codeByStatus[to], r.topics.all}
 	for _, id := range cancel {
 		args = append(args, id)
 	}
@@ -82,9 +109,31 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 
 // Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
-	res, err := getScript.Run(ctx, r.rdb, nil, email).StringSlice()
+	res, err := getScript.Run(ctx, r.rdb, nil, email, r.topics.all).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %s: %w", email, err)
+	}
+	return decodeResult(res)
+}
+
+// SetTopics implements Subscribers.
+func (r *Redis) SetTopics(ctx context.Context, email string, chosen []string, cancel Cancel) (Subscriber, error) {
+	return r.changeTopics(ctx, email, "set", strings.Join(chosen, ","), cancel)
+}
+
+// LeaveTopic implements Subscribers.
+func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error) {
+	return r.changeTopics(ctx, email, "leave", topic, cancel)
+}
+
+func (r *Redis) changeTopics(ctx context.Context, email, mode, list string, cancel Cancel) (Subscriber, error) {
+	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic}
+	for _, id := range cancel.Outbox {
+		args = append(args, id)
+	}
+	res, err := topicsScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
+	if err != nil {
+		return Subscriber{}, fmt.Errorf("change the topics of %s: %w", email, err)
 	}
 	return decodeResult(res)
 }
@@ -181,6 +230,33 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 		return nil
 	})
 	return wrapErr(fmt.Sprintf("mark %d deliveries sent", len(marks)), err)
+}
+
+// SentMarks implements Marks.
+func (r *Redis) SentMarks(ctx context.Context, marks []Mark) ([]bool, error) {
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.IntCmd, len(marks))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range marks {
+			sent, _ := markKeys(m)
+			if m.Shared {
+				cmds[i] = p.GetBit(ctx, sent, m.SubscriberID)
+			} else {
+				cmds[i] = p.Exists(ctx, sent)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %d delivery marks: %w", len(marks), err)
+	}
+	out := make([]bool, len(marks))
+	for i, c := range cmds {
+		out[i] = c.Val() == 1
+	}
+	return out, nil
 }
 
 // Ping implements Subscribers.

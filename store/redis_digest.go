@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/topics"
 )
 
 // AddItem implements Digests.
@@ -25,7 +28,8 @@ func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
-	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActiveSet, keyLatestRun},
+	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActiveSet, keyLatestRun,
+		prefixTopic + topics.Digest, prefixRun + period + ":audience"},
 		ms(r.now()), period).Int()
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
@@ -116,20 +120,39 @@ func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int6
 	return wrapErr("advance digest "+period, err)
 }
 
-// ActiveAfter implements Digests: it reads the bitmap of active ids from
-// the byte that holds cursor+1 on, in growing slices, until it has limit
-// ids or the bitmap ends.
-func (r *Redis) ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error) {
+// AudienceAfter implements Digests: it reads the bitmaps of active ids and
+// of the topic's ids from the byte that holds cursor+1 on, in growing
+// slices (both in one round trip), until it has limit ids or the active
+// bitmap ends. Nothing is written: the walk costs Redis no memory.
+func (r *Redis) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
 	out := make([]int64, 0, limit)
 	start := (cursor + 1) / 8
 	size := int64(max(limit/4, 64)) // bytes; about limit ids where most are active
 	for len(out) < limit {
-		chunk, err := r.rdb.GetRange(ctx, keyActiveSet, start, start+size-1).Result()
+		var act, tp *redis.StringCmd
+		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			act = p.GetRange(ctx, keyActiveSet, start, start+size-1)
+			if topic != "" {
+				tp = p.GetRange(ctx, prefixTopic+topic, start, start+size-1)
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("active after %d: %w", cursor, err)
+			return nil, fmt.Errorf("audience of %q after %d: %w", topic, cursor, err)
+		}
+		chunk := act.Val()
+		var mask string
+		if tp != nil {
+			mask = tp.Val()
 		}
 		for i := 0; i < len(chunk) && len(out) < limit; i++ {
 			b := chunk[i]
+			if tp != nil {
+				if i >= len(mask) {
+					break // the topic's bitmap ends here: nobody further has it
+				}
+				b &= mask[i]
+			}
 			for bit := 0; b != 0 && bit < 8; bit++ {
 				// Redis numbers a bitmap's bits from the high bit of
 				// its first byte.
@@ -156,6 +179,9 @@ func (r *Redis) ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int
 // SubscribersByID implements Digests: one HMGET per bucket of the ids,
 // in one pipeline (a batch of consecutive ids spans one or two buckets).
 func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	type bucket struct {
 		fields []string
 		at     []int
@@ -173,10 +199,17 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		b.fields = append(b.fields, strconv.FormatInt(id, 10))
 		b.at = append(b.at, i)
 	}
+	// The topics: each topic's bitmap over the ids' stretch (a batch's
+	// ids are close together), in the same round trip.
+	lo, hi := slices.Min(ids)/8, slices.Max(ids)/8
 	cmds := make([]*redis.SliceCmd, len(order))
+	tps := make([]*redis.StringCmd, len(r.topics.ids))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j, n := range order {
 			cmds[j] = p.HMGet(ctx, prefixSubs+strconv.FormatInt(n, 10), buckets[n].fields...)
+		}
+		for k, t := range r.topics.ids {
+			tps[k] = p.GetRange(ctx, prefixTopic+t, lo, hi)
 		}
 		return nil
 	})
@@ -194,6 +227,12 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			sub, err := decodeRecord(b.fields[k], rec)
 			if err != nil {
 				return nil, err
+			}
+			sub.Topics = []string{}
+			for t, c := range tps {
+				if bitAt(c.Val(), sub.ID-lo*8) {
+					sub.Topics = append(sub.Topics, r.topics.ids[t])
+				}
 			}
 			out[b.at[k]] = sub
 		}
@@ -294,4 +333,13 @@ func (r *Redis) SetOutcome(ctx context.Context, period, outcome string, ids ...i
 		return nil
 	})
 	return wrapErr("record "+outcome, err)
+}
+
+// bitAt reads bit i of a stretch of a Redis bitmap (bit 0 is the high bit
+// of the first byte); past its end, bits are 0.
+func bitAt(bytes string, i int64) bool {
+	if i < 0 || i/8 >= int64(len(bytes)) {
+		return false
+	}
+	return bytes[i/8]&(0x80>>(i%8)) != 0
 }

@@ -27,6 +27,7 @@ local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
 local HOLD, HOLDDAY, SUPP, SOFT = %q, %q, %q, %q
+local TOPIC, KNOWN = %q, %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
   local h = redis.sha1hex(email)
@@ -77,6 +78,20 @@ local function unsuppress(id)
   redis.call('ZREM', SUPP .. 'c', id)
   redis.call('DEL', SOFT .. id)
 end
+-- Topic lists travel as one comma-separated argument: every topic id of
+-- the topics file (all), or a choice among them.
+local function settopics(id, all, chosen)
+  for t in all:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 0) end
+  for t in chosen:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 1) end
+  redis.call('SETBIT', KNOWN, id, 1)
+end
+local function topicsof(id, all)
+  local out = {}
+  for t in all:gmatch('[^,]+') do
+    if redis.call('GETBIT', TOPIC .. t, id) == 1 then out[#out + 1] = t end
+  end
+  return table.concat(out, ',')
+end
 local function find(email)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
@@ -93,7 +108,8 @@ local function find(email)
   if old and migrate(old) then return find(email) end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay, prefixSupp, prefixSoft)
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay, prefixSupp, prefixSoft,
+	prefixTopic, keyTopicKnown)
 
 // subscriberScript is a script with the subscriber prelude.
 func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
@@ -116,13 +132,15 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[9]  "1": only a new address (import); an existing one answers 'exists'
 //	ARGV[10] confirmation cooldown, seconds; "0": none
 //	ARGV[11] confirmations a day at most; "0": no cap
+//	ARGV[12] every topic id, comma-separated
+//	ARGV[13] the chosen topics, comma-separated
 //
-// Writes the record (a new one: created now, the index entry; a re-opened
+// Writes the topics (of a new, pending or ended subscription), the record (a new one: created now, the index entry; a re-opened
 // one: confirmed and ended cleared, off the suppression lists), name and
 // time zone when given, the status and, when activated, confirmed and the
 // active bit. Answers a code ('ok', 'active', 'exists', 'held',
-// 'complained': activating an address that complained), the id and the
-// packed record.
+// 'complained': activating an address that complained), the id, the
+// packed record and the topics.
 //
 // A confirmation (not activated, with an outbox entry) is held when one was
 // written within the cooldown or the day's cap is reached: the script then
@@ -132,9 +150,9 @@ var subscribeScript = subscriberScript(`
 local email = ARGV[1]
 local id, r = find(email)
 if id then
-  if ARGV[9] == '1' then return {'exists', id, packrec(r)} end
-  if r[1] == 'a' then return {'active', id, packrec(r)} end
-  if r[1] == 'c' and ARGV[5] == '1' then return {'complained', id, packrec(r)} end
+  if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12])} end
+  if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12])} end
+  if r[1] == 'c' and ARGV[5] == '1' then return {'complained', id, packrec(r), topicsof(id, ARGV[12])} end
   r[3], r[4] = '', ''
 else
   id = tostring(redis.call('INCR', KEYS[1]))
@@ -143,11 +161,11 @@ else
 end
 if ARGV[5] ~= '1' and ARGV[6] ~= '' and tonumber(ARGV[10]) > 0 then
   if not redis.call('SET', HOLD .. id, '1', 'NX', 'EX', ARGV[10]) then
-    return {'held', id, packrec(r)}
+    return {'held', id, packrec(r), topicsof(id, ARGV[12])}
   end
   local n = redis.call('INCR', HOLDDAY .. id)
   if n == 1 then redis.call('EXPIRE', HOLDDAY .. id, 86400) end
-  if tonumber(ARGV[11]) > 0 and n > tonumber(ARGV[11]) then return {'held', id, packrec(r)} end
+  if tonumber(ARGV[11]) > 0 and n > tonumber(ARGV[11]) then return {'held', id, packrec(r), topicsof(id, ARGV[12])} end
 end
 if r[1] == 'b' or r[1] == 'c' then unsuppress(id) end
 if ARGV[2] ~= '' then r[6] = ARGV[2] end
@@ -159,11 +177,12 @@ else
   r[1] = 'p'
 end
 save(id, r)
+settopics(id, ARGV[12], ARGV[13])
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
   redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
 end
-return {'ok', id, packrec(r)}
+return {'ok', id, packrec(r), ARGV[13]}
 `)
 
 // confirmScript activates a pending subscription and writes the welcome's
@@ -177,20 +196,24 @@ return {'ok', id, packrec(r)}
 //	ARGV[3]  welcome outbox id
 //	ARGV[4]  welcome outbox body
 //	ARGV[5]  welcome due, unix ms
+//	ARGV[6]  every topic id, comma-separated
 //
 // Writes status a, confirmed and the active bit. Answers 'ok', 'active'
-// (already), 'notpending' or 'notfound', then the id and the record.
+// (already), 'notpending' or 'notfound', then the id, the record and the
+// topics.
 var confirmScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-if r[1] == 'a' then return {'active', id, packrec(r)} end
-if r[1] ~= 'p' then return {'notpending', id, packrec(r)} end
+if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[6])} end
+if r[1] ~= 'p' then return {'notpending', id, packrec(r), topicsof(id, ARGV[6])} end
 r[1], r[3] = 'a', ARGV[2]
 save(id, r)
 redis.call('SETBIT', KEYS[1], id, 1)
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
-return {'ok', id, packrec(r)}
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
+end
+return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 `)
 
 // endScript moves a subscription to unsubscribed or bounced and drops the
@@ -204,10 +227,12 @@ return {'ok', id, packrec(r)}
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  the new status: 'u' or 'b'
-//	ARGV[4…] outbox ids to drop
+//	ARGV[4]  every topic id, comma-separated
+//	ARGV[5…] outbox ids to drop
 //
 // Writes the status, ended, the suppression list (bounced), and clears the
-// active bit. Answers 'ok' or 'notfound', then the id and the record.
+// active bit and the topics. Answers 'ok' or 'notfound', then the id, the
+// record and the (no) topics.
 var endScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
@@ -217,23 +242,70 @@ if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
   if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
 end
 redis.call('SETBIT', KEYS[1], id, 0)
-for i = 4, #ARGV do
+settopics(id, ARGV[4], '')
+for i = 5, #ARGV do
   redis.call('HDEL', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
 end
-return {'ok', id, packrec(r)}
+return {'ok', id, packrec(r), ''}
+`)
+
+// topicsScript changes an active subscriber's topics: replaces them, or
+// turns one off. No topic left ends the subscription, as endScript does
+// for 'u'; leaving the sequence's topic drops its outbox entries.
+//
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
+//	ARGV[1]  email
+//	ARGV[2]  now, unix ms base 36
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4]  'set': ARGV[5] is the new choice; 'leave': ARGV[5] is the topic to turn off
+//	ARGV[5]  topics, comma-separated
+//	ARGV[6]  the sequence's topic
+//	ARGV[7…] the sequence's outbox ids
+//
+// Writes the topics and, with none left, status u, ended and the active
+// bit. Answers 'ok', 'notactive' or 'notfound', then the id, the record and
+// the topics.
+var topicsScript = subscriberScript(`
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+if r[1] ~= 'a' then return {'notactive', id, packrec(r), topicsof(id, ARGV[3])} end
+local chosen = ARGV[5]
+if ARGV[4] == 'leave' then
+  local keep = {}
+  for t in topicsof(id, ARGV[3]):gmatch('[^,]+') do
+    if t ~= ARGV[5] then keep[#keep + 1] = t end
+  end
+  chosen = table.concat(keep, ',')
+end
+settopics(id, ARGV[3], chosen)
+if chosen == '' then
+  r[1], r[4] = 'u', ARGV[2]
+  save(id, r)
+  redis.call('SETBIT', KEYS[1], id, 0)
+end
+if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then
+  for i = 7, #ARGV do
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    redis.call('ZREM', KEYS[3], ARGV[i])
+  end
+end
+return {'ok', id, packrec(r), chosen}
 `)
 
 // getScript looks a subscriber up by address (migrating a layout-1 one on
 // the way).
 //
 //	ARGV[1]  email
+//	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id and the record, or 'notfound'.
+// Answers 'ok', the id, the record and the topics, or 'notfound'.
 var getScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-return {'ok', id, packrec(r)}
+return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
 `)
 
 // migrateScript moves the layout-1 subscribers with ids in a range to
@@ -402,12 +474,14 @@ return id
 //	KEYS[3]  keyItems
 //	KEYS[4]  keyActiveSet          bitmap of active ids
 //	KEYS[5]  keyLatestRun          period of the latest run
+//	KEYS[6]  prefixTopic .. digest bitmap of the digest topic's ids
+//	KEYS[7]  a scratch key, deleted before the script ends
 //	ARGV[1]  now, unix ms
 //	ARGV[2]  period
 //
-// Writes the run hash: items (comma-separated ids), created, audience,
-// cursor, planned, state. Answers 1 when it created the run, 0 when the run
-// existed.
+// Writes the run hash: items (comma-separated ids), created, audience (the
+// active subscribers of the digest topic), cursor, planned, state. Answers
+// 1 when it created the run, 0 when the run existed.
 var startRunScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local last = redis.call('GET', KEYS[2]) or '0'
@@ -418,8 +492,13 @@ if #ids == 0 then
 else
   redis.call('SET', KEYS[2], ids[#ids])
 end
+-- Counting the intersection takes a copy of the bitmaps' size (an
+-- eighth of a byte per subscriber) for the length of this script only.
+redis.call('BITOP', 'AND', KEYS[7], KEYS[4], KEYS[6])
+local audience = redis.call('BITCOUNT', KEYS[7])
+redis.call('DEL', KEYS[7])
 redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
-  'audience', redis.call('BITCOUNT', KEYS[4]), 'cursor', 0, 'planned', 0, 'state', state)
+  'audience', audience, 'cursor', 0, 'planned', 0, 'state', state)
 redis.call('SET', KEYS[5], ARGV[2])
 return 1
 `)
@@ -536,6 +615,38 @@ for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER)
     if st == 'b' or st == 'c' then
       redis.call('ZADD', SUPP .. st, f[i], f[i])
       n = n + 1
+    end
+  end
+end
+return n
+`)
+
+// fillTopicsScript gives the subscribers of a range of ids who have no
+// topics written yet (those from before topics existed) the default
+// topics when pending or active, and records every one it looked at as
+// known: a subscriber whose topics a person chose since is never
+// touched, and a range run again changes nothing (migrate.go).
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4]  the default topics, comma-separated
+//
+// Answers how many it gave topics.
+var fillTopicsScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local id = tonumber(f[i])
+    if id >= tonumber(ARGV[1]) and id <= tonumber(ARGV[2]) and redis.call('GETBIT', KNOWN, id) == 0 then
+      local st = f[i + 1]:sub(1, 1)
+      if st == 'a' or st == 'p' then
+        settopics(id, ARGV[3], ARGV[4])
+        n = n + 1
+      else
+        settopics(id, ARGV[3], '')
+      end
     end
   end
 end

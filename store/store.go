@@ -24,10 +24,13 @@ const (
 // Subscriber is one address on the list. Times are zero when the event has
 // not happened.
 type Subscriber struct {
-	ID             int64     `json:"id"`
-	Email          string    `json:"email"`
-	Name           string    `json:"name,omitempty"`
-	Timezone       string    `json:"timezone,omitempty"`
+	ID       int64  `json:"id"`
+	Email    string `json:"email"`
+	Name     string `json:"name,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	// Topics are the ids of the topics the person gets, in the topics
+	// file's order; an ended subscription has none.
+	Topics         []string  `json:"topics"`
 	Status         Status    `json:"status"`
 	CreatedAt      time.Time `json:"created_at"`
 	ConfirmedAt    time.Time `json:"confirmed_at,omitzero"`
@@ -46,6 +49,8 @@ var (
 	// ErrComplained: the address reported our mail as spam; it cannot be
 	// activated without its own fresh confirmation (an import, an admin).
 	ErrComplained = errors.New("this address reported our mail as spam; only its own confirmation can bring it back")
+	// ErrNotActive: the change needs an active subscription.
+	ErrNotActive = errors.New("subscription is not active")
 	// ErrNotSuppressed: the address is neither bounced nor complained.
 	ErrNotSuppressed = errors.New("address is not suppressed")
 )
@@ -74,6 +79,17 @@ type SubscribeRequest struct {
 	// Hold limits confirmations to one address: people use signup forms to
 	// flood a victim's inbox.
 	Hold ConfirmHold
+	// Topics are the topics chosen (ids the caller checked against the
+	// topics file); nil gives the default ones. They replace an ended or
+	// pending subscription's topics; a held confirmation changes nothing.
+	Topics []string
+}
+
+// Cancel names the outbox entries of a sequence: dropped, in the same
+// step, when a change leaves the subscriber without Topic (or any topic).
+type Cancel struct {
+	Topic  string
+	Outbox []string
 }
 
 // ConfirmHold limits the confirmations of one pending address. The zero
@@ -121,6 +137,13 @@ type Subscribers interface {
 	Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error)
 	// MarkBounced stops all mail to email after a permanent failure.
 	MarkBounced(ctx context.Context, email string) error
+	// SetTopics replaces an active subscriber's topics (ids the caller
+	// checked). No topic left ends the subscription as Unsubscribe does.
+	// Not active: ErrNotActive, nothing changes.
+	SetTopics(ctx context.Context, email string, topics []string, cancel Cancel) (Subscriber, error)
+	// LeaveTopic turns one topic off (one-click from a mail of that
+	// topic), as SetTopics. A topic already off changes nothing.
+	LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error)
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
 	// Ping reports whether the store is reachable.
@@ -149,6 +172,9 @@ type Marks interface {
 	// ReleaseMarks drops claims after a failed or abandoned send, so a
 	// retry may go.
 	ReleaseMarks(ctx context.Context, marks []Mark) error
+	// SentMarks tells, in one round trip, which marks are recorded as
+	// sent (a sequence's progress).
+	SentMarks(ctx context.Context, marks []Mark) ([]bool, error)
 }
 
 // Store is every part of the store; each consumer names only the parts it

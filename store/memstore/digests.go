@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -36,7 +37,7 @@ func (m *Memory) StartDigestRun(ctx context.Context, period string) (store.Diges
 			m.lastItem = run.Items[len(run.Items)-1].ID
 		}
 		for _, s := range m.byID {
-			if s.Status == store.Active {
+			if s.Status == store.Active && slices.Contains(s.Topics, topics.Digest) {
 				run.Audience++
 			}
 		}
@@ -89,13 +90,14 @@ func (m *Memory) AdvanceDigestRun(_ context.Context, period string, cursor int64
 	return nil
 }
 
-// ActiveAfter implements store.Digests.
-func (m *Memory) ActiveAfter(_ context.Context, cursor int64, limit int) ([]int64, error) {
+// AudienceAfter implements store.Digests.
+func (m *Memory) AudienceAfter(_ context.Context, topic string, cursor int64, limit int) ([]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []int64
 	for _, id := range slices.Sorted(maps.Keys(m.byID)) {
-		if id > cursor && m.byID[id].Status == store.Active {
+		s := m.byID[id]
+		if id > cursor && s.Status == store.Active && (topic == "" || slices.Contains(s.Topics, topic)) {
 			if ids = append(ids, id); len(ids) == limit {
 				break
 			}
@@ -111,7 +113,7 @@ func (m *Memory) SubscribersByID(_ context.Context, ids []int64) ([]store.Subscr
 	out := make([]store.Subscriber, len(ids))
 	for i, id := range ids {
 		if s, ok := m.byID[id]; ok {
-			out[i] = *s
+			out[i] = copyOf(s)
 		}
 	}
 	return out, nil

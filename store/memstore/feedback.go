@@ -79,7 +79,7 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 			}
 		}
 	}
-	res.Subscriber = *s
+	res.Subscriber = copyOf(s)
 	return res, nil
 }
 
@@ -117,8 +117,8 @@ func (m *Memory) LiftSuppression(_ context.Context, email string) (store.Subscri
 	case s.Status == store.Bounced || s.Status == store.Complained:
 		s.Status = store.Unsubscribed
 	default:
-		return *s, store.ErrNotSuppressed
+		return copyOf(s), store.ErrNotSuppressed
 	}
 	delete(m.soft, s.ID)
-	return *s, nil
+	return copyOf(s), nil
 }

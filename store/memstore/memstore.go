@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -17,6 +18,7 @@ import (
 type Memory struct {
 	mu      sync.Mutex
 	now     func() time.Time
+	topics  *topics.Set
 	seq     int64
 	byEmail map[string]*store.Subscriber
 	outbox  map[string]store.OutboxEntry
@@ -42,6 +44,7 @@ type Memory struct {
 func New() *Memory {
 	return &Memory{
 		now:     time.Now,
+		topics:  topics.Default(0),
 		byEmail: map[string]*store.Subscriber{},
 		outbox:  map[string]store.OutboxEntry{},
 		sent:    map[store.Mark]bool{},
@@ -56,6 +59,19 @@ func New() *Memory {
 	}
 }
 
+// UseTopics makes the store read and write the topics of s.
+func (m *Memory) UseTopics(s *topics.Set) { m.mu.Lock(); m.topics = s; m.mu.Unlock() }
+
+// copyOf is the subscriber as a caller gets it: its own copy.
+func copyOf(s *store.Subscriber) store.Subscriber {
+	c := *s
+	c.Topics = slices.Clone(s.Topics)
+	if c.Topics == nil {
+		c.Topics = []string{}
+	}
+	return c
+}
+
 // SetClock makes the store read time from now.
 func (m *Memory) SetClock(now func() time.Time) { m.mu.Lock(); m.now = now; m.mu.Unlock() }
 
@@ -66,13 +82,13 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	now := m.now().UTC().Truncate(time.Millisecond)
 	s, ok := m.byEmail[req.Email]
 	if ok && req.OnlyNew {
-		return *s, store.ErrExists
+		return copyOf(s), store.ErrExists
 	}
 	if ok && s.Status == store.Active {
-		return *s, store.ErrAlreadyActive
+		return copyOf(s), store.ErrAlreadyActive
 	}
 	if ok && s.Status == store.Complained && req.Activate {
-		return *s, store.ErrComplained
+		return copyOf(s), store.ErrComplained
 	}
 	if !ok {
 		m.seq++
@@ -90,7 +106,7 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 		if len(day) > 0 && now.Sub(day[len(day)-1]) < req.Hold.Every ||
 			req.Hold.PerDay > 0 && len(day) >= req.Hold.PerDay {
 			m.holds[s.ID] = day
-			return *s, store.ErrConfirmHeld
+			return copyOf(s), store.ErrConfirmHeld
 		}
 		m.holds[s.ID] = append(day, now)
 	}
@@ -104,6 +120,10 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	if req.Timezone != "" {
 		s.Timezone = req.Timezone
 	}
+	s.Topics = slices.Clone(req.Topics)
+	if req.Topics == nil {
+		s.Topics = m.topics.Defaults()
+	}
 	s.Status = store.Pending
 	if req.Activate {
 		s.Status, s.ConfirmedAt = store.Active, now
@@ -111,7 +131,7 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	if req.Outbox.ID != "" {
 		m.outbox[req.Outbox.ID] = req.Outbox
 	}
-	return *s, nil
+	return copyOf(s), nil
 }
 
 // Confirm implements store.Subscribers.
@@ -123,13 +143,15 @@ func (m *Memory) Confirm(_ context.Context, email string, welcome store.OutboxEn
 	case !ok:
 		return store.Subscriber{}, store.ErrNotFound
 	case s.Status == store.Active:
-		return *s, store.ErrAlreadyActive
+		return copyOf(s), store.ErrAlreadyActive
 	case s.Status != store.Pending:
-		return *s, store.ErrNotPending
+		return copyOf(s), store.ErrNotPending
 	}
 	s.Status, s.ConfirmedAt = store.Active, m.now().UTC().Truncate(time.Millisecond)
-	m.outbox[welcome.ID] = welcome
-	return *s, nil
+	if welcome.ID != "" {
+		m.outbox[welcome.ID] = welcome
+	}
+	return copyOf(s), nil
 }
 
 // Unsubscribe implements store.Subscribers.
@@ -153,10 +175,47 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 	if s.Status != store.Complained && (to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced)) {
 		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
 	}
+	s.Topics = nil
 	for _, id := range cancel {
 		delete(m.outbox, id)
 	}
-	return *s, nil
+	return copyOf(s), nil
+}
+
+// SetTopics implements store.Subscribers.
+func (m *Memory) SetTopics(_ context.Context, email string, chosen []string, cancel store.Cancel) (store.Subscriber, error) {
+	return m.changeTopics(email, func([]string) []string { return slices.Clone(chosen) }, cancel)
+}
+
+// LeaveTopic implements store.Subscribers.
+func (m *Memory) LeaveTopic(_ context.Context, email, topic string, cancel store.Cancel) (store.Subscriber, error) {
+	return m.changeTopics(email, func(had []string) []string {
+		return slices.DeleteFunc(slices.Clone(had), func(t string) bool { return t == topic })
+	}, cancel)
+}
+
+func (m *Memory) changeTopics(email string, change func([]string) []string, cancel store.Cancel) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byEmail[email]
+	if !ok {
+		return store.Subscriber{}, store.ErrNotFound
+	}
+	if s.Status != store.Active {
+		return copyOf(s), store.ErrNotActive
+	}
+	// In the topics file's order, as the Redis store answers.
+	chosen := change(s.Topics)
+	s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(chosen, t) })
+	if len(s.Topics) == 0 {
+		s.Status, s.UnsubscribedAt = store.Unsubscribed, m.now().UTC().Truncate(time.Millisecond)
+	}
+	if !slices.Contains(s.Topics, cancel.Topic) {
+		for _, id := range cancel.Outbox {
+			delete(m.outbox, id)
+		}
+	}
+	return copyOf(s), nil
 }
 
 // Get implements store.Subscribers.
@@ -164,7 +223,7 @@ func (m *Memory) Get(_ context.Context, email string) (store.Subscriber, error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.byEmail[email]; ok {
-		return *s, nil
+		return copyOf(s), nil
 	}
 	return store.Subscriber{}, store.ErrNotFound
 }
@@ -240,6 +299,17 @@ func (m *Memory) ReleaseMarks(_ context.Context, marks []store.Mark) error {
 	}
 	m.mu.Unlock()
 	return nil
+}
+
+// SentMarks implements store.Marks.
+func (m *Memory) SentMarks(_ context.Context, marks []store.Mark) ([]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]bool, len(marks))
+	for i, mk := range marks {
+		out[i] = m.sent[mk]
+	}
+	return out, nil
 }
 
 // Ping implements store.Subscribers.

@@ -43,7 +43,9 @@ func Run(t *testing.T, h Harness) {
 		{"ImportNeverResubscribes", testImportNeverResubscribes},
 		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver},
 		{"FeedbackPolicy", testFeedbackPolicy},
-		{"SuppressionsListAndLift", testSuppressionsListAndLift}}
+		{"SuppressionsListAndLift", testSuppressionsListAndLift},
+		{"Topics", testTopics},
+		{"SentMarks", testSentMarks}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -1,0 +1,140 @@
+package topics
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The topics the service itself sends to: the weekly digest goes to the
+// active subscribers of Digest, event notifications only to those of
+// Updates. A topics file must declare both.
+const (
+	Digest  = "digest"
+	Updates = "updates"
+)
+
+// Topic is one kind of mail a person can subscribe to.
+type Topic struct {
+	ID          string
+	Name        string
+	Description string
+	// Default: ticked on the signup form, and given to subscribers who
+	// were on the list before topics existed.
+	Default bool
+}
+
+// Step is one mail of the onboarding sequence: Template (its .txt and
+// .html) sent After the subscriber's confirmation.
+type Step struct {
+	Template string
+	After    time.Duration
+}
+
+// Sequence is the onboarding series. Its first step replaces the welcome;
+// leaving Topic (or everything) cancels the rest.
+type Sequence struct {
+	Topic string
+	Steps []Step // by After, strictly growing
+}
+
+// Set is the validated declaration. It is read-only after Load.
+type Set struct {
+	Topics   []Topic
+	Sequence Sequence
+}
+
+// Default is the built-in set: the digest and updates topics, both on at
+// signup, and the welcome alone after welcomeDelay.
+func Default(welcomeDelay time.Duration) *Set {
+	return &Set{
+		Topics: []Topic{
+			{ID: Digest, Name: "Weekly digest", Description: "One mail a week with what is new.", Default: true},
+			{ID: Updates, Name: "Product updates", Description: "A short note when something you follow changes.", Default: true},
+		},
+		Sequence: defaultSequence(welcomeDelay),
+	}
+}
+
+func defaultSequence(welcomeDelay time.Duration) Sequence {
+	return Sequence{Topic: Digest, Steps: []Step{{Template: "welcome", After: welcomeDelay}}}
+}
+
+// IDs are the topic ids in the file's order.
+func (s *Set) IDs() []string {
+	out := make([]string, len(s.Topics))
+	for i, t := range s.Topics {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// Defaults are the ids of the topics on by default.
+func (s *Set) Defaults() []string {
+	var out []string
+	for _, t := range s.Topics {
+		if t.Default {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+// Topic returns the topic with id.
+func (s *Set) Topic(id string) (Topic, bool) {
+	for _, t := range s.Topics {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return Topic{}, false
+}
+
+// ErrUnknown is wrapped by Check's error.
+var ErrUnknown = errors.New("unknown topic")
+
+// Check returns ids deduplicated in the file's order, or an error naming
+// every id that is not a topic.
+func (s *Set) Check(ids []string) ([]string, error) {
+	var unknown []string
+	for _, id := range ids {
+		if _, ok := s.Topic(id); !ok {
+			unknown = append(unknown, fmt.Sprintf("%q", id))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%w %s: choose from %s", ErrUnknown, strings.Join(unknown, ", "), strings.Join(s.IDs(), ", "))
+	}
+	var out []string
+	for _, t := range s.Topics {
+		if slices.Contains(ids, t.ID) {
+			out = append(out, t.ID)
+		}
+	}
+	return out, nil
+}
+
+// Templates are the sequence's templates, in order.
+func (s *Set) Templates() []string {
+	out := make([]string, len(s.Sequence.Steps))
+	for i, st := range s.Sequence.Steps {
+		out[i] = st.Template
+	}
+	return out
+}
+
+// ListID is the RFC 2919 List-Id of topic id for the list whose base is
+// "<name> <list.example.com>" (the From's): each topic is a list of its
+// own, "<topic name> <id.list.example.com>", so a reader's filters and a
+// provider's per-list unsubscribe tell them apart.
+func (s *Set) ListID(id, base string) string {
+	t, ok := s.Topic(id)
+	open, close := strings.LastIndexByte(base, '<'), strings.LastIndexByte(base, '>')
+	if !ok || open < 0 || close < open {
+		return base
+	}
+	return mime.QEncoding.Encode("utf-8", t.Name) + " <" + id + "." + base[open+1:close] + ">"
+}
