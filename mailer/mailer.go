@@ -38,6 +38,9 @@ type Message struct {
 	// UnsubscribeURL, when set, is shown in the body by the templates and
 	// sent as List-Unsubscribe with RFC 8058 one-click.
 	UnsubscribeURL string
+	// ListID is the List-Id of the mail's topic; "" : the sender's
+	// (SMTPOptions.ListID).
+	ListID string
 	// MessageID is filled by Send when empty, without angle brackets.
 	MessageID string
 	Date      time.Time

@@ -13,7 +13,7 @@ import (
 // a million recipients is most of the CPU a mail costs, and all but a few
 // words of it are the same for every recipient of the batch. A Prepared
 // mail is rendered once, with placeholders where the per-recipient fields
-// go (Email, Name, ConfirmURL, UnsubscribeURL), and is then filled in per
+// go (Email, Name, ConfirmURL, UnsubscribeURL, PreferencesURL), and is then filled in per
 // recipient by concatenation.
 //
 // Filling in is only done where it gives exactly what a full render would:
@@ -33,10 +33,18 @@ import (
 // anything a template can; it just costs more.
 
 // personal are the per-recipient fields of Data, in a fixed order.
-var personal = []string{"Email", "Name", "ConfirmURL", "UnsubscribeURL"}
+var personal = []string{"Email", "Name", "ConfirmURL", "UnsubscribeURL", "PreferencesURL"}
 
-func personalValues(d Data) [4]string {
-	return [4]string{d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL}
+const nPersonal = 5
+
+func personalValues(d Data) [nPersonal]string {
+	return [nPersonal]string{d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL}
+}
+
+// withPersonal is d with the per-recipient fields of v.
+func withPersonal(d Data, v [nPersonal]string) Data {
+	d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL = v[0], v[1], v[2], v[3], v[4]
+	return d
 }
 
 // preparable reports whether every use of a per-recipient field in tree is
@@ -139,7 +147,7 @@ type piece struct {
 type filler []piece
 
 // fill joins the pieces with v's fields in place.
-func (f filler) fill(v [4]string) string {
+func (f filler) fill(v [nPersonal]string) string {
 	n := 0
 	for _, p := range f {
 		if p.field < 0 {
@@ -161,7 +169,7 @@ func (f filler) fill(v [4]string) string {
 }
 
 // split cuts s at the placeholders.
-func split(s string, marks [4]string) filler {
+func split(s string, marks [nPersonal]string) filler {
 	var out filler
 	for len(s) > 0 {
 		at, field := -1, -1
@@ -196,8 +204,8 @@ type Prepared struct {
 	r        *Renderer
 	kind     string
 	shared   Data
-	marks    [4]string
-	variants map[[4]bool]*variant
+	marks    [nPersonal]string
+	variants map[[nPersonal]bool]*variant
 	// Fast and Full count the mails filled in and rendered whole (tests
 	// and profiles read them).
 	Fast, Full int
@@ -212,7 +220,7 @@ func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
 	tag := hex.EncodeToString(nonce[:])
-	p := &Prepared{r: r, kind: kind, shared: shared, variants: map[[4]bool]*variant{}}
+	p := &Prepared{r: r, kind: kind, shared: shared, variants: map[[nPersonal]bool]*variant{}}
 	for i := range personal {
 		// Letters and digits only, so every escaper leaves them as they
 		// are; the URL ones are URLs, so the URL filters keep them.
@@ -220,15 +228,15 @@ func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
 	}
 	p.marks[2] = "https://" + p.marks[2] + ".invalid/c"
 	p.marks[3] = "https://" + p.marks[3] + ".invalid/u"
+	p.marks[4] = "https://" + p.marks[4] + ".invalid/p"
 	return p, nil
 }
 
 // Render is Renderer.Render for one recipient: d carries the recipient's
 // fields, the shared ones come from Prepare.
 func (p *Prepared) Render(d Data) (*Message, error) {
-	full := p.shared
-	full.Email, full.Name, full.ConfirmURL, full.UnsubscribeURL = d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL
-	values := personalValues(full)
+	values := personalValues(d)
+	full := withPersonal(p.shared, values)
 	fast := p.r.preparable[p.kind]
 	for _, v := range values {
 		fast = fast && plain(v)
@@ -237,7 +245,7 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 		p.Full++
 		return p.r.Render(p.kind, full)
 	}
-	var shape [4]bool
+	var shape [nPersonal]bool
 	for i, v := range values {
 		shape[i] = v != ""
 	}
@@ -251,7 +259,7 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 	}
 	msg := &Message{
 		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values),
-		Text: v.text.fill(values), HTML: v.html.fill(values), UnsubscribeURL: full.UnsubscribeURL,
+		Text: v.text.fill(values), HTML: v.html.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
 	}
 	if !v.checked {
 		v.checked = true
@@ -270,18 +278,17 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 }
 
 // variant renders the shape's placeholders once.
-func (p *Prepared) variant(shape [4]bool) (*variant, error) {
+func (p *Prepared) variant(shape [nPersonal]bool) (*variant, error) {
 	if v, ok := p.variants[shape]; ok {
 		return v, nil
 	}
-	d := p.shared
-	var vals [4]string
+	var vals [nPersonal]string
 	for i, set := range shape {
 		if set {
 			vals[i] = p.marks[i]
 		}
 	}
-	d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL = vals[0], vals[1], vals[2], vals[3]
+	d := withPersonal(p.shared, vals)
 	msg, err := p.r.render(p.kind, d)
 	if err != nil {
 		return nil, err

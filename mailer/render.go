@@ -26,12 +26,20 @@ type Entry struct {
 
 // Data is what templates see.
 type Data struct {
-	Email          string
-	Name           string
-	ConfirmURL     string
+	Email      string
+	Name       string
+	ConfirmURL string
+	// UnsubscribeURL leaves the mail's topic (the List-Unsubscribe
+	// target); PreferencesURL opens the preference centre (the footer's
+	// link).
 	UnsubscribeURL string
-	Period         string
-	Entries        []Entry
+	PreferencesURL string
+	// Topic is the name of the mail's topic ("Weekly digest"), for the
+	// footer; ListID its List-Id header ("" : the service's).
+	Topic   string
+	ListID  string
+	Period  string
+	Entries []Entry
 }
 
 // Renderer holds the parsed templates for every kind.
@@ -42,10 +50,12 @@ type Renderer struct {
 	preparable map[string]bool
 }
 
-// NewRenderer parses the embedded templates. A file of the same name in
-// overrideDir (KIND.txt, KIND.html or layout.html) replaces the embedded one,
-// so an operator can restyle mails without a rebuild. Errors name the file.
-func NewRenderer(overrideDir string) (*Renderer, error) {
+// NewRenderer parses the embedded templates of every kind and of the
+// sequence's steps. A file of the same name in overrideDir (KIND.txt,
+// KIND.html or layout.html) replaces the embedded one, so an operator can
+// restyle mails without a rebuild; a step's template may exist only there.
+// Errors name the file.
+func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 	read := func(name string) (string, error) {
 		if overrideDir != "" {
 			b, err := os.ReadFile(filepath.Join(overrideDir, name))
@@ -64,8 +74,14 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 		return nil, err
 	}
 	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}}
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), steps...) {
+		if _, done := r.text[k]; done {
+			continue // the welcome is a kind and the first step
+		}
 		txt, err := read(k + ".txt")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("template %s.txt: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", k, overrideDir)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +89,9 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 			return nil, fmt.Errorf("parse template %s.txt: %w", k, err)
 		}
 		body, err := read(k + ".html")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("template %s.html: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", k, overrideDir)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -123,5 +142,6 @@ func (r *Renderer) render(kind string, d Data) (*Message, error) {
 		Text:           body.String(),
 		HTML:           html.String(),
 		UnsubscribeURL: d.UnsubscribeURL,
+		ListID:         d.ListID,
 	}, nil
 }

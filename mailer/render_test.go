@@ -15,6 +15,7 @@ func TestRenderAllKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := Data{Email: "a@b.co", ConfirmURL: "https://x/confirm?token=c", UnsubscribeURL: "https://x/unsubscribe?token=u",
+		PreferencesURL: "https://x/preferences?token=p", Topic: "Weekly digest",
 		Period: "2026-W49", Entries: []Entry{{Title: "T <1>", URL: "https://x/1", Summary: "S"}}}
 	for _, k := range Kinds() {
 		m, err := r.Render(k, d)
@@ -24,8 +25,23 @@ func TestRenderAllKinds(t *testing.T) {
 		if m.Subject == "" || m.Text == "" || !strings.Contains(m.HTML, "<html") {
 			t.Fatalf("%s: incomplete %+v", k, m)
 		}
-		if k != KindConfirm && (!strings.Contains(m.Text, d.UnsubscribeURL) || !strings.Contains(m.HTML, `href="https://x/unsubscribe?token=u"`)) {
-			t.Errorf("%s: no visible unsubscribe link", k)
+		switch k {
+		case KindConfirm:
+		case KindUnsubscribe:
+			// The link a person asked for: the one-click page itself.
+			if !strings.Contains(m.Text, d.UnsubscribeURL) || !strings.Contains(m.HTML, `href="https://x/unsubscribe?token=u"`) {
+				t.Errorf("%s: no unsubscribe link", k)
+			}
+		default:
+			// Bulk mail: the footer's link opens the preference centre,
+			// where one button leaves everything.
+			if !strings.Contains(m.Text, "Unsubscribe or change what you get: "+d.PreferencesURL) ||
+				!strings.Contains(m.HTML, `<a href="https://x/preferences?token=p">Unsubscribe or change what you get</a>`) {
+				t.Errorf("%s: no visible unsubscribe link to the preference centre", k)
+			}
+			if !strings.Contains(m.Text, "You receive Weekly digest because") {
+				t.Errorf("%s: the footer does not name the topic", k)
+			}
 		}
 	}
 	m, _ := r.Render(KindDigest, d)
@@ -71,5 +87,58 @@ func TestMailboxPage(t *testing.T) {
 	}
 	if strings.Index(body, "3@x.io") > strings.Index(body, "2@x.io") {
 		t.Fatal("not newest first")
+	}
+}
+
+// The layout holds in clients that drop <body> styles and ignore
+// max-width (Outlook for Windows): a wrapper table of fixed width carries
+// the background and the width.
+func TestLayoutIsAFixedWidthTable(t *testing.T) {
+	r, err := NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Render(KindDigest, Data{Email: "a@b.co", PreferencesURL: "https://x/p", Period: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.HTML, "<body>") || strings.Contains(m.HTML, "<body ") {
+		t.Error("the body element carries attributes or styles")
+	}
+	if strings.Contains(m.HTML, "max-width") {
+		t.Error("max-width is ignored by Outlook for Windows")
+	}
+	if !strings.Contains(m.HTML, `<table role="presentation" width="560"`) || !strings.Contains(m.HTML, "width:560px") {
+		t.Error("no fixed-width wrapper table")
+	}
+}
+
+// A sequence's step templates load beside the kinds; one missing is an
+// error that names it, and one that exists only in the operator's folder
+// is found there.
+func TestStepTemplates(t *testing.T) {
+	r, err := NewRenderer("", "welcome", "getting-started", "best-of")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Render("getting-started", Data{Email: "a@b.co", Name: "Ann", PreferencesURL: "https://x/p"})
+	if err != nil || m.Subject != "Getting started with the newsletter" || !strings.Contains(m.Text, "Hello Ann,") {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if _, err := NewRenderer("", "welcome", "tips"); err == nil || !strings.Contains(err.Error(), "template tips.txt: not in NEWSLETTER_TEMPLATE_DIR") {
+		t.Fatalf("missing step template: %v", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tips.txt"), []byte(`{{define "subject"}}Tips{{end}}tips for {{.Email}}`), 0o644)
+	if _, err := NewRenderer(dir, "tips"); err == nil || !strings.Contains(err.Error(), "tips.html") {
+		t.Fatalf("step without its html: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "tips.html"), []byte(`{{define "body"}}<p>tips</p>{{end}}`), 0o644)
+	r, err = NewRenderer(dir, "tips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.Render("tips", Data{Email: "a@b.co"}); err != nil || m.Subject != "Tips" {
+		t.Fatalf("%+v %v", m, err)
 	}
 }

@@ -272,6 +272,9 @@ func listHeaders(msg *Message, listID string) map[string]string {
 		"List-Unsubscribe":      "<" + msg.UnsubscribeURL + ">",
 		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 	}
+	if msg.ListID != "" {
+		listID = msg.ListID
+	}
 	if listID != "" {
 		h["List-Id"] = listID
 	}

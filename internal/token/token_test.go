@@ -1,7 +1,9 @@
 package token
 
 import (
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,5 +52,39 @@ func TestExpiry(t *testing.T) {
 	}
 	if _, err := s.WithClock(func() time.Time { return now.Add(24 * 365 * time.Hour) }).Verify(Unsubscribe, unsub); err != nil {
 		t.Fatalf("unsubscribe token expired: %v", err)
+	}
+}
+
+func TestTopicTokens(t *testing.T) {
+	s := NewSigner([]byte("k"), 0)
+	tok := s.SignTopic(Unsubscribe, "a@x.io", "digest")
+	email, topic, err := s.VerifyTopic(Unsubscribe, tok)
+	if err != nil || email != "a@x.io" || topic != "digest" {
+		t.Fatalf("%q %q %v", email, topic, err)
+	}
+	// A token from before topics names none: every topic.
+	if _, topic, err := s.VerifyTopic(Unsubscribe, s.Sign(Unsubscribe, "a@x.io")); err != nil || topic != "" {
+		t.Fatalf("old token: %q %v", topic, err)
+	}
+	// The topic is signed: changing it breaks the token.
+	body, mac, _ := strings.Cut(tok, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(body)
+	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), "digest", "updates", 1))) + "." + mac
+	if _, _, err := s.VerifyTopic(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("forged topic: %v", err)
+	}
+	// Purpose-bound: preferences, confirm and unsubscribe never stand in
+	// for each other.
+	pref := s.Sign(Preferences, "a@x.io")
+	for _, c := range []struct {
+		p   Purpose
+		tok string
+	}{{Confirm, pref}, {Unsubscribe, pref}, {Preferences, tok}, {Preferences, s.Sign(Confirm, "a@x.io")}} {
+		if _, err := s.Verify(c.p, c.tok); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s accepted another purpose's token: %v", c.p, err)
+		}
+	}
+	if email, err := s.Verify(Preferences, pref); err != nil || email != "a@x.io" {
+		t.Fatalf("preferences: %q %v", email, err)
 	}
 }
