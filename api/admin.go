@@ -17,6 +17,7 @@ type subscriberView struct {
 	CreatedAt      time.Time    `json:"created_at"`
 	ConfirmedAt    *time.Time   `json:"confirmed_at"`
 	UnsubscribedAt *time.Time   `json:"unsubscribed_at"`
+	Topics         []string     `json:"topics"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -48,6 +49,6 @@ func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
 func viewOf(sub store.Subscriber) subscriberView {
 	return subscriberView{
 		Email: sub.Email, Name: sub.Name, Status: sub.Status, Timezone: sub.Timezone, CreatedAt: sub.CreatedAt,
-		ConfirmedAt: timePtr(sub.ConfirmedAt), UnsubscribedAt: timePtr(sub.UnsubscribedAt),
+		ConfirmedAt: timePtr(sub.ConfirmedAt), UnsubscribedAt: timePtr(sub.UnsubscribedAt), Topics: sub.Topics,
 	}
 }

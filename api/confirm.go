@@ -6,7 +6,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // confirmPage handles GET (and HEAD) /confirm?token=: a page whose button
@@ -43,12 +42,12 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	email, ok := s.confirmToken(w, in["token"])
+	email, ok := s.confirmToken(w, in.get("token"))
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	job := tasks.NewWelcome(email, s.deps.Now(), s.cfg.WelcomeDelay)
+	job := s.firstStep(email, s.deps.Now())
 	_, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
 	switch {
 	case errors.Is(err, store.ErrAlreadyActive):

@@ -20,9 +20,9 @@ func (s *Server) adminRoutes() {
 
 // readAdminJSON reads a small JSON object of strings; it answers the error
 // itself and returns nil then.
-func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, optional bool) map[string]string {
+func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, optional bool) input {
 	if optional && r.ContentLength == 0 {
-		return map[string]string{}
+		return input{}
 	}
 	in, err := s.readInput(w, r, true)
 	if errors.Is(err, errTooLarge) {
@@ -50,7 +50,7 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	title, link, summary := strings.TrimSpace(in["title"]), strings.TrimSpace(in["url"]), strings.TrimSpace(in["summary"])
+	title, link, summary := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url")), strings.TrimSpace(in.get("summary"))
 	if title == "" || !oneLine(title, 300) || !validURL(link) || len(summary) > 2000 {
 		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters), an http(s) url and an optional summary (at most 2000 characters)"))
 		return
@@ -71,12 +71,12 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	email, err := address.Normalize(in["email"])
+	email, err := address.Normalize(in.get("email"))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
-	title, link := strings.TrimSpace(in["title"]), strings.TrimSpace(in["url"])
+	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
 	if title == "" || !oneLine(title, 300) || !validURL(link) {
 		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
 		return
@@ -96,7 +96,7 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	period := in["period"]
+	period := in.get("period")
 	if period == "" {
 		period = tasks.Period(s.deps.Now())
 	}

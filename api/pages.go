@@ -4,6 +4,9 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"slices"
+
+	"github.com/newsletter/newsletter/internal/topics"
 )
 
 //go:embed pages/*.html
@@ -17,12 +20,23 @@ type pageData struct {
 	Token string
 	Lines []string
 	Back  bool
+	// Topics are the form's and the preference centre's checkboxes.
+	Topics []topicChoice
+	// Topic names the one topic an unsubscribe link leaves ("" : all).
+	Topic          string
+	Name, Timezone string
+}
+
+// topicChoice is one topic's checkbox.
+type topicChoice struct {
+	topics.Topic
+	Checked bool
 }
 
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, name := range []string{"form", "message", "unsubscribe", "confirm"} {
+	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences"} {
 		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/"+name+".html"))
 	}
 }
@@ -39,4 +53,13 @@ func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 
 func message(w http.ResponseWriter, code int, title string, lines ...string) {
 	renderPage(w, code, "message", pageData{Title: title, Lines: lines, Back: code >= 400})
+}
+
+// topicChoices are the topics as checkboxes, those in checked ticked.
+func (s *Server) topicChoices(checked []string) []topicChoice {
+	out := make([]topicChoice, len(s.cfg.Topics.Topics))
+	for i, t := range s.cfg.Topics.Topics {
+		out[i] = topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -49,8 +51,13 @@ const ConfirmationsPerDay = 3
 
 // Config is the API's behaviour.
 type Config struct {
-	DoubleOptIn  bool
+	DoubleOptIn bool
+	// WelcomeDelay is the first step's delay of the built-in sequence,
+	// used when Topics is nil.
 	WelcomeDelay time.Duration
+	// Topics are the topics and the onboarding sequence (nil: the
+	// built-in ones).
+	Topics *topics.Set
 	// AdminToken guards /api/*; empty closes those routes (404).
 	AdminToken string
 	// SubscribeRate is requests per minute per client address; 0 is off.
@@ -125,6 +132,9 @@ func New(cfg Config, d Deps) *Server {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if cfg.Topics == nil {
+		cfg.Topics = topics.Default(cfg.WelcomeDelay)
+	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
@@ -151,6 +161,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /confirm", s.confirm)
 	m.HandleFunc("GET /unsubscribe", s.unsubscribePage)
 	m.HandleFunc("POST /unsubscribe", s.unsubscribe)
+	m.HandleFunc("GET /preferences", s.preferencesPage)
+	m.HandleFunc("POST /preferences", s.preferences)
 	health.Register(m, s.deps.Store)
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
@@ -186,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Admin(h http.Handler) http.Handler { return s.deps.Guard.Bearer(h) }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe"})
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Defaults())})
 }
 
 // wantsJSON tells API clients from browsers: a JSON body, or an Accept
@@ -198,43 +210,63 @@ func wantsJSON(r *http.Request) bool {
 
 var errTooLarge = errors.New("request body too large")
 
-// readInput reads a JSON or form body (urlencoded or multipart) into a
-// flat map, by the request's Content-Type, or as JSON whatever it says when
-// onlyJSON is set (the admin API). The body is capped at MaxBody.
-func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool) (map[string]string, error) {
+// input is a request body's fields: a form's repeated field, or a JSON
+// list of strings, has several values.
+type input map[string][]string
+
+// get is a field's (first) value, "" when absent.
+func (in input) get(k string) string {
+	if v := in[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// readInput reads a JSON or form body (urlencoded or multipart), by the
+// request's Content-Type, or as JSON whatever it says when onlyJSON is set
+// (the admin API). JSON values are strings or lists of strings. The body
+// is capped at MaxBody.
+func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool) (input, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if onlyJSON {
 		ct = "application/json"
 	}
-	out := map[string]string{}
+	out := input{}
 	var err error
 	switch ct {
 	case "application/json":
 		var raw map[string]any
 		if err = json.NewDecoder(r.Body).Decode(&raw); err == nil {
 			for k, v := range raw {
-				str, ok := v.(string)
-				if !ok {
+				switch v := v.(type) {
+				case string:
+					out[k] = []string{v}
+				case []any:
+					list := make([]string, 0, len(v))
+					for _, e := range v {
+						str, ok := e.(string)
+						if !ok {
+							return nil, errors.New("field " + k + " must be a list of strings")
+						}
+						list = append(list, str)
+					}
+					out[k] = list
+				default:
 					return nil, errors.New("field " + k + " must be a string")
 				}
-				out[k] = str
 			}
 		}
 	case "multipart/form-data":
 		if err = r.ParseMultipartForm(s.cfg.MaxBody); err == nil {
-			for k, v := range r.MultipartForm.Value {
-				out[k] = v[0]
-			}
+			maps.Copy(out, r.MultipartForm.Value)
 		}
 	default:
 		var body []byte
 		if body, err = io.ReadAll(r.Body); err == nil {
 			var vals url.Values
 			if vals, err = url.ParseQuery(string(body)); err == nil {
-				for k, v := range vals {
-					out[k] = v[0]
-				}
+				maps.Copy(out, vals)
 			}
 		}
 	}
@@ -250,7 +282,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool
 
 // readForm is readInput for the public forms: it answers a body it cannot
 // read itself (413, 400) and returns false then.
-func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (input, bool) {
 	in, err := s.readInput(w, r, false)
 	if errors.Is(err, errTooLarge) {
 		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())

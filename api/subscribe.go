@@ -30,38 +30,36 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	// The form's hidden honeypot: people leave it empty, form-filling
 	// bots do not. They get the answer a person gets, and nothing else.
-	if in["website"] != "" {
+	if in.get("website") != "" {
 		s.deps.Metrics.Honeypot.Inc()
 		s.accepted(w, r, "", !s.cfg.DoubleOptIn)
 		return
 	}
-	email, err := address.Normalize(in["email"])
+	email, err := address.Normalize(in.get("email"))
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
 		return
 	}
-	name := strings.TrimSpace(in["name"])
-	if len(name) > 100 || strings.ContainsAny(name, "\r\n") {
-		fail(w, r, http.StatusBadRequest, "the name must be one line of at most 100 characters")
+	name, tz, err := profile(in)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	tz := strings.TrimSpace(in["timezone"])
-	if tz != "" {
-		if _, err := time.LoadLocation(tz); err != nil || strings.ContainsAny(tz, "\r\n") {
-			fail(w, r, http.StatusBadRequest, "unknown time zone, use a name like Europe/Berlin")
-			return
-		}
+	chosen, err := s.chosenTopics(in)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
 	}
 
 	now := s.deps.Now()
 	job := tasks.NewConfirm(email, now)
 	if !s.cfg.DoubleOptIn {
-		job = tasks.NewWelcome(email, now, s.cfg.WelcomeDelay)
+		job = s.firstStep(email, now)
 	}
 	ctx := r.Context()
 	_, err = s.deps.Store.Subscribe(ctx, store.SubscribeRequest{
 		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
-		Hold: s.cfg.ConfirmHold,
+		Hold: s.cfg.ConfirmHold, Topics: chosen,
 	})
 	if errors.Is(err, store.ErrConfirmHeld) {
 		// A confirmation went out recently: this request is answered as
@@ -111,4 +109,43 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, 
 		return
 	}
 	message(w, http.StatusAccepted, "You are subscribed", "Welcome! A first mail to "+email+" is on its way.")
+}
+
+// profile reads and checks the name and time zone fields.
+func profile(in input) (name, tz string, err error) {
+	name = strings.TrimSpace(in.get("name"))
+	if len(name) > 100 || strings.ContainsAny(name, "\r\n") {
+		return "", "", errors.New("the name must be one line of at most 100 characters")
+	}
+	tz = strings.TrimSpace(in.get("timezone"))
+	if tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil || strings.ContainsAny(tz, "\r\n") {
+			return "", "", errors.New("unknown time zone, use a name like Europe/Berlin")
+		}
+	}
+	return name, tz, nil
+}
+
+// chosenTopics reads the topics field: a form's ticked boxes or a JSON
+// list. A body without the field (an API client from before topics) gets
+// the default ones; our form always says it showed the boxes, so ticking
+// none is an answer. Unknown ids and no topic at all are refused.
+func (s *Server) chosenTopics(in input) ([]string, error) {
+	ids, given := in["topics"]
+	if !given && in.get("topics_shown") == "" {
+		return s.cfg.Topics.Defaults(), nil
+	}
+	chosen, err := s.cfg.Topics.Check(ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(chosen) == 0 {
+		return nil, errors.New("choose at least one topic")
+	}
+	return chosen, nil
+}
+
+// firstStep is the sequence's first step for email, confirmed now.
+func (s *Server) firstStep(email string, now time.Time) tasks.Job {
+	return tasks.NewWelcome(email, now, s.cfg.Topics.Sequence.Steps[0].After)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/hibiken/asynq"
@@ -18,12 +19,21 @@ import (
 // A GET never unsubscribes, because mail scanners follow links.
 func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
-	email, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
+	email, topic, err := s.deps.Signer.VerifyTopic(token.Unsubscribe, tok)
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole unsubscribe link from the mail.")
 		return
 	}
-	renderPage(w, http.StatusOK, "unsubscribe", pageData{Title: "Unsubscribe", Email: email, Token: tok})
+	renderPage(w, http.StatusOK, "unsubscribe", pageData{Title: "Unsubscribe", Email: email, Token: tok, Topic: s.topicName(topic)})
+}
+
+// topicName is the name of topic id ("" for none; the id itself for a
+// topic the file no longer has).
+func (s *Server) topicName(id string) string {
+	if t, ok := s.cfg.Topics.Topic(id); ok {
+		return t.Name
+	}
+	return id
 }
 
 // unsubscribe handles POST /unsubscribe in its three forms: RFC 8058
@@ -40,10 +50,13 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	var email string
-	switch tok := firstNonEmpty(oneClick, in["token"]); {
+	var email, topic string
+	switch tok := firstNonEmpty(oneClick, in.get("token")); {
 	case tok != "":
-		if email, err = s.deps.Signer.Verify(token.Unsubscribe, tok); err != nil {
+		// A token from a mail of one topic leaves that topic only; one
+		// without a topic (older mails, the link mailed on request)
+		// leaves everything.
+		if email, topic, err = s.deps.Signer.VerifyTopic(token.Unsubscribe, tok); err != nil {
 			fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
 			return
 		}
@@ -62,7 +75,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 			return
 		}
-		if email, err = address.Normalize(in["email"]); err != nil {
+		if email, err = address.Normalize(in.get("email")); err != nil {
 			fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
 			return
 		}
@@ -71,7 +84,11 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.end(r, email); err != nil {
+	leave := s.end
+	if topic != "" {
+		leave = func(r *http.Request, email string) error { return s.leaveTopic(r, email, topic) }
+	}
+	if err := leave(r, email); err != nil {
 		s.deps.Log.Error("unsubscribe: store", "err", err)
 		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 		return
@@ -82,10 +99,35 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("unsubscribed\n")) // RFC 8058 reads only the status
 	case wantsJSON(r):
-		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": string(store.Unsubscribed)})
+		body := map[string]string{"email": email, "status": string(store.Unsubscribed)}
+		if topic != "" {
+			body["topic"] = topic
+		}
+		writeJSON(w, http.StatusAccepted, body)
+	case topic != "":
+		message(w, http.StatusAccepted, "You are unsubscribed from "+s.topicName(topic),
+			"We will not send "+s.topicName(topic)+" to "+email+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
 	default:
 		message(w, http.StatusAccepted, "You are unsubscribed", "We will not send any more mail to "+email+".")
 	}
+}
+
+// leaveTopic turns one topic off. Leaving the sequence's topic (or the
+// last one, which ends the subscription) also deletes the waiting step;
+// an address that is not active has nothing to leave.
+func (s *Server) leaveTopic(r *http.Request, email, topic string) error {
+	seq := s.cfg.Topics.Sequence
+	sub, err := s.deps.Store.LeaveTopic(r.Context(), email, topic, tasks.SequenceCancel(email, seq))
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotActive) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(sub.Topics, seq.Topic) {
+		s.deleteTasks(tasks.SequenceTasks(email, seq))
+	}
+	return nil
 }
 
 // ownPage tells a post from our own page (or from a program, which sends
@@ -118,7 +160,7 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 // anything already queued), then deletes the waiting welcome and
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
 func (s *Server) end(r *http.Request, email string) error {
-	pending := tasks.PendingMails(email)
+	pending := tasks.PendingMails(email, s.cfg.Topics.Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID
@@ -129,14 +171,21 @@ func (s *Server) end(r *http.Request, email string) error {
 	}
 	// The same work for a stranger as for a subscriber, so neither the
 	// answer nor its time tells who is on the list.
-	if s.deps.Tasks != nil {
-		for _, p := range pending {
-			if err := s.deps.Tasks.DeleteTask(p.Queue, p.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-				s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "queue", p.Queue, "err", err)
-			}
+	s.deleteTasks(pending)
+	return nil
+}
+
+// deleteTasks deletes waiting tasks of a person who left. DeleteTask
+// fails on a running task; its handler's re-check skips it.
+func (s *Server) deleteTasks(refs []tasks.TaskRef) {
+	if s.deps.Tasks == nil {
+		return
+	}
+	for _, p := range refs {
+		if err := s.deps.Tasks.DeleteTask(p.Queue, p.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+			s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "queue", p.Queue, "err", err)
 		}
 	}
-	return nil
 }
 
 func firstNonEmpty(v ...string) string {

@@ -39,6 +39,9 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 
 // WithTopics returns the store reading and writing the topics of s.
 func (r *Redis) WithTopics(s *topics.Set) *Redis {
+	if s == nil {
+		return r
+	}
 	c := *r
 	c.topics = newTopicList(s)
 	return &c
@@ -116,18 +119,21 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	return decodeResult(res)
 }
 
-// SetTopics implements Subscribers.
-func (r *Redis) SetTopics(ctx context.Context, email string, chosen []string, cancel Cancel) (Subscriber, error) {
-	return r.changeTopics(ctx, email, "set", strings.Join(chosen, ","), cancel)
+// SetPreferences implements Subscribers.
+func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences, cancel Cancel) (Subscriber, error) {
+	if err := checkFields(p.Name, p.Timezone); err != nil {
+		return Subscriber{}, fmt.Errorf("preferences of %s: %w", email, err)
+	}
+	return r.changeTopics(ctx, email, "set", strings.Join(p.Topics, ","), p.Name, p.Timezone, cancel)
 }
 
 // LeaveTopic implements Subscribers.
 func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error) {
-	return r.changeTopics(ctx, email, "leave", topic, cancel)
+	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel)
 }
 
-func (r *Redis) changeTopics(ctx context.Context, email, mode, list string, cancel Cancel) (Subscriber, error) {
-	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic}
+func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel) (Subscriber, error) {
+	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic, name, tz}
 	for _, id := range cancel.Outbox {
 		args = append(args, id)
 	}

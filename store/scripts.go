@@ -263,10 +263,12 @@ return {'ok', id, packrec(r), ''}
 //	ARGV[4]  'set': ARGV[5] is the new choice; 'leave': ARGV[5] is the topic to turn off
 //	ARGV[5]  topics, comma-separated
 //	ARGV[6]  the sequence's topic
-//	ARGV[7…] the sequence's outbox ids
+//	ARGV[7]  'set': the name
+//	ARGV[8]  'set': the time zone
+//	ARGV[9…] the sequence's outbox ids
 //
-// Writes the topics and, with none left, status u, ended and the active
-// bit. Answers 'ok', 'notactive' or 'notfound', then the id, the record and
+// Writes the topics, with 'set' the name and time zone, and, with no topic
+// left, status u, ended and the active bit. Answers 'ok', 'notactive' or 'notfound', then the id, the record and
 // the topics.
 var topicsScript = subscriberScript(`
 local id, r = find(ARGV[1])
@@ -281,13 +283,14 @@ if ARGV[4] == 'leave' then
   chosen = table.concat(keep, ',')
 end
 settopics(id, ARGV[3], chosen)
+if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
-  save(id, r)
   redis.call('SETBIT', KEYS[1], id, 0)
 end
+save(id, r)
 if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then
-  for i = 7, #ARGV do
+  for i = 9, #ARGV do
     redis.call('HDEL', KEYS[2], ARGV[i])
     redis.call('ZREM', KEYS[3], ARGV[i])
   end

@@ -85,6 +85,12 @@ type SubscribeRequest struct {
 	Topics []string
 }
 
+// Preferences are what a person sets in the preference centre.
+type Preferences struct {
+	Topics         []string
+	Name, Timezone string
+}
+
 // Cancel names the outbox entries of a sequence: dropped, in the same
 // step, when a change leaves the subscriber without Topic (or any topic).
 type Cancel struct {
@@ -137,12 +143,13 @@ type Subscribers interface {
 	Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error)
 	// MarkBounced stops all mail to email after a permanent failure.
 	MarkBounced(ctx context.Context, email string) error
-	// SetTopics replaces an active subscriber's topics (ids the caller
-	// checked). No topic left ends the subscription as Unsubscribe does.
-	// Not active: ErrNotActive, nothing changes.
-	SetTopics(ctx context.Context, email string, topics []string, cancel Cancel) (Subscriber, error)
+	// SetPreferences replaces an active subscriber's topics (ids the
+	// caller checked), name and time zone. No topic left ends the
+	// subscription as Unsubscribe does. Not active: ErrNotActive, nothing
+	// changes.
+	SetPreferences(ctx context.Context, email string, p Preferences, cancel Cancel) (Subscriber, error)
 	// LeaveTopic turns one topic off (one-click from a mail of that
-	// topic), as SetTopics. A topic already off changes nothing.
+	// topic), as SetPreferences. A topic already off changes nothing.
 	LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error)
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)

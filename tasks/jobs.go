@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
 )
 
 // Every task's queue, TaskID and options are set here and nowhere else: the
@@ -44,15 +47,54 @@ func confirmJob(payload []byte, email string, due time.Time) Job {
 		asynq.Queue(queueOf[TypeConfirmEmail]), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(time.Minute))}
 }
 
-// NewWelcome is the welcome mail for email, due after delay.
+// NewWelcome is the sequence's first step (the welcome) for email, due
+// after delay.
 func NewWelcome(email string, now time.Time, delay time.Duration) Job {
-	return welcomeJob(mustJSON(WelcomePayload{Email: email}), email, now.Add(delay))
+	return NewWelcomeAt(email, now.Add(delay))
+}
+
+// NewWelcomeAt is the sequence's first step for email, due at due.
+func NewWelcomeAt(email string, due time.Time) Job {
+	return welcomeJob(mustJSON(WelcomePayload{Email: email}), email, due)
 }
 
 func welcomeJob(payload []byte, email string, due time.Time) Job {
 	id := WelcomeTaskID(email)
 	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeWelcomeEmail, payload,
 		asynq.Queue(queueOf[TypeWelcomeEmail]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+}
+
+// StepTaskID is the id under which email's step (by template) waits: each
+// step schedules the next under its own id, so at most one step per person
+// is pending, and leaving can name every one of them.
+func StepTaskID(email, template string) string { return "step:" + email + ":" + template }
+
+// NewStep is the later step template of the sequence for email, due at
+// due (now when that is past).
+func NewStep(email, template string, due time.Time) Job {
+	id := StepTaskID(email, template)
+	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeSequenceStep, mustJSON(StepPayload{Email: email, Step: template}),
+		asynq.Queue(queueOf[TypeSequenceStep]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+}
+
+// SequenceTasks are the tasks that may hold email's pending step of seq:
+// the first step (the welcome task) and each later one.
+func SequenceTasks(email string, seq topics.Sequence) []TaskRef {
+	refs := []TaskRef{{Queue: queueOf[TypeWelcomeEmail], ID: WelcomeTaskID(email)}}
+	for _, st := range seq.Steps[min(1, len(seq.Steps)):] {
+		refs = append(refs, TaskRef{Queue: queueOf[TypeSequenceStep], ID: StepTaskID(email, st.Template)})
+	}
+	return refs
+}
+
+// SequenceCancel is what the store drops with the sequence's topic: the
+// outbox entries of email's steps.
+func SequenceCancel(email string, seq topics.Sequence) store.Cancel {
+	c := store.Cancel{Topic: seq.Topic}
+	for _, r := range SequenceTasks(email, seq) {
+		c.Outbox = append(c.Outbox, r.ID)
+	}
+	return c
 }
 
 // UnsubscribeLinkTaskID is the id under which email's unsubscribe link
@@ -101,14 +143,11 @@ func NewFeedback(p FeedbackPayload) (*asynq.Task, error) {
 type TaskRef struct{ Queue, ID string }
 
 // PendingMails are the tasks that may still mail email after the person
-// left: the confirmation and the welcome. Unsubscribing drops their outbox
-// entries and deletes them from the queue; the handlers' re-check covers a
-// task that is already running.
-func PendingMails(email string) []TaskRef {
-	return []TaskRef{
-		{Queue: queueOf[TypeConfirmEmail], ID: ConfirmTaskID(email)},
-		{Queue: queueOf[TypeWelcomeEmail], ID: WelcomeTaskID(email)},
-	}
+// left: the confirmation and the sequence's steps. Unsubscribing drops
+// their outbox entries and deletes them from the queue; the handlers'
+// re-check covers a task that is already running.
+func PendingMails(email string, seq topics.Sequence) []TaskRef {
+	return append([]TaskRef{{Queue: queueOf[TypeConfirmEmail], ID: ConfirmTaskID(email)}}, SequenceTasks(email, seq)...)
 }
 
 // DigestPlanTaskID is the id of a period's plan task: every scheduler

@@ -16,9 +16,18 @@ type UnsubscribeLinkPayload struct {
 	Nonce string `json:"nonce"` // one mail per request, as ConfirmPayload
 }
 
-// WelcomePayload is the payload of TypeWelcomeEmail.
+// WelcomePayload is the payload of TypeWelcomeEmail: the sequence's first
+// step, whichever template that is when it runs.
 type WelcomePayload struct {
 	Email string `json:"email"`
+}
+
+// StepPayload is the payload of TypeSequenceStep: the step that was next
+// for Email when it was scheduled. The handler sends it only if it is
+// still next (steps may have been added or removed since).
+type StepPayload struct {
+	Email string `json:"email"`
+	Step  string `json:"step"` // the step's template
 }
 
 // DigestPlanPayload is the payload of TypeDigestPlan.

@@ -4,7 +4,11 @@ package tasks
 // them.
 const (
 	TypeConfirmEmail = "email:confirm"
+	// TypeWelcomeEmail is the first step of the onboarding sequence (the
+	// welcome, unless the topics file says otherwise); TypeSequenceStep
+	// each later one. One handler sends both.
 	TypeWelcomeEmail = "email:welcome"
+	TypeSequenceStep = "email:step"
 	TypeDigestPlan   = "digest:plan"
 	TypeDigestEmail  = "email:digest"
 	TypeEvent        = "event:notify"
@@ -39,6 +43,7 @@ var Queues = []string{QueueTransactional, QueueCritical, QueueDefault}
 var queueOf = map[string]string{
 	TypeConfirmEmail: QueueTransactional,
 	TypeWelcomeEmail: QueueDefault,
+	TypeSequenceStep: QueueDefault,
 	TypeDigestPlan:   QueueCritical,
 	TypeDigestEmail:  QueueCritical,
 	TypeEvent:        QueueDefault,
@@ -54,4 +59,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback}

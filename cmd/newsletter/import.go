@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -30,7 +32,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: newsletter import [--pending] FILE.csv (columns email[,name[,timezone]])")
+		return errors.New("usage: newsletter import [--pending] FILE.csv (columns email[,name[,timezone[,topics]]])")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -48,7 +50,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	defer a.close()
 	client := a.newClient()
 
-	im := &importer{store: a.store, queue: client, pending: *pending, now: time.Now}
+	im := &importer{store: a.store, queue: client, pending: *pending, now: time.Now, topics: a.cfg.Topics}
 	counted := &countingReader{r: f}
 	var progress *progressBar
 	if !*quiet {
@@ -70,6 +72,8 @@ type importer struct {
 	queue   tasks.Enqueuer
 	pending bool
 	now     func() time.Time
+	// topics check the topics column (nil: the built-in topics).
+	topics *topics.Set
 
 	rows    atomic.Int64
 	added   int64
@@ -89,6 +93,18 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 	var reqs []store.SubscribeRequest
 	var jobs []tasks.Job
 	line := 0
+	set := im.topics
+	if set == nil {
+		set = topics.Default(0)
+	}
+	// The columns by position, or by the header row's names.
+	col := map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}
+	field := func(rec []string, name string) string {
+		if i, ok := col[name]; ok && i < len(rec) {
+			return strings.TrimSpace(rec[i])
+		}
+		return ""
+	}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -104,24 +120,36 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			return fmt.Errorf("read line %d: %w", line, err)
 		}
 		im.rows.Add(1)
-		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), "email") {
+		if line == 1 && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
+			col = map[string]int{}
+			for i, h := range rec {
+				col[strings.ToLower(strings.TrimSpace(h))] = i
+			}
 			continue // header row
 		}
-		email, err := address.Normalize(rec[0])
+		email, err := address.Normalize(field(rec, "email"))
 		if err != nil {
 			im.bad(line, "invalid address")
 			continue
 		}
 		req := store.SubscribeRequest{Email: email, Activate: !im.pending, OnlyNew: true}
-		if len(rec) > 1 {
-			req.Name = strings.TrimSpace(rec[1])
-			if len(req.Name) > 100 || strings.ContainsAny(req.Name, "\r\n") {
-				im.bad(line, "name longer than 100 characters or with a line break")
+		req.Name = field(rec, "name")
+		if len(req.Name) > 100 || strings.ContainsAny(req.Name, "\r\n") {
+			im.bad(line, "name longer than 100 characters or with a line break")
+			continue
+		}
+		// Topics: ids separated by spaces, semicolons or (in a quoted
+		// field) commas; none gives the default topics.
+		if ids := strings.FieldsFunc(field(rec, "topics"), func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '|' }); len(ids) > 0 {
+			if req.Topics, err = set.Check(ids); err != nil {
+				im.bad(line, err.Error())
 				continue
 			}
+		} else {
+			req.Topics = set.Defaults()
 		}
-		if len(rec) > 2 && strings.TrimSpace(rec[2]) != "" {
-			req.Timezone = strings.TrimSpace(rec[2])
+		if tz := field(rec, "timezone"); tz != "" {
+			req.Timezone = tz
 			ok, seen := zones[req.Timezone]
 			if !seen {
 				_, err := time.LoadLocation(req.Timezone)

@@ -166,8 +166,13 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	if !strings.HasPrefix(unsub, svc.base+"/unsubscribe?token=") || welcome.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 		t.Fatalf("RFC 8058 headers: %q / %q", welcome.Header.Get("List-Unsubscribe"), welcome.Header.Get("List-Unsubscribe-Post"))
 	}
-	if !strings.Contains(welcome.Text(), unsub) || !strings.Contains(welcome.HTML(), `href="`+unsub+`"`) {
-		t.Fatal("no visible unsubscribe link in the welcome body")
+	// The footer's visible link opens the preference centre.
+	prefs := regexp.MustCompile(`Unsubscribe or change what you get: (\S+)`).FindStringSubmatch(welcome.Text())
+	if prefs == nil || !strings.HasPrefix(prefs[1], svc.base+"/preferences?token=") || !strings.Contains(welcome.HTML(), `href="`+prefs[1]+`"`) {
+		t.Fatal("no visible unsubscribe link (to the preference centre) in the welcome body")
+	}
+	if got := welcome.Header.Get("List-Id"); got != "Weekly digest <digest.newsletter.example.com>" {
+		t.Fatalf("the welcome's List-Id %q: the sequence's topic's", got)
 	}
 
 	// What a mailbox provider does for one-click: POST, no cookies.
@@ -184,7 +189,9 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `"status":"unsubscribed"`) {
+	// The welcome belongs to the sequence's topic (digest): one click
+	// leaves that, and the updates the person also chose go on.
+	if !strings.Contains(string(body), `"status":"active"`) || !strings.Contains(string(body), `"topics":["updates"]`) {
 		t.Fatalf("after one-click: %s", body)
 	}
 	if len(smtpSrv.Messages()) != 2 {

@@ -80,13 +80,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			return err
 		}
 		mailbox = box
-		render, err := mailer.NewRenderer(a.cfg.TemplateDir)
+		render, err := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
 		if err != nil {
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 		}
 		h := worker.NewHandlers(worker.Deps{
-			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg),
-			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer},
+			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates()),
+			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)},
 			Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
 			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
@@ -109,12 +109,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err != nil {
 			return err
 		}
-		apiStore := store.NewRedis(batched)
+		apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics)
 		apiClient := asynq.NewClientFromRedisClient(batched)
 		jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
 		defer jobs.Close()
 		srv := api.New(api.Config{
-			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay,
+			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.cfg.Topics,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
 			ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,

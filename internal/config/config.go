@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -52,9 +53,13 @@ type Config struct {
 	GroupMaxSize     int
 	Shutdown         time.Duration
 	TemplateDir      string
-	DKIMKeyFile      string
-	DKIMSelector     string
-	DKIMDomain       string
+	// TopicsFile is NEWSLETTER_TOPICS_FILE; Topics what it declares (or
+	// the built-in topics and sequence).
+	TopicsFile   string
+	Topics       *topics.Set
+	DKIMKeyFile  string
+	DKIMSelector string
+	DKIMDomain   string
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
 	MonitoringReadOnly bool
 	PrometheusURL      string
@@ -134,6 +139,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		GroupMaxSize:       p.integer("NEWSLETTER_GROUP_MAX_SIZE", 50, 1),
 		Shutdown:           p.duration("NEWSLETTER_SHUTDOWN_TIMEOUT", 30*time.Second, time.Second),
 		TemplateDir:        p.str("NEWSLETTER_TEMPLATE_DIR", ""),
+		TopicsFile:         p.str("NEWSLETTER_TOPICS_FILE", ""),
 		DKIMKeyFile:        p.str("NEWSLETTER_DKIM_KEY_FILE", ""),
 		DKIMSelector:       p.str("NEWSLETTER_DKIM_SELECTOR", ""),
 		DKIMDomain:         p.str("NEWSLETTER_DKIM_DOMAIN", ""),
@@ -220,6 +226,14 @@ func Load(getenv func(string) string) (*Config, error) {
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
 	p.check("NEWSLETTER_BOUNCE_SMTP_ADDR", c.BounceSMTPAddr == "" || c.BounceAddress != "", "NEWSLETTER_BOUNCE_ADDRESS set too: the intake takes mail for that address only")
 	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
+	var terr error
+	if c.Topics, terr = topics.Load(c.TopicsFile, c.WelcomeDelay); terr != nil {
+		p.errs = append(p.errs, terr) // one line per mistake, each naming the variable
+	} else if _, err := mailer.NewRenderer(c.TemplateDir, c.Topics.Templates()...); err != nil {
+		// Every role checks the templates, not only the worker that
+		// renders them: a step without one is found at start-up.
+		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR / NEWSLETTER_TOPICS_FILE: %w", err))
+	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}

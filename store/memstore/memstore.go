@@ -182,19 +182,22 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 	return copyOf(s), nil
 }
 
-// SetTopics implements store.Subscribers.
-func (m *Memory) SetTopics(_ context.Context, email string, chosen []string, cancel store.Cancel) (store.Subscriber, error) {
-	return m.changeTopics(email, func([]string) []string { return slices.Clone(chosen) }, cancel)
+// SetPreferences implements store.Subscribers.
+func (m *Memory) SetPreferences(_ context.Context, email string, p store.Preferences, cancel store.Cancel) (store.Subscriber, error) {
+	return m.changeTopics(email, func(s *store.Subscriber) []string {
+		s.Name, s.Timezone = p.Name, p.Timezone
+		return slices.Clone(p.Topics)
+	}, cancel)
 }
 
 // LeaveTopic implements store.Subscribers.
 func (m *Memory) LeaveTopic(_ context.Context, email, topic string, cancel store.Cancel) (store.Subscriber, error) {
-	return m.changeTopics(email, func(had []string) []string {
-		return slices.DeleteFunc(slices.Clone(had), func(t string) bool { return t == topic })
+	return m.changeTopics(email, func(s *store.Subscriber) []string {
+		return slices.DeleteFunc(slices.Clone(s.Topics), func(t string) bool { return t == topic })
 	}, cancel)
 }
 
-func (m *Memory) changeTopics(email string, change func([]string) []string, cancel store.Cancel) (store.Subscriber, error) {
+func (m *Memory) changeTopics(email string, change func(*store.Subscriber) []string, cancel store.Cancel) (store.Subscriber, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.byEmail[email]
@@ -205,7 +208,7 @@ func (m *Memory) changeTopics(email string, change func([]string) []string, canc
 		return copyOf(s), store.ErrNotActive
 	}
 	// In the topics file's order, as the Redis store answers.
-	chosen := change(s.Topics)
+	chosen := change(s)
 	s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(chosen, t) })
 	if len(s.Topics) == 0 {
 		s.Status, s.UnsubscribedAt = store.Unsubscribed, m.now().UTC().Truncate(time.Millisecond)

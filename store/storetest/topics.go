@@ -72,8 +72,8 @@ func testTopics(t *testing.T, h Harness, s store.Store) {
 	if err != nil || got.Status != store.Active || !slices.Equal(got.Topics, []string{"digest"}) || !outboxHas(t, s, "step:seq@x.io:welcome") {
 		t.Fatalf("leave updates: %+v %v", got, err)
 	}
-	got, err = s.SetTopics(ctx, "seq@x.io", []string{"updates"}, cancel)
-	if err != nil || got.Status != store.Active || !slices.Equal(got.Topics, []string{"updates"}) || outboxHas(t, s, "step:seq@x.io:welcome") {
+	got, err = s.SetPreferences(ctx, "seq@x.io", store.Preferences{Topics: []string{"updates"}, Name: "Seq", Timezone: "Europe/Paris"}, cancel)
+	if err != nil || got.Status != store.Active || !slices.Equal(got.Topics, []string{"updates"}) || got.Name != "Seq" || got.Timezone != "Europe/Paris" || outboxHas(t, s, "step:seq@x.io:welcome") {
 		t.Fatalf("set updates only: %+v %v (sequence entry left: %v)", got, err, outboxHas(t, s, "step:seq@x.io:welcome"))
 	}
 	// The last topic gone: unsubscribed, out of every audience.
@@ -87,18 +87,18 @@ func testTopics(t *testing.T, h Harness, s store.Store) {
 	// Only an active subscription's topics change.
 	for _, email := range []string{"seq@x.io", "pending@x.io"} {
 		before, _ := s.Get(ctx, email)
-		if _, err := s.SetTopics(ctx, email, []string{"digest"}, store.Cancel{}); !errors.Is(err, store.ErrNotActive) {
+		if _, err := s.SetPreferences(ctx, email, store.Preferences{Topics: []string{"digest"}, Name: "X"}, store.Cancel{}); !errors.Is(err, store.ErrNotActive) {
 			t.Fatalf("%s: set topics of a %s subscription: %v", email, before.Status, err)
 		}
-		if after, _ := s.Get(ctx, email); !slices.Equal(after.Topics, before.Topics) || after.Status != before.Status {
+		if after, _ := s.Get(ctx, email); !slices.Equal(after.Topics, before.Topics) || after.Status != before.Status || after.Name != before.Name {
 			t.Fatalf("%s changed: %+v -> %+v", email, before, after)
 		}
 	}
 	if _, err := s.LeaveTopic(ctx, "nobody@x.io", "digest", store.Cancel{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown address: %v", err)
 	}
-	// SetTopics with none is leaving everything.
-	got, err = s.SetTopics(ctx, "both@x.io", nil, store.Cancel{})
+	// No topic chosen is leaving everything.
+	got, err = s.SetPreferences(ctx, "both@x.io", store.Preferences{}, store.Cancel{})
 	if err != nil || got.Status != store.Unsubscribed || len(got.Topics) != 0 {
 		t.Fatalf("set no topics: %+v %v", got, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -78,7 +80,9 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		return err
 	}
 	// The items are the same for every recipient: render them once.
-	prep, err := h.Deliver.Render.Prepare(mailer.KindDigest, mailer.Data{Period: p.Period, Entries: entries})
+	shared := h.Links.Stream(topics.Digest)
+	shared.Period, shared.Entries = p.Period, entries
+	prep, err := h.Deliver.Render.Prepare(mailer.KindDigest, shared)
 	if err != nil {
 		return fmt.Errorf("prepare digest: %v: %w", err, asynq.SkipRetry)
 	}
@@ -88,7 +92,8 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 	held := map[time.Time][]int64{}
 	for i, s := range subs {
 		switch until := h.Quiet.Until(s.Timezone, now); {
-		case s.ID == 0 || s.Status != store.Active:
+		case s.ID == 0 || s.Status != store.Active || !slices.Contains(s.Topics, topics.Digest):
+			// Left, or turned the digest off, since the planner saw them.
 			skipped = append(skipped, p.IDs[i])
 		case !until.IsZero():
 			held[until] = append(held[until], s.ID)
@@ -96,7 +101,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: mailer.KindDigest, Key: p.Period, SubscriberID: s.ID, Shared: true},
-				Data:     mailer.Data{Email: s.Email, Name: s.Name, UnsubscribeURL: h.Links.Unsubscribe(s.Email)},
+				Data:     h.Links.For(s, topics.Digest),
 				Prepared: prep,
 			})
 		}

@@ -98,7 +98,8 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 	}
 	m := msgs[0]
 	if !strings.Contains(m.Header.Get("Subject"), "2026-W49") || !strings.Contains(m.Text(), "Release 2.0") ||
-		m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" || !strings.Contains(m.Text(), "/unsubscribe?token=") {
+		m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" || !strings.Contains(m.Header.Get("List-Unsubscribe"), "/unsubscribe?token=") ||
+		!strings.Contains(m.Text(), "/preferences?token=") {
 		t.Fatalf("digest mail:\n%s", m.Data)
 	}
 	// One batch task per page of 50, over one connection each.
@@ -280,7 +281,7 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	clock := night
 	h := NewHandlers(Deps{Store: d.store, Mailer: rec, Render: render, Log: discard, Queue: d.client, Quiet: quiet.New(&window),
 		Links: newHandlersLinks(), Now: func() time.Time { return clock }})
-	ids, _ := d.store.ActiveAfter(ctx, 0, 10)
+	ids, _ := d.store.AudienceAfter(ctx, "", 0, 10)
 	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("q1", ids)); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -79,6 +80,10 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, t *asynq.Task) erro
 	if !ok {
 		return err
 	}
+	if !slices.Contains(sub.Topics, topics.Updates) {
+		h.Deliver.log().Info("skip: events to a subscriber without updates", "subscriber", sub.ID)
+		return nil
+	}
 	now := h.now()
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
@@ -87,9 +92,11 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, t *asynq.Task) erro
 	for i, e := range p.Events {
 		entries[i] = mailer.Entry{Title: e.Title, URL: e.URL}
 	}
+	data := h.Links.For(sub, topics.Updates)
+	data.Entries = entries
 	return h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindEvents, Key: bundleKey(p.Events), SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, Name: sub.Name, Entries: entries, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
+		Data: data,
 	})
 }

@@ -42,7 +42,7 @@ func TestFeedbackSuppressesAndCountsOnce(t *testing.T) {
 	if n := testutil.ToFloat64(h.Metrics.Complaints.WithLabelValues("smtp")); n != 1 {
 		t.Fatalf("one complaint delivered twice counted %v times", n)
 	}
-	if err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome(sub.Email, sub.CreatedAt, 0).Task); err != nil || rec.count() != 0 {
+	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(sub.Email, sub.CreatedAt, 0).Task); err != nil || rec.count() != 0 {
 		t.Fatalf("a welcome after the complaint: %v, %d mails", err, rec.count())
 	}
 

@@ -64,6 +64,9 @@ func NewHandlers(d Deps) Handlers {
 	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links},
+		Sequence: &SequenceSender{
+			Deliver: deliver, Links: d.Links, Queue: d.Queue, Quiet: d.Quiet, Metrics: d.Metrics, Now: d.Now,
+		},
 		Planner: &Planner{
 			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log,
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,

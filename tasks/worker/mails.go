@@ -10,15 +10,29 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// Links builds the URLs inside mails.
+// Links builds what ties a mail to its topic: the URLs inside it, the
+// topic's name and its List-Id.
 type Links struct {
 	BaseURL string
 	Signer  *token.Signer
+	// Topics are the topics file's (nil: the built-in ones).
+	Topics *topics.Set
+	// ListID is the service's List-Id ("Name <newsletter.example.com>");
+	// each topic's is a sub-list of it ("" : no List-Id).
+	ListID string
+}
+
+func (l Links) topics() *topics.Set {
+	if l.Topics != nil {
+		return l.Topics
+	}
+	return topics.Default(0)
 }
 
 // Confirm is the confirmation link for email.
@@ -26,13 +40,40 @@ func (l Links) Confirm(email string) string {
 	return l.BaseURL + "/confirm?token=" + url.QueryEscape(l.Signer.Sign(token.Confirm, email))
 }
 
-// Unsubscribe is the unsubscribe link for email (page and RFC 8058 target).
-func (l Links) Unsubscribe(email string) string {
-	return l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.Sign(token.Unsubscribe, email))
+// Unsubscribe is the link that leaves topic ("" : everything) for email:
+// the page and the RFC 8058 one-click target.
+func (l Links) Unsubscribe(email, topic string) string {
+	return l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.SignTopic(token.Unsubscribe, email, topic))
 }
 
-// Mails sends the mails of the signup path: the confirmation and the
-// welcome.
+// Preferences is the link to email's preference centre.
+func (l Links) Preferences(email string) string {
+	return l.BaseURL + "/preferences?token=" + url.QueryEscape(l.Signer.Sign(token.Preferences, email))
+}
+
+// Stream is what every mail of topic shares: its name and List-Id.
+func (l Links) Stream(topic string) mailer.Data {
+	d := mailer.Data{}
+	if t, ok := l.topics().Topic(topic); ok {
+		d.Topic = t.Name
+	}
+	if l.ListID != "" {
+		d.ListID = l.topics().ListID(topic, l.ListID)
+	}
+	return d
+}
+
+// For is the data of a mail of topic to sub: the stream's, with sub's
+// fields and links.
+func (l Links) For(sub store.Subscriber, topic string) mailer.Data {
+	d := l.Stream(topic)
+	d.Email, d.Name = sub.Email, sub.Name
+	d.UnsubscribeURL, d.PreferencesURL = l.Unsubscribe(sub.Email, topic), l.Preferences(sub.Email)
+	return d
+}
+
+// Mails sends the transactional mails: the confirmation and the
+// unsubscribe link.
 type Mails struct {
 	Deliver *Deliverer
 	Links   Links
@@ -61,27 +102,6 @@ func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
 	})
 }
 
-// HandleWelcome sends the welcome mail to an active subscriber, once per
-// subscriber.
-func (h *Mails) HandleWelcome(ctx context.Context, t *asynq.Task) error {
-	var p tasks.WelcomePayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Email == "" {
-		return errMissing(t, "email")
-	}
-	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
-	if !ok {
-		return err
-	}
-	return h.Deliver.DeliverOne(ctx, Mail{
-		To:   sub,
-		Mark: store.Mark{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true},
-		Data: mailer.Data{Email: sub.Email, Name: sub.Name, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
-	})
-}
-
 // HandleUnsubscribeLink mails a one-click unsubscribe link to a subscriber
 // who asked to leave by typing the address. Only someone who can read the
 // mailbox can use it, so nobody else can unsubscribe them. An unknown or
@@ -104,7 +124,7 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error 
 	return h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub.Email)},
+		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub.Email, "")},
 	})
 }
 

@@ -70,7 +70,7 @@ func activate(t *testing.T, st store.Store, email string) store.Subscriber {
 func TestWelcomeToActiveSubscriber(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	activate(t, st, "ann@example.com")
-	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
+	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 {
@@ -91,7 +91,7 @@ func TestWelcomeTwiceSendsOnce(t *testing.T) {
 	activate(t, st, "ann@example.com")
 	task := tasks.NewWelcome("ann@example.com", time.Now(), 0).Task
 	for i := 0; i < 3; i++ {
-		if err := h.Mails.HandleWelcome(context.Background(), task); err != nil {
+		if err := h.Sequence.HandleWelcome(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestSkipWhenNotActive(t *testing.T) {
 	activate(t, st, "gone@example.com")
 	st.Unsubscribe(ctx, "gone@example.com")
 	for _, email := range []string{"gone@example.com", "never@example.com"} {
-		if err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
+		if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
 			t.Fatalf("%s: %v, want nil (skip)", email, err)
 		}
 	}
@@ -143,7 +143,7 @@ func TestConfirmOnlyWhilePending(t *testing.T) {
 func TestBadPayloadSkipsRetry(t *testing.T) {
 	h, _, _ := newHandlers(t)
 	for _, p := range []string{"{", `{"email":""}`, `[]`} {
-		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.Mails.HandleWelcome, "confirm": h.Mails.HandleConfirm} {
+		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.Sequence.HandleWelcome, "confirm": h.Mails.HandleConfirm} {
 			err := fn(context.Background(), asynq.NewTask("x", []byte(p)))
 			if !errors.Is(err, asynq.SkipRetry) {
 				t.Errorf("%s %q: %v, want SkipRetry", name, p, err)
@@ -168,7 +168,7 @@ func TestSendFailureClasses(t *testing.T) {
 		h, st, rec := newHandlers(t)
 		activate(t, st, "a@x.org")
 		rec.fail = &mailer.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
-		err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+		err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 		if err == nil || errors.Is(err, asynq.SkipRetry) != c.skipRetry {
 			t.Errorf("%s: err %v, want SkipRetry=%v", c.class, err, c.skipRetry)
 		}
@@ -179,7 +179,7 @@ func TestSendFailureClasses(t *testing.T) {
 		// The claim was released: a retry that succeeds sends the mail.
 		rec.fail = nil
 		if c.class == mailer.Temporary {
-			if err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+			if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 				t.Errorf("retry after temporary failure: %v, %d mails", err, rec.count())
 			}
 		}
@@ -193,7 +193,7 @@ func TestBusyClaimIsNotAFailure(t *testing.T) {
 	if _, err := st.ClaimMarks(ctx, "", []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	err := h.Mails.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+	err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	if !errors.Is(err, ErrDeliveryBusy) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("held claim: %v (failure=%v), %d mails", err, IsFailure(err), rec.count())
 	}

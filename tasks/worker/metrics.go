@@ -31,6 +31,9 @@ type Metrics struct {
 	Bounces           *prometheus.CounterVec // type (hard, soft), source
 	Complaints        *prometheus.CounterVec // source
 	FeedbackUnmatched *prometheus.CounterVec // source
+	// Steps counts the onboarding sequence's step tasks by step (its
+	// template) and outcome (StepOutcomes).
+	Steps *prometheus.CounterVec // step, outcome
 }
 
 // Results are the values of the result label of newsletter_tasks_total.
@@ -70,6 +73,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FeedbackUnmatched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_feedback_unmatched_total", Help: "Bounce and complaint reports about an address not on the list, by source.",
 		}, []string{"source"}),
+		Steps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_sequence_steps_total", Help: "Onboarding sequence steps by step (template) and outcome (sent, left, superseded).",
+		}, []string{"step", "outcome"}),
 	}
 	for _, src := range tasks.FeedbackSources {
 		m.Bounces.WithLabelValues("hard", src)
@@ -94,7 +100,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps)
+	}
+	return m
+}
+
+// ForSteps makes the series of the sequence's steps exist at 0, as those
+// of the other kinds do.
+func (m *Metrics) ForSteps(templates []string) *Metrics {
+	for _, t := range templates {
+		m.Sent.WithLabelValues(t)
+		for _, c := range mailer.Classes() {
+			m.Failed.WithLabelValues(t, c.String())
+		}
+		for _, o := range StepOutcomes {
+			m.Steps.WithLabelValues(t, o)
+		}
 	}
 	return m
 }

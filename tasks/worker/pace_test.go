@@ -55,7 +55,7 @@ func TestRateLimitDefersWithoutFailure(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{5 * time.Second}}
 	sub := activate(t, st, "a@x.org")
-	err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+	err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	var d *Deferred
 	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("%v (failure=%v), %d mails", err, IsFailure(err), rec.count())
@@ -73,7 +73,7 @@ func TestShortRateWaitIsInline(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{20 * time.Millisecond, 0}}
 	activate(t, st, "a@x.org")
-	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 		t.Fatalf("%v, %d mails", err, rec.count())
 	}
 }
@@ -94,7 +94,7 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	h.Mails.Deliver.Pace, h.Mails.Deliver.Throttle = p, 3*time.Minute
 	activate(t, st, "a@x.org")
 	rec.fail = &mailer.SendError{Class: mailer.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
-	if err := h.Mails.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
+	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
 		t.Fatal("throttled send reported success")
 	}
 	if p.throttled["x.org"] != 3*time.Minute {

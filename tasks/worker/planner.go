@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -26,7 +27,7 @@ const (
 type PlanStore interface {
 	StartDigestRun(ctx context.Context, period string) (run store.DigestRun, created bool, err error)
 	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error
-	ActiveAfter(ctx context.Context, cursor int64, limit int) ([]int64, error)
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 }
 
 // Planner handles digest:plan: it walks the audience and enqueues batches.
@@ -84,7 +85,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 		if err := h.waitForRoom(ctx); err != nil {
 			return err
 		}
-		ids, err := h.Store.ActiveAfter(ctx, cursor, size)
+		ids, err := h.Store.AudienceAfter(ctx, topics.Digest, cursor, size)
 		if err != nil {
 			return err
 		}

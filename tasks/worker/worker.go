@@ -40,10 +40,12 @@ type Worker struct {
 
 // Handlers are the worker's components, one per kind of task.
 type Handlers struct {
-	Mails   *Mails       // email:confirm, email:welcome
-	Planner *Planner     // digest:plan
-	Batches *BatchSender // email:digest
-	Events  *EventSender // email:events
+	Mails *Mails // email:confirm, email:unsubscribe
+	// Sequence sends the onboarding steps (email:welcome, email:step).
+	Sequence *SequenceSender
+	Planner  *Planner     // digest:plan
+	Batches  *BatchSender // email:digest
+	Events   *EventSender // email:events
 	// Feedback applies bounce and complaint reports (feedback:record).
 	Feedback *FeedbackRecorder
 	// Metrics are written by the middleware for every task.
@@ -80,7 +82,8 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux := asynq.NewServeMux()
 	mux.Use(Observe(log, h.Metrics))
 	mux.HandleFunc(tasks.TypeConfirmEmail, h.Mails.HandleConfirm)
-	mux.HandleFunc(tasks.TypeWelcomeEmail, h.Mails.HandleWelcome)
+	mux.HandleFunc(tasks.TypeWelcomeEmail, h.Sequence.HandleWelcome)
+	mux.HandleFunc(tasks.TypeSequenceStep, h.Sequence.HandleStep)
 	mux.HandleFunc(tasks.TypeUnsubscribeEmail, h.Mails.HandleUnsubscribeLink)
 	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
 	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// The preference centre: the link at the foot of every bulk mail opens it
+// with a preferences token (which can do nothing else). A person sees
+// their topics, name and time zone, changes them, or leaves everything.
+// GET and HEAD change nothing; the POST carries the token in its body and
+// must come from our own page.
+
+// preferencesToken verifies a preferences token, answering the error page
+// itself.
+func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (string, bool) {
+	email, err := s.deps.Signer.Verify(token.Preferences, tok)
+	if err != nil {
+		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the foot of one of our mails.")
+		return "", false
+	}
+	return email, true
+}
+
+// preferencesPage handles GET /preferences?token=.
+func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
+	tok := r.URL.Query().Get("token")
+	email, ok := s.preferencesToken(w, tok)
+	if !ok {
+		return
+	}
+	sub, err := s.deps.Store.Get(r.Context(), email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.deps.Log.Error("preferences: store", "err", err)
+		message(w, http.StatusServiceUnavailable, "Please try again", "We could not load your preferences just now.")
+		return
+	}
+	if err != nil || sub.Status != store.Active {
+		s.ended(w, email)
+		return
+	}
+	s.renderPreferences(w, http.StatusOK, tok, sub, "")
+}
+
+func (s *Server) renderPreferences(w http.ResponseWriter, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
+	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
+		Name: sub.Name, Timezone: sub.Timezone}
+	if saved != "" {
+		d.Lines = []string{saved}
+	}
+	if len(errs) > 0 {
+		d.Error = errs[0]
+	}
+	renderPage(w, code, "preferences", d)
+}
+
+// ended is the page for an address whose subscription is over.
+func (s *Server) ended(w http.ResponseWriter, email string) {
+	message(w, http.StatusOK, "You are not subscribed",
+		"We send nothing to "+email+". To get our mail again, subscribe on the front page.")
+}
+
+// preferences handles POST /preferences: save the topics, name and time
+// zone, or leave everything (leave=all). Unticking every topic is leaving
+// too.
+func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readForm(w, r)
+	if !ok {
+		return
+	}
+	tok := in.get("token")
+	email, ok := s.preferencesToken(w, tok)
+	if !ok {
+		return
+	}
+	// The token travels in the body, which another site's page could
+	// post too: only our own page may.
+	if !s.ownPage(r) {
+		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+		return
+	}
+	ctx := r.Context()
+	if in.get("leave") == "all" {
+		if err := s.end(r, email); err != nil {
+			s.deps.Log.Error("preferences: leave", "err", err)
+			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
+			return
+		}
+		s.left(w, r, email)
+		return
+	}
+	before, err := s.deps.Store.Get(ctx, email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.deps.Log.Error("preferences: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not save your preferences just now, please try again")
+		return
+	}
+	if err != nil || before.Status != store.Active {
+		s.ended(w, email)
+		return
+	}
+	name, tz, err := profile(in)
+	var chosen []string
+	if err == nil {
+		chosen, err = s.cfg.Topics.Check(in["topics"])
+	}
+	if err != nil {
+		// Show the page again as it was, with what is wrong.
+		s.renderPreferences(w, http.StatusBadRequest, tok, before, "", err.Error())
+		return
+	}
+	seq := s.cfg.Topics.Sequence
+	sub, err := s.deps.Store.SetPreferences(ctx, email, store.Preferences{Topics: chosen, Name: name, Timezone: tz}, tasks.SequenceCancel(email, seq))
+	if errors.Is(err, store.ErrNotActive) || errors.Is(err, store.ErrNotFound) {
+		s.ended(w, email)
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("preferences: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not save your preferences just now, please try again")
+		return
+	}
+	had, has := slices.Contains(before.Topics, seq.Topic), slices.Contains(sub.Topics, seq.Topic)
+	switch {
+	case had && !has:
+		s.deleteTasks(tasks.SequenceTasks(email, seq))
+	case !had && has:
+		// Back on: the sequence goes on where the person left it (the
+		// first step's task works out which step is next, if any).
+		job := tasks.NewWelcomeAt(email, s.deps.Now())
+		if _, err := s.deps.Queue.EnqueueContext(ctx, job.Task, job.Options()...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			s.deps.Log.Warn("preferences: resume the sequence", "err", err)
+		}
+	}
+	if sub.Status != store.Active {
+		s.left(w, r, email)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, viewOf(sub))
+		return
+	}
+	s.renderPreferences(w, http.StatusOK, tok, sub, "Saved.")
+}
+
+// left answers a person who left everything.
+func (s *Server) left(w http.ResponseWriter, r *http.Request, email string) {
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"email": email, "status": string(store.Unsubscribed)})
+		return
+	}
+	message(w, http.StatusOK, "You are unsubscribed", "We will not send any more mail to "+email+".")
+}

@@ -1,0 +1,177 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// SequenceSender handles the onboarding sequence: email:welcome (its first
+// step) and email:step (each later one).
+//
+// A person's progress is their steps' delivery marks, one per step
+// template. When a step's task runs it re-reads the subscriber and the
+// marks and works out which step is next under the topics file of today:
+// the step after the last one sent. Steps added since reach everyone who
+// has not passed them, removed ones are skipped, and a task whose step is
+// no longer next only schedules the right one. After sending, it schedules
+// the following step under that step's own TaskID, so at most one step
+// per person waits in Redis and leaving can delete it by name.
+type SequenceSender struct {
+	Deliver *Deliverer
+	Links   Links
+	Queue   tasks.Enqueuer
+	Quiet   *quiet.Hours
+	Metrics *Metrics
+	Now     func() time.Time
+}
+
+// The outcome label of newsletter_sequence_steps_total.
+const (
+	StepSent       = "sent"       // the step went out (or had, before a retry)
+	StepLeft       = "left"       // the person left, or turned the sequence's topic off
+	StepSuperseded = "superseded" // the task's step is no longer next: the next one was scheduled instead
+)
+
+// StepOutcomes lists the outcome label's values.
+var StepOutcomes = []string{StepSent, StepLeft, StepSuperseded}
+
+func (h *SequenceSender) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// HandleWelcome runs the first step.
+func (h *SequenceSender) HandleWelcome(ctx context.Context, t *asynq.Task) error {
+	var p tasks.WelcomePayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" {
+		return errMissing(t, "email")
+	}
+	return h.run(ctx, p.Email, 0, "")
+}
+
+// HandleStep runs a later step.
+func (h *SequenceSender) HandleStep(ctx context.Context, t *asynq.Task) error {
+	var p tasks.StepPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Email == "" || p.Step == "" {
+		return errMissing(t, "email and step")
+	}
+	return h.run(ctx, p.Email, -1, p.Step)
+}
+
+// run is the task of step index (the first step: 0) or, for a later one,
+// of step template.
+func (h *SequenceSender) run(ctx context.Context, email string, index int, template string) error {
+	seq := h.Links.topics().Sequence
+	label := template
+	if index == 0 && len(seq.Steps) > 0 {
+		label = seq.Steps[0].Template
+	}
+	sub, ok, err := h.Deliver.Recipient(ctx, email, store.Active)
+	if !ok {
+		if err == nil {
+			h.count(label, StepLeft)
+		}
+		return err
+	}
+	if !slices.Contains(sub.Topics, seq.Topic) {
+		h.Deliver.log().Info("skip: sequence topic is off", "subscriber", sub.ID, "topic", seq.Topic)
+		h.count(label, StepLeft)
+		return nil
+	}
+	marks := make([]store.Mark, len(seq.Steps))
+	for i, st := range seq.Steps {
+		marks[i] = stepMark(st.Template, sub.ID)
+	}
+	sent, err := h.Deliver.Store.SentMarks(ctx, marks)
+	if err != nil {
+		return fmt.Errorf("read sequence progress: %w", err)
+	}
+	// Next is the step after the last one sent: those before it were
+	// passed (sent, or added later than the person got there).
+	next := 0
+	for i, s := range sent {
+		if s {
+			next = i + 1
+		}
+	}
+	mine := index == 0 || index < 0 && next < len(seq.Steps) && seq.Steps[next].Template == template
+	if next >= len(seq.Steps) || !mine {
+		// This task's step was sent (a retry after the send), removed, or
+		// is not next any more: make sure the right one is scheduled.
+		if next < len(seq.Steps) {
+			h.count(label, StepSuperseded)
+		}
+		return h.schedule(ctx, sub, next)
+	}
+	if index == 0 && next != 0 {
+		return h.schedule(ctx, sub, next)
+	}
+	st := seq.Steps[next]
+	now := h.now()
+	// Scheduled times are whole seconds and may come up to one early.
+	if due := sub.ConfirmedAt.Add(st.After); due.Sub(now) > time.Second {
+		return &Deferred{Reason: "step " + st.Template + " is not due yet", In: due.Sub(now)}
+	}
+	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
+		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
+	}
+	if err := h.Deliver.DeliverOne(ctx, Mail{To: sub, Mark: marks[next], Data: h.Links.For(sub, seq.Topic)}); err != nil {
+		return err
+	}
+	h.count(st.Template, StepSent)
+	return h.schedule(ctx, sub, next+1)
+}
+
+// stepMark is the delivery mark of step template to a subscriber: shared
+// by everyone's step (a bitmap), kept for good. The first step of the
+// built-in sequence, "welcome", has the welcome's mark of earlier
+// versions, so nobody gets it twice across an upgrade.
+func stepMark(template string, id int64) store.Mark {
+	return store.Mark{Kind: template, SubscriberID: id, Shared: true}
+}
+
+// schedule queues step i of the sequence for sub at its time (now, when
+// that is past); past the last step, nothing.
+func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i int) error {
+	seq := h.Links.topics().Sequence
+	if i >= len(seq.Steps) {
+		return nil
+	}
+	st := seq.Steps[i]
+	due := sub.ConfirmedAt.Add(st.After)
+	if now := h.now(); due.Before(now) {
+		due = now
+	}
+	job := tasks.NewWelcomeAt(sub.Email, due)
+	if i > 0 {
+		job = tasks.NewStep(sub.Email, st.Template, due)
+	}
+	_, err := h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("schedule step %s: %w", st.Template, err)
+	}
+	return nil
+}
+
+func (h *SequenceSender) count(step, outcome string) {
+	if h.Metrics != nil && step != "" {
+		h.Metrics.Steps.WithLabelValues(step, outcome).Inc()
+	}
+}
