@@ -57,7 +57,7 @@ func newEnv(t *testing.T, cfg Config) *env { t.Helper(); return newEnvWith(t, cf
 func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBAPI)
-	st := store.NewRedis(rdb)
+	st := store.NewRedis(rdb).WithTopics(cfg.Topics)
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	signer := token.NewSigner([]byte("0123456789abcdef"), 0)

@@ -309,10 +309,6 @@ func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		writeJSON(w, code, errorBody(msg))
 		return
 	}
-	if r.URL.Path == "/subscribe" && code == http.StatusBadRequest {
-		renderPage(w, code, "form", pageData{Title: "Subscribe", Error: msg})
-		return
-	}
 	message(w, code, http.StatusText(code), msg)
 }
 

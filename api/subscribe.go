@@ -37,17 +37,17 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	email, err := address.Normalize(in.get("email"))
 	if err != nil {
-		fail(w, r, http.StatusBadRequest, "please enter a valid e-mail address")
+		s.refuseSignup(w, r, in, "please enter a valid e-mail address")
 		return
 	}
 	name, tz, err := profile(in)
 	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
+		s.refuseSignup(w, r, in, err.Error())
 		return
 	}
 	chosen, err := s.chosenTopics(in)
 	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
+		s.refuseSignup(w, r, in, err.Error())
 		return
 	}
 
@@ -148,4 +148,18 @@ func (s *Server) chosenTopics(in input) ([]string, error) {
 // firstStep is the sequence's first step for email, confirmed now.
 func (s *Server) firstStep(email string, now time.Time) tasks.Job {
 	return tasks.NewWelcome(email, now, s.cfg.Topics.Sequence.Steps[0].After)
+}
+
+// refuseSignup answers a signup with bad fields: 400, and for a browser
+// the form again with the message and the boxes as they were ticked.
+func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, msg string) {
+	if wantsJSON(r) {
+		fail(w, r, http.StatusBadRequest, msg)
+		return
+	}
+	ticked := in["topics"]
+	if in.get("topics_shown") == "" {
+		ticked = s.cfg.Topics.Defaults()
+	}
+	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.topicChoices(ticked)})
 }
