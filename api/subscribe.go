@@ -132,12 +132,12 @@ func profile(in input) (name, tz string, err error) {
 // none is an answer. Unknown ids and no topic at all are refused.
 func (s *Server) chosenTopics(in input) ([]string, error) {
 	ids, given := in["topics"]
-	if !given && in.get("topics_shown") == "" {
-		return s.cfg.Topics.Defaults(), nil
-	}
-	chosen, err := s.cfg.Topics.Check(ids)
-	if err != nil {
-		return nil, err
+	chosen := s.cfg.Topics.Defaults()
+	if given || in.get("topics_shown") != "" {
+		var err error
+		if chosen, err = s.cfg.Topics.Check(ids); err != nil {
+			return nil, err
+		}
 	}
 	if len(chosen) == 0 {
 		return nil, errors.New("choose at least one topic")

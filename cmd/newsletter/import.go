@@ -145,8 +145,9 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 				im.bad(line, err.Error())
 				continue
 			}
-		} else {
-			req.Topics = set.Defaults()
+		} else if req.Topics = set.Defaults(); len(req.Topics) == 0 {
+			im.bad(line, "no topics, and none is on by default in the topics file")
+			continue
 		}
 		if tz := field(rec, "timezone"); tz != "" {
 			req.Timezone = tz

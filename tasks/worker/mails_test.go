@@ -55,7 +55,7 @@ func newHandlers(t *testing.T) (Handlers, *memstore.Memory, *recorder) {
 }
 
 func newHandlersLinks() Links {
-	return Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)}
+	return Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0), ListID: "News <newsletter.example.com>"}
 }
 
 func activate(t *testing.T, st store.Store, email string) store.Subscriber {
