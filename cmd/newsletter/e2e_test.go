@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,8 +122,9 @@ func (b browser) shot(name string) {
 }
 
 // TestE2ESignupInBrowser drives the pages as a person does, in headless
-// Chromium: fill the form, submit, open the confirmation from the dev
-// mailbox, confirm, and leave through the unsubscribe link of the welcome.
+// Chromium: fill the form (the topics are plain checkboxes), submit, open
+// the confirmation from the dev mailbox, confirm, open the preference
+// centre from the welcome's footer, change the topics, and leave.
 func TestE2ESignupInBrowser(t *testing.T) {
 	b := browser{t: t, ctx: newBrowser(t)}
 	svc := startService(t, map[string]string{
@@ -162,13 +164,12 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	}
 	b.shot("4-confirmed")
 
-	// The welcome arrives after the delay; its unsubscribe link leads to a
-	// page with a button, and the button ends the subscription.
+	// The welcome arrives after the delay. Its footer opens the
+	// preference centre: the topics as ticked boxes, name and time zone.
 	waitMail(t, svc.base, "welcome")
-	link := chromedp.CSS(`article[data-kind="welcome"] a[href*="/unsubscribe?token="]`)
+	link := chromedp.CSS(`article[data-kind="welcome"] a[href*="/preferences?token="]`)
 	b.do(chromedp.Navigate(svc.base+"/dev/mailbox"), chromedp.WaitVisible(link), chromedp.Click(link))
-	b.heading("Unsubscribe?")
-	b.shot("5-unsubscribe")
+	b.heading("Your preferences")
 	status := func() string {
 		req, _ := http.NewRequest("GET", svc.base+"/api/subscribers/reader@example.com", nil)
 		req.Header.Set("Authorization", "Bearer e2e-admin-token-0123")
@@ -177,17 +178,38 @@ func TestE2ESignupInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var s struct{ Status, Timezone string }
+		var s struct {
+			Status, Timezone string
+			Topics           []string
+		}
 		json.NewDecoder(resp.Body).Decode(&s)
-		return s.Status + " " + s.Timezone
+		return s.Status + " " + s.Timezone + " " + strings.Join(s.Topics, ",")
 	}
-	if got := status(); got != "active Europe/Berlin" {
-		t.Fatalf("opening the unsubscribe page changed the subscription: %q", got)
+	if got := status(); got != "active Europe/Berlin digest,updates" {
+		t.Fatalf("opening the preference centre changed the subscription: %q", got)
 	}
-	b.do(chromedp.Click(chromedp.CSS("form button")))
+	checked := func(id string) bool {
+		on, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById(`+strconv.Quote(id)+`).checked`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	if !checked("topic-digest") || !checked("topic-updates") {
+		t.Fatal("the preference centre does not show the reader's topics ticked")
+	}
+	b.shot("5-preferences")
+	// Untick the updates, save: the digest goes on.
+	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action="/preferences"] button[type="submit"]:not(.secondary)`)))
+	poll.True(t, 10*time.Second, "the saved preferences", func() bool { return status() == "active Europe/Berlin digest" })
+	if b.text(".saved") != "Saved." || checked("topic-updates") {
+		t.Fatal("the page after saving does not show the new choice")
+	}
+	// One button leaves everything.
+	b.do(chromedp.Click(chromedp.CSS("form.leave button")))
 	b.heading("You are unsubscribed")
-	if got := status(); got != "unsubscribed Europe/Berlin" {
-		t.Fatalf("after the button: %s", got)
+	if got := status(); got != "unsubscribed Europe/Berlin " {
+		t.Fatalf("after leaving: %q", got)
 	}
 	b.shot("6-unsubscribed")
 
