@@ -82,3 +82,37 @@ func TestImport(t *testing.T) {
 		t.Fatal("a missing file imported fine")
 	}
 }
+
+// The topics column: ids separated by spaces or semicolons (or commas in
+// a quoted field), checked against the topics file; empty gives the
+// default topics; an unknown id makes the row invalid. A header row may
+// put the columns in any order.
+func TestImportTopics(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "list.csv")
+	os.WriteFile(file, []byte(strings.Join([]string{
+		"topics,email",
+		"updates,upd@example.com",
+		`"digest, updates",both@example.com`,
+		"digest;updates,semi@example.com",
+		",default@example.com",
+		"sports,sport@example.com",
+	}, "\n")), 0o644)
+	code, out := runImport(t, redisURL, file)
+	if code != 0 || !strings.Contains(out, "4 added as active, 0 already present, 1 invalid") || !strings.Contains(out, `line 6: unknown topic "sports"`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for email, want := range map[string]string{
+		"upd@example.com": "updates", "both@example.com": "digest,updates", "semi@example.com": "digest,updates", "default@example.com": "digest,updates",
+	} {
+		sub, err := st.Get(ctx, email)
+		if err != nil || strings.Join(sub.Topics, ",") != want {
+			t.Fatalf("%s: %+v %v, want topics %s", email, sub, err, want)
+		}
+	}
+	if _, err := st.Get(ctx, "sport@example.com"); err == nil {
+		t.Fatal("a row with an unknown topic was stored")
+	}
+}
