@@ -43,8 +43,8 @@ clean:
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
 	$(GO) run ./internal/bench/send
 
-bench-digest: ## one digest per item count (ITEMS, default 1,20) to N subscribers (default 100000) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size), memory
-	N=$(N) ITEMS=$(ITEMS) $(GO) run ./internal/bench/digest
+bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size), memory
+	N=$(N) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) $(GO) run ./internal/bench/digest
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

@@ -7,6 +7,10 @@
 // mail of a bare SMTP loop at the same mail size, run in a child process so
 // the sink's own CPU is not counted. NEWSLETTER_BENCH_BIN=path measures a prebuilt binary
 // with this harness.
+//
+// The digest goes through its topic filter: one reader in UPDATES_ONLY
+// (default 5) has only the updates topic, so the planner walks every
+// subscriber and the digest reaches the others.
 package main
 
 import (
@@ -66,6 +70,14 @@ func run() error {
 			itemCounts = append(itemCounts, k)
 		}
 	}
+	every := 5
+	if v, err := strconv.Atoi(os.Getenv("UPDATES_ONLY")); err == nil && v >= 0 {
+		every = v
+	}
+	audience := n
+	if every > 0 {
+		audience = n - (n+every-1)/every
+	}
 	ctx := context.Background()
 	url := bench.RedisURL()
 	rdb, err := bench.Redis(ctx, url)
@@ -87,7 +99,7 @@ func run() error {
 	dir, _ := os.MkdirTemp("", "bench-digest")
 	defer func() { bench.Warn("remove temp folder", os.RemoveAll(dir)) }()
 	csv := filepath.Join(dir, "subscribers.csv")
-	if err := writeCSV(csv, n); err != nil {
+	if err := writeCSV(csv, n, every); err != nil {
 		return err
 	}
 	env := append(os.Environ(), "NEWSLETTER_REDIS_URL="+url, "NEWSLETTER_SECRET=benchmark-secret-0123456789")
@@ -127,6 +139,7 @@ func run() error {
 	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
 	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
 	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(baseMem-memBefore), float64(baseMem-memBefore)/float64(n))
+	fmt.Printf("digest audience           %d of %d subscribers (the digest topic's; every %dth has updates only)\n", audience, n, every)
 	if len(itemCounts) == 0 {
 		return nil
 	}
@@ -136,7 +149,7 @@ func run() error {
 		if profileDir != "" {
 			profile = func() { saveProfile("http://"+addr, filepath.Join(profileDir, fmt.Sprintf("cpu-%ditems.pprof", k))) }
 		}
-		f, err := digest(ctx, bin, env, rdb, sink, worker, n, k, &werr, profile)
+		f, err := digest(ctx, bin, env, rdb, sink, worker, audience, k, &werr, profile)
 		if err != nil {
 			return err
 		}
@@ -155,7 +168,7 @@ func run() error {
 	return nil
 }
 
-// digest adds k items, runs one digest to all n subscribers and measures
+// digest adds k items, runs one digest to its n readers and measures
 // it: wall time, the worker's and Redis's CPU, the mails' size, and a bare
 // SMTP loop at the same mail size.
 func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, worker *exec.Cmd, n, k int, werr *strings.Builder, profile func()) (figures, error) {
@@ -215,15 +228,21 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
-func writeCSV(path string, n int) error {
+// writeCSV writes n readers; every every-th one (0: none) has only the
+// updates topic, the others both.
+func writeCSV(path string, n, every int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "email,name,timezone")
+	fmt.Fprintln(w, "email,name,timezone,topics")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(w, "reader%07d@example.org,Reader %d,\n", i, i)
+		topics := "digest;updates"
+		if every > 0 && i%every == 0 {
+			topics = "updates"
+		}
+		fmt.Fprintf(w, "reader%07d@example.org,Reader %d,,%s\n", i, i, topics)
 	}
 	if err := w.Flush(); err != nil {
 		return err
