@@ -209,7 +209,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			all.WriteString(expr + "\n")
 		}
 	}
-	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total", "newsletter_bounces_total", "newsletter_complaints_total"} {
+	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total", "newsletter_bounces_total", "newsletter_complaints_total", "newsletter_sequence_steps_total"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no panel shows %s", want)
 		}
