@@ -131,9 +131,9 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case had && !has:
 		s.deleteTasks(tasks.SequenceTasks(email, seq))
-	case !had && has:
-		// Back on: the sequence goes on where the person left it (the
-		// first step's task works out which step is next, if any).
+	case !had && has && s.deps.Now().Before(sub.ConfirmedAt.Add(seq.Steps[len(seq.Steps)-1].After)):
+		// Back on within the sequence's length: it goes on where the
+		// person is (the first step's task works out which step is next).
 		job := tasks.NewWelcomeAt(email, s.deps.Now())
 		if _, err := s.deps.Queue.EnqueueContext(ctx, job.Task, job.Options()...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			s.deps.Log.Warn("preferences: resume the sequence", "err", err)

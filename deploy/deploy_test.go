@@ -127,6 +127,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Archived.WithLabelValues("t", "q", "c").Inc()
 	m.Bounces.WithLabelValues("hard", "smtp").Inc()
 	m.Complaints.WithLabelValues("smtp").Inc()
+	m.Steps.WithLabelValues("welcome", "sent").Inc()
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
 	st := memstore.New()

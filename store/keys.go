@@ -34,6 +34,11 @@ const (
 	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or the migration)
 	keyTopicsFilled = "nl:tfilled" // set once every subscriber from before topics has the default ones (migrate.go)
 
+	// The onboarding sequence: who confirmed lately (so a step added to
+	// the file reaches them), and which sequence the waiting steps follow.
+	keyOnboarding  = "nl:onboard"    // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
+	keySequenceVer = "nl:seqversion" // the fingerprint of the sequence the waiting steps were scheduled by
+
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id
 	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p

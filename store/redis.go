@@ -37,6 +37,13 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 	return &Redis{rdb: rdb, now: time.Now, topics: newTopicList(topics.Default(0))}
 }
 
+// WithClock returns the store reading the time from now (for tests).
+func (r *Redis) WithClock(now func() time.Time) *Redis {
+	c := *r
+	c.now = now
+	return &c
+}
+
 // WithTopics returns the store reading and writing the topics of s.
 func (r *Redis) WithTopics(s *topics.Set) *Redis {
 	if s == nil {
@@ -74,13 +81,13 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
-		int64(req.Hold.Every / time.Second), req.Hold.PerDay, r.topics.all, chosen}, nil
+		int64(req.Hold.Every / time.Second), req.Hold.PerDay, r.topics.all, chosen, ms(r.now())}, nil
 }
 
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
 	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue},
-		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all).StringSlice()
+		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now())).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}

@@ -27,7 +27,7 @@ local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
 local HOLD, HOLDDAY, SUPP, SOFT = %q, %q, %q, %q
-local TOPIC, KNOWN = %q, %q
+local TOPIC, KNOWN, ONBOARD = %q, %q, %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
   local h = redis.sha1hex(email)
@@ -109,7 +109,7 @@ local function find(email)
   return nil
 end
 `, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay, prefixSupp, prefixSoft,
-	prefixTopic, keyTopicKnown)
+	prefixTopic, keyTopicKnown, keyOnboarding)
 
 // subscriberScript is a script with the subscriber prelude.
 func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
@@ -134,8 +134,10 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[11] confirmations a day at most; "0": no cap
 //	ARGV[12] every topic id, comma-separated
 //	ARGV[13] the chosen topics, comma-separated
+//	ARGV[14] now, unix ms (the onboarding index's score)
 //
-// Writes the topics (of a new, pending or ended subscription), the record (a new one: created now, the index entry; a re-opened
+// Writes the topics (of a new, pending or ended subscription), the
+// onboarding index when activated with the sequence's first step, the record (a new one: created now, the index entry; a re-opened
 // one: confirmed and ended cleared, off the suppression lists), name and
 // time zone when given, the status and, when activated, confirmed and the
 // active bit. Answers a code ('ok', 'active', 'exists', 'held',
@@ -173,6 +175,7 @@ if ARGV[3] ~= '' then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
   r[1], r[3] = 'a', ARGV[4]
   redis.call('SETBIT', KEYS[2], id, 1)
+  if ARGV[6] ~= '' then redis.call('ZADD', ONBOARD, ARGV[14], id) end
 else
   r[1] = 'p'
 end
@@ -197,8 +200,9 @@ return {'ok', id, packrec(r), ARGV[13]}
 //	ARGV[4]  welcome outbox body
 //	ARGV[5]  welcome due, unix ms
 //	ARGV[6]  every topic id, comma-separated
+//	ARGV[7]  now, unix ms (the onboarding index's score)
 //
-// Writes status a, confirmed and the active bit. Answers 'ok', 'active'
+// Writes status a, confirmed, the active bit and the onboarding index. Answers 'ok', 'active'
 // (already), 'notpending' or 'notfound', then the id, the record and the
 // topics.
 var confirmScript = subscriberScript(`
@@ -212,6 +216,7 @@ redis.call('SETBIT', KEYS[1], id, 1)
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
   redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
+  redis.call('ZADD', ONBOARD, ARGV[7], id)
 end
 return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 `)

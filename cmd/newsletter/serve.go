@@ -93,6 +93,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
 			Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
 		})
+		// An edited sequence reaches the people in the middle of it.
+		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
+			a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
+		} else if n > 0 {
+			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
+		}
 		wrk = worker.New(a.rdb, worker.Config{
 			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
 			PollInterval: a.cfg.PollInterval,

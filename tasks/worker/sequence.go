@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -18,13 +19,15 @@ import (
 // step) and email:step (each later one).
 //
 // A person's progress is their steps' delivery marks, one per step
-// template. When a step's task runs it re-reads the subscriber and the
-// marks and works out which step is next under the topics file of today:
-// the step after the last one sent. Steps added since reach everyone who
-// has not passed them, removed ones are skipped, and a task whose step is
-// no longer next only schedules the right one. After sending, it schedules
-// the following step under that step's own TaskID, so at most one step
-// per person waits in Redis and leaving can delete it by name.
+// template; the steps' times are their delays from the confirmation.
+// When a step's task runs it re-reads the subscriber and the marks, and
+// under the topics file of today (nextStep) sends the latest step that is
+// due after the last one sent, skipping any the person passed while
+// waiting; then it schedules the following step under that step's own
+// TaskID, so at most one step per person waits in Redis and leaving can
+// delete it by name. A task whose step is not due (removed, moved later)
+// only schedules the one that is. A step added while people wait for a
+// later one reaches them on time through ReconcileSequence at start-up.
 type SequenceSender struct {
 	Deliver *Deliverer
 	Links   Links
@@ -103,31 +106,24 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
-	// Next is the step after the last one sent: those before it were
-	// passed (sent, or added later than the person got there).
-	next := 0
-	for i, s := range sent {
-		if s {
-			next = i + 1
-		}
-	}
-	mine := index == 0 || index < 0 && next < len(seq.Steps) && seq.Steps[next].Template == template
-	if next >= len(seq.Steps) || !mine {
-		// This task's step was sent (a retry after the send), removed, or
-		// is not next any more: make sure the right one is scheduled.
-		if next < len(seq.Steps) {
-			h.count(label, StepSuperseded)
-		}
-		return h.schedule(ctx, sub, next)
-	}
-	if index == 0 && next != 0 {
-		return h.schedule(ctx, sub, next)
+	now := h.now()
+	next, due := nextStep(seq, sub.ConfirmedAt, sent, now)
+	if next < 0 {
+		return nil // every step is behind the person
 	}
 	st := seq.Steps[next]
-	now := h.now()
-	// Scheduled times are whole seconds and may come up to one early.
-	if due := sub.ConfirmedAt.Add(st.After); due.Sub(now) > time.Second {
-		return &Deferred{Reason: "step " + st.Template + " is not due yet", In: due.Sub(now)}
+	if !due {
+		if st.Template == label {
+			// This task came early (its step moved later in the file).
+			return &Deferred{Reason: "step " + st.Template + " is not due yet", In: sub.ConfirmedAt.Add(st.After).Sub(now)}
+		}
+		// This task's step was sent (a retry after the send), removed,
+		// or moved: make sure the right one waits.
+		h.count(label, StepSuperseded)
+		return h.schedule(ctx, sub, next)
+	}
+	if st.Template != label {
+		h.count(label, StepSuperseded)
 	}
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
@@ -137,6 +133,34 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	}
 	h.count(st.Template, StepSent)
 	return h.schedule(ctx, sub, next+1)
+}
+
+// nextStep is the step a person is at: after the last step they were
+// sent, the latest one due by now (those before it were passed while the
+// person waited, by a step added later or a long outage, and are skipped
+// rather than sent in a burst), or else the first one still to come (due
+// false). -1: no step is left. Scheduled times are whole seconds, so a
+// step due within the next second counts as due.
+func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Time) (index int, due bool) {
+	first := 0
+	for i, s := range sent {
+		if s {
+			first = i + 1
+		}
+	}
+	if first >= len(seq.Steps) {
+		return -1, false
+	}
+	latest := -1
+	for i := first; i < len(seq.Steps); i++ {
+		if !confirmed.Add(seq.Steps[i].After).After(now.Add(time.Second)) {
+			latest = i
+		}
+	}
+	if latest >= 0 {
+		return latest, true
+	}
+	return first, false
 }
 
 // stepMark is the delivery mark of step template to a subscriber: shared
