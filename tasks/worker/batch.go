@@ -80,7 +80,8 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		return err
 	}
 	// The items are the same for every recipient: render them once.
-	shared := h.Links.Stream(topics.Digest)
+	stream := h.Links.Stream(topics.Digest)
+	shared := stream
 	shared.Period, shared.Entries = p.Period, entries
 	prep, err := h.Deliver.Render.Prepare(mailer.KindDigest, shared)
 	if err != nil {
@@ -101,7 +102,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: mailer.KindDigest, Key: p.Period, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.For(s, topics.Digest),
+				Data:     h.Links.To(stream, s, topics.Digest),
 				Prepared: prep,
 			})
 		}

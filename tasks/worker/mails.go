@@ -66,10 +66,15 @@ func (l Links) Stream(topic string) mailer.Data {
 // For is the data of a mail of topic to sub: the stream's, with sub's
 // fields and links.
 func (l Links) For(sub store.Subscriber, topic string) mailer.Data {
-	d := l.Stream(topic)
-	d.Email, d.Name = sub.Email, sub.Name
-	d.UnsubscribeURL, d.PreferencesURL = l.Unsubscribe(sub.Email, topic), l.Preferences(sub.Email)
-	return d
+	return l.To(l.Stream(topic), sub, topic)
+}
+
+// To is stream (Stream(topic), made once per batch) with sub's fields and
+// links.
+func (l Links) To(stream mailer.Data, sub store.Subscriber, topic string) mailer.Data {
+	stream.Email, stream.Name = sub.Email, sub.Name
+	stream.UnsubscribeURL, stream.PreferencesURL = l.Unsubscribe(sub.Email, topic), l.Preferences(sub.Email)
+	return stream
 }
 
 // Mails sends the transactional mails: the confirmation and the
