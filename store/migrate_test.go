@@ -167,18 +167,7 @@ func TestMigrateLayout1(t *testing.T) {
 	}
 	// The keyset walk finds exactly the active ones, in order.
 	sort.Slice(active, func(i, j int) bool { return active[i] < active[j] })
-	var walked []int64
-	for cursor := int64(0); ; {
-		page, err := s.AudienceAfter(ctx, "", cursor, 40)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		walked = append(walked, page...)
-		cursor = page[len(page)-1]
-	}
+	walked := walkAudience(t, s, "", 40)
 	if !reflect.DeepEqual(walked, active) {
 		t.Fatalf("walked %d active ids, want %d", len(walked), len(active))
 	}
@@ -209,6 +198,24 @@ func TestMigrateLayout1(t *testing.T) {
 
 	// A second run changes nothing.
 	migrateAgainChangesNothing(t, rdb, s, keySchema)
+}
+
+// walkAudience pages through topic's audience ("" : every active
+// subscriber) as the planner does, page ids at a time.
+func walkAudience(t *testing.T, s *Redis, topic string, page int) []int64 {
+	t.Helper()
+	var walked []int64
+	for cursor := int64(0); ; {
+		ids, err := s.AudienceAfter(context.Background(), topic, cursor, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) == 0 {
+			return walked
+		}
+		walked = append(walked, ids...)
+		cursor = ids[len(ids)-1]
+	}
 }
 
 // migrateAgainChangesNothing deletes the key that records a migration as

@@ -56,18 +56,7 @@ func TestMigrateGivesDefaultTopics(t *testing.T) {
 		}
 	}
 	// The digest's audience: every active one (ann, eve, 200 readers).
-	var walked []int64
-	for cursor := int64(0); ; {
-		page, err := s.AudienceAfter(ctx, topics.Digest, cursor, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		walked = append(walked, page...)
-		cursor = page[len(page)-1]
-	}
+	walked := walkAudience(t, s, topics.Digest, 64)
 	if len(walked) != 202 || walked[0] != before["ann@example.com"].ID {
 		t.Fatalf("digest audience after the upgrade: %d ids from %v", len(walked), walked[:min(3, len(walked))])
 	}

@@ -61,24 +61,20 @@ func (t *Tagger) Parse(tag string) (id int64, kind string, ok bool) {
 }
 
 // TagOfAddress is the tag of a VERP address ("" when it has none).
-func TagOfAddress(addr string) string {
-	addr = strings.Trim(strings.TrimSpace(addr), "<>")
-	at := strings.LastIndexByte(addr, '@')
-	plus := strings.IndexByte(addr, '+')
-	if at < 0 || plus < 0 || plus > at {
-		return ""
-	}
-	return addr[plus+1 : at]
-}
+func TagOfAddress(addr string) string { return tagBefore(addr, '+') }
 
 // TagOfMessageID is the tag in one of our Message-IDs,
 // "<random>.<tag>@domain" ("" when it has none).
-func TagOfMessageID(id string) string {
-	id = strings.Trim(strings.TrimSpace(id), "<>")
-	at := strings.LastIndexByte(id, '@')
-	dot := strings.IndexByte(id, '.')
-	if at < 0 || dot < 0 || dot > at {
+func TagOfMessageID(id string) string { return tagBefore(id, '.') }
+
+// tagBefore is what stands between the first sep and the last @ of an
+// address-like value, with its angle brackets trimmed ("" without both).
+func tagBefore(v string, sep byte) string {
+	v = strings.Trim(strings.TrimSpace(v), "<>")
+	at := strings.LastIndexByte(v, '@')
+	i := strings.IndexByte(v, sep)
+	if at < 0 || i < 0 || i > at {
 		return ""
 	}
-	return id[dot+1 : at]
+	return v[i+1 : at]
 }
