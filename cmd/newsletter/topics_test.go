@@ -269,7 +269,7 @@ func TestSequenceSurvivesKill(t *testing.T) {
 	first.Wait()
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
-	poll.True(t, 120*time.Second, "every step to everyone", func() bool {
+	poll.True(t, 150*time.Second, "every step to everyone", func() bool {
 		for _, e := range emails {
 			if len(smtpSrv.To(e)) < 3 {
 				return false
@@ -278,7 +278,10 @@ func TestSequenceSurvivesKill(t *testing.T) {
 		return true
 	})
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	poll.True(t, 30*time.Second, "the queue to drain", func() bool {
+	// A task the killed worker held comes back only when asynq's
+	// recoverer finds its lease expired (about a minute): it must run,
+	// and send nothing, before the count below is final.
+	poll.True(t, 150*time.Second, "the queue to drain", func() bool {
 		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeWelcomeEmail, tasks.TypeSequenceStep)
 	})
 	for _, e := range emails {
