@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"golang.org/x/net/publicsuffix"
-
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
@@ -22,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
 	"github.com/robfig/cron/v3"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Config is every setting of the service. Zero values are never used: Load
@@ -58,14 +57,13 @@ type Config struct {
 	TemplateDir      string
 	// TopicsFile is NEWSLETTER_TOPICS_FILE; Topics what it declares (or
 	// the built-in topics and sequence).
-	TopicsFile string
-	Topics     *topics.Set
-	// DKIM: the key (RSA, or Ed25519 alone) with its selector and the
-	// signing domain; DKIMEd25519KeyFile, when set, is a second key
-	// (Ed25519) beside an RSA one: both sign every mail.
-	DKIMKeyFile         string
-	DKIMSelector        string
-	DKIMDomain          string
+	TopicsFile   string
+	Topics       *topics.Set
+	DKIMKeyFile  string
+	DKIMSelector string
+	DKIMDomain   string
+	// DKIMEd25519KeyFile, when set, is a second key (Ed25519) beside an
+	// RSA DKIMKeyFile: both sign every mail.
 	DKIMEd25519KeyFile  string
 	DKIMEd25519Selector string
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
@@ -125,53 +123,53 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	p := parser{getenv: getenv}
 	c := &Config{
-		Addr:                p.str("NEWSLETTER_ADDR", ":8080"),
-		RedisURL:            p.str("NEWSLETTER_REDIS_URL", ""),
-		SMTPURL:             p.str("NEWSLETTER_SMTP_URL", ""),
-		From:                p.str("NEWSLETTER_FROM", "Newsletter <newsletter@localhost>"),
-		BaseURL:             strings.TrimRight(p.str("NEWSLETTER_BASE_URL", "http://localhost:8080"), "/"),
-		Secret:              p.str("NEWSLETTER_SECRET", ""),
-		AdminToken:          p.str("NEWSLETTER_ADMIN_TOKEN", ""),
-		DoubleOptIn:         p.boolean("NEWSLETTER_DOUBLE_OPTIN", true),
-		WelcomeDelay:        p.duration("NEWSLETTER_WELCOME_DELAY", 5*time.Minute, 0),
-		DigestCron:          p.str("NEWSLETTER_DIGEST_CRON", "0 9 * * 1"),
-		Concurrency:         p.integer("NEWSLETTER_CONCURRENCY", 10, 1),
-		SubscribeRate:       p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
-		DigestBatch:         p.integer("NEWSLETTER_DIGEST_BATCH", worker.DefaultDigestBatch, 1),
-		QuietHours:          p.str("NEWSLETTER_QUIET_HOURS", ""),
-		DigestMaxPending:    p.integer("NEWSLETTER_DIGEST_MAX_PENDING", worker.DefaultMaxPendingBatches, 1),
-		SendRate:            p.integer("NEWSLETTER_SEND_RATE", 50, 1),
-		SMTPPool:            p.integer("NEWSLETTER_SMTP_POOL", 0, 0),
-		GroupGrace:          p.duration("NEWSLETTER_GROUP_GRACE", 2*time.Minute, time.Second),
-		GroupMaxDelay:       p.duration("NEWSLETTER_GROUP_MAX_DELAY", 15*time.Minute, time.Second),
-		GroupMaxSize:        p.integer("NEWSLETTER_GROUP_MAX_SIZE", 50, 1),
-		Shutdown:            p.duration("NEWSLETTER_SHUTDOWN_TIMEOUT", 30*time.Second, time.Second),
-		TemplateDir:         p.str("NEWSLETTER_TEMPLATE_DIR", ""),
-		TopicsFile:          p.str("NEWSLETTER_TOPICS_FILE", ""),
-		DKIMKeyFile:         p.str("NEWSLETTER_DKIM_KEY_FILE", ""),
-		DKIMSelector:        p.str("NEWSLETTER_DKIM_SELECTOR", ""),
-		DKIMDomain:          p.str("NEWSLETTER_DKIM_DOMAIN", ""),
-		DKIMEd25519KeyFile:  p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", ""),
-		DKIMEd25519Selector: p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", ""),
-		MonitoringReadOnly:  p.boolean("NEWSLETTER_MONITORING_READONLY", false),
-		PrometheusURL:       p.str("NEWSLETTER_PROMETHEUS_URL", ""),
-		PProf:               p.boolean("NEWSLETTER_PPROF", false),
-		DevMailbox:          p.boolean("NEWSLETTER_DEV_MAILBOX", false),
-		ConfirmCooldown:     p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
-		ConfirmRate:         p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
-		UnsubscribeByEmail:  p.str("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", "immediate"),
-		RequestTimeout:      p.duration("NEWSLETTER_REQUEST_TIMEOUT", 5*time.Second, 100*time.Millisecond),
-		PollInterval:        p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
-		ClaimTTL:            p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
-		RetryBase:           p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
-		SMTPHelo:            p.str("NEWSLETTER_SMTP_HELO", ""),
-		BounceAddress:       p.str("NEWSLETTER_BOUNCE_ADDRESS", ""),
-		BounceSMTPAddr:      p.str("NEWSLETTER_BOUNCE_SMTP_ADDR", ""),
-		SoftBounceLimit:     p.integer("NEWSLETTER_SOFT_BOUNCE_LIMIT", store.DefaultSoftBounceLimit, 1),
-		MailgunSigningKey:   p.str("NEWSLETTER_MAILGUN_SIGNING_KEY", ""),
-		SendGridPublicKey:   p.str("NEWSLETTER_SENDGRID_PUBLIC_KEY", ""),
-		PostmarkToken:       p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
+		Addr:               p.str("NEWSLETTER_ADDR", ":8080"),
+		RedisURL:           p.str("NEWSLETTER_REDIS_URL", ""),
+		SMTPURL:            p.str("NEWSLETTER_SMTP_URL", ""),
+		From:               p.str("NEWSLETTER_FROM", "Newsletter <newsletter@localhost>"),
+		BaseURL:            strings.TrimRight(p.str("NEWSLETTER_BASE_URL", "http://localhost:8080"), "/"),
+		Secret:             p.str("NEWSLETTER_SECRET", ""),
+		AdminToken:         p.str("NEWSLETTER_ADMIN_TOKEN", ""),
+		DoubleOptIn:        p.boolean("NEWSLETTER_DOUBLE_OPTIN", true),
+		WelcomeDelay:       p.duration("NEWSLETTER_WELCOME_DELAY", 5*time.Minute, 0),
+		DigestCron:         p.str("NEWSLETTER_DIGEST_CRON", "0 9 * * 1"),
+		Concurrency:        p.integer("NEWSLETTER_CONCURRENCY", 10, 1),
+		SubscribeRate:      p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
+		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", worker.DefaultDigestBatch, 1),
+		QuietHours:         p.str("NEWSLETTER_QUIET_HOURS", ""),
+		DigestMaxPending:   p.integer("NEWSLETTER_DIGEST_MAX_PENDING", worker.DefaultMaxPendingBatches, 1),
+		SendRate:           p.integer("NEWSLETTER_SEND_RATE", 50, 1),
+		SMTPPool:           p.integer("NEWSLETTER_SMTP_POOL", 0, 0),
+		GroupGrace:         p.duration("NEWSLETTER_GROUP_GRACE", 2*time.Minute, time.Second),
+		GroupMaxDelay:      p.duration("NEWSLETTER_GROUP_MAX_DELAY", 15*time.Minute, time.Second),
+		GroupMaxSize:       p.integer("NEWSLETTER_GROUP_MAX_SIZE", 50, 1),
+		Shutdown:           p.duration("NEWSLETTER_SHUTDOWN_TIMEOUT", 30*time.Second, time.Second),
+		TemplateDir:        p.str("NEWSLETTER_TEMPLATE_DIR", ""),
+		TopicsFile:         p.str("NEWSLETTER_TOPICS_FILE", ""),
+		DKIMKeyFile:        p.str("NEWSLETTER_DKIM_KEY_FILE", ""),
+		DKIMSelector:       p.str("NEWSLETTER_DKIM_SELECTOR", ""),
+		DKIMDomain:         p.str("NEWSLETTER_DKIM_DOMAIN", ""),
+		MonitoringReadOnly: p.boolean("NEWSLETTER_MONITORING_READONLY", false),
+		PrometheusURL:      p.str("NEWSLETTER_PROMETHEUS_URL", ""),
+		PProf:              p.boolean("NEWSLETTER_PPROF", false),
+		DevMailbox:         p.boolean("NEWSLETTER_DEV_MAILBOX", false),
+		ConfirmCooldown:    p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
+		ConfirmRate:        p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
+		UnsubscribeByEmail: p.str("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", "immediate"),
+		RequestTimeout:     p.duration("NEWSLETTER_REQUEST_TIMEOUT", 5*time.Second, 100*time.Millisecond),
+		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
+		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
+		RetryBase:          p.duration("NEWSLETTER_RETRY_BASE", worker.DefaultRetryBase, 10*time.Millisecond),
+		SMTPHelo:           p.str("NEWSLETTER_SMTP_HELO", ""),
+		BounceAddress:      p.str("NEWSLETTER_BOUNCE_ADDRESS", ""),
+		BounceSMTPAddr:     p.str("NEWSLETTER_BOUNCE_SMTP_ADDR", ""),
+		SoftBounceLimit:    p.integer("NEWSLETTER_SOFT_BOUNCE_LIMIT", store.DefaultSoftBounceLimit, 1),
+		MailgunSigningKey:  p.str("NEWSLETTER_MAILGUN_SIGNING_KEY", ""),
+		SendGridPublicKey:  p.str("NEWSLETTER_SENDGRID_PUBLIC_KEY", ""),
+		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
 	}
+	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
+	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
 	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
 		if arn = strings.TrimSpace(arn); arn != "" {
 			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")
