@@ -2,6 +2,10 @@ package mailer
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,65 +15,213 @@ import (
 	gomail "github.com/wneessen/go-mail"
 )
 
-// DKIMHeaders are the headers the signature covers: what a receiver
-// checks (From, Subject, Date, Message-ID), what decides how the mail is
-// read (Content-Type, MIME-Version), and the list headers, so nobody can
-// graft an unsubscribe target or another list onto a signed mail. From and
-// Subject are listed twice (oversigning): a header listed once more than
-// it occurs also signs its absence, so a second From or Subject added in
-// transit breaks the signature.
+// DKIMHeaders are the headers every signature covers, present or not: what
+// a reader sees and a receiver checks (From, Reply-To, Sender, To, Cc,
+// Subject, Date, Message-ID, the thread), what decides how the body is read
+// (MIME-Version, Content-Type, Content-Transfer-Encoding), and the list and
+// feedback headers, so nobody can graft an unsubscribe target, a list or a
+// reply address onto a signed mail. Any other header a message carries is
+// signed too (signedHeaders).
+//
+// Each is listed in h= once more than it occurs in the message
+// (oversigning): the last listing matches no header and so signs its
+// absence. A receiver picks the instances of a name from the bottom up, so
+// one more added anywhere, at the top or at the bottom, takes the place of
+// that empty instance or shifts the others, and the signature no longer
+// verifies.
 var DKIMHeaders = []string{
-	"From", "From", "To", "Subject", "Subject", "Date", "Message-ID",
-	"Content-Type", "MIME-Version", "List-Id", "List-Unsubscribe", "List-Unsubscribe-Post", "Feedback-ID",
+	"From", "Reply-To", "Sender", "To", "Cc", "Subject", "Date", "Message-ID",
+	"In-Reply-To", "References", "MIME-Version", "Content-Type", "Content-Transfer-Encoding",
+	"List-Id", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Help", "List-Subscribe",
+	"List-Post", "List-Owner", "List-Archive", "Feedback-ID",
 }
 
-// DKIM signs mail with emersion/go-msgauth, the verifier the tests use.
-// go-mail's own signer folds a long h= tag inside a header name, which
-// breaks the signature for a list as long as DKIMHeaders.
+// unsigned are the headers that relays add on the way by design (trace and
+// authentication results, other signatures): signing their absence would
+// break the signature at the first hop.
+var unsigned = map[string]bool{
+	"dkim-signature": true, "received": true, "return-path": true, "authentication-results": true,
+	"arc-seal": true, "arc-message-signature": true, "arc-authentication-results": true,
+}
+
+// DKIMKey is one signing key: its selector (the DNS record
+// <selector>._domainkey.<domain> holds the public key) and the private key,
+// RSA or Ed25519.
+type DKIMKey struct {
+	Selector string
+	Key      crypto.Signer
+}
+
+// Algorithm is "rsa" or "ed25519", as in the DNS record's k= tag.
+func (k DKIMKey) Algorithm() string {
+	switch k.Key.Public().(type) {
+	case *rsa.PublicKey:
+		return "rsa"
+	case ed25519.PublicKey:
+		return "ed25519"
+	}
+	return fmt.Sprintf("%T", k.Key.Public())
+}
+
+// DKIM signs mail for one domain, with one signature per key: a sender
+// signs with RSA and Ed25519 together, and a receiver that does not know
+// Ed25519 checks the RSA one (RFC 8463). Signing uses emersion/go-msgauth,
+// the verifier the tests use: go-mail's own signer folds a long h= tag
+// inside a header name, which breaks the signature.
 type DKIM struct {
-	opts dkim.SignOptions
+	domain string
+	keys   []DKIMKey
+}
+
+// NewDKIM returns a signer for domain with keys, each signing every mail.
+func NewDKIM(domain string, keys ...DKIMKey) (*DKIM, error) {
+	if domain == "" {
+		return nil, errors.New("dkim: a domain is required")
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("dkim: a key is required")
+	}
+	for _, k := range keys {
+		if k.Selector == "" {
+			return nil, errors.New("dkim: every key needs a selector")
+		}
+		if a := k.Algorithm(); a != "rsa" && a != "ed25519" {
+			return nil, fmt.Errorf("dkim: selector %s: want an RSA or Ed25519 key, not %s", k.Selector, a)
+		}
+	}
+	return &DKIM{domain: domain, keys: keys}, nil
 }
 
 // NewDKIMSigner reads a PEM private key (RSA or Ed25519) and returns a
-// signer for domain and selector.
+// signer for domain and selector with that one key.
 func NewDKIMSigner(keyFile, domain, selector string) (*DKIM, error) {
-	pem, err := os.ReadFile(keyFile)
+	key, err := ReadDKIMKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return NewDKIM(domain, DKIMKey{Selector: selector, Key: key})
+}
+
+// ReadDKIMKey reads a PEM private key (PKCS #1, PKCS #8; RSA or Ed25519).
+func ReadDKIMKey(file string) (crypto.Signer, error) {
+	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("dkim key: %w", err)
 	}
 	key, err := gomail.PrivKeyFromPEM(pem)
 	if err != nil {
-		return nil, fmt.Errorf("dkim key %s: %w", keyFile, err)
+		return nil, fmt.Errorf("dkim key %s: %w", file, err)
 	}
-	if domain == "" || selector == "" {
-		return nil, fmt.Errorf("dkim: domain and selector are required")
-	}
-	return &DKIM{opts: dkim.SignOptions{
-		Domain: domain, Selector: selector, Signer: key, HeaderKeys: DKIMHeaders,
-		HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationRelaxed,
-	}}, nil
+	return key, nil
 }
 
-// sign adds the DKIM-Signature header to m. It writes m once to sign its
+// Sign returns the DKIM-Signature header fields for the message whose
+// header block is header (its fields, each ending in CRLF, without the
+// empty line after them) and whose body is body (what follows the empty
+// line): one field per key, each ending in CRLF, to be written in front
+// of the header block. The signatures use relaxed canonicalization of
+// both header and body, so where the fields go and how a relay refolds
+// the header does not matter.
+func (d *DKIM) Sign(header, body []byte) ([]byte, error) {
+	keys := signedHeaders(header)
+	signers := make([]*dkim.Signer, len(d.keys))
+	writers := make([]io.Writer, len(d.keys))
+	for i, k := range d.keys {
+		s, err := dkim.NewSigner(&dkim.SignOptions{
+			Domain: d.domain, Selector: k.Selector, Signer: k.Key, HeaderKeys: keys,
+			HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationRelaxed,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dkim: %w", err)
+		}
+		signers[i], writers[i] = s, s
+	}
+	// One pass feeds every key's signer.
+	w := io.MultiWriter(writers...)
+	_, err := w.Write(header)
+	if err == nil {
+		_, err = io.WriteString(w, "\r\n")
+	}
+	if err == nil {
+		_, err = w.Write(body)
+	}
+	var out bytes.Buffer
+	for _, s := range signers {
+		// Close every signer, also after a failed write: each has a
+		// goroutine reading its pipe.
+		if cerr := s.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if err == nil {
+			out.WriteString(s.Signature())
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dkim: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// SignMessage is Sign for a whole message (header, empty line, body).
+func (d *DKIM) SignMessage(msg []byte) ([]byte, error) {
+	end := bytes.Index(msg, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, errors.New("dkim: the message has no empty line after its header")
+	}
+	return d.Sign(msg[:end+2], msg[end+4:])
+}
+
+// signedHeaders is the h= list for a message with header: DKIMHeaders and
+// every other header the message has (but those relays add), each name
+// once more than it occurs.
+func signedHeaders(header []byte) []string {
+	count := map[string]int{}
+	var others []string // in the order they first appear
+	known := make(map[string]bool, len(DKIMHeaders))
+	for _, h := range DKIMHeaders {
+		known[strings.ToLower(h)] = true
+	}
+	for line := range bytes.SplitSeq(header, []byte("\r\n")) {
+		if len(line) == 0 || line[0] == ' ' || line[0] == '\t' {
+			continue // a folded line continues the field before it
+		}
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		n := strings.TrimSpace(string(name))
+		lower := strings.ToLower(n)
+		if count[lower] == 0 && !known[lower] && !unsigned[lower] {
+			others = append(others, n)
+		}
+		count[lower]++
+	}
+	var keys []string
+	for _, n := range append(DKIMHeaders[:len(DKIMHeaders):len(DKIMHeaders)], others...) {
+		for range count[strings.ToLower(n)] + 1 {
+			keys = append(keys, n)
+		}
+	}
+	return keys
+}
+
+// sign adds the DKIM-Signature headers to m. It writes m once to sign its
 // bytes: go-mail writes the same bytes again when it sends (the date,
 // Message-ID and multipart boundaries are fixed by then), and the relaxed
-// canonicalization does not depend on where the new header goes.
+// canonicalization does not depend on where the new headers go.
 func (d *DKIM) sign(m *gomail.Msg) error {
 	var raw bytes.Buffer
 	if _, err := m.WriteTo(&raw); err != nil {
 		return fmt.Errorf("dkim: %w", err)
 	}
-	s, err := dkim.NewSigner(&d.opts)
+	fields, err := d.SignMessage(raw.Bytes())
 	if err != nil {
-		return fmt.Errorf("dkim: %w", err)
+		return err
 	}
-	if _, err := io.Copy(s, &raw); err != nil {
-		return fmt.Errorf("dkim: %w", err)
-	}
-	if err := s.Close(); err != nil {
-		return fmt.Errorf("dkim: %w", err)
-	}
-	value := strings.TrimSuffix(strings.TrimPrefix(s.Signature(), "DKIM-Signature: "), "\r\n")
+	// go-mail keeps one preformatted value per name and writes it as
+	// "DKIM-Signature: <value>\r\n": the value of the first field carries
+	// the others after it.
+	value := strings.TrimSuffix(strings.TrimPrefix(string(fields), "DKIM-Signature: "), "\r\n")
 	m.SetGenHeaderPreformatted("DKIM-Signature", value)
 	return nil
 }

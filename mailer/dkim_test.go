@@ -1,13 +1,17 @@
 package mailer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,61 +24,153 @@ import (
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
 
-func TestDKIMCoversListHeaders(t *testing.T) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(priv)
-	keyFile := filepath.Join(t.TempDir(), "dkim.pem")
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-	signer, err := NewDKIMSigner(keyFile, "example.com", "nl2026")
-	if err != nil {
-		t.Fatal(err)
-	}
+// testKeys are an RSA-2048 and an Ed25519 key with the DNS records a
+// receiver would look up for them.
+type testKeys struct {
+	rsa, ed DKIMKey
+	records map[string]string // <selector>._domainkey.example.com → TXT
+}
 
+func newTestKeys(t *testing.T) testKeys {
+	t.Helper()
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ek, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaPub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testKeys{
+		rsa: DKIMKey{Selector: "rsa2026", Key: rk},
+		ed:  DKIMKey{Selector: "ed2026", Key: ek},
+		records: map[string]string{
+			"rsa2026._domainkey.example.com": "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub),
+			"ed2026._domainkey.example.com":  "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub),
+		},
+	}
+}
+
+// verify checks every DKIM-Signature of raw with go-msgauth, the DNS
+// answered from k.records.
+func (k testKeys) verify(raw []byte) ([]*dkim.Verification, error) {
+	return dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{LookupTXT: func(domain string) ([]string, error) {
+		if r, ok := k.records[domain]; ok {
+			return []string{r}, nil
+		}
+		return nil, fmt.Errorf("no TXT record for %s", domain)
+	}})
+}
+
+// signedDigest renders a digest with the built-in templates, as a batch
+// does, and sends it signed by signer through SMTP: the bytes a receiver
+// gets.
+func signedDigest(t *testing.T, signer *DKIM) smtptest.Message {
+	t.Helper()
+	r, err := NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := r.Render(KindDigest, Data{
+		Email: "ann@example.org", Name: "Ann Lee", Topic: "Weekly digest", Period: "2026-W05",
+		UnsubscribeURL: "https://news.example.com/unsubscribe?token=abc",
+		PreferencesURL: "https://news.example.com/preferences?token=def",
+		ListID:         "Weekly digest <digest.news.example.com>",
+		Entries:        []Entry{{Title: "Release 2.0", URL: "https://news.example.com/2", Summary: "What changed"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg.ToName, msg.Tag = "Ann Lee", "2n9c-d-0123456789ab"
 	srv := smtptest.Start(t)
-	cfg, _ := ParseServerURL(srv.URL())
-	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "News <news@example.com>", DKIM: signer, ListID: "Newsletter <news.example.com>"})
+	cfg, err := ParseServerURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "News <news@example.com>", DKIM: signer,
+		ListID: "Newsletter <news.example.com>", BounceAddress: "bounces@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if err := m.Send(context.Background(), testMessage("reader@example.org")); err != nil {
+	if err := m.Send(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
-	got := srv.WaitFor(t, 1, 5*time.Second)[0]
-	if got.Header.Get("List-Id") != "Newsletter <news.example.com>" {
-		t.Fatalf("List-Id %q", got.Header.Get("List-Id"))
+	return srv.WaitFor(t, 1, 5*time.Second)[0]
+}
+
+// headerNames counts the fields of raw's header by lower-cased name.
+func headerNames(t *testing.T, raw []byte) map[string]int {
+	t.Helper()
+	h, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw))).ReadMIMEHeader()
+	if err != nil {
+		t.Fatal(err)
 	}
-	lookup := func(domain string) ([]string, error) {
-		if domain != "nl2026._domainkey.example.com" {
-			t.Errorf("looked up %s", domain)
+	out := map[string]int{}
+	for k, v := range h {
+		out[strings.ToLower(k)] = len(v)
+	}
+	return out
+}
+
+func TestDKIMOverSignsEveryHeader(t *testing.T) {
+	keys := newTestKeys(t)
+	signer, err := NewDKIM("example.com", keys.ed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := signedDigest(t, signer)
+	verifs, err := keys.verify(got.Data)
+	if err != nil || len(verifs) != 1 || verifs[0].Err != nil || verifs[0].Domain != "example.com" {
+		t.Fatalf("the untouched mail does not verify: %v %+v\n%s", err, verifs, got.Data)
+	}
+	listed := map[string]int{}
+	for _, k := range verifs[0].HeaderKeys {
+		listed[strings.ToLower(k)]++
+	}
+	present := headerNames(t, got.Data)
+	for _, h := range []string{"from", "to", "subject", "date", "message-id", "mime-version", "content-type",
+		"list-id", "list-unsubscribe", "list-unsubscribe-post", "feedback-id", "reply-to", "cc", "sender"} {
+		if listed[h] == 0 {
+			t.Errorf("%s is not covered by the signature (h=%v)", h, verifs[0].HeaderKeys)
 		}
-		return []string{"v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub)}, nil
 	}
-	verifs, err := dkim.VerifyWithOptions(bytes.NewReader(got.Data), &dkim.VerifyOptions{LookupTXT: lookup})
-	if err != nil || len(verifs) != 1 {
-		t.Fatalf("verify: %v (%d signatures)", err, len(verifs))
-	}
-	v := verifs[0]
-	if v.Err != nil || v.Domain != "example.com" {
-		t.Fatalf("signature does not verify: %v\n%s", v.Err, got.Data)
-	}
-	signed := make([]string, len(v.HeaderKeys))
-	for i, k := range v.HeaderKeys {
-		signed[i] = strings.ToLower(k)
-	}
-	for _, h := range []string{"from", "subject", "content-type", "mime-version", "list-id", "list-unsubscribe", "list-unsubscribe-post"} {
-		if !slices.Contains(signed, h) {
-			t.Errorf("%s is not covered by the signature (h=%v)", h, signed)
+	for h, n := range present {
+		if h != "dkim-signature" && listed[h] != n+1 {
+			t.Errorf("%s occurs %d times and is listed %d times in h=, want %d", h, n, listed[h], n+1)
 		}
 	}
-	// Every tampering below must break the signature.
-	headerEnd := bytes.Index(got.Data, []byte("\r\n\r\n"))
-	addHeader := func(h string) []byte {
-		return slices.Concat(got.Data[:headerEnd+2], []byte(h+"\r\n"), got.Data[headerEnd+2:])
+	for h, n := range listed {
+		if n != present[h]+1 {
+			t.Errorf("h= lists %s %d times; the mail has %d", h, n, present[h])
+		}
 	}
+	for line := range bytes.SplitSeq(got.Data, []byte("\r\n")) {
+		if len(line) > 998 {
+			t.Fatalf("a line of %d characters (RFC 5322 allows 998): %.80s…", len(line), line)
+		}
+	}
+
+	// One more of any signed header, at the top or at the bottom of the
+	// header, breaks the signature.
+	headerEnd := bytes.Index(got.Data, []byte("\r\n\r\n")) + 2
+	for h := range listed {
+		field := []byte(h + ": <https://evil.example.com/u>\r\n")
+		for where, forged := range map[string][]byte{
+			"top":    slices.Concat(field, got.Data),
+			"bottom": slices.Concat(got.Data[:headerEnd], field, got.Data[headerEnd:]),
+		} {
+			verifs, err := keys.verify(forged)
+			if err == nil && len(verifs) == 1 && verifs[0].Err == nil {
+				t.Errorf("a %s added at the %s: the signature still verifies", h, where)
+			}
+		}
+	}
+	// And so does changing what is there.
 	replace := func(old, new string) []byte {
 		if !bytes.Contains(got.Data, []byte(old)) {
 			t.Fatalf("the mail has no %q to tamper with:\n%s", old, got.Data)
@@ -83,16 +179,101 @@ func TestDKIMCoversListHeaders(t *testing.T) {
 	}
 	for name, forged := range map[string][]byte{
 		"List-Unsubscribe target": replace("token=abc", "token=evil"),
-		"List-Id":                 replace("List-Id: Newsletter <news.example.com>", "List-Id: Other <other.example.com>"),
 		"Content-Type":            replace("Content-Type: multipart/alternative", "Content-Type: multipart/mixed"),
-		"MIME-Version":            replace("MIME-Version: 1.0", "MIME-Version: 1.1"),
-		"a second From":           addHeader("From: Bank <security@bank.example>"),
-		"a second Subject":        addHeader("Subject: Urgent: verify your account"),
+		"body":                    replace("Release 2.0", "Release 6.6"),
 	} {
-		verifs, _ := dkim.VerifyWithOptions(bytes.NewReader(forged), &dkim.VerifyOptions{LookupTXT: lookup})
+		verifs, _ := keys.verify(forged)
 		if len(verifs) == 1 && verifs[0].Err == nil {
 			t.Errorf("%s changed, and the signature still verifies", name)
 		}
+	}
+}
+
+func TestDKIMSignsWithTwoKeys(t *testing.T) {
+	keys := newTestKeys(t)
+	signer, err := NewDKIM("example.com", keys.rsa, keys.ed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := signedDigest(t, signer)
+	if n := headerNames(t, got.Data)["dkim-signature"]; n != 2 {
+		t.Fatalf("%d DKIM-Signature fields, want one per key:\n%s", n, got.Data)
+	}
+	verifs, err := keys.verify(got.Data)
+	if err != nil || len(verifs) != 2 {
+		t.Fatalf("verify: %v (%d signatures)", err, len(verifs))
+	}
+	for _, v := range verifs {
+		if v.Err != nil || v.Domain != "example.com" {
+			t.Errorf("a signature does not verify: %v", v.Err)
+		}
+	}
+	for _, sel := range []string{"s=rsa2026", "s=ed2026"} {
+		if !bytes.Contains(got.Data, []byte(sel)) {
+			t.Errorf("no signature with %s", sel)
+		}
+	}
+	// Each signature alone verifies: a receiver that knows only RSA
+	// checks that one.
+	delete(keys.records, "ed2026._domainkey.example.com")
+	verifs, _ = keys.verify(got.Data)
+	ok := 0
+	for _, v := range verifs {
+		if v.Err == nil {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("without the Ed25519 record %d signatures verify, want the RSA one", ok)
+	}
+	forged := slices.Concat([]byte("List-Unsubscribe: <https://evil.example.com/u>\r\n"), got.Data)
+	verifs, _ = keys.verify(forged)
+	for _, v := range verifs {
+		if v.Err == nil {
+			t.Error("a grafted List-Unsubscribe: a signature still verifies")
+		}
+	}
+}
+
+func TestNewDKIMRefusesIncompleteKeys(t *testing.T) {
+	keys := newTestKeys(t)
+	for name, err := range map[string]error{
+		"no domain":   func() error { _, err := NewDKIM("", keys.rsa); return err }(),
+		"no key":      func() error { _, err := NewDKIM("example.com"); return err }(),
+		"no selector": func() error { _, err := NewDKIM("example.com", DKIMKey{Key: keys.rsa.Key}); return err }(),
+	} {
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestDKIMKeyFile(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "dkim.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ReadDKIMKey(keyFile)
+	if err != nil || (DKIMKey{Key: key}).Algorithm() != "ed25519" {
+		t.Fatalf("read %v: %v", key, err)
+	}
+	if _, err := ReadDKIMKey(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
+		t.Fatal("a missing key file was read")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.pem")
+	if err := os.WriteFile(bad, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDKIMKey(bad); err == nil {
+		t.Fatal("a file without a key was read")
 	}
 }
 

@@ -48,6 +48,8 @@ type Renderer struct {
 	html map[string]*htmltemplate.Template
 	// preparable: the kind's templates allow Prepare's fill-in (prepare.go).
 	preparable map[string]bool
+	// entries: the kind's templates show .Entries (UsesEntries).
+	entries map[string]bool
 }
 
 // NewRenderer parses the embedded templates of every kind and of the
@@ -73,7 +75,7 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}}
+	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}, entries: map[string]bool{}}
 	for _, k := range append(Kinds(), steps...) {
 		if _, done := r.text[k]; done {
 			continue // the welcome is a kind and the first step
@@ -110,9 +112,71 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		for _, t := range r.text[k].Templates() {
 			trees = append(trees, t.Tree)
 		}
-		r.preparable[k] = preparable(append(trees, htmlTrees(h)...)...)
+		trees = append(trees, htmlTrees(h)...)
+		r.preparable[k] = preparable(trees...)
+		r.entries[k] = usesField("Entries", trees...)
 	}
 	return r, nil
+}
+
+// UsesEntries reports whether the templates of kind (a sequence step's, an
+// operator's override) show .Entries, so that a sender reads the items
+// only for the mails that list them.
+func (r *Renderer) UsesEntries(kind string) bool { return r.entries[kind] }
+
+// usesField reports whether any of trees refers to .name.
+func usesField(name string, trees ...*parse.Tree) bool {
+	found := false
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		if found || n == nil {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.FieldNode:
+			found = len(n.Ident) > 0 && n.Ident[0] == name
+		case *parse.ChainNode:
+			walk(n.Node)
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, t := range trees {
+		if t != nil {
+			walk(t.Root)
+		}
+	}
+	return found
 }
 
 // Render builds the message of kind for d.Email.

@@ -223,7 +223,9 @@ func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, msg *Mes
 }
 
 func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
-	m := gomail.NewMsg()
+	// No User-Agent or X-Mailer: a library's banner tells a spam filter
+	// and an attacker what sent the mail, and nothing a reader needs.
+	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	if err := m.From(s.from); err != nil {
 		return nil, err
 	}

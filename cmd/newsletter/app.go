@@ -161,10 +161,8 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
 		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
 	}
-	if a.cfg.DKIMKeyFile != "" {
-		if opts.DKIM, err = mailer.NewDKIMSigner(a.cfg.DKIMKeyFile, a.cfg.DKIMDomain, a.cfg.DKIMSelector); err != nil {
-			return nil, nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
-		}
+	if opts.DKIM, err = dkimSigner(a.cfg); err != nil {
+		return nil, nil, err
 	}
 	m, err := mailer.NewSMTP(opts)
 	if err != nil {
@@ -172,6 +170,39 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 	}
 	a.closers = append(a.closers, func() { closeLogged(a.log, "SMTP pool", m) })
 	return m, nil, nil
+}
+
+// dkimSigner reads the DKIM keys (nil: no signing). With two keys the
+// first is RSA and the second Ed25519: both sign every mail, and a
+// receiver that does not know Ed25519 checks the RSA signature.
+func dkimSigner(cfg *config.Config) (*mailer.DKIM, error) {
+	if cfg.DKIMKeyFile == "" {
+		return nil, nil
+	}
+	key, err := mailer.ReadDKIMKey(cfg.DKIMKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
+	}
+	keys := []mailer.DKIMKey{{Selector: cfg.DKIMSelector, Key: key}}
+	if cfg.DKIMEd25519KeyFile != "" {
+		if alg := keys[0].Algorithm(); alg != "rsa" {
+			return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: want an RSA key beside NEWSLETTER_DKIM_ED25519_KEY_FILE, %s holds %s", cfg.DKIMKeyFile, alg)
+		}
+		ed, err := mailer.ReadDKIMKey(cfg.DKIMEd25519KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("NEWSLETTER_DKIM_ED25519_KEY_FILE: %w", err)
+		}
+		k := mailer.DKIMKey{Selector: cfg.DKIMEd25519Selector, Key: ed}
+		if alg := k.Algorithm(); alg != "ed25519" {
+			return nil, fmt.Errorf("NEWSLETTER_DKIM_ED25519_KEY_FILE: want an Ed25519 key, %s holds %s", cfg.DKIMEd25519KeyFile, alg)
+		}
+		keys = append(keys, k)
+	}
+	d, err := mailer.NewDKIM(cfg.DKIMDomain, keys...)
+	if err != nil {
+		return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
+	}
+	return d, nil
 }
 
 // redisClient connects like asynq would, but speaks RESP2: RESP3 makes

@@ -175,7 +175,7 @@ sequence:
 	return f
 }
 
-var stepSubjects = []string{"Welcome to the newsletter", "Getting started with the newsletter", "The best of the newsletter"}
+var stepSubjects = []string{"Welcome to the newsletter", "Getting started with the newsletter", "A week with the newsletter"}
 
 // A three-step sequence over real SMTP: each step in order, not before
 // its delay; leaving between steps 1 and 2 stops 2 and 3.

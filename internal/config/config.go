@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/quiet"
@@ -19,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
 	"github.com/robfig/cron/v3"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Config is every setting of the service. Zero values are never used: Load
@@ -60,6 +62,10 @@ type Config struct {
 	DKIMKeyFile  string
 	DKIMSelector string
 	DKIMDomain   string
+	// DKIMEd25519KeyFile, when set, is a second key (Ed25519) beside an
+	// RSA DKIMKeyFile: both sign every mail.
+	DKIMEd25519KeyFile  string
+	DKIMEd25519Selector string
 	// MonitoringReadOnly and PrometheusURL configure asynqmon.
 	MonitoringReadOnly bool
 	PrometheusURL      string
@@ -162,6 +168,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		SendGridPublicKey:  p.str("NEWSLETTER_SENDGRID_PUBLIC_KEY", ""),
 		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
 	}
+	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
+	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
 	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
 		if arn = strings.TrimSpace(arn); arn != "" {
 			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")
@@ -192,7 +200,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		p.check("NEWSLETTER_SMTP_URL", err == nil, "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
 		c.SMTP = &srv
 	}
-	_, fromErr := mail.ParseAddress(c.From)
+	from, fromErr := mail.ParseAddress(c.From)
 	p.check("NEWSLETTER_FROM", fromErr == nil, `an address such as "Newsletter <news@example.com>"`)
 	u, err := url.Parse(c.BaseURL)
 	p.check("NEWSLETTER_BASE_URL", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "", "an http:// or https:// origin")
@@ -210,12 +218,6 @@ func Load(getenv func(string) string) (*Config, error) {
 		p.check("NEWSLETTER_QUIET_HOURS", qerr == nil, "HH:MM-HH:MM, e.g. 22:00-08:00")
 		c.Quiet = &q
 	}
-	dkimSet := 0
-	for _, v := range []string{c.DKIMKeyFile, c.DKIMSelector, c.DKIMDomain} {
-		if v != "" {
-			dkimSet++
-		}
-	}
 	p.check("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", c.UnsubscribeByEmail == "immediate" || c.UnsubscribeByEmail == "confirm", "immediate or confirm")
 	var perr error
 	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
@@ -225,7 +227,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: with a real Redis the mailbox is served behind it")
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
 	p.check("NEWSLETTER_BOUNCE_SMTP_ADDR", c.BounceSMTPAddr == "" || c.BounceAddress != "", "NEWSLETTER_BOUNCE_ADDRESS set too: the intake takes mail for that address only")
-	p.check("NEWSLETTER_DKIM_KEY_FILE", dkimSet == 0 || dkimSet == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
+	if fromErr == nil {
+		p.dkim(c, address.Domain(from.Address))
+	}
 	var terr error
 	if c.Topics, terr = topics.Load(c.TopicsFile, c.WelcomeDelay); terr != nil {
 		p.errs = append(p.errs, terr) // one line per mistake, each naming the variable
@@ -238,6 +242,71 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, errors.Join(p.errs...)
 	}
 	return c, nil
+}
+
+// dkim checks the DKIM variables: each key with its selector, a second
+// key only beside a first, and a signing domain that DMARC aligns with
+// the From domain.
+func (p *parser) dkim(c *Config, fromDomain string) {
+	set := 0
+	for _, v := range []string{c.DKIMKeyFile, c.DKIMSelector, c.DKIMDomain} {
+		if v != "" {
+			set++
+		}
+	}
+	p.check("NEWSLETTER_DKIM_KEY_FILE", set == 0 || set == 3, "set together with NEWSLETTER_DKIM_SELECTOR and NEWSLETTER_DKIM_DOMAIN")
+	p.check("NEWSLETTER_DKIM_ED25519_KEY_FILE", (c.DKIMEd25519KeyFile == "") == (c.DKIMEd25519Selector == ""),
+		"set together with NEWSLETTER_DKIM_ED25519_SELECTOR")
+	p.check("NEWSLETTER_DKIM_ED25519_KEY_FILE", c.DKIMEd25519KeyFile == "" || c.DKIMKeyFile != "",
+		"set beside NEWSLETTER_DKIM_KEY_FILE (an RSA key: receivers that do not know Ed25519 check that signature)")
+	for _, v := range [][2]string{{"NEWSLETTER_DKIM_SELECTOR", c.DKIMSelector}, {"NEWSLETTER_DKIM_ED25519_SELECTOR", c.DKIMEd25519Selector}} {
+		p.check(v[0], v[1] == "" || dnsName(v[1]), "a DNS label such as nl2026 (the record is <selector>._domainkey.<domain>)")
+	}
+	p.check("NEWSLETTER_DKIM_ED25519_SELECTOR", c.DKIMEd25519Selector == "" || !strings.EqualFold(c.DKIMEd25519Selector, c.DKIMSelector),
+		"a selector other than NEWSLETTER_DKIM_SELECTOR: each key has its own DNS record")
+	if c.DKIMDomain == "" {
+		return
+	}
+	c.DKIMDomain = strings.ToLower(strings.TrimSuffix(c.DKIMDomain, "."))
+	p.check("NEWSLETTER_DKIM_DOMAIN", aligned(c.DKIMDomain, fromDomain),
+		fmt.Sprintf("the domain of NEWSLETTER_FROM (%s) or a parent of it below the public suffix, got %s: DMARC passes only on a signature aligned with From", fromDomain, c.DKIMDomain))
+}
+
+// aligned reports whether a DKIM signature of domain d aligns with From
+// domain from: d is from itself or a parent of it, and not a public suffix
+// (com, co.uk), which no DMARC policy lives at.
+func aligned(d, from string) bool {
+	from = strings.ToLower(strings.TrimSuffix(from, "."))
+	if !dnsName(d) {
+		return false
+	}
+	if d == from {
+		return true
+	}
+	if !strings.HasSuffix(from, "."+d) {
+		return false
+	}
+	suffix, _ := publicsuffix.PublicSuffix(d)
+	return suffix != d
+}
+
+// dnsName reports whether s is a host name: dot-separated labels of
+// letters, digits and inner hyphens.
+func dnsName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Warnings are settings that work but that an operator should know about.

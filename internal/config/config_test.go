@@ -110,3 +110,86 @@ func TestAdminTokenAndDevMailbox(t *testing.T) {
 		}
 	}
 }
+
+func TestDKIMDomainAlignsWithFrom(t *testing.T) {
+	base := map[string]string{
+		"NEWSLETTER_FROM":          "News <news@news.example.org>",
+		"NEWSLETTER_DKIM_KEY_FILE": "/etc/dkim/rsa.pem",
+		"NEWSLETTER_DKIM_SELECTOR": "nl2026",
+	}
+	for domain, ok := range map[string]bool{
+		"news.example.org":          true,
+		"example.org":               true, // a parent: relaxed alignment
+		"NEWS.Example.ORG.":         true,
+		"unrelated.example.net":     false,
+		"mail.news.example.org":     false, // a child of the From domain is not what the From says
+		"ews.example.org":           false, // a suffix of the text, not a parent
+		"org":                       false, // a public suffix
+		"evil.example.org":          false,
+		"news.example.org; rm -rf/": false,
+	} {
+		e := maps.Clone(base)
+		e["NEWSLETTER_DKIM_DOMAIN"] = domain
+		_, err := Load(env(e))
+		if ok && err != nil {
+			t.Errorf("%s: %v", domain, err)
+		}
+		if !ok {
+			if err == nil {
+				t.Errorf("%s with From on news.example.org: accepted", domain)
+			} else if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "NEWSLETTER_DKIM_DOMAIN: ") {
+				t.Errorf("%s: want one line naming NEWSLETTER_DKIM_DOMAIN, got:\n%s", domain, err)
+			}
+		}
+	}
+	// A public-suffix From domain of two labels: its own domain aligns.
+	e := maps.Clone(base)
+	e["NEWSLETTER_FROM"], e["NEWSLETTER_DKIM_DOMAIN"] = "news@example.co.uk", "example.co.uk"
+	if _, err := Load(env(e)); err != nil {
+		t.Errorf("example.co.uk: %v", err)
+	}
+	e["NEWSLETTER_FROM"], e["NEWSLETTER_DKIM_DOMAIN"] = "news@example.co.uk", "co.uk"
+	if _, err := Load(env(e)); err == nil {
+		t.Error("co.uk accepted for a From on example.co.uk")
+	}
+}
+
+func TestDKIMSecondKey(t *testing.T) {
+	base := map[string]string{
+		"NEWSLETTER_FROM":          "News <news@example.org>",
+		"NEWSLETTER_DKIM_KEY_FILE": "/etc/dkim/rsa.pem",
+		"NEWSLETTER_DKIM_SELECTOR": "rsa2026",
+		"NEWSLETTER_DKIM_DOMAIN":   "example.org",
+	}
+	e := maps.Clone(base)
+	e["NEWSLETTER_DKIM_ED25519_KEY_FILE"], e["NEWSLETTER_DKIM_ED25519_SELECTOR"] = "/etc/dkim/ed.pem", "ed2026"
+	c, err := Load(env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DKIMEd25519KeyFile != "/etc/dkim/ed.pem" || c.DKIMEd25519Selector != "ed2026" || c.DKIMSelector != "rsa2026" {
+		t.Fatalf("keys: %+v", c)
+	}
+	for name, change := range map[string]map[string]string{
+		"no selector":    {"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem"},
+		"no key":         {"NEWSLETTER_DKIM_ED25519_SELECTOR": "ed2026"},
+		"same selector":  {"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem", "NEWSLETTER_DKIM_ED25519_SELECTOR": "RSA2026"},
+		"a bad selector": {"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem", "NEWSLETTER_DKIM_ED25519_SELECTOR": "ed 2026"},
+	} {
+		e := maps.Clone(base)
+		maps.Copy(e, change)
+		_, err := Load(env(e))
+		if err == nil || !strings.HasPrefix(err.Error(), "NEWSLETTER_DKIM_ED25519_") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: want one line naming the Ed25519 variable, got %v", name, err)
+		}
+	}
+	// The second key needs the first beside it.
+	_, err = Load(env(map[string]string{
+		"NEWSLETTER_FROM":                  "News <news@example.org>",
+		"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem",
+		"NEWSLETTER_DKIM_ED25519_SELECTOR": "ed2026",
+	}))
+	if err == nil || !strings.HasPrefix(err.Error(), "NEWSLETTER_DKIM_ED25519_KEY_FILE: ") {
+		t.Errorf("an Ed25519 key alone: %v", err)
+	}
+}

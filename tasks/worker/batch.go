@@ -143,6 +143,18 @@ func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[ti
 	return nil
 }
 
+// entriesOf is a run's items as mail entries, in the order they were
+// added.
+func entriesOf(items []store.Item) []mailer.Entry {
+	items = slices.Clone(items)
+	sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
+	entries := make([]mailer.Entry, len(items))
+	for i, it := range items {
+		entries[i] = mailer.Entry{Title: it.Title, URL: it.URL, Summary: it.Summary}
+	}
+	return entries
+}
+
 // digestEntries returns a period's items as mail entries, cached: a run's
 // items never change once it started.
 func (h *BatchSender) digestEntries(ctx context.Context, period string) ([]mailer.Entry, error) {
@@ -158,11 +170,7 @@ func (h *BatchSender) digestEntries(ctx context.Context, period string) ([]maile
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(run.Items, func(i, j int) bool { return run.Items[i].ID < run.Items[j].ID })
-	entries := make([]mailer.Entry, len(run.Items))
-	for i, it := range run.Items {
-		entries[i] = mailer.Entry{Title: it.Title, URL: it.URL, Summary: it.Summary}
-	}
+	entries := entriesOf(run.Items)
 	if h.entries == nil || len(h.entries) > 16 {
 		h.entries = map[string][]mailer.Entry{}
 	}

@@ -16,6 +16,7 @@ type Store interface {
 	DeliveryStore
 	PlanStore
 	BatchStore
+	RecentDigests
 	store.Suppressions
 }
 
@@ -66,6 +67,7 @@ func NewHandlers(d Deps) Handlers {
 		Mails: &Mails{Deliver: deliver, Links: d.Links},
 		Sequence: &SequenceSender{
 			Deliver: deliver, Links: d.Links, Queue: d.Queue, Quiet: d.Quiet, Metrics: d.Metrics, Now: d.Now,
+			Digests: d.Store,
 		},
 		Planner: &Planner{
 			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -35,6 +36,16 @@ type SequenceSender struct {
 	Quiet   *quiet.Hours
 	Metrics *Metrics
 	Now     func() time.Time
+	// Digests, when set, gives a step whose template lists items
+	// (best-of) the latest digest's.
+	Digests RecentDigests
+}
+
+// RecentDigests is the store's side of a step that lists the latest
+// digest's items.
+type RecentDigests interface {
+	LatestDigestPeriod(ctx context.Context) (string, error)
+	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 }
 
 // The outcome label of newsletter_sequence_steps_total.
@@ -128,11 +139,34 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
 	}
-	if err := h.Deliver.DeliverOne(ctx, Mail{To: sub, Mark: marks[next], Data: h.Links.For(sub, seq.Topic)}); err != nil {
+	data := h.Links.For(sub, seq.Topic)
+	if h.Digests != nil && h.Deliver.Render.UsesEntries(st.Template) {
+		if data.Entries, err = h.latestEntries(ctx); err != nil {
+			return err
+		}
+	}
+	if err := h.Deliver.DeliverOne(ctx, Mail{To: sub, Mark: marks[next], Data: data}); err != nil {
 		return err
 	}
 	h.count(st.Template, StepSent)
 	return h.schedule(ctx, sub, next+1)
+}
+
+// latestEntries are the items of the latest digest run (none before the
+// first run).
+func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, error) {
+	period, err := h.Digests.LatestDigestPeriod(ctx)
+	if err != nil || period == "" {
+		return nil, err
+	}
+	run, err := h.Digests.DigestRun(ctx, period)
+	if errors.Is(err, store.ErrNoRun) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("latest digest %s: %w", period, err)
+	}
+	return entriesOf(run.Items), nil
 }
 
 // nextStep is the step a person is at: after the last step they were

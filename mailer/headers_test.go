@@ -1,0 +1,38 @@
+package mailer
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/smtptest"
+)
+
+// A mail names no software: a library's banner (X-Mailer, User-Agent)
+// tells a spam filter and an attacker what sent it, and a reader nothing.
+func TestMailCarriesNoLibraryBanner(t *testing.T) {
+	srv := smtptest.Start(t)
+	m := newTestSMTP(t, srv, 1)
+	if err := m.Send(context.Background(), testMessage("ann@example.org")); err != nil {
+		t.Fatal(err)
+	}
+	keys := newTestKeys(t)
+	signer, err := NewDKIM("example.com", keys.rsa, keys.ed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mails := []smtptest.Message{srv.WaitFor(t, 1, 5*time.Second)[0], signedDigest(t, signer)}
+	for i, got := range mails {
+		for _, h := range []string{"X-Mailer", "User-Agent"} {
+			if v := got.Header.Get(h); v != "" {
+				t.Errorf("mail %d carries %s: %s", i, h, v)
+			}
+		}
+		header := got.Data[:bytes.Index(got.Data, []byte("\r\n\r\n"))]
+		if strings.Contains(strings.ToLower(string(header)), "go-mail") {
+			t.Errorf("mail %d names its library:\n%s", i, header)
+		}
+	}
+}
