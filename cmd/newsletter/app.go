@@ -75,7 +75,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 			cfg.Secret = randomHex(16)
 		}
 		if cfg.AdminToken == "" {
-			cfg.AdminToken = randomHex(12)
+			cfg.AdminToken = adminauth.NewToken()
 			a.tokenGenerated = true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feedback/intake"
 	"github.com/newsletter/newsletter/internal/health"
@@ -68,6 +70,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 
 	client := a.newClient()
 	metricsHandler := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})
+	// With NEWSLETTER_METRICS_ADDR, /metrics is served there alone and the
+	// main listener (public, for the API) has no such route.
+	publicMetrics := metricsHandler
+	if a.cfg.MetricsAddr != "" {
+		publicMetrics = nil
+	}
 
 	var (
 		wrk     *worker.Worker
@@ -127,19 +135,13 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			RequestTimeout: a.cfg.RequestTimeout,
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
-			Metrics: api.NewMetrics(a.reg), MetricsHandler: metricsHandler, Guard: a.guard,
+			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 			Webhooks: webhooks(a),
 		})
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
-		// The queue gauges come from the API role, which always runs:
-		// newsletter_queue_tasks per queue and state, asynq's own
-		// (asynq_queue_latency_seconds, …) and the latest digest run.
-		// Every API replica reports the same numbers, read from Redis:
-		// dashboards and autoscaling aggregate them with max.
-		a.reg.MustRegister(queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues},
-			metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: a.store})
+		a.reg.MustRegister(redisFigures(insp, a.store, nil))
 		mon := asynqmon.New(asynqmon.Options{
 			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
 			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
@@ -151,16 +153,31 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		}
 		handler = srv
 	} else {
-		handler = opsHandler(a, metricsHandler, mailbox)
+		handler = opsHandler(a, publicMetrics, mailbox)
 	}
 
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("NEWSLETTER_ADDR %s: %w", a.cfg.Addr, err)
 	}
-	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	servers := []*http.Server{newHTTPServer(handler)}
+	listeners := []net.Listener{ln}
+	metricsListen := ln.Addr().String()
+	if a.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+		if err != nil {
+			_ = ln.Close() // nothing served on it yet
+			return fmt.Errorf("NEWSLETTER_METRICS_ADDR %s: %w", a.cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler)
+		servers, listeners = append(servers, newHTTPServer(mux)), append(listeners, mln)
+		metricsListen = mln.Addr().String()
+	}
+	serveErr := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { serveErr <- srv.Serve(listeners[i]) }()
+	}
 
 	if wrk != nil {
 		if err := wrk.Start(); err != nil {
@@ -180,7 +197,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		sched.Start()
 		defer sched.Stop()
 	}
-	a.banner(r, ln.Addr().String(), mailbox != nil)
+	a.banner(r, ln.Addr().String(), metricsListen, mailbox != nil)
 
 	for {
 		select {
@@ -201,8 +218,10 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
-		a.log.Warn("http server: requests still open at shutdown were cut", "err", err)
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			a.log.Warn("http server: requests still open at shutdown were cut", "err", err)
+		}
 	}
 	if wrk != nil {
 		relay.Stop()
@@ -211,6 +230,24 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	}
 	a.log.Info("stopped")
 	return nil
+}
+
+// newHTTPServer serves h with the timeouts every listener of the service
+// has: a slow client holds a connection for a bounded time.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
+}
+
+// redisFigures are the metrics read from Redis, behind one cache
+// (queuemetrics.Cache): newsletter_queue_tasks per queue and state,
+// asynq's own (asynq_queue_latency_seconds, …) and the latest digest run.
+// They come from the API role, which always runs; every API replica
+// reports the same numbers: dashboards and autoscaling aggregate them
+// with max. now is the cache's clock (nil: time.Now).
+func redisFigures(insp *asynq.Inspector, st store.Digests, now func() time.Time) *queuemetrics.Cache {
+	return queuemetrics.NewCache(queuemetrics.CacheTTL, queuemetrics.RefreshWait, now,
+		queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues},
+		metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: st})
 }
 
 // confirmPace is the service-wide limit on confirmations, or nil when
@@ -235,12 +272,15 @@ func localURL(listen string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// opsHandler serves what every non-API role needs: probes, metrics, and the
-// dev mailbox of a worker without SMTP.
+// opsHandler serves what every non-API role needs: probes, metrics (nil:
+// served on a listener of their own), and the dev mailbox of a worker
+// without SMTP.
 func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	health.Register(mux, a.store)
-	mux.Handle("GET /metrics", metrics)
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	if a.cfg.PProf {
 		mux.Handle("/debug/pprof/", pprofHandler(a.guard))
 	}
@@ -250,10 +290,24 @@ func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
 	return mux
 }
 
+// reachedAs is the URL to print for a listening address: NEWSLETTER_BASE_URL
+// when it names the same loopback endpoint (embedded mode listens on
+// 127.0.0.1:8080 and links to http://localhost:8080), else localURL.
+func (a *app) reachedAs(listen string) string {
+	own := localURL(listen)
+	ou, err1 := url.Parse(own)
+	bu, err2 := url.Parse(a.cfg.BaseURL)
+	if err1 == nil && err2 == nil && bu.Scheme == "http" && bu.Path == "" && ou.Port() == bu.Port() &&
+		config.Loopback(ou.Host) && config.Loopback(bu.Host) {
+		return a.cfg.BaseURL
+	}
+	return own
+}
+
 // banner prints, in a few lines, where to look: at the address this
 // process listens on, and where mails link to when that differs.
-func (a *app) banner(r roles, listen string, devMailbox bool) {
-	base := localURL(listen)
+func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
+	base := a.reachedAs(listen)
 	fmt.Fprintf(a.out, "newsletter %s listening on %s\n", r, listen)
 	if base != a.cfg.BaseURL {
 		fmt.Fprintf(a.out, "  links in mails   %s   (NEWSLETTER_BASE_URL)\n", a.cfg.BaseURL)
@@ -271,7 +325,7 @@ func (a *app) banner(r roles, listen string, devMailbox bool) {
 	case r.api && a.cfg.AdminToken != "":
 		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password: NEWSLETTER_ADMIN_TOKEN)\n", base)
 	}
-	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", base)
+	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", a.reachedAs(metricsListen))
 	if a.emb != nil {
 		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
 		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")

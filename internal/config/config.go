@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/quiet"
@@ -26,7 +29,14 @@ import (
 // Config is every setting of the service. Zero values are never used: Load
 // fills defaults.
 type Config struct {
-	Addr         string
+	// Addr is where the HTTP server listens: DefaultAddr, or
+	// DefaultEmbeddedAddr in embedded mode, whose dev mailbox shows every
+	// confirm and unsubscribe link to whoever reaches it.
+	Addr string
+	// MetricsAddr, when set, is a second listener that serves /metrics
+	// alone, and the main one no longer does: the figures stay on an
+	// internal network while the form is public.
+	MetricsAddr  string
 	RedisURL     string             // empty: embedded in-memory Redis
 	Redis        asynq.RedisConnOpt // RedisURL parsed; nil in embedded mode
 	SMTPURL      string             // empty: dev mailbox
@@ -111,6 +121,27 @@ type Config struct {
 	PollInterval time.Duration
 }
 
+// The default listen addresses: every interface, or in embedded mode the
+// loopback interface only (NEWSLETTER_ADDR overrides both).
+const (
+	DefaultAddr         = ":8080"
+	DefaultEmbeddedAddr = "127.0.0.1:8080"
+)
+
+// Loopback reports whether the listen address addr (host:port) is
+// reachable from this machine only.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
 // Embedded reports whether the service runs on its in-memory default, where
 // nothing is durable and missing secrets are made up at start.
 func (c *Config) Embedded() bool { return c.RedisURL == "" }
@@ -123,7 +154,8 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	p := parser{getenv: getenv}
 	c := &Config{
-		Addr:               p.str("NEWSLETTER_ADDR", ":8080"),
+		Addr:               p.str("NEWSLETTER_ADDR", ""),
+		MetricsAddr:        p.str("NEWSLETTER_METRICS_ADDR", ""),
 		RedisURL:           p.str("NEWSLETTER_REDIS_URL", ""),
 		SMTPURL:            p.str("NEWSLETTER_SMTP_URL", ""),
 		From:               p.str("NEWSLETTER_FROM", "Newsletter <newsletter@localhost>"),
@@ -187,6 +219,18 @@ func Load(getenv func(string) string) (*Config, error) {
 		_, err := feedback.ParseSendGridKey(c.SendGridPublicKey)
 		p.check("NEWSLETTER_SENDGRID_PUBLIC_KEY", err == nil, "the verification key SendGrid shows (base64 DER of an ECDSA public key)")
 	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+		if c.Embedded() {
+			c.Addr = DefaultEmbeddedAddr
+		}
+	}
+	_, _, addrErr := net.SplitHostPort(c.Addr)
+	p.check("NEWSLETTER_ADDR", addrErr == nil, "host:port or :port, such as 127.0.0.1:8080 or :8080")
+	if c.MetricsAddr != "" {
+		_, _, err := net.SplitHostPort(c.MetricsAddr)
+		p.check("NEWSLETTER_METRICS_ADDR", err == nil && c.MetricsAddr != c.Addr, "host:port or :port other than NEWSLETTER_ADDR, such as 10.0.0.5:9090 or :9090")
+	}
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency
 	}
@@ -222,7 +266,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	var perr error
 	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
 	p.check("NEWSLETTER_TRUSTED_PROXIES", perr == nil, "comma-separated CIDRs of your reverse proxies, such as 10.0.0.0/8")
-	p.check("NEWSLETTER_ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters (openssl rand -hex 16)")
+	p.check("NEWSLETTER_ADMIN_TOKEN", c.AdminToken == "" || adminauth.CheckToken(c.AdminToken) == nil, adminauth.TokenRule)
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.SMTPURL == "", "unset when NEWSLETTER_SMTP_URL is set")
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: with a real Redis the mailbox is served behind it")
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")
@@ -317,6 +361,9 @@ func (c *Config) Warnings() []string {
 	}
 	if c.Embedded() {
 		w = append(w, "NEWSLETTER_REDIS_URL is empty: using an embedded in-memory Redis, nothing survives a restart")
+		if !Loopback(c.Addr) {
+			w = append(w, "NEWSLETTER_ADDR "+c.Addr+" is not a loopback address: in embedded mode the dev mailbox, with every confirm and unsubscribe link, answers anyone who reaches it")
+		}
 	}
 	return w
 }

@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != ":8080" || !c.DoubleOptIn || c.WelcomeDelay != 5*time.Minute || c.SendRate != 50 || c.SMTPPool != 10 || !c.Embedded() {
+	if c.Addr != "127.0.0.1:8080" || !c.DoubleOptIn || c.WelcomeDelay != 5*time.Minute || c.SendRate != 50 || c.SMTPPool != 10 || !c.Embedded() {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if len(c.Warnings()) != 2 {
@@ -96,6 +96,9 @@ func TestAdminTokenAndDevMailbox(t *testing.T) {
 		want string // the variable of the error line; "" for no error
 	}{
 		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "admin"}, "NEWSLETTER_ADMIN_TOKEN:"},
+		// Long enough, but one character (or five) over and over.
+		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "aaaaaaaaaaaaaaaa"}, "NEWSLETTER_ADMIN_TOKEN:"},
+		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "abcdeabcdeabcdeabcde"}, "NEWSLETTER_ADMIN_TOKEN:"},
 		{map[string]string{"NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef"}, ""},
 		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true"}, "NEWSLETTER_DEV_MAILBOX:"},
 		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef", "NEWSLETTER_SMTP_URL": "smtp://h:25?tls=none"}, "NEWSLETTER_DEV_MAILBOX:"},
@@ -191,5 +194,47 @@ func TestDKIMSecondKey(t *testing.T) {
 	}))
 	if err == nil || !strings.HasPrefix(err.Error(), "NEWSLETTER_DKIM_ED25519_KEY_FILE: ") {
 		t.Errorf("an Ed25519 key alone: %v", err)
+	}
+}
+
+// TestListenAddresses: embedded mode, whose dev mailbox shows every link,
+// listens on loopback unless told otherwise; with a real Redis the default
+// stays every interface. A metrics listener needs an address of its own.
+func TestListenAddresses(t *testing.T) {
+	real := map[string]string{"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3", "NEWSLETTER_SECRET": "0123456789abcdef"}
+	for _, c := range []struct {
+		set            map[string]string
+		addr, metrics  string
+		warnsOfListens bool
+	}{
+		{nil, "127.0.0.1:8080", "", false},
+		{map[string]string{"NEWSLETTER_ADDR": ":8080"}, ":8080", "", true},
+		{map[string]string{"NEWSLETTER_ADDR": "[::1]:9000", "NEWSLETTER_METRICS_ADDR": "127.0.0.1:9090"}, "[::1]:9000", "127.0.0.1:9090", false},
+		{real, ":8080", "", false},
+	} {
+		c.set = maps.Clone(c.set)
+		cfg, err := Load(env(c.set))
+		if err != nil {
+			t.Fatalf("%v: %v", c.set, err)
+		}
+		if cfg.Addr != c.addr || cfg.MetricsAddr != c.metrics {
+			t.Errorf("%v: listens on %q, metrics on %q; want %q, %q", c.set, cfg.Addr, cfg.MetricsAddr, c.addr, c.metrics)
+		}
+		warned := strings.Contains(strings.Join(cfg.Warnings(), "\n"), "not a loopback address")
+		if warned != c.warnsOfListens {
+			t.Errorf("%v: warnings %q", c.set, cfg.Warnings())
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"NEWSLETTER_ADDR": "8080"},
+		{"NEWSLETTER_METRICS_ADDR": "9090"},
+		{"NEWSLETTER_METRICS_ADDR": "127.0.0.1:8080"}, // the main listener's
+	} {
+		_, err := Load(env(bad))
+		for name := range bad {
+			if err == nil || !strings.HasPrefix(err.Error(), name+":") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%v: %v, want one line naming %s", bad, err, name)
+			}
+		}
 	}
 }

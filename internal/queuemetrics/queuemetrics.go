@@ -5,9 +5,12 @@
 // a backlog and scaled workers up; here every state is its own series, and
 // autoscaling reads pending and retry only.
 //
-// The numbers are read from Redis at scrape time, so every process that
-// exports them reports the same: dashboards and the KEDA query aggregate
-// with max by (queue, state), never sum.
+// The numbers are read from Redis, so every process that exports them
+// reports the same: dashboards and the KEDA query aggregate with max by
+// (queue, state), never sum. Cache (cache.go) stands in front of this and
+// every other collector that reads Redis: one reading every few seconds
+// whatever the scrape rate, and a scrape that answers in time when Redis
+// does not.
 package queuemetrics
 
 import (

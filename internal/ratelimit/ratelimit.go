@@ -46,6 +46,17 @@ func (l *Limiter) Blocked(key string) (bool, time.Duration) {
 // Allow counts an event of key and reports whether it was allowed, and if
 // not, how long until one is.
 func (l *Limiter) Allow(key string) (bool, time.Duration) {
+	wait, ok := l.Reserve(key, 0)
+	return ok, wait
+}
+
+// Reserve counts an event of key that is willing to wait up to maxWait for
+// its turn: it returns how long the caller must wait before the event
+// conforms (0: at once), and true. When the turn is further away than
+// maxWait, nothing is counted and it returns the wait and false. Events
+// that wait take their turns one after another, so a key's rate holds
+// however many of its events arrive at once.
+func (l *Limiter) Reserve(key string, maxWait time.Duration) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -53,8 +64,9 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	if tat.Before(now) {
 		tat = now
 	}
-	if wait := tat.Sub(now) - l.burst; wait > 0 {
-		return false, wait
+	wait := max(tat.Sub(now)-l.burst, 0)
+	if wait > maxWait {
+		return wait, false
 	}
 	l.tat[key] = tat.Add(l.interval)
 	if l.sweeps++; l.sweeps >= 10000 {
@@ -65,5 +77,5 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 			}
 		}
 	}
-	return true, 0
+	return wait, true
 }

@@ -33,3 +33,29 @@ func TestLimiter(t *testing.T) {
 		t.Fatal("the refilled event was refused")
 	}
 }
+
+// TestReserve: events that are willing to wait take the turns after the
+// burst one after another, never more than maxWait ahead; one that would
+// wait longer is not counted.
+func TestReserve(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	l := New(3, time.Minute, func() time.Time { return now }) // a turn every 20s
+	for i := 0; i < 3; i++ {
+		if wait, ok := l.Reserve("a", time.Minute); !ok || wait != 0 {
+			t.Fatalf("event %d of the burst: wait %s, counted %v", i+1, wait, ok)
+		}
+	}
+	for i, want := range []time.Duration{20 * time.Second, 40 * time.Second} {
+		if wait, ok := l.Reserve("a", 45*time.Second); !ok || wait != want {
+			t.Fatalf("waiting event %d: wait %s, counted %v; want %s", i+1, wait, ok, want)
+		}
+	}
+	if wait, ok := l.Reserve("a", 45*time.Second); ok || wait != time.Minute {
+		t.Fatalf("an event a minute away with maxWait 45s: wait %s, counted %v", wait, ok)
+	}
+	// The refused one took no turn: 20s later the next turn is 40s away.
+	now = now.Add(20 * time.Second)
+	if wait, ok := l.Reserve("a", 45*time.Second); !ok || wait != 40*time.Second {
+		t.Fatalf("after 20s: wait %s, counted %v; want 40s", wait, ok)
+	}
+}
