@@ -14,7 +14,6 @@ func ReadLimited(r io.Reader, max int64) ([]byte, error) {
 		return b, fmt.Errorf("read answer: %w", err)
 	}
 	// Drain a little more so the connection can be reused; past that,
-	// closing the body drops the connection.
 	// closing the body drops the connection. A failure here costs only the
 	// connection's reuse, and the part we keep was read whole.
 	_, _ = io.CopyN(io.Discard, r, 64<<10)
