@@ -57,9 +57,9 @@ func New() *Memory {
 		holds:   map[string][]time.Time{},
 
 		reconfirms: map[int64]*reconfirm{},
-		soft:    map[int64][]time.Time{},
-		seen:    map[string]bool{},
-		runs:    map[string]*store.DigestRun{},
+		soft:       map[int64][]time.Time{},
+		seen:       map[string]bool{},
+		runs:       map[string]*store.DigestRun{},
 
 		outcomes: map[string]map[int64]bool{},
 	}
