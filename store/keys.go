@@ -9,31 +9,20 @@ import "time"
 // encoding, the address index holds a 48-bit hash of the address instead
 // of the address, and the active set is a bitmap.
 const (
-	keySeq       = "nl:seq"        // counter for subscriber ids
-	prefixSubs   = "nl:s:"         // + id/64: hash id -> packed subscriber record (below)
-	prefixIndex  = "nl:ix:"        // + a 14-bit bucket of sha1(address): hash 48 more bits of it -> id[,id…]
-	keyActiveSet = "nl:act"        // bitmap: bit id is set while subscriber id is active
-	keyOutbox    = "nl:outbox"     // hash outbox id -> body
-	keyOutboxDue = "nl:outbox:due" // zset of outbox ids, score = due (unix ms)
-	keySchema    = "nl:schema"     // the layout version, "2" once migrated (migrate.go)
-	prefixSent   = "nl:sent:"      // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
-	prefixClaim  = "nl:claim:"     // + kind:key:id: a claim string with an expiry (other marks)
-	prefixClaims = "nl:claims:"    // + kind:key: hash id -> claim expiry, unix ms (shared marks)
-	// The per-mailbox allowances (MailHolds), keyed on a hash of
-	// address.Mailbox, so victim+1@… and victim@… count together. (The
-	// layout before keyed them on the subscriber id, nl:hold:<id>; those
-	// expire within a day.)
-	prefixMailHold    = "nl:mhold:"     // + kind:hash: a mail of kind went to the mailbox within the cooldown (expires with it)
-	prefixMailHoldDay = "nl:mhold:day:" // + kind:hash: mails of kind to the mailbox in the last day
-	// A suppressed subscriber whose confirmation someone asked for
-	// (ReconfirmWindow): "1" SEP name SEP time zone SEP topics, applied by
-	// the confirmation; "" once cancelled (the address left or bounced
-	// again), which still holds the window.
-	prefixReconfirm = "nl:reconfirm:"  // + id
-	prefixSupp      = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
-	prefixSoft      = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
-	prefixSeen      = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
-	keySuppFilled   = "nl:supp:filled" // set once the suppression lists hold the subscribers bounced before they existed
+	keySeq        = "nl:seq"         // counter for subscriber ids
+	prefixSubs    = "nl:s:"          // + id/64: hash id -> packed subscriber record (below)
+	prefixIndex   = "nl:ix:"         // + a 14-bit bucket of sha1(address): hash 48 more bits of it -> id[,id…]
+	keyActiveSet  = "nl:act"         // bitmap: bit id is set while subscriber id is active
+	keyOutbox     = "nl:outbox"      // hash outbox id -> body
+	keyOutboxDue  = "nl:outbox:due"  // zset of outbox ids, score = due (unix ms)
+	keySchema     = "nl:schema"      // the layout version, "2" once migrated (migrate.go)
+	prefixSent    = "nl:sent:"       // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
+	prefixClaim   = "nl:claim:"      // + kind:key:id: a claim string with an expiry (other marks)
+	prefixClaims  = "nl:claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
+	prefixSupp    = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
+	prefixSoft    = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
+	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
+	keySuppFilled = "nl:supp:filled" // set once the suppression lists hold the subscribers bounced before they existed
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk
@@ -55,6 +44,20 @@ const (
 	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
 	keyLatestRun  = "nl:digest:latest"   // period of the latest run
 	prefixOutcome = "nl:digest:outcome:" // + period:outcome: bitmap of ids
+)
+
+// The per-mailbox allowances (MailHolds), keyed on a hash of
+// address.Mailbox, so victim+1@… and victim@… count together. (Before,
+// they were keyed on the subscriber id, nl:hold:<id> and nl:hold:day:<id>;
+// those expire within a day.)
+const (
+	prefixMailHold    = "nl:mhold:"     // + kind:hash: a mail of kind went to the mailbox within the cooldown (expires with it)
+	prefixMailHoldDay = "nl:mhold:day:" // + kind:hash: mails of kind to the mailbox in the last day
+	// A suppressed subscriber whose confirmation someone asked for
+	// (ReconfirmWindow): "1" SEP name SEP time zone SEP topics, applied by
+	// the confirmation; "" once cancelled (the address left or bounced
+	// again), which still holds the window.
+	prefixReconfirm = "nl:reconfirm:" // + id
 )
 
 // Layout 1's keys, read only by the migration (migrate.go).

@@ -55,13 +55,12 @@ func New() *Memory {
 		claims:  map[store.Mark]claim{},
 		byID:    map[int64]*store.Subscriber{},
 		holds:   map[string][]time.Time{},
+		soft:    map[int64][]time.Time{},
+		seen:    map[string]bool{},
+		runs:    map[string]*store.DigestRun{},
 
+		outcomes:   map[string]map[int64]bool{},
 		reconfirms: map[int64]*reconfirm{},
-		soft:       map[int64][]time.Time{},
-		seen:       map[string]bool{},
-		runs:       map[string]*store.DigestRun{},
-
-		outcomes: map[string]map[int64]bool{},
 	}
 }
 
