@@ -38,7 +38,7 @@ func (s *Server) confirmToken(w http.ResponseWriter, tok string) (string, bool) 
 // confirm handles POST /confirm (form field token): activate and schedule
 // the welcome. Confirming twice is harmless and says so.
 func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readForm(w, r)
+	in, ok := s.readForm(w, r, confirmFields)
 	if !ok {
 		return
 	}

@@ -18,13 +18,13 @@ func (s *Server) adminRoutes() {
 	s.mux.Handle("GET /api/digests/{period}", s.Admin(http.HandlerFunc(s.digestStatus)))
 }
 
-// readAdminJSON reads a small JSON object of strings; it answers the error
-// itself and returns nil then.
-func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, optional bool) input {
+// readAdminJSON reads a small JSON object with the fields of want; it
+// answers the error itself and returns nil then.
+func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, want fields, optional bool) input {
 	if optional && r.ContentLength == 0 {
 		return input{}
 	}
-	in, err := s.readInput(w, r, true)
+	in, err := s.readInput(w, r, want, true)
 	if errors.Is(err, errTooLarge) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 		return nil
@@ -46,7 +46,7 @@ func oneLine(s string, max int) bool { return len(s) <= max && !strings.Contains
 
 // addItem handles POST /api/items {title,url,summary}.
 func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
-	in := s.readAdminJSON(w, r, false)
+	in := s.readAdminJSON(w, r, itemFields, false)
 	if in == nil {
 		return
 	}
@@ -67,7 +67,7 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 // addEvent handles POST /api/events {email,title,url}: one notification,
 // bundled with the person's other recent events into one mail.
 func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
-	in := s.readAdminJSON(w, r, false)
+	in := s.readAdminJSON(w, r, eventFields, false)
 	if in == nil {
 		return
 	}
@@ -92,7 +92,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 // runDigest handles POST /api/digest/run {"period":…}: the same as the
 // cron run, so a period is planned once whoever starts it.
 func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
-	in := s.readAdminJSON(w, r, true)
+	in := s.readAdminJSON(w, r, digestRunFields, true)
 	if in == nil {
 		return
 	}

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -76,22 +76,27 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 type genericWebhook struct{}
 
 func (genericWebhook) Events(_ *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
-	var in struct{ Email, Type, Reason, ID string }
-	if err := json.Unmarshal(body, &in); err != nil {
+	in, err := decodeJSON(bytes.NewReader(body), bounceFields)
+	var fe fieldError
+	if errors.As(err, &fe) {
+		return nil, fe
+	}
+	if err != nil {
 		return nil, errors.New("want JSON {\"email\",\"type\",\"reason\",\"id\"}")
 	}
-	email, err := address.Normalize(in.Email)
+	email, err := address.Normalize(in.get("email"))
 	if err != nil {
 		return nil, err
 	}
-	if !store.FeedbackType(in.Type).Valid() {
+	typ := in.get("type")
+	if !store.FeedbackType(typ).Valid() {
 		return nil, errors.New(`type must be "hard", "soft" or "complaint"`)
 	}
 	id := ""
-	if in.ID != "" {
-		id = "api-" + in.ID
+	if v := in.get("id"); v != "" {
+		id = "api-" + v
 	}
-	return []tasks.FeedbackPayload{{ID: id, Email: email, Type: in.Type, Reason: in.Reason}}, nil
+	return []tasks.FeedbackPayload{{ID: id, Email: email, Type: typ, Reason: in.get("reason")}}, nil
 }
 
 // listSuppressions handles GET /api/suppressions?reason=&after=&limit=.

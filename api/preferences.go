@@ -71,7 +71,7 @@ func (s *Server) ended(w http.ResponseWriter, email string) {
 // zone, or leave everything (leave=all). Unticking every topic is leaving
 // too.
 func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readForm(w, r)
+	in, ok := s.readForm(w, r, preferencesFields)
 	if !ok {
 		return
 	}

@@ -3,13 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
-	"maps"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -64,8 +60,9 @@ type Config struct {
 	SubscribeRate int
 	// Clients names a request's client for the limits (trusted proxies).
 	Clients clientip.Resolver
-	// ConfirmHold limits the confirmations one pending address gets
-	// (NEWSLETTER_CONFIRM_COOLDOWN, and ConfirmationsPerDay).
+	// ConfirmHold limits the confirmations one mailbox gets
+	// (NEWSLETTER_CONFIRM_COOLDOWN, and ConfirmationsPerDay), and the
+	// unsubscribe links mailed on request alike.
 	ConfirmHold store.ConfirmHold
 	// Origin is the service's public origin (NEWSLETTER_BASE_URL): the
 	// forms' same-origin checks accept it.
@@ -85,6 +82,7 @@ type Config struct {
 type Store interface {
 	store.Subscribers
 	store.Suppressions
+	store.MailHolds
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 }
@@ -206,93 +204,6 @@ func (s *Server) form(w http.ResponseWriter, r *http.Request) {
 func wantsJSON(r *http.Request) bool {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return ct == "application/json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json")
-}
-
-var errTooLarge = errors.New("request body too large")
-
-// input is a request body's fields: a form's repeated field, or a JSON
-// list of strings, has several values.
-type input map[string][]string
-
-// get is a field's (first) value, "" when absent.
-func (in input) get(k string) string {
-	if v := in[k]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// readInput reads a JSON or form body (urlencoded or multipart), by the
-// request's Content-Type, or as JSON whatever it says when onlyJSON is set
-// (the admin API). JSON values are strings or lists of strings. The body
-// is capped at MaxBody.
-func (s *Server) readInput(w http.ResponseWriter, r *http.Request, onlyJSON bool) (input, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if onlyJSON {
-		ct = "application/json"
-	}
-	out := input{}
-	var err error
-	switch ct {
-	case "application/json":
-		var raw map[string]any
-		if err = json.NewDecoder(r.Body).Decode(&raw); err == nil {
-			for k, v := range raw {
-				switch v := v.(type) {
-				case string:
-					out[k] = []string{v}
-				case []any:
-					list := make([]string, 0, len(v))
-					for _, e := range v {
-						str, ok := e.(string)
-						if !ok {
-							return nil, errors.New("field " + k + " must be a list of strings")
-						}
-						list = append(list, str)
-					}
-					out[k] = list
-				default:
-					return nil, errors.New("field " + k + " must be a string")
-				}
-			}
-		}
-	case "multipart/form-data":
-		if err = r.ParseMultipartForm(s.cfg.MaxBody); err == nil {
-			maps.Copy(out, r.MultipartForm.Value)
-		}
-	default:
-		var body []byte
-		if body, err = io.ReadAll(r.Body); err == nil {
-			var vals url.Values
-			if vals, err = url.ParseQuery(string(body)); err == nil {
-				maps.Copy(out, vals)
-			}
-		}
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, errTooLarge
-	}
-	if err != nil {
-		return nil, errors.New("unreadable body")
-	}
-	return out, nil
-}
-
-// readForm is readInput for the public forms: it answers a body it cannot
-// read itself (413, 400) and returns false then.
-func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (input, bool) {
-	in, err := s.readInput(w, r, false)
-	if errors.Is(err, errTooLarge) {
-		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
-		return nil, false
-	}
-	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
-		return nil, false
-	}
-	return in, true
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

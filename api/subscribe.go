@@ -24,7 +24,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	in, ok := s.readForm(w, r)
+	in, ok := s.readForm(w, r, subscribeFields)
 	if !ok {
 		return
 	}
@@ -52,22 +52,33 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 
 	now := s.deps.Now()
-	job := tasks.NewConfirm(email, now)
+	confirmation := tasks.NewConfirm(email, now)
+	job := confirmation
 	if !s.cfg.DoubleOptIn {
 		job = s.firstStep(email, now)
 	}
 	ctx := r.Context()
-	_, err = s.deps.Store.Subscribe(ctx, store.SubscribeRequest{
+	req := store.SubscribeRequest{
 		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
 		Hold: s.cfg.ConfirmHold, Topics: chosen,
-	})
-	if errors.Is(err, store.ErrConfirmHeld) {
-		// A confirmation went out recently: this request is answered as
-		// any other (nothing tells whether the address is on the list) and
-		// sends nothing. Someone using our form against a victim's inbox
-		// gets one mail through, not fifty.
-		s.deps.Log.Info("subscribe: confirmation held by the cooldown", "task", job.ID)
-		s.accepted(w, r, email, false)
+	}
+	_, err = s.deps.Store.Subscribe(ctx, req)
+	if errors.Is(err, store.ErrSuppressed) && req.Activate {
+		// The address bounced or complained: a signup never lifts that,
+		// double opt-in or not. Only the person's own confirmation does,
+		// so it gets one (at most one a month, the store sees to it).
+		req.Activate, req.Outbox, job = false, confirmation.Outbox(), confirmation
+		_, err = s.deps.Store.Subscribe(ctx, req)
+	}
+	if errors.Is(err, store.ErrConfirmHeld) || errors.Is(err, store.ErrSuppressed) {
+		// A confirmation went to this mailbox recently (or this month,
+		// when the address is suppressed): this request is answered as
+		// any other (nothing tells whether the address is on the list)
+		// and sends nothing. Someone using our form against a victim's
+		// inbox gets one mail through, not fifty, whatever spelling of
+		// the address they use.
+		s.deps.Log.Info("subscribe: confirmation held", "task", job.ID)
+		s.accepted(w, r, email, !s.cfg.DoubleOptIn)
 		return
 	}
 	if errors.Is(err, store.ErrAlreadyActive) {
@@ -113,9 +124,8 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, 
 
 // profile reads and checks the name and time zone fields.
 func profile(in input) (name, tz string, err error) {
-	name = strings.TrimSpace(in.get("name"))
-	if len(name) > 100 || strings.ContainsAny(name, "\r\n") {
-		return "", "", errors.New("the name must be one line of at most 100 characters")
+	if name, err = address.CheckName(in.get("name")); err != nil {
+		return "", "", err
 	}
 	tz = strings.TrimSpace(in.get("timezone"))
 	if tz != "" {

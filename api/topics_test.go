@@ -97,7 +97,8 @@ func TestSubscribeRefusesUnknownOrNoTopics(t *testing.T) {
 		{jsonCT, `{"email":"a@x.io","topics":["digest","sports"]}`, `unknown topic \"sports\"`},
 		{jsonCT, `{"email":"a@x.io","topics":[]}`, "choose at least one topic"},
 		{jsonCT, `{"email":"a@x.io","topics":[1]}`, "must be a list of strings"},
-		{jsonCT, `{"email":"a@x.io","topics":"digest"}`, ""}, // one string is one id: accepted below
+		{jsonCT, `{"email":"a@x.io","topics":"digest"}`, "must be a list of strings"}, // the reference says a list
+		{jsonCT, `{"email":"a@x.io","topics":["digest"]}`, ""},                        // accepted below
 		{formCT, "email=a%40x.io&topics_shown=1", "choose at least one topic"},
 		{formCT, "email=a%40x.io&topics_shown=1&topics=Digest", `unknown topic &#34;Digest&#34;`},
 	} {

@@ -41,7 +41,7 @@ func (s *Server) topicName(id string) string {
 // of the page (token in the body), and an address (form or JSON).
 func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	oneClick := r.URL.Query().Get("token")
-	in, err := s.readInput(w, r, false)
+	in, err := s.readInput(w, r, unsubscribeFields, false)
 	if errors.Is(err, errTooLarge) {
 		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
 		return
@@ -141,10 +141,25 @@ func (s *Server) ownPage(r *http.Request) bool {
 }
 
 // mailUnsubscribeLink queues the one-click link to email and answers the
-// same whether or not the address is on the list.
+// same whether or not the address is on the list, and whether or not the
+// link is sent: one per mailbox within the confirmation cooldown (and as
+// many a day as confirmations), so this form cannot flood an inbox either.
 func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, email string) {
-	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewUnsubscribeLink(email)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+	ctx := r.Context()
+	send, err := s.deps.Store.TakeHold(ctx, store.HoldUnsubscribe, email, s.cfg.ConfirmHold)
+	if err != nil {
+		s.deps.Log.Error("unsubscribe: the mailbox's allowance", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not send the link just now, please try again")
+		return
+	}
+	if !send {
+		s.deps.Log.Info("unsubscribe: link held by the cooldown", "domain", address.Domain(email))
+	} else if _, err := s.deps.Queue.EnqueueContext(ctx, tasks.NewUnsubscribeLink(email)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		s.deps.Log.Error("unsubscribe: queue the link", "err", err)
+		// Nothing was sent: the person's next try must not be held.
+		if err := s.deps.Store.GiveBackHold(ctx, store.HoldUnsubscribe, email); err != nil {
+			s.deps.Log.Warn("unsubscribe: give the allowance back", "err", err)
+		}
 		fail(w, r, http.StatusServiceUnavailable, "we could not send the link just now, please try again")
 		return
 	}

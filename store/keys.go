@@ -19,8 +19,6 @@ const (
 	prefixSent    = "nl:sent:"       // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
 	prefixClaim   = "nl:claim:"      // + kind:key:id: a claim string with an expiry (other marks)
 	prefixClaims  = "nl:claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
-	prefixHold    = "nl:hold:"       // + id: a confirmation was sent within the cooldown (expires with it)
-	prefixHoldDay = "nl:hold:day:"   // + id: confirmations sent in the last day
 	prefixSupp    = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
 	prefixSoft    = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
 	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
@@ -46,6 +44,20 @@ const (
 	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
 	keyLatestRun  = "nl:digest:latest"   // period of the latest run
 	prefixOutcome = "nl:digest:outcome:" // + period:outcome: bitmap of ids
+)
+
+// The per-mailbox allowances (MailHolds), keyed on a hash of
+// address.Mailbox, so victim+1@… and victim@… count together. (Before,
+// they were keyed on the subscriber id, nl:hold:<id> and nl:hold:day:<id>;
+// those expire within a day.)
+const (
+	prefixMailHold    = "nl:mhold:"     // + kind:hash: a mail of kind went to the mailbox within the cooldown (expires with it)
+	prefixMailHoldDay = "nl:mhold:day:" // + kind:hash: mails of kind to the mailbox in the last day
+	// A suppressed subscriber whose confirmation someone asked for
+	// (ReconfirmWindow): "1" SEP name SEP time zone SEP topics, applied by
+	// the confirmation; "" once cancelled (the address left or bounced
+	// again), which still holds the window.
+	prefixReconfirm = "nl:reconfirm:" // + id
 )
 
 // Layout 1's keys, read only by the migration (migrate.go).

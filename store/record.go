@@ -59,7 +59,8 @@ func checkFields(fields ...string) error {
 }
 
 // decodeResult reads a subscriber script's answer: a code, then the id,
-// the packed record and, from the scripts that read them, the topics.
+// the packed record and, from the scripts that read them, the topics and
+// whether the subscriber is reconfirming.
 func decodeResult(res []string) (Subscriber, error) {
 	if len(res) == 0 {
 		return Subscriber{}, errors.New("empty script result")
@@ -70,9 +71,10 @@ func decodeResult(res []string) (Subscriber, error) {
 		if sub, err = decodeRecord(res[1], res[2]); err != nil {
 			return Subscriber{}, err
 		}
-		if len(res) == 4 {
+		if len(res) >= 4 {
 			sub.Topics = splitTopics(res[3])
 		}
+		sub.Reconfirming = len(res) >= 5 && res[4] == "1"
 	}
 	switch res[0] {
 	case "ok":
@@ -87,8 +89,8 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrExists
 	case "held":
 		return sub, ErrConfirmHeld
-	case "complained":
-		return sub, ErrComplained
+	case "suppressed":
+		return sub, ErrSuppressed
 	case "notsuppressed":
 		return sub, ErrNotSuppressed
 	case "notactive":

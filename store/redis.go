@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/topics"
 )
 
@@ -64,7 +67,7 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	res, err := subscribeScript.Run(ctx, r.rdb, []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
+	res, err := subscribeScript.Run(ctx, r.rdb, subscribeKeys(req.Email), args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
@@ -81,7 +84,57 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
-		int64(req.Hold.Every / time.Second), req.Hold.PerDay, r.topics.all, chosen, ms(r.now())}, nil
+		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds()}, nil
+}
+
+// subscribeKeys are the KEYS of subscribeScript for email.
+func subscribeKeys(email string) []string {
+	cool, day := holdKeys(HoldConfirm, email)
+	return []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue, cool, day}
+}
+
+// holdKeys are the keys of the allowance of kind for email's mailbox
+// (address.Mailbox): its cooldown and its count of the day. The mailbox
+// is hashed: the keys need not show addresses to whoever lists them.
+func holdKeys(kind, email string) (cool, day string) {
+	sum := sha256.Sum256([]byte(address.Mailbox(email)))
+	h := hex.EncodeToString(sum[:12])
+	return prefixMailHold + kind + ":" + h, prefixMailHoldDay + kind + ":" + h
+}
+
+// holdSeconds is h's cooldown as the scripts take it: whole seconds, at
+// least one; 0 for none.
+func holdSeconds(h ConfirmHold) int64 {
+	if h.Every <= 0 {
+		return 0
+	}
+	return max(int64(h.Every/time.Second), 1)
+}
+
+// TakeHold implements MailHolds.
+func (r *Redis) TakeHold(ctx context.Context, kind, email string, h ConfirmHold) (bool, error) {
+	if h.Every <= 0 {
+		return true, nil
+	}
+	cool, day := holdKeys(kind, email)
+	n, err := takeHoldScript.Run(ctx, r.rdb, []string{cool, day}, holdSeconds(h), h.PerDay).Int()
+	if err != nil {
+		return false, fmt.Errorf("take the %s allowance: %w", kind, err)
+	}
+	return n == 1, nil
+}
+
+// GiveBackHold implements MailHolds.
+func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
+	cool, day := holdKeys(kind, email)
+	who := ""
+	if kind == HoldConfirm {
+		who = email
+	}
+	if err := giveBackHoldScript.Run(ctx, r.rdb, []string{cool, day}, who).Err(); err != nil {
+		return fmt.Errorf("give back the %s allowance: %w", kind, err)
+	}
+	return nil
 }
 
 // Confirm implements Subscribers.
@@ -295,8 +348,7 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	if len(args) == 0 {
 		return errs, nil
 	}
-	keys := []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue}
-	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(int) []string { return keys }, args)
+	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string { return subscribeKeys(reqs[at[j]].Email) }, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
 	}

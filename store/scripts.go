@@ -26,7 +26,7 @@ var subscriberLua = fmt.Sprintf(`
 local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
-local HOLD, HOLDDAY, SUPP, SOFT = %q, %q, %q, %q
+local RECONF, SUPP, SOFT = %q, %q, %q
 local TOPIC, KNOWN, ONBOARD = %q, %q, %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
@@ -92,6 +92,21 @@ local function topicsof(id, all)
   end
   return table.concat(out, ',')
 end
+-- reconfirming tells a suppressed subscriber whose own confirmation was
+-- asked for (and not cancelled since): '1' or '0', as the scripts answer.
+local function reconfirming(id, r)
+  if r[1] ~= 'b' and r[1] ~= 'c' then return '0' end
+  local v = redis.call('GET', RECONF .. id)
+  if v and v ~= '' then return '1' end
+  return '0'
+end
+-- cancelreconfirm voids a confirmation asked for a suppressed subscriber
+-- but keeps its window: the address left or bounced again since.
+local function cancelreconfirm(id)
+  local k = RECONF .. id
+  local ttl = redis.call('PTTL', k)
+  if ttl > 0 then redis.call('SET', k, '', 'PX', ttl) end
+end
 local function find(email)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
@@ -108,8 +123,28 @@ local function find(email)
   if old and migrate(old) then return find(email) end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixHold, prefixHoldDay, prefixSupp, prefixSoft,
-	prefixTopic, keyTopicKnown, keyOnboarding)
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixReconfirm, prefixSupp, prefixSoft,
+	prefixTopic, keyTopicKnown, keyOnboarding) + holdLua
+
+// holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
+// from holdKeys).
+//
+//	takehold(cool, day, every, perday)  false when a mail was counted
+//	    within every seconds or perday were counted in the last day
+//	    (nothing is counted then); every <= 0 holds and counts nothing
+const holdLua = `
+local function takehold(cool, day, every, perday)
+  every, perday = tonumber(every), tonumber(perday)
+  if every <= 0 then return true end
+  if redis.call('EXISTS', cool) == 1 then return false end
+  local n = tonumber(redis.call('GET', day) or '0')
+  if perday > 0 and n >= perday then return false end
+  redis.call('SET', cool, '1', 'EX', every)
+  n = redis.call('INCR', day)
+  if n == 1 then redis.call('EXPIRE', day, 86400) end
+  return true
+end
+`
 
 // subscriberScript is a script with the subscriber prelude.
 func subscriberScript(body string) *redis.Script { return redis.NewScript(subscriberLua + body) }
@@ -121,6 +156,8 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	KEYS[2]  keyActiveSet  bitmap of active ids
 //	KEYS[3]  keyOutbox     hash outbox id -> body
 //	KEYS[4]  keyOutboxDue  zset outbox id by due time
+//	KEYS[5]  the mailbox's confirmation cooldown (holdKeys)
+//	KEYS[6]  the mailbox's confirmations of the day (holdKeys)
 //	ARGV[1]  email (normalised)
 //	ARGV[2]  name, or ""
 //	ARGV[3]  time zone, or ""
@@ -135,41 +172,58 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[12] every topic id, comma-separated
 //	ARGV[13] the chosen topics, comma-separated
 //	ARGV[14] now, unix ms (the onboarding index's score)
+//	ARGV[15] ReconfirmWindow, ms
 //
 // Writes the topics (of a new, pending or ended subscription), the
-// onboarding index when activated with the sequence's first step, the record (a new one: created now, the index entry; a re-opened
-// one: confirmed and ended cleared, off the suppression lists), name and
-// time zone when given, the status and, when activated, confirmed and the
-// active bit. Answers a code ('ok', 'active', 'exists', 'held',
-// 'complained': activating an address that complained), the id, the
-// packed record and the topics.
+// onboarding index when activated with the sequence's first step, the
+// record (a new one: created now, the index entry; a re-opened one:
+// confirmed and ended cleared), name and time zone when given, the status
+// and, when activated, confirmed and the active bit. Answers a code ('ok',
+// 'active', 'exists', 'held', 'suppressed'), then the id, the packed
+// record, the topics and whether the subscriber is reconfirming ('1').
 //
-// A confirmation (not activated, with an outbox entry) is held when one was
-// written within the cooldown or the day's cap is reached: the script then
-// writes nothing but the hold keys (prefixHold, prefixHoldDay), so repeated
-// signups send no mail and cannot change the name the welcome will use.
+// A confirmation (not activated, with an outbox entry) is held when the
+// mailbox's allowance says so (holdLua): the script then writes nothing at
+// all, not even a new address, so repeated signups send no mail and cannot
+// change the name the welcome will use.
+//
+// A suppressed subscriber (b, c) is never activated nor made pending
+// here: a confirmation for it is written at most once per ReconfirmWindow
+// (prefixReconfirm, which keeps the name, time zone and topics for the
+// confirmation to apply); anything else answers 'suppressed'.
 var subscribeScript = subscriberScript(`
 local email = ARGV[1]
+local confirm = ARGV[5] ~= '1' and ARGV[6] ~= ''
 local id, r = find(email)
+local suppressed = false
 if id then
-  if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12])} end
-  if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12])} end
-  if r[1] == 'c' and ARGV[5] == '1' then return {'complained', id, packrec(r), topicsof(id, ARGV[12])} end
+  if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
+  suppressed = r[1] == 'b' or r[1] == 'c'
+  if suppressed and not confirm then return {'suppressed', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  if suppressed and redis.call('EXISTS', RECONF .. id) == 1 then
+    return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)}
+  end
+end
+if confirm and not takehold(KEYS[5], KEYS[6], ARGV[10], ARGV[11]) then
+  if id then return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  return {'held'}
+end
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
+end
+if suppressed then
+  redis.call('SET', RECONF .. id, table.concat({'1', ARGV[2], ARGV[3], ARGV[13]}, SEP), 'PX', ARGV[15])
+  return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '1'}
+end
+if id then
   r[3], r[4] = '', ''
 else
   id = tostring(redis.call('INCR', KEYS[1]))
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
 end
-if ARGV[5] ~= '1' and ARGV[6] ~= '' and tonumber(ARGV[10]) > 0 then
-  if not redis.call('SET', HOLD .. id, '1', 'NX', 'EX', ARGV[10]) then
-    return {'held', id, packrec(r), topicsof(id, ARGV[12])}
-  end
-  local n = redis.call('INCR', HOLDDAY .. id)
-  if n == 1 then redis.call('EXPIRE', HOLDDAY .. id, 86400) end
-  if tonumber(ARGV[11]) > 0 and n > tonumber(ARGV[11]) then return {'held', id, packrec(r), topicsof(id, ARGV[12])} end
-end
-if r[1] == 'b' or r[1] == 'c' then unsuppress(id) end
 if ARGV[2] ~= '' then r[6] = ARGV[2] end
 if ARGV[3] ~= '' then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
@@ -181,15 +235,13 @@ else
 end
 save(id, r)
 settopics(id, ARGV[12], ARGV[13])
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
-  redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
-end
-return {'ok', id, packrec(r), ARGV[13]}
+return {'ok', id, packrec(r), ARGV[13], '0'}
 `)
 
-// confirmScript activates a pending subscription and writes the welcome's
-// outbox entry.
+// confirmScript activates a pending subscription, or a suppressed one
+// whose confirmation was asked for (prefixReconfirm: its name, time zone
+// and topics apply now, and it leaves the suppression list), and writes
+// the welcome's outbox entry.
 //
 //	KEYS[1]  keyActiveSet
 //	KEYS[2]  keyOutbox
@@ -202,14 +254,28 @@ return {'ok', id, packrec(r), ARGV[13]}
 //	ARGV[6]  every topic id, comma-separated
 //	ARGV[7]  now, unix ms (the onboarding index's score)
 //
-// Writes status a, confirmed, the active bit and the onboarding index. Answers 'ok', 'active'
-// (already), 'notpending' or 'notfound', then the id, the record and the
-// topics.
+// Writes status a, confirmed, the active bit and the onboarding index;
+// for a suppressed one also name, time zone, topics, ended cleared, off
+// the suppression lists, the reconfirmation key deleted. Answers 'ok',
+// 'active' (already), 'notpending' or 'notfound', then the id, the record
+// and the topics.
 var confirmScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
 if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[6])} end
-if r[1] ~= 'p' then return {'notpending', id, packrec(r), topicsof(id, ARGV[6])} end
+if r[1] == 'b' or r[1] == 'c' then
+  local v = redis.call('GET', RECONF .. id)
+  if not v or v == '' then return {'notpending', id, packrec(r), topicsof(id, ARGV[6])} end
+  local f = unpackrec(v)
+  if f[2] ~= '' then r[6] = f[2] end
+  if f[3] ~= '' then r[7] = f[3] end
+  settopics(id, ARGV[6], f[4] or '')
+  unsuppress(id)
+  redis.call('DEL', RECONF .. id)
+  r[4] = ''
+elseif r[1] ~= 'p' then
+  return {'notpending', id, packrec(r), topicsof(id, ARGV[6])}
+end
 r[1], r[3] = 'a', ARGV[2]
 save(id, r)
 redis.call('SETBIT', KEYS[1], id, 1)
@@ -236,11 +302,13 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 //	ARGV[5…] outbox ids to drop
 //
 // Writes the status, ended, the suppression list (bounced), and clears the
-// active bit and the topics. Answers 'ok' or 'notfound', then the id, the
-// record and the (no) topics.
+// active bit and the topics; a confirmation asked for a suppressed address
+// is cancelled (cancelreconfirm). Answers 'ok' or 'notfound', then the id,
+// the record and the (no) topics.
 var endScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
+cancelreconfirm(id)
 if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
   r[1], r[4] = ARGV[3], ARGV[2]
   save(id, r)
@@ -309,11 +377,12 @@ return {'ok', id, packrec(r), chosen}
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id, the record and the topics, or 'notfound'.
+// Answers 'ok', the id, the record, the topics and whether it is
+// reconfirming, or 'notfound'.
 var getScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
+return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
 `)
 
 // migrateScript moves the layout-1 subscribers with ids in a range to
@@ -528,7 +597,8 @@ return 1
 //	ARGV[9]  "1": count it against the latest digest run
 //
 // Writes the seen key of the report (30 days), the soft-bounce zset, the
-// status, ended, the suppression lists, the active bit, and the run's
+// status, ended, the suppression lists, the active bit, a cancelled
+// reconfirmation (cancelreconfirm), and the run's
 // bounces or complaints counter. Answers 'duplicate', 'notfound', or
 // 'ok' / 'changed' with the id, the record and the soft-bounce count.
 var feedbackScript = subscriberScript(fmt.Sprintf(`
@@ -563,6 +633,9 @@ else
   if soft >= tonumber(ARGV[7]) then to = 'b' end
 end
 local code = 'ok'
+-- A report about the confirmation mailed to a suppressed address (or any
+-- that suppresses) voids that confirmation.
+if to then cancelreconfirm(id) end
 if to and r[1] ~= 'c' and r[1] ~= to then
   r[1], r[4] = to, ARGV[5]
   save(id, r)
@@ -589,8 +662,9 @@ return {code, id, packrec(r), tostring(soft)}
 //	ARGV[1]  email
 //
 // Writes the status, the active bit, the suppression lists and forgets the
-// soft bounces. Answers 'ok', 'notsuppressed' or 'notfound', then the id
-// and the record.
+// soft bounces and any confirmation asked for (the address is out of the
+// suppression's rules now). Answers 'ok', 'notsuppressed' or 'notfound',
+// then the id and the record.
 var liftScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
@@ -603,6 +677,7 @@ else
 end
 save(id, r)
 unsuppress(id)
+redis.call('DEL', RECONF .. id)
 return {'ok', id, packrec(r)}
 `)
 
@@ -659,4 +734,37 @@ for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER)
   end
 end
 return n
+`)
+
+// takeHoldScript counts one mail against a mailbox's allowance (holdLua).
+//
+//	KEYS[1]  the mailbox's cooldown (holdKeys)
+//	KEYS[2]  the mailbox's count of the day (holdKeys)
+//	ARGV[1]  cooldown, seconds
+//	ARGV[2]  mails a day at most; "0": no cap
+//
+// Writes both keys when it counts. Answers 1 (counted) or 0 (held).
+var takeHoldScript = redis.NewScript(holdLua + `
+if takehold(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 1 end
+return 0
+`)
+
+// giveBackHoldScript undoes the last count of a mailbox's allowance: the
+// mail was never sent. For a confirmation it also gives a suppressed
+// subscriber's reconfirmation window back.
+//
+//	KEYS[1]  the mailbox's cooldown (holdKeys)
+//	KEYS[2]  the mailbox's count of the day (holdKeys)
+//	ARGV[1]  the address whose reconfirmation to forget, or ""
+//
+// Deletes the cooldown, decrements the count (not below 0), deletes the
+// reconfirmation key of a suppressed subscriber. Answers 1.
+var giveBackHoldScript = subscriberScript(`
+redis.call('DEL', KEYS[1])
+if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+if ARGV[1] ~= '' then
+  local id, r = find(ARGV[1])
+  if id and (r[1] == 'b' or r[1] == 'c') then redis.call('DEL', RECONF .. id) end
+end
+return 1
 `)

@@ -21,6 +21,11 @@ const (
 	Complained Status = "complained"
 )
 
+// Suppressed tells the statuses of the suppression list (bounced,
+// complained): what the mail system said about the address. Only the
+// person's own confirmation or an admin lifts them.
+func (s Status) Suppressed() bool { return s == Bounced || s == Complained }
+
 // Subscriber is one address on the list. Times are zero when the event has
 // not happened.
 type Subscriber struct {
@@ -35,6 +40,10 @@ type Subscriber struct {
 	CreatedAt      time.Time `json:"created_at"`
 	ConfirmedAt    time.Time `json:"confirmed_at,omitzero"`
 	UnsubscribedAt time.Time `json:"unsubscribed_at,omitzero"`
+	// Reconfirming: the address is suppressed and someone asked for a
+	// confirmation within ReconfirmWindow; the mail may go to it, and its
+	// confirmation lifts the suppression. Get and Subscribe report it.
+	Reconfirming bool `json:"-"`
 }
 
 // Errors the store returns. Callers test them with errors.Is.
@@ -46,9 +55,11 @@ var (
 	// ErrConfirmHeld: the address is pending and was sent a confirmation
 	// within the cooldown (or as many as a day allows); nothing changed.
 	ErrConfirmHeld = errors.New("a confirmation was sent to this address recently")
-	// ErrComplained: the address reported our mail as spam; it cannot be
-	// activated without its own fresh confirmation (an import, an admin).
-	ErrComplained = errors.New("this address reported our mail as spam; only its own confirmation can bring it back")
+	// ErrSuppressed: the address bounced or reported our mail as spam; a
+	// signup, an import or no-double-opt-in cannot activate it or make it
+	// pending. Only its own confirmation (a signup's confirmation mail)
+	// or an admin (LiftSuppression) lifts that.
+	ErrSuppressed = errors.New("this address bounced or reported our mail as spam; only its own confirmation or an admin can lift that")
 	// ErrNotActive: the change needs an active subscription.
 	ErrNotActive = errors.New("subscription is not active")
 	// ErrNotSuppressed: the address is neither bounced nor complained.
@@ -76,8 +87,9 @@ type SubscribeRequest struct {
 	// OnlyNew leaves an existing address as it is (ErrExists): an import
 	// must never re-subscribe someone who left.
 	OnlyNew bool
-	// Hold limits confirmations to one address: people use signup forms to
-	// flood a victim's inbox.
+	// Hold limits the confirmations to one mailbox (address.Mailbox, the
+	// HoldConfirm allowance): people use signup forms to flood a
+	// victim's inbox, under every spelling of its address.
 	Hold ConfirmHold
 	// Topics are the topics chosen (ids the caller checked against the
 	// topics file); nil gives the default ones. They replace an ended or
@@ -98,11 +110,39 @@ type Cancel struct {
 	Outbox []string
 }
 
-// ConfirmHold limits the confirmations of one pending address. The zero
-// value holds nothing.
+// ConfirmHold limits the mails one mailbox gets because someone typed its
+// address into a public form (a confirmation, an unsubscribe link). The
+// zero value holds nothing.
 type ConfirmHold struct {
 	Every  time.Duration // at most one in this window
 	PerDay int           // and at most this many a day (0: no cap)
+}
+
+// The allowances ConfirmHold counts, one per kind of mail a stranger can
+// cause to be sent.
+const (
+	HoldConfirm     = "confirm"     // confirmations (Subscribe takes it)
+	HoldUnsubscribe = "unsubscribe" // the unsubscribe link mailed on request
+)
+
+// ReconfirmWindow is how often a suppressed (bounced or complained)
+// address can be sent a confirmation: once in this window, whoever asks.
+const ReconfirmWindow = 30 * 24 * time.Hour
+
+// MailHolds are the per-mailbox allowances of mail sent on a stranger's
+// request (ConfirmHold). The key is the canonical mailbox
+// (address.Mailbox), not the address as typed.
+type MailHolds interface {
+	// TakeHold counts one mail of kind (HoldUnsubscribe, HoldConfirm) to
+	// email's mailbox: false, and nothing counted, when one was counted
+	// within h.Every or h.PerDay were counted in the last day. The zero h
+	// holds nothing and counts nothing.
+	TakeHold(ctx context.Context, kind, email string, h ConfirmHold) (bool, error)
+	// GiveBackHold undoes the last count of kind for email's mailbox: the
+	// mail did not go out (it could not be rendered), so it must not use
+	// up the allowance. For HoldConfirm it also gives a suppressed
+	// address its ReconfirmWindow back.
+	GiveBackHold(ctx context.Context, kind, email string) error
 }
 
 // Mark names one delivery: mail Kind for Key (a period, a request nonce or a
@@ -133,10 +173,20 @@ const (
 type Subscribers interface {
 	// Subscribe adds email or re-opens an ended subscription. An active
 	// subscriber gives ErrAlreadyActive and changes nothing.
+	//
+	// A suppressed address (bounced, complained) keeps its status and
+	// stays on the suppression list: with Activate, or without an outbox
+	// entry, Subscribe answers ErrSuppressed and changes nothing. A
+	// confirmation (not Activate, an outbox entry) is written at most once
+	// per ReconfirmWindow (ErrConfirmHeld otherwise, as within the Hold):
+	// the answer is the subscriber as it was, with Reconfirming set, and
+	// the name, time zone and topics wait for the confirmation.
 	Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error)
 	// Confirm activates a pending subscription and writes the welcome's
-	// outbox entry. Already active: the subscriber and ErrAlreadyActive.
-	// Unsubscribed or bounced: ErrNotPending.
+	// outbox entry; a suppressed one that is Reconfirming too (the
+	// person's own confirmation lifts the suppression). Already active:
+	// the subscriber and ErrAlreadyActive. Unsubscribed, or bounced or
+	// complained without a confirmation asked for: ErrNotPending.
 	Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error)
 	// Unsubscribe ends the subscription at once and drops the named outbox
 	// entries, so neither the queue nor the relay can mail afterwards.
@@ -192,4 +242,5 @@ type Store interface {
 	Marks
 	Digests
 	Suppressions
+	MailHolds
 }

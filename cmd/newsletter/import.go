@@ -133,9 +133,8 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			continue
 		}
 		req := store.SubscribeRequest{Email: email, Activate: !im.pending, OnlyNew: true}
-		req.Name = field(rec, "name")
-		if len(req.Name) > 100 || strings.ContainsAny(req.Name, "\r\n") {
-			im.bad(line, "name longer than 100 characters or with a line break")
+		if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
+			im.bad(line, err.Error())
 			continue
 		}
 		// Topics: ids separated by spaces, semicolons or (in a quoted

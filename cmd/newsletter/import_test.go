@@ -43,14 +43,22 @@ func TestImport(t *testing.T) {
 		"ann@example.com,Ann again",
 		"left@example.com",
 		`"dave@example.com","Dave, Jr.",America/New_York`,
+		"erin@example.com,Erin\u202e",
+		"fay@example.com,F\x00ay",
 	}, "\n")), 0o644)
 
 	code, out := runImport(t, redisURL, file)
-	if code != 0 || !strings.Contains(out, "3 added as active, 2 already present, 2 invalid") {
+	if code != 0 || !strings.Contains(out, "3 added as active, 2 already present, 4 invalid") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if !strings.Contains(out, "line 4: invalid address") || !strings.Contains(out, "line 5: unknown time zone Mars/Base") {
+	if !strings.Contains(out, "line 4: invalid address") || !strings.Contains(out, "line 5: unknown time zone Mars/Base") ||
+		!strings.Contains(out, "line 9: invalid name") || !strings.Contains(out, "line 10: invalid name") {
 		t.Fatalf("invalid rows not named by line:\n%s", out)
+	}
+	for _, e := range []string{"erin@example.com", "fay@example.com"} {
+		if _, err := st.Get(ctx, e); err == nil {
+			t.Fatalf("%s was imported with a control or format character in the name", e)
+		}
 	}
 	ann, _ := st.Get(ctx, "ann@example.com")
 	dave, _ := st.Get(ctx, "dave@example.com")

@@ -66,6 +66,9 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 			to = store.Bounced
 		}
 	}
+	if to != "" {
+		m.cancelReconfirm(s.ID)
+	}
 	if to != "" && s.Status != store.Complained && s.Status != to {
 		s.Status, s.UnsubscribedAt = to, now
 		res.Changed = true
@@ -120,5 +123,6 @@ func (m *Memory) LiftSuppression(_ context.Context, email string) (store.Subscri
 		return copyOf(s), store.ErrNotSuppressed
 	}
 	delete(m.soft, s.ID)
+	delete(m.reconfirms, s.ID)
 	return copyOf(s), nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
@@ -25,9 +26,12 @@ type Memory struct {
 	sent    map[store.Mark]bool
 	claims  map[store.Mark]claim
 	byID    map[int64]*store.Subscriber
-	// holds are the times of the confirmations of each subscriber in the
-	// last day (ConfirmHold).
-	holds map[int64][]time.Time
+	// holds are the times of the mails counted against each allowance
+	// (kind and mailbox) in the last day (ConfirmHold).
+	holds map[string][]time.Time
+	// reconfirms are the confirmations asked for suppressed subscribers
+	// (store.ReconfirmWindow).
+	reconfirms map[int64]*reconfirm
 	// soft are the soft-bounce report times of each subscriber; seen the
 	// reports already applied (Feedback).
 	soft map[int64][]time.Time
@@ -50,12 +54,13 @@ func New() *Memory {
 		sent:    map[store.Mark]bool{},
 		claims:  map[store.Mark]claim{},
 		byID:    map[int64]*store.Subscriber{},
-		holds:   map[int64][]time.Time{},
+		holds:   map[string][]time.Time{},
 		soft:    map[int64][]time.Time{},
 		seen:    map[string]bool{},
 		runs:    map[string]*store.DigestRun{},
 
-		outcomes: map[string]map[int64]bool{},
+		outcomes:   map[string]map[int64]bool{},
+		reconfirms: map[int64]*reconfirm{},
 	}
 }
 
@@ -75,43 +80,102 @@ func copyOf(s *store.Subscriber) store.Subscriber {
 // SetClock makes the store read time from now.
 func (m *Memory) SetClock(now func() time.Time) { m.mu.Lock(); m.now = now; m.mu.Unlock() }
 
+// reconfirm is a confirmation asked for a suppressed subscriber: what the
+// signup chose, applied by the confirmation. A cancelled one (the address
+// left or bounced again) still holds the window.
+type reconfirm struct {
+	until     time.Time
+	cancelled bool
+	name, tz  string
+	topics    []string
+}
+
+// reconfirming tells whether s is suppressed with a live confirmation
+// asked for.
+func (m *Memory) reconfirming(s *store.Subscriber, now time.Time) bool {
+	rc := m.reconfirms[s.ID]
+	return s.Status.Suppressed() && rc != nil && !rc.cancelled && now.Before(rc.until)
+}
+
+// cancelReconfirm voids the confirmation asked for id, keeping its window.
+func (m *Memory) cancelReconfirm(id int64) {
+	if rc := m.reconfirms[id]; rc != nil {
+		rc.cancelled = true
+	}
+}
+
+// view is s as Get and Subscribe answer it.
+func (m *Memory) view(s *store.Subscriber, now time.Time) store.Subscriber {
+	c := copyOf(s)
+	c.Reconfirming = m.reconfirming(s, now)
+	return c
+}
+
+// takeHold counts one mail against the allowance key (kind and mailbox).
+func (m *Memory) takeHold(key string, h store.ConfirmHold, now time.Time) bool {
+	if h.Every <= 0 {
+		return true
+	}
+	var day []time.Time
+	for _, at := range m.holds[key] {
+		if now.Sub(at) < 24*time.Hour {
+			day = append(day, at)
+		}
+	}
+	m.holds[key] = day
+	if len(day) > 0 && now.Sub(day[len(day)-1]) < h.Every || h.PerDay > 0 && len(day) >= h.PerDay {
+		return false
+	}
+	m.holds[key] = append(day, now)
+	return true
+}
+
+func holdKey(kind, email string) string { return kind + ":" + address.Mailbox(email) }
+
 // Subscribe implements store.Subscribers.
 func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store.Subscriber, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now().UTC().Truncate(time.Millisecond)
+	confirm := !req.Activate && req.Outbox.ID != ""
 	s, ok := m.byEmail[req.Email]
 	if ok && req.OnlyNew {
-		return copyOf(s), store.ErrExists
+		return m.view(s, now), store.ErrExists
 	}
 	if ok && s.Status == store.Active {
-		return copyOf(s), store.ErrAlreadyActive
+		return m.view(s, now), store.ErrAlreadyActive
 	}
-	if ok && s.Status == store.Complained && req.Activate {
-		return copyOf(s), store.ErrComplained
+	suppressed := ok && s.Status.Suppressed()
+	if suppressed && !confirm {
+		return m.view(s, now), store.ErrSuppressed
+	}
+	if suppressed {
+		if rc := m.reconfirms[s.ID]; rc != nil && now.Before(rc.until) {
+			return m.view(s, now), store.ErrConfirmHeld
+		}
+	}
+	if confirm && !m.takeHold(holdKey(store.HoldConfirm, req.Email), req.Hold, now) {
+		if !ok {
+			return store.Subscriber{}, store.ErrConfirmHeld
+		}
+		return m.view(s, now), store.ErrConfirmHeld
+	}
+	if req.Outbox.ID != "" {
+		m.outbox[req.Outbox.ID] = req.Outbox
+	}
+	if suppressed {
+		topics := slices.Clone(req.Topics)
+		if req.Topics == nil {
+			topics = m.topics.Defaults()
+		}
+		m.reconfirms[s.ID] = &reconfirm{until: now.Add(store.ReconfirmWindow), name: req.Name, tz: req.Timezone, topics: topics}
+		return m.view(s, now), nil
 	}
 	if !ok {
 		m.seq++
 		s = &store.Subscriber{ID: m.seq, Email: req.Email, CreatedAt: now}
 		m.byEmail[req.Email] = s
 		m.byID[s.ID] = s
-	}
-	if !req.Activate && req.Outbox.ID != "" && req.Hold.Every > 0 {
-		var day []time.Time
-		for _, at := range m.holds[s.ID] {
-			if now.Sub(at) < 24*time.Hour {
-				day = append(day, at)
-			}
-		}
-		if len(day) > 0 && now.Sub(day[len(day)-1]) < req.Hold.Every ||
-			req.Hold.PerDay > 0 && len(day) >= req.Hold.PerDay {
-			m.holds[s.ID] = day
-			return copyOf(s), store.ErrConfirmHeld
-		}
-		m.holds[s.ID] = append(day, now)
-	}
-	if s.Status == store.Bounced || s.Status == store.Complained {
-		delete(m.soft, s.ID)
 	}
 	s.ConfirmedAt, s.UnsubscribedAt = time.Time{}, time.Time{}
 	if req.Name != "" {
@@ -128,26 +192,38 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	if req.Activate {
 		s.Status, s.ConfirmedAt = store.Active, now
 	}
-	if req.Outbox.ID != "" {
-		m.outbox[req.Outbox.ID] = req.Outbox
-	}
-	return copyOf(s), nil
+	return m.view(s, now), nil
 }
 
 // Confirm implements store.Subscribers.
 func (m *Memory) Confirm(_ context.Context, email string, welcome store.OutboxEntry) (store.Subscriber, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := m.now().UTC().Truncate(time.Millisecond)
 	s, ok := m.byEmail[email]
 	switch {
 	case !ok:
 		return store.Subscriber{}, store.ErrNotFound
 	case s.Status == store.Active:
 		return copyOf(s), store.ErrAlreadyActive
+	case m.reconfirming(s, now):
+		// The person's own confirmation lifts the suppression, with what
+		// their signup chose.
+		rc := m.reconfirms[s.ID]
+		delete(m.reconfirms, s.ID)
+		delete(m.soft, s.ID)
+		if rc.name != "" {
+			s.Name = rc.name
+		}
+		if rc.tz != "" {
+			s.Timezone = rc.tz
+		}
+		s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(rc.topics, t) })
+		s.UnsubscribedAt = time.Time{}
 	case s.Status != store.Pending:
 		return copyOf(s), store.ErrNotPending
 	}
-	s.Status, s.ConfirmedAt = store.Active, m.now().UTC().Truncate(time.Millisecond)
+	s.Status, s.ConfirmedAt = store.Active, now
 	if welcome.ID != "" {
 		m.outbox[welcome.ID] = welcome
 	}
@@ -172,6 +248,7 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 	if !ok {
 		return store.Subscriber{}, store.ErrNotFound
 	}
+	m.cancelReconfirm(s.ID)
 	if s.Status != store.Complained && (to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced)) {
 		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
 	}
@@ -226,7 +303,7 @@ func (m *Memory) Get(_ context.Context, email string) (store.Subscriber, error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.byEmail[email]; ok {
-		return copyOf(s), nil
+		return m.view(s, m.now()), nil
 	}
 	return store.Subscriber{}, store.ErrNotFound
 }
@@ -319,3 +396,24 @@ func (m *Memory) SentMarks(_ context.Context, marks []store.Mark) ([]bool, error
 func (m *Memory) Ping(context.Context) error { return nil }
 
 var _ store.Store = (*Memory)(nil)
+
+// TakeHold implements store.MailHolds.
+func (m *Memory) TakeHold(_ context.Context, kind, email string, h store.ConfirmHold) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.takeHold(holdKey(kind, email), h, m.now()), nil
+}
+
+// GiveBackHold implements store.MailHolds.
+func (m *Memory) GiveBackHold(_ context.Context, kind, email string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := holdKey(kind, email)
+	if day := m.holds[key]; len(day) > 0 {
+		m.holds[key] = day[:len(day)-1]
+	}
+	if s, ok := m.byEmail[email]; ok && kind == store.HoldConfirm && s.Status.Suppressed() {
+		delete(m.reconfirms, s.ID)
+	}
+	return nil
+}

@@ -44,6 +44,10 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver},
 		{"FeedbackPolicy", testFeedbackPolicy},
 		{"SuppressionsListAndLift", testSuppressionsListAndLift},
+		{"SuppressedSignup", testSuppressedSignup},
+		{"SuppressedSignupCancelledAndLifted", testSuppressedSignupCancelledAndLifted},
+		{"HoldsKeyOnTheMailbox", testHoldsKeyOnTheMailbox},
+		{"HoldGivenBack", testHoldGivenBack},
 		{"Topics", testTopics},
 		{"SentMarks", testSentMarks}}
 	for _, tc := range tests {

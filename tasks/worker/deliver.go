@@ -105,6 +105,9 @@ func (d *Deliverer) log() *slog.Logger {
 
 // Recipient re-reads the subscriber right before sending. ok is false when
 // nothing should be sent; err is then nil (skip) or a store failure (retry).
+// A suppressed subscriber whose own confirmation was asked for
+// (Reconfirming) counts as Pending: the confirmation is the one mail it
+// may get.
 func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Status) (sub store.Subscriber, ok bool, err error) {
 	sub, err = d.Store.Get(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
@@ -114,7 +117,7 @@ func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Stat
 	if err != nil {
 		return sub, false, fmt.Errorf("load subscriber: %w", err)
 	}
-	if sub.Status != want {
+	if sub.Status != want && !(want == store.Pending && sub.Reconfirming) {
 		d.log().Info("skip: subscription not "+string(want), "subscriber", sub.ID, "status", sub.Status)
 		return sub, false, nil
 	}
@@ -248,9 +251,13 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 	}
 	if err != nil {
 		d.countFailure(mail.Mark.Kind, mailer.Invalid)
-		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("render %s: %v: %w", mail.Mark.Kind, err, asynq.SkipRetry))
+		se := &mailer.SendError{Class: mailer.Invalid, Domain: address.Domain(mail.To.Email), Err: fmt.Errorf("render %s: %v", mail.Mark.Kind, err)}
+		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("%w: %w", se, asynq.SkipRetry))
 	}
-	msg.ToName, msg.Tag = mail.To.Name, d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
+	// The To: header names the person only where the mail's data does:
+	// a confirmation or a link mailed on request carries no name, since
+	// the name was typed by whoever filled in the form.
+	msg.ToName, msg.Tag = mail.Data.Name, d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
 	if d.marks != nil {
 		// A slot of the window of sent-but-unmarked mails (marks.go).
 		if err := d.marks.acquire(ctx); err != nil {
@@ -333,6 +340,13 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
 	}
 	return se
+}
+
+// Unrenderable tells a failure of the mail itself (a template that fails,
+// a message that cannot be built): it never reached the receiver.
+func Unrenderable(err error) bool {
+	se := mailer.AsSendError(err)
+	return se != nil && se.Class == mailer.Invalid
 }
 
 // transactional tells the mails a person waits for with a page open (a

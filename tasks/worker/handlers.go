@@ -18,6 +18,7 @@ type Store interface {
 	BatchStore
 	RecentDigests
 	store.Suppressions
+	store.MailHolds
 }
 
 // Deps is what the components are built from: the one place where a
@@ -64,7 +65,7 @@ func NewHandlers(d Deps) Handlers {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.log())
 	}
 	return Handlers{
-		Mails: &Mails{Deliver: deliver, Links: d.Links},
+		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{
 			Deliver: deliver, Links: d.Links, Queue: d.Queue, Quiet: d.Quiet, Metrics: d.Metrics, Now: d.Now,
 			Digests: d.Store,

@@ -82,6 +82,21 @@ func (l Links) To(stream mailer.Data, sub store.Subscriber, topic string) mailer
 type Mails struct {
 	Deliver *Deliverer
 	Links   Links
+	// Holds get back the mailbox's allowance of a mail that could not be
+	// rendered (nil: kept).
+	Holds store.MailHolds
+}
+
+// giveBack returns the allowance of kind that an unrenderable mail to
+// email used: it was never sent, so it must not hold the next request.
+func (h *Mails) giveBack(ctx context.Context, kind, email string, err error) error {
+	if h.Holds == nil || !Unrenderable(err) {
+		return err
+	}
+	if gerr := h.Holds.GiveBackHold(ctx, kind, email); gerr != nil {
+		h.Deliver.log().Warn("give back the allowance of an unrenderable mail", "kind", kind, "err", gerr)
+	}
+	return err
 }
 
 // HandleConfirm sends the confirmation mail to a pending subscriber.
@@ -97,14 +112,14 @@ func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
 	if !ok {
 		return err
 	}
-	return h.Deliver.DeliverOne(ctx, Mail{
+	return h.giveBack(ctx, store.HoldConfirm, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindConfirm, Key: p.Nonce, SubscriberID: sub.ID},
-		// Nothing the requester chose goes into it (not the name): the form
-		// is public, and a confirmation must not carry a stranger's text
-		// to whoever owns the address.
+		// Nothing the requester chose goes into it (not the name, neither
+		// in the text nor in To:): the form is public, and a confirmation
+		// must not carry a stranger's text to whoever owns the address.
 		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub.Email)},
-	})
+	}))
 }
 
 // HandleUnsubscribeLink mails a one-click unsubscribe link to a subscriber
@@ -126,11 +141,11 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error 
 	if err != nil {
 		return fmt.Errorf("load subscriber: %w", err)
 	}
-	return h.Deliver.DeliverOne(ctx, Mail{
+	return h.giveBack(ctx, store.HoldUnsubscribe, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
 		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub.Email, "")},
-	})
+	}))
 }
 
 // decode unmarshals a payload; failure is wrapped in SkipRetry because no

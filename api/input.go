@@ -1,0 +1,212 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+)
+
+// Every body the API reads goes through readInput with the fields its
+// route documents: a JSON object must hold exactly those fields, each of
+// its type (a string, or a list of strings), or the request is a 400 that
+// names the field. A list where a string belongs is not "the first
+// element", a number is not a string, null is not absent, a field twice
+// is not the last one: whatever else a client meant, we cannot know it.
+
+// fieldType is what one field of a body holds.
+type fieldType int
+
+const (
+	textField fieldType = iota // one string
+	listField                  // a list of strings (in a form: the field repeated)
+)
+
+// fields are a route's body: each field's name and type.
+type fields map[string]fieldType
+
+// The bodies of the routes, as the reference documents them.
+var (
+	subscribeFields = fields{"email": textField, "name": textField, "timezone": textField, "topics": listField,
+		// the form's: topics_shown says the boxes were shown; website is
+		// the honeypot
+		"topics_shown": textField, "website": textField}
+	unsubscribeFields = fields{"email": textField, "token": textField,
+		// RFC 8058's one-click body
+		"List-Unsubscribe": textField}
+	confirmFields     = fields{"token": textField}
+	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField}
+	itemFields        = fields{"title": textField, "url": textField, "summary": textField}
+	eventFields       = fields{"email": textField, "title": textField, "url": textField}
+	digestRunFields   = fields{"period": textField}
+	bounceFields      = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
+)
+
+var errTooLarge = errors.New("request body too large")
+
+// input is a request body's fields: a form's repeated field, or a JSON
+// list of strings, has several values.
+type input map[string][]string
+
+// get is a field's (first) value, "" when absent.
+func (in input) get(k string) string {
+	if v := in[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// readInput reads a JSON or form body (urlencoded or multipart), by the
+// request's Content-Type, or as JSON whatever it says when onlyJSON is set
+// (the admin API), keeping to want (decodeJSON; a form's fields that want
+// does not name are ignored, a text field given twice is refused). The
+// body is capped at MaxBody.
+func (s *Server) readInput(w http.ResponseWriter, r *http.Request, want fields, onlyJSON bool) (input, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if onlyJSON {
+		ct = "application/json"
+	}
+	var in input
+	var err error
+	switch ct {
+	case "application/json":
+		in, err = decodeJSON(r.Body, want)
+	case "multipart/form-data":
+		if err = r.ParseMultipartForm(s.cfg.MaxBody); err == nil {
+			in, err = formInput(r.MultipartForm.Value, want)
+		}
+	default:
+		var body []byte
+		if body, err = io.ReadAll(r.Body); err == nil {
+			var vals url.Values
+			if vals, err = url.ParseQuery(string(body)); err == nil {
+				in, err = formInput(vals, want)
+			}
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	var fe fieldError
+	if errors.As(err, &fe) {
+		return nil, fe
+	}
+	if err != nil {
+		return nil, errors.New("unreadable body")
+	}
+	return in, nil
+}
+
+// fieldError is a body that is readable but not what the route takes; its
+// text is the answer.
+type fieldError string
+
+func (e fieldError) Error() string { return string(e) }
+
+// decodeJSON reads one JSON object whose fields are those of want, each of
+// its type, every field at most once, and nothing after the object.
+func decodeJSON(r io.Reader, want fields) (input, error) {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fieldError("the body must be a JSON object")
+	}
+	out := input{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		typ, known := want[name]
+		if !known {
+			return nil, fieldError(fmt.Sprintf("unknown field %q", name))
+		}
+		if _, twice := out[name]; twice {
+			return nil, fieldError(fmt.Sprintf("field %q is given twice", name))
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if out[name], err = typed(name, typ, bytes.TrimSpace(raw)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fieldError("the body must be one JSON object and nothing after it")
+	}
+	return out, nil
+}
+
+// typed reads one JSON value of a field of type typ.
+func typed(name string, typ fieldType, raw []byte) ([]string, error) {
+	str := func(v []byte) (string, bool) {
+		var s string
+		return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
+	}
+	if typ == textField {
+		v, ok := str(raw)
+		if !ok {
+			return nil, fieldError(fmt.Sprintf("field %q must be a string", name))
+		}
+		return []string{v}, nil
+	}
+	var elems []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
+		return nil, fieldError(fmt.Sprintf("field %q must be a list of strings", name))
+	}
+	list := make([]string, 0, len(elems))
+	for _, e := range elems {
+		v, ok := str(bytes.TrimSpace(e))
+		if !ok {
+			return nil, fieldError(fmt.Sprintf("field %q must be a list of strings", name))
+		}
+		list = append(list, v)
+	}
+	return list, nil
+}
+
+// formInput keeps a form's fields that want names; a text field may be
+// given once.
+func formInput(vals url.Values, want fields) (input, error) {
+	out := input{}
+	for name, typ := range want {
+		v, ok := vals[name]
+		if !ok {
+			continue
+		}
+		if typ == textField && len(v) > 1 {
+			return nil, fieldError(fmt.Sprintf("field %q is given more than once", name))
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// readForm is readInput for the public forms: it answers a body it cannot
+// read itself (413, 400) and returns false then.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, want fields) (input, bool) {
+	in, err := s.readInput(w, r, want, false)
+	if errors.Is(err, errTooLarge) {
+		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())
+		return nil, false
+	}
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	return in, true
+}
