@@ -7,8 +7,10 @@ ITEMS     ?= 1,20
 
 .PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest up down logs e2e clean
 
-run: ## the service on its embedded default (in-memory Redis, dev mailbox)
-	$(GO) run ./cmd/newsletter serve
+# run builds and execs the binary rather than `go run`: go run exits 1 on
+# any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
+run: build ## the service on its embedded default (in-memory Redis, dev mailbox)
+	exec $(BIN) serve
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/newsletter

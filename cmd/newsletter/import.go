@@ -22,6 +22,10 @@ import (
 // importBatch is how many rows go to Redis in one pipeline.
 const importBatch = 1000
 
+// importColumns are the CSV columns in their order when there is no
+// header row; a header row naming them may put them in any order.
+const importColumns = "email[,name[,timezone[,topics]]]"
+
 // importCmd is `newsletter import [--pending] FILE.csv`.
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
@@ -32,7 +36,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: newsletter import [--pending] FILE.csv (columns email[,name[,timezone[,topics]]])")
+		return errors.New("usage: newsletter import [--pending] FILE.csv (columns " + importColumns + ")")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -114,19 +118,20 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
+				im.rows.Add(1)
 				im.bad(line, pe.Err.Error())
 				continue
 			}
 			return fmt.Errorf("read line %d: %w", line, err)
 		}
-		im.rows.Add(1)
 		if line == 1 && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
 			col = map[string]int{}
 			for i, h := range rec {
 				col[strings.ToLower(strings.TrimSpace(h))] = i
 			}
-			continue // header row
+			continue // the header row: no subscriber, not counted
 		}
+		im.rows.Add(1) // the progress counts rows of subscribers, valid or not
 		email, err := address.Normalize(field(rec, "email"))
 		if err != nil {
 			im.bad(line, "invalid address")

@@ -124,3 +124,43 @@ func TestImportTopics(t *testing.T) {
 		t.Fatal("a row with an unknown topic was stored")
 	}
 }
+
+// TestImportProgressCountsSubscriberRows: the progress bar counts the rows
+// of subscribers, valid or not, and not the header row; its last count is
+// the summary's added + present + invalid.
+func TestImportProgressCountsSubscriberRows(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	file := filepath.Join(t.TempDir(), "list.csv")
+	os.WriteFile(file, []byte("email,name\nann@example.com,Ann\nbob@example.com,Bob\nnot-an-address,X\n"), 0o644)
+	var out, errb bytes.Buffer
+	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "import-test-secret-01"}
+	if code := run(context.Background(), []string{"import", file}, func(k string) string { return env[k] }, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "2 added as active, 0 already present, 1 invalid") {
+		t.Fatalf("summary:\n%s", out.String())
+	}
+	draws := strings.Split(strings.TrimSpace(errb.String()), "\r")
+	if last := draws[len(draws)-1]; !strings.Contains(last, "100%  3 rows ") {
+		t.Fatalf("the progress bar's last count is %q, want 100%% and 3 rows (the header is no subscriber)", last)
+	}
+}
+
+// TestHelpListsImportColumns: `newsletter help` names every column the
+// import reads, topics included, and how to import as pending.
+func TestHelpListsImportColumns(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &errb); code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	_, importHelp, ok := strings.Cut(out.String(), "\n  import FILE")
+	importHelp, _, _ = strings.Cut(importHelp, "\n  digest")
+	if !ok {
+		t.Fatalf("help has no import line:\n%s", out.String())
+	}
+	for _, want := range []string{"email", "name", "timezone", "topics", "header row", "--pending"} {
+		if !strings.Contains(importHelp, want) {
+			t.Errorf("the help of import lacks %q:\n%s", want, importHelp)
+		}
+	}
+}

@@ -18,7 +18,9 @@ commands:
   worker       the task worker only (sends mail)
   scheduler    the periodic scheduler only
   bounces      the bounce intake only: an SMTP server for NEWSLETTER_BOUNCE_ADDRESS (NEWSLETTER_BOUNCE_SMTP_ADDR)
-  import FILE  bulk-add subscribers from a CSV file (email[,name[,timezone]])
+  import FILE  bulk-add subscribers from a CSV file, columns ` + importColumns + `
+               (topics: ids separated by spaces or ;), an optional header row;
+               --pending: add them as pending and send each a confirmation
   digest run   plan the digest now [--period 2026-W49]
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
 
