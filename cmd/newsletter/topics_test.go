@@ -223,6 +223,40 @@ func TestSequenceOverSMTP(t *testing.T) {
 	}
 }
 
+// TestLateWelcomeStillGoesFirst: no worker runs until after the second
+// step's time (an outage longer than the gap between the first two
+// steps, or asynq's 5 s poll against a 1 s welcome): the person still
+// gets the welcome, then the second step.
+func TestLateWelcomeStillGoesFirst(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	env := func() map[string]string {
+		return realEnv(redisURL, smtpSrv.URL(), map[string]string{
+			"NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_TOPICS_FILE": threeStepFile(t, "1s", "3s", "1h"),
+			"NEWSLETTER_SUBSCRIBE_RATE": "0",
+		})
+	}
+	api := startService(t, env(), "api")
+	api.post(t, "/subscribe", `{"email":"late@example.com"}`, "", http.StatusAccepted)
+	st := store.NewRedis(rdb)
+	sub, err := st.Get(context.Background(), "late@example.com")
+	if err != nil || sub.ConfirmedAt.IsZero() {
+		t.Fatalf("subscriber %+v: %v", sub, err)
+	}
+	// Both steps' times pass with no worker to run them (a second's
+	// margin: asynq may run a task up to a second early).
+	poll.True(t, time.Minute, "the second step's time to pass", func() bool {
+		return time.Since(sub.ConfirmedAt) > 4*time.Second
+	})
+	startService(t, env(), "worker")
+	poll.True(t, 2*time.Minute, "the second step", func() bool {
+		return slices.Contains(subjects(smtpSrv, "late@example.com"), stepSubjects[1])
+	})
+	if got := subjects(smtpSrv, "late@example.com"); !slices.Equal(got, stepSubjects[:2]) {
+		t.Fatalf("got %q, want the welcome then the second step", got)
+	}
+}
+
 // A worker killed with SIGKILL in the middle of a sequence: another one
 // carries on, and every person gets every step once, in order.
 func TestSequenceSurvivesKill(t *testing.T) {

@@ -22,9 +22,10 @@ import (
 // A person's progress is their steps' delivery marks, one per step
 // template; the steps' times are their delays from the confirmation.
 // When a step's task runs it re-reads the subscriber and the marks, and
-// under the topics file of today (nextStep) sends the latest step that is
-// due after the last one sent, skipping any the person passed while
-// waiting; then it schedules the following step under that step's own
+// under the topics file of today (nextStep) sends the first step until it
+// is sent, however late, then the latest step that is due after the last
+// one sent, skipping any later one the person passed while waiting; then
+// it schedules the following step under that step's own
 // TaskID, so at most one step per person waits in Redis and leaving can
 // delete it by name. A task whose step is not due (removed, moved later)
 // only schedules the one that is. A step added while people wait for a
@@ -133,9 +134,6 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		h.count(label, StepSuperseded)
 		return h.schedule(ctx, sub, next)
 	}
-	if st.Template != label {
-		h.count(label, StepSuperseded)
-	}
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
 	}
@@ -149,6 +147,17 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		return err
 	}
 	h.count(st.Template, StepSent)
+	if index != 0 && next+1 < len(seq.Steps) && seq.Steps[next+1].Template == label {
+		// This task's own step follows the one it just sent (a first
+		// step that was still unsent when this task ran). Scheduling it
+		// would clash with this task's TaskID and be dropped: the task
+		// comes back at its step's time instead.
+		in := max(sub.ConfirmedAt.Add(seq.Steps[next+1].After).Sub(now), time.Second)
+		return &Deferred{Reason: "step " + label + " follows " + st.Template, In: in}
+	}
+	if st.Template != label {
+		h.count(label, StepSuperseded)
+	}
 	return h.schedule(ctx, sub, next+1)
 }
 
@@ -175,6 +184,15 @@ func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, err
 // rather than sent in a burst), or else the first one still to come (due
 // false). -1: no step is left. Scheduled times are whole seconds, so a
 // step due within the next second counts as due.
+//
+// The first step is never passed: it is the welcome, what the person
+// expects right after confirming, and every later step reads as a
+// follow-up to it. Until it is sent it is the step, however late it runs
+// (asynq moves scheduled tasks in whole polls, so a welcome due a second
+// after confirmation can run after a step due three seconds after; an
+// outage can hold it past any later step's time). The steps after it are
+// then due at their own times, and of those already passed only the
+// latest goes, as above.
 func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Time) (index int, due bool) {
 	first := 0
 	for i, s := range sent {
@@ -184,6 +202,9 @@ func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Ti
 	}
 	if first >= len(seq.Steps) {
 		return -1, false
+	}
+	if first == 0 {
+		return 0, !confirmed.Add(seq.Steps[0].After).After(now.Add(time.Second))
 	}
 	latest := -1
 	for i := first; i < len(seq.Steps); i++ {
