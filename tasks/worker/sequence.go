@@ -114,7 +114,9 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	for i, st := range seq.Steps {
 		marks[i] = stepMark(st.Template, sub.ID)
 	}
-	sent, err := h.Deliver.Store.SentMarks(ctx, marks)
+	sent, err := awaitRedis(ctx, h.Deliver.away(), "read of sequence progress", func(ctx context.Context) ([]bool, error) {
+		return h.Deliver.Store.SentMarks(ctx, marks)
+	})
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
@@ -242,7 +244,11 @@ func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i i
 	if i > 0 {
 		job = tasks.NewStep(sub.Email, st.Template, due)
 	}
-	_, err := h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
+	// The step's TaskID makes scheduling it again after a lost answer a
+	// conflict, which is success.
+	_, err := awaitRedis(ctx, h.Deliver.away(), "schedule of step "+st.Template, func(ctx context.Context) (*asynq.TaskInfo, error) {
+		return h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
+	})
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule step %s: %w", st.Template, err)
 	}
