@@ -60,7 +60,7 @@ func (r *redisServer) start(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + r.port})
 	defer func() { _ = rdb.Close() }()
 	// Up means loaded: a Redis reading its append-only file answers LOADING.
-	poll.Until(t, 20*time.Second, func() error { return rdb.Ping(context.Background()).Err() })
+	poll.Until(t, poll.BusyMachine, func() error { return rdb.Ping(context.Background()).Err() })
 }
 
 // stop shuts Redis down as a restart does (SIGTERM: it finishes its
@@ -110,7 +110,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	if _, err := tasks.EnqueueDigestPlan(ctx, client, "restart-1"); err != nil {
 		t.Fatal(err)
 	}
-	poll.True(t, 2*time.Minute, "the worker to send some mail", func() bool { return len(smtpSrv.Messages()) >= 500 })
+	poll.True(t, poll.BusyMachine, "the worker to send some mail", func() bool { return len(smtpSrv.Messages()) >= 500 })
 
 	srv.stop(t)
 	stoppedAt := len(smtpSrv.Messages())
@@ -121,7 +121,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	srv.start(t)
 	back := time.Now()
 
-	poll.True(t, 3*time.Minute, "every subscriber to get the digest", func() bool { return everyoneGotMail(smtpSrv, readers) })
+	poll.True(t, poll.BusyMachine, "every subscriber to get the digest", func() bool { return everyoneGotMail(smtpSrv, readers) })
 	t.Logf("Redis stopped after %d mails, down 5 s; all %d sent %s after it was back (the rate alone needs %s)",
 		stoppedAt, subscribers, time.Since(back).Round(100*time.Millisecond), time.Duration(subscribers-stoppedAt)*time.Second/500)
 	if dups := len(smtpSrv.Messages()) - subscribers; dups != 0 {
@@ -130,7 +130,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	if worker.ProcessState != nil {
 		t.Fatalf("the worker exited during the outage: %v", worker.ProcessState)
 	}
-	poll.Until(t, time.Minute, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		run, err := st.DigestRun(ctx, "restart-1")
 		if err != nil {
 			return err
@@ -146,7 +146,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 		"digest:plan/success":  1,
 		"email:digest/success": subscribers / batch,
 	}
-	poll.Until(t, time.Minute, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		got, err := taskRuns("http://"+addr, tasks.TypeDigestPlan, tasks.TypeDigestEmail)
 		if err != nil {
 			return err
