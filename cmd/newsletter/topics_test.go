@@ -303,13 +303,13 @@ func TestSequenceSurvivesKill(t *testing.T) {
 	first.Wait()
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
-	poll.True(t, poll.BusyMachine+recoverAfter, "every step to everyone", func() bool {
+	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
 		for _, e := range emails {
-			if len(smtpSrv.To(e)) < 3 {
-				return false
+			if got := subjects(smtpSrv, e); len(got) < 3 {
+				return fmt.Errorf("still waiting for every step to everyone: %s got %q", e, got)
 			}
 		}
-		return true
+		return nil
 	})
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	// A task the killed worker held comes back only when asynq's

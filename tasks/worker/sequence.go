@@ -22,10 +22,10 @@ import (
 // A person's progress is their steps' delivery marks, one per step
 // template; the steps' times are their delays from the confirmation.
 // When a step's task runs it re-reads the subscriber and the marks, and
-// under the topics file of today (nextStep) sends the first step until it
-// is sent, however late, then the latest step that is due after the last
-// one sent, skipping any later one the person passed while waiting; then
-// it schedules the following step under that step's own
+// under the topics file of today (nextStep) sends the step after the last
+// one sent (the first step however late; a later one unless the person
+// passed it while waiting, when the one after it is due too); then it
+// schedules the following step under that step's own
 // TaskID, so at most one step per person waits in Redis and leaving can
 // delete it by name. A task whose step is not due (removed, moved later)
 // only schedules the one that is. A step added while people wait for a
@@ -180,21 +180,21 @@ func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, err
 	return entriesOf(run.Items), nil
 }
 
-// nextStep is the step a person is at: after the last step they were
-// sent, the latest one due by now (those before it were passed while the
-// person waited, by a step added later or a long outage, and are skipped
-// rather than sent in a burst), or else the first one still to come (due
-// false). -1: no step is left. Scheduled times are whole seconds, so a
-// step due within the next second counts as due.
+// nextStep is the step a person is at: the first step after the last one
+// they were sent, unless it was passed (due false: it is still to come).
+// -1: no step is left. Scheduled times are whole seconds, so a step due
+// within the next second counts as due.
+//
+// A step was passed when it is more than passedAfter past its time and
+// the step after it is due too: the person went by it while waiting (a
+// step added to the file after its time, a long outage), and it is
+// skipped rather than sent in a burst with the next. A step that is only
+// late (asynq's poll, a busy worker, a short outage) still goes, in
+// order: lateness of seconds or minutes must not cost a person a step.
 //
 // The first step is never passed: it is the welcome, what the person
 // expects right after confirming, and every later step reads as a
-// follow-up to it. Until it is sent it is the step, however late it runs
-// (asynq moves scheduled tasks in whole polls, so a welcome due a second
-// after confirmation can run after a step due three seconds after; an
-// outage can hold it past any later step's time). The steps after it are
-// then due at their own times, and of those already passed only the
-// latest goes, as above.
+// follow-up to it. Until it is sent it is the step, however late it runs.
 func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Time) (index int, due bool) {
 	first := 0
 	for i, s := range sent {
@@ -205,20 +205,23 @@ func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Ti
 	if first >= len(seq.Steps) {
 		return -1, false
 	}
-	if first == 0 {
-		return 0, !confirmed.Add(seq.Steps[0].After).After(now.Add(time.Second))
+	at := func(i int) time.Time { return confirmed.Add(seq.Steps[i].After) }
+	isDue := func(i int) bool { return !at(i).After(now.Add(time.Second)) }
+	if !isDue(first) {
+		return first, false
 	}
-	latest := -1
-	for i := first; i < len(seq.Steps); i++ {
-		if !confirmed.Add(seq.Steps[i].After).After(now.Add(time.Second)) {
-			latest = i
-		}
+	i := first
+	for i > 0 && i+1 < len(seq.Steps) && isDue(i+1) && now.Sub(at(i)) > passedAfter {
+		i++
 	}
-	if latest >= 0 {
-		return latest, true
-	}
-	return first, false
+	return i, true
 }
+
+// passedAfter is how long past its time a step must be, with the next one
+// due, to count as passed (nextStep): far more than a task is ever late
+// for a busy worker or a restart, far less than the gaps of a real
+// sequence (hours, days).
+const passedAfter = time.Hour
 
 // stepMark is the delivery mark of step template to a subscriber: shared
 // by everyone's step (a bitmap), kept for good. The first step of the

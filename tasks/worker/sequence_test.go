@@ -234,12 +234,14 @@ func TestSequenceAddedAndRemovedSteps(t *testing.T) {
 
 // The first step is never skipped: a welcome that runs after a later
 // step's time (asynq's poll, an outage) still goes out, and before that
-// step; of the later steps, those passed are skipped as before.
+// step. A later step that is only late (seconds, minutes) goes too, in
+// order; one the person passed (more than an hour past its time, the
+// next one due) is skipped.
 func TestSequenceLateWelcomeGoesFirst(t *testing.T) {
-	// Welcome after 1s, getting-started after 3s; asynq moved the
-	// welcome's task at its 5 s poll.
-	e := newSequenceEnv(t, sequenceSet(t, "  - {template: welcome, after: 1s}\n  - {template: getting-started, after: 3s}\n"), nil)
-	e.now = confirmed.Add(5 * time.Second)
+	// Welcome after 1s, getting-started after 3s, best-of after 5s;
+	// asynq moved the welcome's task after all three times.
+	e := newSequenceEnv(t, sequenceSet(t, "  - {template: welcome, after: 1s}\n  - {template: getting-started, after: 3s}\n  - {template: best-of, after: 5s}\n"), nil)
+	e.now = confirmed.Add(10 * time.Second)
 	if err := e.run(t, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,11 @@ func TestSequenceLateWelcomeGoesFirst(t *testing.T) {
 	if err := e.run(t, "getting-started"); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.subjects(); !slices.Equal(got, []string{"welcome", "getting-started"}) {
+	wantQueued(t, e.queue.take(), queuedStep{"best-of", e.now})
+	if err := e.run(t, "best-of"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.subjects(); !slices.Equal(got, []string{"welcome", "getting-started", "best-of"}) {
 		t.Fatalf("sent %v", got)
 	}
 
