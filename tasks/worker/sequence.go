@@ -166,11 +166,13 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 // latestEntries are the items of the latest digest run (none before the
 // first run).
 func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, error) {
-	period, err := h.Digests.LatestDigestPeriod(ctx)
+	period, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", h.Digests.LatestDigestPeriod)
 	if err != nil || period == "" {
 		return nil, err
 	}
-	run, err := h.Digests.DigestRun(ctx, period)
+	run, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", func(ctx context.Context) (store.DigestRun, error) {
+		return h.Digests.DigestRun(ctx, period)
+	})
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, nil
 	}
