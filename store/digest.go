@@ -75,7 +75,9 @@ type Digests interface {
 	// ("" before the first).
 	LatestDigestPeriod(ctx context.Context) (string, error)
 	// AdvanceDigestRun saves the planner's cursor after a page: planned
-	// grows by n; done marks the run planned.
+	// grows by n; done marks the run planned. A page whose cursor is not
+	// past the saved one counts nothing (it was counted), so saving a
+	// page again is safe.
 	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error
 	// AudienceAfter lists up to limit ids greater than cursor of active
 	// subscribers with topic on ("": every active one), in id order

@@ -108,15 +108,11 @@ func (r *Redis) LatestDigestPeriod(ctx context.Context) (string, error) {
 
 // AdvanceDigestRun implements Digests.
 func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error {
-	key := prefixRun + period
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, "cursor", cursor)
-		p.HIncrBy(ctx, key, "planned", int64(n))
-		if done {
-			p.HSet(ctx, key, "state", RunPlanned, "planned_at", ms(r.now()))
-		}
-		return nil
-	})
+	state := ""
+	if done {
+		state = RunPlanned
+	}
+	err := advanceRunScript.Run(ctx, r.rdb, []string{prefixRun + period}, cursor, n, state, ms(r.now())).Err()
 	return wrapErr("advance digest "+period, err)
 }
 

@@ -580,6 +580,30 @@ redis.call('SET', KEYS[5], ARGV[2])
 return 1
 `)
 
+// advanceRunScript saves the planner's progress after a page, once: a page
+// whose cursor is not past the saved one was counted already (the planner
+// sent it again after a lost answer, or a second planner ran it), and only
+// its done flag still counts.
+//
+//	KEYS[1]  prefixRun .. period   the run hash
+//	ARGV[1]  cursor (the page's last id)
+//	ARGV[2]  recipients in the page
+//	ARGV[3]  RunPlanned when planning is done, else ""
+//	ARGV[4]  now, unix ms
+//
+// Writes the run hash's cursor, planned and, when done, state and
+// planned_at.
+var advanceRunScript = redis.NewScript(`
+if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[1])
+  redis.call('HINCRBY', KEYS[1], 'planned', ARGV[2])
+end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'planned_at', ARGV[4])
+end
+return 1
+`)
+
 // feedbackScript applies one bounce or complaint report to a subscriber,
 // once: hard bounce → bounced; soft bounce → counted, bounced at the limit
 // within the window; complaint → complained (which nothing overrides).

@@ -12,8 +12,8 @@ import (
 
 // Unavailable tells whether err, from the store or any other Redis call,
 // means Redis could not be reached or could not answer yet: a refused or
-// dropped connection, a timeout, or a Redis still loading its data after a
-// restart. Such an error says nothing about the operation, which may be
+// dropped connection, a timeout, a Redis still loading its data after a
+// restart, or a replica that was the primary before a failover. Such an error says nothing about the operation, which may be
 // tried again as it is once Redis is back; unlike a refusal (a script
 // error, a full disk), waiting is the whole cure.
 func Unavailable(err error) bool {
@@ -29,9 +29,12 @@ func Unavailable(err error) bool {
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
-		// The replies of a Redis that is up but not serving yet.
+		// The replies of a Redis that is up but not serving yet, and of
+		// a primary demoted by a Sentinel failover to a client that has
+		// not yet moved to the new one (READONLY).
 		msg := re.Error()
-		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "MASTERDOWN ")
+		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "MASTERDOWN ") ||
+			strings.HasPrefix(msg, "READONLY ")
 	}
 	return false
 }

@@ -36,6 +36,7 @@ func TestUnavailable(t *testing.T) {
 		{"refused", fmt.Errorf("claim 3 marks: %w", refused), true},
 		{"loading", fmt.Errorf("get: %w", reply("LOADING Redis is loading the dataset in memory")), true},
 		{"closed client", redis.ErrClosed, true},
+		{"demoted primary", reply("READONLY You can't write against a read only replica."), true},
 		{"script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
 		{"not found", ErrNotFound, false},
 		{"plain", errors.New("boom"), false},

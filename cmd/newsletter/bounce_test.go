@@ -8,7 +8,6 @@ import (
 	"net/smtp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -132,7 +131,7 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		}
 	}
 	runDigest("late-1")
-	msgs := smtpSrv.WaitFor(t, 3, 30*time.Second)
+	msgs := smtpSrv.WaitFor(t, 3, poll.BusyMachine)
 	byRcpt := map[string]smtptest.Message{}
 	for _, m := range msgs {
 		byRcpt[m.To[0]] = m
@@ -150,7 +149,7 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 	arf := arfFor("spam@example.org", spam.From, spam.Header.Get("Message-Id"))
 	deliverReport(t, intakeAddr, "bounces@b.example.com", arf)
 	deliverReport(t, intakeAddr, "bounces@b.example.com", arf) // the same report again
-	poll.Until(t, 30*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		for email, want := range map[string]store.Status{"gone@example.org": store.Bounced, "spam@example.org": store.Complained} {
 			if sub, err := st.Get(ctx, email); err != nil || sub.Status != want {
 				return fmt.Errorf("%s: %s %v, want %s", email, sub.Status, err, want)
@@ -174,7 +173,7 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	poll.Until(t, 10*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		code, body := admin("GET", "/api/digests/late-1")
 		if code != 200 || !strings.Contains(body, `"bounces":1`) || !strings.Contains(body, `"complaints":1`) {
 			return fmt.Errorf("%d %s", code, body)
@@ -192,10 +191,10 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 	}
 
 	runDigest("late-2")
-	poll.True(t, 30*time.Second, "the second digest to reach the reader who stayed", func() bool {
+	poll.True(t, poll.BusyMachine, "the second digest to reach the reader who stayed", func() bool {
 		return len(smtpSrv.To("stay@example.org")) == 2
 	})
-	poll.Until(t, 10*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		run, err := st.DigestRun(ctx, "late-2")
 		if err != nil || run.State != store.RunPlanned || run.Sent != 1 {
 			return fmt.Errorf("run %+v %v", run, err)

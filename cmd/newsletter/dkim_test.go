@@ -21,6 +21,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
+	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 )
@@ -79,7 +80,7 @@ func TestServiceSignsWithBothKeys(t *testing.T) {
 		t.Fatalf("subscribe: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	got := smtpSrv.WaitFor(t, 1, 20*time.Second)[0]
+	got := smtpSrv.WaitFor(t, 1, poll.BusyMachine)[0]
 	verifs, err := dkim.VerifyWithOptions(bytes.NewReader(got.Data), &dkim.VerifyOptions{LookupTXT: func(d string) ([]string, error) {
 		if r, ok := records[d]; ok {
 			return []string{r}, nil

@@ -59,7 +59,7 @@ func newBrowser(t *testing.T) context.Context {
 // waitMail polls the dev mailbox until its newest mail is of kind.
 func waitMail(t *testing.T, base, kind string) {
 	t.Helper()
-	poll.True(t, 30*time.Second, "a "+kind+" mail in the dev mailbox", func() bool {
+	poll.True(t, poll.BusyMachine, "a "+kind+" mail in the dev mailbox", func() bool {
 		resp, err := http.Get(base + "/dev/mailbox?format=json")
 		if err != nil {
 			return false
@@ -97,7 +97,7 @@ func (b browser) text(css string) string {
 // have replaced the old one yet) and fails with what it shows otherwise.
 func (b browser) heading(want string) {
 	b.t.Helper()
-	poll.Until(b.t, 10*time.Second, func() error {
+	poll.Until(b.t, poll.BusyMachine, func() error {
 		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector("h1") || {}).textContent || ""`))
 		if err == nil && strings.TrimSpace(got) != want {
 			err = fmt.Errorf("page heading %q, want %q", got, want)
@@ -201,7 +201,7 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	b.shot("5-preferences")
 	// Untick the updates, save: the digest goes on.
 	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action="/preferences"] button[type="submit"]:not(.secondary)`)))
-	poll.True(t, 10*time.Second, "the saved preferences", func() bool { return status() == "active Europe/Berlin digest" })
+	poll.True(t, poll.BusyMachine, "the saved preferences", func() bool { return status() == "active Europe/Berlin digest" })
 	if b.text(".saved") != "Saved." || checked("topic-updates") {
 		t.Fatal("the page after saving does not show the new choice")
 	}

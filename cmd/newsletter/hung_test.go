@@ -61,7 +61,7 @@ func TestHungRedisAnswersInTime(t *testing.T) {
 	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 15*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		if code, _ := do("GET", "/readyz", ""); code != http.StatusOK {
 			return &statusError{code}
 		}
@@ -94,7 +94,7 @@ func freezableRedis(t *testing.T) (*exec.Cmd, string) {
 	})
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
 	t.Cleanup(func() { _ = rdb.Close() })
-	poll.Until(t, 10*time.Second, func() error { return rdb.Ping(context.Background()).Err() })
+	poll.Until(t, poll.BusyMachine, func() error { return rdb.Ping(context.Background()).Err() })
 	return srv, port
 }
 
@@ -123,7 +123,7 @@ func TestHungRedisScrapeAnswersInTime(t *testing.T) {
 		return string(b), age
 	}
 	const figure = `newsletter_queue_tasks{queue="default",state="pending"} 0`
-	poll.True(t, 30*time.Second, "the queue figures", func() bool {
+	poll.True(t, poll.BusyMachine, "the queue figures", func() bool {
 		body, _ := scrape()
 		return strings.Contains(body, figure)
 	})
@@ -134,7 +134,7 @@ func TestHungRedisScrapeAnswersInTime(t *testing.T) {
 	// Every scrape answers (or the client's timeout fails the test);
 	// once the figures are older than the cache's 5 s, each one waits for
 	// the hung reading and then shows them anyway, with their age.
-	poll.True(t, 60*time.Second, "a scrape with figures older than the cache's time", func() bool {
+	poll.True(t, poll.BusyMachine, "a scrape with figures older than the cache's time", func() bool {
 		body, age := scrape()
 		if !strings.Contains(body, figure) || !strings.Contains(body, "go_goroutines") {
 			t.Fatalf("a scrape under a hung Redis lacks the last figures:\n%s", body)
@@ -145,7 +145,7 @@ func TestHungRedisScrapeAnswersInTime(t *testing.T) {
 	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	poll.True(t, 60*time.Second, "fresh figures once Redis is back", func() bool {
+	poll.True(t, poll.BusyMachine, "fresh figures once Redis is back", func() bool {
 		body, age := scrape()
 		return strings.Contains(body, figure) && age >= 0 && age < queuemetrics.CacheTTL.Seconds()
 	})

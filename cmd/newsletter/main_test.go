@@ -64,7 +64,7 @@ func startService(t *testing.T, env map[string]string, args ...string) *service 
 	s := &service{base: "http://" + addr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1), cancel: cancel}
 	go func() { s.done <- run(ctx, args, func(k string) string { return env[k] }, s.stdout, s.stderr) }()
 	t.Cleanup(func() { s.stop(t) })
-	poll.True(t, 10*time.Second, "the service to listen", func() bool {
+	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
 		resp, err := http.Get(s.base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -80,7 +80,7 @@ func (s *service) stop(t *testing.T) int {
 	case code := <-s.done:
 		s.done <- code
 		return code
-	case <-time.After(30 * time.Second):
+	case <-time.After(poll.BusyMachine):
 		t.Fatalf("service did not stop; stderr:\n%s", s.stderr)
 	}
 	return -1
@@ -122,7 +122,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	confirm := smtpSrv.WaitFor(t, 1, 10*time.Second)[0]
+	confirm := smtpSrv.WaitFor(t, 1, poll.BusyMachine)[0]
 	if confirm.To[0] != "flow@example.com" || confirm.Header.Get("List-Unsubscribe") != "" {
 		t.Fatalf("confirmation: to %v, List-Unsubscribe %q", confirm.To, confirm.Header.Get("List-Unsubscribe"))
 	}
@@ -153,7 +153,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	resp.Body.Close()
 	confirmedAt := time.Now()
 
-	welcome := smtpSrv.WaitFor(t, 2, 10*time.Second)[1]
+	welcome := smtpSrv.WaitFor(t, 2, poll.BusyMachine)[1]
 	// asynq keeps scheduled tasks with a whole-second score, so a task
 	// may run up to a second before its due time.
 	if time.Since(confirmedAt) < time.Second {
@@ -294,11 +294,11 @@ func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
 	startService(t, env(), "worker")
 	// The welcome of the one who stayed is the marker that the window has
 	// passed for both.
-	smtpSrv.WaitFor(t, 1, 10*time.Second)
+	smtpSrv.WaitFor(t, 1, poll.BusyMachine)
 	// And the leaver's welcome is gone from the queue (deleted, or run and
 	// skipped by the re-check), so it cannot still arrive.
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	poll.True(t, 10*time.Second, "the leaver's welcome to leave the queue", func() bool {
+	poll.True(t, poll.BusyMachine, "the leaver's welcome to leave the queue", func() bool {
 		_, err := insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID("leaves@example.com"))
 		return errors.Is(err, asynq.ErrTaskNotFound)
 	})
@@ -329,7 +329,7 @@ func TestEmbeddedBanner(t *testing.T) {
 	svc := startService(t, map[string]string{"NEWSLETTER_BASE_URL": "http://localhost:8080"}, "serve")
 	// The banner is printed once every part has started, which can be
 	// after the HTTP server answers: wait for its last line.
-	poll.True(t, 10*time.Second, "the whole banner", func() bool {
+	poll.True(t, poll.BusyMachine, "the whole banner", func() bool {
 		return strings.Contains(svc.stdout.String(), "nothing survives a restart")
 	})
 	out := svc.stdout.String()
@@ -383,7 +383,7 @@ func TestDevMailboxOnlyInDevelopment(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("the mailbox with the token: %s %v", resp.Status, resp.Header)
 	}
-	poll.True(t, 10*time.Second, "the banner", func() bool { return strings.Contains(svc.stdout.String(), "metrics ") })
+	poll.True(t, poll.BusyMachine, "the banner", func() bool { return strings.Contains(svc.stdout.String(), "metrics ") })
 	if strings.Contains(svc.stdout.String(), "dev-mailbox-token-0123") {
 		t.Fatalf("the configured admin token was printed:\n%s", svc.stdout.String())
 	}

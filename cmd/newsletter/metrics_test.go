@@ -72,7 +72,7 @@ func TestScrapesShareOneReading(t *testing.T) {
 	}
 	// The first reading may outlast a scrape's wait on a busy machine:
 	// scrape until its figures show.
-	poll.True(t, 30*time.Second, "the first figures", func() bool {
+	poll.True(t, poll.BusyMachine, "the first figures", func() bool {
 		return strings.Contains(scrape(), `newsletter_queue_tasks{queue="default",state="scheduled"} 1`)
 	})
 	reading := counter.n.Load()
@@ -134,7 +134,7 @@ func TestMetricsListener(t *testing.T) {
 			if resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("/healthz on the metrics listener: %s, want 404", resp.Status)
 			}
-			poll.True(t, 10*time.Second, "the banner's metrics line", func() bool {
+			poll.True(t, poll.BusyMachine, "the banner's metrics line", func() bool {
 				return strings.Contains(svc.stdout.String(), "metrics          "+localURL(metricsAddr)+"/metrics")
 			})
 		})

@@ -88,7 +88,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 		_ = prom.Wait() // killed: its exit status says nothing
 	})
 	p := promClient{base: "http://" + promAddr}
-	poll.Until(t, 60*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		up, err := p.query("sum(up{job=\"newsletter\"})")
 		if err != nil {
 			return fmt.Errorf("%v\n%s", err, promLog.String())
@@ -101,15 +101,15 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 
 	// No digest has run: the alert that watches for that is active
 	// (pending: its for is an hour) from the first evaluation on.
-	poll.Until(t, 30*time.Second, func() error { return p.alertActive("NewsletterNoDigestThisWeek") })
+	poll.Until(t, poll.BusyMachine, func() error { return p.alertActive("NewsletterNoDigestThisWeek") })
 
 	// One welcome delivered, one bounced, one rejected by policy.
 	for _, email := range []string{"fine@example.com", "gone@example.com", "refused@example.com"} {
 		api1.post(t, "/subscribe", `{"email":"`+email+`"}`, "", http.StatusAccepted)
 	}
-	poll.Until(t, 60*time.Second, func() error { return p.alertActive("NewsletterMailsRejected") })
+	poll.Until(t, poll.BusyMachine, func() error { return p.alertActive("NewsletterMailsRejected") })
 	// The archive alert fires on the rejection, not on the bounce.
-	poll.Until(t, 60*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		res, err := p.query(`sum by (cause) (increase(newsletter_tasks_archived_total[5m]))`)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	// A digest to the one active reader.
 	api1.post(t, "/api/items", `{"title":"News","url":"https://example.com/n"}`, "prometheus-test-token", http.StatusCreated)
 	api1.post(t, "/api/digest/run", `{"period":"prom-1"}`, "prometheus-test-token", http.StatusAccepted)
-	poll.Until(t, 60*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		res, err := p.query(`sum(newsletter_emails_sent_total{kind="digest"})`)
 		if err != nil || len(res) != 1 || res[0].value() != 1 {
 			return fmt.Errorf("digest mails sent: %v %v", res, err)
@@ -146,7 +146,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	}
 	for _, panel := range panels {
 		for _, expr := range panel.Exprs {
-			poll.Until(t, 30*time.Second, func() error {
+			poll.Until(t, poll.BusyMachine, func() error {
 				res, err := p.query(expr)
 				if err != nil {
 					return fmt.Errorf("panel %q: %v", panel.Title, err)
@@ -173,7 +173,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	// says: each process reports the same numbers, and max counts them
 	// once where sum would count them twice.
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	poll.Until(t, 30*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		res, err := p.query(`max by (queue, state) (newsletter_queue_tasks)`)
 		if err != nil {
 			return err

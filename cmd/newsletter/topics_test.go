@@ -56,7 +56,7 @@ func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
 	}
 	svc.post(t, "/api/items", `{"title":"One","url":"https://example.com/1"}`, topicsAdmin, http.StatusCreated)
 	svc.post(t, "/api/digest/run", `{"period":"2026-W50"}`, topicsAdmin, http.StatusAccepted)
-	poll.True(t, 30*time.Second, "both digests", func() bool {
+	poll.True(t, poll.BusyMachine, "both digests", func() bool {
 		return len(smtpSrv.To("reader@example.com")) == 1 && len(smtpSrv.To("witness@example.com")) == 1
 	})
 	digest := smtpSrv.To("reader@example.com")[0]
@@ -78,7 +78,7 @@ func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
 	for _, email := range []string{"reader@example.com", "witness@example.com"} {
 		svc.post(t, "/api/events", `{"email":"`+email+`","title":"Your export is ready","url":"https://example.com/e"}`, topicsAdmin, http.StatusAccepted)
 	}
-	poll.True(t, 30*time.Second, "the reader's event", func() bool { return len(smtpSrv.To("reader@example.com")) == 2 })
+	poll.True(t, poll.BusyMachine, "the reader's event", func() bool { return len(smtpSrv.To("reader@example.com")) == 2 })
 	event := smtpSrv.To("reader@example.com")[1]
 	if got := event.Header.Get("List-Id"); got != "Product updates <updates.newsletter.localhost>" || !strings.Contains(event.Text(), "Your export is ready") {
 		t.Fatalf("event mail: List-Id %q\n%s", got, event.Data)
@@ -116,10 +116,10 @@ func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
 	for _, email := range []string{"reader@example.com", "witness@example.com"} {
 		svc.post(t, "/api/events", `{"email":"`+email+`","title":"Another","url":"https://example.com/f"}`, topicsAdmin, http.StatusAccepted)
 	}
-	poll.True(t, 30*time.Second, "the witness's second digest and event", func() bool { return len(smtpSrv.To("witness@example.com")) == 4 })
+	poll.True(t, poll.BusyMachine, "the witness's second digest and event", func() bool { return len(smtpSrv.To("witness@example.com")) == 4 })
 	// The reader's event bundle is handled in the same group window as
 	// the witness's; its task must be gone (skipped) before we look.
-	poll.True(t, 30*time.Second, "the reader's event task to be done", func() bool {
+	poll.True(t, poll.BusyMachine, "the reader's event task to be done", func() bool {
 		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeEventsEmail, tasks.TypeEvent)
 	})
 	if got := subjects(smtpSrv, "reader@example.com"); len(got) != 2 {
@@ -189,7 +189,7 @@ func TestSequenceOverSMTP(t *testing.T) {
 	start := time.Now()
 	svc.post(t, "/subscribe", `{"email":"stays@example.com"}`, "", http.StatusAccepted)
 	svc.post(t, "/subscribe", `{"email":"leaves@example.com"}`, "", http.StatusAccepted)
-	poll.True(t, 30*time.Second, "both welcomes", func() bool {
+	poll.True(t, poll.BusyMachine, "both welcomes", func() bool {
 		return len(smtpSrv.To("stays@example.com")) == 1 && len(smtpSrv.To("leaves@example.com")) == 1
 	})
 	// Leave by the welcome's own one-click (it is the sequence topic's).
@@ -199,7 +199,7 @@ func TestSequenceOverSMTP(t *testing.T) {
 		t.Fatalf("one-click: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	poll.True(t, 30*time.Second, "the three steps", func() bool { return len(smtpSrv.To("stays@example.com")) == 3 })
+	poll.True(t, poll.BusyMachine, "the three steps", func() bool { return len(smtpSrv.To("stays@example.com")) == 3 })
 	got := smtpSrv.To("stays@example.com")
 	for i, m := range got {
 		if m.Header.Get("Subject") != stepSubjects[i] {
@@ -215,11 +215,45 @@ func TestSequenceOverSMTP(t *testing.T) {
 	// The leaver's next step would have been due long since: give the
 	// worker the time the stayer's last step took, then check.
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	poll.True(t, 30*time.Second, "the queue to drain", func() bool {
+	poll.True(t, poll.BusyMachine, "the queue to drain", func() bool {
 		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeWelcomeEmail, tasks.TypeSequenceStep)
 	})
 	if got := subjects(smtpSrv, "leaves@example.com"); len(got) != 1 {
 		t.Fatalf("after leaving between steps 1 and 2: %v", got)
+	}
+}
+
+// TestLateWelcomeStillGoesFirst: no worker runs until after the second
+// step's time (an outage longer than the gap between the first two
+// steps, or asynq's 5 s poll against a 1 s welcome): the person still
+// gets the welcome, then the second step.
+func TestLateWelcomeStillGoesFirst(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	env := func() map[string]string {
+		return realEnv(redisURL, smtpSrv.URL(), map[string]string{
+			"NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_TOPICS_FILE": threeStepFile(t, "1s", "3s", "1h"),
+			"NEWSLETTER_SUBSCRIBE_RATE": "0",
+		})
+	}
+	api := startService(t, env(), "api")
+	api.post(t, "/subscribe", `{"email":"late@example.com"}`, "", http.StatusAccepted)
+	st := store.NewRedis(rdb)
+	sub, err := st.Get(context.Background(), "late@example.com")
+	if err != nil || sub.ConfirmedAt.IsZero() {
+		t.Fatalf("subscriber %+v: %v", sub, err)
+	}
+	// Both steps' times pass with no worker to run them (a second's
+	// margin: asynq may run a task up to a second early).
+	poll.True(t, poll.BusyMachine, "the second step's time to pass", func() bool {
+		return time.Since(sub.ConfirmedAt) > 4*time.Second
+	})
+	startService(t, env(), "worker")
+	poll.True(t, poll.BusyMachine, "the second step", func() bool {
+		return slices.Contains(subjects(smtpSrv, "late@example.com"), stepSubjects[1])
+	})
+	if got := subjects(smtpSrv, "late@example.com"); !slices.Equal(got, stepSubjects[:2]) {
+		t.Fatalf("got %q, want the welcome then the second step", got)
 	}
 }
 
@@ -250,7 +284,7 @@ func TestSequenceSurvivesKill(t *testing.T) {
 	// in Redis, scheduled by the killed process.
 	st := store.NewRedis(rdb)
 	ctx := context.Background()
-	poll.True(t, 30*time.Second, "every welcome sent and marked", func() bool {
+	poll.True(t, poll.BusyMachine, "every welcome sent and marked", func() bool {
 		for _, e := range emails {
 			sub, err := st.Get(ctx, e)
 			if err != nil {
@@ -269,19 +303,19 @@ func TestSequenceSurvivesKill(t *testing.T) {
 	first.Wait()
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
-	poll.True(t, 150*time.Second, "every step to everyone", func() bool {
+	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
 		for _, e := range emails {
-			if len(smtpSrv.To(e)) < 3 {
-				return false
+			if got := subjects(smtpSrv, e); len(got) < 3 {
+				return fmt.Errorf("still waiting for every step to everyone: %s got %q", e, got)
 			}
 		}
-		return true
+		return nil
 	})
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	// A task the killed worker held comes back only when asynq's
 	// recoverer finds its lease expired (about a minute): it must run,
 	// and send nothing, before the count below is final.
-	poll.True(t, 150*time.Second, "the queue to drain", func() bool {
+	poll.True(t, poll.BusyMachine+recoverAfter, "the queue to drain", func() bool {
 		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeWelcomeEmail, tasks.TypeSequenceStep)
 	})
 	for _, e := range emails {

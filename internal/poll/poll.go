@@ -13,6 +13,15 @@ import (
 // interval is how often a condition is checked.
 const interval = 10 * time.Millisecond
 
+// BusyMachine is the deadline of a wait for background work in a test that
+// runs the service, a worker or asynq for real (a mail arriving, a task
+// done, a process listening): long enough for a 2-core machine busy with
+// the race detector, other tests and other work (`make test-stress` runs
+// the suite beside two CPU-bound loops). It bounds a wait and says
+// nothing about speed: a passing test never waits it out, and a failing
+// one reports what it still waited for.
+const BusyMachine = 2 * time.Minute
+
 // Until checks cond until it returns nil; after timeout the test fails with
 // cond's last error, which should say what was seen instead.
 func Until(t testing.TB, timeout time.Duration, cond func() error) {

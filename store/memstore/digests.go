@@ -83,7 +83,9 @@ func (m *Memory) AdvanceDigestRun(_ context.Context, period string, cursor int64
 	if !ok {
 		return store.ErrNoRun
 	}
-	r.Cursor, r.Planned = cursor, r.Planned+int64(n)
+	if cursor > r.Cursor { // a page not past the cursor was counted
+		r.Cursor, r.Planned = cursor, r.Planned+int64(n)
+	}
 	if done {
 		r.State, r.PlannedAt = store.RunPlanned, m.now().UTC()
 	}

@@ -334,7 +334,9 @@ func testKeysetWalkAndOutcomes(t *testing.T, h Harness, s store.Store) {
 	must(t, s.SetOutcome(ctx, "p", store.OutcomeFailed, 3))
 	must(t, s.MarkSent(ctx, store.Mark{Kind: "digest", Key: "p", SubscriberID: 5, Shared: true}))
 	must(t, s.AdvanceDigestRun(ctx, "p", 10, 10, false))
-	must(t, s.AdvanceDigestRun(ctx, "p", 25, 13, true))
+	must(t, s.AdvanceDigestRun(ctx, "p", 10, 10, false)) // again: counted once
+	must(t, s.AdvanceDigestRun(ctx, "p", 25, 13, false))
+	must(t, s.AdvanceDigestRun(ctx, "p", 25, 0, true))
 	run, _ := s.DigestRun(ctx, "p")
 	if run.Skipped != 2 || run.Failed != 1 || run.Sent != 1 || run.Planned != 23 || run.Cursor != 25 || run.State != store.RunPlanned || run.PlannedAt.IsZero() {
 		t.Fatalf("counters: %+v", run)

@@ -75,7 +75,9 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		return err
 	}
 	// The re-read of the whole batch, in one round trip.
-	subs, err := h.Store.SubscribersByID(ctx, p.IDs)
+	subs, err := awaitRedis(ctx, h.Deliver.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
+		return h.Store.SubscribersByID(ctx, p.IDs)
+	})
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		}
 	}
 	if len(skipped) > 0 {
-		if err := h.Store.SetOutcome(ctx, p.Period, store.OutcomeSkipped, skipped...); err != nil {
+		if err := h.setOutcome(ctx, p.Period, store.OutcomeSkipped, skipped); err != nil {
 			return err
 		}
 	}
@@ -124,7 +126,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		for i, f := range failed {
 			ids[i] = f.SubscriberID
 		}
-		if err := h.Store.SetOutcome(ctx, p.Period, store.OutcomeFailed, ids...); err != nil {
+		if err := h.setOutcome(ctx, p.Period, store.OutcomeFailed, ids); err != nil {
 			// The retry finds these marks unsent and their subscribers
 			// bounced (skipped) or fails them again: the count catches up.
 			return firstErr(retry, fmt.Errorf("record %d failed recipients: %w", len(ids), err))
@@ -133,9 +135,22 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 	return retry
 }
 
+// setOutcome records recipients' outcome, waiting out a Redis outage (a
+// bitmap: recording twice is recording once).
+func (h *BatchSender) setOutcome(ctx context.Context, period, outcome string, ids []int64) error {
+	return untilRedis(ctx, h.Deliver.away(), "record of "+outcome+" recipients", func(ctx context.Context) error {
+		return h.Store.SetOutcome(ctx, period, outcome, ids...)
+	})
+}
+
 func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[time.Time][]int64) error {
 	for until, ids := range held {
-		if _, err := h.Queue.EnqueueContext(ctx, tasks.NewQuietDigestBatch(period, ids, until)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		// Its TaskID makes enqueueing it again after a lost answer a
+		// conflict, which is success.
+		_, err := awaitRedis(ctx, h.Deliver.away(), "deferral of quiet recipients", func(ctx context.Context) (*asynq.TaskInfo, error) {
+			return h.Queue.EnqueueContext(ctx, tasks.NewQuietDigestBatch(period, ids, until))
+		})
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 		h.log().Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())
@@ -163,7 +178,9 @@ func (h *BatchSender) digestEntries(ctx context.Context, period string) ([]maile
 	if e, ok := h.entries[period]; ok {
 		return e, nil
 	}
-	run, err := h.Store.DigestRun(ctx, period)
+	run, err := awaitRedis(ctx, h.Deliver.away(), "read of the digest run", func(ctx context.Context) (store.DigestRun, error) {
+		return h.Store.DigestRun(ctx, period)
+	})
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, fmt.Errorf("digest %s has no run record: %w", period, asynq.SkipRetry)
 	}

@@ -53,8 +53,12 @@ type Deliverer struct {
 	Throttle time.Duration
 	// ClaimTTL is the claims' expiry (DefaultClaimTTL).
 	ClaimTTL time.Duration
-	Metrics  *Metrics
-	Log      *slog.Logger
+	// RedisWait bounds how long each Redis step of a delivery (the
+	// re-read, claims, pacing, marks) waits for a Redis that cannot be
+	// reached before the task gives up (DefaultRedisWait).
+	RedisWait time.Duration
+	Metrics   *Metrics
+	Log       *slog.Logger
 	// Tags, when set, traces each mail to its subscriber in a late bounce
 	// or complaint (the VERP tag in its envelope sender and Message-ID).
 	Tags *feedback.Tagger
@@ -103,13 +107,24 @@ func (d *Deliverer) log() *slog.Logger {
 	return slog.Default()
 }
 
+// away is how the deliverer's Redis steps wait out an outage
+// (redisaway.go).
+func (d *Deliverer) away() redisWait { return redisWait{For: d.RedisWait, Log: d.log()} }
+
+// subscriber reads one subscriber, waiting out a Redis outage.
+func (d *Deliverer) subscriber(ctx context.Context, email string) (store.Subscriber, error) {
+	return awaitRedis(ctx, d.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
+		return d.Store.Get(ctx, email)
+	})
+}
+
 // Recipient re-reads the subscriber right before sending. ok is false when
 // nothing should be sent; err is then nil (skip) or a store failure (retry).
 // A suppressed subscriber whose own confirmation was asked for
 // (Reconfirming) counts as Pending: the confirmation is the one mail it
 // may get.
 func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Status) (sub store.Subscriber, ok bool, err error) {
-	sub, err = d.Store.Get(ctx, email)
+	sub, err = d.subscriber(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
 		d.log().Info("skip: unknown subscriber", "domain", address.Domain(email))
 		return sub, false, nil
@@ -153,9 +168,13 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		marks[i] = m.Mark
 	}
 	// The claims name the task: its retry takes them over at once when
-	// this attempt dies without releasing them (Redis away, say).
+	// this attempt dies without releasing them (Redis away, say), and
+	// claiming again after a lost answer takes over what the first try
+	// took.
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := d.Store.ClaimMarks(ctx, owner, marks, d.claimTTL())
+	claims, err := awaitRedis(ctx, d.away(), "delivery claims", func(ctx context.Context) ([]store.Claim, error) {
+		return d.Store.ClaimMarks(ctx, owner, marks, d.claimTTL())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim delivery: %w", err)
 	}
@@ -185,7 +204,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		m = sess
 	}
 
-	p, confirms := newPacer(ctx, d.Pace), newPacer(ctx, d.ConfirmPace)
+	p, confirms := newPacer(ctx, d.Pace, d.away()), newPacer(ctx, d.ConfirmPace, d.away())
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
 	stopAt := time.Now().Add(d.claimTTL() / 2)
@@ -279,7 +298,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.marks.add(mail.Mark, marked)
 		return nil
 	}
-	if err := d.Store.MarkSent(ctx, mail.Mark); err != nil {
+	if err := untilRedis(ctx, d.away(), "sent mark", func(ctx context.Context) error { return d.Store.MarkSent(ctx, mail.Mark) }); err != nil {
 		// The mail is out. Returning an error would retry and could send
 		// it again once the claim expires; a missing mark costs nothing
 		// more than that, so log and succeed.
@@ -295,7 +314,7 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 	if len(marks) == 0 {
 		return why
 	}
-	if err := d.Store.ReleaseMarks(ctx, marks); err != nil {
+	if err := untilRedis(ctx, d.away(), "release of delivery claims", func(ctx context.Context) error { return d.Store.ReleaseMarks(ctx, marks) }); err != nil {
 		d.log().Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
 		if why == nil {
 			return err
@@ -327,12 +346,12 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 	switch se.Class {
 	case mailer.Throttled:
 		if d.Pace != nil {
-			if err := d.Pace.Throttle(ctx, se.Domain, d.throttle()); err != nil {
+			if err := untilRedis(ctx, d.away(), "domain pause", func(ctx context.Context) error { return d.Pace.Throttle(ctx, se.Domain, d.throttle()) }); err != nil {
 				d.log().Warn("pause domain", "domain", se.Domain, "err", err)
 			}
 		}
 	case mailer.Bounced:
-		if err := d.Store.MarkBounced(ctx, mail.To.Email); err != nil {
+		if err := untilRedis(ctx, d.away(), "bounce", func(ctx context.Context) error { return d.Store.MarkBounced(ctx, mail.To.Email) }); err != nil {
 			return fmt.Errorf("mark bounced after %v: %w", se, err) // retry; the next try bounces again
 		}
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)

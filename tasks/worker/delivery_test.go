@@ -106,7 +106,7 @@ func (d *delivery) welcome(t *testing.T, emails ...string) {
 func (d *delivery) waitArchived(t *testing.T, email string) *asynq.TaskInfo {
 	t.Helper()
 	var info *asynq.TaskInfo
-	poll.True(t, 10*time.Second, "task archived", func() bool {
+	poll.True(t, poll.BusyMachine, "task archived", func() bool {
 		var err error
 		info, err = d.insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID(email))
 		return err == nil && info.State == asynq.TaskStateArchived
@@ -128,7 +128,7 @@ func TestGreylistedTwiceThenDelivered(t *testing.T) {
 	})
 	d.startWorker(t, 1000, 2)
 	d.welcome(t, "grey@x.org")
-	d.smtp.WaitFor(t, 1, 15*time.Second)
+	d.smtp.WaitFor(t, 1, poll.BusyMachine)
 	if n := len(d.smtp.To("grey@x.org")); n != 1 || d.smtp.Attempts("grey@x.org") != 3 {
 		t.Fatalf("%d delivered after %d attempts; want 1 after 3", n, d.smtp.Attempts("grey@x.org"))
 	}
@@ -143,7 +143,7 @@ func TestGreylistedTwiceThenDelivered(t *testing.T) {
 	}
 	// The worker counts the mail after the server's 250, so the count may
 	// trail what the server saw: poll for it.
-	poll.Until(t, 10*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		if got := testutil.ToFloat64(d.metrics.Sent.WithLabelValues("welcome")); got != 1 {
 			return fmt.Errorf("sent = %v, want 1", got)
 		}
@@ -206,10 +206,10 @@ func TestConnectionDroppedMidDataIsRetriedOnce(t *testing.T) {
 	})
 	d.startWorker(t, 1000, 2)
 	d.welcome(t, "drop@x.org")
-	d.smtp.WaitFor(t, 1, 10*time.Second)
+	d.smtp.WaitFor(t, 1, poll.BusyMachine)
 	// Give a wrong second delivery every chance to show up: the task must
 	// be completed, not pending another retry.
-	poll.True(t, 5*time.Second, "task done", func() bool {
+	poll.True(t, poll.BusyMachine, "task done", func() bool {
 		_, err := d.insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID("drop@x.org"))
 		return errors.Is(err, asynq.ErrTaskNotFound)
 	})
@@ -243,7 +243,7 @@ func TestExhaustedRetriesAreArchivedAndRerunnable(t *testing.T) {
 	if err := d.insp.RunTask(tasks.QueueDefault, info.ID); err != nil {
 		t.Fatal(err)
 	}
-	d.smtp.WaitFor(t, 1, 10*time.Second)
+	d.smtp.WaitFor(t, 1, poll.BusyMachine)
 }
 
 // TestSharedRateAcrossWorkers runs three worker "processes" (three asynq
@@ -260,7 +260,7 @@ func TestSharedRateAcrossWorkers(t *testing.T) {
 		emails[i] = fmt.Sprintf("r%02d@x.org", i)
 	}
 	d.welcome(t, emails...)
-	msgs := d.smtp.WaitFor(t, mails, 30*time.Second)
+	msgs := d.smtp.WaitFor(t, mails, poll.BusyMachine)
 	times := make([]time.Time, len(msgs))
 	for i, m := range msgs {
 		times[i] = m.At

@@ -31,7 +31,7 @@ func TestSixtyEventsOneMail(t *testing.T) {
 	seed(t, d.store, "ev", 1)
 	d.events(t, "ev0000@example.org", 60)
 	d.startWorker(t, 100000, 4, maxSize(100))
-	m := d.smtp.WaitFor(t, 1, 20*time.Second)[0]
+	m := d.smtp.WaitFor(t, 1, poll.BusyMachine)[0]
 	text := m.Text()
 	for i := 0; i < 60; i++ {
 		if !strings.Contains(text, fmt.Sprintf("Event %02d for", i)) {
@@ -41,7 +41,7 @@ func TestSixtyEventsOneMail(t *testing.T) {
 	if !strings.Contains(m.Header.Get("Subject"), "60 new notifications") {
 		t.Fatalf("subject %q", m.Header.Get("Subject"))
 	}
-	poll.True(t, 10*time.Second, "events drained", func() bool {
+	poll.True(t, poll.BusyMachine, "events drained", func() bool {
 		info, err := d.insp.GetQueueInfo(tasks.QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})
@@ -55,12 +55,12 @@ func TestMaxSizeSplitsBundles(t *testing.T) {
 	seed(t, d.store, "ev", 1)
 	d.events(t, "ev0000@example.org", 60)
 	d.startWorker(t, 100000, 4, maxSize(50))
-	msgs := d.smtp.WaitFor(t, 2, 20*time.Second)
+	msgs := d.smtp.WaitFor(t, 2, poll.BusyMachine)
 	entries := 0
 	for _, m := range msgs {
 		entries += strings.Count(m.Text(), "Event ")
 	}
-	poll.True(t, 10*time.Second, "events drained", func() bool {
+	poll.True(t, poll.BusyMachine, "events drained", func() bool {
 		info, err := d.insp.GetQueueInfo(tasks.QueueDefault)
 		return err == nil && info.Size == 0 && info.Aggregating == 0
 	})
@@ -76,7 +76,7 @@ func TestEventsForThreePeopleThreeMails(t *testing.T) {
 		d.events(t, p, 5)
 	}
 	d.startWorker(t, 100000, 4, maxSize(50))
-	d.smtp.WaitFor(t, 3, 20*time.Second)
+	d.smtp.WaitFor(t, 3, poll.BusyMachine)
 	for _, p := range people {
 		got := d.smtp.To(p)
 		if len(got) != 1 || strings.Count(got[0].Text(), "Event ") != 5 || strings.Contains(got[0].Text(), "for "+people[(indexOf(people, p)+1)%3]) {

@@ -50,6 +50,7 @@ type Deps struct {
 	Feedback store.FeedbackPolicy
 
 	ClaimTTL          time.Duration // DefaultClaimTTL
+	RedisWait         time.Duration // DefaultRedisWait
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
 	MaxPendingBatches int           // DefaultMaxPendingBatches
@@ -59,10 +60,10 @@ type Deps struct {
 func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
-		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
+		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
 	}
 	if d.MarkWindow > 0 {
-		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.log())
+		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
 	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
@@ -71,7 +72,7 @@ func NewHandlers(d Deps) Handlers {
 			Digests: d.Store,
 		},
 		Planner: &Planner{
-			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log,
+			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log, RedisWait: d.RedisWait,
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
 		},
 		Batches: &BatchSender{

@@ -134,7 +134,7 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error 
 	if p.Email == "" || p.Nonce == "" {
 		return errMissing(t, "email or nonce")
 	}
-	sub, err := h.Deliver.Store.Get(ctx, p.Email)
+	sub, err := h.Deliver.subscriber(ctx, p.Email)
 	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active && sub.Status != store.Pending {
 		return nil
 	}

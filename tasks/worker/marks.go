@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,7 +26,7 @@ import (
 // at most that many.
 //
 // While Redis is away (restarting, say) a flush keeps trying for up to
-// markRetryFor, holding its slots: the senders stop at a full window
+// DefaultRedisWait, holding its slots: the senders stop at a full window
 // instead of sending mails that could not be marked, and once Redis is
 // back the marks go in and sending goes on, with nothing to send twice.
 //
@@ -42,9 +43,11 @@ type markWriter struct {
 	in     chan pendingMark
 	kick   chan struct{}
 	linger time.Duration
-	// retryFor bounds how long a flush waits for an unreachable Redis
-	// (markRetryFor).
-	retryFor time.Duration
+	// away is how a flush waits for an unreachable Redis (past its
+	// bound the marks are given up, logged: their claims then keep
+	// other runs out until they expire, and the same task's retry takes
+	// them over and sends those mails again).
+	away redisWait
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -59,18 +62,11 @@ type pendingMark struct {
 // many marks share a round trip, and the longest a sender waits for a slot.
 const markLinger = time.Millisecond
 
-// markRetryFor is how long a flush keeps trying while Redis cannot be
-// reached: longer than a restart, short enough not to hold a worker's
-// shutdown long. Past it the marks are given up (logged): their claims
-// then keep other runs out until they expire, and the same task's retry
-// takes them over and sends those mails again.
-const markRetryFor = 30 * time.Second
-
-func newMarkWriter(s store.Marks, window int, linger time.Duration, log *slog.Logger) *markWriter {
+func newMarkWriter(s store.Marks, window int, linger time.Duration, away redisWait) *markWriter {
 	w := &markWriter{
-		store: s, log: log, slots: make(chan struct{}, max(window, 1)),
+		store: s, log: away.log(), slots: make(chan struct{}, max(window, 1)),
 		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
-		linger: linger, retryFor: markRetryFor, stop: make(chan struct{}),
+		linger: linger, away: away, stop: make(chan struct{}),
 	}
 	w.wg.Add(1)
 	go w.loop()
@@ -164,28 +160,16 @@ func (w *markWriter) flush(batch []pendingMark) {
 	}
 }
 
-// write writes marks, trying again while Redis cannot be reached, for up
-// to retryFor. Not under the task's context: the mails are out, and their
-// marks must be written even when the task that sent them was cancelled.
+// write writes marks, trying again while Redis cannot be reached (for up
+// to DefaultRedisWait). Not under the task's context: the mails are out,
+// and their marks must be written even when the task that sent them was
+// cancelled.
 func (w *markWriter) write(marks []store.Mark) error {
-	giveUp := time.Now().Add(w.retryFor)
-	wait := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := w.store.MarkSent(ctx, marks...)
-		cancel()
-		if err == nil || !store.Unavailable(err) || time.Now().Add(wait).After(giveUp) {
-			if err == nil && attempt > 1 {
-				w.log.Info("marks written once Redis was back", "marks", len(marks), "attempts", attempt)
-			}
-			return err
-		}
-		if attempt == 1 {
-			w.log.Warn("Redis away: holding sent marks until it is back", "marks", len(marks), "err", err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
-	}
+	return untilRedis(context.Background(), w.away, fmt.Sprintf("%d sent marks", len(marks)), func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return w.store.MarkSent(ctx, marks...)
+	})
 }
 
 // close stops the writer. Every sender waits for its own marks before its

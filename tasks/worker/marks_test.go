@@ -42,7 +42,7 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 	g := &gatedMarks{Marks: mem, gate: make(chan struct{})}
 	// No linger: only a full window or a waiting sender sends the marks,
 	// so what goes together does not depend on this machine's speed.
-	w := newMarkWriter(g, 3, time.Hour, discard)
+	w := newMarkWriter(g, 3, time.Hour, redisWait{Log: discard})
 	defer w.close()
 	ctx := context.Background()
 	var done sync.WaitGroup
@@ -88,7 +88,7 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	g := &gatedMarks{Marks: memstore.New(), gate: make(chan struct{}), err: errors.New("ERR the store refused the write")}
 	close(g.gate)
-	w := newMarkWriter(g, 1, markLinger, discard)
+	w := newMarkWriter(g, 1, markLinger, redisWait{Log: discard})
 	defer w.close()
 	// A window never given back would block the next send for good: with
 	// a deadline, that is a failure with a message, not a hung test.
@@ -136,7 +136,7 @@ func (a *awayMarks) MarkSent(ctx context.Context, marks ...store.Mark) error {
 func TestMarksWaitForRedisToComeBack(t *testing.T) {
 	mem := memstore.New()
 	a := &awayMarks{Marks: mem, away: 3}
-	w := newMarkWriter(a, 2, markLinger, discard)
+	w := newMarkWriter(a, 2, markLinger, redisWait{Log: discard})
 	defer w.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -41,8 +41,16 @@ type Planner struct {
 	// planner pauses (DefaultMaxPendingBatches).
 	BatchSize         int
 	MaxPendingBatches int
-	Log               *slog.Logger
+	// RedisWait bounds how long each Redis step of the planner waits for
+	// a Redis that cannot be reached (DefaultRedisWait).
+	RedisWait time.Duration
+	Log       *slog.Logger
 }
+
+// away is how the planner's Redis steps wait out an outage
+// (redisaway.go): each is safe to run twice (the run is created once, a
+// batch's TaskID conflicts, a page's advance counts once).
+func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
 
 func (h *Planner) log() *slog.Logger {
 	if h.Log != nil {
@@ -65,7 +73,11 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 	if !tasks.ValidPeriod(p.Period) {
 		return errMissing(t, "valid period")
 	}
-	run, created, err := h.Store.StartDigestRun(ctx, p.Period)
+	var created bool
+	run, err := awaitRedis(ctx, h.away(), "start of the digest run", func(ctx context.Context) (run store.DigestRun, err error) {
+		run, created, err = h.Store.StartDigestRun(ctx, p.Period)
+		return run, err
+	})
 	if err != nil {
 		return err
 	}
@@ -85,22 +97,33 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 		if err := h.waitForRoom(ctx); err != nil {
 			return err
 		}
-		ids, err := h.Store.AudienceAfter(ctx, topics.Digest, cursor, size)
+		ids, err := awaitRedis(ctx, h.away(), "read of the audience", func(ctx context.Context) ([]int64, error) {
+			return h.Store.AudienceAfter(ctx, topics.Digest, cursor, size)
+		})
 		if err != nil {
 			return err
 		}
 		if len(ids) == 0 {
 			h.log().Info("digest: planned", "period", p.Period, "cursor", cursor)
-			return h.Store.AdvanceDigestRun(ctx, p.Period, cursor, 0, true)
+			return h.advance(ctx, p.Period, cursor, 0, true)
 		}
-		if _, err := h.Queue.EnqueueContext(ctx, tasks.NewDigestBatch(p.Period, ids)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		_, err = awaitRedis(ctx, h.away(), "enqueue of a digest batch", func(ctx context.Context) (*asynq.TaskInfo, error) {
+			return h.Queue.EnqueueContext(ctx, tasks.NewDigestBatch(p.Period, ids))
+		})
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			return fmt.Errorf("enqueue digest batch: %w", err)
 		}
 		cursor = ids[len(ids)-1]
-		if err := h.Store.AdvanceDigestRun(ctx, p.Period, cursor, len(ids), false); err != nil {
+		if err := h.advance(ctx, p.Period, cursor, len(ids), false); err != nil {
 			return err
 		}
 	}
+}
+
+func (h *Planner) advance(ctx context.Context, period string, cursor int64, n int, done bool) error {
+	return untilRedis(ctx, h.away(), "save of the planner's cursor", func(ctx context.Context) error {
+		return h.Store.AdvanceDigestRun(ctx, period, cursor, n, done)
+	})
 }
 
 // waitForRoom is the planner's back pressure: while the critical queue
@@ -116,7 +139,9 @@ func (h *Planner) waitForRoom(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(planWaitLimit)
 	for {
-		pending, err := h.Depth.Pending(ctx, tasks.QueueCritical)
+		pending, err := awaitRedis(ctx, h.away(), "read of the queue's depth", func(ctx context.Context) (int, error) {
+			return h.Depth.Pending(ctx, tasks.QueueCritical)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				// The task's time ran out while it waited: hand it back

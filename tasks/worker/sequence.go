@@ -22,9 +22,10 @@ import (
 // A person's progress is their steps' delivery marks, one per step
 // template; the steps' times are their delays from the confirmation.
 // When a step's task runs it re-reads the subscriber and the marks, and
-// under the topics file of today (nextStep) sends the latest step that is
-// due after the last one sent, skipping any the person passed while
-// waiting; then it schedules the following step under that step's own
+// under the topics file of today (nextStep) sends the step after the last
+// one sent (the first step however late; a later one unless the person
+// passed it while waiting, when the one after it is due too); then it
+// schedules the following step under that step's own
 // TaskID, so at most one step per person waits in Redis and leaving can
 // delete it by name. A task whose step is not due (removed, moved later)
 // only schedules the one that is. A step added while people wait for a
@@ -113,7 +114,9 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	for i, st := range seq.Steps {
 		marks[i] = stepMark(st.Template, sub.ID)
 	}
-	sent, err := h.Deliver.Store.SentMarks(ctx, marks)
+	sent, err := awaitRedis(ctx, h.Deliver.away(), "read of sequence progress", func(ctx context.Context) ([]bool, error) {
+		return h.Deliver.Store.SentMarks(ctx, marks)
+	})
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
@@ -133,9 +136,6 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		h.count(label, StepSuperseded)
 		return h.schedule(ctx, sub, next)
 	}
-	if st.Template != label {
-		h.count(label, StepSuperseded)
-	}
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
 	}
@@ -149,17 +149,30 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		return err
 	}
 	h.count(st.Template, StepSent)
+	if index != 0 && next+1 < len(seq.Steps) && seq.Steps[next+1].Template == label {
+		// This task's own step follows the one it just sent (a first
+		// step that was still unsent when this task ran). Scheduling it
+		// would clash with this task's TaskID and be dropped: the task
+		// comes back at its step's time instead.
+		in := max(sub.ConfirmedAt.Add(seq.Steps[next+1].After).Sub(now), time.Second)
+		return &Deferred{Reason: "step " + label + " follows " + st.Template, In: in}
+	}
+	if st.Template != label {
+		h.count(label, StepSuperseded)
+	}
 	return h.schedule(ctx, sub, next+1)
 }
 
 // latestEntries are the items of the latest digest run (none before the
 // first run).
 func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, error) {
-	period, err := h.Digests.LatestDigestPeriod(ctx)
+	period, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", h.Digests.LatestDigestPeriod)
 	if err != nil || period == "" {
 		return nil, err
 	}
-	run, err := h.Digests.DigestRun(ctx, period)
+	run, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", func(ctx context.Context) (store.DigestRun, error) {
+		return h.Digests.DigestRun(ctx, period)
+	})
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, nil
 	}
@@ -169,12 +182,21 @@ func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, err
 	return entriesOf(run.Items), nil
 }
 
-// nextStep is the step a person is at: after the last step they were
-// sent, the latest one due by now (those before it were passed while the
-// person waited, by a step added later or a long outage, and are skipped
-// rather than sent in a burst), or else the first one still to come (due
-// false). -1: no step is left. Scheduled times are whole seconds, so a
-// step due within the next second counts as due.
+// nextStep is the step a person is at: the first step after the last one
+// they were sent, unless it was passed (due false: it is still to come).
+// -1: no step is left. Scheduled times are whole seconds, so a step due
+// within the next second counts as due.
+//
+// A step was passed when it is more than passedAfter past its time and
+// the step after it is due too: the person went by it while waiting (a
+// step added to the file after its time, a long outage), and it is
+// skipped rather than sent in a burst with the next. A step that is only
+// late (asynq's poll, a busy worker, a short outage) still goes, in
+// order: lateness of seconds or minutes must not cost a person a step.
+//
+// The first step is never passed: it is the welcome, what the person
+// expects right after confirming, and every later step reads as a
+// follow-up to it. Until it is sent it is the step, however late it runs.
 func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Time) (index int, due bool) {
 	first := 0
 	for i, s := range sent {
@@ -185,17 +207,23 @@ func nextStep(seq topics.Sequence, confirmed time.Time, sent []bool, now time.Ti
 	if first >= len(seq.Steps) {
 		return -1, false
 	}
-	latest := -1
-	for i := first; i < len(seq.Steps); i++ {
-		if !confirmed.Add(seq.Steps[i].After).After(now.Add(time.Second)) {
-			latest = i
-		}
+	at := func(i int) time.Time { return confirmed.Add(seq.Steps[i].After) }
+	isDue := func(i int) bool { return !at(i).After(now.Add(time.Second)) }
+	if !isDue(first) {
+		return first, false
 	}
-	if latest >= 0 {
-		return latest, true
+	i := first
+	for i > 0 && i+1 < len(seq.Steps) && isDue(i+1) && now.Sub(at(i)) > passedAfter {
+		i++
 	}
-	return first, false
+	return i, true
 }
+
+// passedAfter is how long past its time a step must be, with the next one
+// due, to count as passed (nextStep): far more than a task is ever late
+// for a busy worker or a restart, far less than the gaps of a real
+// sequence (hours, days).
+const passedAfter = time.Hour
 
 // stepMark is the delivery mark of step template to a subscriber: shared
 // by everyone's step (a bitmap), kept for good. The first step of the
@@ -221,7 +249,11 @@ func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i i
 	if i > 0 {
 		job = tasks.NewStep(sub.Email, st.Template, due)
 	}
-	_, err := h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
+	// The step's TaskID makes scheduling it again after a lost answer a
+	// conflict, which is success.
+	_, err := awaitRedis(ctx, h.Deliver.away(), "schedule of step "+st.Template, func(ctx context.Context) (*asynq.TaskInfo, error) {
+		return h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
+	})
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule step %s: %w", st.Template, err)
 	}

@@ -232,6 +232,87 @@ func TestSequenceAddedAndRemovedSteps(t *testing.T) {
 	}
 }
 
+// The first step is never skipped: a welcome that runs after a later
+// step's time (asynq's poll, an outage) still goes out, and before that
+// step. A later step that is only late (seconds, minutes) goes too, in
+// order; one the person passed (more than an hour past its time, the
+// next one due) is skipped.
+func TestSequenceLateWelcomeGoesFirst(t *testing.T) {
+	// Welcome after 1s, getting-started after 3s, best-of after 5s;
+	// asynq moved the welcome's task after all three times.
+	e := newSequenceEnv(t, sequenceSet(t, "  - {template: welcome, after: 1s}\n  - {template: getting-started, after: 3s}\n  - {template: best-of, after: 5s}\n"), nil)
+	e.now = confirmed.Add(10 * time.Second)
+	if err := e.run(t, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, e.queue.take(), queuedStep{"getting-started", e.now})
+	if err := e.run(t, "getting-started"); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, e.queue.take(), queuedStep{"best-of", e.now})
+	if err := e.run(t, "best-of"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.subjects(); !slices.Equal(got, []string{"welcome", "getting-started", "best-of"}) {
+		t.Fatalf("sent %v", got)
+	}
+
+	// An outage longer than the gap between the first two steps, with
+	// real delays: the welcome, then the second step at once, then the
+	// third at its time.
+	f := newSequenceEnv(t, sequenceSet(t, threeSteps), nil)
+	f.now = confirmed.Add(73 * time.Hour)
+	if err := f.run(t, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, f.queue.take(), queuedStep{"getting-started", f.now})
+	if err := f.run(t, "getting-started"); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, f.queue.take(), queuedStep{"best-of", confirmed.Add(168 * time.Hour)})
+	if got := f.subjects(); !slices.Equal(got, []string{"welcome", "getting-started"}) {
+		t.Fatalf("sent %v", got)
+	}
+
+	// Past every step: the welcome, then only the latest of the others
+	// (the ones between were passed).
+	g := newSequenceEnv(t, sequenceSet(t, threeSteps), nil)
+	g.now = confirmed.Add(200 * time.Hour)
+	if err := g.run(t, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, g.queue.take(), queuedStep{"getting-started", g.now})
+	if err := g.run(t, "getting-started"); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, g.queue.take())
+	if got := g.subjects(); !slices.Equal(got, []string{"welcome", "best-of"}) {
+		t.Fatalf("sent %v", got)
+	}
+
+	// A later step's task that runs while the welcome is still unsent
+	// (its task was lost or archived) sends the welcome first, and comes
+	// back for its own step rather than schedule itself under the TaskID
+	// it holds.
+	k := newSequenceEnv(t, sequenceSet(t, threeSteps), nil)
+	k.now = confirmed.Add(72 * time.Hour)
+	var d *Deferred
+	if err := k.run(t, "getting-started"); !errors.As(err, &d) || d.In != time.Second {
+		t.Fatalf("step after a late welcome: %v", err)
+	}
+	wantQueued(t, k.queue.take())
+	if err := k.run(t, "getting-started"); err != nil {
+		t.Fatal(err)
+	}
+	wantQueued(t, k.queue.take(), queuedStep{"best-of", confirmed.Add(168 * time.Hour)})
+	if got := k.subjects(); !slices.Equal(got, []string{"welcome", "getting-started"}) {
+		t.Fatalf("sent %v", got)
+	}
+	if n := testutil.ToFloat64(k.h.Metrics.Steps.WithLabelValues("getting-started", StepSuperseded)); n != 0 {
+		t.Fatalf("superseded counted %v for a step that went out", n)
+	}
+}
+
 func TestSequenceStopsWhenTheTopicIsOff(t *testing.T) {
 	e := newSequenceEnv(t, sequenceSet(t, threeSteps), nil)
 	ctx := context.Background()
