@@ -140,6 +140,9 @@ func (s *SES) SendRaw(ctx context.Context, from, to string, data []byte) error {
 	domain := address.Domain(to)
 	if until := s.pausedUntil.Load(); until != 0 {
 		if wait := time.Unix(0, until).Sub(s.now()); wait > 0 {
+			// asynq schedules in whole seconds: a shorter wait would
+			// bring the task straight back.
+			wait = max(wait, time.Second)
 			return &SendError{Class: Temporary, Domain: domain, RetryAfter: wait,
 				Err: &PausedError{Reason: "Amazon SES paused sending for this account; held until the next try", In: wait}}
 		}
