@@ -77,7 +77,7 @@ type SES struct {
 // a missing role fails at start-up rather than on every mail.
 func NewSES(ctx context.Context, o SESOptions) (*SES, error) {
 	if o.Region == "" {
-		return nil, errors.New("ses: a region is required")
+		return nil, errors.New("SES: a region is required")
 	}
 	if o.Conns <= 0 {
 		o.Conns = 16
@@ -118,13 +118,13 @@ func NewSES(ctx context.Context, o SESOptions) (*SES, error) {
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("ses: AWS configuration: %w", err)
+		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
 	if cfg.Credentials == nil {
-		return nil, errors.New("ses: no AWS credentials")
+		return nil, errors.New("no AWS credentials")
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		return nil, fmt.Errorf("ses: no AWS credentials from the default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity, container or instance role): %w", err)
+		return nil, fmt.Errorf("no AWS credentials from the default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity, container or instance role): %w", err)
 	}
 	return &SES{client: sesv2.NewFromConfig(cfg), pauseFor: o.PauseFor, now: time.Now}, nil
 }
