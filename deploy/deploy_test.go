@@ -128,6 +128,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.Bounces.WithLabelValues("hard", "smtp").Inc()
 	m.Complaints.WithLabelValues("smtp").Inc()
 	m.Steps.WithLabelValues("welcome", "sent").Inc()
+	m.TransportPaused.WithLabelValues("email").Set(1)
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
 	st := memstore.New()
@@ -190,7 +191,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 		got[r.Alert] = true
 		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
-	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}
@@ -300,6 +301,8 @@ func TestPromtool(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "prometheus.yml"), bytes.ReplaceAll(cfg, []byte("/etc/prometheus/alerts.yml"), []byte(filepath.Join(dir, "alerts.yml"))), 0o644)
 	for _, args := range [][]string{
 		{"check", "rules", "prometheus/alerts.yml"},
+		// The alerts' unit tests (alerts_test.yml).
+		{"test", "rules", "prometheus/alerts_test.yml"},
 		{"check", "config", filepath.Join(dir, "prometheus.yml")},
 		// As shipped, with the rule file at its path in the container.
 		{"check", "config", "--syntax-only", "prometheus/prometheus.yml"},

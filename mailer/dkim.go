@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/emersion/go-msgauth/dkim"
@@ -71,6 +72,24 @@ func (k DKIMKey) Algorithm() string {
 type DKIM struct {
 	domain string
 	keys   []DKIMKey
+	// leave are the header names (lower case) no signature covers: those
+	// a transport replaces after signing (WithoutHeaders).
+	leave map[string]bool
+}
+
+// WithoutHeaders returns a signer like d whose signatures leave out the
+// named headers: a transport that replaces them after signing (SES sets
+// its own Date and Message-ID) would break a signature covering them.
+func (d *DKIM) WithoutHeaders(names ...string) *DKIM {
+	out := *d
+	out.leave = make(map[string]bool, len(d.leave)+len(names))
+	for n := range d.leave {
+		out.leave[n] = true
+	}
+	for _, n := range names {
+		out.leave[strings.ToLower(n)] = true
+	}
+	return &out
 }
 
 // NewDKIM returns a signer for domain with keys, each signing every mail.
@@ -123,7 +142,7 @@ func ReadDKIMKey(file string) (crypto.Signer, error) {
 // both header and body, so where the fields go and how a relay refolds
 // the header does not matter.
 func (d *DKIM) Sign(header, body []byte) ([]byte, error) {
-	keys := signedHeaders(header)
+	keys := slices.DeleteFunc(signedHeaders(header), func(k string) bool { return d.leave[strings.ToLower(k)] })
 	signers := make([]*dkim.Signer, len(d.keys))
 	writers := make([]io.Writer, len(d.keys))
 	for i, k := range d.keys {

@@ -141,9 +141,13 @@ func (a *app) close() {
 	a.closers = nil
 }
 
-// newMailer is the SMTP pool, or the dev mailbox (also returned as its web
-// page) when no SMTP server is configured.
-func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
+// newMailer is the SMTP pool, the Amazon SES API
+// (NEWSLETTER_EMAIL_TRANSPORT=ses), or the dev mailbox (also returned as
+// its web page) when no SMTP server is configured.
+func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error) {
+	if a.cfg.EmailTransport == config.TransportSES {
+		return a.newSESMailer(ctx)
+	}
 	if a.cfg.SMTP == nil {
 		// The dev mailbox shows every confirm and unsubscribe link: on a
 		// real Redis only when asked for, and behind the admin token.
@@ -169,6 +173,32 @@ func (a *app) newMailer() (mailer.Mailer, http.Handler, error) {
 		return nil, nil, err
 	}
 	a.closers = append(a.closers, func() { closeLogged(a.log, "SMTP pool", m) })
+	return m, nil, nil
+}
+
+// newSESMailer composes mail as the SMTP mailer does and sends its bytes
+// through the SES v2 API, with credentials from the AWS SDK's default
+// chain (checked here, so a missing role stops start-up).
+func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, error) {
+	signer, err := dkimSigner(a.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ses, err := mailer.NewSES(ctx, mailer.SESOptions{
+		Region: a.cfg.SESRegion, Endpoint: a.cfg.SESEndpoint, Conns: a.cfg.Concurrency,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("NEWSLETTER_EMAIL_TRANSPORT=ses: %w", err)
+	}
+	m, err := mailer.NewComposed(mailer.ComposeOptions{
+		From: a.cfg.From, ListID: listID(a.cfg.From), DKIM: signer, BounceAddress: a.cfg.BounceAddress,
+	}, ses)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.log.Info("mail goes through the Amazon SES API", "region", a.cfg.SESRegion, "endpoint", a.cfg.SESEndpoint)
 	return m, nil, nil
 }
 

@@ -83,7 +83,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		mailbox http.Handler
 	)
 	if r.worker {
-		m, box, err := a.newMailer()
+		m, box, err := a.newMailer(ctx)
 		if err != nil {
 			return err
 		}

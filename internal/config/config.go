@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,12 @@ type Config struct {
 	// PollInterval is how often workers move due scheduled and retry tasks
 	// into their queues (asynq's default 5s). Tests shorten it.
 	PollInterval time.Duration
+	// EmailTransport is how mail leaves: TransportSMTP (NEWSLETTER_SMTP_URL,
+	// or the dev mailbox without one) or TransportSES (the Amazon SES v2
+	// API in SESRegion, at SESEndpoint when set).
+	EmailTransport string
+	SESRegion      string
+	SESEndpoint    string
 }
 
 // The default listen addresses: every interface, or in embedded mode the
@@ -141,6 +148,12 @@ func Loopback(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// The e-mail transports.
+const (
+	TransportSMTP = "smtp"
+	TransportSES  = "ses"
+)
 
 // Embedded reports whether the service runs on its in-memory default, where
 // nothing is durable and missing secrets are made up at start.
@@ -202,6 +215,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
 	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
+	c.EmailTransport = strings.ToLower(p.str("NEWSLETTER_EMAIL_TRANSPORT", TransportSMTP))
+	c.SESRegion = p.str("NEWSLETTER_SES_REGION", "")
+	c.SESEndpoint = p.str("NEWSLETTER_SES_ENDPOINT", "")
+	p.transport(c)
 	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
 		if arn = strings.TrimSpace(arn); arn != "" {
 			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")
@@ -288,6 +305,35 @@ func Load(getenv func(string) string) (*Config, error) {
 	return c, nil
 }
 
+// sesRegion is the form of an AWS region name: us-east-1, eu-central-2,
+// us-gov-west-1, cn-northwest-1.
+var sesRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+
+// transport checks the e-mail transport and the variables that belong to
+// it: each transport's settings only with that transport, so a forgotten
+// NEWSLETTER_EMAIL_TRANSPORT does not silently send another way.
+func (p *parser) transport(c *Config) {
+	switch c.EmailTransport {
+	case TransportSMTP:
+		p.check("NEWSLETTER_SES_REGION", c.SESRegion == "", "unset, or NEWSLETTER_EMAIL_TRANSPORT=ses")
+		p.check("NEWSLETTER_SES_ENDPOINT", c.SESEndpoint == "", "unset, or NEWSLETTER_EMAIL_TRANSPORT=ses")
+	case TransportSES:
+		p.check("NEWSLETTER_SES_REGION", c.SESRegion != "", "the AWS region of your SES identities, such as eu-west-1, whenever NEWSLETTER_EMAIL_TRANSPORT=ses")
+		p.check("NEWSLETTER_SES_REGION", c.SESRegion == "" || sesRegion.MatchString(c.SESRegion), fmt.Sprintf("an AWS region name such as eu-west-1, got %q", c.SESRegion))
+		if c.SESEndpoint != "" {
+			u, err := url.Parse(c.SESEndpoint)
+			p.check("NEWSLETTER_SES_ENDPOINT", err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == "" && u.Fragment == "",
+				"an https:// URL of the SES API, such as a VPC endpoint's")
+		}
+		p.check("NEWSLETTER_SMTP_URL", c.SMTPURL == "", "unset with NEWSLETTER_EMAIL_TRANSPORT=ses (mail goes through the SES API)")
+		p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox, "unset with NEWSLETTER_EMAIL_TRANSPORT=ses (mail goes through the SES API)")
+		p.check("NEWSLETTER_DKIM_ED25519_KEY_FILE", c.DKIMEd25519KeyFile == "",
+			"unset with NEWSLETTER_EMAIL_TRANSPORT=ses: SES refuses a message with two DKIM-Signature fields (sign with the RSA key alone)")
+	default:
+		p.check("NEWSLETTER_EMAIL_TRANSPORT", false, fmt.Sprintf("smtp or ses, got %q", c.EmailTransport))
+	}
+}
+
 // dkim checks the DKIM variables: each key with its selector, a second
 // key only beside a first, and a signing domain that DMARC aligns with
 // the From domain.
@@ -358,6 +404,9 @@ func (c *Config) Warnings() []string {
 	var w []string
 	if strings.HasPrefix(c.BaseURL, "http://") {
 		w = append(w, "NEWSLETTER_BASE_URL is http: mailbox providers ignore List-Unsubscribe links that are not https")
+	}
+	if strings.HasPrefix(c.SESEndpoint, "http://") {
+		w = append(w, "NEWSLETTER_SES_ENDPOINT is http: every mail crosses the network unencrypted (fine for a local stand-in only)")
 	}
 	if c.Embedded() {
 		w = append(w, "NEWSLETTER_REDIS_URL is empty: using an embedded in-memory Redis, nothing survives a restart")

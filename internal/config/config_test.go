@@ -238,3 +238,54 @@ func TestListenAddresses(t *testing.T) {
 		}
 	}
 }
+
+func TestEmailTransport(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.EmailTransport != TransportSMTP {
+		t.Fatalf("default transport: %v %+v", err, c)
+	}
+	ses := map[string]string{
+		"NEWSLETTER_EMAIL_TRANSPORT": "SES",
+		"NEWSLETTER_SES_REGION":      "eu-central-1",
+		"NEWSLETTER_SES_ENDPOINT":    "https://vpce-0123.email.eu-central-1.vpce.amazonaws.com",
+	}
+	c, err = Load(env(ses))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EmailTransport != TransportSES || c.SESRegion != "eu-central-1" || c.SESEndpoint != ses["NEWSLETTER_SES_ENDPOINT"] {
+		t.Fatalf("ses: %+v", c)
+	}
+	for _, w := range c.Warnings() {
+		if strings.Contains(w, "SES") {
+			t.Errorf("an https endpoint warns: %s", w)
+		}
+	}
+	ses["NEWSLETTER_SES_ENDPOINT"] = "http://127.0.0.1:4566"
+	if c, err = Load(env(ses)); err != nil || !strings.Contains(strings.Join(c.Warnings(), "\n"), "NEWSLETTER_SES_ENDPOINT is http") {
+		t.Errorf("an http endpoint: %v, warnings %q", err, c.Warnings())
+	}
+
+	// Each mistake is one line naming its variable.
+	for want, e := range map[string]map[string]string{
+		"NEWSLETTER_EMAIL_TRANSPORT: want smtp or ses": {"NEWSLETTER_EMAIL_TRANSPORT": "sendgrid"},
+		"NEWSLETTER_SES_REGION: want the AWS region":   {"NEWSLETTER_EMAIL_TRANSPORT": "ses"},
+		"NEWSLETTER_SES_REGION: want an AWS region":    {"NEWSLETTER_EMAIL_TRANSPORT": "ses", "NEWSLETTER_SES_REGION": "Frankfurt"},
+		"NEWSLETTER_SES_ENDPOINT: ":                    {"NEWSLETTER_EMAIL_TRANSPORT": "ses", "NEWSLETTER_SES_REGION": "us-east-1", "NEWSLETTER_SES_ENDPOINT": "email.us-east-1.amazonaws.com"},
+		"NEWSLETTER_SMTP_URL: want unset":              {"NEWSLETTER_EMAIL_TRANSPORT": "ses", "NEWSLETTER_SES_REGION": "us-east-1", "NEWSLETTER_SMTP_URL": "smtp://mail.example.com"},
+		"NEWSLETTER_DEV_MAILBOX: want unset":           {"NEWSLETTER_EMAIL_TRANSPORT": "ses", "NEWSLETTER_SES_REGION": "us-east-1", "NEWSLETTER_DEV_MAILBOX": "true"},
+		"NEWSLETTER_SES_REGION: want unset":            {"NEWSLETTER_SES_REGION": "us-east-1"},
+		"NEWSLETTER_SES_ENDPOINT: want unset":          {"NEWSLETTER_SES_ENDPOINT": "https://email.us-east-1.amazonaws.com"},
+		"NEWSLETTER_DKIM_ED25519_KEY_FILE: want unset": {
+			"NEWSLETTER_EMAIL_TRANSPORT": "ses", "NEWSLETTER_SES_REGION": "us-east-1",
+			"NEWSLETTER_FROM": "News <news@example.org>", "NEWSLETTER_DKIM_DOMAIN": "example.org",
+			"NEWSLETTER_DKIM_KEY_FILE": "/etc/dkim/rsa.pem", "NEWSLETTER_DKIM_SELECTOR": "rsa2026",
+			"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem", "NEWSLETTER_DKIM_ED25519_SELECTOR": "ed2026",
+		},
+	} {
+		_, err := Load(env(e))
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: want one line starting %q, got %v", e, want, err)
+		}
+	}
+}

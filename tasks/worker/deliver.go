@@ -248,6 +248,13 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		case errors.Is(err, asynq.SkipRetry):
 			failed = append(failed, Failure{SubscriberID: mail.To.ID, Err: err})
 		default:
+			if mailer.AsPaused(err) != nil {
+				// The transport refuses every mail for now: hand the
+				// rest back and let the task wait out the pause, not
+				// counted as a failure (PausedError.RetryAfter).
+				d.paused(1)
+				return failed, giveBack(i+1, err)
+			}
 			if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
 				p.domains[domain] = max(d.throttle(), time.Second)
 			}
@@ -255,6 +262,13 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		}
 	}
 	return failed, retry
+}
+
+// paused sets the e-mail lane's newsletter_transport_paused.
+func (d *Deliverer) paused(v float64) {
+	if d.Metrics != nil {
+		d.Metrics.TransportPaused.WithLabelValues(LaneEmail).Set(v)
+	}
 }
 
 // send renders one mail, sends it through m and records the outcome: the
@@ -294,6 +308,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 	if d.Metrics != nil {
 		d.Metrics.Sent.WithLabelValues(mail.Mark.Kind).Inc()
 	}
+	d.paused(0)
 	if d.marks != nil {
 		d.marks.add(mail.Mark, marked)
 		return nil
@@ -340,6 +355,11 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		se = &mailer.SendError{Class: mailer.Temporary, Domain: address.Domain(mail.To.Email), Err: err}
 	}
 	kind := mail.Mark.Kind
+	if pe := mailer.AsPaused(err); pe != nil {
+		// Held, not failed: newsletter_transport_paused tells.
+		d.log().Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
+		return se
+	}
 	d.countFailure(kind, se.Class)
 	d.log().Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)

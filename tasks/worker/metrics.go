@@ -34,7 +34,14 @@ type Metrics struct {
 	// Steps counts the onboarding sequence's step tasks by step (its
 	// template) and outcome (StepOutcomes).
 	Steps *prometheus.CounterVec // step, outcome
+	// TransportPaused is 1 while a lane's transport refuses all mail
+	// (SES's sending pause: the lane holds its mail), 0 once it accepts
+	// mail again.
+	TransportPaused *prometheus.GaugeVec // lane
 }
+
+// LaneEmail is the lane label of the e-mail transport's metrics.
+const LaneEmail = "email"
 
 // Results are the values of the result label of newsletter_tasks_total.
 var Results = []string{"success", "retry", "archived", "deferred"}
@@ -76,7 +83,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_sequence_steps_total", Help: "Onboarding sequence steps by step (template) and outcome (sent, left, superseded).",
 		}, []string{"step", "outcome"}),
+		TransportPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "newsletter_transport_paused", Help: "1 while the lane's transport refuses all mail (Amazon SES paused sending) and the lane holds its mail; 0 once a mail goes out.",
+		}, []string{"lane"}),
 	}
+	m.TransportPaused.WithLabelValues(LaneEmail)
 	for _, src := range tasks.FeedbackSources {
 		m.Bounces.WithLabelValues("hard", src)
 		m.Bounces.WithLabelValues("soft", src)
@@ -100,7 +111,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused)
 	}
 	return m
 }
