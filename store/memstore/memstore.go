@@ -313,7 +313,7 @@ func (m *Memory) GetByID(_ context.Context, id int64) (store.Subscriber, error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.byID[id]; ok {
-		return copyOf(s), nil
+		return m.view(s, m.now()), nil
 	}
 	return store.Subscriber{}, store.ErrNotFound
 }
