@@ -31,7 +31,8 @@ func tokenPage(h http.HandlerFunc) http.HandlerFunc {
 // https: its answers carry Strict-Transport-Security, so a browser never
 // sends a token over plain http to it again.
 func (s *Server) https() bool {
-	return strings.HasPrefix(strings.ToLower(s.cfg.Origin), "https://")
+	o := s.cfg.Origin
+	return len(o) >= len("https://") && strings.EqualFold(o[:len("https://")], "https://")
 }
 
 // addressOf is the address a verified token names: the subscriber with
