@@ -79,6 +79,23 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}
 }
 
+// sign is a token for purpose p to the subscriber with address email,
+// as the mails carry it (by id).
+func (e *env) sign(t *testing.T, p token.Purpose, email string) string {
+	t.Helper()
+	return e.signTopic(t, p, email, "")
+}
+
+// signTopic is sign for a link that leaves one topic.
+func (e *env) signTopic(t *testing.T, p token.Purpose, email, topic string) string {
+	t.Helper()
+	sub, err := e.store.Get(context.Background(), email)
+	if err != nil {
+		t.Fatalf("token for %s: %v", email, err)
+	}
+	return e.signer.SignTopic(p, sub.ID, topic)
+}
+
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 func (e *env) post(t *testing.T, path, contentType, body string) (*http.Response, string) {
@@ -205,7 +222,7 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 func TestConfirmLink(t *testing.T) {
 	e := newEnv(t, Config{DoubleOptIn: true, WelcomeDelay: time.Hour})
 	e.post(t, "/subscribe", jsonCT, `{"email":"c@example.com"}`)
-	if resp, _ := e.get(t, "/confirm?token="+url.QueryEscape(e.signer.Sign(token.Unsubscribe, "c@example.com"))); resp.StatusCode != 400 {
+	if resp, _ := e.get(t, "/confirm?token="+url.QueryEscape(e.sign(t, token.Unsubscribe, "c@example.com"))); resp.StatusCode != 400 {
 		t.Fatalf("an unsubscribe token confirmed: %d", resp.StatusCode)
 	}
 	if resp, _ := e.get(t, "/confirm?token=garbage"); resp.StatusCode != 400 {
@@ -214,7 +231,7 @@ func TestConfirmLink(t *testing.T) {
 	if e.status(t, "c@example.com") != store.Pending {
 		t.Fatal("a bad token changed the subscriber")
 	}
-	tok := e.signer.Sign(token.Confirm, "c@example.com")
+	tok := e.sign(t, token.Confirm, "c@example.com")
 	link := "/confirm?token=" + url.QueryEscape(tok)
 	// What a mail scanner does: GET and HEAD the link. Nothing changes;
 	// the page holds a button that POSTs.
@@ -289,7 +306,7 @@ func TestOneClickUnsubscribe(t *testing.T) {
 	for i, form := range []string{"urlencoded", "multipart"} {
 		email := []string{"u1@example.com", "u2@example.com"}[i]
 		e.post(t, "/subscribe", jsonCT, `{"email":"`+email+`"}`)
-		tok := url.QueryEscape(e.signer.Sign(token.Unsubscribe, email))
+		tok := url.QueryEscape(e.sign(t, token.Unsubscribe, email))
 		// GET shows a page and changes nothing.
 		resp, body := e.get(t, "/unsubscribe?token="+tok)
 		if resp.StatusCode != 200 || !strings.Contains(body, "<form") || e.status(t, email) != store.Active {
@@ -315,7 +332,7 @@ func TestOneClickUnsubscribe(t *testing.T) {
 	}
 	// A confirm token cannot unsubscribe.
 	e.post(t, "/subscribe", jsonCT, `{"email":"u3@example.com"}`)
-	resp, _ := e.post(t, "/unsubscribe?token="+url.QueryEscape(e.signer.Sign(token.Confirm, "u3@example.com")), "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click")
+	resp, _ := e.post(t, "/unsubscribe?token="+url.QueryEscape(e.sign(t, token.Confirm, "u3@example.com")), "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click")
 	if resp.StatusCode != 400 || e.status(t, "u3@example.com") != store.Active {
 		t.Fatalf("confirm token unsubscribed: %d", resp.StatusCode)
 	}

@@ -14,22 +14,33 @@ import (
 // in: only the POST changes anything.
 func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
-	email, ok := s.confirmToken(w, tok)
+	email, ok := s.confirmToken(w, r, tok)
 	if !ok {
 		return
 	}
 	renderPage(w, http.StatusOK, "confirm", pageData{Title: "Confirm your subscription", Email: email, Token: tok})
 }
 
-// confirmToken verifies a confirm token, answering the error page itself.
-func (s *Server) confirmToken(w http.ResponseWriter, tok string) (string, bool) {
-	email, err := s.deps.Signer.Verify(token.Confirm, tok)
+// confirmToken verifies a confirm token and finds the address it is for,
+// answering the error page itself.
+func (s *Server) confirmToken(w http.ResponseWriter, r *http.Request, tok string) (string, bool) {
+	who, err := s.deps.Signer.Verify(token.Confirm, tok)
 	if errors.Is(err, token.ErrExpired) {
 		message(w, http.StatusBadRequest, "This link has expired", "Confirmation links work for 7 days. Subscribe again to get a new one.")
 		return "", false
 	}
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the mail, or subscribe again to get a new one.")
+		return "", false
+	}
+	email, err := s.addressOf(r.Context(), who)
+	if errors.Is(err, store.ErrNotFound) {
+		message(w, http.StatusBadRequest, "This link is no longer valid", "Subscribe again to get a new one.")
+		return "", false
+	}
+	if err != nil {
+		s.deps.Log.Error("confirm: store", "err", err)
+		message(w, http.StatusServiceUnavailable, "Please try again", "We could not confirm your subscription just now.")
 		return "", false
 	}
 	return email, true
@@ -42,7 +53,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	email, ok := s.confirmToken(w, in.get("token"))
+	email, ok := s.confirmToken(w, r, in.get("token"))
 	if !ok {
 		return
 	}

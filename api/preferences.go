@@ -18,32 +18,52 @@ import (
 // GET and HEAD change nothing; the POST carries the token in its body and
 // must come from our own page.
 
-// preferencesToken verifies a preferences token, answering the error page
-// itself.
-func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (string, bool) {
-	email, err := s.deps.Signer.Verify(token.Preferences, tok)
+// preferencesToken verifies a preferences token, answering the error
+// page itself.
+func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (token.Subject, bool) {
+	who, err := s.deps.Signer.Verify(token.Preferences, tok)
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the foot of one of our mails.")
-		return "", false
+		return token.Subject{}, false
 	}
-	return email, true
+	return who, true
+}
+
+// preferencesOf loads the subscriber a preferences token names, answering
+// the page itself when it cannot (ok false): one no longer on the list
+// gets the page of an ended subscription.
+func (s *Server) preferencesOf(w http.ResponseWriter, r *http.Request, who token.Subject) (sub store.Subscriber, ok bool) {
+	var err error
+	if who.Legacy() {
+		sub, err = s.deps.Store.Get(r.Context(), who.Email)
+	} else {
+		sub, err = s.deps.Store.GetByID(r.Context(), who.ID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.ended(w, who.Email)
+		return store.Subscriber{}, false
+	}
+	if err != nil {
+		s.deps.Log.Error("preferences: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not load your preferences just now, please try again")
+		return store.Subscriber{}, false
+	}
+	return sub, true
 }
 
 // preferencesPage handles GET /preferences?token=.
 func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
-	email, ok := s.preferencesToken(w, tok)
+	who, ok := s.preferencesToken(w, tok)
 	if !ok {
 		return
 	}
-	sub, err := s.deps.Store.Get(r.Context(), email)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.deps.Log.Error("preferences: store", "err", err)
-		message(w, http.StatusServiceUnavailable, "Please try again", "We could not load your preferences just now.")
+	sub, ok := s.preferencesOf(w, r, who)
+	if !ok {
 		return
 	}
-	if err != nil || sub.Status != store.Active {
-		s.ended(w, email)
+	if sub.Status != store.Active {
+		s.ended(w, sub.Email)
 		return
 	}
 	s.renderPreferences(w, http.StatusOK, tok, sub, "")
@@ -61,10 +81,15 @@ func (s *Server) renderPreferences(w http.ResponseWriter, code int, tok string, 
 	renderPage(w, code, "preferences", d)
 }
 
-// ended is the page for an address whose subscription is over.
+// ended is the page for an address whose subscription is over (email ""
+// for a link whose subscriber is no longer on the list).
 func (s *Server) ended(w http.ResponseWriter, email string) {
+	whom := "you"
+	if email != "" {
+		whom = email
+	}
 	message(w, http.StatusOK, "You are not subscribed",
-		"We send nothing to "+email+". To get our mail again, subscribe on the front page.")
+		"We send nothing to "+whom+". To get our mail again, subscribe on the front page.")
 }
 
 // preferences handles POST /preferences: save the topics, name and time
@@ -76,7 +101,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := in.get("token")
-	email, ok := s.preferencesToken(w, tok)
+	who, ok := s.preferencesToken(w, tok)
 	if !ok {
 		return
 	}
@@ -86,6 +111,11 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 		return
 	}
+	before, ok := s.preferencesOf(w, r, who)
+	if !ok {
+		return
+	}
+	email := before.Email
 	ctx := r.Context()
 	if in.get("leave") == "all" {
 		if err := s.end(r, email); err != nil {
@@ -96,13 +126,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		s.left(w, r, email)
 		return
 	}
-	before, err := s.deps.Store.Get(ctx, email)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.deps.Log.Error("preferences: store", "err", err)
-		fail(w, r, http.StatusServiceUnavailable, "we could not save your preferences just now, please try again")
-		return
-	}
-	if err != nil || before.Status != store.Active {
+	if before.Status != store.Active {
 		s.ended(w, email)
 		return
 	}

@@ -155,12 +155,12 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /{$}", s.form)
 	m.HandleFunc("POST /subscribe", s.subscribe)
-	m.HandleFunc("GET /confirm", s.confirmPage)
-	m.HandleFunc("POST /confirm", s.confirm)
-	m.HandleFunc("GET /unsubscribe", s.unsubscribePage)
-	m.HandleFunc("POST /unsubscribe", s.unsubscribe)
-	m.HandleFunc("GET /preferences", s.preferencesPage)
-	m.HandleFunc("POST /preferences", s.preferences)
+	m.HandleFunc("GET /confirm", tokenPage(s.confirmPage))
+	m.HandleFunc("POST /confirm", tokenPage(s.confirm))
+	m.HandleFunc("GET /unsubscribe", tokenPage(s.unsubscribePage))
+	m.HandleFunc("POST /unsubscribe", tokenPage(s.unsubscribe))
+	m.HandleFunc("GET /preferences", tokenPage(s.preferencesPage))
+	m.HandleFunc("POST /preferences", tokenPage(s.preferences))
 	health.Register(m, s.deps.Store)
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
@@ -180,6 +180,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+	}
+	if s.https() {
+		w.Header().Set("Strict-Transport-Security", hstsMaxAge)
 	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	s.mux.ServeHTTP(rec, r)

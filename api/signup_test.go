@@ -89,7 +89,7 @@ func TestSignupDoesNotLiftASuppression(t *testing.T) {
 			}
 			// The person opens the link and confirms: the suppression is
 			// lifted, the welcome follows.
-			tok := e.signer.Sign(token.Confirm, "spam@example.com")
+			tok := e.sign(t, token.Confirm, "spam@example.com")
 			if resp, body := e.post(t, "/confirm", formCT, "token="+url.QueryEscape(tok)); resp.StatusCode != http.StatusOK {
 				t.Fatalf("confirm: %d %s", resp.StatusCode, body)
 			}
@@ -140,7 +140,7 @@ func TestNamesRefuseControlAndFormatCharacters(t *testing.T) {
 	if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "p@example.com", Name: "Pat", Activate: true}); err != nil {
 		t.Fatal(err)
 	}
-	tok := e.signer.Sign(token.Preferences, "p@example.com")
+	tok := e.sign(t, token.Preferences, "p@example.com")
 	for _, name := range bad {
 		resp, _ := e.prefsForm(t, origin, url.Values{"token": {tok}, "name": {name}, "topics": {"digest"}})
 		if resp.StatusCode != http.StatusBadRequest {
@@ -243,7 +243,7 @@ func TestJSONFieldsHaveTheirTypes(t *testing.T) {
 	if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "stay@example.com", Activate: true}); err != nil {
 		t.Fatal(err)
 	}
-	prefs := e.signer.Sign(token.Preferences, "stay@example.com")
+	prefs := e.sign(t, token.Preferences, "stay@example.com")
 	for _, c := range []struct {
 		path, good string
 		bad        []string

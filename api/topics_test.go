@@ -150,7 +150,7 @@ func TestOneClickLeavesItsTopicOnly(t *testing.T) {
 		t.Fatal(resp.StatusCode)
 	}
 	// The page of a topic's link names the topic.
-	digestTok := e.signer.SignTopic(token.Unsubscribe, "a@x.io", "digest")
+	digestTok := e.signTopic(t, token.Unsubscribe, "a@x.io", "digest")
 	if _, page := e.get(t, "/unsubscribe?token="+url.QueryEscape(digestTok)); !strings.Contains(page, "Stop <strong>Weekly digest</strong>") {
 		t.Fatalf("page: %s", page)
 	}
@@ -165,8 +165,8 @@ func TestOneClickLeavesItsTopicOnly(t *testing.T) {
 	}
 	// Twice is harmless; the last topic left is unsubscribed.
 	e.oneClick(t, digestTok)
-	e.oneClick(t, e.signer.SignTopic(token.Unsubscribe, "a@x.io", "updates"))
-	e.oneClick(t, e.signer.SignTopic(token.Unsubscribe, "a@x.io", "research"))
+	e.oneClick(t, e.signTopic(t, token.Unsubscribe, "a@x.io", "updates"))
+	e.oneClick(t, e.signTopic(t, token.Unsubscribe, "a@x.io", "research"))
 	if sub, _ := e.store.Get(ctx, "a@x.io"); sub.Status != store.Unsubscribed || len(sub.Topics) != 0 {
 		t.Fatalf("after leaving every topic: %+v", sub)
 	}
@@ -174,7 +174,7 @@ func TestOneClickLeavesItsTopicOnly(t *testing.T) {
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"b@x.io"}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
-	e.oneClick(t, e.signer.Sign(token.Unsubscribe, "b@x.io"))
+	e.oneClick(t, e.sign(t, token.Unsubscribe, "b@x.io"))
 	if e.status(t, "b@x.io") != store.Unsubscribed {
 		t.Fatal("an old link did not unsubscribe")
 	}
@@ -204,7 +204,7 @@ func TestPreferenceCentre(t *testing.T) {
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"p@x.io","name":"Pat","timezone":"Europe/Berlin"}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
-	tok := e.signer.Sign(token.Preferences, "p@x.io")
+	tok := e.sign(t, token.Preferences, "p@x.io")
 	resp, page := e.get(t, "/preferences?token="+url.QueryEscape(tok))
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, page)
@@ -216,7 +216,7 @@ func TestPreferenceCentre(t *testing.T) {
 	}
 	// Purpose-bound: other tokens do not open it, and its token does
 	// nothing else.
-	for _, other := range []string{e.signer.Sign(token.Confirm, "p@x.io"), e.signer.Sign(token.Unsubscribe, "p@x.io"), tok + "x"} {
+	for _, other := range []string{e.sign(t, token.Confirm, "p@x.io"), e.sign(t, token.Unsubscribe, "p@x.io"), tok + "x"} {
 		if resp, _ := e.get(t, "/preferences?token="+url.QueryEscape(other)); resp.StatusCode != 400 {
 			t.Fatalf("preferences opened by another token: %d", resp.StatusCode)
 		}
@@ -286,7 +286,7 @@ func TestPreferenceCentre(t *testing.T) {
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"q@x.io"}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
-	qtok := e.signer.Sign(token.Preferences, "q@x.io")
+	qtok := e.sign(t, token.Preferences, "q@x.io")
 	if resp, body := e.prefsForm(t, origin, url.Values{"token": {qtok}}); resp.StatusCode != 200 || !strings.Contains(body, "You are unsubscribed") {
 		t.Fatalf("no box ticked: %d %s", resp.StatusCode, body)
 	}

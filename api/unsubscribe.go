@@ -19,12 +19,22 @@ import (
 // A GET never unsubscribes, because mail scanners follow links.
 func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
-	email, topic, err := s.deps.Signer.VerifyTopic(token.Unsubscribe, tok)
+	who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole unsubscribe link from the mail.")
 		return
 	}
-	renderPage(w, http.StatusOK, "unsubscribe", pageData{Title: "Unsubscribe", Email: email, Token: tok, Topic: s.topicName(topic)})
+	email, err := s.addressOf(r.Context(), who)
+	if errors.Is(err, store.ErrNotFound) {
+		s.ended(w, "")
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("unsubscribe: store", "err", err)
+		message(w, http.StatusServiceUnavailable, "Please try again", "We could not load your subscription just now.")
+		return
+	}
+	renderPage(w, http.StatusOK, "unsubscribe", pageData{Title: "Unsubscribe", Email: email, Token: tok, Topic: s.topicName(who.Topic)})
 }
 
 // topicName is the name of topic id ("" for none; the id itself for a
@@ -56,8 +66,21 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		// A token from a mail of one topic leaves that topic only; one
 		// without a topic (older mails, the link mailed on request)
 		// leaves everything.
-		if email, topic, err = s.deps.Signer.VerifyTopic(token.Unsubscribe, tok); err != nil {
+		who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
+		if err != nil {
 			fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
+			return
+		}
+		topic = who.Topic
+		switch email, err = s.addressOf(r.Context(), who); {
+		case errors.Is(err, store.ErrNotFound):
+			// Nobody left to unsubscribe: done, as for an address
+			// that is not on the list.
+			s.unsubscribed(w, r, oneClick != "", "", topic)
+			return
+		case err != nil:
+			s.deps.Log.Error("unsubscribe: store", "err", err)
+			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 			return
 		}
 	default:
@@ -93,22 +116,36 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 		return
 	}
+	s.unsubscribed(w, r, oneClick != "", email, topic)
+}
+
+// unsubscribed answers a done unsubscribe: RFC 8058 reads only the status
+// of a one-click; the others say what happened (email "" for a link whose
+// subscriber is no longer on the list).
+func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick bool, email, topic string) {
+	whom := "you"
+	if email != "" {
+		whom = email
+	}
 	switch {
-	case oneClick != "":
+	case oneClick:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("unsubscribed\n")) // RFC 8058 reads only the status
+		_, _ = w.Write([]byte("unsubscribed\n"))
 	case wantsJSON(r):
-		body := map[string]string{"email": email, "status": string(store.Unsubscribed)}
+		body := map[string]string{"status": string(store.Unsubscribed)}
+		if email != "" {
+			body["email"] = email
+		}
 		if topic != "" {
 			body["topic"] = topic
 		}
 		writeJSON(w, http.StatusAccepted, body)
 	case topic != "":
 		message(w, http.StatusAccepted, "You are unsubscribed from "+s.topicName(topic),
-			"We will not send "+s.topicName(topic)+" to "+email+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
+			"We will not send "+s.topicName(topic)+" to "+whom+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
 	default:
-		message(w, http.StatusAccepted, "You are unsubscribed", "We will not send any more mail to "+email+".")
+		message(w, http.StatusAccepted, "You are unsubscribed", "We will not send any more mail to "+whom+".")
 	}
 }
 
@@ -133,7 +170,17 @@ func (s *Server) leaveTopic(r *http.Request, email, topic string) error {
 // ownPage tells a post from our own page (or from a program, which sends
 // no Origin and could forge one anyway) from a form on another site: a
 // browser always names the page's origin on a cross-site POST.
+//
+// A browser's own verdict comes first: Sec-Fetch-Site, which no page can
+// set. The token pages send Referrer-Policy: no-referrer, under which a
+// browser posts their forms with "Origin: null" and no Referer.
 func (s *Server) ownPage(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "same-site", "cross-site":
+		return false
+	}
 	if r.Header.Get("Origin") == "" && r.Header.Get("Referer") == "" {
 		return wantsJSON(r) // a form post without either is not a browser we know
 	}

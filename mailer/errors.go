@@ -39,6 +39,13 @@ func (c Class) String() string {
 // Classes lists every class of failure.
 func Classes() []Class { return []Class{Temporary, Throttled, Bounced, Rejected, Invalid} }
 
+// Why a message could not be built for its recipient. Neither quotes
+// what it refuses: the logs carry no name or address.
+var (
+	errBadRecipient     = errors.New("the recipient's address cannot be written in a To header")
+	errBadRecipientName = errors.New("the recipient's name cannot be written in a To header")
+)
+
 // SendError is every error a Mailer returns.
 type SendError struct {
 	Class    Class

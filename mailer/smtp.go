@@ -230,7 +230,13 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 		return nil, err
 	}
 	if err := m.AddToFormat(msg.ToName, msg.To); err != nil {
-		return nil, err
+		// go-mail's error quotes the name and the address; it would end
+		// up in the logs and in the task's last error. Say which part
+		// is wrong, and nothing of it.
+		if m.AddTo(msg.To) != nil {
+			return nil, errBadRecipient
+		}
+		return nil, errBadRecipientName
 	}
 	if s.bounce != "" {
 		if err := m.EnvelopeFrom(returnPath(s.bounce, msg.Tag)); err != nil {

@@ -34,7 +34,9 @@ func decodeRecord(id, rec string) (Subscriber, error) {
 	f := strings.Split(rec, recordSep)
 	n, err := strconv.ParseInt(id, 10, 64)
 	if len(f) != 7 || err != nil {
-		return Subscriber{}, fmt.Errorf("subscriber %s: unreadable record %q", id, rec)
+		// Not the record itself: it holds the address and the name, and
+		// this error may reach a log.
+		return Subscriber{}, fmt.Errorf("subscriber %s: unreadable record (%d fields, want 7)", id, len(f))
 	}
 	st, ok := statusByCode[f[0]]
 	if !ok {

@@ -179,6 +179,18 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	return decodeResult(res)
 }
 
+// GetByID implements Subscribers.
+func (r *Redis) GetByID(ctx context.Context, id int64) (Subscriber, error) {
+	if id <= 0 {
+		return Subscriber{}, ErrNotFound
+	}
+	res, err := getByIDScript.Run(ctx, r.rdb, nil, id, r.topics.all).StringSlice()
+	if err != nil {
+		return Subscriber{}, fmt.Errorf("load subscriber %d: %w", id, err)
+	}
+	return decodeResult(res)
+}
+
 // SetPreferences implements Subscribers.
 func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences, cancel Cancel) (Subscriber, error) {
 	if err := checkFields(p.Name, p.Timezone); err != nil {

@@ -385,6 +385,22 @@ if not id then return {'notfound'} end
 return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
 `)
 
+// getByIDScript looks a subscriber up by id (migrating a layout-1 one on
+// the way), answering as getScript does.
+//
+//	ARGV[1]  id
+//	ARGV[2]  every topic id, comma-separated
+//
+// Answers 'ok', the id, the record, the topics and whether a confirmation
+// of a suppressed address waits, or 'notfound'.
+var getByIDScript = subscriberScript(`
+local id = ARGV[1]
+local v = redis.call('HGET', subkey(id), id)
+if not v and migrate(id) then v = redis.call('HGET', subkey(id), id) end
+if not v then return {'notfound'} end
+return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v))}
+`)
+
 // migrateScript moves the layout-1 subscribers with ids in a range to
 // layout 2 (migrate.go). A subscriber already moved has no layout-1 key
 // left, so a range run again changes nothing.

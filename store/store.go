@@ -203,6 +203,9 @@ type Subscribers interface {
 	LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error)
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
+	// GetByID returns the subscriber with that id (the links in mails
+	// name subscribers by id), or ErrNotFound.
+	GetByID(ctx context.Context, id int64) (Subscriber, error)
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 }

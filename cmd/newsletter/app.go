@@ -63,7 +63,12 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(logredact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+	if cfg.Embedded() && cfg.Secret == "" {
+		cfg.Secret = randomHex(16)
+	}
+	// Addresses in the logs are pseudonyms keyed from the secret.
+	redact := logredact.New([]byte(cfg.Secret))
+	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if cfg.Embedded() {
 		a.emb, err = embedded.Start("127.0.0.1:0")
 		if err != nil {
@@ -71,9 +76,6 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		}
 		a.closers = append(a.closers, a.emb.Close)
 		cfg.RedisURL = a.emb.URL()
-		if cfg.Secret == "" {
-			cfg.Secret = randomHex(16)
-		}
 		if cfg.AdminToken == "" {
 			cfg.AdminToken = adminauth.NewToken()
 			a.tokenGenerated = true

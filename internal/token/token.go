@@ -33,19 +33,46 @@ var (
 	ErrExpired = errors.New("token has expired")
 )
 
-// Signer issues and checks tokens with one HMAC-SHA256 key.
+// Subject is whom a verified token names.
+type Subject struct {
+	// ID is the subscriber's id; 0 only in a legacy token.
+	ID int64
+	// Email is set only by a legacy token (from before ids): the address
+	// it was issued for.
+	Email string
+	// Topic is the one topic an unsubscribe link leaves; "" for every
+	// topic (and for tokens without one, such as those in mails from
+	// before topics).
+	Topic string
+}
+
+// Legacy tells a token from before ids: it names an address.
+func (s Subject) Legacy() bool { return s.ID == 0 }
+
+// enc is the tokens' alphabet: URL-safe, unpadded, and strict, so that a
+// changed unused bit in the last character does not decode to the same
+// bytes (decode below also insists on the canonical spelling).
+var enc = base64.RawURLEncoding.Strict()
+
+// Signer issues and checks tokens.
 type Signer struct {
-	key        []byte
+	key        []byte // signs and checks the tokens issued now
+	legacyKey  []byte // checks the tokens from before ids (the secret itself)
 	confirmTTL time.Duration
 	now        func() time.Time
 }
 
-// NewSigner returns a Signer for key. confirmTTL <= 0 means DefaultConfirmTTL.
-func NewSigner(key []byte, confirmTTL time.Duration) *Signer {
+// NewSigner returns a Signer for the service's secret. confirmTTL <= 0
+// means DefaultConfirmTTL.
+func NewSigner(secret []byte, confirmTTL time.Duration) *Signer {
 	if confirmTTL <= 0 {
 		confirmTTL = DefaultConfirmTTL
 	}
-	return &Signer{key: key, confirmTTL: confirmTTL, now: time.Now}
+	// A key of its own for the id tokens: no body signed under the old
+	// scheme can ever verify as a new token, or the reverse.
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("newsletter token key v2"))
+	return &Signer{key: m.Sum(nil), legacyKey: secret, confirmTTL: confirmTTL, now: time.Now}
 }
 
 // WithClock returns a copy of s that reads time from now (for tests).
@@ -55,70 +82,91 @@ func (s *Signer) WithClock(now func() time.Time) *Signer {
 	return &c
 }
 
-// Sign returns a URL-safe token for email and purpose. Confirm tokens carry an
-// expiry; the others do not, because an old digest's unsubscribe link
-// must keep working (RFC 8058 and the mailbox providers expect it).
-func (s *Signer) Sign(p Purpose, email string) string {
-	return s.SignTopic(p, email, "")
+// Sign returns a URL-safe token for subscriber id and purpose. Confirm
+// tokens carry an expiry; the others do not, because an old digest's
+// unsubscribe link must keep working (RFC 8058 and the mailbox providers
+// expect it).
+func (s *Signer) Sign(p Purpose, id int64) string {
+	return s.SignTopic(p, id, "")
 }
 
 // SignTopic is Sign for a token that also names a topic: an unsubscribe
 // link that leaves only the topic of the mail it came in.
-func (s *Signer) SignTopic(p Purpose, email, topic string) string {
+func (s *Signer) SignTopic(p Purpose, id int64, topic string) string {
 	exp := int64(0)
 	if p == Confirm {
 		exp = s.now().Add(s.confirmTTL).Unix()
 	}
-	body := string(p) + "\n" + email + "\n" + strconv.FormatInt(exp, 10)
+	body := string(p) + "\n" + strconv.FormatInt(id, 10) + "\n" + strconv.FormatInt(exp, 10)
 	if topic != "" {
 		body += "\n" + topic
 	}
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(s.mac(body))
+	return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(mac(s.key, body))
 }
 
-// Verify checks tok for purpose p and returns the e-mail address it names.
-func (s *Signer) Verify(p Purpose, tok string) (string, error) {
-	email, _, err := s.VerifyTopic(p, tok)
-	return email, err
-}
-
-// VerifyTopic is Verify that also returns the topic the token names (""
-// for a token without one, such as those in mails from before topics:
-// they stand for every topic).
-func (s *Signer) VerifyTopic(p Purpose, tok string) (email, topic string, err error) {
-	enc := base64.RawURLEncoding
+// Verify checks tok for purpose p and returns whom it names.
+func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 	b64body, b64mac, ok := strings.Cut(tok, ".")
 	if !ok {
-		return "", "", ErrInvalid
+		return Subject{}, ErrInvalid
 	}
-	body, err := enc.DecodeString(b64body)
-	if err != nil {
-		return "", "", ErrInvalid
+	body, ok := decode(b64body)
+	if !ok {
+		return Subject{}, ErrInvalid
 	}
-	mac, err := enc.DecodeString(b64mac)
-	if err != nil || !hmac.Equal(mac, s.mac(string(body))) {
-		return "", "", ErrInvalid
+	sum, ok := decode(b64mac)
+	if !ok {
+		return Subject{}, ErrInvalid
+	}
+	var legacy bool
+	switch {
+	case hmac.Equal(sum, mac(s.key, string(body))):
+	case hmac.Equal(sum, mac(s.legacyKey, string(body))):
+		legacy = true
+	default:
+		return Subject{}, ErrInvalid
 	}
 	parts := strings.Split(string(body), "\n")
 	if len(parts) < 3 || len(parts) > 4 || Purpose(parts[0]) != p {
-		return "", "", ErrInvalid
+		return Subject{}, ErrInvalid
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return "", "", ErrInvalid
+		return Subject{}, ErrInvalid
 	}
 	if exp != 0 && s.now().Unix() > exp {
-		return "", "", fmt.Errorf("%w (at %s)", ErrExpired, time.Unix(exp, 0).UTC().Format(time.RFC3339))
+		return Subject{}, fmt.Errorf("%w (at %s)", ErrExpired, time.Unix(exp, 0).UTC().Format(time.RFC3339))
 	}
+	var sub Subject
 	if len(parts) == 4 {
-		topic = parts[3]
+		sub.Topic = parts[3]
 	}
-	return parts[1], topic, nil
+	if legacy {
+		if parts[1] == "" {
+			return Subject{}, ErrInvalid
+		}
+		sub.Email = parts[1]
+		return sub, nil
+	}
+	if sub.ID, err = strconv.ParseInt(parts[1], 10, 64); err != nil || sub.ID <= 0 {
+		return Subject{}, ErrInvalid
+	}
+	return sub, nil
 }
 
-func (s *Signer) mac(body string) []byte {
-	h := hmac.New(sha256.New, s.key)
+// decode reads one part of a token: only its canonical spelling (the
+// decoder would skip line breaks and, without Strict, ignore the unused
+// bits of the last character).
+func decode(s string) ([]byte, bool) {
+	b, err := enc.DecodeString(s)
+	if err != nil || enc.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
+func mac(key []byte, body string) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write([]byte(body))
 	return h.Sum(nil)
 }

@@ -10,29 +10,40 @@ import (
 
 func TestSignVerify(t *testing.T) {
 	s := NewSigner([]byte("k"), time.Hour)
-	for _, p := range []Purpose{Confirm, Unsubscribe} {
-		email, err := s.Verify(p, s.Sign(p, "a@b.co"))
-		if err != nil || email != "a@b.co" {
-			t.Fatalf("%s round trip: %q, %v", p, email, err)
+	for _, p := range []Purpose{Confirm, Unsubscribe, Preferences} {
+		sub, err := s.Verify(p, s.Sign(p, 42))
+		if err != nil || sub != (Subject{ID: 42}) {
+			t.Fatalf("%s round trip: %+v, %v", p, sub, err)
 		}
+	}
+}
+
+// TestTokenNamesNoAddress: the body is the purpose, the id, the expiry and
+// the topic; nothing in a token says whose it is.
+func TestTokenNamesNoAddress(t *testing.T) {
+	s := NewSigner([]byte("k"), time.Hour)
+	body, _, _ := strings.Cut(s.SignTopic(Unsubscribe, 42, "digest"), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || string(raw) != "unsubscribe\n42\n0\ndigest" {
+		t.Fatalf("body %q, %v", raw, err)
 	}
 }
 
 func TestPurposeBound(t *testing.T) {
 	s := NewSigner([]byte("k"), time.Hour)
-	if _, err := s.Verify(Unsubscribe, s.Sign(Confirm, "a@b.co")); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Verify(Unsubscribe, s.Sign(Confirm, 1)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("confirm token unsubscribed: %v", err)
 	}
-	if _, err := s.Verify(Confirm, s.Sign(Unsubscribe, "a@b.co")); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Verify(Confirm, s.Sign(Unsubscribe, 1)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("unsubscribe token confirmed: %v", err)
 	}
 }
 
 func TestTamperAndKey(t *testing.T) {
 	s := NewSigner([]byte("k"), time.Hour)
-	tok := s.Sign(Confirm, "a@b.co")
+	tok := s.Sign(Confirm, 7)
 	other := NewSigner([]byte("other"), time.Hour)
-	for _, bad := range []string{"", "x", tok + "x", "x" + tok, "a.b"} {
+	for _, bad := range []string{"", "x", tok + "x", "x" + tok, "a.b", tok + ".", "." + tok} {
 		if _, err := s.Verify(Confirm, bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Verify(%q) = %v, want ErrInvalid", bad, err)
 		}
@@ -42,10 +53,56 @@ func TestTamperAndKey(t *testing.T) {
 	}
 }
 
+// TestStrictSpelling: a signed link has one spelling. The last character
+// of each part carries unused bits; a lenient decoder maps several
+// characters to the same bytes, so a changed link still verified. Line
+// breaks, which the decoder skips, do not pass either.
+func TestStrictSpelling(t *testing.T) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	s := NewSigner([]byte("k"), time.Hour)
+	for _, tok := range []string{s.Sign(Unsubscribe, 42), s.SignTopic(Unsubscribe, 42, "digest"), s.Sign(Unsubscribe, 1234567)} {
+		body, sum, _ := strings.Cut(tok, ".")
+		variants := 0
+		for _, part := range []struct{ body, sum bool }{{false, true}, {true, false}} {
+			p := sum
+			if part.body {
+				p = body
+			}
+			if len(p)%4 == 0 {
+				continue // no unused bits in a full group
+			}
+			last := strings.IndexByte(alphabet, p[len(p)-1])
+			for low := 0; low < 4; low++ {
+				c := last&^3 | low
+				if c == last {
+					continue
+				}
+				changed := p[:len(p)-1] + string(alphabet[c])
+				forged := body + "." + changed
+				if part.body {
+					forged = changed + "." + sum
+				}
+				variants++
+				if _, err := s.Verify(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
+					t.Errorf("%q (last character of %q changed) verified: %v", forged, tok, err)
+				}
+			}
+		}
+		if variants == 0 {
+			t.Fatalf("%q: no part with unused bits to change", tok)
+		}
+		for _, forged := range []string{body + "\n." + sum, body + "." + sum[:10] + "\r\n" + sum[10:]} {
+			if _, err := s.Verify(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%q (a line break added) verified: %v", forged, err)
+			}
+		}
+	}
+}
+
 func TestExpiry(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := NewSigner([]byte("k"), time.Hour).WithClock(func() time.Time { return now })
-	confirm, unsub := s.Sign(Confirm, "a@b.co"), s.Sign(Unsubscribe, "a@b.co")
+	confirm, unsub := s.Sign(Confirm, 3), s.Sign(Unsubscribe, 3)
 	later := s.WithClock(func() time.Time { return now.Add(2 * time.Hour) })
 	if _, err := later.Verify(Confirm, confirm); !errors.Is(err, ErrExpired) {
 		t.Fatalf("confirm token after its TTL: %v, want ErrExpired", err)
@@ -57,34 +114,74 @@ func TestExpiry(t *testing.T) {
 
 func TestTopicTokens(t *testing.T) {
 	s := NewSigner([]byte("k"), 0)
-	tok := s.SignTopic(Unsubscribe, "a@x.io", "digest")
-	email, topic, err := s.VerifyTopic(Unsubscribe, tok)
-	if err != nil || email != "a@x.io" || topic != "digest" {
-		t.Fatalf("%q %q %v", email, topic, err)
-	}
-	// A token from before topics names none: every topic.
-	if _, topic, err := s.VerifyTopic(Unsubscribe, s.Sign(Unsubscribe, "a@x.io")); err != nil || topic != "" {
-		t.Fatalf("old token: %q %v", topic, err)
+	tok := s.SignTopic(Unsubscribe, 5, "digest")
+	if sub, err := s.Verify(Unsubscribe, tok); err != nil || sub != (Subject{ID: 5, Topic: "digest"}) {
+		t.Fatalf("%+v %v", sub, err)
 	}
 	// The topic is signed: changing it breaks the token.
-	body, mac, _ := strings.Cut(tok, ".")
+	body, sum, _ := strings.Cut(tok, ".")
 	raw, _ := base64.RawURLEncoding.DecodeString(body)
-	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), "digest", "updates", 1))) + "." + mac
-	if _, _, err := s.VerifyTopic(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
+	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), "digest", "updates", 1))) + "." + sum
+	if _, err := s.Verify(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("forged topic: %v", err)
 	}
 	// Purpose-bound: preferences, confirm and unsubscribe never stand in
 	// for each other.
-	pref := s.Sign(Preferences, "a@x.io")
+	pref := s.Sign(Preferences, 5)
 	for _, c := range []struct {
 		p   Purpose
 		tok string
-	}{{Confirm, pref}, {Unsubscribe, pref}, {Preferences, tok}, {Preferences, s.Sign(Confirm, "a@x.io")}} {
+	}{{Confirm, pref}, {Unsubscribe, pref}, {Preferences, tok}, {Preferences, s.Sign(Confirm, 5)}} {
 		if _, err := s.Verify(c.p, c.tok); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%s accepted another purpose's token: %v", c.p, err)
 		}
 	}
-	if email, err := s.Verify(Preferences, pref); err != nil || email != "a@x.io" {
-		t.Fatalf("preferences: %q %v", email, err)
+}
+
+// Tokens made by the release before ids (key "k"): the address inside,
+// signed with the secret itself. Links like these sit in mails already
+// delivered.
+const (
+	legacyUnsubscribeTopic = "dW5zdWJzY3JpYmUKem9lQGV4YW1wbGUuY29tCjAKZGlnZXN0.B148vPC-EgkbF5bSf4f-Z4UWPcHNXci7Qsxbo5C2eKM"
+	legacyUnsubscribe      = "dW5zdWJzY3JpYmUKem9lQGV4YW1wbGUuY29tCjA.UJuKpxJ5Ao9AhUrL9TLPAinU6-paIKP0IhBB_UUzEh4"
+	legacyPreferences      = "cHJlZmVyZW5jZXMKem9lQGV4YW1wbGUuY29tCjA.5ZSvwetf9pYdlGLN8TAoyuMsipq6U_4I4K2sy1jEuPY"
+	legacyConfirm          = "Y29uZmlybQp6b2VAZXhhbXBsZS5jb20KNDEwMzA0OTYwMA.UKvytBQD1YobwtdFKFg0GfVCk60UwXefmG3d_qCIFjA" // expires 2100-01-08
+)
+
+// TestLegacyTokens: the links in mails sent before ids keep working, for
+// their own purpose only, and stay as strict as the new ones.
+func TestLegacyTokens(t *testing.T) {
+	s := NewSigner([]byte("k"), 0)
+	for _, c := range []struct {
+		p    Purpose
+		tok  string
+		want Subject
+	}{
+		{Unsubscribe, legacyUnsubscribeTopic, Subject{Email: "zoe@example.com", Topic: "digest"}},
+		{Unsubscribe, legacyUnsubscribe, Subject{Email: "zoe@example.com"}},
+		{Preferences, legacyPreferences, Subject{Email: "zoe@example.com"}},
+		{Confirm, legacyConfirm, Subject{Email: "zoe@example.com"}},
+	} {
+		sub, err := s.Verify(c.p, c.tok)
+		if err != nil || sub != c.want || !sub.Legacy() {
+			t.Errorf("%s %s: %+v %v", c.p, c.tok, sub, err)
+		}
+		for _, other := range []Purpose{Confirm, Unsubscribe, Preferences} {
+			if _, err := s.Verify(other, c.tok); other != c.p && !errors.Is(err, ErrInvalid) {
+				t.Errorf("the legacy %s token passed as %s: %v", c.p, other, err)
+			}
+		}
+		if _, err := NewSigner([]byte("other"), 0).Verify(c.p, c.tok); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a legacy token verified under another key: %v", err)
+		}
+	}
+	// The legacy confirmation still expires on its own date.
+	after := s.WithClock(func() time.Time { return time.Date(2100, 1, 9, 0, 0, 0, 0, time.UTC) })
+	if _, err := after.Verify(Confirm, legacyConfirm); !errors.Is(err, ErrExpired) {
+		t.Fatalf("legacy confirmation after its expiry: %v", err)
+	}
+	// A new token is not a legacy one.
+	if sub, _ := s.Verify(Unsubscribe, s.Sign(Unsubscribe, 9)); sub.Legacy() {
+		t.Fatal("a new token reads as legacy")
 	}
 }

@@ -308,6 +308,16 @@ func (m *Memory) Get(_ context.Context, email string) (store.Subscriber, error) 
 	return store.Subscriber{}, store.ErrNotFound
 }
 
+// GetByID implements store.Subscribers.
+func (m *Memory) GetByID(_ context.Context, id int64) (store.Subscriber, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.byID[id]; ok {
+		return m.view(s, m.now()), nil
+	}
+	return store.Subscriber{}, store.ErrNotFound
+}
+
 // OutboxDone implements store.Outbox.
 func (m *Memory) OutboxDone(_ context.Context, ids ...string) error {
 	m.mu.Lock()

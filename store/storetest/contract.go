@@ -55,6 +55,18 @@ func testSubscribeConfirmUnsubscribe(t *testing.T, h Harness, s store.Store) {
 	if _, err := s.Get(ctx, "nobody@x.io"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get unknown: %v", err)
 	}
+	// By id, as the links in mails name a subscriber: the same record as
+	// by address, whatever its status.
+	byAddress, err := s.Get(ctx, "a@x.io")
+	must(t, err)
+	if byID, err := s.GetByID(ctx, sub.ID); err != nil || !reflect.DeepEqual(byID, byAddress) {
+		t.Fatalf("get by id %d: %+v %v, by address %+v", sub.ID, byID, err, byAddress)
+	}
+	for _, id := range []int64{0, -1, sub.ID + 1000} {
+		if got, err := s.GetByID(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("get by unknown id %d: %+v %v", id, got, err)
+		}
+	}
 	if _, err := s.Unsubscribe(ctx, "nobody@x.io"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unsubscribe unknown: %v", err)
 	}

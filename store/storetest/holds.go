@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -71,6 +72,11 @@ func testSuppressedSignup(t *testing.T, h Harness, s store.Store) {
 		stored, err := s.Get(ctx, email)
 		if err != nil || stored.Status != before.Status || stored.Name != "Owner" || stored.Timezone != "" || !stored.Reconfirming {
 			t.Fatalf("%s: a signup changed the suppressed subscriber: %+v %v", email, stored, err)
+		}
+		// The confirmation link names the subscriber by id: the same
+		// answer, reconfirming.
+		if byID, err := s.GetByID(ctx, stored.ID); err != nil || !reflect.DeepEqual(byID, stored) {
+			t.Fatalf("%s by id: %+v %v, by address %+v", email, byID, err, stored)
 		}
 		if !onSuppressionList(t, s, email) {
 			t.Fatalf("%s: a signup took the address off the suppression list", email)

@@ -56,6 +56,9 @@ func testTopics(t *testing.T, h Harness, s store.Store) {
 	if !slices.Equal(subs[0].Topics, []string{"digest", "updates"}) || !slices.Equal(subs[1].Topics, []string{"updates"}) {
 		t.Fatalf("by id: %v, %v", subs[0].Topics, subs[1].Topics)
 	}
+	if one, err := s.GetByID(ctx, only.ID); err != nil || !slices.Equal(one.Topics, []string{"updates"}) {
+		t.Fatalf("one by id: %+v %v", one, err)
+	}
 	must(t, errOnly(s.AddItem(ctx, store.Item{Title: "t", URL: "https://x.io"})))
 	run, _, err := s.StartDigestRun(ctx, "2030-W01")
 	must(t, err)

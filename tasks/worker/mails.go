@@ -35,20 +35,22 @@ func (l Links) topics() *topics.Set {
 	return topics.Default(0)
 }
 
-// Confirm is the confirmation link for email.
-func (l Links) Confirm(email string) string {
-	return l.BaseURL + "/confirm?token=" + url.QueryEscape(l.Signer.Sign(token.Confirm, email))
+// Confirm is the confirmation link for sub. Every link names the
+// subscriber by id, never by address: links are seen by proxies,
+// analytics and link scanners (internal/token).
+func (l Links) Confirm(sub store.Subscriber) string {
+	return l.BaseURL + "/confirm?token=" + url.QueryEscape(l.Signer.Sign(token.Confirm, sub.ID))
 }
 
-// Unsubscribe is the link that leaves topic ("" : everything) for email:
+// Unsubscribe is the link that leaves topic ("" : everything) for sub:
 // the page and the RFC 8058 one-click target.
-func (l Links) Unsubscribe(email, topic string) string {
-	return l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.SignTopic(token.Unsubscribe, email, topic))
+func (l Links) Unsubscribe(sub store.Subscriber, topic string) string {
+	return l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.SignTopic(token.Unsubscribe, sub.ID, topic))
 }
 
-// Preferences is the link to email's preference centre.
-func (l Links) Preferences(email string) string {
-	return l.BaseURL + "/preferences?token=" + url.QueryEscape(l.Signer.Sign(token.Preferences, email))
+// Preferences is the link to sub's preference centre.
+func (l Links) Preferences(sub store.Subscriber) string {
+	return l.BaseURL + "/preferences?token=" + url.QueryEscape(l.Signer.Sign(token.Preferences, sub.ID))
 }
 
 // Stream is what every mail of topic shares: its name and List-Id.
@@ -73,7 +75,7 @@ func (l Links) For(sub store.Subscriber, topic string) mailer.Data {
 // links.
 func (l Links) To(stream mailer.Data, sub store.Subscriber, topic string) mailer.Data {
 	stream.Email, stream.Name = sub.Email, sub.Name
-	stream.UnsubscribeURL, stream.PreferencesURL = l.Unsubscribe(sub.Email, topic), l.Preferences(sub.Email)
+	stream.UnsubscribeURL, stream.PreferencesURL = l.Unsubscribe(sub, topic), l.Preferences(sub)
 	return stream
 }
 
@@ -118,7 +120,7 @@ func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
 		// Nothing the requester chose goes into it (not the name, neither
 		// in the text nor in To:): the form is public, and a confirmation
 		// must not carry a stranger's text to whoever owns the address.
-		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub.Email)},
+		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub)},
 	}))
 }
 
@@ -144,7 +146,7 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error 
 	return h.giveBack(ctx, store.HoldUnsubscribe, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub.Email, "")},
+		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub, "")},
 	}))
 }
 

@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,9 +83,74 @@ func TestWelcomeToActiveSubscriber(t *testing.T) {
 	if m.To != "ann@example.com" || m.Kind != mailer.KindWelcome || m.UnsubscribeURL == "" {
 		t.Fatalf("unexpected mail %+v", m)
 	}
-	email, err := h.Mails.Links.Signer.Verify(token.Unsubscribe, m.UnsubscribeURL[len("https://news.example.com/unsubscribe?token="):])
-	if err != nil || email != "ann@example.com" {
-		t.Fatalf("unsubscribe link does not verify: %q %v", email, err)
+	sub, err := h.Mails.Links.Signer.Verify(token.Unsubscribe, m.UnsubscribeURL[len("https://news.example.com/unsubscribe?token="):])
+	if want, _ := st.Get(context.Background(), "ann@example.com"); err != nil || sub.ID != want.ID {
+		t.Fatalf("unsubscribe link does not verify: %+v %v", sub, err)
+	}
+}
+
+// tokenLinks are the token links in a mail: the List-Unsubscribe target
+// and every link in its text part.
+var tokenLinks = regexp.MustCompile(`https://news\.example\.com/[a-z]+\?token=[^\s"<>]+`)
+
+// TestLinksNameNoAddress: no link in any mail shows whose it is. Each
+// token's parts are decoded (as anyone who sees the URL can) and must not
+// hold the address or any part of it; the links still verify.
+func TestLinksNameNoAddress(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	ctx := context.Background()
+	const email = "zoe.quinn@example.org"
+	pending, err := st.Subscribe(ctx, store.SubscribeRequest{Email: email, Outbox: tasks.NewConfirm(email, time.Now()).Outbox()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Mails.HandleConfirm(ctx, tasks.NewConfirm(email, time.Now()).Task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Confirm(ctx, email, tasks.NewWelcome(email, time.Now(), 0).Outbox()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Mails.HandleUnsubscribeLink(ctx, tasks.NewUnsubscribeLink(email)); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count() != 3 {
+		t.Fatalf("%d mails, want the confirmation, the welcome and the unsubscribe link", rec.count())
+	}
+	purposes := map[string]token.Purpose{"confirm": token.Confirm, "unsubscribe": token.Unsubscribe, "preferences": token.Preferences}
+	seen := map[string]bool{}
+	for _, m := range rec.sent {
+		links := append(tokenLinks.FindAllString(m.Text, -1), m.UnsubscribeURL)
+		for _, link := range links {
+			if link == "" {
+				continue
+			}
+			u, err := url.Parse(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, tok := strings.TrimPrefix(u.Path, "/"), u.Query().Get("token")
+			var decoded string
+			for _, part := range strings.Split(tok, ".") {
+				b, _ := base64.RawURLEncoding.DecodeString(part)
+				decoded += string(b) + "\n"
+			}
+			for _, leak := range []string{"@", "zoe", "quinn", "example.org"} {
+				if strings.Contains(link, leak) || strings.Contains(decoded, leak) {
+					t.Fatalf("the %s mail's link %s shows %q: %q", m.Kind, link, leak, decoded)
+				}
+			}
+			got, err := h.Mails.Links.Signer.Verify(purposes[page], tok)
+			if err != nil || got.ID != pending.ID {
+				t.Fatalf("the %s mail's %s link: %+v %v, want subscriber %d", m.Kind, page, got, err, pending.ID)
+			}
+			seen[page] = true
+		}
+	}
+	if len(seen) != 3 {
+		t.Fatalf("links seen for %v, want confirm, unsubscribe and preferences", seen)
 	}
 }
 
