@@ -243,4 +243,5 @@ type Store interface {
 	Digests
 	Suppressions
 	MailHolds
+	PushSubscriptions
 }
