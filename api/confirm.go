@@ -51,7 +51,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	_, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
 	switch {
 	case errors.Is(err, store.ErrAlreadyActive):
-		message(w, http.StatusOK, "Already confirmed", "Your subscription of "+email+" is active.")
+		s.confirmed(w, email, "Already confirmed", "Your subscription of "+email+" is active.")
 		return
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotFound):
 		message(w, http.StatusBadRequest, "This link is no longer valid", "The subscription of "+email+" has ended. Subscribe again to restart it.")
@@ -64,5 +64,15 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
-	message(w, http.StatusOK, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+	s.confirmed(w, email, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+}
+
+// confirmed is the page after confirming, which offers web push (with a
+// preferences token: the person has just proven the address theirs).
+func (s *Server) confirmed(w http.ResponseWriter, email, title, line string) {
+	var offer *pushOffer
+	if s.pushOn() {
+		offer = s.offerPush(s.deps.Signer.Sign(token.Preferences, email))
+	}
+	renderPage(w, http.StatusOK, "message", pageData{Title: title, Lines: []string{line}, Push: offer})
 }

@@ -51,7 +51,7 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) renderPreferences(w http.ResponseWriter, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
 	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
-		Name: sub.Name, Timezone: sub.Timezone}
+		Name: sub.Name, Timezone: sub.Timezone, Push: s.offerPush(tok)}
 	if saved != "" {
 		d.Lines = []string{saved}
 	}

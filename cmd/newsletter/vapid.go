@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/push"
 )
 
@@ -22,4 +23,12 @@ func vapidCmd(args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "NEWSLETTER_VAPID_PUBLIC_KEY=%s\nNEWSLETTER_VAPID_PRIVATE_KEY=%s\n", pub, priv)
 	return err
+}
+
+// vapidPublicKey is the key the pages give browsers; "" with web push off.
+func vapidPublicKey(c *config.Config) string {
+	if c.VAPID == nil {
+		return ""
+	}
+	return c.VAPID.PublicKey()
 }
