@@ -127,6 +127,16 @@ func (v *VAPID) PublicKey() string { return v.publicB64 }
 // Subject is the contact the JWTs carry.
 func (v *VAPID) Subject() string { return v.subject }
 
+// Authorization is the Authorization header of a message to endpoint:
+// what Client.Send sends, for a caller that posts by itself.
+func (v *VAPID) Authorization(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%w: endpoint is not an https URL", ErrBadSubscription)
+	}
+	return v.authorization(audience(u), time.Now())
+}
+
 // authorization is the Authorization header for a request to a push
 // service at origin aud (RFC 8292 section 3): "vapid t=<JWT>, k=<key>".
 // One JWT serves an audience for most of its lifetime: signing is most of
