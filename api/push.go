@@ -3,9 +3,7 @@ package api
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"time"
 
@@ -77,15 +75,15 @@ func serveScript(name string, worker bool) http.HandlerFunc {
 
 // pushSubscribe handles POST /preferences/push: form fields token and
 // subscription (the PushSubscription's JSON), or a JSON body with the two
-// (subscription an object, or its JSON as a string). 201 once stored; a
+// (subscription an object, or its JSON as a string; pushFields). 201 once stored; a
 // malformed subscription, keys of the wrong size, an endpoint that is not
 // https or not public: 400 and nothing stored.
 func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
-	tok, raw, ok := s.readPushBody(w, r)
+	in, ok := s.readForm(w, r, pushFields)
 	if !ok {
 		return
 	}
-	email, err := s.deps.Signer.Verify(token.Preferences, tok)
+	email, err := s.deps.Signer.Verify(token.Preferences, in.get("token"))
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, "this link is not valid: copy the whole link from the foot of one of our mails")
 		return
@@ -96,7 +94,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 		return
 	}
-	sub, err := push.ParseSubscription(raw)
+	sub, err := push.ParseSubscription([]byte(in.get("subscription")))
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -124,38 +122,4 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	message(w, http.StatusCreated, "Notifications on", "This browser will show a notification when something new comes out.")
-}
-
-// readPushBody reads the token and the subscription's JSON from a form or
-// a JSON body, answering what it cannot read itself.
-func (s *Server) readPushBody(w http.ResponseWriter, r *http.Request) (tok string, sub []byte, ok bool) {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "application/json" {
-		in, ok := s.readForm(w, r)
-		if !ok {
-			return "", nil, false
-		}
-		return in.get("token"), []byte(in.get("subscription")), true
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	var body struct {
-		Token        string          `json:"token"`
-		Subscription json.RawMessage `json:"subscription"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			fail(w, r, http.StatusRequestEntityTooLarge, errTooLarge.Error())
-		} else {
-			fail(w, r, http.StatusBadRequest, "unreadable body: want JSON {\"token\": …, \"subscription\": {…}}")
-		}
-		return "", nil, false
-	}
-	sub = body.Subscription
-	// The subscription's JSON may come as a string, as in the form.
-	var str string
-	if len(sub) > 0 && sub[0] == '"' && json.Unmarshal(sub, &str) == nil {
-		sub = []byte(str)
-	}
-	return body.Token, sub, true
 }

@@ -133,6 +133,8 @@ func TestPushSubscribeRefusesBadInput(t *testing.T) {
 		body, want string
 	}{
 		"body not JSON":         {`{"token":`, "unreadable body"},
+		"an unknown field":      {jsonBody(t, map[string]any{"token": tok, "subscription": pushSub(testEndpoint, testP256DH, testAuth), "user": "x"}), "unknown field"},
+		"subscription a number": {`{"token":"` + tok + `","subscription":7}`, "must be a JSON object"},
 		"subscription not JSON": {jsonBody(t, map[string]any{"token": tok, "subscription": "{endpoint"}), "bad push subscription"},
 		"no subscription":       {jsonBody(t, map[string]any{"token": tok}), "bad push subscription"},
 		"p256dh 64 bytes":       {jsonBody(t, map[string]any{"token": tok, "subscription": pushSub(testEndpoint, enc(raw[:64]), testAuth)}), "keys.p256dh is 64 bytes"},
