@@ -87,7 +87,7 @@ func TestE2EWebPushInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(chromedp.Click(chromedp.CSS("#push button")))
-	poll.Until(t, 20*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		status := b.text("#push [role=status]")
 		if !strings.HasPrefix(status, "Done") {
 			return fmt.Errorf("status %q", status)
