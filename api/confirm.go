@@ -59,10 +59,10 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	job := s.firstStep(email, s.deps.Now())
-	_, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
+	person, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
 	switch {
 	case errors.Is(err, store.ErrAlreadyActive):
-		message(w, http.StatusOK, "Already confirmed", "Your subscription of "+email+" is active.")
+		s.confirmed(w, r, email, 0, "Already confirmed", "Your subscription of "+email+" is active.")
 		return
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotFound):
 		message(w, http.StatusBadRequest, "This link is no longer valid", "The subscription of "+email+" has ended. Subscribe again to restart it.")
@@ -75,5 +75,26 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
-	message(w, http.StatusOK, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+	s.confirmed(w, r, email, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+}
+
+// confirmed is the page after confirming, which offers web push (with a
+// preferences token: the person has just proven the address theirs). id
+// is the subscriber's, or 0 when the store did not say (already active):
+// then it is looked up, and without it the page simply offers nothing.
+func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, email string, id int64, title, line string) {
+	var offer *pushOffer
+	if s.pushOn() {
+		if id == 0 {
+			if person, err := s.deps.Store.Get(r.Context(), email); err == nil {
+				id = person.ID
+			} else {
+				s.deps.Log.Warn("confirm: no push offer", "err", err)
+			}
+		}
+		if id != 0 {
+			offer = s.offerPush(s.deps.Signer.Sign(token.Preferences, id))
+		}
+	}
+	renderPage(w, http.StatusOK, "message", pageData{Title: title, Lines: []string{line}, Push: offer})
 }

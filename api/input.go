@@ -24,6 +24,10 @@ type fieldType int
 const (
 	textField fieldType = iota // one string
 	listField                  // a list of strings (in a form: the field repeated)
+	// objectField is a JSON object, kept as its JSON text: in a JSON
+	// body the object itself or its JSON as a string, in a form the
+	// JSON text.
+	objectField
 )
 
 // fields are a route's body: each field's name and type.
@@ -44,6 +48,7 @@ var (
 	eventFields       = fields{"email": textField, "title": textField, "url": textField}
 	digestRunFields   = fields{"period": textField}
 	bounceFields      = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
+	pushFields        = fields{"token": textField, "subscription": objectField}
 )
 
 var errTooLarge = errors.New("request body too large")
@@ -164,6 +169,15 @@ func typed(name string, typ fieldType, raw []byte) ([]string, error) {
 		}
 		return []string{v}, nil
 	}
+	if typ == objectField {
+		if v, ok := str(raw); ok {
+			return []string{v}, nil
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, fieldError(fmt.Sprintf("field %q must be a JSON object", name))
+		}
+		return []string{string(raw)}, nil
+	}
 	var elems []json.RawMessage
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
 		return nil, fieldError(fmt.Sprintf("field %q must be a list of strings", name))
@@ -188,7 +202,7 @@ func formInput(vals url.Values, want fields) (input, error) {
 		if !ok {
 			continue
 		}
-		if typ == textField && len(v) > 1 {
+		if typ != listField && len(v) > 1 {
 			return nil, fieldError(fmt.Sprintf("field %q is given more than once", name))
 		}
 		out[name] = v

@@ -25,6 +25,9 @@ type pageData struct {
 	// Topic names the one topic an unsubscribe link leaves ("" : all).
 	Topic          string
 	Name, Timezone string
+	// Push, when set, offers web push on the page ("Also notify this
+	// browser"), which then loads /push.js.
+	Push *pushOffer
 }
 
 // topicChoice is one topic's checkbox.
@@ -37,13 +40,19 @@ var pages = map[string]*template.Template{}
 
 func init() {
 	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences"} {
-		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/"+name+".html"))
+		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/"+name+".html"))
 	}
 }
 
 func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+	if d.Push != nil {
+		// The web push offer: our own script, which registers our service
+		// worker and posts the subscription to us.
+		csp += "; script-src 'self'; connect-src 'self'; worker-src 'self'"
+	}
+	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	// The templates are parsed at start and their data is ours: an error

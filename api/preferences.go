@@ -33,12 +33,7 @@ func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (token.Subj
 // the page itself when it cannot (ok false): one no longer on the list
 // gets the page of an ended subscription.
 func (s *Server) preferencesOf(w http.ResponseWriter, r *http.Request, who token.Subject) (sub store.Subscriber, ok bool) {
-	var err error
-	if who.Legacy() {
-		sub, err = s.deps.Store.Get(r.Context(), who.Email)
-	} else {
-		sub, err = s.deps.Store.GetByID(r.Context(), who.ID)
-	}
+	sub, err := s.subscriberOf(r.Context(), who)
 	if errors.Is(err, store.ErrNotFound) {
 		s.ended(w, who.Email)
 		return store.Subscriber{}, false
@@ -71,7 +66,7 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) renderPreferences(w http.ResponseWriter, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
 	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
-		Name: sub.Name, Timezone: sub.Timezone}
+		Name: sub.Name, Timezone: sub.Timezone, Push: s.offerPush(tok)}
 	if saved != "" {
 		d.Lines = []string{saved}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -75,6 +76,12 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxBody is the largest request body (default 16 KiB).
 	MaxBody int64
+	// VAPIDPublicKey is the web push key the pages give browsers
+	// (base64url); empty: web push off, no routes, no offer.
+	VAPIDPublicKey string
+	// Endpoints checks the push endpoints browsers hand in (https, public
+	// addresses unless NEWSLETTER_WEBHOOK_ALLOW_PRIVATE).
+	Endpoints netguard.Guard
 }
 
 // Store is what the API needs of the store: the subscriber list, digest
@@ -85,6 +92,7 @@ type Store interface {
 	store.MailHolds
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
+	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
 }
 
 // Deps are the API's collaborators.
@@ -168,6 +176,7 @@ func (s *Server) routes() {
 	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
 	s.feedbackRoutes()
+	s.pushRoutes()
 }
 
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).

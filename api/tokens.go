@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/store"
 )
 
 // hstsMaxAge is how long a browser that saw the service over https
@@ -38,6 +39,15 @@ func (s *Server) https() bool {
 // addressOf is the address a verified token names: the subscriber with
 // its id (every token issued now), or the address inside a link from
 // before ids. An id no longer on the list is store.ErrNotFound.
+// subscriberOf reads the subscriber a token names: by id, or by the
+// address a legacy token carries.
+func (s *Server) subscriberOf(ctx context.Context, who token.Subject) (store.Subscriber, error) {
+	if who.Legacy() {
+		return s.deps.Store.Get(ctx, who.Email)
+	}
+	return s.deps.Store.GetByID(ctx, who.ID)
+}
+
 func (s *Server) addressOf(ctx context.Context, who token.Subject) (string, error) {
 	if who.Legacy() {
 		return who.Email, nil

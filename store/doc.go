@@ -4,7 +4,8 @@
 //
 // The store comes in parts, so each consumer names only what it uses:
 // Subscribers (the list and its state changes), Outbox, Marks (delivery
-// marks) and Digests; Store is all of them. Two implementations pass one
+// marks), Digests, Suppressions and PushSubscriptions (each subscriber's
+// browsers for web push); Store is all of them. Two implementations pass one
 // contract suite (store/storetest): Redis, for the service (every state
 // change one Lua script, scripts.go; the key layout in keys.go), and
 // store/memstore, for handler unit tests.

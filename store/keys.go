@@ -37,6 +37,10 @@ const (
 	keyOnboarding  = "nl:onboard"    // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
 	keySequenceVer = "nl:seqversion" // the fingerprint of the sequence the waiting steps were scheduled by
 
+	// A subscriber's browsers for web push (push.go): one hash per
+	// subscriber, deleted when the person leaves.
+	prefixPush = "nl:push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
+
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
 	keyItems      = "nl:items"           // zset of item ids, score = id
 	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p

@@ -28,6 +28,7 @@ local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
 local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
 local RECONF, SUPP, SOFT = %q, %q, %q
 local TOPIC, KNOWN, ONBOARD = %q, %q, %q
+local PUSH = %q
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
 local function ixloc(email)
   local h = redis.sha1hex(email)
@@ -124,7 +125,7 @@ local function find(email)
   return nil
 end
 `, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixReconfirm, prefixSupp, prefixSoft,
-	prefixTopic, keyTopicKnown, keyOnboarding) + holdLua
+	prefixTopic, keyTopicKnown, keyOnboarding, prefixPush) + holdLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
 // from holdKeys).
@@ -303,8 +304,10 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 //
 // Writes the status, ended, the suppression list (bounced), and clears the
 // active bit and the topics; a confirmation asked for a suppressed address
-// is cancelled (cancelreconfirm). Answers 'ok' or 'notfound', then the id,
-// the record and the (no) topics.
+// is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
+// for web push (a bounce keeps them unused: it was no choice of the
+// person). Answers 'ok' or 'notfound', then the id, the record and the
+// (no) topics.
 var endScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
@@ -316,6 +319,7 @@ if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
 end
 redis.call('SETBIT', KEYS[1], id, 0)
 settopics(id, ARGV[4], '')
+if ARGV[3] == 'u' then redis.call('DEL', PUSH .. id) end
 for i = 5, #ARGV do
   redis.call('HDEL', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
@@ -341,8 +345,9 @@ return {'ok', id, packrec(r), ''}
 //	ARGV[9…] the sequence's outbox ids
 //
 // Writes the topics, with 'set' the name and time zone, and, with no topic
-// left, status u, ended and the active bit. Answers 'ok', 'notactive' or 'notfound', then the id, the record and
-// the topics.
+// left, status u, ended, the active bit and the browsers for web push.
+// Answers 'ok', 'notactive' or 'notfound', then the id, the record and the
+// topics.
 var topicsScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
@@ -360,6 +365,7 @@ if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
   redis.call('SETBIT', KEYS[1], id, 0)
+  redis.call('DEL', PUSH .. id)
 end
 save(id, r)
 if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then

@@ -246,4 +246,5 @@ type Store interface {
 	Digests
 	Suppressions
 	MailHolds
+	PushSubscriptions
 }

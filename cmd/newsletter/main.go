@@ -23,6 +23,9 @@ commands:
                --pending: add them as pending and send each a confirmation
   digest run   plan the digest now [--period 2026-W49]
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
+  vapid generate
+               print a new VAPID key pair for web push, as the two lines
+               NEWSLETTER_VAPID_PUBLIC_KEY=… and NEWSLETTER_VAPID_PRIVATE_KEY=…
 
 Configuration comes from NEWSLETTER_* environment variables; see README.md.
 `
@@ -56,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = digestCmd(ctx, args, getenv, stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, getenv)
+	case "vapid":
+		err = vapidCmd(args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

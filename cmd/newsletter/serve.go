@@ -133,6 +133,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 			RequestTimeout: a.cfg.RequestTimeout,
+			VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,

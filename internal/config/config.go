@@ -18,6 +18,8 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
@@ -126,6 +128,19 @@ type Config struct {
 	EmailTransport string
 	SESRegion      string
 	SESEndpoint    string
+	// VAPID is the web push identity (NEWSLETTER_VAPID_PUBLIC_KEY,
+	// _PRIVATE_KEY and _SUBJECT, all three or none); nil: web push off.
+	VAPID *push.VAPID
+	// WebhookAllowPrivate lets push and webhook endpoints be http and on
+	// loopback or private addresses (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE:
+	// tests and development only).
+	WebhookAllowPrivate bool
+}
+
+// Endpoints is the check for the URLs that browsers (push) and admins
+// (webhooks) hand in, at registration and at connect time.
+func (c *Config) Endpoints() netguard.Guard {
+	return netguard.Guard{AllowPrivate: c.WebhookAllowPrivate}
 }
 
 // The default listen addresses: every interface, or in embedded mode the
@@ -213,6 +228,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		SendGridPublicKey:  p.str("NEWSLETTER_SENDGRID_PUBLIC_KEY", ""),
 		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
 	}
+	c.WebhookAllowPrivate = p.boolean("NEWSLETTER_WEBHOOK_ALLOW_PRIVATE", false)
+	c.VAPID = p.vapid()
 	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
 	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
 	c.EmailTransport = strings.ToLower(p.str("NEWSLETTER_EMAIL_TRANSPORT", TransportSMTP))
@@ -332,6 +349,44 @@ func (p *parser) transport(c *Config) {
 	default:
 		p.check("NEWSLETTER_EMAIL_TRANSPORT", false, fmt.Sprintf("smtp or ses, got %q", c.EmailTransport))
 	}
+}
+
+// vapid loads the web push identity: all three variables or none.
+func (p *parser) vapid() *push.VAPID {
+	pub := p.str("NEWSLETTER_VAPID_PUBLIC_KEY", "")
+	priv := p.str("NEWSLETTER_VAPID_PRIVATE_KEY", "")
+	subject := p.str("NEWSLETTER_VAPID_SUBJECT", "")
+	set := 0
+	for _, v := range []string{pub, priv, subject} {
+		if v != "" {
+			set++
+		}
+	}
+	if set == 0 {
+		return nil
+	}
+	if set != 3 {
+		for _, v := range [][2]string{{"NEWSLETTER_VAPID_PUBLIC_KEY", pub}, {"NEWSLETTER_VAPID_PRIVATE_KEY", priv}, {"NEWSLETTER_VAPID_SUBJECT", subject}} {
+			p.check(v[0], v[1] != "", "set: web push needs NEWSLETTER_VAPID_PUBLIC_KEY, NEWSLETTER_VAPID_PRIVATE_KEY and NEWSLETTER_VAPID_SUBJECT together (or none of them for no web push)")
+		}
+		return nil
+	}
+	v, err := push.NewVAPID(pub, priv, subject)
+	switch {
+	case err == nil:
+		return v
+	case errors.Is(err, push.ErrVAPIDPublicKey):
+		p.check("NEWSLETTER_VAPID_PUBLIC_KEY", false, "the base64url public key that `newsletter vapid generate` prints (an uncompressed P-256 point)")
+	case errors.Is(err, push.ErrVAPIDPrivateKey):
+		p.check("NEWSLETTER_VAPID_PRIVATE_KEY", false, "the base64url private key that `newsletter vapid generate` prints (a 32-byte P-256 scalar)")
+	case errors.Is(err, push.ErrVAPIDMismatch):
+		p.check("NEWSLETTER_VAPID_PUBLIC_KEY", false, "the public key of NEWSLETTER_VAPID_PRIVATE_KEY: the two do not belong together (use the pair `newsletter vapid generate` printed)")
+	case errors.Is(err, push.ErrVAPIDSubject):
+		p.check("NEWSLETTER_VAPID_SUBJECT", false, "a contact for the push services: mailto:you@example.com or an https:// URL")
+	default:
+		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_VAPID_PUBLIC_KEY: %w", err))
+	}
+	return nil
 }
 
 // dkim checks the DKIM variables: each key with its selector, a second

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/tasks/worker"
 )
 
@@ -286,6 +287,57 @@ func TestEmailTransport(t *testing.T) {
 		_, err := Load(env(e))
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: want one line starting %q, got %v", e, want, err)
+		}
+	}
+}
+
+// Web push is on with all three VAPID variables, off with none; anything
+// in between, or a pair that does not belong together, stops the start
+// naming the variable to fix.
+func TestVAPID(t *testing.T) {
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub, _, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(env(nil))
+	if err != nil || c.VAPID != nil || c.WebhookAllowPrivate || c.Endpoints().AllowPrivate {
+		t.Fatalf("default: web push %v, private endpoints %v, %v", c.VAPID, c.WebhookAllowPrivate, err)
+	}
+	c, err = Load(env(map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv,
+		"NEWSLETTER_VAPID_SUBJECT": "mailto:ops@example.com", "NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true"}))
+	if err != nil || c.VAPID == nil || c.VAPID.PublicKey() != pub || !c.Endpoints().AllowPrivate {
+		t.Fatalf("all three: %+v, %v", c, err)
+	}
+	for name, tc := range map[string]struct {
+		vars map[string]string
+		bad  []string
+	}{
+		"public only":    {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub}, []string{"NEWSLETTER_VAPID_PRIVATE_KEY", "NEWSLETTER_VAPID_SUBJECT"}},
+		"no subject":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv}, []string{"NEWSLETTER_VAPID_SUBJECT"}},
+		"mismatched":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": otherPub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PUBLIC_KEY"}},
+		"bad public":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": "abc", "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PUBLIC_KEY"}},
+		"bad private":    {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": "abc", "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PRIVATE_KEY"}},
+		"bare address":   {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "ops@example.com"}, []string{"NEWSLETTER_VAPID_SUBJECT"}},
+		"allow not bool": {map[string]string{"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "sometimes"}, []string{"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE"}},
+	} {
+		_, err := Load(env(tc.vars))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		lines := strings.Split(err.Error(), "\n")
+		if len(lines) != len(tc.bad) {
+			t.Errorf("%s: %d lines, want %d:\n%s", name, len(lines), len(tc.bad), err)
+			continue
+		}
+		for i, v := range tc.bad {
+			if !strings.HasPrefix(lines[i], v+":") {
+				t.Errorf("%s: line %q, want it to name %s", name, lines[i], v)
+			}
 		}
 	}
 }

@@ -36,6 +36,8 @@ type Memory struct {
 	// reports already applied (Feedback).
 	soft map[int64][]time.Time
 	seen map[string]bool
+	// push are each subscriber's browsers for web push, oldest first.
+	push map[int64][]store.PushSubscription
 
 	items    []store.Item
 	runs     map[string]*store.DigestRun
@@ -57,6 +59,7 @@ func New() *Memory {
 		holds:   map[string][]time.Time{},
 		soft:    map[int64][]time.Time{},
 		seen:    map[string]bool{},
+		push:    map[int64][]store.PushSubscription{},
 		runs:    map[string]*store.DigestRun{},
 
 		outcomes:   map[string]map[int64]bool{},
@@ -253,6 +256,9 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
 	}
 	s.Topics = nil
+	if to == store.Unsubscribed {
+		delete(m.push, s.ID)
+	}
 	for _, id := range cancel {
 		delete(m.outbox, id)
 	}
@@ -289,6 +295,7 @@ func (m *Memory) changeTopics(email string, change func(*store.Subscriber) []str
 	s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(chosen, t) })
 	if len(s.Topics) == 0 {
 		s.Status, s.UnsubscribedAt = store.Unsubscribed, m.now().UTC().Truncate(time.Millisecond)
+		delete(m.push, s.ID)
 	}
 	if !slices.Contains(s.Topics, cancel.Topic) {
 		for _, id := range cancel.Outbox {

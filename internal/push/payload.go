@@ -1,0 +1,68 @@
+package push
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Notification is what the service worker (/sw.js) shows: a title, a
+// line of text, and the page a click opens. It is the plaintext of every
+// push message, as JSON.
+type Notification struct {
+	Title string `json:"title"`
+	Body  string `json:"body,omitempty"`
+	URL   string `json:"url,omitempty"`
+}
+
+// EventNotification is the notification of a product event (its title
+// and link).
+func EventNotification(title, url string) Notification {
+	return Notification{Title: title, URL: url}
+}
+
+// IssueNotification is the notification of a new issue: its subject, and
+// a link to read it on the web.
+func IssueNotification(subject, url string) Notification {
+	return Notification{Title: subject, Body: "A new issue is out.", URL: url}
+}
+
+// maxText bounds the title and the body: a notification shows a line or
+// two, and the whole must fit MaxPayload.
+const maxText = 1000
+
+// Payload encodes n as the message's plaintext, shortening a long title or
+// body (at a character boundary, marked with an ellipsis) so it fits one
+// push message. Only a URL too long for a message is an error.
+func (n Notification) Payload() ([]byte, error) {
+	// JSON escaping can make text several times longer: halve until it fits.
+	for limit := maxText; ; limit /= 2 {
+		n.Title, n.Body = clip(n.Title, limit), clip(n.Body, limit)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(n); err != nil {
+			return nil, fmt.Errorf("push payload: %w", err)
+		}
+		if out := bytes.TrimSuffix(b.Bytes(), []byte("\n")); len(out) <= MaxPayload {
+			return out, nil
+		}
+		if limit < 8 {
+			return nil, fmt.Errorf("%w (the URL is %d bytes)", ErrTooLarge, len(n.URL))
+		}
+	}
+}
+
+// clip shortens s to at most n bytes without splitting a character,
+// marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n-len("…"), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
