@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"HoldsKeyOnTheMailbox", testHoldsKeyOnTheMailbox},
 		{"HoldGivenBack", testHoldGivenBack},
 		{"Topics", testTopics},
+		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
 		{"SentMarks", testSentMarks}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
