@@ -115,7 +115,7 @@ type Server struct {
 	dom   string // and domain
 }
 
-// New builds the server; Serve or ListenAndServe runs it.
+// New builds the server; Serve runs it.
 func New(cfg Config) (*Server, error) {
 	at := strings.LastIndexByte(cfg.BounceAddress, '@')
 	if at <= 0 {
