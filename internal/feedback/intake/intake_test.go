@@ -235,7 +235,7 @@ type client struct {
 
 func dial(t *testing.T, addr, from string) *client {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: poll.BusyMachine}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func dial(t *testing.T, addr, from string) *client {
 // the connection.
 func (c *client) reply(t *testing.T) string {
 	t.Helper()
-	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = c.c.SetReadDeadline(time.Now().Add(poll.BusyMachine))
 	var all string
 	for {
 		line, err := c.r.ReadString('\n')
@@ -303,7 +303,7 @@ func TestIntakeCapsSessions(t *testing.T) {
 	if got := a1.cmd(t, "QUIT"); !strings.HasPrefix(got, "221 ") {
 		t.Fatalf("QUIT: %q", got)
 	}
-	poll.True(t, 30*time.Second, "a new session once one ended", func() bool {
+	poll.True(t, poll.BusyMachine, "a new session once one ended", func() bool {
 		return strings.HasPrefix(dial(t, addr, "127.0.0.3").reply(t), "220 ")
 	})
 }
@@ -318,7 +318,7 @@ func TestIntakeEndsIdleAndLongSessions(t *testing.T) {
 		t.Fatalf("EHLO %q", got)
 	}
 	last := ""
-	poll.True(t, 60*time.Second, "an idle session kept with NOOP to end", func() bool {
+	poll.True(t, poll.BusyMachine, "an idle session kept with NOOP to end", func() bool {
 		last = c.cmd(t, "NOOP")
 		return !strings.HasPrefix(last, "250 ")
 	})
@@ -332,7 +332,7 @@ func TestIntakeEndsIdleAndLongSessions(t *testing.T) {
 	c = dial(t, addr, "127.0.0.1")
 	c.reply(t)
 	c.cmd(t, "EHLO mx.example.net")
-	poll.True(t, 60*time.Second, "a busy session to end at its limit", func() bool {
+	poll.True(t, poll.BusyMachine, "a busy session to end at its limit", func() bool {
 		last = c.cmd(t, "MAIL FROM:<>")
 		if strings.HasPrefix(last, "250 ") {
 			last = c.cmd(t, "RSET")
