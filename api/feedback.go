@@ -46,6 +46,11 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, errorBody("not verified"))
 			return
 		}
+		if errors.Is(err, feedback.ErrUnavailable) {
+			s.deps.Log.Error("webhook: could not check the request", "source", source, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
+			return
+		}
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 			return

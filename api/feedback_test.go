@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +102,62 @@ func TestWebhooksQueueVerifiedEventsOnly(t *testing.T) {
 	}
 	if q := e.queuedFeedback(t); len(q) != 2 {
 		t.Fatalf("queued after the generic report: %+v", q)
+	}
+}
+
+// nonces is feedback.Nonces in memory, or away like a Redis that is down.
+type nonces struct {
+	mu   sync.Mutex
+	used map[string]string
+	away bool
+}
+
+func (n *nonces) Use(_ context.Context, nonce, digest string, _ time.Duration) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.away {
+		return false, errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	}
+	if d, ok := n.used[nonce]; ok {
+		return d == digest, nil
+	}
+	n.used[nonce] = digest
+	return true, nil
+}
+
+// TestMailgunReplayRefused: a captured Mailgun signature with another body
+// is 401 and queues nothing; when the tokens cannot be checked (Redis
+// away) the answer is 503, so Mailgun delivers the event again later.
+func TestMailgunReplayRefused(t *testing.T) {
+	key := []byte("mailgun-signing-key")
+	seen := &nonces{used: map[string]string{}}
+	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
+		d.Webhooks = map[string]feedback.Webhook{"mailgun": &feedback.Mailgun{SigningKey: key, Nonces: seen}}
+	})
+	ts := fmt.Sprint(time.Now().Unix())
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(ts + "tok"))
+	signature := fmt.Sprintf(`{"timestamp":%q,"token":"tok","signature":%q}`, ts, hex.EncodeToString(mac.Sum(nil)))
+	event := func(recipient string) string {
+		return fmt.Sprintf(`{"signature":%s,"event-data":{"event":"failed","severity":"permanent","recipient":%q,"id":"mg-%s"}}`, signature, recipient, recipient)
+	}
+	if resp, body := e.post(t, "/webhooks/mailgun", "application/json", event("gone@example.org")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.post(t, "/webhooks/mailgun", "application/json", event("victim@example.org")); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("replayed signature, another body: %d %s", resp.StatusCode, body)
+	}
+	if q := e.queuedFeedback(t); len(q) != 1 || q[0].Email != "gone@example.org" {
+		t.Fatalf("queued %+v", q)
+	}
+	seen.mu.Lock()
+	seen.away = true
+	seen.mu.Unlock()
+	if resp, body := e.post(t, "/webhooks/mailgun", "application/json", event("later@example.org")); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("tokens cannot be checked: %d %s, want 503", resp.StatusCode, body)
+	}
+	if q := e.queuedFeedback(t); len(q) != 1 {
+		t.Fatalf("queued %+v", q)
 	}
 }
 

@@ -107,7 +107,7 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 	}
 	res, err := feedbackScript.Run(ctx, r.rdb, []string{keyActiveSet, keyLatestRun},
 		f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
-		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest)).StringSlice()
+		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest), r.topics.all).StringSlice()
 	if err != nil {
 		return FeedbackResult{}, fmt.Errorf("record %s feedback: %w", f.Type, err)
 	}
@@ -116,13 +116,14 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 		return FeedbackResult{Duplicate: true}, nil
 	case len(res) == 1 && res[0] == "notfound":
 		return FeedbackResult{}, ErrNotFound
-	case len(res) != 4:
+	case len(res) != 5:
 		return FeedbackResult{}, fmt.Errorf("record feedback: unexpected answer %q", res)
 	}
 	sub, err := decodeRecord(res[1], res[2])
 	if err != nil {
 		return FeedbackResult{}, err
 	}
+	sub.Topics = splitTopics(res[4])
 	soft, _ := strconv.Atoi(res[3])
 	return FeedbackResult{Subscriber: sub, Changed: res[0] == "changed", SoftBounces: soft}, nil
 }
@@ -179,7 +180,7 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 
 // LiftSuppression implements Suppressions.
 func (r *Redis) LiftSuppression(ctx context.Context, email string) (Subscriber, error) {
-	res, err := liftScript.Run(ctx, r.rdb, []string{keyActiveSet}, email).StringSlice()
+	res, err := liftScript.Run(ctx, r.rdb, []string{keyActiveSet}, email, r.topics.all, r.topics.defaults).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("lift suppression: %w", err)
 	}

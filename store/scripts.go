@@ -641,12 +641,14 @@ return 1
 //	ARGV[7]  soft bounces that make a bounce
 //	ARGV[8]  soft-bounce window, ms
 //	ARGV[9]  "1": count it against the latest digest run
+//	ARGV[10] every topic id, comma-separated
 //
 // Writes the seen key of the report (30 days), the soft-bounce zset, the
 // status, ended, the suppression lists, the active bit, a cancelled
-// reconfirmation (cancelreconfirm), and the run's
-// bounces or complaints counter. Answers 'duplicate', 'notfound', or
-// 'ok' / 'changed' with the id, the record and the soft-bounce count.
+// reconfirmation (cancelreconfirm), the topics (an ended subscription has
+// none, as after endScript), and the run's bounces or complaints counter.
+// Answers 'duplicate', 'notfound', or 'ok' / 'changed' with the id, the
+// record, the soft-bounce count and the topics.
 var feedbackScript = subscriberScript(fmt.Sprintf(`
 local SEEN, RUN = %q, %q
 local now = tonumber(ARGV[4])
@@ -690,41 +692,47 @@ if to and r[1] ~= 'c' and r[1] ~= to then
   if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
   code = 'changed'
 end
+if r[1] == 'b' or r[1] == 'c' then settopics(id, ARGV[10], '') end
 if ARGV[9] == '1' then
   local period = redis.call('GET', KEYS[2])
   if period then
     redis.call('HINCRBY', RUN .. period, ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
   end
 end
-return {code, id, packrec(r), tostring(soft)}
+return {code, id, packrec(r), tostring(soft), topicsof(id, ARGV[10])}
 `, prefixSeen, prefixRun))
 
 // liftScript takes an address off the suppression list by hand. A bounced
 // address that had confirmed is active again (a bounce is no choice of the
 // person); a complaint is theirs, so that address becomes unsubscribed and
-// only its own confirmation brings it back.
+// only its own confirmation brings it back. The suppression took the
+// topics away; the address made active again gets the default ones.
 //
 //	KEYS[1]  keyActiveSet
 //	ARGV[1]  email
+//	ARGV[2]  every topic id, comma-separated
+//	ARGV[3]  the default topics, comma-separated
 //
-// Writes the status, the active bit, the suppression lists and forgets the
-// soft bounces and any confirmation asked for (the address is out of the
-// suppression's rules now). Answers 'ok', 'notsuppressed' or 'notfound',
-// then the id and the record.
+// Writes the status, the active bit, the topics, the suppression lists
+// and forgets the soft bounces and any confirmation asked for (the address
+// is out of the suppression's rules now). Answers 'ok', 'notsuppressed' or
+// 'notfound', then the id, the record and the topics.
 var liftScript = subscriberScript(`
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
-if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r)} end
+if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r), topicsof(id, ARGV[2])} end
 if r[1] == 'b' and r[3] ~= '' then
   r[1], r[4] = 'a', ''
   redis.call('SETBIT', KEYS[1], id, 1)
+  settopics(id, ARGV[2], ARGV[3])
 else
   r[1] = 'u'
+  settopics(id, ARGV[2], '')
 end
 save(id, r)
 unsuppress(id)
 redis.call('DEL', RECONF .. id)
-return {'ok', id, packrec(r)}
+return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
 `)
 
 // fillSuppressionsScript puts the bounced and complained subscribers of a

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/smtp"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
@@ -28,6 +30,17 @@ func deliverReport(t *testing.T, addr, rcpt, raw string) {
 	if err := smtp.SendMail(addr, nil, "", []string{rcpt}, []byte(raw)); err != nil {
 		t.Fatalf("deliver the report to the intake: %v", err)
 	}
+}
+
+// postfixDSN is a delivery-status report as Postfix writes it about our
+// mail to rcpt whose envelope sender and Message-ID carried tag.
+func postfixDSN(t *testing.T, rcpt, tag string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../internal/feedback/testdata/postfix-dsn.eml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer("TAG", tag, "RCPT", rcpt).Replace(string(b))
 }
 
 func dsnFor(recipient, returnPath, messageID string) string {
@@ -143,8 +156,20 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A stranger's forged reports about a reader who stays: no tag, a tag
+	// that does not verify, an abuse report naming the address. Each is
+	// taken (250), counted unverified, and changes nothing.
+	untagged := "<0a1b2c3d@news.example.com>"
+	deliverReport(t, intakeAddr, "bounces@b.example.com", dsnFor("stay@example.org", "bounces@b.example.com", untagged))
+	deliverReport(t, intakeAddr, "bounces+2n9c-d-000000000000@b.example.com", dsnFor("stay@example.org", "bounces+2n9c-d-000000000000@b.example.com", "<0a1b.2n9c-d-000000000000@news.example.com>"))
+	deliverReport(t, intakeAddr, "bounces@b.example.com", arfFor("stay@example.org", "bounces@b.example.com", untagged))
+
+	// A genuine DSN as Postfix writes it, to the tagged return path.
 	gone := byRcpt["gone@example.org"]
-	deliverReport(t, intakeAddr, gone.From, dsnFor("gone@example.org", gone.From, gone.Header.Get("Message-Id")))
+	if tag := feedback.TagOfMessageID(gone.Header.Get("Message-Id")); tag == "" || tag != feedback.TagOfAddress(gone.From) {
+		t.Fatalf("the digest's Message-ID %q and return path %q carry different tags", gone.Header.Get("Message-Id"), gone.From)
+	}
+	deliverReport(t, intakeAddr, gone.From, postfixDSN(t, "gone@example.org", feedback.TagOfAddress(gone.From)))
 	spam := byRcpt["spam@example.org"]
 	arf := arfFor("spam@example.org", spam.From, spam.Header.Get("Message-Id"))
 	deliverReport(t, intakeAddr, "bounces@b.example.com", arf)
@@ -180,8 +205,12 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	if sub, err := st.Get(ctx, "stay@example.org"); err != nil || sub.Status != store.Active || len(sub.Topics) == 0 {
+		t.Fatalf("forged reports changed the reader who stays: %+v %v", sub, err)
+	}
 	_, metrics := admin("GET", "/metrics")
-	for _, want := range []string{`newsletter_complaints_total{source="smtp"} 1`, `newsletter_bounces_total{source="smtp",type="hard"} 1`} {
+	for _, want := range []string{`newsletter_complaints_total{source="smtp"} 1`, `newsletter_bounces_total{source="smtp",type="hard"} 1`,
+		`newsletter_bounce_reports_total{result="unverified"} 3`, `newsletter_bounce_reports_total{result="queued"} 3`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}

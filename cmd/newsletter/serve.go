@@ -346,7 +346,7 @@ func webhooks(a *app) map[string]feedback.Webhook {
 		}
 	}
 	if a.cfg.MailgunSigningKey != "" {
-		w["mailgun"] = &feedback.Mailgun{SigningKey: []byte(a.cfg.MailgunSigningKey), Tags: a.tags}
+		w["mailgun"] = &feedback.Mailgun{SigningKey: []byte(a.cfg.MailgunSigningKey), Nonces: feedback.RedisNonces{Client: a.rdb}, Tags: a.tags}
 	}
 	if a.cfg.PostmarkToken != "" {
 		w["postmark"] = &feedback.Postmark{Token: a.cfg.PostmarkToken, Tags: a.tags}

@@ -1,30 +1,65 @@
 package feedback
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// FromReport makes the task payload of a report read from mail. The tag
-// of the address the report was sent to (envelopeTag) goes first, then the
-// report's own; a tag this service did not make is ignored, never trusted.
-// ok is false when the report names nobody: no valid tag and no address.
-func FromReport(rep Report, envelopeTag string, t *Tagger) (p tasks.FeedbackPayload, ok bool) {
-	p = tasks.FeedbackPayload{ID: rep.ID, Type: rep.Type, Source: "smtp", Reason: rep.Reason}
-	for _, tag := range []string{envelopeTag, rep.Tag} {
-		if id, kind, valid := t.Parse(tag); valid {
+// ErrUnverified means a report does not name its subscriber by a tag this
+// service made: it changes nothing. Anyone can send a report naming any
+// address to the bounce address, so the address in a report is never
+// believed on its own.
+var ErrUnverified = errors.New("report not verified by a VERP tag")
+
+// Why a report is unverified (each wraps ErrUnverified).
+var (
+	// ErrNoTag: neither the address the report was sent to nor the
+	// headers it quotes carry a tag.
+	ErrNoTag = fmt.Errorf("%w: it carries no tag", ErrUnverified)
+	// ErrTagForged: it carries tags, none of which this service made.
+	ErrTagForged = fmt.Errorf("%w: no tag it carries verifies", ErrUnverified)
+	// ErrTagsDisagree: its tags verify but name different subscribers
+	// (pieces of two mails put together).
+	ErrTagsDisagree = fmt.Errorf("%w: its tags name different subscribers", ErrUnverified)
+)
+
+// FromReport makes the task payload of a report read from mail. Only a
+// tag decides who it is about: the tags of the envelope recipients the
+// report was sent to (bounces+<tag>@…, the address our mail gave as its
+// envelope sender) and those the report quotes from the original (its
+// Return-Path and Message-ID). Tags that do not verify are ignored (a
+// relay may rewrite a Message-ID into something that looks like one);
+// those that verify must all name the same subscriber. The recipient
+// address the report states is not used: with the tag, the store finds the
+// subscriber by id, even when a forwarder changed the address.
+func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPayload, error) {
+	p := tasks.FeedbackPayload{ID: rep.ID, Type: rep.Type, Source: "smtp", Reason: rep.Reason}
+	seen := false
+	for _, tag := range append(append([]string(nil), envelopeTags...), rep.Tags...) {
+		if tag == "" {
+			continue
+		}
+		seen = true
+		id, kind, ok := t.Parse(tag)
+		switch {
+		case !ok:
+			continue
+		case p.SubscriberID == 0:
 			p.SubscriberID, p.Kind = id, kind
-			break
+		case p.SubscriberID != id:
+			return tasks.FeedbackPayload{}, ErrTagsDisagree
 		}
 	}
-	if p.SubscriberID == 0 {
-		// Without a tag the recipient alone names the subscriber. With one,
-		// it must agree with the tag (checked by the store), except in a
-		// DSN for a VERP address, where it is the same mail anyway: an
-		// MTA may rewrite the recipient (forwarding), so trust the tag.
-		p.Email = normalise(rep.Recipient)
+	switch {
+	case p.SubscriberID > 0:
+		return p, nil
+	case seen:
+		return tasks.FeedbackPayload{}, ErrTagForged
 	}
-	return p, p.SubscriberID > 0 || p.Email != ""
+	return tasks.FeedbackPayload{}, ErrNoTag
 }
 
 // normalise is the store's form of an address in a report (the signup's

@@ -22,10 +22,12 @@ type Report struct {
 	// Recipient is the address the report is about (Final-Recipient,
 	// Original-Rcpt-To, or the original's To), as written there.
 	Recipient string
-	// Tag is the VERP tag found in the report (the original's envelope
-	// sender or Message-ID), "" when none; the intake adds the one of the
+	// Tags are the VERP tags the report quotes: the original's envelope
+	// sender (its Return-Path, or an abuse report's Original-Mail-From)
+	// and its Message-ID, in that order; none when it quotes none. They are
+	// unverified text: FromReport checks them, with the tag of the
 	// address the report was sent to.
-	Tag string
+	Tags []string
 	// Status is the DSN status code (5.1.1); Reason the diagnostic or the
 	// feedback type.
 	Status, Reason string
@@ -41,6 +43,13 @@ var ErrNotAReport = errors.New("not a delivery-status or abuse report")
 // maxReportParts bounds the parts read from one report: a real one has
 // three.
 const maxReportParts = 10
+
+// MaxRecipientBlocks bounds the recipient blocks read from one
+// delivery-status report; the rest are not read. Each of our mails has one
+// recipient, so a genuine report about it has one block (a few when a
+// forwarder expanded the address); hundreds are a forgery's way to make
+// work.
+const MaxRecipientBlocks = 5
 
 // ParseReport reads a report mail. Delivered, relayed, expanded and delayed
 // recipients are no bounce and give no Report; a report with nothing to
@@ -72,7 +81,8 @@ func ParseReport(r io.Reader) ([]Report, error) {
 		pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
 		switch pt {
 		case "message/delivery-status", "message/global-delivery-status", "message/feedback-report":
-			if status, err = readFieldBlocks(part); err != nil {
+			// The per-message block, then the recipients'.
+			if status, err = readFieldBlocks(part, 1+MaxRecipientBlocks); err != nil {
 				return nil, fmt.Errorf("report fields: %w", err)
 			}
 		case "message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers":
@@ -90,26 +100,33 @@ func ParseReport(r io.Reader) ([]Report, error) {
 	if seed == "" {
 		seed = fmt.Sprint(status)
 	}
-	tag := ""
+	var tags []string
 	if original != nil {
-		if tag = TagOfAddress(original.Get("Return-Path")); tag == "" {
-			tag = TagOfMessageID(original.Get("Message-Id"))
-		}
+		tags = appendTag(tags, TagOfAddress(original.Get("Return-Path")))
+		tags = appendTag(tags, TagOfMessageID(original.Get("Message-Id")))
 	}
 	switch kind {
 	case "delivery-status":
-		return deliveryStatus(status, original, tag, seed), nil
+		return deliveryStatus(status, tags, seed), nil
 	case "feedback-report":
-		return abuse(status[0], original, tag, seed), nil
+		return abuse(status[0], original, tags, seed), nil
 	}
 	return nil, fmt.Errorf("%w: report-type %q", ErrNotAReport, kind)
 }
 
-// readFieldBlocks reads header-like blocks separated by blank lines.
-func readFieldBlocks(r io.Reader) ([]textproto.MIMEHeader, error) {
-	tr := textproto.NewReader(bufio.NewReader(io.LimitReader(r, 256<<10)))
+func appendTag(tags []string, tag string) []string {
+	if tag == "" {
+		return tags
+	}
+	return append(tags, tag)
+}
+
+// readFieldBlocks reads up to max header-like blocks separated by blank
+// lines.
+func readFieldBlocks(r io.Reader, max int) ([]textproto.MIMEHeader, error) {
+	tr := textproto.NewReader(bufio.NewReader(io.LimitReader(r, 64<<10)))
 	var out []textproto.MIMEHeader
-	for len(out) < 1000 {
+	for len(out) < max {
 		h, err := tr.ReadMIMEHeader()
 		if len(h) > 0 {
 			out = append(out, h)
@@ -124,7 +141,7 @@ func readFieldBlocks(r io.Reader) ([]textproto.MIMEHeader, error) {
 	return out, nil
 }
 
-func deliveryStatus(blocks []textproto.MIMEHeader, original textproto.MIMEHeader, tag, seed string) []Report {
+func deliveryStatus(blocks []textproto.MIMEHeader, tags []string, seed string) []Report {
 	var out []Report
 	for _, b := range blocks {
 		rcpt := addrField(b.Get("Final-Recipient"))
@@ -140,7 +157,7 @@ func deliveryStatus(blocks []textproto.MIMEHeader, original textproto.MIMEHeader
 			st = st[:i]
 		}
 		out = append(out, Report{
-			Type: bounceType(st), Recipient: rcpt, Tag: tag, Status: st,
+			Type: bounceType(st), Recipient: rcpt, Tags: tags, Status: st,
 			Reason: strings.TrimSpace(b.Get("Diagnostic-Code")), ID: reportID(seed, rcpt),
 		})
 	}
@@ -160,24 +177,20 @@ func bounceType(status string) string {
 	return "hard"
 }
 
-func abuse(f textproto.MIMEHeader, original textproto.MIMEHeader, tag, seed string) []Report {
+func abuse(f textproto.MIMEHeader, original textproto.MIMEHeader, tags []string, seed string) []Report {
 	ft := strings.ToLower(strings.TrimSpace(f.Get("Feedback-Type")))
 	if ft != "abuse" && ft != "fraud" {
 		return nil // virus, other, not-spam: no complaint about us
 	}
-	if tag == "" {
-		tag = TagOfAddress(f.Get("Original-Mail-From"))
-	}
+	// The original's envelope sender as the reporter saw it.
+	tags = appendTag(tags, TagOfAddress(f.Get("Original-Mail-From")))
 	rcpt := addrField(f.Get("Original-Rcpt-To"))
 	if rcpt == "" && original != nil {
 		if a, err := mail.ParseAddress(original.Get("To")); err == nil {
 			rcpt = a.Address
 		}
 	}
-	if rcpt == "" && tag == "" {
-		return nil
-	}
-	return []Report{{Type: "complaint", Recipient: rcpt, Tag: tag, Reason: ft, ID: reportID(seed, rcpt)}}
+	return []Report{{Type: "complaint", Recipient: rcpt, Tags: tags, Reason: ft, ID: reportID(seed, rcpt)}}
 }
 
 // addrField reads "rfc822; user@example.com" (or a bare address).

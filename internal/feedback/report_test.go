@@ -2,7 +2,9 @@ package feedback
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,7 +33,7 @@ func TestParseDSN(t *testing.T) {
 			t.Fatalf("want the two failed recipients, not the delayed one: %+v", reps)
 		}
 		gone, full := reps[0], reps[1]
-		if gone.Type != "hard" || gone.Recipient != "gone@example.org" || gone.Status != "5.1.1" || gone.Tag != "2n9c-d-0123456789ab" || !strings.Contains(gone.Reason, "User unknown") {
+		if gone.Type != "hard" || gone.Recipient != "gone@example.org" || gone.Status != "5.1.1" || !slices.Equal(gone.Tags, []string{"2n9c-d-0123456789ab", "2n9c-d-0123456789ab"}) || !strings.Contains(gone.Reason, "User unknown") {
 			t.Fatalf("user unknown: %+v", gone)
 		}
 		if full.Type != "soft" || full.Recipient != "full@example.org" {
@@ -50,7 +52,7 @@ func TestParseARF(t *testing.T) {
 		t.Fatalf("%+v %v", reps, err)
 	}
 	r := reps[0]
-	if r.Type != "complaint" || r.Recipient != "reader@example.org" || r.Tag != "2n9c-d-0123456789ab" || r.Reason != "abuse" {
+	if r.Type != "complaint" || r.Recipient != "reader@example.org" || !slices.Equal(r.Tags, []string{"2n9c-d-0123456789ab", "2n9c-d-0123456789ab"}) || r.Reason != "abuse" {
 		t.Fatalf("complaint: %+v", r)
 	}
 	notSpam := strings.Replace(fixture(t, "arf.eml", "x"), "Feedback-Type: abuse", "Feedback-Type: virus", 1)
@@ -74,5 +76,24 @@ func TestParseMalformedReports(t *testing.T) {
 		if name == "plain mail" && !errors.Is(err, ErrNotAReport) {
 			t.Errorf("plain mail: %v, want ErrNotAReport", err)
 		}
+	}
+}
+
+// TestParseReadsAHandfulOfRecipients: a report with 999 failed recipient
+// blocks (79 KB) gives at most MaxRecipientBlocks reports; the rest is not
+// read.
+func TestParseReadsAHandfulOfRecipients(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.net\r\n")
+	for i := range 999 {
+		fmt.Fprintf(&b, "\r\nFinal-Recipient: rfc822; victim%03d@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\n", i)
+	}
+	b.WriteString("\r\n--b--\r\n")
+	reps, err := ParseReport(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) == 0 || len(reps) > MaxRecipientBlocks {
+		t.Fatalf("%d reports from one mail, want 1 to %d", len(reps), MaxRecipientBlocks)
 	}
 }

@@ -8,8 +8,27 @@ import (
 	"strings"
 )
 
-// kindCodes are the mail kinds as one letter in a tag.
+// kindCodes are the mail kinds as one letter in a tag. Any other kind (a
+// step of the onboarding sequence, whose names the operator chooses in the
+// topics file) is tagged too, with stepCode: every mail carries a tag, so
+// every bounce can be traced, and a tag stays short enough for the 64
+// characters of a local part whatever the step is called.
 var kindCodes = map[string]string{"confirm": "c", "welcome": "w", "digest": "d", "events": "e", "unsubscribe": "u"}
+
+// stepCode is the letter of every other kind; such a tag reads back as
+// KindStep.
+const stepCode = "s"
+
+// KindStep is the kind Parse gives for a tag of a mail whose kind has no
+// letter of its own: a step of the onboarding sequence after the welcome.
+const KindStep = "sequence-step"
+
+func codeOf(kind string) (string, bool) {
+	if code, ok := kindCodes[kind]; ok {
+		return code, true
+	}
+	return stepCode, kind != ""
+}
 
 // Tagger makes and reads the tags that trace a mail to its subscriber:
 // "<id base 36>-<kind letter>-<MAC>", 12 hex digits of an HMAC-SHA256
@@ -31,10 +50,10 @@ func (t *Tagger) mac(id, code string) string {
 	return hex.EncodeToString(m.Sum(nil)[:6])
 }
 
-// Tag is the tag of a mail of kind to subscriber id ("" for an unknown
-// kind or id).
+// Tag is the tag of a mail of kind to subscriber id ("" without a kind or
+// an id).
 func (t *Tagger) Tag(id int64, kind string) string {
-	code, ok := kindCodes[kind]
+	code, ok := codeOf(kind)
 	if t == nil || !ok || id <= 0 {
 		return ""
 	}
@@ -52,6 +71,9 @@ func (t *Tagger) Parse(tag string) (id int64, kind string, ok bool) {
 		if code == parts[1] {
 			kind = k
 		}
+	}
+	if parts[1] == stepCode {
+		kind = KindStep
 	}
 	id, err := strconv.ParseInt(parts[0], 36, 64)
 	if kind == "" || err != nil || id <= 0 || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {

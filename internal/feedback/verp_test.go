@@ -1,6 +1,12 @@
 package feedback
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/newsletter/newsletter/mailer"
+)
 
 func TestTagRoundTripAndForgery(t *testing.T) {
 	tg := NewTagger([]byte("0123456789abcdef"))
@@ -33,7 +39,43 @@ func TestTagRoundTripAndForgery(t *testing.T) {
 	if TagOfAddress("bounces@b.example.com") != "" || TagOfMessageID("abc@example.com") != "" {
 		t.Fatal("a tag found where there is none")
 	}
-	if tg.Tag(0, "digest") != "" || tg.Tag(5, "nope") != "" {
-		t.Fatal("tag for an unknown id or kind")
+	if tg.Tag(0, "digest") != "" || tg.Tag(5, "") != "" {
+		t.Fatal("tag without an id or a kind")
+	}
+}
+
+// TestEveryKindIsTagged: every kind of mail the service sends, each step
+// of the built-in onboarding sequence and a step an operator names in the
+// topics file, carries a tag that reads back as its subscriber; the kinds
+// with a letter of their own read back as themselves (a digest's bounce
+// counts against the digest run), the steps as KindStep. The mailer puts
+// the tag in the envelope sender and the Message-ID (verp.go's readers).
+func TestEveryKindIsTagged(t *testing.T) {
+	tg := NewTagger([]byte("0123456789abcdef"))
+	// The steps whose templates are built in (mailer/templates), and one
+	// whose template only an operator's folder has.
+	kinds := append(mailer.Kinds(), "getting-started", "best-of", "a-step-with-a-long-name-chosen-by-the-operator")
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			const id = 1 << 40 // an id far beyond any list's size
+			tag := tg.Tag(id, kind)
+			if tag == "" {
+				t.Fatalf("%s mail gets no tag", kind)
+			}
+			want := kind
+			if !slices.Contains(mailer.Kinds(), kind) {
+				want = KindStep
+			}
+			if got, gotKind, ok := tg.Parse(tag); !ok || got != id || gotKind != want {
+				t.Fatalf("tag %q reads as %d %q %v, want %d %q", tag, got, gotKind, ok, id, want)
+			}
+			rp := "bounces+" + tag + "@b.example.com"
+			if at := strings.IndexByte(rp, '@'); at > 64 {
+				t.Fatalf("return path %q: local part longer than 64", rp)
+			}
+			if TagOfAddress(rp) != tag || TagOfMessageID("<0a1b2c."+tag+"@news.example.com>") != tag {
+				t.Fatalf("tag %q not read back from the return path or Message-ID", tag)
+			}
+		})
 	}
 }

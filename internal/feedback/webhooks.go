@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/hmac"
@@ -43,6 +44,10 @@ type Webhook interface {
 
 func unauthorized(why string) error { return fmt.Errorf("%w: %s", ErrUnauthorized, why) }
 
+// ErrUnavailable means a request could not be checked for now (Redis
+// away): answer 503, and the provider delivers it again later.
+var ErrUnavailable = errors.New("webhook request cannot be checked just now")
+
 // fresh tells whether a signed timestamp is within window of now, either
 // way: a replayed old request is refused.
 func fresh(at, now time.Time, window time.Duration) bool {
@@ -69,21 +74,45 @@ func payload(source, id, email, typ, reason, messageID string, tags *Tagger) tas
 // endpoint of some region, never an address the request chose.
 var snsHost = regexp.MustCompile(`^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$`)
 
+// snsCertPath is the path of SNS's signing certificates.
+var snsCertPath = regexp.MustCompile(`^/SimpleNotificationService-[A-Za-z0-9_-]{1,64}\.pem$`)
+
+// Certificate look-ups: a certificate is kept while the process runs (SNS
+// rotates them rarely, under a new URL); a failed look-up is remembered
+// for certFailureTTL, so unauthenticated requests naming a certificate
+// that cannot be had do not make a request to it each; at most maxCerts
+// URLs are remembered.
+const (
+	certFailureTTL = 10 * time.Minute
+	maxCerts       = 64
+)
+
 // SES reads Amazon SES notifications delivered by SNS over HTTPS. Each
 // message is verified against its signing certificate (fetched once per
-// URL, only from an SNS host), must come from one of TopicARNs and be no
-// older than an hour. Subscription confirmations are verified and logged
-// with their URL for the operator to open; nothing is confirmed by itself.
+// URL, only from an SNS host, never following a redirect), must come from
+// one of TopicARNs and be no older than an hour. Subscription
+// confirmations are verified and logged with their URL for the operator to
+// open; nothing is confirmed by itself.
 type SES struct {
 	TopicARNs []string
-	// Client fetches the certificates (http.DefaultClient when nil).
+	// Client fetches the certificates (a client with a 5 s timeout when
+	// nil); its redirects are never followed.
 	Client *http.Client
 	Tags   *Tagger
 	Now    func() time.Time
 	Log    *slog.Logger
 
 	mu    sync.Mutex
-	certs map[string]*x509.Certificate
+	certs map[string]*certLookup
+}
+
+// certLookup is one certificate URL's look-up: done is closed when cert
+// or err is set; a failure is retried after until.
+type certLookup struct {
+	done  chan struct{}
+	cert  *x509.Certificate
+	err   error
+	until time.Time
 }
 
 type snsMessage struct {
@@ -147,6 +176,9 @@ func (s *SES) verify(r *http.Request, m *snsMessage) error {
 	if err != nil || u.Scheme != "https" || !snsHost.MatchString(u.Hostname()) || u.Port() != "" {
 		return unauthorized("signing certificate URL is not an SNS host")
 	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || !snsCertPath.MatchString(u.EscapedPath()) {
+		return unauthorized("signing certificate URL is not an SNS certificate")
+	}
 	sig, err := base64.StdEncoding.DecodeString(m.Signature)
 	if err != nil {
 		return unauthorized("signature is not base64")
@@ -176,18 +208,96 @@ func (s *SES) verify(r *http.Request, m *snsMessage) error {
 	return nil
 }
 
+// cert is the certificate at certURL: remembered, or fetched by one
+// request while the others wait for it.
 func (s *SES) cert(r *http.Request, certURL string) (*x509.Certificate, error) {
+	now := s.now()
 	s.mu.Lock()
-	c, ok := s.certs[certURL]
+	l, ok := s.certs[certURL]
+	// l.err and l.until are written before done is closed: read them after.
+	if ok && isClosed(l.done) && l.err != nil && !now.Before(l.until) {
+		ok = false // a failure remembered long enough: look again
+	}
+	if !ok {
+		if s.certs == nil {
+			s.certs = map[string]*certLookup{}
+		}
+		s.forgetOne(now)
+		l = &certLookup{done: make(chan struct{})}
+		s.certs[certURL] = l
+		s.mu.Unlock()
+		// Not the request's context: a client that hangs up must not
+		// leave a failure for the others to remember.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		l.cert, l.err = s.fetch(ctx, certURL)
+		cancel()
+		l.until = s.now().Add(certFailureTTL)
+		close(l.done)
+		if l.err != nil {
+			s.log().Warn("SES webhook: signing certificate look-up failed; refused until it is tried again", "url", certURL, "err", l.err, "retry_after", certFailureTTL)
+		}
+		return l.cert, l.err
+	}
 	s.mu.Unlock()
-	if ok {
-		return c, nil
+	select {
+	case <-l.done:
+		return l.cert, l.err
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
 	}
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
+}
+
+// forgetOne makes room for a new look-up when maxCerts are remembered:
+// an expired failure if any, else any failure, else any finished one. The
+// caller holds s.mu.
+func (s *SES) forgetOne(now time.Time) {
+	if len(s.certs) < maxCerts {
+		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, certURL, nil)
+	var victim string
+	rank := 0
+	for u, l := range s.certs {
+		r := 0
+		switch {
+		case !isClosed(l.done):
+			continue // being fetched: others wait for it
+		case l.err != nil && !now.Before(l.until):
+			r = 3
+		case l.err != nil:
+			r = 2
+		default:
+			r = 1
+		}
+		if r > rank {
+			victim, rank = u, r
+		}
+	}
+	if rank > 0 {
+		delete(s.certs, victim)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// noRedirect refuses every redirect: the certificate must be at the URL
+// that passed the host check, not wherever that answer points.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func (s *SES) fetch(ctx context.Context, certURL string) (*x509.Certificate, error) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	if s.Client != nil {
+		c := *s.Client
+		client = &c
+	}
+	client.CheckRedirect = noRedirect
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, certURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +307,7 @@ func (s *SES) cert(r *http.Request, certURL string) (*x509.Certificate, error) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch: %s", resp.Status)
+		return nil, fmt.Errorf("fetch: %s (redirects are not followed)", resp.Status)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
@@ -207,16 +317,7 @@ func (s *SES) cert(r *http.Request, certURL string) (*x509.Certificate, error) {
 	if block == nil {
 		return nil, errors.New("no PEM certificate")
 	}
-	if c, err = x509.ParseCertificate(block.Bytes); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.certs == nil {
-		s.certs = map[string]*x509.Certificate{}
-	}
-	s.certs[certURL] = c
-	s.mu.Unlock()
-	return c, nil
+	return x509.ParseCertificate(block.Bytes)
 }
 
 func (s *SES) now() time.Time {
@@ -378,12 +479,21 @@ func nowOr(now func() time.Time) time.Time {
 
 // ---- Mailgun ----
 
+// mailgunWindow is how far a Mailgun timestamp may be from now.
+const mailgunWindow = 10 * time.Minute
+
 // Mailgun reads Mailgun's webhooks: the HMAC-SHA256 of timestamp and token
-// under the webhook signing key, with a timestamp within ten minutes.
+// under the webhook signing key, with a timestamp within ten minutes. The
+// signature does not cover the body, so each token is remembered (Nonces)
+// until its timestamp is stale: a captured {timestamp, token, signature}
+// with another body is refused.
 type Mailgun struct {
 	SigningKey []byte
-	Tags       *Tagger
-	Now        func() time.Time
+	// Nonces remembers the tokens used; nil: not remembered (tests of
+	// the signature alone).
+	Nonces Nonces
+	Tags   *Tagger
+	Now    func() time.Time
 }
 
 // Events implements Webhook.
@@ -418,8 +528,20 @@ func (m *Mailgun) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload,
 		return nil, unauthorized("Mailgun signature does not verify")
 	}
 	sec, err := strconv.ParseInt(s.Timestamp, 10, 64)
-	if err != nil || !fresh(time.Unix(sec, 0), nowOr(m.Now), 10*time.Minute) {
+	now := nowOr(m.Now)
+	if err != nil || !fresh(time.Unix(sec, 0), now, mailgunWindow) {
 		return nil, unauthorized("Mailgun timestamp is stale")
+	}
+	if m.Nonces != nil {
+		// Remembered until the timestamp is stale anyway.
+		digest := sha256.Sum256(body)
+		first, err := m.Nonces.Use(r.Context(), "mailgun\x00"+s.Token, hex.EncodeToString(digest[:]), time.Unix(sec, 0).Add(mailgunWindow).Sub(now)+time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("%w: remember the Mailgun token: %v", ErrUnavailable, err)
+		}
+		if !first {
+			return nil, unauthorized("Mailgun token was used before by another request (a replay)")
+		}
 	}
 	e := b.Event
 	typ := ""

@@ -24,8 +24,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/redistest"
 )
 
 var testTags = NewTagger([]byte("0123456789abcdef"))
@@ -37,7 +42,12 @@ type snsFixture struct {
 	key    *rsa.PrivateKey
 	client *http.Client
 	topic  string
+
+	mu   sync.Mutex
+	hits map[string]int // requests by path
 }
+
+func (f *snsFixture) hitsOf(path string) int { f.mu.Lock(); defer f.mu.Unlock(); return f.hits[path] }
 
 func newSNSFixture(t *testing.T) *snsFixture {
 	t.Helper()
@@ -52,12 +62,20 @@ func newSNSFixture(t *testing.T) *snsFixture {
 		t.Fatal(err)
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	f := &snsFixture{key: key, topic: "arn:aws:sns:us-east-1:123456789012:ses-feedback", hits: map[string]int{}}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/SimpleNotificationService-test.pem" {
+		f.mu.Lock()
+		f.hits[r.URL.Path]++
+		f.mu.Unlock()
+		switch r.URL.Path {
+		case "/SimpleNotificationService-test.pem":
+			_, _ = w.Write(certPEM)
+		case "/SimpleNotificationService-moved.pem":
+			// To the good certificate: still refused, never followed.
+			http.Redirect(w, r, "/SimpleNotificationService-test.pem", http.StatusFound)
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		_, _ = w.Write(certPEM)
 	}))
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()
@@ -68,7 +86,8 @@ func newSNSFixture(t *testing.T) *snsFixture {
 		},
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test's own server
 	}
-	return &snsFixture{key: key, client: &http.Client{Transport: tr}, topic: "arn:aws:sns:us-east-1:123456789012:ses-feedback"}
+	f.client = &http.Client{Transport: tr}
+	return f
 }
 
 func (f *snsFixture) sign(t *testing.T, m *snsMessage) []byte {
@@ -262,5 +281,117 @@ func TestPostmarkWebhook(t *testing.T) {
 	}
 	if _, err := pm.Events(post(body), body); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("no credentials: %v", err)
+	}
+}
+
+// TestSESCertificateLookUps: a certificate that cannot be had is looked up
+// once and the failure remembered for a while, however many unsigned
+// requests name it; a redirect is never followed, even to the good
+// certificate; a URL that is no SNS certificate path is not fetched.
+func TestSESCertificateLookUps(t *testing.T) {
+	f := newSNSFixture(t)
+	now := time.Now()
+	ses := &SES{TopicARNs: []string{f.topic}, Client: f.client, Tags: testTags, Now: func() time.Time { return now }}
+	withCert := func(path string) []byte {
+		m := f.notification(`{"notificationType":"Bounce","bounce":{"bounceType":"Permanent","bouncedRecipients":[{"emailAddress":"r@example.org"}],"feedbackId":"fb"}}`, time.Now())
+		m.SigningCertURL = "https://sns.us-east-1.amazonaws.com" + path
+		return f.sign(t, m)
+	}
+	for i := range 5 {
+		body := withCert("/SimpleNotificationService-missing.pem")
+		if _, err := ses.Events(post(body), body); !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("request %d with a missing certificate: %v", i+1, err)
+		}
+	}
+	if n := f.hitsOf("/SimpleNotificationService-missing.pem"); n != 1 {
+		t.Fatalf("a missing certificate was looked up %d times, want once", n)
+	}
+	now = now.Add(certFailureTTL + time.Second)
+	body := withCert("/SimpleNotificationService-missing.pem")
+	if _, err := ses.Events(post(body), body); !errors.Is(err, ErrUnauthorized) || f.hitsOf("/SimpleNotificationService-missing.pem") != 2 {
+		t.Fatalf("after the failure's time: %v, %d look-ups, want a second one", err, f.hitsOf("/SimpleNotificationService-missing.pem"))
+	}
+
+	body = withCert("/SimpleNotificationService-moved.pem")
+	if _, err := ses.Events(post(body), body); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("a redirected certificate: %v, want ErrUnauthorized", err)
+	}
+	if f.hitsOf("/SimpleNotificationService-test.pem") != 0 {
+		t.Fatal("the certificate client followed a redirect")
+	}
+	for _, path := range []string{"/evil.pem", "/SimpleNotificationService-test.pem?x=1", "/a/../SimpleNotificationService-test.pem"} {
+		body = withCert(path)
+		if _, err := ses.Events(post(body), body); !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("certificate path %q: %v", path, err)
+		}
+	}
+	if f.hitsOf("/evil.pem") != 0 || f.hitsOf("/SimpleNotificationService-test.pem") != 0 {
+		t.Fatal("a URL that is no SNS certificate path was fetched")
+	}
+	// The good certificate: fetched once for many messages.
+	for range 3 {
+		body = withCert("/SimpleNotificationService-test.pem")
+		if evs, err := ses.Events(post(body), body); err != nil || len(evs) != 1 {
+			t.Fatalf("signed bounce: %+v %v", evs, err)
+		}
+	}
+	if n := f.hitsOf("/SimpleNotificationService-test.pem"); n != 1 {
+		t.Fatalf("the certificate was fetched %d times", n)
+	}
+}
+
+// TestMailgunTokenReplay: a captured {timestamp, token, signature} with
+// another body is refused while the timestamp is fresh (the signature does
+// not cover the body); the same request again (a retry) and a new token
+// pass; the token is remembered in Redis until its timestamp is stale; a
+// Redis that is away makes the request fail for now (503), never pass.
+func TestMailgunTokenReplay(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBFeedback)
+	key := []byte("key-3ax6xnjp29jd6fds4gc373sgvjxteol0")
+	mg := &Mailgun{SigningKey: key, Nonces: RedisNonces{Client: rdb}, Tags: testTags}
+	ts := fmt.Sprint(time.Now().Add(-2 * time.Minute).Unix())
+	signed := func(token, recipient string) []byte {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(ts + token))
+		return []byte(fmt.Sprintf(`{"signature":{"timestamp":%q,"token":%q,"signature":%q},
+			"event-data":{"event":"failed","severity":"permanent","recipient":%q,"id":"ev-%s"}}`, ts, token, hex.EncodeToString(mac.Sum(nil)), recipient, recipient))
+	}
+	first := signed("tok-1", "gone@example.org")
+	if evs, err := mg.Events(post(first), first); err != nil || len(evs) != 1 {
+		t.Fatalf("first use: %+v %v", evs, err)
+	}
+	if evs, err := mg.Events(post(first), first); err != nil || len(evs) != 1 {
+		t.Fatalf("the same request again (a retry): %+v %v", evs, err)
+	}
+	replay := signed("tok-1", "victim@example.org")
+	if evs, err := mg.Events(post(replay), replay); !errors.Is(err, ErrUnauthorized) || len(evs) != 0 {
+		t.Fatalf("the token with another body: %+v %v, want ErrUnauthorized", evs, err)
+	}
+	other := signed("tok-2", "victim@example.org")
+	if evs, err := mg.Events(post(other), other); err != nil || len(evs) != 1 {
+		t.Fatalf("a new token: %+v %v", evs, err)
+	}
+	keys, err := rdb.Keys(context.Background(), prefixNonce+"*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("remembered tokens %v %v", keys, err)
+	}
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(context.Background(), k).Result()
+		// The timestamp is two minutes old: stale in eight.
+		if err != nil || ttl <= 0 || ttl > mailgunWindow-2*time.Minute+2*time.Second {
+			t.Fatalf("%s expires in %v %v, want when its timestamp is stale", k, ttl, err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	away := &Mailgun{SigningKey: key, Nonces: RedisNonces{Client: redis.NewClient(&redis.Options{Addr: gone, MaxRetries: -1})}}
+	b := signed("tok-3", "r@example.org")
+	if evs, err := away.Events(post(b), b); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized) || len(evs) != 0 {
+		t.Fatalf("Redis away: %+v %v, want ErrUnavailable", evs, err)
 	}
 }

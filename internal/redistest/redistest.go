@@ -34,6 +34,7 @@ const (
 	DBPace
 	DBAutopipe
 	DBWorker
+	DBFeedback
 )
 
 // New returns a client on an empty database and the URL that reaches it

@@ -73,6 +73,9 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 		s.Status, s.UnsubscribedAt = to, now
 		res.Changed = true
 	}
+	if s.Status == store.Bounced || s.Status == store.Complained {
+		s.Topics = nil // ended: no topics, as after end
+	}
 	if f.Digest && m.latest != "" {
 		if r := m.runs[m.latest]; r != nil {
 			if f.Type == store.Complaint {
@@ -116,9 +119,10 @@ func (m *Memory) LiftSuppression(_ context.Context, email string) (store.Subscri
 	}
 	switch {
 	case s.Status == store.Bounced && !s.ConfirmedAt.IsZero():
-		s.Status, s.UnsubscribedAt = store.Active, time.Time{}
+		// The suppression took the topics away: the defaults again.
+		s.Status, s.UnsubscribedAt, s.Topics = store.Active, time.Time{}, m.topics.Defaults()
 	case s.Status == store.Bounced || s.Status == store.Complained:
-		s.Status = store.Unsubscribed
+		s.Status, s.Topics = store.Unsubscribed, nil
 	default:
 		return copyOf(s), store.ErrNotSuppressed
 	}

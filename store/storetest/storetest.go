@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"HoldsKeyOnTheMailbox", testHoldsKeyOnTheMailbox},
 		{"HoldGivenBack", testHoldGivenBack},
 		{"Topics", testTopics},
+		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions}}
 	for _, tc := range tests {

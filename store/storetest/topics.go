@@ -141,3 +141,69 @@ func testSentMarks(t *testing.T, h Harness, s store.Store) {
 }
 
 func errOnly[T any](_ T, err error) error { return err }
+
+// SuppressedHaveNoTopics: a subscription that a bounce or complaint ended
+// has no topics, as an unsubscribed one has none (the reference says an
+// ended subscription has none); a soft bounce that does not end it keeps
+// them. Lifting a bounce by hand makes the address active again with the
+// default topics, so that it is in the audiences it had by default.
+func testSuppressedHaveNoTopics(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	pol := store.FeedbackPolicy{SoftLimit: 2}
+	ids := map[string]int64{}
+	for _, email := range []string{"hard@x.io", "soft@x.io", "spam@x.io", "lift@x.io"} {
+		sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true})
+		must(t, err)
+		ids[email] = sub.ID
+	}
+	pending, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "pending@x.io", Topics: []string{"updates"}})
+	must(t, err)
+	noTopics := func(what string, res store.FeedbackResult, err error, want store.Status) {
+		t.Helper()
+		if err != nil || res.Subscriber.Status != want || len(res.Subscriber.Topics) != 0 {
+			t.Fatalf("%s: answered %+v %v, want %s with no topics", what, res.Subscriber, err, want)
+		}
+		got, err := s.Get(ctx, res.Subscriber.Email)
+		if err != nil || got.Status != want || len(got.Topics) != 0 || got.Topics == nil {
+			t.Fatalf("%s: stored %+v %v, want %s with topics []", what, got, err, want)
+		}
+	}
+	res, err := s.RecordFeedback(ctx, store.Feedback{ID: "h1", SubscriberID: ids["hard@x.io"], Type: store.HardBounce}, pol)
+	noTopics("hard bounce", res, err, store.Bounced)
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "s1", Email: "soft@x.io", Type: store.SoftBounce}, pol)
+	if err != nil || res.Subscriber.Status != store.Active || !slices.Equal(res.Subscriber.Topics, []string{"digest", "updates"}) {
+		t.Fatalf("one soft bounce ends nothing: %+v %v", res.Subscriber, err)
+	}
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "s2", Email: "soft@x.io", Type: store.SoftBounce}, pol)
+	noTopics("soft bounces at the limit", res, err, store.Bounced)
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "c1", Email: "spam@x.io", Type: store.Complaint}, pol)
+	noTopics("complaint", res, err, store.Complained)
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "c2", SubscriberID: pending.ID, Type: store.Complaint}, pol)
+	noTopics("complaint about a pending address", res, err, store.Complained)
+	res, err = s.RecordFeedback(ctx, store.Feedback{ID: "h2", Email: "lift@x.io", Type: store.HardBounce}, pol)
+	noTopics("hard bounce before a lift", res, err, store.Bounced)
+	for _, topic := range []string{"digest", "updates"} {
+		aud, err := s.AudienceAfter(ctx, topic, 0, 100)
+		must(t, err)
+		for email, id := range ids {
+			if slices.Contains(aud, id) {
+				t.Fatalf("%s is in the %s audience after it was suppressed", email, topic)
+			}
+		}
+	}
+	lifted, err := s.LiftSuppression(ctx, "lift@x.io")
+	if err != nil || lifted.Status != store.Active || !slices.Equal(lifted.Topics, []string{"digest", "updates"}) {
+		t.Fatalf("lifted bounce: %+v %v, want active with the default topics", lifted, err)
+	}
+	if got, _ := s.Get(ctx, "lift@x.io"); !slices.Equal(got.Topics, []string{"digest", "updates"}) {
+		t.Fatalf("lifted bounce stored with topics %v", got.Topics)
+	}
+	aud, err := s.AudienceAfter(ctx, "digest", 0, 100)
+	if err != nil || !slices.Equal(aud, []int64{ids["lift@x.io"]}) {
+		t.Fatalf("digest audience after the lift: %v %v", aud, err)
+	}
+	unsub, err := s.LiftSuppression(ctx, "spam@x.io")
+	if err != nil || unsub.Status != store.Unsubscribed || len(unsub.Topics) != 0 {
+		t.Fatalf("lifted complaint: %+v %v, want unsubscribed with no topics", unsub, err)
+	}
+}
