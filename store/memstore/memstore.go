@@ -42,6 +42,10 @@ type Memory struct {
 	outcomes map[string]map[int64]bool // period:outcome -> ids
 	lastItem int64
 	latest   string
+
+	issues   map[int64]*issueRec
+	slugs    map[string]int64
+	issueSeq int64
 }
 
 // New returns an empty Memory store.
@@ -57,6 +61,8 @@ func New() *Memory {
 		holds:   map[string][]time.Time{},
 		soft:    map[int64][]time.Time{},
 		seen:    map[string]bool{},
+		issues:  map[int64]*issueRec{},
+		slugs:   map[string]int64{},
 		runs:    map[string]*store.DigestRun{},
 
 		outcomes:   map[string]map[int64]bool{},

@@ -49,7 +49,8 @@ func Run(t *testing.T, h Harness) {
 		{"HoldsKeyOnTheMailbox", testHoldsKeyOnTheMailbox},
 		{"HoldGivenBack", testHoldGivenBack},
 		{"Topics", testTopics},
-		{"SentMarks", testSentMarks}}
+		{"SentMarks", testSentMarks},
+		{"Issues", testIssues}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
