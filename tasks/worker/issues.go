@@ -28,6 +28,7 @@ const DefaultIssueCheckEvery = 10
 type IssueStore interface {
 	Issue(ctx context.Context, id int64) (store.Issue, error)
 	IssueProgress(ctx context.Context, id int64) (store.IssueProgress, error)
+	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error)
 	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
 	FinishIssue(ctx context.Context, id int64) (bool, error)
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
@@ -105,6 +106,14 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		is, err := h.Store.Issue(ctx, p.IssueID)
 		if err != nil {
 			return err
+		}
+		if is.Status == store.IssueScheduled && is.Round == p.Round {
+			// Its time came: from now on it is frozen.
+			if is, err = h.Store.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{}); errors.Is(err, store.ErrIssueState) {
+				continue
+			} else if err != nil {
+				return err
+			}
 		}
 		if is.Status != store.IssueSending || is.Round != p.Round {
 			h.log().Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
