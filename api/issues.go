@@ -377,3 +377,12 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, p)
 }
+
+// WithIssues is d serving /api/issues from st, rendered by r (a nil r:
+// no issue routes, as on an API process without a mail renderer).
+func (d Deps) WithIssues(st IssueStore, r IssueRenderer) Deps {
+	if r != nil {
+		d.Issues, d.IssueRenderer = st, r
+	}
+	return d
+}
