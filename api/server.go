@@ -118,6 +118,9 @@ type Deps struct {
 	// Metrics handler for GET /metrics; nil leaves the route out.
 	MetricsHandler http.Handler
 	Now            func() time.Time
+	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
+	Issues        IssueStore
+	IssueRenderer IssueRenderer
 }
 
 // Server is the HTTP API.
@@ -175,6 +178,7 @@ func (s *Server) routes() {
 	}
 	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
+	s.issueRoutes()
 	s.feedbackRoutes()
 	s.pushRoutes()
 }

@@ -17,11 +17,13 @@ const (
 	// KindUnsubscribe carries a one-click unsubscribe link to an address
 	// that asked to leave by typing it.
 	KindUnsubscribe = "unsubscribe"
+	// KindIssue is an issue a publisher wrote (Markdown).
+	KindIssue = "issue"
 )
 
 // Kinds lists every kind of mail.
 func Kinds() []string {
-	return []string{KindConfirm, KindWelcome, KindDigest, KindEvents, KindUnsubscribe}
+	return []string{KindConfirm, KindWelcome, KindDigest, KindEvents, KindUnsubscribe, KindIssue}
 }
 
 // Message is one rendered mail to one recipient.

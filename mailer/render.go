@@ -40,6 +40,13 @@ type Data struct {
 	ListID  string
 	Period  string
 	Entries []Entry
+	// An issue's: its subject, preheader (the inbox's preview line,
+	// hidden in the HTML) and body, rendered once per issue
+	// (RenderMarkdown).
+	Subject   string
+	Preheader string
+	IssueHTML htmltemplate.HTML
+	IssueText string
 }
 
 // Renderer holds the parsed templates for every kind.

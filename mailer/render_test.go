@@ -16,7 +16,8 @@ func TestRenderAllKinds(t *testing.T) {
 	}
 	d := Data{Email: "a@b.co", ConfirmURL: "https://x/confirm?token=c", UnsubscribeURL: "https://x/unsubscribe?token=u",
 		PreferencesURL: "https://x/preferences?token=p", Topic: "Weekly digest",
-		Period: "2026-W49", Entries: []Entry{{Title: "T <1>", URL: "https://x/1", Summary: "S"}}}
+		Period: "2026-W49", Entries: []Entry{{Title: "T <1>", URL: "https://x/1", Summary: "S"}},
+		Subject: "Issue one", IssueHTML: "<p>Hello</p>", IssueText: "Hello\n"}
 	for _, k := range Kinds() {
 		m, err := r.Render(k, d)
 		if err != nil {

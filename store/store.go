@@ -244,6 +244,7 @@ type Store interface {
 	Outbox
 	Marks
 	Digests
+	Issues
 	Suppressions
 	MailHolds
 	PushSubscriptions

@@ -20,6 +20,10 @@ const (
 	// TypeFeedback applies one bounce or complaint report (the bounce
 	// intake, a provider's webhook) to its subscriber.
 	TypeFeedback = "feedback:record"
+	// TypeIssuePlan walks an issue's audience as TypeDigestPlan does;
+	// TypeIssueEmail sends it to a batch (issues.go).
+	TypeIssuePlan  = "issue:plan"
+	TypeIssueEmail = "email:issue"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -52,6 +56,9 @@ var queueOf = map[string]string{
 	TypeUnsubscribeEmail: QueueTransactional,
 	// Ahead of the bulk: a report stops mail that would hurt the sender.
 	TypeFeedback: QueueCritical,
+	// A publisher's issue is bulk mail as the digest is.
+	TypeIssuePlan:  QueueCritical,
+	TypeIssueEmail: QueueCritical,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -59,4 +66,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail}

@@ -81,20 +81,28 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		wrk     *worker.Worker
 		relay   *tasks.Relay
 		mailbox http.Handler
+		issues  *issueMail
 	)
-	if r.worker {
+	links := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	if r.worker || r.api {
 		m, box, err := a.newMailer(ctx)
-		if err != nil {
+		if err != nil && r.worker {
 			return err
 		}
-		mailbox = box
-		render, err := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
-		if err != nil {
-			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
+		render, rerr := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
+		if rerr != nil {
+			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", rerr)
 		}
+		if err == nil {
+			mailbox = box
+			issues = &issueMail{render: render, links: links, mail: m}
+		}
+	}
+	if r.worker {
+		m, render := issues.mail, issues.render
 		h := worker.NewHandlers(worker.Deps{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates()),
-			Links: worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)},
+			Links: links,
 			Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
 			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
@@ -138,7 +146,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 			Webhooks: webhooks(a),
-		})
+		}.WithIssues(apiStore, issueRenderer(issues)))
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
@@ -384,4 +392,13 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 			a.log.Warn("bounce intake: sessions still open at shutdown were cut", "err", err)
 		}
 	}, nil
+}
+
+// issueRenderer is r as the API's renderer, nil when there is none (not
+// a nil pointer in an interface).
+func issueRenderer(r *issueMail) api.IssueRenderer {
+	if r == nil {
+		return nil
+	}
+	return r
 }

@@ -44,6 +44,10 @@ type Memory struct {
 	outcomes map[string]map[int64]bool // period:outcome -> ids
 	lastItem int64
 	latest   string
+
+	issues   map[int64]*issueRec
+	slugs    map[string]int64
+	issueSeq int64
 }
 
 // New returns an empty Memory store.
@@ -60,6 +64,8 @@ func New() *Memory {
 		soft:    map[int64][]time.Time{},
 		seen:    map[string]bool{},
 		push:    map[int64][]store.PushSubscription{},
+		issues:  map[int64]*issueRec{},
+		slugs:   map[string]int64{},
 		runs:    map[string]*store.DigestRun{},
 
 		outcomes:   map[string]map[int64]bool{},

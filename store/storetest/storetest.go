@@ -51,7 +51,8 @@ func Run(t *testing.T, h Harness) {
 		{"Topics", testTopics},
 		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
 		{"SentMarks", testSentMarks},
-		{"PushSubscriptions", testPushSubscriptions}}
+		{"PushSubscriptions", testPushSubscriptions},
+		{"Issues", testIssues}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -17,6 +17,7 @@ type Store interface {
 	PlanStore
 	BatchStore
 	RecentDigests
+	IssueStore
 	store.Suppressions
 	store.MailHolds
 }
@@ -49,6 +50,10 @@ type Deps struct {
 	// Feedback is how bounce reports add up (the store's defaults).
 	Feedback store.FeedbackPolicy
 
+	// DefaultZone is the time zone of readers without one when an issue
+	// goes out at a local hour (nil: UTC).
+	DefaultZone *time.Location
+
 	ClaimTTL          time.Duration // DefaultClaimTTL
 	RedisWait         time.Duration // DefaultRedisWait
 	Throttle          time.Duration // DefaultThrottle
@@ -78,6 +83,11 @@ func NewHandlers(d Deps) Handlers {
 		Batches: &BatchSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links,
 			Quiet: d.Quiet, Now: d.Now, Log: d.Log,
+		},
+		Issues: &IssueSender{
+			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
+			Now: d.Now, Log: d.Log, DefaultZone: d.DefaultZone,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log},

@@ -46,6 +46,8 @@ type Handlers struct {
 	Planner  *Planner     // digest:plan
 	Batches  *BatchSender // email:digest
 	Events   *EventSender // email:events
+	// Issues plans and sends a publisher's issues (issue:plan, email:issue).
+	Issues *IssueSender
 	// Feedback applies bounce and complaint reports (feedback:record).
 	Feedback *FeedbackRecorder
 	// Metrics are written by the middleware for every task.
@@ -87,6 +89,10 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux.HandleFunc(tasks.TypeUnsubscribeEmail, h.Mails.HandleUnsubscribeLink)
 	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
 	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
+	if h.Issues != nil {
+		mux.HandleFunc(tasks.TypeIssuePlan, h.Issues.HandleIssuePlan)
+		mux.HandleFunc(tasks.TypeIssueEmail, h.Issues.HandleIssueBatch)
+	}
 	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
 	mux.HandleFunc(tasks.TypeFeedback, h.Feedback.HandleFeedback)
 	return &Worker{srv: srv, mux: mux, handlers: h}

@@ -1,0 +1,273 @@
+package mailer
+
+import (
+	"bytes"
+	"fmt"
+	htmltemplate "html/template"
+	"net/url"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// An issue is written in Markdown (CommonMark with GitHub's tables,
+// strikethrough and autolinks). It becomes the HTML part and the text
+// part of its mail once per issue, not per reader: the result goes into
+// the shared Data (IssueHTML, IssueText) that Prepare fills in.
+//
+// Nothing a writer types can reach a reader as active content: raw HTML
+// is shown as text (escaped, never passed through: no html.WithUnsafe),
+// and a link or image whose address is not http, https, mailto or
+// relative (javascript:, data:, vbscript:, file:…) loses its address.
+
+// Body is an issue's body, rendered.
+type Body struct {
+	HTML htmltemplate.HTML
+	Text string
+}
+
+var markdown = goldmark.New(
+	goldmark.WithExtensions(extension.GFM),
+	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100))),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100))),
+)
+
+// RenderMarkdown renders src as an issue's HTML and text.
+func RenderMarkdown(src string) (Body, error) {
+	source := []byte(src)
+	doc := markdown.Parser().Parse(text.NewReader(source))
+	var h bytes.Buffer
+	if err := markdown.Renderer().Render(&h, source, doc); err != nil {
+		return Body{}, fmt.Errorf("render markdown: %w", err)
+	}
+	tr := &textRenderer{src: source}
+	tr.block(doc, "")
+	return Body{HTML: htmltemplate.HTML(h.String()), Text: tr.String()}, nil //nolint:gosec // goldmark's safe output: raw HTML escaped, links filtered
+}
+
+// SafeURL accepts http, https and mailto addresses and relative ones.
+func SafeURL(dest string) bool {
+	u, err := url.Parse(strings.TrimSpace(dest))
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "", "http", "https", "mailto":
+		return !strings.ContainsAny(dest, "\r\n")
+	}
+	return false
+}
+
+// safeLinks unlinks links and drops images whose address is not SafeURL.
+type safeLinks struct{}
+
+func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+	var bad []ast.Node
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			if !SafeURL(string(n.Destination)) {
+				bad = append(bad, n)
+			}
+		case *ast.Image:
+			if !SafeURL(string(n.Destination)) {
+				bad = append(bad, n)
+			}
+		case *ast.AutoLink:
+			if !SafeURL(string(n.URL(reader.Source()))) {
+				bad = append(bad, n)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, n := range bad {
+		parent := n.Parent()
+		if _, link := n.(*ast.Link); link {
+			for c := n.FirstChild(); c != nil; {
+				next := c.NextSibling()
+				parent.InsertBefore(parent, n, c)
+				c = next
+			}
+		}
+		parent.RemoveChild(parent, n)
+	}
+}
+
+// escapedHTML renders raw HTML, inline or as a block, as escaped text.
+type escapedHTML struct{}
+
+func (escapedHTML) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := 0; i < segs.Len(); i++ {
+				s := segs.At(i)
+				_, _ = w.Write(util.EscapeHTML(s.Value(src)))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		b := n.(*ast.HTMLBlock)
+		_, _ = w.WriteString("<p>")
+		for i := 0; i < b.Lines().Len(); i++ {
+			l := b.Lines().At(i)
+			_, _ = w.Write(util.EscapeHTML(l.Value(src)))
+		}
+		if b.HasClosure() {
+			_, _ = w.Write(util.EscapeHTML(b.ClosureLine.Value(src)))
+		}
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkSkipChildren, nil
+	})
+}
+
+var _ = html.IsDangerousURL // the renderer's own check stays on (no WithUnsafe)
+
+// textRenderer writes the plain-text part: paragraphs and list items as
+// text, links as numbered footnotes ("text [1]" … "[1] https://…"),
+// no Markdown markup left.
+type textRenderer struct {
+	src   []byte
+	out   strings.Builder
+	notes []string
+}
+
+func (t *textRenderer) String() string {
+	s := strings.TrimRight(t.out.String(), "\n") + "\n"
+	if len(t.notes) > 0 {
+		s += "\n"
+		for i, u := range t.notes {
+			s += fmt.Sprintf("[%d] %s\n", i+1, u)
+		}
+	}
+	return s
+}
+
+func (t *textRenderer) note(u string) int {
+	for i, v := range t.notes {
+		if v == u {
+			return i + 1
+		}
+	}
+	t.notes = append(t.notes, u)
+	return len(t.notes)
+}
+
+// block writes n's block children, each line prefixed with indent.
+func (t *textRenderer) block(n ast.Node, indent string) {
+	num := 0
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Heading:
+			line := strings.TrimSpace(t.inline(c))
+			t.out.WriteString(indent + line + "\n")
+			t.out.WriteString(indent + strings.Repeat(map[bool]string{true: "=", false: "-"}[c.Level == 1], len([]rune(line))) + "\n\n")
+		case *ast.Paragraph, *ast.TextBlock:
+			for _, l := range strings.Split(strings.TrimSpace(t.inline(c)), "\n") {
+				t.out.WriteString(indent + strings.TrimSpace(l) + "\n")
+			}
+			if _, tight := c.(*ast.TextBlock); !tight {
+				t.out.WriteString("\n")
+			}
+		case *ast.List:
+			num = c.Start
+			for it := c.FirstChild(); it != nil; it = it.NextSibling() {
+				bullet := "* "
+				if c.IsOrdered() {
+					bullet = fmt.Sprintf("%d. ", num)
+					num++
+				}
+				var sub textRenderer
+				sub.src, sub.notes = t.src, t.notes
+				sub.block(it, "")
+				t.notes = sub.notes
+				lines := strings.Split(strings.TrimRight(sub.out.String(), "\n"), "\n")
+				for i, l := range lines {
+					if i == 0 {
+						t.out.WriteString(indent + bullet + l + "\n")
+					} else if l != "" {
+						t.out.WriteString(indent + strings.Repeat(" ", len(bullet)) + l + "\n")
+					} else {
+						t.out.WriteString("\n")
+					}
+				}
+			}
+			t.out.WriteString("\n")
+		case *ast.Blockquote:
+			t.block(c, indent+"> ")
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			lines := c.Lines()
+			for i := 0; i < lines.Len(); i++ {
+				s := lines.At(i)
+				t.out.WriteString(indent + "    " + strings.TrimRight(string(s.Value(t.src)), "\n") + "\n")
+			}
+			t.out.WriteString("\n")
+		case *ast.HTMLBlock:
+			lines := c.Lines()
+			for i := 0; i < lines.Len(); i++ {
+				s := lines.At(i)
+				t.out.WriteString(indent + strings.TrimRight(string(s.Value(t.src)), "\n") + "\n")
+			}
+			t.out.WriteString("\n")
+		case *ast.ThematicBreak:
+			t.out.WriteString(indent + "----\n\n")
+		default:
+			t.block(c, indent)
+		}
+	}
+}
+
+// inline is n's inline content as text.
+func (t *textRenderer) inline(n ast.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			b.Write(c.Segment.Value(t.src))
+			if c.HardLineBreak() || c.SoftLineBreak() {
+				b.WriteString("\n")
+			}
+		case *ast.String:
+			b.Write(c.Value)
+		case *ast.CodeSpan:
+			b.WriteString(t.inline(c))
+		case *ast.RawHTML:
+			for i := 0; i < c.Segments.Len(); i++ {
+				s := c.Segments.At(i)
+				b.Write(s.Value(t.src))
+			}
+		case *ast.AutoLink:
+			b.Write(c.URL(t.src))
+		case *ast.Link:
+			label := t.inline(c)
+			if label == string(c.Destination) {
+				b.WriteString(label)
+			} else {
+				fmt.Fprintf(&b, "%s [%d]", label, t.note(string(c.Destination)))
+			}
+		case *ast.Image:
+			alt := t.inline(c)
+			if alt == "" {
+				alt = "image"
+			}
+			fmt.Fprintf(&b, "%s [%d]", alt, t.note(string(c.Destination)))
+		default:
+			b.WriteString(t.inline(c))
+		}
+	}
+	return b.String()
+}

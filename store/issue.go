@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Issue statuses: draft → scheduled → sending → sent, or paused (and back
+// to sending), or cancelled. Only a draft or scheduled issue may change;
+// from sending on, what goes out is frozen.
+const (
+	IssueDraft     = "draft"
+	IssueScheduled = "scheduled"
+	IssueSending   = "sending"
+	IssueSent      = "sent"
+	IssuePaused    = "paused"
+	IssueCancelled = "cancelled"
+)
+
+// IssueStatuses lists every status, for validation of a filter.
+var IssueStatuses = []string{IssueDraft, IssueScheduled, IssueSending, IssueSent, IssuePaused, IssueCancelled}
+
+// IssueMarkKind is the mark kind of an issue's mails (key: the issue id):
+// its sent counter counts these marks.
+const IssueMarkKind = "issue"
+
+// Errors of the issues.
+var (
+	ErrNoIssue = errors.New("no such issue")
+	// ErrIssueState: the issue is not in a status that allows the change
+	// (editing a sent issue, a second send); nothing changed.
+	ErrIssueState = errors.New("the issue's status does not allow that")
+)
+
+// IssueContent is what a publisher writes: each save keeps the previous
+// one as a version.
+type IssueContent struct {
+	Subject   string   `json:"subject"`
+	Preheader string   `json:"preheader,omitempty"`
+	Body      string   `json:"body"`
+	Topics    []string `json:"topics"`
+}
+
+// Issue is one letter a publisher writes and sends.
+type Issue struct {
+	ID   int64  `json:"id"`
+	Slug string `json:"slug"`
+	IssueContent
+	Status  string `json:"status"`
+	Version int    `json:"version"`
+	// SendAt is when sending starts (scheduled); LocalTime, when set, is
+	// the hour ("09:00") each reader gets it at in their own time zone.
+	SendAt    time.Time `json:"send_at,omitzero"`
+	LocalTime string    `json:"local_time,omitempty"`
+	// Round counts the plans: each resume plans again (a new round of
+	// task ids), the delivery marks skip who already got it.
+	Round     int       `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	SentAt    time.Time `json:"sent_at,omitzero"`
+}
+
+// IssueProgress is an issue's sending, counted as a digest run's is.
+type IssueProgress struct {
+	Status     string `json:"status"`
+	Planned    int64  `json:"planned"`
+	Sent       int64  `json:"sent"`
+	Skipped    int64  `json:"skipped"`
+	Failed     int64  `json:"failed"`
+	Bounces    int64  `json:"bounces"`
+	Complaints int64  `json:"complaints"`
+	// The planner's place: the last id planned in this round, the
+	// highest id ever planned (planned counts each reader once across
+	// rounds), whether this round's walk is done.
+	Cursor    int64 `json:"-"`
+	MaxCursor int64 `json:"-"`
+	PlanDone  bool  `json:"-"`
+	Round     int   `json:"-"`
+}
+
+// IssueChange is what a status transition sets besides the status.
+type IssueChange struct {
+	SendAt    time.Time
+	LocalTime string
+	// NewRound starts a new plan (resume): the cursor goes back to 0.
+	NewRound bool
+}
+
+// IssueOutcomeKey is the key under which SetOutcome records an issue's
+// skipped and failed readers (beside the digest periods').
+func IssueOutcomeKey(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
+
+// Issues is the store's side of issues.
+type Issues interface {
+	// CreateIssue stores a draft; its slug is made from the subject,
+	// with -2, -3… when taken (slug: the caller's, e.g. digest-<period>).
+	CreateIssue(ctx context.Context, c IssueContent, slug string) (Issue, error)
+	// UpdateIssue replaces a draft or scheduled issue's content, keeping
+	// the previous one as a version; otherwise ErrIssueState.
+	UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error)
+	Issue(ctx context.Context, id int64) (Issue, error)
+	// IssueBySlug is the issue with that slug (the archive's seam).
+	IssueBySlug(ctx context.Context, slug string) (Issue, error)
+	// IssueVersions are the previous contents, oldest first.
+	IssueVersions(ctx context.Context, id int64) ([]IssueContent, error)
+	// ListIssues lists up to limit issues with ids below after (0: from
+	// the newest), newest first, of status ("" : any).
+	ListIssues(ctx context.Context, status string, after int64, limit int) ([]Issue, error)
+	// SentIssues lists sent issues with topic among their topics ("" :
+	// any), newest first (the archive's seam).
+	SentIssues(ctx context.Context, topic string, after int64, limit int) ([]Issue, error)
+	// TransitionIssue moves the issue from one of from to to, atomically:
+	// ErrIssueState, nothing changed, when it is in another status.
+	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch IssueChange) (Issue, error)
+	// IssueProgress counts the issue's sending.
+	IssueProgress(ctx context.Context, id int64) (IssueProgress, error)
+	// AdvanceIssuePlan saves the planner's cursor after a page: planned
+	// grows by n (readers above the highest id planned before); done
+	// ends the round's walk. A round other than the issue's changes
+	// nothing (a stale planner).
+	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
+	// FinishIssue marks a sending issue sent once its walk is done and
+	// every planned reader is sent, skipped or failed.
+	FinishIssue(ctx context.Context, id int64) (bool, error)
+}
+
+// Slugify makes a URL slug of a subject: lower-case letters and digits
+// joined by single hyphens, at most 60 characters ("issue" when nothing
+// is left).
+func Slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+		default:
+			dash = true
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	out := strings.TrimRight(b.String(), "-")
+	if len(out) > 60 {
+		out = strings.TrimRight(out[:60], "-")
+	}
+	if out == "" {
+		return "issue"
+	}
+	return out
+}
+
+// Editable tells the statuses whose content may change.
+func Editable(status string) bool { return status == IssueDraft || status == IssueScheduled }

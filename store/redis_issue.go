@@ -1,0 +1,382 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The issues' keys (beside keys.go's): one hash per issue holds its
+// status, counters and content (a JSON document, replaced whole on each
+// save, the previous one pushed on the versions list).
+const (
+	keyIssueSeq      = "nl:issue:seq"   // counter for issue ids
+	keyIssues        = "nl:issues"      // zset of issue ids, score = id
+	keyIssueSlugs    = "nl:issue:slugs" // hash slug -> id
+	prefixIssue      = "nl:issue:"      // + id: hash doc, slug, status, version, round, cursor, maxcursor, planned, plandone, bounces, complaints
+	suffixIssueVers  = ":versions"      // + on the issue's key: list of previous docs
+	issueListMaxScan = 1000             // issues read per page of a filtered list
+)
+
+func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) }
+
+// issueDoc is the stored content and schedule of an issue.
+type issueDoc struct {
+	IssueContent
+	SendAt    time.Time `json:"send_at,omitzero"`
+	LocalTime string    `json:"local_time,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	SentAt    time.Time `json:"sent_at,omitzero"`
+}
+
+// createIssueScript stores a new draft under a free slug.
+//
+//	KEYS[1] the issue's hash   KEYS[2] keyIssues   KEYS[3] keyIssueSlugs
+//	ARGV[1] id   ARGV[2] doc (JSON)   ARGV[3] slug wanted
+//
+// Writes the hash (status draft, version 1), the id into keyIssues, the
+// slug (with -2, -3… until free) into keyIssueSlugs. Returns the slug.
+var createIssueScript = redis.NewScript(`
+local slug, n = ARGV[3], 1
+while redis.call('HSETNX', KEYS[3], slug, ARGV[1]) == 0 do
+  n = n + 1
+  slug = ARGV[3] .. '-' .. n
+end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
+return slug
+`)
+
+// updateIssueScript replaces the content of a draft or scheduled issue.
+//
+//	KEYS[1] the issue's hash   KEYS[2] its versions list
+//	ARGV[1] new doc (JSON)
+//
+// Pushes the old doc on the list, writes the new one, bumps version.
+// Returns "ok", or "none" / "state:<status>" with nothing written.
+var updateIssueScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return 'none' end
+if st ~= 'draft' and st ~= 'scheduled' then return 'state:' .. st end
+redis.call('RPUSH', KEYS[2], redis.call('HGET', KEYS[1], 'doc'))
+redis.call('HSET', KEYS[1], 'doc', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return 'ok'
+`)
+
+// transitionIssueScript moves an issue between statuses.
+//
+//	KEYS[1] the issue's hash
+//	ARGV[1] to   ARGV[2] allowed from, comma-separated   ARGV[3] new doc or ""
+//	ARGV[4] "1": a new round (round+1, cursor 0, walk not done)
+//
+// Returns "ok", or "none" / "state:<status>" with nothing written.
+var transitionIssueScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return 'none' end
+local ok = false
+for f in string.gmatch(ARGV[2], '[^,]+') do if f == st then ok = true end end
+if not ok then return 'state:' .. st end
+redis.call('HSET', KEYS[1], 'status', ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'doc', ARGV[3]) end
+if ARGV[4] == '1' then
+  redis.call('HINCRBY', KEYS[1], 'round', 1)
+  redis.call('HSET', KEYS[1], 'cursor', 0, 'plandone', 0)
+end
+return 'ok'
+`)
+
+// advanceIssueScript saves the planner's place.
+//
+//	KEYS[1] the issue's hash
+//	ARGV[1] round   ARGV[2] cursor   ARGV[3] n   ARGV[4] "1": walk done
+//
+// A stale round writes nothing. planned += n; maxcursor = max(maxcursor,
+// cursor). Returns 1 when written.
+var advanceIssueScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'round') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
+if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'maxcursor') or '0') then
+  redis.call('HSET', KEYS[1], 'maxcursor', ARGV[2])
+end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'plandone', 1) end
+return 1
+`)
+
+// finishIssueScript marks a sending issue sent when everyone planned is
+// accounted for.
+//
+//	KEYS[1] the issue's hash   KEYS[2] sent bitmap   KEYS[3] skipped bitmap   KEYS[4] failed bitmap
+//	ARGV[1] doc with sent_at (JSON)
+//
+// Returns 1 when it marked the issue sent.
+var finishIssueScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'status') ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return 0 end
+local planned = tonumber(redis.call('HGET', KEYS[1], 'planned') or '0')
+local done = redis.call('BITCOUNT', KEYS[2]) + redis.call('BITCOUNT', KEYS[3]) + redis.call('BITCOUNT', KEYS[4])
+if done < planned then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'sent', 'doc', ARGV[1])
+return 1
+`)
+
+func scriptState(res string, id int64) error {
+	switch {
+	case res == "ok":
+		return nil
+	case res == "none":
+		return ErrNoIssue
+	case strings.HasPrefix(res, "state:"):
+		return fmt.Errorf("issue %d is %s: %w", id, strings.TrimPrefix(res, "state:"), ErrIssueState)
+	}
+	return fmt.Errorf("issue %d: unexpected answer %q", id, res)
+}
+
+// CreateIssue implements Issues.
+func (r *Redis) CreateIssue(ctx context.Context, c IssueContent, slug string) (Issue, error) {
+	if slug == "" {
+		slug = Slugify(c.Subject)
+	}
+	id, err := r.rdb.Incr(ctx, keyIssueSeq).Result()
+	if err != nil {
+		return Issue{}, fmt.Errorf("create issue: %w", err)
+	}
+	now := r.now().UTC().Truncate(time.Millisecond)
+	doc, _ := json.Marshal(issueDoc{IssueContent: c, CreatedAt: now, UpdatedAt: now})
+	got, err := createIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyIssues, keyIssueSlugs}, id, doc, slug).Text()
+	if err != nil {
+		return Issue{}, fmt.Errorf("create issue: %w", err)
+	}
+	return Issue{ID: id, Slug: got, IssueContent: c, Status: IssueDraft, Version: 1, Round: 1, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// UpdateIssue implements Issues.
+func (r *Redis) UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error) {
+	is, err := r.Issue(ctx, id)
+	if err != nil {
+		return Issue{}, err
+	}
+	doc := docOf(is)
+	doc.IssueContent, doc.UpdatedAt = c, r.now().UTC().Truncate(time.Millisecond)
+	b, _ := json.Marshal(doc)
+	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b).Text()
+	if err != nil {
+		return Issue{}, fmt.Errorf("update issue %d: %w", id, err)
+	}
+	if err := scriptState(res, id); err != nil {
+		return Issue{}, err
+	}
+	return r.Issue(ctx, id)
+}
+
+func docOf(is Issue) issueDoc {
+	return issueDoc{IssueContent: is.IssueContent, SendAt: is.SendAt, LocalTime: is.LocalTime,
+		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, SentAt: is.SentAt}
+}
+
+func issueFrom(id int64, f map[string]string) (Issue, error) {
+	if len(f) == 0 {
+		return Issue{}, ErrNoIssue
+	}
+	var d issueDoc
+	if err := json.Unmarshal([]byte(f["doc"]), &d); err != nil {
+		return Issue{}, fmt.Errorf("issue %d: unreadable: %w", id, err)
+	}
+	is := Issue{ID: id, Slug: f["slug"], IssueContent: d.IssueContent, Status: f["status"], SendAt: d.SendAt,
+		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt}
+	is.Version, _ = strconv.Atoi(f["version"])
+	is.Round, _ = strconv.Atoi(f["round"])
+	if is.Topics == nil {
+		is.Topics = []string{}
+	}
+	return is, nil
+}
+
+// Issue implements Issues.
+func (r *Redis) Issue(ctx context.Context, id int64) (Issue, error) {
+	f, err := r.rdb.HGetAll(ctx, issueKey(id)).Result()
+	if err != nil {
+		return Issue{}, fmt.Errorf("load issue %d: %w", id, err)
+	}
+	return issueFrom(id, f)
+}
+
+// IssueBySlug implements Issues.
+func (r *Redis) IssueBySlug(ctx context.Context, slug string) (Issue, error) {
+	id, err := r.rdb.HGet(ctx, keyIssueSlugs, slug).Int64()
+	if errors.Is(err, redis.Nil) {
+		return Issue{}, ErrNoIssue
+	}
+	if err != nil {
+		return Issue{}, fmt.Errorf("issue %q: %w", slug, err)
+	}
+	return r.Issue(ctx, id)
+}
+
+// IssueVersions implements Issues.
+func (r *Redis) IssueVersions(ctx context.Context, id int64) ([]IssueContent, error) {
+	docs, err := r.rdb.LRange(ctx, issueKey(id)+suffixIssueVers, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("issue %d versions: %w", id, err)
+	}
+	out := make([]IssueContent, 0, len(docs))
+	for _, s := range docs {
+		var d issueDoc
+		if err := json.Unmarshal([]byte(s), &d); err != nil {
+			return nil, fmt.Errorf("issue %d: unreadable version: %w", id, err)
+		}
+		out = append(out, d.IssueContent)
+	}
+	return out, nil
+}
+
+// ListIssues implements Issues.
+func (r *Redis) ListIssues(ctx context.Context, status string, after int64, limit int) ([]Issue, error) {
+	return r.listIssues(ctx, after, limit, func(is Issue) bool { return status == "" || is.Status == status })
+}
+
+// SentIssues implements Issues.
+func (r *Redis) SentIssues(ctx context.Context, topic string, after int64, limit int) ([]Issue, error) {
+	return r.listIssues(ctx, after, limit, func(is Issue) bool {
+		return is.Status == IssueSent && (topic == "" || slices.Contains(is.Topics, topic))
+	})
+}
+
+// listIssues walks the ids newest first below after, a page at a time,
+// keeping those keep accepts.
+func (r *Redis) listIssues(ctx context.Context, after int64, limit int, keep func(Issue) bool) ([]Issue, error) {
+	out := []Issue{}
+	max := "+inf"
+	if after > 0 {
+		max = "(" + strconv.FormatInt(after, 10)
+	}
+	for len(out) < limit {
+		ids, err := r.rdb.ZRevRangeByScore(ctx, keyIssues, &redis.ZRangeBy{Max: max, Min: "-inf", Count: issueListMaxScan}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list issues: %w", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGetAll(ctx, prefixIssue+id)
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("list issues: %w", err)
+		}
+		for i, c := range cmds {
+			id, _ := strconv.ParseInt(ids[i], 10, 64)
+			is, err := issueFrom(id, c.Val())
+			if errors.Is(err, ErrNoIssue) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if keep(is) {
+				if out = append(out, is); len(out) == limit {
+					break
+				}
+			}
+		}
+		max = "(" + ids[len(ids)-1]
+	}
+	return out, nil
+}
+
+// TransitionIssue implements Issues.
+func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to string, ch IssueChange) (Issue, error) {
+	is, err := r.Issue(ctx, id)
+	if err != nil {
+		return Issue{}, err
+	}
+	var doc []byte
+	if !ch.SendAt.IsZero() || ch.LocalTime != "" || to == IssueSent {
+		d := docOf(is)
+		d.SendAt, d.LocalTime = ch.SendAt.UTC(), ch.LocalTime
+		if to == IssueSent {
+			d.SentAt = r.now().UTC().Truncate(time.Millisecond)
+		}
+		doc, _ = json.Marshal(d)
+	}
+	round := ""
+	if ch.NewRound {
+		round = "1"
+	}
+	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id)}, to, strings.Join(from, ","), doc, round).Text()
+	if err != nil {
+		return Issue{}, fmt.Errorf("issue %d to %s: %w", id, to, err)
+	}
+	if err := scriptState(res, id); err != nil {
+		return Issue{}, err
+	}
+	return r.Issue(ctx, id)
+}
+
+func issueMarkKeys(id int64) (sent, skipped, failed string) {
+	key := IssueOutcomeKey(id)
+	return prefixSent + IssueMarkKind + ":" + strconv.FormatInt(id, 10),
+		prefixOutcome + key + ":" + OutcomeSkipped, prefixOutcome + key + ":" + OutcomeFailed
+}
+
+// IssueProgress implements Issues.
+func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, error) {
+	sentKey, skipKey, failKey := issueMarkKeys(id)
+	var h *redis.MapStringStringCmd
+	var sent, skipped, failed *redis.IntCmd
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		h = p.HGetAll(ctx, issueKey(id))
+		sent = p.BitCount(ctx, sentKey, nil)
+		skipped = p.BitCount(ctx, skipKey, nil)
+		failed = p.BitCount(ctx, failKey, nil)
+		return nil
+	}); err != nil {
+		return IssueProgress{}, fmt.Errorf("issue %d progress: %w", id, err)
+	}
+	f := h.Val()
+	if len(f) == 0 {
+		return IssueProgress{}, ErrNoIssue
+	}
+	n := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
+	return IssueProgress{Status: f["status"], Planned: n("planned"), Sent: sent.Val(), Skipped: skipped.Val(), Failed: failed.Val(),
+		Bounces: n("bounces"), Complaints: n("complaints"), Cursor: n("cursor"), MaxCursor: n("maxcursor"),
+		PlanDone: f["plandone"] == "1", Round: int(n("round"))}, nil
+}
+
+// AdvanceIssuePlan implements Issues.
+func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
+	d := ""
+	if done {
+		d = "1"
+	}
+	_, err := advanceIssueScript.Run(ctx, r.rdb, []string{issueKey(id)}, round, cursor, n, d).Result()
+	return wrapErr(fmt.Sprintf("advance issue %d", id), err)
+}
+
+// FinishIssue implements Issues.
+func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
+	is, err := r.Issue(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	d := docOf(is)
+	d.SentAt = r.now().UTC().Truncate(time.Millisecond)
+	doc, _ := json.Marshal(d)
+	sentKey, skipKey, failKey := issueMarkKeys(id)
+	n, err := finishIssueScript.Run(ctx, r.rdb, []string{issueKey(id), sentKey, skipKey, failKey}, doc).Int()
+	if err != nil {
+		return false, fmt.Errorf("finish issue %d: %w", id, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,109 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// testIssues: a draft keeps its versions, slugs are unique, a sending
+// issue is frozen, transitions are atomic (one of two sends wins) and
+// progress counts marks and outcomes.
+func testIssues(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	c := store.IssueContent{Subject: "Hello, World!", Body: "one", Topics: []string{"digest"}}
+	a, err := s.CreateIssue(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.CreateIssue(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Slug != "hello-world" || b.Slug != "hello-world-2" || a.Status != store.IssueDraft {
+		t.Fatalf("slugs %q %q status %q", a.Slug, b.Slug, a.Status)
+	}
+	c2 := c
+	c2.Body = "two"
+	if _, err := s.UpdateIssue(ctx, a.ID, c2); err != nil {
+		t.Fatal(err)
+	}
+	vers, err := s.IssueVersions(ctx, a.ID)
+	if err != nil || len(vers) != 1 || vers[0].Body != "one" {
+		t.Fatalf("versions %+v %v", vers, err)
+	}
+	got, err := s.IssueBySlug(ctx, "hello-world")
+	if err != nil || got.Body != "two" || got.Version != 2 {
+		t.Fatalf("by slug %+v %v", got, err)
+	}
+	// Two sends at once: exactly one wins.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.TransitionIssue(ctx, a.ID, []string{store.IssueDraft, store.IssueScheduled}, store.IssueSending, store.IssueChange{})
+		}()
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], store.ErrIssueState) || errors.Is(errs[1], store.ErrIssueState)) {
+		t.Fatalf("two sends: %v, %v", errs[0], errs[1])
+	}
+	if _, err := s.UpdateIssue(ctx, a.ID, c); !errors.Is(err, store.ErrIssueState) {
+		t.Fatalf("edit while sending: %v", err)
+	}
+	if _, err := s.Issue(ctx, 999); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("missing issue: %v", err)
+	}
+	list, err := s.ListIssues(ctx, "", 0, 10)
+	if err != nil || len(list) != 2 || list[0].ID != b.ID {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if list, _ = s.ListIssues(ctx, store.IssueSending, 0, 10); len(list) != 1 || list[0].ID != a.ID {
+		t.Fatalf("list sending %+v", list)
+	}
+	// Progress: three planned, one sent, one skipped, one failed.
+	if err := s.AdvanceIssuePlan(ctx, a.ID, 1, 30, 3, true); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.FinishIssue(ctx, a.ID); err != nil || done {
+		t.Fatalf("finished early: %v %v", done, err)
+	}
+	key := store.IssueOutcomeKey(a.ID)
+	if err := s.MarkSent(ctx, store.Mark{Kind: store.IssueMarkKind, Key: itoa(a.ID), SubscriberID: 10, Shared: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetOutcome(ctx, key, store.OutcomeSkipped, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetOutcome(ctx, key, store.OutcomeFailed, 30); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.IssueProgress(ctx, a.ID)
+	if err != nil || p.Planned != 3 || p.Sent != 1 || p.Skipped != 1 || p.Failed != 1 || !p.PlanDone {
+		t.Fatalf("progress %+v %v", p, err)
+	}
+	if done, err := s.FinishIssue(ctx, a.ID); err != nil || !done {
+		t.Fatalf("not finished: %v %v", done, err)
+	}
+	if list, _ = s.SentIssues(ctx, "digest", 0, 10); len(list) != 1 || list[0].ID != a.ID || list[0].SentAt.IsZero() {
+		t.Fatalf("sent issues %+v", list)
+	}
+	// A new round resets the walk; a stale round's advance is ignored.
+	if _, err := s.TransitionIssue(ctx, b.ID, []string{store.IssueDraft}, store.IssuePaused, store.IssueChange{NewRound: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AdvanceIssuePlan(ctx, b.ID, 1, 50, 5, false); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.IssueProgress(ctx, b.ID); p.Round != 2 || p.Planned != 0 {
+		t.Fatalf("stale round counted: %+v", p)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

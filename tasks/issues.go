@@ -1,0 +1,66 @@
+package tasks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// An issue is sent the digest's way: one plan task walks the audience and
+// enqueues batches; each batch claims a delivery mark per (issue,
+// subscriber). Each resume plans again in a new round (its own task ids),
+// and the marks skip whoever already got it.
+
+// IssuePlanPayload is the payload of TypeIssuePlan.
+type IssuePlanPayload struct {
+	IssueID int64 `json:"issue_id"`
+	Round   int   `json:"round"`
+}
+
+// IssueBatchPayload is the payload of TypeIssueEmail.
+type IssueBatchPayload struct {
+	IssueID int64   `json:"issue_id"`
+	Round   int     `json:"round"`
+	IDs     []int64 `json:"ids"`
+}
+
+// IssuePlanTaskID is the id of an issue's plan task (round 1:
+// "issue:<id>"; a resume's: "issue:<id>:r<round>").
+func IssuePlanTaskID(id int64, round int) string {
+	if round <= 1 {
+		return fmt.Sprintf("issue:%d", id)
+	}
+	return fmt.Sprintf("issue:%d:r%d", id, round)
+}
+
+// IssueBatchTaskID names a batch by its first recipient ("issue:<id>:<first
+// subscriber id>" in round 1), so a re-planned page is a conflict.
+func IssueBatchTaskID(id int64, round int, firstID int64) string {
+	if round <= 1 {
+		return fmt.Sprintf("issue:%d:%d", id, firstID)
+	}
+	return fmt.Sprintf("issue:%d:r%d:%d", id, round, firstID)
+}
+
+// NewIssuePlan is the planning task of an issue's round, due at due (the
+// send time; now or past: at once).
+func NewIssuePlan(id int64, round int, due time.Time) *asynq.Task {
+	return asynq.NewTask(TypeIssuePlan, mustJSON(IssuePlanPayload{IssueID: id, Round: round}),
+		asynq.Queue(queueOf[TypeIssuePlan]), asynq.TaskID(IssuePlanTaskID(id, round)),
+		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute), asynq.ProcessAt(due))
+}
+
+// NewIssueBatch is a batch of an issue's recipients due at due (now, a
+// reader's local hour, or the end of quiet hours); the time is part of
+// its id when it is not now, so the parts of one page held to different
+// times are different tasks.
+func NewIssueBatch(id int64, round int, ids []int64, due time.Time, held bool) *asynq.Task {
+	tid := IssueBatchTaskID(id, round, ids[0])
+	if held {
+		tid = fmt.Sprintf("%s:t%d", tid, due.Unix())
+	}
+	return asynq.NewTask(TypeIssueEmail, mustJSON(IssueBatchPayload{IssueID: id, Round: round, IDs: ids}),
+		asynq.Queue(queueOf[TypeIssueEmail]), asynq.TaskID(tid),
+		asynq.MaxRetry(20), asynq.Timeout(10*time.Minute), asynq.ProcessAt(due))
+}
