@@ -56,4 +56,3 @@ func (r *Redis) SaveFeedPoll(ctx context.Context, topic, url, etag, lastModified
 	}
 	return n, nil
 }
-
