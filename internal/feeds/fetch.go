@@ -83,7 +83,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u, etag, lastModified string) (Resu
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return Result{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	req.Header.Set("Accept", "application/rss+xml, application/atom+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.1")
 	if f.UserAgent != "" {
@@ -97,7 +97,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u, etag, lastModified string) (Resu
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return Result{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // a read-only body: nothing to lose
 	if resp.StatusCode == http.StatusNotModified {
@@ -111,7 +111,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u, etag, lastModified string) (Resu
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: reading the answer: %v", ErrUnreachable, err)
+		return Result{}, fmt.Errorf("%w: reading the answer: %w", ErrUnreachable, err)
 	}
 	if int64(len(body)) > maxBytes {
 		return Result{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
