@@ -57,11 +57,11 @@ type Config struct {
 	// FeedsInterval is how often the topics file's feeds are polled
 	// (NEWSLETTER_FEEDS_INTERVAL).
 	FeedsInterval time.Duration
-	Concurrency    int
-	SubscribeRate  int // per minute per client; 0 = off
-	DigestBatch    int
-	QuietHours     string
-	Quiet          *quiet.Window // QuietHours parsed; nil when unset
+	Concurrency   int
+	SubscribeRate int // per minute per client; 0 = off
+	DigestBatch   int
+	QuietHours    string
+	Quiet         *quiet.Window // QuietHours parsed; nil when unset
 	// DigestMaxPending is how many batches may wait in the critical queue
 	// before the planner pauses.
 	DigestMaxPending int
