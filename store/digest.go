@@ -6,12 +6,15 @@ import (
 	"time"
 )
 
-// Item is one entry of a digest.
+// Item is one entry of a topic's digest.
 type Item struct {
-	ID          int64     `json:"id"`
-	Title       string    `json:"title"`
-	URL         string    `json:"url"`
-	Summary     string    `json:"summary,omitempty"`
+	ID      int64  `json:"id"`
+	Title   string `json:"title"`
+	URL     string `json:"url"`
+	Summary string `json:"summary,omitempty"`
+	// Topic is the topic whose digest lists the item; AddItem makes an
+	// empty one topics.Digest, the weekly digest's.
+	Topic       string    `json:"topic"`
 	PublishedAt time.Time `json:"published_at"`
 }
 
@@ -61,9 +64,13 @@ const DigestMarkKind = "digest"
 // Digests is the store's side of the digest: items, runs, the keyset walk
 // of active subscribers and recipient outcomes.
 type Digests interface {
-	// AddItem stores an item published now.
+	// AddItem stores an item published now, for its Topic (the digest's
+	// when empty).
 	AddItem(ctx context.Context, it Item) (Item, error)
-	// StartDigestRun records the run for period once: the items added since
+	// ItemsAfter lists up to limit items of topic with ids greater than
+	// after, in id order. A digest run takes the digest topic's items.
+	ItemsAfter(ctx context.Context, topic string, after int64, limit int) ([]Item, error)
+	// StartDigestRun records the run for period once: the digest topic's items added since
 	// the previous run began (every item, for the first run) and the
 	// audience size. Items are taken by id, not by time, so an item added in
 	// the same instant a run starts belongs to exactly one period. created is false when the run already existed; either

@@ -42,8 +42,10 @@ const (
 	prefixPush = "nl:push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
 
 	keyItemSeq    = "nl:item:seq"        // counter for item ids
-	keyItems      = "nl:items"           // zset of item ids, score = id
-	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p
+	keyItems      = "nl:items"           // zset of the digest topic's item ids, score = id
+	prefixItems   = "nl:items:"          // + topic other than digest: zset of its item ids, score = id
+	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
+	prefixFeed    = "nl:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
 	prefixRun     = "nl:digest:"         // + period: the run hash
 	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
 	keyLatestRun  = "nl:digest:latest"   // period of the latest run

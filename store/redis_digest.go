@@ -17,13 +17,38 @@ import (
 // AddItem implements Digests.
 func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 	it.PublishedAt = r.now().UTC().Truncate(time.Millisecond)
-	id, err := addItemScript.Run(ctx, r.rdb, []string{keyItemSeq, keyItems},
-		prefixItem, it.Title, it.URL, it.Summary, ms(it.PublishedAt)).Int64()
+	if it.Topic == "" {
+		it.Topic = topics.Digest
+	}
+	id, err := addItemScript.Run(ctx, r.rdb, []string{keyItemSeq, itemsKey(it.Topic)},
+		prefixItem, it.Title, it.URL, it.Summary, ms(it.PublishedAt), it.Topic).Int64()
 	if err != nil {
 		return Item{}, fmt.Errorf("add item: %w", err)
 	}
 	it.ID = id
 	return it, nil
+}
+
+// itemsKey is the zset of topic's item ids. The digest's is the one it
+// always was, so items stored before topics had items are the digest's.
+func itemsKey(topic string) string {
+	if topic == topics.Digest || topic == "" {
+		return keyItems
+	}
+	return prefixItems + topic
+}
+
+// ItemsAfter implements Digests.
+func (r *Redis) ItemsAfter(ctx context.Context, topic string, after int64, limit int) ([]Item, error) {
+	ids, err := r.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: itemsKey(topic), ByScore: true,
+		Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("items of %s: %w", topic, err)
+	}
+	if len(ids) == 0 {
+		return []Item{}, nil
+	}
+	return r.items(ctx, ids)
 }
 
 // StartDigestRun implements Digests.
@@ -92,7 +117,11 @@ func (r *Redis) items(ctx context.Context, ids []string) ([]Item, error) {
 			continue
 		}
 		id, _ := strconv.ParseInt(ids[i], 10, 64)
-		out = append(out, Item{ID: id, Title: f["t"], URL: f["u"], Summary: f["s"], PublishedAt: msTime(f["p"])})
+		topic := f["tp"]
+		if topic == "" {
+			topic = topics.Digest // stored before items had topics
+		}
+		out = append(out, Item{ID: id, Title: f["t"], URL: f["u"], Summary: f["s"], Topic: topic, PublishedAt: msTime(f["p"])})
 	}
 	return out, nil
 }

@@ -549,20 +549,62 @@ return out
 // later.
 //
 //	KEYS[1]  keyItemSeq   item id counter
-//	KEYS[2]  keyItems     zset of item ids
+//	KEYS[2]  the item's topic's zset of item ids (keyItems for the digest)
 //	ARGV[1]  prefixItem
 //	ARGV[2]  title
 //	ARGV[3]  url
 //	ARGV[4]  summary
 //	ARGV[5]  published, unix ms
+//	ARGV[6]  topic
 //
-// Writes the item hash: t title, u url, s summary, p published. Answers the
-// new id.
+// Writes the item hash: t title, u url, s summary, p published, tp topic.
+// Answers the new id.
 var addItemScript = redis.NewScript(`
 local id = redis.call('INCR', KEYS[1])
-redis.call('HSET', ARGV[1] .. id, 't', ARGV[2], 'u', ARGV[3], 's', ARGV[4], 'p', ARGV[5])
+redis.call('HSET', ARGV[1] .. id, 't', ARGV[2], 'u', ARGV[3], 's', ARGV[4], 'p', ARGV[5], 'tp', ARGV[6])
 redis.call('ZADD', KEYS[2], id, id)
 return id
+`)
+
+// saveFeedScript records one poll of a feed: new entries become items of
+// the feed's topic, once each by entry id, in the same step as the
+// validators that make the next poll conditional, so a crash can neither
+// lose an entry behind a 304 nor add one twice.
+//
+//	KEYS[1]  prefixFeed .. feedKey           the feed's state hash
+//	KEYS[2]  prefixFeed .. feedKey .. :seen  zset of entry ids, score = last seen
+//	KEYS[3]  keyItemSeq
+//	KEYS[4]  the topic's zset of item ids
+//	ARGV[1]  now, unix ms
+//	ARGV[2]  state lifetime, ms
+//	ARGV[3]  entry ids kept (FeedSeenCap)
+//	ARGV[4]  prefixItem
+//	ARGV[5]  topic
+//	ARGV[6]  ETag
+//	ARGV[7]  Last-Modified
+//	ARGV[8…] per entry, five: id, published (unix ms, 0 unknown), title, url, summary
+//
+// Before the state's base is set (the first saved poll), an entry becomes
+// an item only if published after reg. Writes the state's etag, lm and
+// base. Answers the number of items added.
+var saveFeedScript = redis.NewScript(`
+local base = redis.call('HGET', KEYS[1], 'base') == '1'
+local reg = tonumber(redis.call('HGET', KEYS[1], 'reg') or ARGV[1])
+local added = 0
+for i = 8, #ARGV, 5 do
+  local new = redis.call('ZADD', KEYS[2], ARGV[1], ARGV[i]) == 1
+  if new and (base or tonumber(ARGV[i+1]) > reg) then
+    local id = redis.call('INCR', KEYS[3])
+    redis.call('HSET', ARGV[4] .. id, 't', ARGV[i+2], 'u', ARGV[i+3], 's', ARGV[i+4], 'p', ARGV[1], 'tp', ARGV[5])
+    redis.call('ZADD', KEYS[4], id, id)
+    added = added + 1
+  end
+end
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[3]) + 1))
+redis.call('HSET', KEYS[1], 'reg', reg, 'etag', ARGV[6], 'lm', ARGV[7], 'base', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return added
 `)
 
 // startRunScript creates a period's digest run once, fixing its items

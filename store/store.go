@@ -245,6 +245,7 @@ type Store interface {
 	Marks
 	Digests
 	Issues
+	Feeds
 	Suppressions
 	MailHolds
 	PushSubscriptions

@@ -30,6 +30,12 @@ type StepPayload struct {
 	Step  string `json:"step"` // the step's template
 }
 
+// FeedsPollPayload is the payload of TypeFeedsPoll: the start of the poll
+// slot it belongs to (NEWSLETTER_FEEDS_INTERVAL wide).
+type FeedsPollPayload struct {
+	Slot time.Time `json:"slot"`
+}
+
 // DigestPlanPayload is the payload of TypeDigestPlan.
 type DigestPlanPayload struct {
 	Period string `json:"period"`

@@ -24,6 +24,9 @@ const (
 	// TypeIssueEmail sends it to a batch (issues.go).
 	TypeIssuePlan  = "issue:plan"
 	TypeIssueEmail = "email:issue"
+	// TypeFeedsPoll fetches every feed of the topics file once and turns
+	// new entries into their topics' items (RSS-to-email).
+	TypeFeedsPoll = "feeds:poll"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -59,6 +62,8 @@ var queueOf = map[string]string{
 	// A publisher's issue is bulk mail as the digest is.
 	TypeIssuePlan:  QueueCritical,
 	TypeIssueEmail: QueueCritical,
+	// Behind the mail: a poll a few minutes late changes nothing.
+	TypeFeedsPoll: QueueDefault,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -66,4 +71,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll}

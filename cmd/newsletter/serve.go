@@ -203,6 +203,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	}
 	if r.scheduler {
 		sched := &schedule.Scheduler{Schedule: a.cfg.DigestSchedule, Queue: client, Log: a.log}
+		if len(a.cfg.Topics.Feeds()) > 0 {
+			sched.FeedsInterval = a.cfg.FeedsInterval
+		}
 		sched.Start()
 		defer sched.Stop()
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
 	"github.com/robfig/cron/v3"
 	"golang.org/x/net/publicsuffix"
@@ -53,11 +54,14 @@ type Config struct {
 	DigestCron   string
 	// DigestSchedule is DigestCron parsed.
 	DigestSchedule cron.Schedule
-	Concurrency    int
-	SubscribeRate  int // per minute per client; 0 = off
-	DigestBatch    int
-	QuietHours     string
-	Quiet          *quiet.Window // QuietHours parsed; nil when unset
+	// FeedsInterval is how often the topics file's feeds are polled
+	// (NEWSLETTER_FEEDS_INTERVAL).
+	FeedsInterval time.Duration
+	Concurrency   int
+	SubscribeRate int // per minute per client; 0 = off
+	DigestBatch   int
+	QuietHours    string
+	Quiet         *quiet.Window // QuietHours parsed; nil when unset
 	// DigestMaxPending is how many batches may wait in the critical queue
 	// before the planner pauses.
 	DigestMaxPending int
@@ -193,6 +197,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		DoubleOptIn:        p.boolean("NEWSLETTER_DOUBLE_OPTIN", true),
 		WelcomeDelay:       p.duration("NEWSLETTER_WELCOME_DELAY", 5*time.Minute, 0),
 		DigestCron:         p.str("NEWSLETTER_DIGEST_CRON", "0 9 * * 1"),
+		FeedsInterval:      p.duration("NEWSLETTER_FEEDS_INTERVAL", tasks.DefaultFeedsInterval, 10*time.Second),
 		Concurrency:        p.integer("NEWSLETTER_CONCURRENCY", 10, 1),
 		SubscribeRate:      p.integer("NEWSLETTER_SUBSCRIBE_RATE", 10, 0),
 		DigestBatch:        p.integer("NEWSLETTER_DIGEST_BATCH", worker.DefaultDigestBatch, 1),

@@ -3,6 +3,7 @@ package topics
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -120,7 +121,7 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 	var out []Topic
 	seen := map[string]bool{}
 	for _, tn := range n.Content {
-		f := v.mapping(tn, "topic", "id", "name", "description", "default")
+		f := v.mapping(tn, "topic", "id", "name", "description", "default", "feeds")
 		t := Topic{ID: v.str(f["id"], "topic id"), Name: v.str(f["name"], "topic name"), Description: v.str(f["description"], "topic description")}
 		switch {
 		case t.ID == "":
@@ -139,12 +140,54 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 				v.add(d.Line, "topic %q: default: want true or false, got %q", t.ID, d.Value)
 			}
 		}
+		if fn := f["feeds"]; fn != nil {
+			t.Feeds = v.feeds(fn, t.ID)
+		}
 		out = append(out, t)
 	}
 	for _, need := range []string{Digest, Updates} {
 		if !seen[need] {
 			v.add(n.Line, "topics: no topic with id %q (the %s goes to it)", need, map[string]string{Digest: "weekly digest", Updates: "event notifications"}[need])
 		}
+	}
+	return out
+}
+
+// maxFeedURL bounds a feed's address (it names Redis keys and log lines).
+const maxFeedURL = 2048
+
+// feeds reads a topic's list of feed URLs: absolute http(s), no
+// credentials (they would be logged), each once.
+func (v *validator) feeds(n *yaml.Node, topic string) []string {
+	if n.Kind != yaml.SequenceNode {
+		v.add(n.Line, "topic %q: feeds: want a list of feed URLs, e.g. [https://example.com/feed.xml]", topic)
+		return nil
+	}
+	var out []string
+	for _, un := range n.Content {
+		raw := v.str(un, fmt.Sprintf("topic %q: feed", topic))
+		if raw == "" {
+			if un.Kind == yaml.ScalarNode {
+				v.add(un.Line, "topic %q: feed: empty URL", topic)
+			}
+			continue
+		}
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+			v.add(un.Line, "topic %q: feed %q: want an absolute http(s) URL such as https://example.com/feed.xml", topic, raw)
+			continue
+		case u.User != nil:
+			v.add(un.Line, "topic %q: feed %q: no user or password in the URL (it is logged)", topic, u.Redacted())
+			continue
+		case len(raw) > maxFeedURL || strings.ContainsAny(raw, " \t"):
+			v.add(un.Line, "topic %q: feed %q: want at most %d characters and no spaces", topic, raw, maxFeedURL)
+			continue
+		case slices.Contains(out, raw):
+			v.add(un.Line, "topic %q: feed %q: listed twice", topic, raw)
+			continue
+		}
+		out = append(out, raw)
 	}
 	return out
 }

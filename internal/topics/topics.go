@@ -25,6 +25,9 @@ type Topic struct {
 	// Default: ticked on the signup form, and given to subscribers who
 	// were on the list before topics existed.
 	Default bool
+	// Feeds are RSS or Atom feeds whose new entries become this topic's
+	// digest items (absolute http(s) URLs, each once per topic).
+	Feeds []string
 }
 
 // Step is one mail of the onboarding sequence: Template (its .txt and
@@ -68,6 +71,23 @@ func (s *Set) IDs() []string {
 	out := make([]string, len(s.Topics))
 	for i, t := range s.Topics {
 		out[i] = t.ID
+	}
+	return out
+}
+
+// Feed is one feed of the topics file with the topic its entries go to.
+type Feed struct {
+	Topic string
+	URL   string
+}
+
+// Feeds are every topic's feeds, in the file's order.
+func (s *Set) Feeds() []Feed {
+	var out []Feed
+	for _, t := range s.Topics {
+		for _, u := range t.Feeds {
+			out = append(out, Feed{Topic: t.ID, URL: u})
+		}
 	}
 	return out
 }

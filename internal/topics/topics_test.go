@@ -26,6 +26,38 @@ func TestLoadTheSpecFormat(t *testing.T) {
 	if r, _ := s.Topic("research"); r.Description != "Long reads, once a month." || r.Default {
 		t.Fatalf("research %+v", r)
 	}
+	want := []Feed{{"research", "https://example.org/research/feed.xml"}, {"research", "http://blog.example.net/atom"}}
+	if got := s.Feeds(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("feeds %+v", got)
+	}
+}
+
+func TestBadFeedsNameFileAndLine(t *testing.T) {
+	_, err := Load("testdata/bad-feeds.yaml", time.Minute)
+	if err == nil {
+		t.Fatal("bad feeds accepted")
+	}
+	want := []string{
+		`line 4: topic "digest": feeds: want a list of feed URLs`,
+		`line 9: topic "updates": feed "ftp://example.org/feed.xml": want an absolute http(s) URL`,
+		`line 10: topic "updates": feed "/feed.xml": want an absolute http(s) URL`,
+		`line 11: topic "updates": feed "https://user:xxxxx@example.org/feed.xml": no user or password`,
+		`line 12: topic "updates": feed "https://example.org/ok.xml": listed twice`,
+		`line 13: topic "updates": feed: want text`,
+		`line 14: topic "updates": feed: empty URL`,
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("the error repeats a password: %v", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%v", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], "NEWSLETTER_TOPICS_FILE testdata/bad-feeds.yaml: ") || !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %q, want %q", i, lines[i], w)
+		}
+	}
 }
 
 func TestDefaultIsTheWelcomeAlone(t *testing.T) {

@@ -16,8 +16,24 @@ func (m *Memory) AddItem(_ context.Context, it store.Item) (store.Item, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it.ID, it.PublishedAt = int64(len(m.items)+1), m.now().UTC().Truncate(time.Millisecond)
+	if it.Topic == "" {
+		it.Topic = topics.Digest
+	}
 	m.items = append(m.items, it)
 	return it, nil
+}
+
+// ItemsAfter implements store.Digests.
+func (m *Memory) ItemsAfter(_ context.Context, topic string, after int64, limit int) ([]store.Item, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Item{}
+	for _, it := range m.items {
+		if it.ID > after && it.Topic == topic && len(out) < limit {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 // StartDigestRun implements store.Digests.
@@ -27,7 +43,7 @@ func (m *Memory) StartDigestRun(ctx context.Context, period string) (store.Diges
 	if _, ok := m.runs[period]; !ok {
 		run := &store.DigestRun{Period: period, State: store.RunPlanning, CreatedAt: m.now().UTC().Truncate(time.Millisecond), Items: []store.Item{}}
 		for _, it := range m.items {
-			if it.ID > m.lastItem {
+			if it.ID > m.lastItem && it.Topic == topics.Digest {
 				run.Items = append(run.Items, it)
 			}
 		}

@@ -48,6 +48,7 @@ type Memory struct {
 	issues   map[int64]*issueRec
 	slugs    map[string]int64
 	issueSeq int64
+	feeds    map[[2]string]*memFeed
 }
 
 // New returns an empty Memory store.
@@ -67,6 +68,7 @@ func New() *Memory {
 		issues:  map[int64]*issueRec{},
 		slugs:   map[string]int64{},
 		runs:    map[string]*store.DigestRun{},
+		feeds:   map[[2]string]*memFeed{},
 
 		outcomes:   map[string]map[int64]bool{},
 		reconfirms: map[int64]*reconfirm{},

@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"HoldGivenBack", testHoldGivenBack},
 		{"Topics", testTopics},
 		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
+		{"Feeds", testFeeds},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Issues", testIssues}}

@@ -25,6 +25,10 @@ type Scheduler struct {
 	Log      *slog.Logger
 	// Now is the clock (the period is the ISO week of the firing time).
 	Now func() time.Time
+	// FeedsInterval (NEWSLETTER_FEEDS_INTERVAL), when above 0, also
+	// enqueues a feeds poll at the start of each slot of that width; set
+	// it only when the topics file names feeds.
+	FeedsInterval time.Duration
 
 	cron *cron.Cron
 }
@@ -33,9 +37,42 @@ type Scheduler struct {
 func (s *Scheduler) Start() {
 	s.cron = cron.New(cron.WithLocation(time.UTC))
 	s.cron.Schedule(s.Schedule, cron.FuncJob(s.Fire))
+	if s.FeedsInterval > 0 {
+		s.cron.Schedule(slots(s.FeedsInterval), cron.FuncJob(s.FireFeeds))
+	}
 	s.cron.Start()
 	next := s.Schedule.Next(time.Now().UTC())
 	s.log().Info("scheduler: digest planned on cron", "next", next, "period", tasks.Period(next))
+	if s.FeedsInterval > 0 {
+		s.log().Info("scheduler: feeds polled", "every", s.FeedsInterval, "next", slots(s.FeedsInterval).Next(time.Now()))
+	}
+}
+
+// slots fires at the start of each slot of tasks.FeedsSlot, the same
+// instants on every replica (cron.Every counts from each one's start).
+type slots time.Duration
+
+func (d slots) Next(t time.Time) time.Time {
+	return tasks.FeedsSlot(t, time.Duration(d)).Add(time.Duration(d))
+}
+
+// FireFeeds enqueues the feeds poll of the current slot now.
+func (s *Scheduler) FireFeeds() {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	slot, dup, err := tasks.EnqueueFeedsPoll(ctx, s.Queue, now(), s.FeedsInterval)
+	switch {
+	case err != nil:
+		s.log().Error("scheduler: enqueue feeds poll; the next slot tries again", "slot", slot, "err", err)
+	case dup:
+		s.log().Debug("scheduler: feeds poll already queued by another replica", "slot", slot)
+	default:
+		s.log().Debug("scheduler: feeds poll enqueued", "slot", slot)
+	}
 }
 
 func (s *Scheduler) log() *slog.Logger {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -20,6 +21,7 @@ type Store interface {
 	IssueStore
 	store.Suppressions
 	store.MailHolds
+	store.Feeds
 }
 
 // Deps is what the components are built from: the one place where a
@@ -49,6 +51,9 @@ type Deps struct {
 	Tags *feedback.Tagger
 	// Feedback is how bounce reports add up (the store's defaults).
 	Feedback store.FeedbackPolicy
+	// Feeds fetches the topics file's feeds (nil: the defaults);
+	// Links.Topics names them.
+	Feeds *feeds.Fetcher
 
 	// DefaultZone is the time zone of readers without one when an issue
 	// goes out at a local hour (nil: UTC).
@@ -69,6 +74,10 @@ func NewHandlers(d Deps) Handlers {
 	}
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
+	}
+	fetcher := d.Feeds
+	if fetcher == nil {
+		fetcher = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
 	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
@@ -91,6 +100,7 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log},
+		Feeds:    &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: fetcher, Metrics: d.Metrics, Log: d.Log},
 		Metrics:  d.Metrics,
 	}
 }

@@ -38,6 +38,10 @@ type Metrics struct {
 	// (SES's sending pause: the lane holds its mail), 0 once it accepts
 	// mail again.
 	TransportPaused *prometheus.GaugeVec // lane
+	// FeedPolls counts the polls of the topics file's feeds by result
+	// (FeedResults); FeedItems the entries that became items.
+	FeedPolls *prometheus.CounterVec // result
+	FeedItems prometheus.Counter
 }
 
 // LaneEmail is the lane label of the e-mail transport's metrics.
@@ -86,6 +90,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		TransportPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "newsletter_transport_paused", Help: "1 while the lane's transport refuses all mail (Amazon SES paused sending) and the lane holds its mail; 0 once a mail goes out.",
 		}, []string{"lane"}),
+		FeedPolls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_feed_polls_total",
+			Help: "Polls of the topics file's feeds by result (new, unchanged, not_modified, unreachable, too_large, invalid, store_error).",
+		}, []string{"result"}),
+		FeedItems: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsletter_feed_items_total", Help: "Feed entries that became items of their topic.",
+		}),
+	}
+	for _, r := range FeedResults {
+		m.FeedPolls.WithLabelValues(r)
 	}
 	m.TransportPaused.WithLabelValues(LaneEmail)
 	for _, src := range tasks.FeedbackSources {
@@ -111,7 +125,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused, m.FeedPolls, m.FeedItems)
 	}
 	return m
 }

@@ -50,6 +50,8 @@ type Handlers struct {
 	Issues *IssueSender
 	// Feedback applies bounce and complaint reports (feedback:record).
 	Feedback *FeedbackRecorder
+	// Feeds polls the topics file's feeds (feeds:poll).
+	Feeds *FeedPoller
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
@@ -95,6 +97,9 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	}
 	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
 	mux.HandleFunc(tasks.TypeFeedback, h.Feedback.HandleFeedback)
+	if h.Feeds != nil {
+		mux.HandleFunc(tasks.TypeFeedsPoll, h.Feeds.HandleFeedsPoll)
+	}
 	return &Worker{srv: srv, mux: mux, handlers: h}
 }
 
