@@ -223,24 +223,3 @@ func signedHeaders(header []byte) []string {
 	}
 	return keys
 }
-
-// sign adds the DKIM-Signature headers to m. It writes m once to sign its
-// bytes: go-mail writes the same bytes again when it sends (the date,
-// Message-ID and multipart boundaries are fixed by then), and the relaxed
-// canonicalization does not depend on where the new headers go.
-func (d *DKIM) sign(m *gomail.Msg) error {
-	var raw bytes.Buffer
-	if _, err := m.WriteTo(&raw); err != nil {
-		return fmt.Errorf("dkim: %w", err)
-	}
-	fields, err := d.SignMessage(raw.Bytes())
-	if err != nil {
-		return err
-	}
-	// go-mail keeps one preformatted value per name and writes it as
-	// "DKIM-Signature: <value>\r\n": the value of the first field carries
-	// the others after it.
-	value := strings.TrimSuffix(strings.TrimPrefix(string(fields), "DKIM-Signature: "), "\r\n")
-	m.SetGenHeaderPreformatted("DKIM-Signature", value)
-	return nil
-}

@@ -1,0 +1,357 @@
+package mailer
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"net/mail"
+	"strings"
+	"time"
+)
+
+// Writing a prepared mail through go-mail quoted-printable encodes both of
+// its parts for every reader, though all but a few lines are the same for
+// the whole batch: most of the CPU a digest mail cost. A wireTemplate holds
+// a variant of a prepared mail (prepare.go) as the bytes go-mail writes for
+// it, already encoded, cut where a reader's values go:
+//
+//   - the header fields that differ per mail (Date, Message-ID, To,
+//     List-Unsubscribe, and Subject when the template prints a personal
+//     field in it) are written per mail, folded as go-mail folds them;
+//   - in each body part, the lines without a personal value are encoded
+//     once; encoding resumes per reader from the state where the line
+//     holding a value starts, up to the end of that line (qp.go).
+//
+// The structure (which headers, in what order, the MIME parts) is not
+// written here: go-mail writes a skeleton of the variant once, with markers
+// where the parts' text goes, and the template keeps its bytes. So the
+// result is go-mail's, byte for byte, and the first mail of each template
+// is checked against go-mail's own bytes (SMTP.encode): any difference
+// turns the template off and its mails take go-mail's path.
+
+// encode appends msg's bytes, as go-mail writes them, to buf: from its
+// variant's template when Prepared.Render made it, else through go-mail.
+func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
+	pm := msg.prep
+	if pm == nil || !pm.unchanged(msg) {
+		return s.writeGoMail(msg, buf)
+	}
+	t := pm.v.wire[s]
+	if t == nil {
+		var err error
+		if t, err = s.newWireTemplate(pm.p, pm.v, msg); err != nil {
+			s.log.Warn("prepared mail: no template, mails of this variant take the full path", "kind", msg.Kind, "err", err)
+			t = &wireTemplate{off: true}
+		}
+		if pm.v.wire == nil {
+			pm.v.wire = map[*SMTP]*wireTemplate{}
+		}
+		pm.v.wire[s] = t
+	}
+	msg.boundary = t.boundary
+	if t.off || (msg.HTML != "") != t.html {
+		return s.writeGoMail(msg, buf)
+	}
+	out, err := t.assemble(buf, msg, &pm.values)
+	if err != nil {
+		return nil, err
+	}
+	if !t.checked {
+		// The first mail of the template is also written whole by go-mail:
+		// the template is used only where the two agree byte for byte.
+		t.checked = true
+		want, err := s.writeGoMail(msg, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(out, want) {
+			t.off = true
+			s.log.Warn("prepared mail: the encoded template differs from go-mail's, mails of this variant take the full path", "kind", msg.Kind)
+			return append(out[:0], want...), nil
+		}
+	}
+	pm.p.Encoded++
+	return out, nil
+}
+
+// wireTemplate is one variant of a prepared mail, for one sender.
+type wireTemplate struct {
+	ops      []wireOp
+	boundary string
+	// html: the skeleton has an HTML part (a mail without one takes the
+	// full path).
+	html bool
+	// size is the bytes the template writes as they are: what a mail's
+	// buffer needs besides the reader's lines.
+	size    int
+	checked bool
+	off     bool
+}
+
+type opKind uint8
+
+const (
+	opStatic opKind = iota // bytes as they are
+	opHeader               // a header field of the mail's own
+	opText                 // a stretch of the text part with a reader's values
+	opHTML                 // the same in the HTML part
+)
+
+type wireOp struct {
+	kind   opKind
+	static []byte
+	header string // opHeader: the field's name
+	run    qpRun  // opText, opHTML
+}
+
+// qpRun is a stretch of a quoted-printable part that holds reader values:
+// encoding starts from start (the state where the line holding the first
+// value begins) and runs over items up to the end of the line holding the
+// last one, or to the end of the part (close).
+type qpRun struct {
+	start qpState
+	items []piece
+	close bool
+}
+
+// perMailHeaders are the header fields written per mail.
+var perMailHeaders = map[string]bool{"Date": true, "Message-ID": true, "To": true, "List-Unsubscribe": true}
+
+// newBoundary is a multipart boundary as go-mail makes them: 30 random
+// bytes in hex. One is made per template, and the mails of a batch share
+// it; it is random, so no text in them holds it.
+func newBoundary() string {
+	var b [30]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// newWireTemplate builds the template of variant v of p for sender s:
+// go-mail writes the skeleton (msg with markers for the parts' text), and
+// the text and HTML parts are encoded here from the variant's pieces.
+func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemplate, error) {
+	t := &wireTemplate{boundary: newBoundary(), html: len(v.html) > 0}
+	textMark, htmlMark := p.marks[0]+"t", p.marks[0]+"h"
+	personalSubject := v.subject.personal()
+	skel := &Message{
+		Kind: msg.Kind, To: "reader@example.invalid", Subject: msg.Subject, Text: textMark,
+		UnsubscribeURL: msg.UnsubscribeURL, ListID: msg.ListID,
+		MessageID: "id@example.invalid", Date: time.Unix(0, 0).UTC(), boundary: t.boundary,
+	}
+	if t.html {
+		skel.HTML = htmlMark
+	}
+	m, err := s.build(skel)
+	if err != nil {
+		return nil, err
+	}
+	var raw bytes.Buffer
+	if _, err := m.WriteTo(&raw); err != nil {
+		return nil, err
+	}
+	b := raw.Bytes()
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, errors.New("encode: go-mail wrote no header")
+	}
+	// The header, field by field.
+	var static []byte
+	for rest := b[:end+2]; len(rest) > 0; {
+		n := fieldLen(rest)
+		field := rest[:n]
+		rest = rest[n:]
+		name, _, _ := bytes.Cut(field, []byte(":"))
+		if perMailHeaders[string(name)] || personalSubject && string(name) == "Subject" {
+			t.add(wireOp{kind: opStatic, static: static})
+			static = nil
+			t.add(wireOp{kind: opHeader, header: string(name)})
+			continue
+		}
+		static = append(static, field...)
+	}
+	// The body: the skeleton's with the parts' text in place of the marks.
+	body := b[end+2:]
+	for _, part := range []struct {
+		mark string
+		f    filler
+		kind opKind
+	}{{textMark, v.text, opText}, {htmlMark, v.html, opHTML}} {
+		if part.kind == opHTML && !t.html {
+			continue
+		}
+		at := bytes.Index(body, []byte(part.mark))
+		if at < 0 {
+			return nil, fmt.Errorf("encode: no %s part in go-mail's skeleton", part.mark)
+		}
+		static = append(static, body[:at]...)
+		body = body[at+len(part.mark):]
+		for _, op := range qpOps(part.f, part.kind) {
+			if op.kind == opStatic {
+				static = append(static, op.static...)
+				continue
+			}
+			t.add(wireOp{kind: opStatic, static: static})
+			static = nil
+			t.add(op)
+		}
+	}
+	t.add(wireOp{kind: opStatic, static: append(static, body...)})
+	return t, nil
+}
+
+func (t *wireTemplate) add(op wireOp) {
+	if op.kind == opStatic {
+		if len(op.static) == 0 {
+			return
+		}
+		t.size += len(op.static)
+	}
+	t.ops = append(t.ops, op)
+}
+
+// fieldLen is the length of the header field at the start of b, with its
+// folded lines and final CRLF.
+func fieldLen(b []byte) int {
+	n := 0
+	for {
+		i := bytes.Index(b[n:], []byte("\r\n"))
+		if i < 0 {
+			return len(b)
+		}
+		n += i + 2
+		if n == len(b) || (b[n] != ' ' && b[n] != '\t') {
+			return n
+		}
+	}
+}
+
+// qpOps encodes a part from its pieces: the stretches without reader
+// values as static bytes, the others as runs.
+func qpOps(f filler, kind opKind) []wireOp {
+	var ops []wireOp
+	var st qpState
+	var static []byte
+	var run *qpRun
+	endRun := func() {
+		ops = append(ops, wireOp{kind: opStatic, static: static}, wireOp{kind: kind, run: *run})
+		static, run = nil, nil
+	}
+	for _, p := range f {
+		if p.field >= 0 {
+			if run == nil {
+				run = &qpRun{start: st}
+			}
+			run.items = append(run.items, p)
+			continue
+		}
+		text := p.text
+		if run != nil {
+			nl := strings.IndexByte(text, '\n')
+			if nl < 0 {
+				run.items = append(run.items, p)
+				continue
+			}
+			// After a hard line break the encoder starts afresh: what
+			// follows no longer depends on the reader's values.
+			run.items = append(run.items, piece{text: text[:nl+1], field: -1})
+			endRun()
+			st = qpState{}
+			text = text[nl+1:]
+		}
+		static = st.write(static, text)
+	}
+	if run != nil {
+		run.close = true
+		endRun()
+		return ops
+	}
+	return append(ops, wireOp{kind: opStatic, static: st.close(static)})
+}
+
+// assemble appends the bytes of msg, a mail of the template's variant with
+// reader values v, to dst.
+func (t *wireTemplate) assemble(dst []byte, msg *Message, v *[nPersonal]string) ([]byte, error) {
+	for i := range t.ops {
+		op := &t.ops[i]
+		switch op.kind {
+		case opStatic:
+			dst = append(dst, op.static...)
+		case opHeader:
+			var err error
+			if dst, err = appendMailHeader(dst, op.header, msg); err != nil {
+				return nil, err
+			}
+		default:
+			st := op.run.start
+			for _, it := range op.run.items {
+				if it.field >= 0 {
+					dst = st.write(dst, v[it.field])
+				} else {
+					dst = st.write(dst, it.text)
+				}
+			}
+			if op.run.close {
+				dst = st.close(dst)
+			}
+		}
+	}
+	return dst, nil
+}
+
+// appendMailHeader appends the field name of msg as go-mail writes it.
+func appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
+	var value string
+	switch name {
+	case "Date":
+		value = msg.Date.Format(time.RFC1123Z)
+	case "Message-ID":
+		value = "<" + msg.MessageID + ">"
+	case "List-Unsubscribe":
+		value = "<" + msg.UnsubscribeURL + ">"
+	case "Subject":
+		value = msg.Subject
+	case "To":
+		// As go-mail's AddToFormat: the same parse, the same errors.
+		a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, msg.ToName, msg.To))
+		if err != nil {
+			return nil, fmt.Errorf("to: %w", err)
+		}
+		return appendHeaderField(dst, name, a.String()), nil
+	}
+	// go-mail encodes every generic header's value (SetGenHeader).
+	return appendHeaderField(dst, name, mime.QEncoding.Encode("UTF-8", value)), nil
+}
+
+// appendHeaderField appends "name: value" folded as go-mail's
+// msgWriter.writeHeader folds one value: at spaces, before a word that
+// would reach column 76, without the space before the break.
+func appendHeaderField(dst []byte, name, value string) []byte {
+	room := maxHeaderLine - 2 - len(name) - 2
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	for {
+		word, rest, more := strings.Cut(value, " ")
+		if room-len(word) <= 1 {
+			if n := len(dst); dst[n-1] == ' ' {
+				dst = dst[:n-1]
+			}
+			dst = append(dst, "\r\n "...)
+			room = maxHeaderLine - 3
+		}
+		dst = append(dst, word...)
+		room -= len(word)
+		if !more {
+			break
+		}
+		dst = append(dst, ' ')
+		room--
+		value = rest
+	}
+	return append(dst, "\r\n"...)
+}
+
+// maxHeaderLine is go-mail's MaxHeaderLength.
+const maxHeaderLine = 76
