@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/mail"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,42 +41,56 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
 	if pm == nil || !pm.unchanged(msg) {
 		return s.writeGoMail(msg, buf)
 	}
-	t := pm.v.wire[s]
-	if t == nil {
-		var err error
-		if t, err = s.newWireTemplate(pm.p, pm.v, msg); err != nil {
-			s.log.Warn("prepared mail: no template, mails of this variant take the full path", "kind", msg.Kind, "err", err)
-			t = &wireTemplate{off: true}
-		}
-		if pm.v.wire == nil {
-			pm.v.wire = map[*SMTP]*wireTemplate{}
-		}
-		pm.v.wire[s] = t
-	}
+	t := s.wireTemplate(pm, msg)
 	msg.boundary = t.boundary
-	if t.off || (msg.HTML != "") != t.html {
+	if t.off.Load() || (msg.HTML != "") != t.html {
 		return s.writeGoMail(msg, buf)
 	}
 	out, err := t.assemble(buf, msg, &pm.values)
 	if err != nil {
 		return nil, err
 	}
-	if !t.checked {
+	var want []byte
+	t.check.Do(func() {
 		// The first mail of the template is also written whole by go-mail:
 		// the template is used only where the two agree byte for byte.
-		t.checked = true
-		want, err := s.writeGoMail(msg, nil)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(out, want) {
-			t.off = true
+		var err error
+		want, err = s.writeGoMail(msg, nil)
+		if err != nil || !bytes.Equal(out, want) {
+			t.off.Store(true)
 			s.log.Warn("prepared mail: the encoded template differs from go-mail's, mails of this variant take the full path", "kind", msg.Kind)
-			return append(out[:0], want...), nil
 		}
+	})
+	if t.off.Load() {
+		if want == nil {
+			return s.writeGoMail(msg, out[:0])
+		}
+		return append(out[:0], want...), nil
 	}
-	pm.p.Encoded++
+	pm.p.encoded.Add(1)
 	return out, nil
+}
+
+// wireTemplate returns the template of pm's variant for s, made on first
+// use.
+func (s *SMTP) wireTemplate(pm *preparedMail, msg *Message) *wireTemplate {
+	v := pm.v
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if t := v.wire[s]; t != nil {
+		return t
+	}
+	t, err := s.newWireTemplate(pm.p, v, msg)
+	if err != nil {
+		s.log.Warn("prepared mail: no template, mails of this variant take the full path", "kind", msg.Kind, "err", err)
+		t = &wireTemplate{}
+		t.off.Store(true)
+	}
+	if v.wire == nil {
+		v.wire = map[*SMTP]*wireTemplate{}
+	}
+	v.wire[s] = t
+	return t
 }
 
 // wireTemplate is one variant of a prepared mail, for one sender.
@@ -84,11 +100,11 @@ type wireTemplate struct {
 	// html: the skeleton has an HTML part (a mail without one takes the
 	// full path).
 	html bool
-	// size is the bytes the template writes as they are: what a mail's
-	// buffer needs besides the reader's lines.
-	size    int
-	checked bool
-	off     bool
+	// check compares the template's first mail with go-mail's bytes; off
+	// records that they differ (or that no template could be made), and
+	// the mails then take go-mail's path.
+	check sync.Once
+	off   atomic.Bool
 }
 
 type opKind uint8
@@ -203,11 +219,8 @@ func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemp
 }
 
 func (t *wireTemplate) add(op wireOp) {
-	if op.kind == opStatic {
-		if len(op.static) == 0 {
-			return
-		}
-		t.size += len(op.static)
+	if op.kind == opStatic && len(op.static) == 0 {
+		return
 	}
 	t.ops = append(t.ops, op)
 }

@@ -85,8 +85,8 @@ func checkEncoded(t *testing.T, s *SMTP, r *Renderer, kind string, shared Data) 
 			t.Fatalf("%s to %q: the encoded mail differs from go-mail's full render at byte %d:\n%s", kind, name, firstDiff(got, want), diffContext(got, want))
 		}
 	}
-	if p.Fast == 0 || p.Encoded != p.Fast {
-		t.Fatalf("%s: %d mails filled in, %d written from the encoded template; want all", kind, p.Fast, p.Encoded)
+	if fast, _, encoded := p.Counts(); fast == 0 || encoded != fast {
+		t.Fatalf("%s: %d mails filled in, %d written from the encoded template; want all", kind, fast, encoded)
 	}
 }
 
@@ -158,8 +158,8 @@ func TestEncodedNameInURL(t *testing.T) {
 			t.Fatalf("%s: the filled-in mail differs from the full render:\n%s\n%s", name, got.HTML, want.HTML)
 		}
 	}
-	if p.Fast != 3 {
-		t.Fatalf("%d mails filled in; want the three ASCII ones", p.Fast)
+	if fast, _, _ := p.Counts(); fast != 3 {
+		t.Fatalf("%d mails filled in; want the three ASCII ones", fast)
 	}
 }
 
@@ -176,4 +176,63 @@ func diffContext(got, want []byte) string {
 	i := firstDiff(got, want)
 	from := max(0, i-200)
 	return fmt.Sprintf("got:  %q\nwant: %q", got[from:min(len(got), i+100)], want[from:min(len(want), i+100)])
+}
+
+// TestPreparedSharedByConcurrentBatches: the batches of a digest share
+// one Prepared; rendering and encoding from many goroutines at once gives
+// each reader the full render's bytes, and each variant is checked once.
+func TestPreparedSharedByConcurrentBatches(t *testing.T) {
+	r, err := NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newEncodeSMTP(t)
+	shared := Data{Period: "2026-W49", Entries: encodeEntries, Topic: "Weekly digest"}
+	p, err := r.Prepare(KindDigest, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := encodeNames()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			errs <- func() error {
+				var buf []byte
+				for i := range 30 {
+					name := names[(g*30+i)%len(names)]
+					d := Data{Email: fmt.Sprintf("r%d-%d@example.org", g, i), Name: name,
+						UnsubscribeURL: "https://n.example/u?token=t", PreferencesURL: "https://n.example/p?token=t"}
+					msg, err := p.Render(d)
+					if err != nil {
+						return err
+					}
+					msg.ToName, msg.MessageID, msg.Date = name, fmt.Sprintf("%d.%d@example.com", g, i), time.Unix(1e9, 0)
+					if buf, err = s.encode(msg, buf[:0]); err != nil {
+						return err
+					}
+					full, err := r.Render(KindDigest, withPersonal(shared, personalValues(d)))
+					if err != nil {
+						return err
+					}
+					full.ToName, full.MessageID, full.Date, full.boundary = msg.ToName, msg.MessageID, msg.Date, msg.boundary
+					want, err := s.writeGoMail(full, nil)
+					if err != nil {
+						return err
+					}
+					if !bytes.Equal(buf, want) {
+						return fmt.Errorf("%s: %s", d.Email, diffContext(buf, want))
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fast, full, encoded := p.Counts(); fast != 240 || full != 0 || encoded != 240 {
+		t.Fatalf("%d filled in, %d rendered whole, %d encoded; want 240, 0, 240", fast, full, encoded)
+	}
 }

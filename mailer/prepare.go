@@ -6,6 +6,8 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/template/parse"
 	"unicode"
 	"unicode/utf8"
@@ -238,7 +240,13 @@ type shape [nPersonal]uint8
 // variant is one shape of a prepared mail.
 type variant struct {
 	subject, text, html filler
-	checked, off        bool
+	// check compares the variant's first mail with the full render; off
+	// records that they differ, and the variant's mails are then rendered
+	// whole.
+	check sync.Once
+	off   atomic.Bool
+
+	mu sync.Mutex
 	// wire holds the variant's encoded templates, per sender (encode.go).
 	wire map[*SMTP]*wireTemplate
 }
@@ -262,18 +270,26 @@ func (pm *preparedMail) unchanged(msg *Message) bool {
 }
 
 // Prepared renders one kind of mail with shared data (a digest's period and
-// items) for many recipients. It is not safe for concurrent use: a batch
-// has its own.
+// items) for many recipients. It is safe for concurrent use: the batches
+// of a digest share one, so each variant is rendered, checked and encoded
+// once per worker rather than once per batch.
 type Prepared struct {
-	r        *Renderer
-	kind     string
-	shared   Data
-	marks    [nPersonal]string
+	r      *Renderer
+	kind   string
+	shared Data
+	marks  [nPersonal]string
+
+	mu       sync.Mutex
 	variants map[shape]*variant
-	// Fast and Full count the mails filled in and rendered whole, Encoded
-	// those a sender wrote from an encoded template (tests and profiles
-	// read them).
-	Fast, Full, Encoded int
+
+	fast, full, encoded atomic.Int64
+}
+
+// Counts are how many mails were filled in (fast) and rendered whole
+// (full), and how many a sender wrote from an encoded template (tests and
+// profiles read them).
+func (p *Prepared) Counts() (fast, full, encoded int) {
+	return int(p.fast.Load()), int(p.full.Load()), int(p.encoded.Load())
 }
 
 // Prepare starts a Prepared for kind with the fields all recipients share;
@@ -309,34 +325,39 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 		fast = fast && sh[i] != valueNotPlain
 	}
 	if !fast {
-		p.Full++
+		p.full.Add(1)
 		return p.r.Render(p.kind, full)
 	}
 	v, err := p.variant(sh)
 	if err != nil {
 		return nil, err
 	}
-	if v.off {
-		p.Full++
+	if v.off.Load() {
+		p.full.Add(1)
 		return p.r.Render(p.kind, full)
 	}
 	msg := &Message{
 		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values),
 		Text: v.text.fill(values), HTML: v.html.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
 	}
-	if !v.checked {
-		v.checked = true
-		want, err := p.r.Render(p.kind, full)
-		if err != nil {
-			return nil, err
+	var want *Message
+	v.check.Do(func() {
+		// The first mail of the variant is also rendered whole; if the
+		// two differ (or the render fails), the variant is off.
+		var err error
+		want, err = p.r.Render(p.kind, full)
+		if err != nil || want.Subject != msg.Subject || want.Text != msg.Text || want.HTML != msg.HTML {
+			v.off.Store(true)
 		}
-		if want.Subject != msg.Subject || want.Text != msg.Text || want.HTML != msg.HTML {
-			v.off = true
-			p.Full++
+	})
+	if v.off.Load() {
+		p.full.Add(1)
+		if want != nil {
 			return want, nil
 		}
+		return p.r.Render(p.kind, full)
 	}
-	p.Fast++
+	p.fast.Add(1)
 	msg.prep = &preparedMail{v: v, p: p, values: values, subject: msg.Subject, text: msg.Text, html: msg.HTML,
 		unsubscribe: msg.UnsubscribeURL, listID: msg.ListID}
 	return msg, nil
@@ -344,6 +365,8 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 
 // variant renders the shape's placeholders once.
 func (p *Prepared) variant(sh shape) (*variant, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if v, ok := p.variants[sh]; ok {
 		return v, nil
 	}
