@@ -38,12 +38,17 @@ import (
 // variant's template when Prepared.Render made it, else through go-mail.
 func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
 	pm := msg.prep
-	if pm == nil || !pm.unchanged(msg) {
+	if pm == nil {
+		return s.writeGoMail(msg, buf)
+	}
+	if !pm.unchanged(msg) {
+		pm.complete(msg)
 		return s.writeGoMail(msg, buf)
 	}
 	t := s.wireTemplate(pm, msg)
 	msg.boundary = t.boundary
-	if t.off.Load() || (msg.HTML != "") != t.html {
+	if t.off.Load() {
+		pm.complete(msg)
 		return s.writeGoMail(msg, buf)
 	}
 	out, err := t.assemble(buf, msg, &pm.values)
@@ -55,7 +60,9 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
 		// The first mail of the template is also written whole by go-mail:
 		// the template is used only where the two agree byte for byte.
 		var err error
-		want, err = s.writeGoMail(msg, nil)
+		full := *msg
+		pm.complete(&full)
+		want, err = s.writeGoMail(&full, nil)
 		if err != nil || !bytes.Equal(out, want) {
 			t.off.Store(true)
 			s.log.Warn("prepared mail: the encoded template differs from go-mail's, mails of this variant take the full path", "kind", msg.Kind)
@@ -63,6 +70,7 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
 	})
 	if t.off.Load() {
 		if want == nil {
+			pm.complete(msg)
 			return s.writeGoMail(msg, out[:0])
 		}
 		return append(out[:0], want...), nil
@@ -97,8 +105,8 @@ func (s *SMTP) wireTemplate(pm *preparedMail, msg *Message) *wireTemplate {
 type wireTemplate struct {
 	ops      []wireOp
 	boundary string
-	// html: the skeleton has an HTML part (a mail without one takes the
-	// full path).
+	// html: the variant has an HTML part (its filled-in HTML is never
+	// empty then, as a field it holds is a value that is not).
 	html bool
 	// check compares the template's first mail with go-mail's bytes; off
 	// records that they differ (or that no template could be made), and

@@ -62,7 +62,13 @@ func checkEncoded(t *testing.T, s *SMTP, r *Renderer, kind string, shared Data) 
 		if i%4 == 1 {
 			d.UnsubscribeURL = "" // a shape without List-Unsubscribe
 		}
-		msg, err := p.Render(d)
+		// Half of them as the SMTP sender gets them: without their text,
+		// which it does not read.
+		render := p.Render
+		if i%2 == 0 {
+			render = func(d Data) (*Message, error) { return p.RenderFor(s, d) }
+		}
+		msg, err := render(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,5 +240,47 @@ func TestPreparedSharedByConcurrentBatches(t *testing.T) {
 	}
 	if fast, full, encoded := p.Counts(); fast != 240 || full != 0 || encoded != 240 {
 		t.Fatalf("%d filled in, %d rendered whole, %d encoded; want 240, 0, 240", fast, full, encoded)
+	}
+}
+
+// TestPreparedChangedAfterRender: a caller that changes a prepared mail
+// after RenderFor (a test send's subject prefix) sends it whole through
+// go-mail, with its text filled in.
+func TestPreparedChangedAfterRender(t *testing.T) {
+	r, err := NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newEncodeSMTP(t)
+	shared := Data{Period: "2026-W49", Entries: encodeEntries}
+	p, err := r.Prepare(KindDigest, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"", "[Test] "} {
+		d := Data{Email: "ann@example.org", Name: "Ann", UnsubscribeURL: "https://n.example/u", PreferencesURL: "https://n.example/p"}
+		msg, err := p.RenderFor(s, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg.Subject = prefix + msg.Subject
+		msg.MessageID, msg.Date, msg.boundary = "x@example.com", time.Unix(1e9, 0), "b0undary"
+		got, err := s.encode(msg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := r.Render(KindDigest, withPersonal(shared, personalValues(d)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full.Subject = prefix + full.Subject
+		full.MessageID, full.Date, full.boundary = msg.MessageID, msg.Date, msg.boundary
+		want, err := s.writeGoMail(full, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("subject %q: %s", msg.Subject, diffContext(got, want))
+		}
 	}
 }

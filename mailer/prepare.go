@@ -261,6 +261,22 @@ type preparedMail struct {
 	// What Render filled in: a caller that changes the message afterwards
 	// sends it through the full path.
 	subject, text, html, unsubscribe, listID string
+	// lazy: the text and HTML were left out (RenderFor), to be filled in
+	// only if the mail takes go-mail's path after all.
+	lazy bool
+}
+
+// complete fills in the text and HTML a lazy message was made without.
+func (pm *preparedMail) complete(msg *Message) {
+	if !pm.lazy {
+		return
+	}
+	if msg.Text == "" {
+		msg.Text = pm.v.text.fill(pm.values)
+	}
+	if msg.HTML == "" {
+		msg.HTML = pm.v.html.fill(pm.values)
+	}
 }
 
 // unchanged reports whether msg still carries what Render filled in.
@@ -315,7 +331,23 @@ func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
 
 // Render is Renderer.Render for one recipient: d carries the recipient's
 // fields, the shared ones come from Prepare.
-func (p *Prepared) Render(d Data) (*Message, error) {
+func (p *Prepared) Render(d Data) (*Message, error) { return p.render(d, false) }
+
+// preparedEncoder is a Mailer that writes a prepared mail from its
+// variant's encoded template (encode.go), not from its Text and HTML.
+type preparedEncoder interface{ encodesPrepared() }
+
+// RenderFor is Render for a mail that m sends. A mailer that writes
+// prepared mails from their encoded templates (SMTP and its sessions) gets
+// the message without its Text and HTML filled in, which it would not
+// read: two copies of the mail's text fewer per mail. Such a message
+// fills them in itself if it must take the full path after all.
+func (p *Prepared) RenderFor(m Mailer, d Data) (*Message, error) {
+	_, lazy := m.(preparedEncoder)
+	return p.render(d, lazy)
+}
+
+func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 	values := personalValues(d)
 	full := withPersonal(p.shared, values)
 	fast := p.r.preparable[p.kind]
@@ -337,11 +369,12 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 		return p.r.Render(p.kind, full)
 	}
 	msg := &Message{
-		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values),
-		Text: v.text.fill(values), HTML: v.html.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
+		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
 	}
+	pm := &preparedMail{v: v, p: p, values: values, lazy: true}
 	var want *Message
 	v.check.Do(func() {
+		pm.complete(msg)
 		// The first mail of the variant is also rendered whole; if the
 		// two differ (or the render fails), the variant is off.
 		var err error
@@ -357,9 +390,13 @@ func (p *Prepared) Render(d Data) (*Message, error) {
 		}
 		return p.r.Render(p.kind, full)
 	}
+	if !lazy {
+		pm.complete(msg)
+	}
+	pm.lazy = lazy
 	p.fast.Add(1)
-	msg.prep = &preparedMail{v: v, p: p, values: values, subject: msg.Subject, text: msg.Text, html: msg.HTML,
-		unsubscribe: msg.UnsubscribeURL, listID: msg.ListID}
+	pm.subject, pm.text, pm.html, pm.unsubscribe, pm.listID = msg.Subject, msg.Text, msg.HTML, msg.UnsubscribeURL, msg.ListID
+	msg.prep = pm
 	return msg, nil
 }
 

@@ -199,6 +199,11 @@ func (x *smtpSession) Send(ctx context.Context, msg *Message) error {
 	return err
 }
 
+// encodesPrepared: SMTP and its sessions write a prepared mail from its
+// encoded template (Prepared.RenderFor).
+func (s *SMTP) encodesPrepared()        {}
+func (x *smtpSession) encodesPrepared() {}
+
 func (x *smtpSession) Close() error {
 	if x.pc != nil {
 		x.smtp.put(x.pc)
