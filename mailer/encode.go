@@ -35,25 +35,29 @@ import (
 // turns the template off and its mails take go-mail's path.
 
 // encode appends msg's bytes, as go-mail writes them, to buf: from its
-// variant's template when Prepared.Render made it, else through go-mail.
-func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
+// variant's template when Prepared.Render made it (and returns the
+// template), else through go-mail.
+func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, *wireTemplate, error) {
 	pm := msg.prep
 	if pm == nil {
-		return s.writeGoMail(msg, buf)
+		b, err := s.writeGoMail(msg, buf)
+		return b, nil, err
 	}
 	if !pm.unchanged(msg) {
 		pm.complete(msg)
-		return s.writeGoMail(msg, buf)
+		b, err := s.writeGoMail(msg, buf)
+		return b, nil, err
 	}
 	t := s.wireTemplate(pm, msg)
 	msg.boundary = t.boundary
 	if t.off.Load() {
 		pm.complete(msg)
-		return s.writeGoMail(msg, buf)
+		b, err := s.writeGoMail(msg, buf)
+		return b, nil, err
 	}
 	out, err := t.assemble(buf, msg, &pm.values)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var want []byte
 	t.check.Do(func() {
@@ -71,12 +75,13 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, error) {
 	if t.off.Load() {
 		if want == nil {
 			pm.complete(msg)
-			return s.writeGoMail(msg, out[:0])
+			b, err := s.writeGoMail(msg, out[:0])
+			return b, nil, err
 		}
-		return append(out[:0], want...), nil
+		return append(out[:0], want...), nil, nil
 	}
 	pm.p.encoded.Add(1)
-	return out, nil
+	return out, t, nil
 }
 
 // wireTemplate returns the template of pm's variant for s, made on first
@@ -113,6 +118,31 @@ type wireTemplate struct {
 	// the mails then take go-mail's path.
 	check sync.Once
 	off   atomic.Bool
+
+	// bodyPrefix is the beginning of the body, the same in every mail of
+	// the template (up to the first line with a reader's value); with
+	// DKIM, the body hash's state after it is computed once (prefix) and
+	// each mail's hash goes on from a copy of it.
+	bodyPrefix []byte
+	prefixOnce sync.Once
+	prefix     *relaxedBody
+}
+
+// bodyHash is the relaxed SHA-256 of body, a mail's body made from t.
+func (t *wireTemplate) bodyHash(body []byte) []byte {
+	t.prefixOnce.Do(func() {
+		t.prefix = newRelaxedBody()
+		t.prefix.write(t.bodyPrefix)
+	})
+	if !bytes.HasPrefix(body, t.bodyPrefix) {
+		return relaxedBodyHash(body)
+	}
+	c, err := t.prefix.clone()
+	if err != nil {
+		return relaxedBodyHash(body)
+	}
+	c.write(body[len(t.bodyPrefix):])
+	return c.sum()
 }
 
 type opKind uint8
@@ -197,7 +227,9 @@ func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemp
 		static = append(static, field...)
 	}
 	// The body: the skeleton's with the parts' text in place of the marks.
+	// It starts after the empty line, two bytes into what follows here.
 	body := b[end+2:]
+	bodyAt, prefixed := len(static)+2, false
 	for _, part := range []struct {
 		mark string
 		f    filler
@@ -217,12 +249,19 @@ func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemp
 				static = append(static, op.static...)
 				continue
 			}
+			if !prefixed {
+				t.bodyPrefix, prefixed = bytes.Clone(static[bodyAt:]), true
+			}
 			t.add(wireOp{kind: opStatic, static: static})
 			static = nil
 			t.add(op)
 		}
 	}
-	t.add(wireOp{kind: opStatic, static: append(static, body...)})
+	static = append(static, body...)
+	if !prefixed {
+		t.bodyPrefix = bytes.Clone(static[bodyAt:])
+	}
+	t.add(wireOp{kind: opStatic, static: static})
 	return t, nil
 }
 

@@ -74,7 +74,7 @@ func checkEncoded(t *testing.T, s *SMTP, r *Renderer, kind string, shared Data) 
 		}
 		msg.ToName, msg.Tag = name, fmt.Sprintf("2n9c-d-%012x", i)
 		msg.MessageID, msg.Date = fmt.Sprintf("%032x.%s@example.com", i, msg.Tag), date
-		got, err := s.encode(msg, nil)
+		got, _, err := s.encode(msg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestPreparedSharedByConcurrentBatches(t *testing.T) {
 						return err
 					}
 					msg.ToName, msg.MessageID, msg.Date = name, fmt.Sprintf("%d.%d@example.com", g, i), time.Unix(1e9, 0)
-					if buf, err = s.encode(msg, buf[:0]); err != nil {
+					if buf, _, err = s.encode(msg, buf[:0]); err != nil {
 						return err
 					}
 					full, err := r.Render(KindDigest, withPersonal(shared, personalValues(d)))
@@ -265,7 +265,7 @@ func TestPreparedChangedAfterRender(t *testing.T) {
 		}
 		msg.Subject = prefix + msg.Subject
 		msg.MessageID, msg.Date, msg.boundary = "x@example.com", time.Unix(1e9, 0), "b0undary"
-		got, err := s.encode(msg, nil)
+		got, _, err := s.encode(msg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -260,11 +260,22 @@ func (s *SMTP) message(msg *Message, buf []byte) (envelope, []byte, error) {
 	if msg.Date.IsZero() {
 		msg.Date = s.now()
 	}
-	data, err := s.encode(msg, buf)
+	data, t, err := s.encode(msg, buf)
 	if err != nil || s.dkim == nil {
 		return env, data, err
 	}
-	sig, err := s.dkim.SignMessage(data)
+	end := bytes.Index(data, []byte("\r\n\r\n"))
+	if end < 0 {
+		return env, nil, errors.New("dkim: the message has no empty line after its header")
+	}
+	header, body := data[:end+2], data[end+4:]
+	var bh []byte
+	if t != nil {
+		bh = t.bodyHash(body) // from the template's shared beginning
+	} else {
+		bh = relaxedBodyHash(body)
+	}
+	sig, err := s.dkim.sign(header, bh)
 	if err != nil {
 		return env, nil, err
 	}
