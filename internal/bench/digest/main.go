@@ -13,8 +13,8 @@
 // (requests, commands, and the commands that took most of its time, from
 // INFO), and what a DKIM signature of one of the digest's mails costs with
 // an RSA-2048 and with an Ed25519 key (in a process of its own).
-// DKIM=rsa,ed25519 also sends the last digest again through a worker that
-// signs with each.
+// DKIM=rsa,ed25519,both also sends the last digest again through a worker
+// that signs with each (both: an RSA and an Ed25519 key together).
 //
 // The digest goes through its topic filter: one reader in UPDATES_ONLY
 // (default 5) has only the updates topic, so the planner walks every
@@ -165,9 +165,11 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		if w, err = startWorker(bin, append(env, keyEnv...), sink, profileDir); err != nil {
-			return err
+		signing, err := startWorker(bin, append(env, keyEnv...), sink, profileDir)
+		if err != nil {
+			return fmt.Errorf("worker signing with DKIM %s: %w", alg, err)
 		}
+		w = signing
 		f, err := digest(ctx, bin, env, rdb, sink, w, audience, itemCounts[len(itemCounts)-1], alg)
 		if err != nil {
 			return err
@@ -245,36 +247,51 @@ func (w *worker) stop() {
 	}
 }
 
-// dkimEnv writes a fresh key of kind alg into dir and returns the
-// worker's settings for it.
+// dkimEnv writes fresh keys for alg ("rsa", "ed25519", or "both": an RSA
+// and an Ed25519 key signing together, as RFC 8463 advises) into dir and
+// returns the worker's settings for them.
 func dkimEnv(dir, alg string) ([]string, error) {
-	var key crypto.Signer
-	var err error
+	write := func(kind string) (string, error) {
+		var key crypto.Signer
+		var err error
+		if kind == "rsa" {
+			key, err = rsa.GenerateKey(rand.Reader, 2048)
+		} else {
+			_, key, err = ed25519.GenerateKey(rand.Reader)
+		}
+		if err != nil {
+			return "", err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			return "", err
+		}
+		file := filepath.Join(dir, "dkim-"+kind+".pem")
+		return file, os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	}
+	env := []string{"NEWSLETTER_FROM=News <news@example.com>", "NEWSLETTER_DKIM_DOMAIN=example.com", "NEWSLETTER_DKIM_SELECTOR=bench"}
 	switch alg {
-	case "rsa":
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	case "ed25519":
-		_, key, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		return nil, fmt.Errorf("DKIM=%s: want rsa, ed25519 or both", alg)
+	case "rsa", "ed25519":
+		file, err := write(alg)
+		return append(env, "NEWSLETTER_DKIM_KEY_FILE="+file), err
+	case "both":
+		rsaFile, err := write("rsa")
+		if err != nil {
+			return nil, err
+		}
+		edFile, err := write("ed25519")
+		return append(env, "NEWSLETTER_DKIM_KEY_FILE="+rsaFile, "NEWSLETTER_DKIM_ED25519_KEY_FILE="+edFile,
+			"NEWSLETTER_DKIM_ED25519_SELECTOR=bench-ed"), err
 	}
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, "dkim-"+alg+".pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		return nil, err
-	}
-	return []string{"NEWSLETTER_DKIM_KEY_FILE=" + file, "NEWSLETTER_DKIM_DOMAIN=example.com", "NEWSLETTER_DKIM_SELECTOR=bench"}, nil
+	return nil, fmt.Errorf("DKIM=%s: want rsa, ed25519, both, or a list of them", alg)
 }
 
 func dkimName(alg string) string {
-	if alg == "rsa" {
+	switch alg {
+	case "rsa":
 		return "RSA-2048"
+	case "both":
+		return "RSA-2048 + Ed25519"
 	}
 	return "Ed25519"
 }
