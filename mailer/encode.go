@@ -55,7 +55,7 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, *wireTemplate, error) {
 		b, err := s.writeGoMail(msg, buf)
 		return b, nil, err
 	}
-	out, err := t.assemble(buf, msg, &pm.values)
+	out, err := t.assemble(s, buf, msg, &pm.values)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -333,7 +333,7 @@ func qpOps(f filler, kind opKind) []wireOp {
 
 // assemble appends the bytes of msg, a mail of the template's variant with
 // reader values v, to dst.
-func (t *wireTemplate) assemble(dst []byte, msg *Message, v *[nPersonal]string) ([]byte, error) {
+func (t *wireTemplate) assemble(s *SMTP, dst []byte, msg *Message, v *[nPersonal]string) ([]byte, error) {
 	for i := range t.ops {
 		op := &t.ops[i]
 		switch op.kind {
@@ -341,7 +341,7 @@ func (t *wireTemplate) assemble(dst []byte, msg *Message, v *[nPersonal]string) 
 			dst = append(dst, op.static...)
 		case opHeader:
 			var err error
-			if dst, err = appendMailHeader(dst, op.header, msg); err != nil {
+			if dst, err = s.appendMailHeader(dst, op.header, msg); err != nil {
 				return nil, err
 			}
 		default:
@@ -362,11 +362,11 @@ func (t *wireTemplate) assemble(dst []byte, msg *Message, v *[nPersonal]string) 
 }
 
 // appendMailHeader appends the field name of msg as go-mail writes it.
-func appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
+func (s *SMTP) appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
 	var value string
 	switch name {
 	case "Date":
-		value = msg.Date.Format(time.RFC1123Z)
+		value = s.dateValue(msg.Date)
 	case "Message-ID":
 		value = "<" + msg.MessageID + ">"
 	case "List-Unsubscribe":
@@ -374,15 +374,78 @@ func appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
 	case "Subject":
 		value = msg.Subject
 	case "To":
-		// As go-mail's AddToFormat: the same parse, the same errors.
-		a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, msg.ToName, msg.To))
-		if err != nil {
-			return nil, fmt.Errorf("to: %w", err)
+		to, ok := simpleAddress(msg.ToName, msg.To)
+		if !ok {
+			// As go-mail's AddToFormat: the same parse, the same errors.
+			a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, msg.ToName, msg.To))
+			if err != nil {
+				return nil, fmt.Errorf("to: %w", err)
+			}
+			to = a.String()
 		}
-		return appendHeaderField(dst, name, a.String()), nil
+		return appendHeaderField(dst, name, to), nil
 	}
 	// go-mail encodes every generic header's value (SetGenHeader).
 	return appendHeaderField(dst, name, mime.QEncoding.Encode("UTF-8", value)), nil
+}
+
+// dateValue is t as go-mail writes a Date header, made once per second.
+func (s *SMTP) dateValue(t time.Time) string {
+	_, offset := t.Zone()
+	if d := s.date.Load(); d != nil && d.unix == t.Unix() && d.offset == offset {
+		return d.value
+	}
+	d := &dateField{unix: t.Unix(), offset: offset, value: t.Format(time.RFC1123Z)}
+	s.date.Store(d)
+	return d.value
+}
+
+// dateField is a formatted Date value and the second it names.
+type dateField struct {
+	unix   int64
+	offset int
+	value  string
+}
+
+// simpleAddress is what net/mail writes for the address go-mail's
+// AddToFormat parses from name and addr, made without parsing for the
+// common case: a name of printable ASCII without quotes, backslashes or
+// encoded words, and an address of two dot-atoms. ok is false for anything
+// else, which is parsed (encode_test.go checks the two agree).
+func simpleAddress(name, addr string) (string, bool) {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 || !dotAtom(addr[:at]) || !dotAtom(addr[at+1:]) {
+		return "", false
+	}
+	if name == "" {
+		return "<" + addr + ">", true
+	}
+	if strings.Contains(name, "=?") {
+		return "", false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return `"` + name + `" <` + addr + ">", true
+}
+
+// dotAtom reports whether s is an RFC 5322 dot-atom of ASCII characters.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.':
+		case strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // appendHeaderField appends "name: value" folded as go-mail's

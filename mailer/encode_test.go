@@ -3,6 +3,7 @@ package mailer
 import (
 	"bytes"
 	"fmt"
+	"net/mail"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,4 +284,58 @@ func TestPreparedChangedAfterRender(t *testing.T) {
 			t.Fatalf("subject %q: %s", msg.Subject, diffContext(got, want))
 		}
 	}
+}
+
+// parsedAddress is the To value the way go-mail makes it: AddToFormat's
+// parse, then net/mail's String.
+func parsedAddress(name, addr string) (string, error) {
+	a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, name, addr))
+	if err != nil {
+		return "", err
+	}
+	return a.String(), nil
+}
+
+var addressSamples = [][2]string{
+	{"", "ann@example.org"}, {"Ann Lee", "ann@example.org"}, {"Reader 12345", "reader0012345@example.org"},
+	{"Dr. A. Lee, PhD", "ann+tag@sub.example.org"}, {" Ann  Lee ", "a.b+news@x.example"},
+	{"O'Brien (home) <x>", "o'brien@example.org"}, {"=?utf-8?q?Ann?=", "ann@example.org"}, {`Ann "the" Lee`, "ann@example.org"},
+	{`back\slash`, "ann@example.org"}, {"Zoë", "zoe@example.org"}, {"Ann", "a..b@example.org"}, {"Ann", ".a@example.org"},
+	{"Ann", "a@[127.0.0.1]"}, {"Ann", `"quoted local"@example.org`}, {"tab\there", "ann@example.org"}, {"Ann", "ann@exämple.org"},
+}
+
+// TestSimpleAddressIsNetMails: where the To value is made without
+// parsing, it is what go-mail's parse and net/mail's String make.
+func TestSimpleAddressIsNetMails(t *testing.T) {
+	fast := 0
+	for _, c := range addressSamples {
+		got, ok := simpleAddress(c[0], c[1])
+		if !ok {
+			continue
+		}
+		fast++
+		want, err := parsedAddress(c[0], c[1])
+		if err != nil || got != want {
+			t.Errorf("%q <%s>: made %q, parsed %q (%v)", c[0], c[1], got, want, err)
+		}
+	}
+	if fast < 5 {
+		t.Fatalf("only %d samples took the fast path", fast)
+	}
+}
+
+func FuzzSimpleAddress(f *testing.F) {
+	for _, c := range addressSamples {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, name, addr string) {
+		got, ok := simpleAddress(name, addr)
+		if !ok {
+			return
+		}
+		want, err := parsedAddress(name, addr)
+		if err != nil || got != want {
+			t.Fatalf("%q <%s>: made %q, parsed %q (%v)", name, addr, got, want, err)
+		}
+	})
 }

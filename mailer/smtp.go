@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/mail"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -65,6 +66,8 @@ type SMTP struct {
 	idleFor      time.Duration
 	timeout      time.Duration
 	log          *slog.Logger
+	// date is the last Date value made (encode.go).
+	date atomic.Pointer[dateField]
 	// Tests turn the server's extensions off to take the other paths.
 	noPipelining, noChunking bool
 
