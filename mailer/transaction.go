@@ -13,14 +13,15 @@ import (
 )
 
 // A mail's SMTP transaction is written here, on the connection go-mail
-// dialled, secured and authenticated: go-mail sends MAIL, RCPT and DATA one
-// at a time, a round trip each, and the message through net/textproto's
-// DATA writer, which looks at every byte for dot-stuffing and hands the
-// socket small writes. Here the commands go together where the server
-// offers PIPELINING (RFC 2920), and the message in the same write as BDAT
-// (RFC 3030) where it offers CHUNKING, so it needs no dot-stuffing; else
-// DATA, with dot-stuffing done by a scan for line starts. A mail is one
-// write and, with both extensions, one round trip.
+// dialled, secured and authenticated. go-mail's own send path issues MAIL,
+// RCPT and DATA one at a time, a round trip each, and writes the message
+// through net/textproto's DATA writer, which looks at every byte for
+// dot-stuffing and hands the socket small writes. Here the commands go
+// together where the server offers PIPELINING (RFC 2920), and the message
+// in the same write as BDAT (RFC 3030) where it offers CHUNKING, so it
+// needs no dot-stuffing: one write and one round trip per mail. Without
+// CHUNKING the message follows DATA's 354 in a second write, dot-stuffed
+// by a scan for line starts.
 //
 // go-mail still does everything else: dialling, STARTTLS, AUTH, EHLO,
 // QUIT, and the MIME of every mail that is not encoded from a prepared
@@ -113,7 +114,7 @@ func (s *SMTP) transact(pc *pooledConn, env envelope, data []byte) error {
 		for _, cmd := range []string{mail, rcpt} {
 			t.line(cmd)
 			if err := t.exchange(step{name: cmd[:4], want: 2}); err != nil {
-				return t.abort(err)
+				return t.reset(err)
 			}
 		}
 		return t.body(data)
@@ -122,13 +123,13 @@ func (s *SMTP) transact(pc *pooledConn, env envelope, data []byte) error {
 	t.line(rcpt)
 	if pc.chunking {
 		t.bdat(data)
-		return t.abort(t.exchange(step{"MAIL", 2}, step{"RCPT", 2}, step{"BDAT", 2}))
+		return t.reset(t.exchange(step{"MAIL", 2}, step{"RCPT", 2}, step{"BDAT", 2}))
 	}
 	t.line("DATA")
 	err := t.exchange(step{"MAIL", 2}, step{"RCPT", 2}, step{"DATA", 354})
 	if err == nil {
 		t.stuffed(data)
-		return t.abort(t.exchange(step{"end of data", 2}))
+		return t.reset(t.exchange(step{"end of data", 2}))
 	}
 	if t.dataOpen {
 		// The server took DATA though it refused before: end the empty
@@ -139,7 +140,7 @@ func (s *SMTP) transact(pc *pooledConn, env envelope, data []byte) error {
 			return ferr
 		}
 	}
-	return t.abort(err)
+	return t.reset(err)
 }
 
 // txn is a transaction in progress: the bytes to write next, and what came
@@ -187,14 +188,14 @@ func (t *txn) stuffed(data []byte) {
 func (t *txn) body(data []byte) error {
 	if t.pc.chunking {
 		t.bdat(data)
-		return t.abort(t.exchange(step{"BDAT", 2}))
+		return t.reset(t.exchange(step{"BDAT", 2}))
 	}
 	t.line("DATA")
 	if err := t.exchange(step{"DATA", 354}); err != nil {
-		return t.abort(err)
+		return t.reset(err)
 	}
 	t.stuffed(data)
-	return t.abort(t.exchange(step{"end of data", 2}))
+	return t.reset(t.exchange(step{"end of data", 2}))
 }
 
 // exchange writes what is queued in one write and reads a reply for each
@@ -228,9 +229,9 @@ func (t *txn) exchange(steps ...step) error {
 	return refused
 }
 
-// abort returns err; after a refusal it resets the transaction with RSET,
+// reset returns err; after a refusal it resets the transaction with RSET,
 // so the connection can carry the next mail, or marks it broken.
-func (t *txn) abort(err error) error {
+func (t *txn) reset(err error) error {
 	var re *replyError
 	if !errors.As(err, &re) || re.broken {
 		return err
