@@ -48,8 +48,8 @@ bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SM
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
 	$(GO) run ./internal/bench/push
 
-bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size), memory
-	N=$(N) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) $(GO) run ./internal/bench/digest
+bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed)
+	N=$(N) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./internal/bench/digest
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

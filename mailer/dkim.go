@@ -7,12 +7,9 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strings"
 
-	"github.com/emersion/go-msgauth/dkim"
 	gomail "github.com/wneessen/go-mail"
 )
 
@@ -66,9 +63,10 @@ func (k DKIMKey) Algorithm() string {
 
 // DKIM signs mail for one domain, with one signature per key: a sender
 // signs with RSA and Ed25519 together, and a receiver that does not know
-// Ed25519 checks the RSA one (RFC 8463). Signing uses emersion/go-msgauth,
-// the verifier the tests use: go-mail's own signer folds a long h= tag
-// inside a header name, which breaks the signature.
+// Ed25519 checks the RSA one (RFC 8463). The signatures are made in
+// dkimsign.go and checked in the tests by emersion/go-msgauth's verifier;
+// go-mail's own signer folds a long h= tag inside a header name, which
+// breaks the signature.
 type DKIM struct {
 	domain string
 	keys   []DKIMKey
@@ -142,43 +140,7 @@ func ReadDKIMKey(file string) (crypto.Signer, error) {
 // both header and body, so where the fields go and how a relay refolds
 // the header does not matter.
 func (d *DKIM) Sign(header, body []byte) ([]byte, error) {
-	keys := slices.DeleteFunc(signedHeaders(header), func(k string) bool { return d.leave[strings.ToLower(k)] })
-	signers := make([]*dkim.Signer, len(d.keys))
-	writers := make([]io.Writer, len(d.keys))
-	for i, k := range d.keys {
-		s, err := dkim.NewSigner(&dkim.SignOptions{
-			Domain: d.domain, Selector: k.Selector, Signer: k.Key, HeaderKeys: keys,
-			HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationRelaxed,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("dkim: %w", err)
-		}
-		signers[i], writers[i] = s, s
-	}
-	// One pass feeds every key's signer.
-	w := io.MultiWriter(writers...)
-	_, err := w.Write(header)
-	if err == nil {
-		_, err = io.WriteString(w, "\r\n")
-	}
-	if err == nil {
-		_, err = w.Write(body)
-	}
-	var out bytes.Buffer
-	for _, s := range signers {
-		// Close every signer, also after a failed write: each has a
-		// goroutine reading its pipe.
-		if cerr := s.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if err == nil {
-			out.WriteString(s.Signature())
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dkim: %w", err)
-	}
-	return out.Bytes(), nil
+	return d.sign(header, relaxedBodyHash(body))
 }
 
 // SignMessage is Sign for a whole message (header, empty line, body).
@@ -222,25 +184,4 @@ func signedHeaders(header []byte) []string {
 		}
 	}
 	return keys
-}
-
-// sign adds the DKIM-Signature headers to m. It writes m once to sign its
-// bytes: go-mail writes the same bytes again when it sends (the date,
-// Message-ID and multipart boundaries are fixed by then), and the relaxed
-// canonicalization does not depend on where the new headers go.
-func (d *DKIM) sign(m *gomail.Msg) error {
-	var raw bytes.Buffer
-	if _, err := m.WriteTo(&raw); err != nil {
-		return fmt.Errorf("dkim: %w", err)
-	}
-	fields, err := d.SignMessage(raw.Bytes())
-	if err != nil {
-		return err
-	}
-	// go-mail keeps one preformatted value per name and writes it as
-	// "DKIM-Signature: <value>\r\n": the value of the first field carries
-	// the others after it.
-	value := strings.TrimSuffix(strings.TrimPrefix(string(fields), "DKIM-Signature: "), "\r\n")
-	m.SetGenHeaderPreformatted("DKIM-Signature", value)
-	return nil
 }

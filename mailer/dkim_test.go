@@ -31,7 +31,7 @@ type testKeys struct {
 	records map[string]string // <selector>._domainkey.example.com → TXT
 }
 
-func newTestKeys(t *testing.T) testKeys {
+func newTestKeys(t testing.TB) testKeys {
 	t.Helper()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

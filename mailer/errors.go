@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	gomail "github.com/wneessen/go-mail"
 )
 
 // Class says what a failed send means for the message and the address.
@@ -82,26 +80,17 @@ func AsSendError(err error) *SendError {
 	return nil
 }
 
-// classify turns go-mail's error into a SendError. go-mail's own IsTemp reads
-// only the first digit and reports network errors (code 0) as permanent, so
-// the decision is made here from the reply code, the enhanced code, the SMTP
-// stage and the text.
+// classify turns a transaction's error (transaction.go) into a SendError:
+// from the reply code, the enhanced code, the step and the text. A network
+// failure (code 0) is temporary.
 func classify(err error, domain string) *SendError {
 	out := &SendError{Class: Temporary, Domain: domain, Err: err}
-	var ge *gomail.SendError
-	if !errors.As(err, &ge) {
+	var re *replyError
+	if !errors.As(err, &re) {
 		return out // dial failure, context, network: retry
 	}
-	out.Code, out.Enhanced = ge.ErrorCode(), ge.EnhancedStatusCode()
-	if out.Enhanced == "" {
-		out.Enhanced = enhancedFromText(err.Error())
-	}
-	switch ge.Reason {
-	case gomail.ErrGetSender, gomail.ErrGetRcpts, gomail.ErrNoUnencoded:
-		out.Class = Invalid
-		return out
-	}
-	out.Class = classifyReply(out.Code, out.Enhanced, ge.Reason == gomail.ErrSMTPRcptTo, strings.ToLower(err.Error()))
+	out.Code, out.Enhanced = re.code, enhancedFromText(re.msg)
+	out.Class = classifyReply(out.Code, out.Enhanced, re.step == "RCPT", strings.ToLower(re.msg))
 	return out
 }
 

@@ -46,6 +46,13 @@ type Message struct {
 	// MessageID is filled by Send when empty, without angle brackets.
 	MessageID string
 	Date      time.Time
+
+	// prep, set by Prepared.Render, lets a sender encode the mail from
+	// its variant's pieces (encode.go).
+	prep *preparedMail
+	// boundary, when set, is the multipart boundary (go-mail picks a
+	// random one otherwise): a prepared mail's is its template's.
+	boundary string
 }
 
 // Mailer delivers messages. Errors are *SendError.

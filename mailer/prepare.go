@@ -6,7 +6,11 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/template/parse"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Rendering a digest's twenty items through html/template for every one of
@@ -122,20 +126,49 @@ func usesPersonal(n parse.Node) bool {
 	return false
 }
 
-// plain reports whether v is left as it is by every escaper of html/template
-// in text, attribute and URL contexts: letters and digits, and the few
-// punctuation marks addresses and our links are made of.
-func plain(v string) bool {
+// Classes of a reader's value, for the shape of a variant: a variant is
+// checked on its first reader, and a value with letters beyond ASCII gets
+// variants of its own, so that a template that puts a field where its
+// escaper changes such letters (a URL, which percent-encodes them) is
+// caught on the first of them.
+const (
+	valueEmpty    = 0
+	valueASCII    = 1
+	valueUnicode  = 2
+	valueNotPlain = 3
+)
+
+// plainClass says whether v is left as it is by every escaper of
+// html/template in text, attribute and URL contexts, and by the subject's
+// whitespace folding: letters and digits (any script, with their
+// combining marks), single spaces between words, and the few ASCII
+// punctuation marks addresses and our links are made of. Anything else
+// (valueNotPlain) takes the full render.
+func plainClass(v string) uint8 {
+	if v == "" {
+		return valueEmpty
+	}
+	if v[0] == ' ' || v[len(v)-1] == ' ' || strings.Contains(v, "  ") {
+		return valueNotPlain
+	}
+	class := uint8(valueASCII)
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		case c == '.', c == '-', c == '_', c == '@', c == ':', c == '/', c == '?', c == '=', c == ' ':
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(v[i:])
+			if r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r)) {
+				return valueNotPlain
+			}
+			class = valueUnicode
+			i += n - 1
 		default:
-			return false
+			return valueNotPlain
 		}
 	}
-	return true
+	return class
 }
 
 // piece is a stretch of a prepared text: fixed, or a per-recipient field.
@@ -145,6 +178,16 @@ type piece struct {
 }
 
 type filler []piece
+
+// personal reports whether the text holds a reader's value.
+func (f filler) personal() bool {
+	for _, p := range f {
+		if p.field >= 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // fill joins the pieces with v's fields in place.
 func (f filler) fill(v [nPersonal]string) string {
@@ -191,24 +234,78 @@ func split(s string, marks [nPersonal]string) filler {
 	return out
 }
 
+// shape is which class (valueEmpty, ASCII, Unicode) each reader value is.
+type shape [nPersonal]uint8
+
 // variant is one shape of a prepared mail.
 type variant struct {
 	subject, text, html filler
-	checked, off        bool
+	// check compares the variant's first mail with the full render; off
+	// records that they differ, and the variant's mails are then rendered
+	// whole.
+	check sync.Once
+	off   atomic.Bool
+
+	mu sync.Mutex
+	// wire holds the variant's encoded templates, per sender (encode.go).
+	wire map[*SMTP]*wireTemplate
+}
+
+// preparedMail ties a filled-in Message to its variant, so that a sender
+// can encode it from the variant's pieces (encode.go) instead of from its
+// text.
+type preparedMail struct {
+	v      *variant
+	p      *Prepared
+	values [nPersonal]string
+	// What Render filled in: a caller that changes the message afterwards
+	// sends it through the full path.
+	subject, text, html, unsubscribe, listID string
+	// lazy: the text and HTML were left out (RenderFor), to be filled in
+	// only if the mail takes go-mail's path after all.
+	lazy bool
+}
+
+// complete fills in the text and HTML a lazy message was made without.
+func (pm *preparedMail) complete(msg *Message) {
+	if !pm.lazy {
+		return
+	}
+	if msg.Text == "" {
+		msg.Text = pm.v.text.fill(pm.values)
+	}
+	if msg.HTML == "" {
+		msg.HTML = pm.v.html.fill(pm.values)
+	}
+}
+
+// unchanged reports whether msg still carries what Render filled in.
+func (pm *preparedMail) unchanged(msg *Message) bool {
+	return msg.Subject == pm.subject && msg.Text == pm.text && msg.HTML == pm.html &&
+		msg.UnsubscribeURL == pm.unsubscribe && msg.ListID == pm.listID
 }
 
 // Prepared renders one kind of mail with shared data (a digest's period and
-// items) for many recipients. It is not safe for concurrent use: a batch
-// has its own.
+// items) for many recipients. It is safe for concurrent use: the batches
+// of a digest share one, so each variant is rendered, checked and encoded
+// once per worker rather than once per batch.
 type Prepared struct {
-	r        *Renderer
-	kind     string
-	shared   Data
-	marks    [nPersonal]string
-	variants map[[nPersonal]bool]*variant
-	// Fast and Full count the mails filled in and rendered whole (tests
-	// and profiles read them).
-	Fast, Full int
+	r      *Renderer
+	kind   string
+	shared Data
+	marks  [nPersonal]string
+
+	mu       sync.Mutex
+	variants map[shape]*variant
+
+	fast, full, encoded atomic.Int64
+}
+
+// Counts are how many mails were filled in (fast) and rendered whole
+// (full), and how many a sender wrote from an encoded template (tests and
+// profiles read them).
+func (p *Prepared) Counts() (fast, full, encoded int) {
+	return int(p.fast.Load()), int(p.full.Load()), int(p.encoded.Load())
 }
 
 // Prepare starts a Prepared for kind with the fields all recipients share;
@@ -220,7 +317,7 @@ func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
 	tag := hex.EncodeToString(nonce[:])
-	p := &Prepared{r: r, kind: kind, shared: shared, variants: map[[nPersonal]bool]*variant{}}
+	p := &Prepared{r: r, kind: kind, shared: shared, variants: map[shape]*variant{}}
 	for i := range personal {
 		// Letters and digits only, so every escaper leaves them as they
 		// are; the URL ones are URLs, so the URL filters keep them.
@@ -234,57 +331,85 @@ func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
 
 // Render is Renderer.Render for one recipient: d carries the recipient's
 // fields, the shared ones come from Prepare.
-func (p *Prepared) Render(d Data) (*Message, error) {
+func (p *Prepared) Render(d Data) (*Message, error) { return p.render(d, false) }
+
+// preparedEncoder is a Mailer that writes a prepared mail from its
+// variant's encoded template (encode.go), not from its Text and HTML.
+type preparedEncoder interface{ encodesPrepared() }
+
+// RenderFor is Render for a mail that m sends. A mailer that writes
+// prepared mails from their encoded templates (SMTP and its sessions) gets
+// the message without its Text and HTML filled in, which it would not
+// read: two copies of the mail's text fewer per mail. Such a message
+// fills them in itself if it must take the full path after all.
+func (p *Prepared) RenderFor(m Mailer, d Data) (*Message, error) {
+	_, lazy := m.(preparedEncoder)
+	return p.render(d, lazy)
+}
+
+func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 	values := personalValues(d)
 	full := withPersonal(p.shared, values)
 	fast := p.r.preparable[p.kind]
-	for _, v := range values {
-		fast = fast && plain(v)
+	var sh shape
+	for i, v := range values {
+		sh[i] = plainClass(v)
+		fast = fast && sh[i] != valueNotPlain
 	}
 	if !fast {
-		p.Full++
+		p.full.Add(1)
 		return p.r.Render(p.kind, full)
 	}
-	var shape [nPersonal]bool
-	for i, v := range values {
-		shape[i] = v != ""
-	}
-	v, err := p.variant(shape)
+	v, err := p.variant(sh)
 	if err != nil {
 		return nil, err
 	}
-	if v.off {
-		p.Full++
+	if v.off.Load() {
+		p.full.Add(1)
 		return p.r.Render(p.kind, full)
 	}
 	msg := &Message{
-		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values),
-		Text: v.text.fill(values), HTML: v.html.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
+		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
 	}
-	if !v.checked {
-		v.checked = true
-		want, err := p.r.Render(p.kind, full)
-		if err != nil {
-			return nil, err
+	pm := &preparedMail{v: v, p: p, values: values, lazy: true}
+	var want *Message
+	v.check.Do(func() {
+		pm.complete(msg)
+		// The first mail of the variant is also rendered whole; if the
+		// two differ (or the render fails), the variant is off.
+		var err error
+		want, err = p.r.Render(p.kind, full)
+		if err != nil || want.Subject != msg.Subject || want.Text != msg.Text || want.HTML != msg.HTML {
+			v.off.Store(true)
 		}
-		if want.Subject != msg.Subject || want.Text != msg.Text || want.HTML != msg.HTML {
-			v.off = true
-			p.Full++
+	})
+	if v.off.Load() {
+		p.full.Add(1)
+		if want != nil {
 			return want, nil
 		}
+		return p.r.Render(p.kind, full)
 	}
-	p.Fast++
+	if !lazy {
+		pm.complete(msg)
+	}
+	pm.lazy = lazy
+	p.fast.Add(1)
+	pm.subject, pm.text, pm.html, pm.unsubscribe, pm.listID = msg.Subject, msg.Text, msg.HTML, msg.UnsubscribeURL, msg.ListID
+	msg.prep = pm
 	return msg, nil
 }
 
 // variant renders the shape's placeholders once.
-func (p *Prepared) variant(shape [nPersonal]bool) (*variant, error) {
-	if v, ok := p.variants[shape]; ok {
+func (p *Prepared) variant(sh shape) (*variant, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.variants[sh]; ok {
 		return v, nil
 	}
 	var vals [nPersonal]string
-	for i, set := range shape {
-		if set {
+	for i, class := range sh {
+		if class != valueEmpty {
 			vals[i] = p.marks[i]
 		}
 	}
@@ -294,7 +419,7 @@ func (p *Prepared) variant(shape [nPersonal]bool) (*variant, error) {
 		return nil, err
 	}
 	v := &variant{subject: split(msg.Subject, p.marks), text: split(msg.Text, p.marks), html: split(msg.HTML, p.marks)}
-	p.variants[shape] = v
+	p.variants[sh] = v
 	return v, nil
 }
 

@@ -1,16 +1,19 @@
 package mailer
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
-	gosmtp "github.com/wneessen/go-mail/smtp"
 
 	"github.com/newsletter/newsletter/internal/address"
 )
@@ -40,30 +43,39 @@ type SMTPOptions struct {
 	// BounceAddress is the envelope sender, with each message's Tag after
 	// a '+' (VERP), so a late bounce names its mail; empty: From.
 	BounceAddress string
+	// Log takes what an operator should hear of (default slog.Default()).
+	Log *slog.Logger
+
+	// dial replaces the dialler (tests count the writes on a connection).
+	dial gomail.DialContextFunc
 }
 
 // SMTP delivers mail through a pool of reused SMTP connections: a
 // connection carries many messages (with RSET only after a refused
 // recipient), is replaced when it breaks, and is closed when idle.
 type SMTP struct {
-	client  *gomail.Client // configuration only; connections are pooled
-	from    string
-	domain  string
-	listID  string
-	dkim    *DKIM
-	bounce  string
-	idleFor time.Duration
+	client *gomail.Client // configuration only; connections are pooled
+	from   string
+	// envelopeFrom is the From address, the envelope sender without a
+	// BounceAddress.
+	envelopeFrom string
+	domain       string
+	listID       string
+	dkim         *DKIM
+	bounce       string
+	idleFor      time.Duration
+	timeout      time.Duration
+	log          *slog.Logger
+	// date is the last Date value made (encode.go).
+	date atomic.Pointer[dateField]
+	// Tests turn the server's extensions off to take the other paths.
+	noPipelining, noChunking bool
 
 	slots chan struct{} // one per open connection
 	idle  chan *pooledConn
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	now   func() time.Time
-}
-
-type pooledConn struct {
-	c        *gosmtp.Client
-	lastUsed time.Time
 }
 
 // NewSMTP returns a pooled SMTP mailer. It dials lazily, so a mail server
@@ -101,6 +113,9 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 	if o.TLSConfig != nil {
 		opts = append(opts, gomail.WithTLSConfig(o.TLSConfig))
 	}
+	if o.dial != nil {
+		opts = append(opts, gomail.WithDialContextFunc(o.dial))
+	}
 	if o.Helo != "" {
 		opts = append(opts, gomail.WithHELO(o.Helo))
 	}
@@ -113,17 +128,20 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
 	s := &SMTP{
-		client:  client,
-		from:    from.String(),
-		domain:  address.Domain(from.Address),
-		listID:  o.ListID,
-		dkim:    o.DKIM,
-		bounce:  o.BounceAddress,
-		idleFor: o.IdleTimeout,
-		slots:   make(chan struct{}, o.PoolSize),
-		idle:    make(chan *pooledConn, o.PoolSize),
-		stop:    make(chan struct{}),
-		now:     time.Now,
+		client:       client,
+		from:         from.String(),
+		envelopeFrom: from.Address,
+		domain:       address.Domain(from.Address),
+		listID:       o.ListID,
+		dkim:         o.DKIM,
+		bounce:       o.BounceAddress,
+		idleFor:      o.IdleTimeout,
+		timeout:      o.Timeout,
+		log:          cmp.Or(o.Log, slog.Default()),
+		slots:        make(chan struct{}, o.PoolSize),
+		idle:         make(chan *pooledConn, o.PoolSize),
+		stop:         make(chan struct{}),
+		now:          time.Now,
 	}
 	s.wg.Add(1)
 	go s.reapIdle()
@@ -184,6 +202,11 @@ func (x *smtpSession) Send(ctx context.Context, msg *Message) error {
 	return err
 }
 
+// encodesPrepared: SMTP and its sessions write a prepared mail from its
+// encoded template (Prepared.RenderFor).
+func (s *SMTP) encodesPrepared()        {}
+func (x *smtpSession) encodesPrepared() {}
+
 func (x *smtpSession) Close() error {
 	if x.pc != nil {
 		x.smtp.put(x.pc)
@@ -196,32 +219,92 @@ func (x *smtpSession) Close() error {
 // when it was closed because its protocol state is unknown.
 func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, msg *Message) (*pooledConn, error) {
 	domain := address.Domain(msg.To)
-	m, err := s.build(msg)
+	env, data, err := s.message(msg, pc.msg[:0])
 	if err != nil {
 		return pc, &SendError{Class: Invalid, Domain: domain, Err: err}
 	}
-	err = s.client.SendWithSMTPClient(pc.c, m)
-	if err != nil && reused && staleBeforeData(err) {
-		// The server closed an idle connection; nothing was transferred,
-		// so one more try on a fresh connection cannot send twice.
+	pc.msg = data[:0]
+	err = s.transact(pc, env, data)
+	if err != nil && reused && noReply(err) {
+		// The server closed an idle connection: one more try on a fresh
+		// one (see noReply).
 		s.discard(pc)
 		if pc, err = s.dial(ctx); err != nil {
 			return nil, &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
 		}
-		err = s.client.SendWithSMTPClient(pc.c, m)
+		err = s.transact(pc, env, data)
 	}
 	if err == nil {
 		pc.lastUsed = s.now()
 		return pc, nil
 	}
 	se := classify(err, domain)
-	if connBroken(err, se) {
+	if connBroken(err) {
 		s.discard(pc)
 		return nil, se
 	}
 	return pc, se
 }
 
+// message returns msg's envelope and its bytes as they go to the server,
+// appended to buf: encoded from its prepared template (encode.go) or
+// written by go-mail, and signed when DKIM is on.
+func (s *SMTP) message(msg *Message, buf []byte) (envelope, []byte, error) {
+	env := envelope{from: s.envelopeFrom, to: msg.To}
+	if s.bounce != "" {
+		env.from = returnPath(s.bounce, msg.Tag)
+	}
+	if err := env.valid(); err != nil {
+		return env, nil, err
+	}
+	if msg.MessageID == "" {
+		msg.MessageID = newMessageID(msg.Tag, s.domain)
+	}
+	if msg.Date.IsZero() {
+		msg.Date = s.now()
+	}
+	data, t, err := s.encode(msg, buf)
+	if err != nil || s.dkim == nil {
+		return env, data, err
+	}
+	end := bytes.Index(data, []byte("\r\n\r\n"))
+	if end < 0 {
+		return env, nil, errors.New("dkim: the message has no empty line after its header")
+	}
+	header, body := data[:end+2], data[end+4:]
+	var bh []byte
+	if t != nil {
+		bh = t.bodyHash(body) // from the template's shared beginning
+	} else {
+		bh = relaxedBodyHash(body)
+	}
+	sig, err := s.dkim.sign(header, bh)
+	if err != nil {
+		return env, nil, err
+	}
+	// The signature's fields go in front of the header: the message
+	// moves up by their length.
+	data = append(data, sig...)
+	copy(data[len(sig):], data[:len(data)-len(sig)])
+	copy(data, sig)
+	return env, data, nil
+}
+
+// writeGoMail appends msg as go-mail writes it.
+func (s *SMTP) writeGoMail(msg *Message, buf []byte) ([]byte, error) {
+	m, err := s.build(msg)
+	if err != nil {
+		return nil, err
+	}
+	b := bytes.NewBuffer(buf)
+	if _, err := m.WriteTo(b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// build makes go-mail's message of msg (without DKIM: message signs the
+// bytes).
 func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	// No User-Agent or X-Mailer: a library's banner tells a spam filter
 	// and an attacker what sent the mail, and nothing a reader needs.
@@ -238,16 +321,8 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 		}
 		return nil, errBadRecipientName
 	}
-	if s.bounce != "" {
-		if err := m.EnvelopeFrom(returnPath(s.bounce, msg.Tag)); err != nil {
-			return nil, err
-		}
-	}
-	if msg.MessageID == "" {
-		msg.MessageID = newMessageID(msg.Tag, s.domain)
-	}
-	if msg.Date.IsZero() {
-		msg.Date = s.now()
+	if msg.boundary != "" {
+		m.SetBoundary(msg.boundary)
 	}
 	m.Subject(msg.Subject)
 	m.SetMessageIDWithValue(msg.MessageID)
@@ -261,11 +336,6 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
 	if msg.HTML != "" {
 		m.AddAlternativeString(gomail.TypeTextHTML, msg.HTML)
-	}
-	if s.dkim != nil {
-		if err := s.dkim.sign(m); err != nil {
-			return nil, err
-		}
 	}
 	return m, nil
 }
@@ -289,28 +359,11 @@ func listHeaders(msg *Message, listID string) map[string]string {
 	return h
 }
 
-// staleBeforeData reports a network failure before the message was
-// transferred (the NOOP-less connection check or MAIL FROM).
-func staleBeforeData(err error) bool {
-	var ge *gomail.SendError
-	if !errors.As(err, &ge) {
-		return false
-	}
-	return ge.ErrorCode() == 0 && (ge.Reason == gomail.ErrConnCheck || ge.Reason == gomail.ErrSMTPMailFrom)
-}
-
 // connBroken reports whether the connection may be in an unknown protocol
 // state: then it is closed instead of reused.
-func connBroken(err error, se *SendError) bool {
-	var ge *gomail.SendError
-	if !errors.As(err, &ge) || se.Code == 0 || se.Code == 421 {
-		return true
-	}
-	switch ge.Reason {
-	case gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo:
-		return false // go-mail sent RSET; the connection is clean
-	}
-	return true
+func connBroken(err error) bool {
+	var re *replyError
+	return !errors.As(err, &re) || re.broken
 }
 
 // get returns an idle connection, or dials one when the pool has room, or
@@ -355,7 +408,7 @@ func (s *SMTP) dialInSlot(ctx context.Context) (*pooledConn, error) {
 		<-s.slots
 		return nil, err
 	}
-	return &pooledConn{c: c, lastUsed: s.now()}, nil
+	return s.newPooledConn(c), nil
 }
 
 func (s *SMTP) put(pc *pooledConn) {

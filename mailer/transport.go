@@ -1,11 +1,9 @@
 package mailer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
@@ -68,9 +66,6 @@ type Composed struct {
 	// smtp composes; it never dials (its pool is closed at once).
 	smtp *SMTP
 	send RawSender
-	// from is the From address, the envelope sender without a bounce
-	// address.
-	from, bounce string
 }
 
 // NewComposed returns a Mailer that sends through send.
@@ -89,11 +84,7 @@ func NewComposed(o ComposeOptions, send RawSender) (*Composed, error) {
 	if err := s.Close(); err != nil { // stops its idle reaper; it has no connection
 		return nil, err
 	}
-	from, err := mail.ParseAddress(o.From) // NewSMTP checked it
-	if err != nil {
-		return nil, err
-	}
-	return &Composed{smtp: s, send: send, from: from.Address, bounce: o.BounceAddress}, nil
+	return &Composed{smtp: s, send: send}, nil
 }
 
 // Send implements Mailer.
@@ -106,19 +97,13 @@ func (c *Composed) Send(ctx context.Context, msg *Message) error {
 }
 
 // compose returns msg's envelope sender and its bytes as the SMTP mailer
-// would send them. It is the one place that knows how smtp.go composes.
+// would send them (SMTP.message: encoded from a prepared template or
+// written by go-mail, and signed).
 func (c *Composed) compose(msg *Message) (from string, data []byte, err error) {
-	m, err := c.smtp.build(msg)
-	if err != nil {
-		return "", nil, err
-	}
-	var b bytes.Buffer
-	if _, err := m.WriteTo(&b); err != nil {
-		return "", nil, err
-	}
-	from = c.from
-	if c.bounce != "" {
-		from = returnPath(c.bounce, msg.Tag)
-	}
-	return from, b.Bytes(), nil
+	env, data, err := c.smtp.message(msg, nil)
+	return env.from, data, err
 }
+
+// encodesPrepared: a Composed mailer writes a prepared mail from its
+// encoded template, as SMTP does (Prepared.RenderFor).
+func (c *Composed) encodesPrepared() {}

@@ -282,28 +282,36 @@ func markKeys(m Mark) (sent, claim string) {
 }
 
 // MarkSent implements Marks: one pipeline for all the marks. Each mark's
-// sent bit is set before its claim is dropped, so a mark is never seen
-// neither sent nor claimed; no transaction is needed for that, and none is
-// paid for.
+// sent bit is set before its claim is dropped (every SETBIT comes before
+// the HDELs), so a mark is never seen neither sent nor claimed; no
+// transaction is needed for that, and none is paid for.
 func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 	if len(marks) == 0 {
 		return nil
 	}
-	expire := map[string]bool{}
+	// A shared mark's claim is a field of its key's claims hash: the
+	// fields of one hash go in one HDEL, not one command each.
+	done := map[string][]string{}
+	var hashes []string // in order, so the pipeline is the same each time
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, m := range marks {
 			sent, claim := markKeys(m)
-			if m.Shared {
-				p.SetBit(ctx, sent, m.SubscriberID, 1)
-				if m.Key != "" && !expire[sent] {
-					expire[sent] = true
-					p.Expire(ctx, sent, sharedSentTTL)
-				}
-				p.HDel(ctx, claim, strconv.FormatInt(m.SubscriberID, 10))
-			} else {
+			if !m.Shared {
 				p.Set(ctx, sent, "1", sentTTL)
 				p.Del(ctx, claim)
+				continue
 			}
+			p.SetBit(ctx, sent, m.SubscriberID, 1)
+			if _, seen := done[claim]; !seen {
+				hashes = append(hashes, claim)
+				if m.Key != "" {
+					p.Expire(ctx, sent, sharedSentTTL)
+				}
+			}
+			done[claim] = append(done[claim], strconv.FormatInt(m.SubscriberID, 10))
+		}
+		for _, claim := range hashes {
+			p.HDel(ctx, claim, done[claim]...)
 		}
 		return nil
 	})

@@ -504,37 +504,39 @@ return out
 // Writes the claims it takes and gives the claims hash an expiry of twice
 // the ttl. Answers one code per id, as claimScript.
 var claimSharedScript = redis.NewScript(claimLua + `
-local lo, hi = math.huge, -1
-for i = 4, #ARGV do
-  local id = tonumber(ARGV[i])
+local n = #ARGV - 3
+local ids, lo, hi = {}, math.huge, -1
+for i = 1, n do
+  local id = tonumber(ARGV[i + 3])
+  ids[i] = id
   if id < lo then lo = id end
   if id > hi then hi = id end
 end
-local sent = {}
 local first, last = math.floor(lo / 8), math.floor(hi / 8)
-if last - first < 65536 then
-  local bytes = redis.call('GETRANGE', KEYS[1], first, last)
-  for i = 4, #ARGV do
-    local id = tonumber(ARGV[i])
-    local b = bytes:byte(math.floor(id / 8) - first + 1)
-    -- bit 0 is the high bit of the first byte
-    sent[i] = b ~= nil and math.floor(b / 2 ^ (7 - id % 8)) % 2 == 1
-  end
-else
-  for i = 4, #ARGV do sent[i] = redis.call('GETBIT', KEYS[1], ARGV[i]) == 1 end
-end
+local bytes
+if last - first < 65536 then bytes = redis.call('GETRANGE', KEYS[1], first, last) end
 local exps = redis.call('HMGET', KEYS[2], unpack(ARGV, 4))
+-- bit 0 is the high bit of the first byte
+local weight = {128, 64, 32, 16, 8, 4, 2, 1}
+-- Every claim taken now has the same value: made once, not per id.
+local value = (now + ttl) .. ':' .. owner
 local out, take = {}, {}
-for i = 4, #ARGV do
-  local exp = exps[i - 3]
-  if sent[i] then
-    out[i - 3] = 1
-  elseif held(exp) then
-    out[i - 3] = 2
+for i = 1, n do
+  local id, sent = ids[i], false
+  if bytes then
+    local b = bytes:byte(math.floor(id / 8) - first + 1)
+    sent = b ~= nil and math.floor(b / weight[id % 8 + 1]) % 2 == 1
   else
-    out[i - 3] = 0
-    take[#take + 1] = ARGV[i]
-    take[#take + 1] = (now + ttl) .. ':' .. owner
+    sent = redis.call('GETBIT', KEYS[1], id) == 1
+  end
+  if sent then
+    out[i] = 1
+  elseif held(exps[i]) then
+    out[i] = 2
+  else
+    out[i] = 0
+    take[#take + 1] = ARGV[i + 3]
+    take[#take + 1] = value
   end
 end
 if #take > 0 then

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/smtp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,9 @@ type Sink struct {
 	accepted atomic.Int64
 	bytes    atomic.Int64
 	srv      *gosmtp.Server
+
+	mu     sync.Mutex
+	sample []byte
 }
 
 // StartSink listens on a free loopback port.
@@ -52,6 +57,20 @@ func (sinkSession) Logout() error                          { return nil }
 func (sinkSession) Mail(string, *gosmtp.MailOptions) error { return nil }
 func (sinkSession) Rcpt(string, *gosmtp.RcptOptions) error { return nil }
 func (x sinkSession) Data(r io.Reader) error {
+	if x.s.accepted.Load()%1024 == 0 {
+		// Keep a mail now and then (the DKIM measurement signs one).
+		var b bytes.Buffer
+		n, err := io.Copy(&b, r)
+		if err != nil {
+			return err
+		}
+		x.s.mu.Lock()
+		x.s.sample = b.Bytes()
+		x.s.mu.Unlock()
+		x.s.bytes.Add(n)
+		x.s.accepted.Add(1)
+		return nil
+	}
 	n, err := io.Copy(io.Discard, r)
 	if err != nil {
 		return err
@@ -59,6 +78,13 @@ func (x sinkSession) Data(r io.Reader) error {
 	x.s.bytes.Add(n)
 	x.s.accepted.Add(1)
 	return nil
+}
+
+// Sample is a recent mail the sink took, as it arrived.
+func (s *Sink) Sample() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sample
 }
 
 // Body4K is about 4 KB of text, the size of a typical digest's text part.

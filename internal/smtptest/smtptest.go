@@ -61,6 +61,7 @@ type Server struct {
 	msgs     []Message
 	attempts map[string]int
 	sessions int
+	conns    []*smtp.Conn
 	srv      *smtp.Server
 }
 
@@ -71,6 +72,7 @@ func Start(t testing.TB) *Server {
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		s.mu.Lock()
 		s.sessions++
+		s.conns = append(s.conns, c)
 		s.mu.Unlock()
 		return &session{srv: s, conn: c}, nil
 	}))
@@ -114,6 +116,18 @@ func (s *Server) Attempts(rcpt string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.attempts[strings.ToLower(rcpt)]
+}
+
+// DropConnections closes every connection the server has, as a gateway
+// does with idle ones or when it restarts; it returns once they are closed.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Conn().Close() // one the client closed already fails; either way it is gone
+	}
 }
 
 // Sessions is how many connections were opened.

@@ -278,7 +278,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 	var msg *mailer.Message
 	var err error
 	if mail.Prepared != nil {
-		msg, err = mail.Prepared.Render(mail.Data)
+		msg, err = mail.Prepared.RenderFor(m, mail.Data)
 	} else {
 		msg, err = d.Render.Render(mail.Mark.Kind, mail.Data)
 	}

@@ -8,6 +8,14 @@
 // the sink's own CPU is not counted. NEWSLETTER_BENCH_BIN=path measures a prebuilt binary
 // with this harness.
 //
+// Beside them: the sink's CPU per mail (this process, which is mostly the
+// sink: what our SMTP conversation costs a relay), what Redis did per mail
+// (requests, commands, and the commands that took most of its time, from
+// INFO), and what a DKIM signature of one of the digest's mails costs with
+// an RSA-2048 and with an Ed25519 key (in a process of its own).
+// DKIM=rsa,ed25519,both also sends the last digest again through a worker
+// that signs with each (both: an RSA and an Ed25519 key together).
+//
 // The digest goes through its topic filter: one reader in UPDATES_ONLY
 // (default 5) has only the updates topic, so the planner walks every
 // subscriber and the digest reaches the others.
@@ -17,7 +25,13 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +50,7 @@ import (
 
 func main() {
 	bench.RunBareChild()
+	bench.RunDKIMChild()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-digest:", err)
 		os.Exit(1)
@@ -45,13 +60,18 @@ func main() {
 // figures are one digest run's measurements.
 type figures struct {
 	items            int
+	dkim             string // the signing key's kind, "" : unsigned
 	rate             float64
 	wall             time.Duration
+	mails            int64
 	mailSize         float64       // average bytes per mail
 	workerCPU        time.Duration // per mail
 	redisCPU         time.Duration // per mail
+	sinkCPU          time.Duration // per mail: this process, which is mostly the sink
 	bareCPU          time.Duration // per mail, at the same mail size
 	bare             bench.Result
+	redis            bench.RedisStats
+	sample           []byte // a mail of the digest, as the sink took it
 	peakMem, baseMem int64
 }
 
@@ -114,27 +134,12 @@ func run() error {
 	importTook := time.Since(start)
 	baseMem := usedMemory(ctx, rdb)
 
-	addr, err := bench.FreeAddr()
+	profileDir := os.Getenv("NEWSLETTER_BENCH_PROFILE") // a folder: CPU profiles of the worker, one per digest
+	w, err := startWorker(bin, env, sink, profileDir)
 	if err != nil {
 		return err
 	}
-	workerEnv := append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_SMTP_URL=smtp://"+sink.Addr+"?tls=none",
-		"NEWSLETTER_SEND_RATE=1000000", "NEWSLETTER_CONCURRENCY=16", "NEWSLETTER_SMTP_POOL=16", "NEWSLETTER_POLL_INTERVAL=100ms")
-	profileDir := os.Getenv("NEWSLETTER_BENCH_PROFILE") // a folder: CPU profiles of the worker, one per digest
-	if profileDir != "" {
-		workerEnv = append(workerEnv, "NEWSLETTER_PPROF=true", "NEWSLETTER_ADMIN_TOKEN=bench-profile-token")
-	}
-	worker := exec.Command(bin, "worker")
-	worker.Env = workerEnv
-	var werr strings.Builder
-	worker.Stderr = &werr
-	if err := worker.Start(); err != nil {
-		return err
-	}
-	defer bench.Stop(worker)
-	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
-		return fmt.Errorf("%w\n%s", err, werr.String())
-	}
+	defer func() { w.stop() }()
 
 	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
 	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
@@ -145,44 +150,175 @@ func run() error {
 	}
 	var runs []figures
 	for _, k := range itemCounts {
-		var profile func()
-		if profileDir != "" {
-			profile = func() { saveProfile("http://"+addr, filepath.Join(profileDir, fmt.Sprintf("cpu-%ditems.pprof", k))) }
-		}
-		f, err := digest(ctx, bin, env, rdb, sink, worker, audience, k, &werr, profile)
+		f, err := digest(ctx, bin, env, rdb, sink, w, audience, k, "")
 		if err != nil {
 			return err
 		}
 		f.baseMem = baseMem
 		runs = append(runs, f)
 	}
-	fmt.Println()
-	fmt.Println("| items | mail size | mails/s | worker CPU/mail | Redis CPU/mail | bare loop CPU/mail (same size) | worker/bare | Redis peak over base |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, f := range runs {
-		fmt.Printf("| %d | %.1f KB | %.0f | %d µs | %d µs | %d µs | %.2f | +%.1f MB |\n", f.items, f.mailSize/1000, f.rate,
-			f.workerCPU.Microseconds(), f.redisCPU.Microseconds(), f.bareCPU.Microseconds(),
-			float64(f.workerCPU)/float64(f.bareCPU), mb(f.peakMem-f.baseMem))
+	peak := peakRSS(w.cmd.Process.Pid)
+	// DKIM=rsa,ed25519: the last digest again through a worker that signs.
+	for _, alg := range strings.FieldsFunc(os.Getenv("DKIM"), func(r rune) bool { return r == ',' }) {
+		w.stop()
+		keyEnv, err := dkimEnv(dir, alg)
+		if err != nil {
+			return err
+		}
+		signing, err := startWorker(bin, append(env, keyEnv...), sink, profileDir)
+		if err != nil {
+			return fmt.Errorf("worker signing with DKIM %s: %w", alg, err)
+		}
+		w = signing
+		f, err := digest(ctx, bin, env, rdb, sink, w, audience, itemCounts[len(itemCounts)-1], alg)
+		if err != nil {
+			return err
+		}
+		f.baseMem = baseMem
+		runs = append(runs, f)
+		peak = max(peak, peakRSS(w.cmd.Process.Pid))
 	}
-	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peakRSS(worker.Process.Pid)))
+	fmt.Println()
+	fmt.Println("| items | mail size | mails/s | worker CPU/mail | Redis CPU/mail | bare loop CPU/mail (same size) | worker/bare | sink CPU/mail | Redis peak over base |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, f := range runs {
+		items := strconv.Itoa(f.items)
+		if f.dkim != "" {
+			items += ", DKIM " + dkimName(f.dkim)
+		}
+		fmt.Printf("| %s | %.1f KB | %.0f | %d µs | %d µs | %d µs | %.2f | %d µs | +%.1f MB |\n", items, f.mailSize/1000, f.rate,
+			f.workerCPU.Microseconds(), f.redisCPU.Microseconds(), f.bareCPU.Microseconds(),
+			float64(f.workerCPU)/float64(f.bareCPU), f.sinkCPU.Microseconds(), mb(f.peakMem-f.baseMem))
+	}
+	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peak))
+	for _, f := range runs {
+		fmt.Printf("Redis at %2d item(s)%s: %s\n", f.items, map[bool]string{true: " DKIM " + f.dkim}[f.dkim != ""], f.redis.PerMail(f.mails, 6))
+	}
+	// What signing costs, measured apart on a mail the sink took.
+	if mail := runs[len(itemCounts)-1].sample; len(mail) > 0 {
+		fmt.Printf("DKIM signature of a %.1f KB mail, CPU each (a process of its own):", float64(len(mail))/1000)
+		for _, alg := range []string{"rsa", "ed25519"} {
+			cpu, err := bench.DKIMCPU(mail, alg, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			fmt.Printf(" %s %d µs", dkimName(alg), cpu.Microseconds())
+		}
+		fmt.Println()
+	}
 	return nil
+}
+
+// worker is a running `newsletter worker`.
+type worker struct {
+	cmd     *exec.Cmd
+	addr    string
+	stderr  *strings.Builder
+	profile string // a folder for CPU profiles, "" : none
+	stopped bool
+}
+
+func startWorker(bin string, env []string, sink *bench.Sink, profileDir string) (*worker, error) {
+	addr, err := bench.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	workerEnv := append(env, "NEWSLETTER_ADDR="+addr, "NEWSLETTER_SMTP_URL=smtp://"+sink.Addr+"?tls=none",
+		"NEWSLETTER_SEND_RATE=1000000", "NEWSLETTER_CONCURRENCY=16", "NEWSLETTER_SMTP_POOL=16", "NEWSLETTER_POLL_INTERVAL=100ms")
+	if profileDir != "" {
+		workerEnv = append(workerEnv, "NEWSLETTER_PPROF=true", "NEWSLETTER_ADMIN_TOKEN=bench-profile-token")
+	}
+	w := &worker{cmd: exec.Command(bin, "worker"), addr: addr, stderr: &strings.Builder{}, profile: profileDir}
+	w.cmd.Env, w.cmd.Stderr = workerEnv, w.stderr
+	if err := w.cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := bench.WaitHTTP("http://" + addr + "/healthz"); err != nil {
+		w.stop()
+		return nil, fmt.Errorf("%w\n%s", err, w.stderr.String())
+	}
+	return w, nil
+}
+
+func (w *worker) stop() {
+	if !w.stopped {
+		w.stopped = true
+		bench.Stop(w.cmd)
+	}
+}
+
+// dkimEnv writes fresh keys for alg ("rsa", "ed25519", or "both": an RSA
+// and an Ed25519 key signing together, as RFC 8463 advises) into dir and
+// returns the worker's settings for them.
+func dkimEnv(dir, alg string) ([]string, error) {
+	write := func(kind string) (string, error) {
+		var key crypto.Signer
+		var err error
+		if kind == "rsa" {
+			key, err = rsa.GenerateKey(rand.Reader, 2048)
+		} else {
+			_, key, err = ed25519.GenerateKey(rand.Reader)
+		}
+		if err != nil {
+			return "", err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			return "", err
+		}
+		file := filepath.Join(dir, "dkim-"+kind+".pem")
+		return file, os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	}
+	env := []string{"NEWSLETTER_FROM=News <news@example.com>", "NEWSLETTER_DKIM_DOMAIN=example.com", "NEWSLETTER_DKIM_SELECTOR=bench"}
+	switch alg {
+	case "rsa", "ed25519":
+		file, err := write(alg)
+		return append(env, "NEWSLETTER_DKIM_KEY_FILE="+file), err
+	case "both":
+		rsaFile, err := write("rsa")
+		if err != nil {
+			return nil, err
+		}
+		edFile, err := write("ed25519")
+		return append(env, "NEWSLETTER_DKIM_KEY_FILE="+rsaFile, "NEWSLETTER_DKIM_ED25519_KEY_FILE="+edFile,
+			"NEWSLETTER_DKIM_ED25519_SELECTOR=bench-ed"), err
+	}
+	return nil, fmt.Errorf("DKIM=%s: want rsa, ed25519, both, or a list of them", alg)
+}
+
+func dkimName(alg string) string {
+	switch alg {
+	case "rsa":
+		return "RSA-2048"
+	case "both":
+		return "RSA-2048 + Ed25519"
+	}
+	return "Ed25519"
 }
 
 // digest adds k items, runs one digest to its n readers and measures
 // it: wall time, the worker's and Redis's CPU, the mails' size, and a bare
 // SMTP loop at the same mail size.
-func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, worker *exec.Cmd, n, k int, werr *strings.Builder, profile func()) (figures, error) {
-	f := figures{items: k}
+func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, sink *bench.Sink, w *worker, n, k int, dkim string) (figures, error) {
+	f := figures{items: k, dkim: dkim}
 	if err := addItems(bin, env, k); err != nil {
 		return f, err
 	}
 	period := fmt.Sprintf("bench-%d-%d", time.Now().Unix(), k)
 	sent0, bytes0 := sink.Accepted(), sink.Bytes()
-	wcpu0, err := bench.ProcCPU(worker.Process.Pid)
+	wcpu0, err := bench.ProcCPU(w.cmd.Process.Pid)
 	if err != nil {
 		return f, err
 	}
 	rcpu0, err := bench.RedisCPU(ctx, rdb)
+	if err != nil {
+		return f, err
+	}
+	scpu0, err := bench.ProcCPU(os.Getpid())
+	if err != nil {
+		return f, err
+	}
+	stats0, err := bench.ReadRedisStats(ctx, rdb)
 	if err != nil {
 		return f, err
 	}
@@ -192,19 +328,20 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 	if out, err := dr.CombinedOutput(); err != nil {
 		return f, fmt.Errorf("digest run: %v\n%s", err, out)
 	}
-	if profile != nil {
-		go profile()
+	if w.profile != "" {
+		name := fmt.Sprintf("cpu-%ditems%s.pprof", k, map[bool]string{true: "-dkim-" + dkim}[dkim != ""])
+		go saveProfile("http://"+w.addr, filepath.Join(w.profile, name))
 	}
 	f.peakMem = usedMemory(ctx, rdb)
 	for sink.Accepted()-sent0 < int64(n) {
 		if time.Since(start) > 30*time.Minute {
-			return f, fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, werr.String())
+			return f, fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, w.stderr.String())
 		}
 		f.peakMem = max(f.peakMem, usedMemory(ctx, rdb))
 		time.Sleep(50 * time.Millisecond)
 	}
 	f.wall = time.Since(start)
-	wcpu1, err := bench.ProcCPU(worker.Process.Pid)
+	wcpu1, err := bench.ProcCPU(w.cmd.Process.Pid)
 	if err != nil {
 		return f, err
 	}
@@ -212,7 +349,17 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 	if err != nil {
 		return f, err
 	}
+	scpu1, err := bench.ProcCPU(os.Getpid())
+	if err != nil {
+		return f, err
+	}
+	stats1, err := bench.ReadRedisStats(ctx, rdb)
+	if err != nil {
+		return f, err
+	}
 	mails := sink.Accepted() - sent0
+	f.mails, f.redis, f.sample = mails, stats1.Since(stats0), sink.Sample()
+	f.sinkCPU = (scpu1 - scpu0) / time.Duration(mails)
 	f.rate = float64(mails) / f.wall.Seconds()
 	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
 	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
@@ -221,8 +368,12 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 	if err != nil {
 		return f, err
 	}
-	fmt.Printf("%2d item(s): %.0f mails/s, wall %s, %.1f KB a mail; bare loop at that size %s\n",
-		k, f.rate, f.wall.Round(time.Millisecond), f.mailSize/1000, f.bare)
+	signed := ""
+	if dkim != "" {
+		signed = ", DKIM " + dkimName(dkim)
+	}
+	fmt.Printf("%2d item(s)%s: %.0f mails/s, wall %s, %.1f KB a mail; bare loop at that size %s\n",
+		k, signed, f.rate, f.wall.Round(time.Millisecond), f.mailSize/1000, f.bare)
 	return f, nil
 }
 
