@@ -248,4 +248,5 @@ type Store interface {
 	Suppressions
 	MailHolds
 	PushSubscriptions
+	Webhooks
 }
