@@ -24,6 +24,8 @@ const (
 	// TypeIssueEmail sends it to a batch (issues.go).
 	TypeIssuePlan  = "issue:plan"
 	TypeIssueEmail = "email:issue"
+	// TypeWebhook delivers one event to one outgoing webhook endpoint.
+	TypeWebhook = "webhook:deliver"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -33,13 +35,17 @@ const (
 	QueueTransactional = "transactional"
 	QueueCritical      = "critical"
 	QueueDefault       = "default"
+	// QueueWebhook is the webhook lane: deliveries to admins' endpoints,
+	// which may be slow or down for a day, apart from the mail.
+	QueueWebhook = "webhook"
 )
 
-// QueueWeights is the worker's asynq Queues map.
-var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3}
+// QueueWeights is the worker's asynq Queues map. The webhook lane has a
+// modest share: an endpoint that hangs holds a worker for its timeout.
+var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3, QueueWebhook: 2}
 
 // Queues lists every queue, for those who watch or scale on all of them.
-var Queues = []string{QueueTransactional, QueueCritical, QueueDefault}
+var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueWebhook}
 
 // queueOf is the queue of each task type. The constructors place their
 // tasks by it; an events mail lands in its events' queue (asynq puts an
@@ -59,6 +65,7 @@ var queueOf = map[string]string{
 	// A publisher's issue is bulk mail as the digest is.
 	TypeIssuePlan:  QueueCritical,
 	TypeIssueEmail: QueueCritical,
+	TypeWebhook:    QueueWebhook,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -66,4 +73,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeWebhook}
