@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -20,6 +22,7 @@ type Store interface {
 	IssueStore
 	store.Suppressions
 	store.MailHolds
+	store.Webhooks
 }
 
 // Deps is what the components are built from: the one place where a
@@ -59,6 +62,17 @@ type Deps struct {
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
 	MaxPendingBatches int           // DefaultMaxPendingBatches
+
+	// Notify queues the webhook events of what the handlers change (a
+	// bounce, a complaint); nil queues none.
+	Notify *tasks.WebhookNotifier
+	// WebhookPost delivers webhook events (nil: a webhook.Sender that
+	// refuses private addresses); WebhookPolicy disables an endpoint that
+	// keeps failing; WebhookBackoff is the retry schedule (zero: the
+	// default, a day).
+	WebhookPost    WebhookPoster
+	WebhookPolicy  store.WebhookPolicy
+	WebhookBackoff webhook.Backoff
 }
 
 // NewHandlers builds every component from d.
@@ -66,6 +80,11 @@ func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
+		Notify: d.Notify,
+	}
+	post := d.WebhookPost
+	if post == nil {
+		post = webhook.NewSender(netguard.Guard{})
 	}
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
@@ -90,8 +109,12 @@ func NewHandlers(d Deps) Handlers {
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
-		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log},
-		Metrics:  d.Metrics,
+		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify},
+		Webhooks: &WebhookSender{
+			Store: d.Store, Post: post, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
+			Metrics: d.Metrics, Log: d.Log, Now: d.Now,
+		},
+		Metrics: d.Metrics,
 	}
 }
 
