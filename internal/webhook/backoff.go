@@ -33,11 +33,11 @@ func (b Backoff) withDefaults() Backoff {
 
 // window is the n-th retry's delay before jitter (n from 0).
 func (b Backoff) window(n int) time.Duration {
-	d := b.Base << min(n, 30)
-	if d > b.Max || d <= 0 {
-		d = b.Max
+	d := b.Base
+	for ; n > 0 && d < b.Max; n-- {
+		d *= 2
 	}
-	return d
+	return min(d, b.Max)
 }
 
 // Delay is the wait before retry n+1 (n retries so far). An endpoint's
