@@ -83,6 +83,7 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, t *asynq.Task) error 
 		h.count("dead")
 		return fmt.Errorf("webhook: %w: %w: %w", err, ErrNotificationDead, asynq.SkipRetry)
 	}
+	err = asDeliveryFailure(err)
 	after, ferr := h.Store.WebhookFailed(ctx, ep.ID, h.Policy)
 	if ferr != nil && !errors.Is(ferr, store.ErrWebhookNotFound) {
 		log.Warn("webhook: failure not counted", "err", ferr)
@@ -106,15 +107,36 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, t *asynq.Task) error 
 	return fmt.Errorf("webhook: %w", err)
 }
 
+// deliveryFailure is a failed delivery as the task returns it: the text of
+// what went wrong and the wait the endpoint asked for. It keeps no link to
+// the network error underneath, which would read as "Redis is away" (not
+// counted, retried in seconds): an endpoint that refuses connections is a
+// failure, retried on the backoff.
+type deliveryFailure struct {
+	msg  string
+	wait time.Duration
+}
+
+func (e *deliveryFailure) Error() string { return e.msg }
+
+func asDeliveryFailure(err error) error {
+	f := &deliveryFailure{msg: err.Error()}
+	if r := webhook.AsRefused(err); r != nil {
+		f.wait = r.Wait
+	}
+	return f
+}
+
 // RetryDelay is the asynq RetryDelayFunc of TypeWebhook: the backoff, and
 // an endpoint's Retry-After.
 func (h *WebhookSender) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
-	var wait time.Duration
-	if r := webhook.AsRefused(err); r != nil {
-		wait = r.Wait
-	}
 	if redisAway(err) {
 		return DefaultRedisAwayRetry
+	}
+	var wait time.Duration
+	var f *deliveryFailure
+	if errors.As(err, &f) {
+		wait = f.wait
 	}
 	return h.backoff().Delay(n, wait)
 }

@@ -321,16 +321,39 @@ func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
 // The webhook lane's retry delays are its own: the backoff, or the
 // endpoint's Retry-After, not the mail's policy.
 func TestWebhookRetryDelay(t *testing.T) {
-	h := &WebhookSender{Backoff: webhook.Backoff{Base: time.Second, Max: time.Hour, Window: 24 * time.Hour}}
-	task := tasks.NewWebhook(tasks.WebhookPayload{Endpoint: "e", ID: "msg_1"})
-	if d := h.RetryDelay(3, &webhook.Refused{Status: 503, Wait: 90 * time.Second}, task); d != 90*time.Second {
-		t.Fatalf("Retry-After 90s: %s", d)
+	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{Base: time.Minute, Max: 2 * time.Hour, Window: 24 * time.Hour})
+	ctx := context.Background()
+	busy := newEndpoint(t, func(int) int { return http.StatusServiceUnavailable })
+	register(t, r.mem, "busy", busy.srv.URL, webhook.SubscriberConfirmed)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens there any more: connection refused
+	register(t, r.mem, "down", gone.URL, webhook.SubscriberConfirmed)
+
+	failed := r.h.HandleWebhook(ctx, r.task("busy", 1))
+	if d := r.h.RetryDelay(3, failed, nil); d < 4*time.Minute || d > 8*time.Minute {
+		t.Fatalf("fourth retry after a 503: %s, want 4 to 8 minutes", d)
 	}
-	if d := h.RetryDelay(3, &webhook.Refused{Status: 500}, task); d < 4*time.Second || d > 8*time.Second {
-		t.Fatalf("fourth retry: %s, want 4s to 8s", d)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "5400")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer slow.Close()
+	register(t, r.mem, "slow", slow.URL, webhook.SubscriberConfirmed)
+	if d := r.h.RetryDelay(0, r.h.HandleWebhook(ctx, r.task("slow", 1)), nil); d != 90*time.Minute {
+		t.Fatalf("Retry-After 5400: %s", d)
 	}
-	if !IsFailure(&webhook.Refused{Status: 503, Wait: time.Second}) {
-		t.Fatal("a refusal with Retry-After does not count against the retries: the window could never end")
+	// A refused connection is the endpoint's failure: counted against the
+	// retries and retried on the backoff, not in the seconds a Redis
+	// outage gets.
+	refused := r.h.HandleWebhook(ctx, r.task("down", 1))
+	if refused == nil || !IsFailure(refused) || errors.Is(refused, asynq.SkipRetry) {
+		t.Fatalf("a refused connection: %v (counted: %v)", refused, IsFailure(refused))
+	}
+	if d := r.h.RetryDelay(0, refused, nil); d < 30*time.Second || d > time.Minute {
+		t.Fatalf("first retry after a refused connection: %s, want the backoff's 30s to 1m", d)
+	}
+	if !IsFailure(failed) {
+		t.Fatal("a 503 does not count against the retries")
 	}
 }
 
