@@ -232,7 +232,10 @@ func TestSendAnswers(t *testing.T) {
 		{"204", func(w http.ResponseWriter) { w.WriteHeader(204) }, func(err error) bool { return err == nil }},
 		{"a huge 200", func(w http.ResponseWriter) { _, _ = w.Write(make([]byte, 8<<20)) }, func(err error) bool { return err == nil }},
 		{"503 with Retry-After", func(w http.ResponseWriter) { w.Header().Set("Retry-After", "7"); w.WriteHeader(503) },
-			func(err error) bool { r := webhook.AsRefused(err); return r != nil && r.Status == 503 && r.Wait == 7*time.Second && !r.Gone() }},
+			func(err error) bool {
+				r := webhook.AsRefused(err)
+				return r != nil && r.Status == 503 && r.Wait == 7*time.Second && !r.Gone()
+			}},
 		{"429 with a date", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
 			w.WriteHeader(429)
