@@ -64,7 +64,7 @@ type Deps struct {
 	MaxPendingBatches int           // DefaultMaxPendingBatches
 
 	// Notify queues the webhook events of what the handlers change (a
-	// bounce, a complaint); nil queues none.
+	// bounce, a complaint, an issue sent); nil queues none.
 	Notify *tasks.WebhookNotifier
 	// WebhookPost delivers webhook events (nil: a webhook.Sender that
 	// refuses private addresses); WebhookPolicy disables an endpoint that
@@ -106,7 +106,7 @@ func NewHandlers(d Deps) Handlers {
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
 			Now: d.Now, Log: d.Log, DefaultZone: d.DefaultZone,
-			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify},

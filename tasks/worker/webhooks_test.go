@@ -20,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/memstore"
@@ -179,6 +180,52 @@ func TestHardBounceAtSendingIsAWebhookEvent(t *testing.T) {
 	if err := json.Unmarshal(h.body, &got); err != nil || got.Type != webhook.SubscriberBounced ||
 		got.Data != (webhook.SubscriberData{ID: sub.ID, Email: "gone@x.org", Source: "smtp"}) {
 		t.Fatalf("event %s (%v)", h.body, err)
+	}
+}
+
+// An issue whose sending ends is issue.sent for the endpoints that asked,
+// once: a resumed round that ends again is the same event.
+func TestIssueSentIsAWebhookEvent(t *testing.T) {
+	d := newDelivery(t)
+	seed(t, d.store, "r", 20)
+	ep := newEndpoint(t, nil)
+	hook := register(t, d.store, "site", ep.srv.URL, webhook.IssueSent)
+	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
+	d.post = loopbackSender
+	d.startWorker(t, 100000, 4)
+	is := d.sendIssue(t, store.IssueContent{Subject: "Lanes", Body: "Hello", Topics: []string{topics.Digest}})
+	d.waitIssueSent(t, is.ID)
+	poll.True(t, 30*time.Second, "issue.sent at the endpoint", func() bool { return len(ep.hits()) == 1 })
+	h := ep.hits()[0]
+	verified(t, hook.Secret, []hit{h})
+	var ev struct {
+		Type string
+		Data webhook.Issue
+	}
+	if err := json.Unmarshal(h.body, &ev); err != nil || ev.Type != webhook.IssueSent || ev.Data.ID != is.ID ||
+		ev.Data.Slug != is.Slug || ev.Data.Subject != "Lanes" || len(ev.Data.Topics) != 1 || ev.Data.Topics[0] != topics.Digest {
+		t.Fatalf("event %s (%v)", h.body, err)
+	}
+	// A second round ends the sending again: no second event.
+	if _, err := d.store.TransitionIssue(context.Background(), is.ID, []string{store.IssueSent}, store.IssueSending, store.IssueChange{NewRound: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round+1, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	d.waitIssueSent(t, is.ID)
+	// Every issue task has returned (so any second event is queued), and
+	// the webhook queue has nothing left to run.
+	idle := func(queue string) func() bool {
+		return func() bool {
+			q, err := d.insp.GetQueueInfo(queue)
+			return err == nil && q.Pending+q.Active+q.Scheduled+q.Retry == 0
+		}
+	}
+	poll.True(t, 30*time.Second, "the issue's tasks done", idle(tasks.QueueOf(tasks.TypeIssueEmail)))
+	poll.True(t, 30*time.Second, "the webhook queue idle", idle(tasks.QueueWebhook))
+	if n := len(ep.hits()); n != 1 {
+		t.Fatalf("issue.sent delivered %d times", n)
 	}
 }
 
