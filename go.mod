@@ -20,6 +20,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 	github.com/wneessen/go-mail v0.8.1
 	github.com/yuin/goldmark v1.8.2
 	go.yaml.in/yaml/v3 v3.0.6

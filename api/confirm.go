@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -75,6 +76,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
+	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, person, ""))
 	s.confirmed(w, r, email, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
 }
 

@@ -159,6 +159,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if sub.Status != store.Active {
+		s.notifyLeft(ctx, sub)
 		s.left(w, r, email)
 		return
 	}

@@ -79,8 +79,9 @@ type Config struct {
 	// VAPIDPublicKey is the web push key the pages give browsers
 	// (base64url); empty: web push off, no routes, no offer.
 	VAPIDPublicKey string
-	// Endpoints checks the push endpoints browsers hand in (https, public
-	// addresses unless NEWSLETTER_WEBHOOK_ALLOW_PRIVATE).
+	// Endpoints checks the push endpoints browsers hand in and the
+	// webhook endpoints admins register (https, public addresses unless
+	// NEWSLETTER_WEBHOOK_ALLOW_PRIVATE); the zero Guard wants both.
 	Endpoints netguard.Guard
 }
 
@@ -90,6 +91,7 @@ type Store interface {
 	store.Subscribers
 	store.Suppressions
 	store.MailHolds
+	store.Webhooks
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
@@ -115,6 +117,9 @@ type Deps struct {
 	// (ses, sendgrid, mailgun, postmark), each at POST /webhooks/<name>;
 	// one not configured has no route.
 	Webhooks map[string]feedback.Webhook
+	// Notify queues the webhook events of the changes the API makes
+	// (confirmed, unsubscribed); nil queues none.
+	Notify *tasks.WebhookNotifier
 	// Metrics handler for GET /metrics; nil leaves the route out.
 	MetricsHandler http.Handler
 	Now            func() time.Time
@@ -181,6 +186,7 @@ func (s *Server) routes() {
 	s.issueRoutes()
 	s.feedbackRoutes()
 	s.pushRoutes()
+	s.webhookRoutes()
 }
 
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -62,13 +63,13 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
 		Hold: s.cfg.ConfirmHold, Topics: chosen,
 	}
-	_, err = s.deps.Store.Subscribe(ctx, req)
+	sub, err := s.deps.Store.Subscribe(ctx, req)
 	if errors.Is(err, store.ErrSuppressed) && req.Activate {
 		// The address bounced or complained: a signup never lifts that,
 		// double opt-in or not. Only the person's own confirmation does,
 		// so it gets one (at most one a month, the store sees to it).
 		req.Activate, req.Outbox, job = false, confirmation.Outbox(), confirmation
-		_, err = s.deps.Store.Subscribe(ctx, req)
+		sub, err = s.deps.Store.Subscribe(ctx, req)
 	}
 	if errors.Is(err, store.ErrConfirmHeld) || errors.Is(err, store.ErrSuppressed) {
 		// A confirmation went to this mailbox recently (or this month,
@@ -99,6 +100,10 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		s.deps.Log.Warn("subscribe: enqueue failed, the relay will retry", "task", job.ID, "err", err)
 	case dup:
 		s.deps.Log.Info("subscribe: task already queued", "task", job.ID)
+	}
+	if req.Activate && sub.Status == store.Active {
+		// Without double opt-in the signup is the confirmation.
+		s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, ""))
 	}
 	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
 }

@@ -1,16 +1,19 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -164,6 +167,7 @@ func (s *Server) leaveTopic(r *http.Request, email, topic string) error {
 	if !slices.Contains(sub.Topics, seq.Topic) {
 		s.deleteTasks(tasks.SequenceTasks(email, seq))
 	}
+	s.notifyLeft(r.Context(), sub)
 	return nil
 }
 
@@ -227,9 +231,12 @@ func (s *Server) end(r *http.Request, email string) error {
 	for i, p := range pending {
 		ids[i] = p.ID
 	}
-	_, err := s.deps.Store.Unsubscribe(r.Context(), email, ids...)
+	sub, err := s.deps.Store.Unsubscribe(r.Context(), email, ids...)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
+	}
+	if err == nil {
+		s.notifyLeft(r.Context(), sub)
 	}
 	// The same work for a stranger as for a subscriber, so neither the
 	// answer nor its time tells who is on the list.
@@ -248,6 +255,18 @@ func (s *Server) deleteTasks(refs []tasks.TaskRef) {
 			s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "queue", p.Queue, "err", err)
 		}
 	}
+}
+
+// notifyLeft queues subscriber.unsubscribed when sub's subscription has
+// just ended: not for an address that never confirmed (no system of the
+// admin's knows it, and anyone can type it), nor for one that had left
+// before (an unsubscribe link used again is no news; the store leaves
+// its time as it was).
+func (s *Server) notifyLeft(ctx context.Context, sub store.Subscriber) {
+	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || s.deps.Now().Sub(sub.UnsubscribedAt) > time.Minute {
+		return
+	}
+	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberUnsubscribed, sub, ""))
 }
 
 func firstNonEmpty(v ...string) string {

@@ -98,3 +98,13 @@ const (
 	sentTTL       = 30 * 24 * time.Hour
 	sharedSentTTL = 120 * 24 * time.Hour
 )
+
+// The outgoing webhook endpoints (webhooks.go): a sorted set of ids by
+// creation, and a hash per endpoint with the fields url, events
+// (comma-separated), secret, state (active, disabled), failures (in a row),
+// since (the first of them), disabled and created (times in unix ms; since
+// and disabled absent when zero).
+const (
+	keyWebhooks   = "nl:wh"    // zset of endpoint ids, score = created (unix ms)
+	prefixWebhook = "nl:wh:e:" // + id: the endpoint's hash
+)

@@ -249,4 +249,5 @@ type Store interface {
 	Suppressions
 	MailHolds
 	PushSubscriptions
+	Webhooks
 }

@@ -27,6 +27,8 @@ const (
 	// TypeFeedsPoll fetches every feed of the topics file once and turns
 	// new entries into their topics' items (RSS-to-email).
 	TypeFeedsPoll = "feeds:poll"
+	// TypeWebhook delivers one event to one outgoing webhook endpoint.
+	TypeWebhook = "webhook:deliver"
 )
 
 // Queues. A confirmation is what a person waits for with the signup page
@@ -36,13 +38,17 @@ const (
 	QueueTransactional = "transactional"
 	QueueCritical      = "critical"
 	QueueDefault       = "default"
+	// QueueWebhook is the webhook lane: deliveries to admins' endpoints,
+	// which may be slow or down for a day, apart from the mail.
+	QueueWebhook = "webhook"
 )
 
-// QueueWeights is the worker's asynq Queues map.
-var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3}
+// QueueWeights is the worker's asynq Queues map. The webhook lane has a
+// modest share: an endpoint that hangs holds a worker for its timeout.
+var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3, QueueWebhook: 2}
 
 // Queues lists every queue, for those who watch or scale on all of them.
-var Queues = []string{QueueTransactional, QueueCritical, QueueDefault}
+var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueWebhook}
 
 // queueOf is the queue of each task type. The constructors place their
 // tasks by it; an events mail lands in its events' queue (asynq puts an
@@ -64,6 +70,7 @@ var queueOf = map[string]string{
 	TypeIssueEmail: QueueCritical,
 	// Behind the mail: a poll a few minutes late changes nothing.
 	TypeFeedsPoll: QueueDefault,
+	TypeWebhook:   QueueWebhook,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -71,4 +78,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll, TypeWebhook}

@@ -26,6 +26,7 @@ import (
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -108,6 +109,8 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
 			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
 			Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
+			Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
+			WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
 		})
 		// An edited sequence reaches the people in the middle of it.
 		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
@@ -146,6 +149,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 			Webhooks: webhooks(a),
+			Notify:   &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 		}.WithIssues(apiStore, issueRenderer(issues)))
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)

@@ -38,6 +38,8 @@ type Memory struct {
 	seen map[string]bool
 	// push are each subscriber's browsers for web push, oldest first.
 	push map[int64][]store.PushSubscription
+	// hooks are the outgoing webhook endpoints.
+	hooks webhooks
 
 	items    []store.Item
 	runs     map[string]*store.DigestRun

@@ -53,7 +53,9 @@ func Run(t *testing.T, h Harness) {
 		{"Feeds", testFeeds},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
-		{"Issues", testIssues}}
+		{"Issues", testIssues},
+		{"Webhooks", testWebhooks},
+		{"WebhookFailures", testWebhookFailures}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // ErrDeliveryBusy means another run holds the delivery mark: the same mail
@@ -62,6 +64,9 @@ type Deliverer struct {
 	// Tags, when set, traces each mail to its subscriber in a late bounce
 	// or complaint (the VERP tag in its envelope sender and Message-ID).
 	Tags *feedback.Tagger
+	// Notify queues subscriber.bounced for an address that bounced at
+	// sending (nil: none).
+	Notify *tasks.WebhookNotifier
 
 	// marks writes sent marks for all senders of the worker together
 	// (marks.go); nil: each mark in a round trip of its own.
@@ -374,6 +379,9 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		if err := untilRedis(ctx, d.away(), "bounce", func(ctx context.Context) error { return d.Store.MarkBounced(ctx, mail.To.Email) }); err != nil {
 			return fmt.Errorf("mark bounced after %v: %w", se, err) // retry; the next try bounces again
 		}
+		bounced := mail.To
+		bounced.Status, bounced.UnsubscribedAt = store.Bounced, time.Now()
+		d.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberBounced, bounced, "smtp"))
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
 	case mailer.Rejected, mailer.Invalid:
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)

@@ -17,6 +17,7 @@ import (
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -34,6 +35,12 @@ type delivery struct {
 
 	mu     sync.Mutex
 	delays map[string][]time.Duration // task id -> delays asked for
+
+	// notify and post, when set, are the worker's webhook notifier and
+	// poster (webhooks_test.go).
+	notify *tasks.WebhookNotifier
+	post   WebhookPoster
+	hooks  webhook.Backoff
 }
 
 func newDelivery(t *testing.T) *delivery {
@@ -63,6 +70,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Pace:     pace.New(d.rdb, sendRate),
 		Throttle: 50 * time.Millisecond,
 		Queue:    d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MarkWindow: concurrency,
+		Notify: d.notify, WebhookPost: d.post, WebhookBackoff: d.hooks,
 	})
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
 	wc := Config{

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -25,6 +26,9 @@ type FeedbackRecorder struct {
 	Policy  store.FeedbackPolicy
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Notify queues subscriber.bounced and subscriber.complained when a
+	// report changes a subscriber (nil: none).
+	Notify *tasks.WebhookNotifier
 }
 
 // HandleFeedback handles TypeFeedback.
@@ -63,6 +67,13 @@ func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, t *asynq.Task) er
 		} else {
 			f.Metrics.Bounces.WithLabelValues(p.Type, p.Source).Inc()
 		}
+	}
+	if res.Changed {
+		typ := webhook.SubscriberBounced
+		if res.Subscriber.Status == store.Complained {
+			typ = webhook.SubscriberComplained
+		}
+		f.Notify.NotifyLogged(ctx, webhook.Subscriber(typ, res.Subscriber, p.Source))
 	}
 	log.Info("feedback recorded", "subscriber", res.Subscriber.ID, "status", res.Subscriber.Status,
 		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "reason", p.Reason)

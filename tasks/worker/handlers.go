@@ -6,7 +6,9 @@ import (
 
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feeds"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -22,6 +24,7 @@ type Store interface {
 	store.Suppressions
 	store.MailHolds
 	store.Feeds
+	store.Webhooks
 }
 
 // Deps is what the components are built from: the one place where a
@@ -64,6 +67,17 @@ type Deps struct {
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
 	MaxPendingBatches int           // DefaultMaxPendingBatches
+
+	// Notify queues the webhook events of what the handlers change (a
+	// bounce, a complaint, an issue sent); nil queues none.
+	Notify *tasks.WebhookNotifier
+	// WebhookPost delivers webhook events (nil: a webhook.Sender that
+	// refuses private addresses); WebhookPolicy disables an endpoint that
+	// keeps failing; WebhookBackoff is the retry schedule (zero: the
+	// default, a day).
+	WebhookPost    WebhookPoster
+	WebhookPolicy  store.WebhookPolicy
+	WebhookBackoff webhook.Backoff
 }
 
 // NewHandlers builds every component from d.
@@ -71,6 +85,11 @@ func NewHandlers(d Deps) Handlers {
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
+		Notify: d.Notify,
+	}
+	post := d.WebhookPost
+	if post == nil {
+		post = webhook.NewSender(netguard.Guard{})
 	}
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
@@ -96,12 +115,16 @@ func NewHandlers(d Deps) Handlers {
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
 			Now: d.Now, Log: d.Log, DefaultZone: d.DefaultZone,
-			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
-		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log},
+		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify},
 		Feeds:    &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: fetcher, Metrics: d.Metrics, Log: d.Log},
-		Metrics:  d.Metrics,
+		Webhooks: &WebhookSender{
+			Store: d.Store, Post: post, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
+			Metrics: d.Metrics, Log: d.Log, Now: d.Now,
+		},
+		Metrics: d.Metrics,
 	}
 }
 

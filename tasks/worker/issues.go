@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -55,6 +56,8 @@ type IssueSender struct {
 	BatchSize         int
 	MaxPendingBatches int
 	CheckEvery        int // DefaultIssueCheckEvery
+	// Notify queues issue.sent when an issue's sending ends (nil: none).
+	Notify *tasks.WebhookNotifier
 
 	bodyMu sync.Mutex
 	bodies map[[2]int64]mailer.Body
@@ -130,8 +133,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			if err := h.Store.AdvanceIssuePlan(ctx, is.ID, p.Round, cursor, 0, true); err != nil {
 				return err
 			}
-			_, err := h.Store.FinishIssue(ctx, is.ID)
-			return err
+			return h.finish(ctx, is)
 		}
 		due := map[time.Time][]int64{{}: ids}
 		if is.LocalTime != "" {
@@ -377,8 +379,17 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if retry != nil {
 		return retry
 	}
-	if _, err := h.Store.FinishIssue(ctx, is.ID); err != nil {
+	return h.finish(ctx, is)
+}
+
+// finish marks the issue sent once every planned reader is done, and
+// tells the webhook endpoints that asked (issue.sent) the one time it
+// does.
+func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
+	done, err := h.Store.FinishIssue(ctx, is.ID)
+	if err != nil || !done {
 		return err
 	}
+	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.now()))
 	return nil
 }

@@ -42,10 +42,24 @@ type Metrics struct {
 	// (FeedResults); FeedItems the entries that became items.
 	FeedPolls *prometheus.CounterVec // result
 	FeedItems prometheus.Counter
+	// Notifications count the attempts of the notification lanes (web
+	// push, webhooks) by lane and NotificationResults; WebhooksDisabled
+	// the webhook endpoints disabled for failing (or 410 Gone).
+	Notifications    *prometheus.CounterVec // lane, result
+	WebhooksDisabled prometheus.Counter
 }
 
-// LaneEmail is the lane label of the e-mail transport's metrics.
-const LaneEmail = "email"
+// The lane labels: the e-mail transport's, and the webhooks'.
+const (
+	LaneEmail   = "email"
+	LaneWebhook = "webhook"
+)
+
+// NotificationResults are the values of the result label of
+// newsletter_notifications_total: delivered, failed and retried later,
+// given up (a dead letter in the lane's archive), or dropped because
+// there is no longer anything to deliver to.
+var NotificationResults = []string{"sent", "retry", "dead", "dropped"}
 
 // Results are the values of the result label of newsletter_tasks_total.
 var Results = []string{"success", "retry", "archived", "deferred"}
@@ -97,9 +111,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FeedItems: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_feed_items_total", Help: "Feed entries that became items of their topic.",
 		}),
+		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_notifications_total", Help: "Notification attempts by lane (webhook) and result (sent, retry, dead, dropped).",
+		}, []string{"lane", "result"}),
+		WebhooksDisabled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsletter_webhook_endpoints_disabled_total", Help: "Webhook endpoints disabled because they kept failing or answered 410 Gone.",
+		}),
 	}
 	for _, r := range FeedResults {
 		m.FeedPolls.WithLabelValues(r)
+	}
+	for _, r := range NotificationResults {
+		m.Notifications.WithLabelValues(LaneWebhook, r)
 	}
 	m.TransportPaused.WithLabelValues(LaneEmail)
 	for _, src := range tasks.FeedbackSources {
@@ -125,7 +148,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused, m.FeedPolls, m.FeedItems)
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
+			m.FeedPolls, m.FeedItems, m.Notifications, m.WebhooksDisabled)
 	}
 	return m
 }
@@ -152,6 +176,9 @@ func archiveCause(err error) string {
 		case mailer.Bounced, mailer.Rejected, mailer.Invalid:
 			return se.Class.String()
 		}
+	}
+	if errors.Is(err, ErrNotificationDead) {
+		return "exhausted" // the endpoint failed for good: an operator's
 	}
 	if errors.Is(err, asynq.SkipRetry) {
 		return mailer.Invalid.String() // an unreadable payload or a template error

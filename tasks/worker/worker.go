@@ -52,6 +52,8 @@ type Handlers struct {
 	Feedback *FeedbackRecorder
 	// Feeds polls the topics file's feeds (feeds:poll).
 	Feeds *FeedPoller
+	// Webhooks deliver webhook events (webhook:deliver).
+	Webhooks *WebhookSender
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
@@ -65,6 +67,17 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	retryDelay := cfg.RetryDelay
 	if retryDelay == nil {
 		retryDelay = cfg.Retry.Delay
+	}
+	if h.Webhooks != nil {
+		// The webhook lane retries on its own schedule (a day, the
+		// endpoint's Retry-After), not the mail's.
+		mailDelay := retryDelay
+		retryDelay = func(n int, err error, t *asynq.Task) time.Duration {
+			if t.Type() == tasks.TypeWebhook {
+				return h.Webhooks.RetryDelay(n, err, t)
+			}
+			return mailDelay(n, err, t)
+		}
 	}
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:     cfg.Concurrency,
@@ -99,6 +112,9 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	mux.HandleFunc(tasks.TypeFeedback, h.Feedback.HandleFeedback)
 	if h.Feeds != nil {
 		mux.HandleFunc(tasks.TypeFeedsPoll, h.Feeds.HandleFeedsPoll)
+	}
+	if h.Webhooks != nil {
+		mux.HandleFunc(tasks.TypeWebhook, h.Webhooks.HandleWebhook)
 	}
 	return &Worker{srv: srv, mux: mux, handlers: h}
 }

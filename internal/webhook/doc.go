@@ -1,0 +1,16 @@
+// Package webhook tells an admin's own systems what happened, as the
+// Standard Webhooks specification (1.0) says: one JSON event
+// ({"type","timestamp","data"}) POSTed to one endpoint with the headers
+// webhook-id (the event's id, the same on every retry and for every
+// endpoint: the receiver's idempotency key), webhook-timestamp (the
+// attempt's, in unix seconds) and webhook-signature ("v1," and the base64
+// HMAC-SHA256 of "id.timestamp.body" under the endpoint's secret, which is
+// "whsec_" and base64 of random bytes).
+//
+// This package is the event vocabulary (event.go), the signature
+// (sign.go), one delivery (send.go) and the retry schedule (backoff.go).
+// Which endpoints want an event and the task per endpoint are in tasks
+// (tasks.WebhookNotifier); the handler that runs that task, counts
+// failures and disables an endpoint is in tasks/worker; the endpoints are
+// kept by the store (store.Webhooks).
+package webhook

@@ -1,0 +1,198 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/webhook"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/store/memstore"
+)
+
+// countedEndpoints counts the reads of the endpoint list and can fail them.
+type countedEndpoints struct {
+	store.Webhooks
+	mu    sync.Mutex
+	reads int
+	fail  bool
+}
+
+func (c *countedEndpoints) ListWebhooks(ctx context.Context) ([]store.Webhook, error) {
+	c.mu.Lock()
+	c.reads++
+	fail := c.fail
+	c.mu.Unlock()
+	if fail {
+		return nil, errors.New("redis: connection refused")
+	}
+	return c.Webhooks.ListWebhooks(ctx)
+}
+
+// queued records what is enqueued.
+type queued struct {
+	mu    sync.Mutex
+	tasks []*asynq.Task
+}
+
+func (q *queued) EnqueueContext(_ context.Context, t *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tasks = append(q.tasks, t)
+	return &asynq.TaskInfo{}, nil
+}
+
+func (q *queued) take() []*asynq.Task {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.tasks
+	q.tasks = nil
+	return out
+}
+
+func addHook(t *testing.T, s store.Webhooks, id string, events ...string) {
+	t.Helper()
+	if _, err := s.AddWebhook(context.Background(), store.Webhook{ID: id, URL: "https://hooks.example.com/" + id, Events: events, Secret: webhook.NewSecret()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An event goes to each active endpoint that wants its type, as one task
+// per endpoint under the event's id; the list of endpoints is read once
+// per TTL, however many events there are, and again at once after Forget.
+func TestWebhookNotifier(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	eps := &countedEndpoints{Webhooks: mem}
+	q := &queued{}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := &WebhookNotifier{Endpoints: eps, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sub := store.Subscriber{ID: 5, Email: "ann@example.com", ConfirmedAt: now}
+	confirmed := webhook.Subscriber(webhook.SubscriberConfirmed, sub, "")
+
+	// No endpoint: nothing queued, and the next events within the TTL
+	// cost no read.
+	for range 100 {
+		if err := n.Notify(ctx, confirmed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := q.take(); len(got) != 0 || eps.reads != 1 {
+		t.Fatalf("no endpoints: %d tasks, %d reads of the list; want 0 and 1", len(got), eps.reads)
+	}
+
+	addHook(t, mem, "crm", webhook.SubscriberConfirmed, webhook.SubscriberUnsubscribed)
+	addHook(t, mem, "audit", webhook.SubscriberConfirmed, webhook.IssueSent)
+	addHook(t, mem, "bounces", webhook.SubscriberBounced)
+	addHook(t, mem, "off", webhook.SubscriberConfirmed)
+	if _, err := mem.DisableWebhook(ctx, "off"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, n.Notify(ctx, confirmed))
+	if got := q.take(); len(got) != 0 {
+		t.Fatalf("%d tasks from a list cached before the endpoints were added", len(got))
+	}
+	n.Forget()
+	must(t, n.Notify(ctx, confirmed))
+	got := q.take()
+	if len(got) != 2 {
+		t.Fatalf("%d tasks, want one for crm and one for audit", len(got))
+	}
+	body, _ := confirmed.Body()
+	for i, ep := range []string{"crm", "audit"} {
+		var p WebhookPayload
+		if err := json.Unmarshal(got[i].Payload(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Type() != TypeWebhook || p.Endpoint != ep || p.ID != confirmed.ID || p.Body != string(body) || !p.Queued.Equal(now) {
+			t.Fatalf("task %d: %s %+v", i, got[i].Type(), p)
+		}
+	}
+
+	// Another type: only the endpoint that wants it.
+	must(t, n.Notify(ctx, webhook.Subscriber(webhook.SubscriberBounced, sub, "smtp")))
+	if got := q.take(); len(got) != 1 {
+		t.Fatalf("subscriber.bounced: %d tasks, want 1", len(got))
+	}
+
+	// The list expires with the TTL; a failed read then uses the last
+	// list rather than losing the event.
+	reads := eps.reads
+	now = now.Add(time.Minute)
+	eps.fail = true
+	must(t, n.Notify(ctx, confirmed))
+	if got := q.take(); len(got) != 2 || eps.reads != reads+1 {
+		t.Fatalf("with Redis away: %d tasks, %d reads", len(got), eps.reads-reads)
+	}
+	// With no list at all, the failure is the caller's to log.
+	cold := &WebhookNotifier{Endpoints: eps, Queue: q}
+	if err := cold.Notify(ctx, confirmed); err == nil {
+		t.Fatal("a notifier that could never read the endpoints reported nothing")
+	}
+	var none *WebhookNotifier
+	if err := none.Notify(ctx, confirmed); err != nil {
+		t.Fatalf("a nil notifier: %v", err)
+	}
+	none.Forget()
+	none.NotifyLogged(ctx, confirmed)
+}
+
+// The task of an event for an endpoint is queued once: a second report of
+// the same event, while the first waits and after it was delivered, is a
+// task id conflict, never a second delivery.
+func TestWebhookTaskOncePerEndpoint(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBTasks)
+	ctx := context.Background()
+	st := store.NewRedis(rdb)
+	client := asynq.NewClientFromRedisClient(rdb)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	addHook(t, st, "crm", webhook.SubscriberConfirmed)
+	addHook(t, st, "audit", webhook.SubscriberConfirmed)
+	n := &WebhookNotifier{Endpoints: st, Queue: client}
+	ev := webhook.Subscriber(webhook.SubscriberConfirmed, store.Subscriber{ID: 9, Email: "b@example.com", ConfirmedAt: time.Now()}, "")
+	for range 3 {
+		must(t, n.Notify(ctx, ev))
+	}
+	pending, err := insp.ListPendingTasks(QueueWebhook)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("pending %d (%v), want one per endpoint", len(pending), err)
+	}
+	info, err := insp.GetTaskInfo(QueueWebhook, WebhookTaskID("crm", ev.ID))
+	if err != nil || info.MaxRetry != webhook.DefaultBackoff.MaxRetry() || info.Retention != 24*time.Hour {
+		t.Fatalf("task: %+v %v", info, err)
+	}
+	// Delivered: the task is kept for a day, so the same event reported
+	// again is still no second delivery.
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Queues: map[string]int{QueueWebhook: 1}, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(TypeWebhook, func(context.Context, *asynq.Task) error { return nil })
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, 30*time.Second, "both tasks completed", func() bool {
+		done, _ := insp.ListCompletedTasks(QueueWebhook)
+		return len(done) == 2
+	})
+	srv.Shutdown()
+	must(t, n.Notify(ctx, ev))
+	if pending, _ := insp.ListPendingTasks(QueueWebhook); len(pending) != 0 {
+		t.Fatalf("the event was queued again after its delivery: %d pending", len(pending))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
