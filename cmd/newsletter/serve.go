@@ -266,7 +266,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 // with max. now is the cache's clock (nil: time.Now).
 func redisFigures(insp *asynq.Inspector, st store.Digests, now func() time.Time) *queuemetrics.Cache {
 	return queuemetrics.NewCache(queuemetrics.CacheTTL, queuemetrics.RefreshWait, now,
-		queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues},
+		queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues, LaneOf: tasks.LaneOf},
 		metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: st})
 }
 
