@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,11 +121,11 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m := worker.NewMetrics(reg)
 	h := api.NewMetrics(reg)
 	// Touch every vector so it shows up in Gather.
-	m.Tasks.WithLabelValues("t", "q", "success").Inc()
-	m.TaskDuration.WithLabelValues("t", "q").Observe(1)
+	m.Tasks.WithLabelValues("l", "t", "q", "success").Inc()
+	m.TaskDuration.WithLabelValues("l", "t", "q").Observe(1)
 	m.Sent.WithLabelValues("k").Inc()
 	m.Failed.WithLabelValues("k", "r").Inc()
-	m.Archived.WithLabelValues("t", "q", "c").Inc()
+	m.Archived.WithLabelValues("l", "t", "q", "c").Inc()
 	m.Bounces.WithLabelValues("hard", "smtp").Inc()
 	m.Complaints.WithLabelValues("smtp").Inc()
 	m.Steps.WithLabelValues("welcome", "sent").Inc()
@@ -134,7 +135,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	st := memstore.New()
 	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
 	st.StartDigestRun(context.Background(), "p")
-	reg.MustRegister(api.DigestCollector{Store: st}, queuemetrics.Collector{Inspector: emptyQueues{}, Queues: tasks.Queues})
+	reg.MustRegister(api.DigestCollector{Store: st}, queuemetrics.Collector{Inspector: emptyQueues{}, Queues: tasks.Queues, LaneOf: tasks.LaneOf})
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 		got[r.Alert] = true
 		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
-	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused", "NewsletterLanePendingHigh", "NewsletterLaneOldestPendingHigh"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}
@@ -211,7 +212,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			all.WriteString(expr + "\n")
 		}
 	}
-	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total", "newsletter_bounces_total", "newsletter_complaints_total", "newsletter_sequence_steps_total"} {
+	for _, want := range []string{"newsletter_queue_tasks", "newsletter_tasks_archived_total", "asynq_queue_latency_seconds", "newsletter_emails_sent_total", "newsletter_emails_failed_total", "newsletter_task_duration_seconds_bucket", "newsletter_http_requests_total", "newsletter_bounces_total", "newsletter_complaints_total", "newsletter_sequence_steps_total", "newsletter_lane_pending", "newsletter_lane_oldest_pending_seconds"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no panel shows %s", want)
 		}
@@ -226,7 +227,9 @@ func TestKubernetesManifests(t *testing.T) {
 	dec := yaml.NewDecoder(bytes.NewReader(f))
 	var shutdown time.Duration
 	roles := map[string]bool{}
-	scaled := false
+	// laneOf is the lane each worker Deployment serves (its --lanes).
+	laneOf := map[string]string{}
+	var scaled []scaledObject
 	for {
 		var doc map[string]any
 		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
@@ -238,11 +241,25 @@ func TestKubernetesManifests(t *testing.T) {
 		case "ConfigMap":
 			shutdown, _ = time.ParseDuration(doc["data"].(map[string]any)["NEWSLETTER_SHUTDOWN_TIMEOUT"].(string))
 		case "Deployment":
+			name := doc["metadata"].(map[string]any)["name"].(string)
 			spec := doc["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 			grace := time.Duration(spec["terminationGracePeriodSeconds"].(int)) * time.Second
 			c := spec["containers"].([]any)[0].(map[string]any)
-			role := c["args"].([]any)[0].(string)
+			var args []string
+			for _, a := range c["args"].([]any) {
+				args = append(args, a.(string))
+			}
+			role := args[0]
 			roles[role] = true
+			if role == "worker" {
+				if len(args) != 3 || args[1] != "--lanes" {
+					t.Errorf("%s: args %v, want worker --lanes <lane>", name, args)
+				} else if lanes, err := tasks.ParseLanes(args[2]); err != nil || len(lanes) != 1 {
+					t.Errorf("%s: --lanes %s: %v, want one lane per Deployment", name, args[2], err)
+				} else {
+					laneOf[name] = lanes[0]
+				}
+			}
 			if grace <= shutdown {
 				t.Errorf("%s: terminationGracePeriodSeconds %s is not above NEWSLETTER_SHUTDOWN_TIMEOUT %s", role, grace, shutdown)
 			}
@@ -261,15 +278,74 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		case "ScaledObject":
 			b, _ := yaml.Marshal(doc)
-			// Pending and retry tasks of every queue, counted once however
-			// many API replicas export them.
-			scaled = strings.Contains(string(b), `sum(max by (queue, state) (newsletter_queue_tasks{state=~"pending|retry"}))`) &&
-				strings.Contains(string(b), "newsletter-worker")
+			var so scaledObject
+			if err := yaml.Unmarshal(b, &so); err != nil {
+				t.Fatal(err)
+			}
+			scaled = append(scaled, so)
 		}
 	}
-	if shutdown == 0 || !roles["api"] || !roles["worker"] || !roles["scheduler"] || !scaled {
-		t.Fatalf("manifests: shutdown %s, roles %v, KEDA on queue depth %v", shutdown, roles, scaled)
+	if shutdown == 0 || !roles["api"] || !roles["worker"] || !roles["scheduler"] {
+		t.Fatalf("manifests: shutdown %s, roles %v", shutdown, roles)
 	}
+	// Every lane has its worker Deployment and a ScaledObject on that
+	// Deployment scaling on the lane's pending depth and on the age of
+	// its oldest pending task: metrics that exist, for that lane only.
+	ours := exportedMetrics(t)
+	byLane := map[string]bool{}
+	for _, so := range scaled {
+		lane, ok := laneOf[so.Spec.ScaleTargetRef.Name]
+		if !ok {
+			t.Errorf("ScaledObject %s scales %q, which is no worker Deployment of one lane", so.Metadata.Name, so.Spec.ScaleTargetRef.Name)
+			continue
+		}
+		byLane[lane] = true
+		want := map[string]bool{
+			`max(newsletter_lane_pending{lane="` + lane + `"})`:                true,
+			`max(newsletter_lane_oldest_pending_seconds{lane="` + lane + `"})`: true,
+		}
+		for _, tr := range so.Spec.Triggers {
+			q := tr.Metadata["query"]
+			checkMetricNames(t, "ScaledObject "+so.Metadata.Name, q, ours)
+			if tr.Type != "prometheus" || !want[q] {
+				t.Errorf("ScaledObject %s: trigger %s %q, want one of %v", so.Metadata.Name, tr.Type, q, want)
+			}
+			if n, err := strconv.Atoi(tr.Metadata["threshold"]); err != nil || n <= 0 {
+				t.Errorf("ScaledObject %s: threshold %q", so.Metadata.Name, tr.Metadata["threshold"])
+			}
+			// The age is not divided among the pods (AverageValue would
+			// read 60 s as 60 pods' worth of work).
+			if strings.Contains(q, "oldest") && tr.MetricType != "Value" {
+				t.Errorf("ScaledObject %s: the age trigger's metricType is %q, want Value", so.Metadata.Name, tr.MetricType)
+			}
+			delete(want, q)
+		}
+		if len(want) != 0 {
+			t.Errorf("ScaledObject %s (lane %s) does not scale on %v", so.Metadata.Name, lane, want)
+		}
+	}
+	for _, lane := range tasks.Lanes {
+		if !byLane[lane] {
+			t.Errorf("lane %s has no worker Deployment with a ScaledObject", lane)
+		}
+	}
+}
+
+// scaledObject is what the test reads of a KEDA ScaledObject.
+type scaledObject struct {
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Spec struct {
+		ScaleTargetRef struct {
+			Name string `yaml:"name"`
+		} `yaml:"scaleTargetRef"`
+		Triggers []struct {
+			Type       string            `yaml:"type"`
+			MetricType string            `yaml:"metricType"`
+			Metadata   map[string]string `yaml:"metadata"`
+		} `yaml:"triggers"`
+	} `yaml:"spec"`
 }
 
 func TestDockerfileAndMake(t *testing.T) {

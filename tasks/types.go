@@ -31,24 +31,23 @@ const (
 	TypeWebhook = "webhook:deliver"
 )
 
-// Queues. A confirmation is what a person waits for with the signup page
-// open, so it has its own lane with the highest weight: a million-recipient
-// digest in the critical queue never holds it for more than seconds.
+// The e-mail lane's queues (lanes.go has the others). A confirmation is
+// what a person waits for with the signup page open, so it has its own
+// queue with the highest weight: a million-recipient digest in the
+// critical queue never holds it for more than seconds. low is for bulk
+// that may wait behind everything else.
 const (
 	QueueTransactional = "transactional"
 	QueueCritical      = "critical"
 	QueueDefault       = "default"
-	// QueueWebhook is the webhook lane: deliveries to admins' endpoints,
-	// which may be slow or down for a day, apart from the mail.
-	QueueWebhook = "webhook"
 )
 
-// QueueWeights is the worker's asynq Queues map. The webhook lane has a
-// modest share: an endpoint that hangs holds a worker for its timeout.
-var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3, QueueWebhook: 2}
+// QueueWeights is the e-mail lane's asynq Queues map.
+var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
 
-// Queues lists every queue, for those who watch or scale on all of them.
-var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueWebhook}
+// Queues lists every queue of every lane, for those who watch or scale on
+// all of them: the e-mail lane's by weight, then push and webhook.
+var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueLow, QueuePush, QueueWebhook}
 
 // queueOf is the queue of each task type. The constructors place their
 // tasks by it; an events mail lands in its events' queue (asynq puts an

@@ -87,7 +87,12 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 			return nil, fmt.Errorf("embedded redis: %w", err)
 		}
 	}
-	rdb, err := redisClient(opt, cfg.Concurrency)
+	// Room for every pool this process may run (the lanes'), beside the API's.
+	workers := 0
+	for _, lane := range cfg.Lanes {
+		workers += cfg.LaneConcurrency(lane)
+	}
+	rdb, err := redisClient(opt, workers)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ const usage = `usage: newsletter <command> [flags]
 commands:
   serve        API, worker and scheduler in one process (default)
   api          the HTTP API only
-  worker       the task worker only (sends mail)
+  worker       the task worker only (sends mail, pushes, webhooks);
+               --lanes email,push,webhook: the lanes it serves (NEWSLETTER_LANES)
   scheduler    the periodic scheduler only
   bounces      the bounce intake only: an SMTP server for NEWSLETTER_BOUNCE_ADDRESS (NEWSLETTER_BOUNCE_SMTP_ADDR)
   import FILE  bulk-add subscribers from a CSV file, columns ` + importColumns + `
@@ -48,7 +49,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "api":
 		err = serveCmd(ctx, roles{api: true}, getenv, stdout, stderr)
 	case "worker":
-		err = serveCmd(ctx, roles{worker: true}, getenv, stdout, stderr)
+		r := roles{worker: true}
+		if r.lanes, err = workerFlags(args, stderr); err == nil {
+			err = serveCmd(ctx, r, getenv, stdout, stderr)
+		}
 	case "scheduler":
 		err = serveCmd(ctx, roles{scheduler: true}, getenv, stdout, stderr)
 	case "bounces":

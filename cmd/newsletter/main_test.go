@@ -207,7 +207,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{
 		`asynq_queue_size{queue="transactional"}`, `asynq_queue_size{queue="default"}`,
-		`newsletter_tasks_total{queue="transactional",result="success",type="email:confirm"} 1`,
+		`newsletter_tasks_total{lane="email",queue="transactional",result="success",type="email:confirm"} 1`,
 		`newsletter_emails_sent_total{kind="welcome"} 1`,
 		`newsletter_http_requests_total{code="202",route="POST /subscribe"} 1`,
 	} {

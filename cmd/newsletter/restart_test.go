@@ -194,4 +194,4 @@ func taskRuns(base string, types ...string) (map[string]float64, error) {
 	return out, nil
 }
 
-var taskLine = regexp.MustCompile(`^newsletter_tasks_total\{queue="([^"]*)",result="([^"]*)",type="([^"]*)"\} (\S+)$`)
+var taskLine = regexp.MustCompile(`^newsletter_tasks_total\{lane="[^"]*",queue="([^"]*)",result="([^"]*)",type="([^"]*)"\} (\S+)$`)

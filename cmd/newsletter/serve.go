@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,7 +37,11 @@ import (
 )
 
 // roles selects what a process runs.
-type roles struct{ api, worker, scheduler, bounces bool }
+type roles struct {
+	api, worker, scheduler, bounces bool
+	// lanes is `worker --lanes` (empty: NEWSLETTER_LANES).
+	lanes string
+}
 
 func (r roles) String() string {
 	switch {
@@ -55,6 +61,9 @@ func (r roles) String() string {
 // in order: stop accepting HTTP, stop the relay and scheduler, stop taking
 // tasks, wait up to NEWSLETTER_SHUTDOWN_TIMEOUT for running ones.
 func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, stderr io.Writer) error {
+	if r.lanes != "" {
+		getenv = withLanes(getenv, r.lanes)
+	}
 	a, err := newApp(ctx, getenv, stdout, stderr)
 	if err != nil {
 		return err
@@ -85,9 +94,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		issues  *issueMail
 	)
 	links := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
-	if r.worker || r.api {
+	// A worker without the e-mail lane (`worker --lanes push`) has no
+	// mail transport to set up or check.
+	emailLane := r.worker && slices.Contains(a.cfg.Lanes, tasks.LaneEmail)
+	if emailLane || r.api {
 		m, box, err := a.newMailer(ctx)
-		if err != nil && r.worker {
+		if err != nil && emailLane {
 			return err
 		}
 		render, rerr := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
@@ -99,7 +111,10 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			issues = &issueMail{render: render, links: links, mail: m}
 		}
 	}
-	if r.worker {
+	if r.worker && !emailLane {
+		wrk = worker.New(a.rdb, workerConfig(a), worker.Handlers{Metrics: worker.NewMetrics(a.reg)})
+		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
+	} else if r.worker {
 		m, render := issues.mail, issues.render
 		h := worker.NewHandlers(worker.Deps{
 			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates()),
@@ -118,12 +133,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		} else if n > 0 {
 			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
 		}
-		wrk = worker.New(a.rdb, worker.Config{
-			Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
-			PollInterval: a.cfg.PollInterval,
-			Retry:        worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
-			GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
-		}, h)
+		wrk = worker.New(a.rdb, workerConfig(a), h)
 		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
 	}
 
@@ -196,6 +206,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err := wrk.Start(); err != nil {
 			return err
 		}
+		a.log.Info("worker started", "lanes", strings.Join(wrk.Lanes(), ","))
 		relay.Start()
 	}
 	if r.bounces || (r.api && r.worker && a.cfg.BounceSMTPAddr != "") {
@@ -262,7 +273,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 // with max. now is the cache's clock (nil: time.Now).
 func redisFigures(insp *asynq.Inspector, st store.Digests, now func() time.Time) *queuemetrics.Cache {
 	return queuemetrics.NewCache(queuemetrics.CacheTTL, queuemetrics.RefreshWait, now,
-		queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues},
+		queuemetrics.Collector{Inspector: insp, Queues: tasks.Queues, LaneOf: tasks.LaneOf},
 		metrics.NewQueueMetricsCollector(insp), api.DigestCollector{Store: st})
 }
 

@@ -139,12 +139,55 @@ type Config struct {
 	// loopback or private addresses (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE:
 	// tests and development only).
 	WebhookAllowPrivate bool
+	// Lanes are the lanes a worker serves (NEWSLETTER_LANES, default every
+	// lane; `newsletter worker --lanes` overrides it). Each lane has its
+	// own pool: Concurrency is the e-mail lane's, PushConcurrency and
+	// WebhookConcurrency the others'; PushRate and WebhookRate are their
+	// shared rates per second (SendRate is e-mail's).
+	Lanes              []string
+	PushConcurrency    int
+	WebhookConcurrency int
+	PushRate           int
+	WebhookRate        int
 }
 
 // Endpoints is the check for the URLs that browsers (push) and admins
 // (webhooks) hand in, at registration and at connect time.
 func (c *Config) Endpoints() netguard.Guard {
 	return netguard.Guard{AllowPrivate: c.WebhookAllowPrivate}
+}
+
+// LaneConcurrency is the size of lane's pool.
+func (c *Config) LaneConcurrency(lane string) int {
+	switch lane {
+	case tasks.LanePush:
+		return c.PushConcurrency
+	case tasks.LaneWebhook:
+		return c.WebhookConcurrency
+	}
+	return c.Concurrency
+}
+
+// LaneRate is lane's shared rate per second.
+func (c *Config) LaneRate(lane string) int {
+	switch lane {
+	case tasks.LanePush:
+		return c.PushRate
+	case tasks.LaneWebhook:
+		return c.WebhookRate
+	}
+	return c.SendRate
+}
+
+// SetLanes replaces Lanes with the comma-separated list s (`newsletter
+// worker --lanes`), checked as NEWSLETTER_LANES is.
+func (c *Config) SetLanes(s string) error {
+	lanes, err := tasks.ParseLanes(s)
+	if err != nil {
+		return fmt.Errorf("--lanes: %w", err)
+	}
+	c.Lanes = lanes
+	return nil
 }
 
 // The default listen addresses: every interface, or in embedded mode the
@@ -241,6 +284,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.SESRegion = p.str("NEWSLETTER_SES_REGION", "")
 	c.SESEndpoint = p.str("NEWSLETTER_SES_ENDPOINT", "")
 	p.transport(c)
+	c.PushConcurrency = p.integer("NEWSLETTER_PUSH_CONCURRENCY", 32, 1)
+	c.WebhookConcurrency = p.integer("NEWSLETTER_WEBHOOK_CONCURRENCY", 16, 1)
+	c.PushRate = p.integer("NEWSLETTER_PUSH_RATE", 1000, 1)
+	c.WebhookRate = p.integer("NEWSLETTER_WEBHOOK_RATE", 100, 1)
+	var lerr error
+	c.Lanes, lerr = tasks.ParseLanes(p.str("NEWSLETTER_LANES", strings.Join(tasks.Lanes, ",")))
+	if lerr != nil {
+		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_LANES: %w", lerr))
+	}
 	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
 		if arn = strings.TrimSpace(arn); arn != "" {
 			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")

@@ -2,6 +2,7 @@ package config
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +340,55 @@ func TestVAPID(t *testing.T) {
 				t.Errorf("%s: line %q, want it to name %s", name, lines[i], v)
 			}
 		}
+	}
+}
+
+// TestLanes: every lane by default with its own pool and rate; a list of
+// lanes is checked, each bad lane variable its own line.
+func TestLanes(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Lanes, []string{"email", "push", "webhook"}) {
+		t.Fatalf("default lanes %v", c.Lanes)
+	}
+	for lane, want := range map[string][2]int{"email": {10, 50}, "push": {32, 1000}, "webhook": {16, 100}} {
+		if got := [2]int{c.LaneConcurrency(lane), c.LaneRate(lane)}; got != want {
+			t.Errorf("lane %s: concurrency and rate %v, want %v", lane, got, want)
+		}
+	}
+	c, err = Load(env(map[string]string{"NEWSLETTER_LANES": "push, webhook", "NEWSLETTER_PUSH_CONCURRENCY": "4", "NEWSLETTER_WEBHOOK_RATE": "7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Lanes, []string{"push", "webhook"}) || c.LaneConcurrency("push") != 4 || c.LaneRate("webhook") != 7 {
+		t.Fatalf("lanes %v, push concurrency %d, webhook rate %d", c.Lanes, c.PushConcurrency, c.WebhookRate)
+	}
+	if err := c.SetLanes("sms"); err == nil || !strings.HasPrefix(err.Error(), `--lanes: unknown lane "sms"`) || !slices.Equal(c.Lanes, []string{"push", "webhook"}) {
+		t.Fatalf("--lanes sms: %v, lanes %v; want an error naming the flag and the lanes unchanged", err, c.Lanes)
+	}
+	if err := c.SetLanes("email"); err != nil || !slices.Equal(c.Lanes, []string{"email"}) {
+		t.Fatalf("--lanes email: %v, lanes %v", err, c.Lanes)
+	}
+
+	_, err = Load(env(map[string]string{
+		"NEWSLETTER_LANES":               "email,sms",
+		"NEWSLETTER_PUSH_CONCURRENCY":    "0",
+		"NEWSLETTER_WEBHOOK_CONCURRENCY": "many",
+		"NEWSLETTER_PUSH_RATE":           "-1",
+		"NEWSLETTER_WEBHOOK_RATE":        "0",
+	}))
+	if err == nil {
+		t.Fatal("bad lane settings accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for _, name := range []string{"NEWSLETTER_LANES", "NEWSLETTER_PUSH_CONCURRENCY", "NEWSLETTER_WEBHOOK_CONCURRENCY", "NEWSLETTER_PUSH_RATE", "NEWSLETTER_WEBHOOK_RATE"} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, name+":") }) {
+			t.Errorf("no line for %s in:\n%s", name, err)
+		}
+	}
+	if len(lines) != 5 || !strings.Contains(err.Error(), `NEWSLETTER_LANES: unknown lane "sms": want a comma-separated list of email, push, webhook`) {
+		t.Errorf("want 5 lines, one naming the unknown lane:\n%s", err)
 	}
 }

@@ -14,10 +14,21 @@ import (
 )
 
 const (
-	rateKey        = "nl:pace:send"
+	rateKey        = "nl:pace:send" // the e-mail lane's
+	laneKeyPrefix  = "nl:pace:lane:"
 	confirmKey     = "nl:pace:confirm"
 	throttlePrefix = "nl:pace:domain:"
 )
+
+// LaneKey is the Redis key of lane's shared rate. The e-mail lane keeps the
+// key it had before there were lanes, so a rolling upgrade shares one rate
+// between old and new workers; every other lane has its own.
+func LaneKey(lane string) string {
+	if lane == "email" {
+		return rateKey
+	}
+	return laneKeyPrefix + lane
+}
 
 // Limiter is the shared pacing state in Redis.
 type Limiter struct {
@@ -27,13 +38,21 @@ type Limiter struct {
 	limit redis_rate.Limit
 }
 
-// New paces to perSecond mails across every process on rdb. The burst is a
-// tenth of a second's worth, so no window of any length sees much more than
-// the rate (redis_rate's default burst of a full second would let a fresh
-// window see twice the rate).
+// New paces to perSecond mails across every process on rdb: the e-mail
+// lane's rate (NEWSLETTER_SEND_RATE).
 func New(rdb redis.UniversalClient, perSecond int) *Limiter {
+	return NewLane(rdb, "email", perSecond)
+}
+
+// NewLane paces lane to perSecond sends across every process on rdb
+// (NEWSLETTER_PUSH_RATE, NEWSLETTER_WEBHOOK_RATE), under LaneKey(lane):
+// lanes never take from each other's rate. The burst is a tenth of a
+// second's worth, so no window of any length sees much more than the rate
+// (redis_rate's default burst of a full second would let a fresh window
+// see twice the rate).
+func NewLane(rdb redis.UniversalClient, lane string, perSecond int) *Limiter {
 	return &Limiter{
-		rdb: rdb, rate: redis_rate.NewLimiter(rdb), key: rateKey,
+		rdb: rdb, rate: redis_rate.NewLimiter(rdb), key: LaneKey(lane),
 		limit: redis_rate.Limit{Rate: perSecond, Period: time.Second, Burst: max(1, perSecond/10)},
 	}
 }

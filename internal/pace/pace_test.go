@@ -2,6 +2,9 @@ package pace
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +84,58 @@ func TestTakeN(t *testing.T) {
 	again, wait, err := l.TakeN(ctx, 50)
 	if most := allowed(100, 10, time.Since(start)); err != nil || granted+again > most || (again == 0 && wait <= 0) {
 		t.Fatalf("right after the burst: %d more granted (at most %d in all), wait %s, %v", again, most, wait, err)
+	}
+}
+
+// TestLaneRatesAreSeparate: each lane takes from its own rate under its own
+// key; the e-mail lane keeps the key it had before lanes (nl:pace:send),
+// so New and NewLane("email") share one rate.
+func TestLaneRatesAreSeparate(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBPace)
+	ctx := context.Background()
+	for lane, want := range map[string]string{"email": "nl:pace:send", "push": "nl:pace:lane:push", "webhook": "nl:pace:lane:webhook"} {
+		if got := LaneKey(lane); got != want {
+			t.Errorf("LaneKey(%s) = %s, want %s", lane, got, want)
+		}
+	}
+	if New(rdb, 10).key != NewLane(rdb, "email", 10).key {
+		t.Fatal("New and NewLane(email) pace under different keys")
+	}
+	// A rate of 1 per second has a burst of 1: a second take within the
+	// second is refused. A round that took longer than the second (a busy
+	// machine) proves nothing and is run again on a fresh lane.
+	for round := 0; ; round++ {
+		if round == 20 {
+			t.Fatal("20 rounds each took longer than a second")
+		}
+		lane := fmt.Sprintf("push%d", round)
+		start := time.Now()
+		push := NewLane(rdb, lane, 1)
+		if n, _, err := push.TakeN(ctx, 1); err != nil || n != 1 {
+			t.Fatalf("first %s slot: %d %v", lane, n, err)
+		}
+		n, _, err := push.TakeN(ctx, 1)
+		// Spent push rate leaves e-mail's and webhook's untouched.
+		email, _, err1 := New(rdb, 1).TakeN(ctx, 1)
+		webhook, _, err2 := NewLane(rdb, "webhook", 1).TakeN(ctx, 1)
+		keys, err3 := rdb.Keys(ctx, "rate:nl:pace:*").Result()
+		if err := errors.Join(err, err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) >= 900*time.Millisecond {
+			rdb.FlushDB(ctx)
+			continue
+		}
+		if n != 0 {
+			t.Fatalf("a second %s slot within the second was granted", lane)
+		}
+		if email != 1 || webhook != 1 {
+			t.Fatalf("after %s spent its rate: e-mail got %d, webhook %d slots; want 1 each", lane, email, webhook)
+		}
+		slices.Sort(keys)
+		if want := []string{"rate:nl:pace:lane:" + lane, "rate:nl:pace:lane:webhook", "rate:nl:pace:send"}; !slices.Equal(keys, want) {
+			t.Fatalf("rate keys %v, want %v", keys, want)
+		}
+		return
 	}
 }

@@ -17,14 +17,17 @@ import (
 // at its first event makes increase() read that event as 0, so an alert on
 // "any rejection" would wait for the second one.
 type Metrics struct {
-	Tasks        *prometheus.CounterVec   // type, queue, result
-	TaskDuration *prometheus.HistogramVec // type, queue
+	// Tasks and TaskDuration carry the lane of the task's queue: sum by
+	// (lane) for a lane's view; every query that sums over the other
+	// labels reads as before lanes.
+	Tasks        *prometheus.CounterVec   // lane, type, queue, result
+	TaskDuration *prometheus.HistogramVec // lane, type, queue
 	Sent         *prometheus.CounterVec   // kind
 	Failed       *prometheus.CounterVec   // kind, reason
 	// Archived counts tasks that failed for good by cause: a bounce is
 	// archived on purpose (the address is suppressed, nothing to do);
 	// rejected, invalid and exhausted need an operator.
-	Archived *prometheus.CounterVec // type, queue, cause
+	Archived *prometheus.CounterVec // lane, type, queue, cause
 	// Bounces and Complaints count the reports applied (a repeated report
 	// counts once); FeedbackUnmatched those about an address not on the
 	// list.
@@ -51,8 +54,8 @@ type Metrics struct {
 
 // The lane labels: the e-mail transport's, and the webhooks'.
 const (
-	LaneEmail   = "email"
-	LaneWebhook = "webhook"
+	LaneEmail   = tasks.LaneEmail
+	LaneWebhook = tasks.LaneWebhook
 )
 
 // NotificationResults are the values of the result label of
@@ -73,12 +76,12 @@ var ArchiveCauses = []string{mailer.Bounced.String(), mailer.Rejected.String(), 
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "newsletter_tasks_total", Help: "Tasks handled, by type, queue and result (success, retry, archived, deferred).",
-		}, []string{"type", "queue", "result"}),
+			Name: "newsletter_tasks_total", Help: "Tasks handled, by lane, type, queue and result (success, retry, archived, deferred).",
+		}, []string{"lane", "type", "queue", "result"}),
 		TaskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "newsletter_task_duration_seconds", Help: "Time a handler took.",
+			Name: "newsletter_task_duration_seconds", Help: "Time a handler took, by lane, type and queue.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"type", "queue"}),
+		}, []string{"lane", "type", "queue"}),
 		Sent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_emails_sent_total", Help: "Mails accepted by the mail server, by kind.",
 		}, []string{"kind"}),
@@ -88,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Archived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_tasks_archived_total",
 			Help: "Tasks archived (failed for good) by cause: bounced (expected: the address is suppressed), rejected, invalid, exhausted (every retry used).",
-		}, []string{"type", "queue", "cause"}),
+		}, []string{"lane", "type", "queue", "cause"}),
 		Bounces: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_bounces_total", Help: "Bounce reports applied, by type (hard, soft) and source (smtp, ses, sendgrid, mailgun, postmark, api).",
 		}, []string{"type", "source"}),
@@ -138,20 +141,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	for _, typ := range tasks.HandledTypes {
-		q := tasks.QueueOf(typ)
-		m.TaskDuration.WithLabelValues(typ, q)
-		for _, r := range Results {
-			m.Tasks.WithLabelValues(typ, q, r)
-		}
-		for _, c := range ArchiveCauses {
-			m.Archived.WithLabelValues(typ, q, c)
-		}
+		m.forType(typ)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
 			m.FeedPolls, m.FeedItems, m.Notifications, m.WebhooksDisabled)
 	}
 	return m
+}
+
+// forType makes the series of a task type exist at 0, in the queue and
+// lane it runs in (a type with no queue in tasks has none made ahead).
+func (m *Metrics) forType(typ string) {
+	q := tasks.QueueOf(typ)
+	if m == nil || q == "" {
+		return
+	}
+	lane := tasks.LaneOf(q)
+	m.TaskDuration.WithLabelValues(lane, typ, q)
+	for _, r := range Results {
+		m.Tasks.WithLabelValues(lane, typ, q, r)
+	}
+	for _, c := range ArchiveCauses {
+		m.Archived.WithLabelValues(lane, typ, q, c)
+	}
 }
 
 // ForSteps makes the series of the sequence's steps exist at 0, as those

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // Observe is the middleware that writes one log line and the task metrics
-// for every task run.
+// for every task run, labelled with the lane of the task's queue.
 func Observe(log *slog.Logger, m *Metrics) asynq.MiddlewareFunc {
 	return func(next asynq.Handler) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
@@ -25,18 +27,19 @@ func Observe(log *slog.Logger, m *Metrics) asynq.MiddlewareFunc {
 				maxRetry = retried + 1 // outside asynq: no limit to have reached
 			}
 			result := taskResult(err, retried, maxRetry)
+			lane := tasks.LaneOf(queue)
 			if m != nil {
-				m.Tasks.WithLabelValues(t.Type(), queue, result).Inc()
-				m.TaskDuration.WithLabelValues(t.Type(), queue).Observe(took.Seconds())
+				m.Tasks.WithLabelValues(lane, t.Type(), queue, result).Inc()
+				m.TaskDuration.WithLabelValues(lane, t.Type(), queue).Observe(took.Seconds())
 				if result == "archived" {
-					m.Archived.WithLabelValues(t.Type(), queue, archiveCause(err)).Inc()
+					m.Archived.WithLabelValues(lane, t.Type(), queue, archiveCause(err)).Inc()
 				}
 			}
 			level := slog.LevelInfo
 			if result == "retry" || result == "archived" {
 				level = slog.LevelWarn
 			}
-			attrs := []any{"type", t.Type(), "id", id, "queue", queue, "retry", retried,
+			attrs := []any{"type", t.Type(), "id", id, "lane", lane, "queue", queue, "retry", retried,
 				"duration_ms", took.Milliseconds(), "result", result}
 			if err != nil {
 				attrs = append(attrs, "err", err.Error())

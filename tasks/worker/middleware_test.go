@@ -42,7 +42,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 			t.Errorf("task %d: %s, want result %s", i, l, wantResults[i])
 		}
 	}
-	if got := testutil.ToFloat64(m.Tasks.WithLabelValues(tasks.TypeWelcomeEmail, "", "deferred")); got != 1 {
+	if got := testutil.ToFloat64(m.Tasks.WithLabelValues("", tasks.TypeWelcomeEmail, "", "deferred")); got != 1 {
 		t.Fatalf("tasks_total{deferred} = %v", got)
 	}
 	// The run outside asynq (queue "") adds a series to those made ahead.
@@ -50,7 +50,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 		t.Fatalf("duration series: %d", n)
 	}
 	// The SkipRetry with no mail error is an invalid task, archived.
-	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.TypeWelcomeEmail, "", "invalid")); got != 1 {
+	if got := testutil.ToFloat64(m.Archived.WithLabelValues("", tasks.TypeWelcomeEmail, "", "invalid")); got != 1 {
 		t.Fatalf("tasks_archived_total{cause=invalid} = %v", got)
 	}
 }
@@ -75,7 +75,7 @@ func TestCountersExistFromStart(t *testing.T) {
 	if got := testutil.ToFloat64(m.Failed.WithLabelValues(mailer.KindWelcome, mailer.Rejected.String())); got != 0 {
 		t.Fatalf("failed{welcome,rejected} = %v at start", got)
 	}
-	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.TypeDigestEmail, tasks.QueueCritical, "bounced")); got != 0 {
+	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.LaneEmail, tasks.TypeDigestEmail, tasks.QueueCritical, "bounced")); got != 0 {
 		t.Fatalf("archived{digest,critical,bounced} = %v at start", got)
 	}
 }

@@ -144,3 +144,25 @@ func (p *pacer) sleep(ctx context.Context, wait time.Duration, reason string) er
 		return nil
 	}
 }
+
+// paceLane is the middleware of a lane with a shared rate (Lane.Pace):
+// every task takes one slot of limits before it runs. A short wait is
+// waited in place; a long one hands the task back to its queue as
+// Deferred, which is no failure (on its last attempt it waits in place,
+// as the e-mail pacer does).
+func paceLane(limits RateLimiter, away redisWait) asynq.MiddlewareFunc {
+	return func(next asynq.Handler) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			if err := newPacer(ctx, rateOnly{limits}, away).take(ctx, 1); err != nil {
+				return err
+			}
+			return next.ProcessTask(ctx, t)
+		})
+	}
+}
+
+// rateOnly is a Pacer with a shared rate and no receiving domains.
+type rateOnly struct{ RateLimiter }
+
+func (rateOnly) DomainWait(context.Context, string) (time.Duration, error) { return 0, nil }
+func (rateOnly) Throttle(context.Context, string, time.Duration) error     { return nil }

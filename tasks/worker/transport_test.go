@@ -159,11 +159,11 @@ func TestPausedTransportDefersTasks(t *testing.T) {
 	}
 	// Held once by SES's answer, maybe again by the transport itself
 	// (without a request) until the pause ran out; never a failure.
-	if got := testutil.ToFloat64(d.metrics.Tasks.WithLabelValues(tasks.TypeWelcomeEmail, tasks.QueueDefault, "deferred")); got < 1 {
+	if got := testutil.ToFloat64(d.metrics.Tasks.WithLabelValues(tasks.LaneEmail, tasks.TypeWelcomeEmail, tasks.QueueDefault, "deferred")); got < 1 {
 		t.Errorf("tasks{result=deferred} = %v, want at least 1", got)
 	}
 	for result, want := range map[string]float64{"retry": 0, "archived": 0, "success": 1} {
-		if got := testutil.ToFloat64(d.metrics.Tasks.WithLabelValues(tasks.TypeWelcomeEmail, tasks.QueueDefault, result)); got != want {
+		if got := testutil.ToFloat64(d.metrics.Tasks.WithLabelValues(tasks.LaneEmail, tasks.TypeWelcomeEmail, tasks.QueueDefault, result)); got != want {
 			t.Errorf("tasks{result=%s} = %v, want %v", result, got, want)
 		}
 	}

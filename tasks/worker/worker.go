@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -10,8 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Config configures the asynq server of the worker role.
+// Config configures the worker role: one asynq server per lane.
 type Config struct {
+	// Concurrency is the e-mail lane's pool when Lanes is empty.
 	Concurrency     int
 	ShutdownTimeout time.Duration
 	Retry           RetryPolicy
@@ -25,16 +28,49 @@ type Config struct {
 	RetryDelay asynq.RetryDelayFunc
 	// Event bundling: how long a person's group waits for more events
 	// after the last one, at most after the first, and at most how many
-	// events one mail lists.
+	// events one mail lists. Events are bundled in the e-mail lane.
 	GroupGrace    time.Duration
 	GroupMaxDelay time.Duration
 	GroupMaxSize  int
+	// Lanes are the lanes this worker serves (NEWSLETTER_LANES, `worker
+	// --lanes`); empty: the e-mail lane alone, with Concurrency workers.
+	Lanes []Lane
 }
 
-// Worker is the asynq server with the service's handlers.
+// Lane is one lane's pool of workers: an asynq server of its own, with its
+// own concurrency, queues, retry policy and shared rate. Pools share
+// nothing but the Redis connection, so tasks that hang in one lane (a push
+// service that never answers) hold that lane's workers only.
+type Lane struct {
+	Name string // tasks.LaneEmail, tasks.LanePush, tasks.LaneWebhook
+	// Queues is the lane's asynq Queues map (nil: tasks.LaneQueues[Name]).
+	Queues      map[string]int
+	Concurrency int
+	// Handlers are the lane's task types. The e-mail lane's come from the
+	// worker's Handlers when nil here. A lane without handlers is not
+	// started (New logs it): its tasks wait in its queues for a worker
+	// that has them, rather than failing as unknown types.
+	Handlers map[string]asynq.Handler
+	// Pace is the lane's rate shared by all its workers
+	// (pace.NewLane): every task takes one slot before it runs, waiting
+	// in place for a short wait and handing itself back to the queue,
+	// not as a failure, for a long one. nil: none (the e-mail lane paces
+	// each mail in its handlers, by receiving domain).
+	Pace RateLimiter
+	// Retry is the lane's backoff (nil: the Config's); IsFailure says
+	// which errors count against a task's retries (nil: IsFailure).
+	Retry     asynq.RetryDelayFunc
+	IsFailure func(error) bool
+}
+
+// RateLimiter is a shared send rate (*pace.Limiter).
+type RateLimiter interface {
+	TakeN(ctx context.Context, n int) (int, time.Duration, error)
+}
+
+// Worker is one asynq server per lane, with the service's handlers.
 type Worker struct {
-	srv      *asynq.Server
-	mux      *asynq.ServeMux
+	pools    []pool
 	handlers Handlers
 }
 
@@ -58,7 +94,16 @@ type Handlers struct {
 	Metrics *Metrics
 }
 
-// New builds a worker on rdb (not closed by the worker).
+// pool is one lane's server and handlers.
+type pool struct {
+	lane string
+	srv  *asynq.Server
+	mux  *asynq.ServeMux
+}
+
+// New builds a worker on rdb (not closed by the worker). It panics on a
+// lane without queues: lane names are checked where they are configured
+// (tasks.ParseLanes).
 func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	log := cfg.Log
 	if log == nil {
@@ -68,72 +113,136 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	if retryDelay == nil {
 		retryDelay = cfg.Retry.Delay
 	}
-	if h.Webhooks != nil {
-		// The webhook lane retries on its own schedule (a day, the
-		// endpoint's Retry-After), not the mail's.
-		mailDelay := retryDelay
-		retryDelay = func(n int, err error, t *asynq.Task) time.Duration {
-			if t.Type() == tasks.TypeWebhook {
-				return h.Webhooks.RetryDelay(n, err, t)
-			}
-			return mailDelay(n, err, t)
+	lanes := cfg.Lanes
+	if len(lanes) == 0 {
+		// Without a lane list (tests, embedders): e-mail, and webhooks
+		// in a small pool of their own when there is a sender for them.
+		lanes = []Lane{{Name: tasks.LaneEmail, Concurrency: cfg.Concurrency}}
+		if h.Webhooks != nil {
+			lanes = append(lanes, Lane{Name: tasks.LaneWebhook, Concurrency: max(1, cfg.Concurrency/2)})
 		}
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:     cfg.Concurrency,
-		Queues:          tasks.QueueWeights,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		RetryDelayFunc:  retryDelay,
-		IsFailure:       IsFailure,
-		Logger:          asynqLogger{log.With("component", "asynq")},
-		LogLevel:        asynq.WarnLevel,
+	w := &Worker{handlers: h}
+	for _, l := range lanes {
+		if l.Queues == nil {
+			l.Queues = tasks.LaneQueues[l.Name]
+		}
+		if len(l.Queues) == 0 {
+			panic(fmt.Sprintf("worker: lane %q has no queues", l.Name))
+		}
+		if l.Name == tasks.LaneEmail && l.Handlers == nil {
+			l.Handlers = h.email()
+		}
+		if l.Name == tasks.LaneWebhook && l.Handlers == nil && h.Webhooks != nil {
+			// Webhooks retry on their own schedule (a day, the
+			// endpoint's Retry-After), not the mail's.
+			l.Handlers = map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(h.Webhooks.HandleWebhook)}
+			l.Retry = h.Webhooks.RetryDelay
+		}
+		if len(l.Handlers) == 0 {
+			log.Info("lane not served: this worker has no handlers for its tasks; they wait in its queues", "lane", l.Name)
+			continue
+		}
+		if l.Retry == nil {
+			l.Retry = retryDelay
+		}
+		if l.IsFailure == nil {
+			l.IsFailure = IsFailure
+		}
+		acfg := asynq.Config{
+			Concurrency:     l.Concurrency,
+			Queues:          l.Queues,
+			ShutdownTimeout: cfg.ShutdownTimeout,
+			RetryDelayFunc:  l.Retry,
+			IsFailure:       l.IsFailure,
+			Logger:          asynqLogger{log.With("component", "asynq", "lane", l.Name)},
+			LogLevel:        asynq.WarnLevel,
 
-		GroupAggregator:  Aggregator(log),
-		GroupGracePeriod: cfg.GroupGrace,
-		GroupMaxDelay:    cfg.GroupMaxDelay,
-		GroupMaxSize:     cfg.GroupMaxSize,
-
-		DelayedTaskCheckInterval: cfg.PollInterval,
-		TaskCheckInterval:        min(cfg.PollInterval, time.Second),
-	})
-	mux := asynq.NewServeMux()
-	mux.Use(Observe(log, h.Metrics))
-	mux.HandleFunc(tasks.TypeConfirmEmail, h.Mails.HandleConfirm)
-	mux.HandleFunc(tasks.TypeWelcomeEmail, h.Sequence.HandleWelcome)
-	mux.HandleFunc(tasks.TypeSequenceStep, h.Sequence.HandleStep)
-	mux.HandleFunc(tasks.TypeUnsubscribeEmail, h.Mails.HandleUnsubscribeLink)
-	mux.HandleFunc(tasks.TypeDigestPlan, h.Planner.HandleDigestPlan)
-	mux.HandleFunc(tasks.TypeDigestEmail, h.Batches.HandleDigestBatch)
-	if h.Issues != nil {
-		mux.HandleFunc(tasks.TypeIssuePlan, h.Issues.HandleIssuePlan)
-		mux.HandleFunc(tasks.TypeIssueEmail, h.Issues.HandleIssueBatch)
+			DelayedTaskCheckInterval: cfg.PollInterval,
+			TaskCheckInterval:        min(cfg.PollInterval, time.Second),
+		}
+		if l.Name == tasks.LaneEmail {
+			acfg.GroupAggregator = Aggregator(log)
+			acfg.GroupGracePeriod = cfg.GroupGrace
+			acfg.GroupMaxDelay = cfg.GroupMaxDelay
+			acfg.GroupMaxSize = cfg.GroupMaxSize
+		}
+		mux := asynq.NewServeMux()
+		mux.Use(Observe(log, h.Metrics))
+		if l.Pace != nil {
+			mux.Use(paceLane(l.Pace, redisWait{Log: log}))
+		}
+		for typ, handler := range l.Handlers {
+			mux.Handle(typ, handler)
+			h.Metrics.forType(typ)
+		}
+		w.pools = append(w.pools, pool{lane: l.Name, srv: asynq.NewServerFromRedisClient(rdb, acfg), mux: mux})
 	}
-	mux.HandleFunc(tasks.TypeEventsEmail, h.Events.HandleEventsEmail)
-	mux.HandleFunc(tasks.TypeFeedback, h.Feedback.HandleFeedback)
-	if h.Feeds != nil {
-		mux.HandleFunc(tasks.TypeFeedsPoll, h.Feeds.HandleFeedsPoll)
-	}
-	if h.Webhooks != nil {
-		mux.HandleFunc(tasks.TypeWebhook, h.Webhooks.HandleWebhook)
-	}
-	return &Worker{srv: srv, mux: mux, handlers: h}
+	return w
 }
 
-// Start begins processing.
+// email is the e-mail lane's task types and handlers.
+func (h Handlers) email() map[string]asynq.Handler {
+	m := map[string]asynq.Handler{
+		tasks.TypeConfirmEmail:     asynq.HandlerFunc(h.Mails.HandleConfirm),
+		tasks.TypeWelcomeEmail:     asynq.HandlerFunc(h.Sequence.HandleWelcome),
+		tasks.TypeSequenceStep:     asynq.HandlerFunc(h.Sequence.HandleStep),
+		tasks.TypeUnsubscribeEmail: asynq.HandlerFunc(h.Mails.HandleUnsubscribeLink),
+		tasks.TypeDigestPlan:       asynq.HandlerFunc(h.Planner.HandleDigestPlan),
+		tasks.TypeDigestEmail:      asynq.HandlerFunc(h.Batches.HandleDigestBatch),
+		tasks.TypeEventsEmail:      asynq.HandlerFunc(h.Events.HandleEventsEmail),
+		tasks.TypeFeedback:         asynq.HandlerFunc(h.Feedback.HandleFeedback),
+	}
+	if h.Issues != nil {
+		m[tasks.TypeIssuePlan] = asynq.HandlerFunc(h.Issues.HandleIssuePlan)
+		m[tasks.TypeIssueEmail] = asynq.HandlerFunc(h.Issues.HandleIssueBatch)
+	}
+	if h.Feeds != nil {
+		m[tasks.TypeFeedsPoll] = asynq.HandlerFunc(h.Feeds.HandleFeedsPoll)
+	}
+	return m
+}
+
+// Lanes are the lanes this worker serves, in the order configured.
+func (w *Worker) Lanes() []string {
+	names := make([]string, len(w.pools))
+	for i, p := range w.pools {
+		names[i] = p.lane
+	}
+	return names
+}
+
+// Start begins processing in every lane. If one lane cannot start, those
+// already started are shut down again.
 func (w *Worker) Start() error {
-	if err := w.srv.Start(w.mux); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	for i, p := range w.pools {
+		if err := p.srv.Start(p.mux); err != nil {
+			for _, started := range w.pools[:i] {
+				started.srv.Shutdown()
+			}
+			return fmt.Errorf("start worker, lane %s: %w", p.lane, err)
+		}
 	}
 	return nil
 }
 
-// Stop stops taking new tasks; running ones finish (SIGTSTP).
-func (w *Worker) Stop() { w.srv.Stop() }
+// Stop stops taking new tasks in every lane; running ones finish (SIGTSTP).
+func (w *Worker) Stop() {
+	for _, p := range w.pools {
+		p.srv.Stop()
+	}
+}
 
 // Shutdown waits up to the shutdown timeout for running tasks, then
 // requeues what is left (it runs again elsewhere, guarded by its mark).
+// The lanes shut down together, so the whole takes one timeout, not one
+// per lane.
 func (w *Worker) Shutdown() {
-	w.srv.Shutdown()
+	var wg sync.WaitGroup
+	for _, p := range w.pools {
+		wg.Go(p.srv.Shutdown)
+	}
+	wg.Wait()
 	w.handlers.Close()
 }
 

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/tasks/worker"
+)
+
+// workerFlags reads `newsletter worker [--lanes email,push,webhook]`: the
+// lanes this process serves, checked here so a typo stops start-up with
+// the flag's name ("" when not given: NEWSLETTER_LANES decides).
+func workerFlags(args []string, stderr io.Writer) (string, error) {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lanes := fs.String("lanes", "", "comma-separated lanes this worker serves: email, push, webhook (default NEWSLETTER_LANES)")
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() > 0 {
+		return "", fmt.Errorf("unexpected argument %q (usage: newsletter worker [--lanes email,push,webhook])", fs.Arg(0))
+	}
+	if *lanes == "" {
+		if flagGiven(fs, "lanes") {
+			return "", errors.New("--lanes: want a comma-separated list of email, push, webhook, got nothing")
+		}
+		return "", nil
+	}
+	if _, err := tasks.ParseLanes(*lanes); err != nil {
+		return "", fmt.Errorf("--lanes: %w", err)
+	}
+	return *lanes, nil
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// withLanes is getenv with NEWSLETTER_LANES set to the --lanes flag: the
+// flag stands for the variable in everything the configuration derives.
+func withLanes(getenv func(string) string, lanes string) func(string) string {
+	return func(k string) string {
+		if k == "NEWSLETTER_LANES" {
+			return lanes
+		}
+		return getenv(k)
+	}
+}
+
+// workerConfig is the worker's configuration with one pool per configured
+// lane (NEWSLETTER_LANES, --lanes): each with its own concurrency, and the
+// push and webhook lanes with their own shared rates (the e-mail lane
+// paces each mail in its handlers, by NEWSLETTER_SEND_RATE).
+func workerConfig(a *app) worker.Config {
+	cfg := worker.Config{
+		Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
+		PollInterval: a.cfg.PollInterval,
+		Retry:        worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
+	}
+	senders := laneSenders(a)
+	for _, name := range a.cfg.Lanes {
+		l := worker.Lane{Name: name}
+		if name != tasks.LaneEmail {
+			l = senders[name]
+			l.Name = name
+			l.Pace = pace.NewLane(a.rdb, name, a.cfg.LaneRate(name))
+		}
+		l.Concurrency = a.cfg.LaneConcurrency(name)
+		cfg.Lanes = append(cfg.Lanes, l)
+	}
+	return cfg
+}
+
+// laneSenders are the push and webhook lanes' handlers, by lane: the seam
+// where their senders plug in. Each sets Handlers (task type → handler)
+// and, where the lane's backoff differs from the default, Retry and
+// IsFailure; workerConfig adds the name, the pool size and the shared
+// rate. A lane without handlers is not started: its tasks wait in its
+// queue for a worker that has them.
+func laneSenders(*app) map[string]worker.Lane {
+	return map[string]worker.Lane{}
+}
