@@ -52,7 +52,8 @@ func Run(t *testing.T, h Harness) {
 		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
-		{"Issues", testIssues}}
+		{"Issues", testIssues},
+		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
