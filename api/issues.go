@@ -300,22 +300,12 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	topic, format := r.URL.Query().Get("topic"), r.URL.Query().Get("format")
-	if topic == "" {
-		topic = is.Topics[0]
-	}
-	if format == "" {
-		format = "html"
-	}
-	if !slices.Contains(is.Topics, topic) {
-		writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))))
+	ct, body, err := PreviewIssue(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
+	var bad *IssueInputError
+	if errors.As(err, &bad) {
+		writeJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
 	}
-	if format != "html" && format != "text" && format != "eml" {
-		writeJSON(w, http.StatusBadRequest, errorBody("format: html, text or eml"))
-		return
-	}
-	ct, body, err := s.deps.IssueRenderer.Preview(r.Context(), is, topic, format)
 	if err != nil {
 		s.deps.Log.Error("preview issue", "issue", is.ID, "err", err)
 		writeJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
@@ -327,6 +317,25 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(body)
+}
+
+// PreviewIssue is the preview of is for the API and the commands alike:
+// topic "" is the issue's first, format "" is html; another topic than
+// the issue's or another format is an *IssueInputError.
+func PreviewIssue(ctx context.Context, r IssueRenderer, is store.Issue, topic, format string) (contentType string, body []byte, err error) {
+	if topic == "" && len(is.Topics) > 0 {
+		topic = is.Topics[0]
+	}
+	if format == "" {
+		format = "html"
+	}
+	if !slices.Contains(is.Topics, topic) {
+		return "", nil, badIssue("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))
+	}
+	if format != "html" && format != "text" && format != "eml" {
+		return "", nil, badIssue("format: html, text or eml")
+	}
+	return r.Preview(ctx, is, topic, format)
 }
 
 func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
