@@ -152,7 +152,7 @@ func readBody(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
 	b, err := io.ReadAll(io.LimitReader(f, api.MaxIssueBody+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
