@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -87,40 +87,115 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (store.IssueC
 	}
 	c := store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
 		Body: in.get("body"), Topics: in["topics"]}
-	if len(c.Body) > MaxIssueBody {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("the body is over %d bytes", MaxIssueBody)))
-		return c, false
-	}
-	if msg := s.checkIssue(c); msg != "" {
-		writeJSON(w, http.StatusBadRequest, errorBody(msg))
+	if err := CheckIssue(s.cfg.Topics, c); err != nil {
+		s.storeFailed(w, "check the issue", err)
 		return c, false
 	}
 	return c, true
 }
 
-// checkIssue names what is wrong with c ("" : nothing).
-func (s *Server) checkIssue(c store.IssueContent) string {
+// ErrIssueTooLarge is an issue whose body is over MaxIssueBody (413).
+var ErrIssueTooLarge = fmt.Errorf("the body is over %d bytes", MaxIssueBody)
+
+// IssueInputError is a bad field of an issue or a send: the caller's to
+// fix (400), and nothing changed.
+type IssueInputError struct{ Msg string }
+
+func (e *IssueInputError) Error() string { return e.Msg }
+
+func badIssue(format string, a ...any) error { return &IssueInputError{Msg: fmt.Sprintf(format, a...)} }
+
+// CheckIssue is the one check of an issue's content, for the API and the
+// commands alike: nil, ErrIssueTooLarge or an *IssueInputError.
+func CheckIssue(known *topics.Set, c store.IssueContent) error {
+	if len(c.Body) > MaxIssueBody {
+		return ErrIssueTooLarge
+	}
 	switch {
 	case c.Subject == "" || len([]rune(c.Subject)) > MaxIssueSubject || strings.ContainsAny(c.Subject, "\r\n"):
-		return fmt.Sprintf("subject: one line of 1 to %d characters", MaxIssueSubject)
+		return badIssue("subject: one line of 1 to %d characters", MaxIssueSubject)
 	case len([]rune(c.Preheader)) > MaxIssueSubject || strings.ContainsAny(c.Preheader, "\r\n"):
-		return fmt.Sprintf("preheader: one line of at most %d characters", MaxIssueSubject)
+		return badIssue("preheader: one line of at most %d characters", MaxIssueSubject)
 	case len(c.Topics) == 0:
-		return "topics: name at least one topic"
+		return badIssue("topics: name at least one topic")
 	}
 	for _, t := range c.Topics {
-		if _, ok := s.cfg.Topics.Topic(t); !ok {
-			return fmt.Sprintf("topics: unknown topic %q", t)
+		if _, ok := known.Topic(t); !ok {
+			return badIssue("topics: unknown topic %q", t)
 		}
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(c.Topics)))) != len(c.Topics) {
-		return "topics: a topic is named twice"
+		return badIssue("topics: a topic is named twice")
 	}
-	return ""
+	return nil
+}
+
+// SendRequest is how a send is asked for: both empty is now; At an RFC
+// 3339 time in the future; LocalTime an hour HH:MM in each reader's zone.
+type SendRequest struct{ At, LocalTime string }
+
+// SendIssue moves the draft id to sending (or scheduled) and queues its
+// plan, for the API and the commands alike. The plan's outbox entry is
+// written in the same step as the status, so a crash or a failed enqueue
+// leaves it to the relay, never an issue "sending" that nobody plans.
+// Errors: *IssueInputError (nothing changed), store.ErrNoIssue,
+// store.ErrIssueState (not a draft: nothing changed), or the store's.
+func SendIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, id int64, req SendRequest, now time.Time) (store.Issue, error) {
+	ch := store.IssueChange{}
+	to, due := store.IssueSending, now
+	switch at, lt := req.At, req.LocalTime; {
+	case at != "" && lt != "":
+		return store.Issue{}, badIssue("give at or local_time, not both")
+	case at != "":
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return store.Issue{}, badIssue("at: an RFC 3339 time, e.g. 2026-01-05T09:00:00Z")
+		}
+		if !t.After(now) {
+			return store.Issue{}, badIssue("at: a time in the future")
+		}
+		to, due, ch.SendAt = store.IssueScheduled, t, t
+	case lt != "":
+		if _, err := time.Parse("15:04", lt); err != nil || len(lt) != 5 {
+			return store.Issue{}, badIssue("local_time: an hour HH:MM, e.g. 09:00")
+		}
+		ch.LocalTime = lt
+	}
+	is, err := st.Issue(ctx, id)
+	if err != nil {
+		return is, err
+	}
+	return transitionAndPlan(ctx, st, jobs, log, is, []string{store.IssueDraft}, to, ch, due)
+}
+
+// transitionAndPlan moves is to to with its plan's outbox entry (for the
+// round the change leaves it in) and dispatches the plan. A failed
+// enqueue is no failure: the entry stays and the relay enqueues it.
+func transitionAndPlan(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, is store.Issue, from []string, to string, ch store.IssueChange, due time.Time) (store.Issue, error) {
+	round := is.Round
+	ch.Round = is.Round
+	if ch.NewRound {
+		round++
+	}
+	job := tasks.NewIssuePlan(is.ID, round, due)
+	ch.Outbox = job.Outbox()
+	is, err := st.TransitionIssue(ctx, is.ID, from, to, ch)
+	if err != nil {
+		return is, err
+	}
+	if _, err := jobs.Dispatch(ctx, job); err != nil {
+		log.Warn("issue: plan not queued now; the relay queues it from the outbox", "issue", is.ID, "err", err)
+	}
+	return is, nil
 }
 
 func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
+	var bad *IssueInputError
 	switch {
+	case errors.As(err, &bad):
+		writeJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+	case errors.Is(err, ErrIssueTooLarge):
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
 		writeJSON(w, http.StatusNotFound, errorBody("no such issue"))
 	case errors.Is(err, store.ErrIssueState):
@@ -225,22 +300,12 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	topic, format := r.URL.Query().Get("topic"), r.URL.Query().Get("format")
-	if topic == "" {
-		topic = is.Topics[0]
-	}
-	if format == "" {
-		format = "html"
-	}
-	if !slices.Contains(is.Topics, topic) {
-		writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))))
+	ct, body, err := PreviewIssue(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
+	var bad *IssueInputError
+	if errors.As(err, &bad) {
+		writeJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
 	}
-	if format != "html" && format != "text" && format != "eml" {
-		writeJSON(w, http.StatusBadRequest, errorBody("format: html, text or eml"))
-		return
-	}
-	ct, body, err := s.deps.IssueRenderer.Preview(r.Context(), is, topic, format)
 	if err != nil {
 		s.deps.Log.Error("preview issue", "issue", is.ID, "err", err)
 		writeJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
@@ -252,6 +317,25 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(body)
+}
+
+// PreviewIssue is the preview of is for the API and the commands alike:
+// topic "" is the issue's first, format "" is html; another topic than
+// the issue's or another format is an *IssueInputError.
+func PreviewIssue(ctx context.Context, r IssueRenderer, is store.Issue, topic, format string) (contentType string, body []byte, err error) {
+	if topic == "" && len(is.Topics) > 0 {
+		topic = is.Topics[0]
+	}
+	if format == "" {
+		format = "html"
+	}
+	if !slices.Contains(is.Topics, topic) {
+		return "", nil, badIssue("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))
+	}
+	if format != "html" && format != "text" && format != "eml" {
+		return "", nil, badIssue("format: html, text or eml")
+	}
+	return r.Preview(ctx, is, topic, format)
 }
 
 func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
@@ -293,53 +377,12 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	now := s.deps.Now()
-	ch := store.IssueChange{}
-	to, due := store.IssueSending, now
-	switch at, lt := in.get("at"), in.get("local_time"); {
-	case at != "" && lt != "":
-		writeJSON(w, http.StatusBadRequest, errorBody("give at or local_time, not both"))
-		return
-	case at != "":
-		t, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody("at: an RFC 3339 time, e.g. 2026-01-05T09:00:00Z"))
-			return
-		}
-		if !t.After(now) {
-			writeJSON(w, http.StatusBadRequest, errorBody("at: a time in the future"))
-			return
-		}
-		to, due, ch.SendAt = store.IssueScheduled, t, t
-	case lt != "":
-		if _, err := time.Parse("15:04", lt); err != nil || len(lt) != 5 {
-			writeJSON(w, http.StatusBadRequest, errorBody("local_time: an hour HH:MM, e.g. 09:00"))
-			return
-		}
-		ch.LocalTime = lt
-	}
-	is, err := s.deps.Issues.TransitionIssue(r.Context(), is.ID, []string{store.IssueDraft}, to, ch)
+	is, err := SendIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, SendRequest{At: in.get("at"), LocalTime: in.get("local_time")}, s.deps.Now())
 	if err != nil {
 		s.storeFailed(w, "send the issue", err)
 		return
 	}
-	if err := s.enqueuePlan(r.Context(), is, due); err != nil {
-		// Nothing is queued: back to a draft, so the send can be asked again.
-		if _, rerr := s.deps.Issues.TransitionIssue(r.Context(), is.ID, []string{to}, store.IssueDraft, store.IssueChange{}); rerr != nil {
-			s.deps.Log.Error("issue left without a plan", "issue", is.ID, "err", rerr)
-		}
-		s.storeFailed(w, "queue the issue", err)
-		return
-	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
-}
-
-func (s *Server) enqueuePlan(ctx context.Context, is store.Issue, due time.Time) error {
-	_, err := s.deps.Queue.EnqueueContext(ctx, tasks.NewIssuePlan(is.ID, is.Round, due))
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err
-	}
-	return nil
 }
 
 // issueAction moves an issue to to from one of from (pause, resume,
@@ -350,16 +393,16 @@ func (s *Server) issueAction(to string, newRound bool, from ...string) http.Hand
 		if !ok {
 			return
 		}
-		is, err := s.deps.Issues.TransitionIssue(r.Context(), is.ID, from, to, store.IssueChange{NewRound: newRound, SendAt: is.SendAt, LocalTime: is.LocalTime})
+		ch := store.IssueChange{NewRound: newRound, SendAt: is.SendAt, LocalTime: is.LocalTime}
+		var err error
+		if newRound {
+			is, err = transitionAndPlan(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is, from, to, ch, s.deps.Now())
+		} else {
+			is, err = s.deps.Issues.TransitionIssue(r.Context(), is.ID, from, to, ch)
+		}
 		if err != nil {
 			s.storeFailed(w, "change the issue", err)
 			return
-		}
-		if newRound {
-			if err := s.enqueuePlan(r.Context(), is, s.deps.Now()); err != nil {
-				s.storeFailed(w, "queue the issue", err)
-				return
-			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}

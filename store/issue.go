@@ -88,6 +88,13 @@ type IssueChange struct {
 	LocalTime string
 	// NewRound starts a new plan (resume): the cursor goes back to 0.
 	NewRound bool
+	// Outbox, when it has an ID, is the plan task the change calls for,
+	// written in the same step (the relay enqueues it if the caller
+	// cannot).
+	Outbox OutboxEntry
+	// Round, when above 0, is the round the issue must be in (before a
+	// NewRound): otherwise ErrIssueState, nothing changed.
+	Round int
 }
 
 // IssueOutcomeKey is the key under which SetOutcome records an issue's

@@ -74,22 +74,31 @@ return 'ok'
 
 // transitionIssueScript moves an issue between statuses.
 //
-//	KEYS[1] the issue's hash
+//	KEYS[1] the issue's hash   KEYS[2] keyOutbox   KEYS[3] keyOutboxDue
 //	ARGV[1] to   ARGV[2] allowed from, comma-separated   ARGV[3] new doc or ""
 //	ARGV[4] "1": a new round (round+1, cursor 0, walk not done)
+//	ARGV[5] outbox id or ""   ARGV[6] outbox body   ARGV[7] outbox due (unix ms)
+//	ARGV[8] the round the issue must be in, or "" (the outbox entry names
+//	        the round it plans, so a change raced by another is refused)
 //
-// Returns "ok", or "none" / "state:<status>" with nothing written.
+// Writes the status (and the outbox entry, in the same step). Returns
+// "ok", or "none" / "state:<status>" with nothing written.
 var transitionIssueScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return 'none' end
 local ok = false
 for f in string.gmatch(ARGV[2], '[^,]+') do if f == st then ok = true end end
 if not ok then return 'state:' .. st end
+if ARGV[8] ~= '' and redis.call('HGET', KEYS[1], 'round') ~= ARGV[8] then return 'state:' .. st end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'doc', ARGV[3]) end
 if ARGV[4] == '1' then
   redis.call('HINCRBY', KEYS[1], 'round', 1)
   redis.call('HSET', KEYS[1], 'cursor', 0, 'plandone', 0)
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
+  redis.call('ZADD', KEYS[3], ARGV[7], ARGV[5])
 end
 return 'ok'
 `)
@@ -310,11 +319,15 @@ func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to
 		}
 		doc, _ = json.Marshal(d)
 	}
-	round := ""
+	round, expectRound := "", ""
+	if ch.Round > 0 {
+		expectRound = strconv.Itoa(ch.Round)
+	}
 	if ch.NewRound {
 		round = "1"
 	}
-	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id)}, to, strings.Join(from, ","), doc, round).Text()
+	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyOutbox, keyOutboxDue},
+		to, strings.Join(from, ","), doc, round, ch.Outbox.ID, ch.Outbox.Body, ms(ch.Outbox.Due), expectRound).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("issue %d to %s: %w", id, to, err)
 	}

@@ -43,12 +43,18 @@ func IssueBatchTaskID(id int64, round int, firstID int64) string {
 	return fmt.Sprintf("issue:%d:r%d:%d", id, round, firstID)
 }
 
-// NewIssuePlan is the planning task of an issue's round, due at due (the
-// send time; now or past: at once).
-func NewIssuePlan(id int64, round int, due time.Time) *asynq.Task {
-	return asynq.NewTask(TypeIssuePlan, mustJSON(IssuePlanPayload{IssueID: id, Round: round}),
-		asynq.Queue(queueOf[TypeIssuePlan]), asynq.TaskID(IssuePlanTaskID(id, round)),
-		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute), asynq.ProcessAt(due))
+// NewIssuePlan is the planning job of an issue's round, due at due (the
+// send time; now or past: at once). It goes through the outbox, written
+// with the status change that calls for it, so a crash between the two
+// cannot leave an issue "sending" with nobody planning it.
+func NewIssuePlan(id int64, round int, due time.Time) Job {
+	return issuePlanJob(mustJSON(IssuePlanPayload{IssueID: id, Round: round}), id, round, due)
+}
+
+func issuePlanJob(payload []byte, id int64, round int, due time.Time) Job {
+	tid := IssuePlanTaskID(id, round)
+	return Job{ID: tid, Due: due, Task: asynq.NewTask(TypeIssuePlan, payload,
+		asynq.Queue(queueOf[TypeIssuePlan]), asynq.TaskID(tid), asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))}
 }
 
 // NewIssueBatch is a batch of an issue's recipients due at due (now, a

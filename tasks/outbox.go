@@ -40,6 +40,12 @@ func JobFromOutbox(e store.OutboxEntry) (Job, error) {
 			return Job{}, fmt.Errorf("decode outbox entry %s: bad welcome payload", e.ID)
 		}
 		return welcomeJob(b.Payload, p.Email, e.Due), nil
+	case TypeIssuePlan:
+		var p IssuePlanPayload
+		if err := json.Unmarshal(b.Payload, &p); err != nil || p.IssueID <= 0 {
+			return Job{}, fmt.Errorf("decode outbox entry %s: bad issue plan payload", e.ID)
+		}
+		return issuePlanJob(b.Payload, p.IssueID, p.Round, e.Due), nil
 	}
 	return Job{}, fmt.Errorf("outbox entry %s: unknown task type %q", e.ID, b.Type)
 }

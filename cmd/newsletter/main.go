@@ -1,6 +1,6 @@
 // Command newsletter runs the newsletter service: one binary whose
 // subcommands are its roles (serve, api, worker, scheduler) and its
-// operator tools (import, digest run).
+// operator tools (import, digest run, issue create|send|preview).
 package main
 
 import (
@@ -23,6 +23,12 @@ commands:
                (topics: ids separated by spaces or ;), an optional header row;
                --pending: add them as pending and send each a confirmation
   digest run   plan the digest now [--period 2026-W49]
+  issue create --subject S --topic T [--topic T2] [--preheader P] FILE.md
+               store a Markdown file as a draft issue to those topics; prints its id
+  issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00]
+               send it now, at a time, or at that hour of each reader's time zone
+  issue preview ID [--topic T] [--format html|text|eml]
+               print the mail a reader of the topic gets
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
   vapid generate
                print a new VAPID key pair for web push, as the two lines
@@ -61,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = importCmd(ctx, args, getenv, stdout, stderr)
 	case "digest":
 		err = digestCmd(ctx, args, getenv, stdout, stderr)
+	case "issue":
+		err = issueCmd(ctx, args, getenv, stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, getenv)
 	case "vapid":

@@ -93,7 +93,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		mailbox http.Handler
 		issues  *issueMail
 	)
-	links := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	links := a.links()
 	// A worker without the e-mail lane (`worker --lanes push`) has no
 	// mail transport to set up or check.
 	emailLane := r.worker && slices.Contains(a.cfg.Lanes, tasks.LaneEmail)
@@ -410,6 +410,11 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 			a.log.Warn("bounce intake: sessions still open at shutdown were cut", "err", err)
 		}
 	}, nil
+}
+
+// links are the personal links of every mail this service sends.
+func (a *app) links() worker.Links {
+	return worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
 }
 
 // issueRenderer is r as the API's renderer, nil when there is none (not

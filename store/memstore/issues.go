@@ -135,7 +135,7 @@ func (m *Memory) TransitionIssue(_ context.Context, id int64, from []string, to 
 	if err != nil {
 		return store.Issue{}, err
 	}
-	if !slices.Contains(from, r.is.Status) {
+	if !slices.Contains(from, r.is.Status) || (ch.Round > 0 && ch.Round != r.is.Round) {
 		return store.Issue{}, fmt.Errorf("issue %d is %s: %w", id, r.is.Status, store.ErrIssueState)
 	}
 	r.is.Status = to
@@ -148,6 +148,9 @@ func (m *Memory) TransitionIssue(_ context.Context, id int64, from []string, to 
 	if ch.NewRound {
 		r.is.Round++
 		r.prog.Round, r.prog.Cursor, r.prog.PlanDone = r.is.Round, 0, false
+	}
+	if ch.Outbox.ID != "" {
+		m.outbox[ch.Outbox.ID] = ch.Outbox
 	}
 	return cloneIssue(r.is), nil
 }

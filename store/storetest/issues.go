@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/store"
 )
@@ -107,3 +108,47 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// testIssueTransitionWritesOutbox: the plan's outbox entry is written in
+// the same step as the status, and not at all when the change is refused
+// (wrong status, or the issue has moved on to another round).
+func testIssueTransitionWritesOutbox(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	is, err := s.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "b", Topics: []string{"digest"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	entry := func(id string) store.OutboxEntry { return store.OutboxEntry{ID: id, Due: due, Body: []byte(`{"x":1}`)} }
+	outbox := func() []string {
+		t.Helper()
+		es, err := s.OutboxDue(ctx, due.Add(time.Second), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range es {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	if _, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueSending,
+		store.IssueChange{Outbox: entry("refused-state")}); !errors.Is(err, store.ErrIssueState) {
+		t.Fatalf("from a status it is not in: %v", err)
+	}
+	if _, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
+		store.IssueChange{Round: is.Round + 1, Outbox: entry("refused-round")}); !errors.Is(err, store.ErrIssueState) {
+		t.Fatalf("in another round: %v", err)
+	}
+	if got := outbox(); len(got) != 0 {
+		t.Fatalf("a refused change wrote outbox entries %v", got)
+	}
+	got, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
+		store.IssueChange{Round: is.Round, Outbox: entry("plan")})
+	if err != nil || got.Status != store.IssueSending {
+		t.Fatalf("send: %+v %v", got, err)
+	}
+	if ids := outbox(); len(ids) != 1 || ids[0] != "plan" {
+		t.Fatalf("outbox after the send: %v, want [plan]", ids)
+	}
+}

@@ -55,7 +55,8 @@ func Run(t *testing.T, h Harness) {
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
-		{"WebhookFailures", testWebhookFailures}}
+		{"WebhookFailures", testWebhookFailures},
+		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -23,7 +23,7 @@ func (d *delivery) sendIssue(t *testing.T, c store.IssueContent) store.Issue {
 	if is, err = d.store.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round, time.Now())); err != nil {
+	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round, time.Now()).Task); err != nil {
 		t.Fatal(err)
 	}
 	return is
@@ -76,7 +76,7 @@ func TestIssueToOneTopicEachOnce(t *testing.T) {
 	if _, err := d.store.TransitionIssue(context.Background(), is.ID, []string{store.IssueSent}, store.IssueSending, store.IssueChange{NewRound: true}); err != nil {
 		t.Fatal(err)
 	}
-	d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round+1, time.Now()))
+	d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round+1, time.Now()).Task)
 	d.waitIssueSent(t, is.ID)
 	d.exactlyOnce(t, append(updatesOnly, both...))
 }
@@ -110,7 +110,7 @@ func TestIssuePauseResumeEachOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round, time.Now())); err != nil {
+	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round, time.Now()).Task); err != nil {
 		t.Fatal(err)
 	}
 	p := d.waitIssueSent(t, is.ID)

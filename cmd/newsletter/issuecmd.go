@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+const issueUsage = `usage:
+  newsletter issue create --subject S --topic T [--topic T2] [--preheader P] FILE.md   (prints the id)
+  newsletter issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00]
+  newsletter issue preview ID [--topic T] [--format html|text|eml]`
+
+// issueCmd is `newsletter issue create|send|preview`: a publisher keeps
+// issues as Markdown files in git and sends them from a script. The
+// commands talk to the service's Redis through the store, check what they
+// are given as the API does (api.CheckIssue, api.SendIssue,
+// api.PreviewIssue), and change nothing when it is wrong.
+func issueCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(issueUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("issue "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	switch sub {
+	case "create":
+		subject := fs.String("subject", "", "the subject (one line, at most 200 characters)")
+		preheader := fs.String("preheader", "", "the line shown after the subject in the inbox")
+		var topicList multiFlag
+		fs.Var(&topicList, "topic", "a topic of the audience (repeat for more)")
+		pos, err := parseAnywhere(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return errors.New("give one Markdown file\n" + issueUsage)
+		}
+		body, err := readBody(pos[0])
+		if err != nil {
+			return err
+		}
+		c := store.IssueContent{Subject: strings.TrimSpace(*subject), Preheader: strings.TrimSpace(*preheader), Body: body, Topics: topicList}
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			if err := api.CheckIssue(a.cfg.Topics, c); err != nil {
+				return err
+			}
+			is, err := a.store.CreateIssue(ctx, c, "")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, is.ID)
+			return nil
+		})
+	case "send":
+		at := fs.String("at", "", "send at this time (RFC 3339), not now")
+		local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
+		pos, err := parseAnywhere(fs, args)
+		if err != nil {
+			return err
+		}
+		id, err := issueID(pos)
+		if err != nil {
+			return err
+		}
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			jobs := tasks.NewDispatcher(a.newClient(), a.store, a.log)
+			defer jobs.Close()
+			is, err := api.SendIssue(ctx, a.store, jobs, a.log, id, api.SendRequest{At: *at, LocalTime: *local}, time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "issue %d %s; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, is.ID)
+			return nil
+		})
+	case "preview":
+		topic := fs.String("topic", "", "as a reader of this topic gets it (default: the issue's first)")
+		format := fs.String("format", "html", "html, text or eml (the whole message; needs NEWSLETTER_SMTP_URL)")
+		pos, err := parseAnywhere(fs, args)
+		if err != nil {
+			return err
+		}
+		id, err := issueID(pos)
+		if err != nil {
+			return err
+		}
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			is, err := a.store.Issue(ctx, id)
+			if err != nil {
+				return err
+			}
+			r, err := a.issuePreviewer(ctx, *format)
+			if err != nil {
+				return err
+			}
+			_, body, err := api.PreviewIssue(ctx, r, is, *topic, *format)
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(body)
+			return err
+		})
+	}
+	return fmt.Errorf("unknown subcommand %q\n%s", sub, issueUsage)
+}
+
+// withApp runs fn on the service's Redis. The embedded Redis would be a
+// throwaway one nobody sends from: the commands refuse it.
+func withApp(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, fn func(*app) error) error {
+	if getenv("NEWSLETTER_REDIS_URL") == "" {
+		return errors.New("NEWSLETTER_REDIS_URL: the issue commands work on the service's Redis; set it as the service has it")
+	}
+	a, err := newApp(ctx, getenv, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	return fn(a)
+}
+
+// issuePreviewer renders as the service does; only an eml preview needs
+// the mailer (it composes the MIME message).
+func (a *app) issuePreviewer(ctx context.Context, format string) (api.IssueRenderer, error) {
+	render, err := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
+	if err != nil {
+		return nil, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
+	}
+	x := &issueMail{render: render, links: a.links()}
+	if format == "eml" {
+		if x.mail, _, err = a.newMailer(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// readBody reads a Markdown file, refusing one over the limit before it
+// is all in memory.
+func readBody(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
+	b, err := io.ReadAll(io.LimitReader(f, api.MaxIssueBody+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > api.MaxIssueBody {
+		return "", fmt.Errorf("%s: %w", path, api.ErrIssueTooLarge)
+	}
+	return string(b), nil
+}
+
+func issueID(pos []string) (int64, error) {
+	if len(pos) != 1 {
+		return 0, errors.New("give one issue id\n" + issueUsage)
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not an issue id (the number `issue create` printed)", pos[0])
+	}
+	return id, nil
+}
+
+// parseAnywhere parses fs's flags before and after the positional
+// arguments (`send 3 --at T` as well as `send --at T 3`) and returns the
+// positional ones.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+// multiFlag is a flag that may be given more than once.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
