@@ -48,6 +48,7 @@ type Memory struct {
 	issues   map[int64]*issueRec
 	slugs    map[string]int64
 	issueSeq int64
+	archGen  int64
 }
 
 // New returns an empty Memory store.
