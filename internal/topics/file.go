@@ -120,7 +120,7 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 	var out []Topic
 	seen := map[string]bool{}
 	for _, tn := range n.Content {
-		f := v.mapping(tn, "topic", "id", "name", "description", "default")
+		f := v.mapping(tn, "topic", "id", "name", "description", "default", "archive")
 		t := Topic{ID: v.str(f["id"], "topic id"), Name: v.str(f["name"], "topic name"), Description: v.str(f["description"], "topic description")}
 		switch {
 		case t.ID == "":
@@ -138,6 +138,13 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 			if err := d.Decode(&t.Default); err != nil {
 				v.add(d.Line, "topic %q: default: want true or false, got %q", t.ID, d.Value)
 			}
+		}
+		if a := f["archive"]; a != nil {
+			public := true
+			if err := a.Decode(&public); err != nil || a.Kind != yaml.ScalarNode {
+				v.add(a.Line, "topic %q: archive: want true or false (whether its sent issues are in the public archive), got %q", t.ID, a.Value)
+			}
+			t.Private = !public
 		}
 		out = append(out, t)
 	}

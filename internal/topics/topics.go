@@ -25,6 +25,15 @@ type Topic struct {
 	// Default: ticked on the signup form, and given to subscribers who
 	// were on the list before topics existed.
 	Default bool
+	// Private keeps the topic's sent issues out of the public archive and
+	// feed (the file's "archive: false"; topics are public by default).
+	Private bool
+}
+
+// Public tells whether the sent issues of topic id show in the archive.
+func (s *Set) Public(id string) bool {
+	t, ok := s.Topic(id)
+	return ok && !t.Private
 }
 
 // Step is one mail of the onboarding sequence: Template (its .txt and
