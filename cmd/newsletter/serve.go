@@ -142,10 +142,11 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 			RequestTimeout: a.cfg.RequestTimeout,
 			VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
+			Publisher: publisher(a.cfg.From),
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
-			Webhooks: webhooks(a),
+			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 		}.WithIssues(apiStore, issueRenderer(issues)))
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
