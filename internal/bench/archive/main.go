@@ -130,8 +130,11 @@ func expect(resp *http.Response, err error) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	_, err = io.Copy(io.Discard, resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
