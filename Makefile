@@ -5,7 +5,7 @@ FUZZTIME  ?= 10s
 N         ?= 100000
 ITEMS     ?= 1,20
 
-.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-push up down logs e2e clean
+.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-push bench-archive up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -34,7 +34,7 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-push
+bench: bench-subscribe bench-send bench-digest bench-push bench-archive
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/subscribe
@@ -44,6 +44,9 @@ clean:
 
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
 	$(GO) run ./internal/bench/send
+
+bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 from the API role alone (cached pages), next to /healthz (needs a Redis, default 127.0.0.1:6379 db 7)
+	$(GO) run ./internal/bench/archive
 
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
 	$(GO) run ./internal/bench/push

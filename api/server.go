@@ -83,6 +83,12 @@ type Config struct {
 	// webhook endpoints admins register (https, public addresses unless
 	// NEWSLETTER_WEBHOOK_ALLOW_PRIVATE); the zero Guard wants both.
 	Endpoints netguard.Guard
+	// Publisher names the archive's feed (its title and author; default
+	// "Newsletter").
+	Publisher string
+	// ArchiveRecheck is how often the archive's cache looks for newly
+	// sent issues (default DefaultArchiveRecheck).
+	ArchiveRecheck time.Duration
 }
 
 // Store is what the API needs of the store: the subscriber list, digest
@@ -126,6 +132,9 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer IssueRenderer
+	// Archive and Markdown serve /archive (nil: no such routes).
+	Archive  ArchiveStore
+	Markdown MarkdownRenderer
 }
 
 // Server is the HTTP API.
@@ -135,6 +144,7 @@ type Server struct {
 	limiter *ratelimit.Limiter // signups per client
 	leaving *ratelimit.Limiter // unsubscribes by address per client
 	mux     *http.ServeMux
+	archive *archiveCache
 }
 
 // New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
@@ -155,6 +165,9 @@ func New(cfg Config, d Deps) *Server {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
+	if cfg.Publisher == "" {
+		cfg.Publisher = "Newsletter"
+	}
 	if d.Guard == nil {
 		d.Guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, d.Now)
 	}
@@ -170,6 +183,7 @@ func New(cfg Config, d Deps) *Server {
 func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /{$}", s.form)
+	m.HandleFunc("GET /favicon.ico", noIcon)
 	m.HandleFunc("POST /subscribe", s.subscribe)
 	m.HandleFunc("GET /confirm", tokenPage(s.confirmPage))
 	m.HandleFunc("POST /confirm", tokenPage(s.confirm))
@@ -184,9 +198,17 @@ func (s *Server) routes() {
 	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
 	s.issueRoutes()
+	s.archiveRoutes()
 	s.feedbackRoutes()
 	s.pushRoutes()
 	s.webhookRoutes()
+}
+
+// noIcon answers the browsers' favicon request with no content: a 404
+// there is an error in every page's console.
+func noIcon(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).

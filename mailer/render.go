@@ -47,6 +47,9 @@ type Data struct {
 	Preheader string
 	IssueHTML htmltemplate.HTML
 	IssueText string
+	// ArchiveURL is the issue's page in the public archive ("view in
+	// the browser"); empty when one of its topics is private.
+	ArchiveURL string
 }
 
 // Renderer holds the parsed templates for every kind.

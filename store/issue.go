@@ -133,6 +133,10 @@ type Issues interface {
 	// FinishIssue marks a sending issue sent once its walk is done and
 	// every planned reader is sent, skipped or failed.
 	FinishIssue(ctx context.Context, id int64) (bool, error)
+	// ArchiveGeneration grows each time an issue becomes sent (in the
+	// same step): the archive's caches compare it instead of reading
+	// the issues again.
+	ArchiveGeneration(ctx context.Context) (int64, error)
 }
 
 // Slugify makes a URL slug of a subject: lower-case letters and digits

@@ -22,6 +22,7 @@ const (
 	keyIssueSlugs    = "nl:issue:slugs" // hash slug -> id
 	prefixIssue      = "nl:issue:"      // + id: hash doc, slug, status, version, round, cursor, maxcursor, planned, plandone, bounces, complaints
 	suffixIssueVers  = ":versions"      // + on the issue's key: list of previous docs
+	keyArchiveGen    = "nl:archive:gen" // counter: grows each time an issue becomes sent
 	issueListMaxScan = 1000             // issues read per page of a filtered list
 )
 
@@ -125,15 +126,18 @@ return 1
 // accounted for.
 //
 //	KEYS[1] the issue's hash   KEYS[2] sent bitmap   KEYS[3] skipped bitmap   KEYS[4] failed bitmap
+//	KEYS[5] keyArchiveGen
 //	ARGV[1] doc with sent_at (JSON)
 //
-// Returns 1 when it marked the issue sent.
+// Returns 1 when it marked the issue sent (and bumped the archive's
+// generation in the same step, so no cache can miss the new issue).
 var finishIssueScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'status') ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return 0 end
 local planned = tonumber(redis.call('HGET', KEYS[1], 'planned') or '0')
 local done = redis.call('BITCOUNT', KEYS[2]) + redis.call('BITCOUNT', KEYS[3]) + redis.call('BITCOUNT', KEYS[4])
 if done < planned then return 0 end
 redis.call('HSET', KEYS[1], 'status', 'sent', 'doc', ARGV[1])
+redis.call('INCR', KEYS[5])
 return 1
 `)
 
@@ -387,9 +391,21 @@ func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
 	d.SentAt = r.now().UTC().Truncate(time.Millisecond)
 	doc, _ := json.Marshal(d)
 	sentKey, skipKey, failKey := issueMarkKeys(id)
-	n, err := finishIssueScript.Run(ctx, r.rdb, []string{issueKey(id), sentKey, skipKey, failKey}, doc).Int()
+	n, err := finishIssueScript.Run(ctx, r.rdb, []string{issueKey(id), sentKey, skipKey, failKey, keyArchiveGen}, doc).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish issue %d: %w", id, err)
 	}
 	return n == 1, nil
+}
+
+// ArchiveGeneration implements Issues.
+func (r *Redis) ArchiveGeneration(ctx context.Context) (int64, error) {
+	n, err := r.rdb.Get(ctx, keyArchiveGen).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("archive generation: %w", err)
+	}
+	return n, nil
 }

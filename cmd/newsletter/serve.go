@@ -155,11 +155,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 			RequestTimeout: a.cfg.RequestTimeout,
 			VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
+			Publisher: publisher(a.cfg.From),
 		}, api.Deps{
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
-			Webhooks: webhooks(a),
-			Notify:   &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
+			Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 		}.WithIssues(apiStore, issueRenderer(issues)))
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)

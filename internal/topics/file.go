@@ -121,7 +121,7 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 	var out []Topic
 	seen := map[string]bool{}
 	for _, tn := range n.Content {
-		f := v.mapping(tn, "topic", "id", "name", "description", "default", "feeds")
+		f := v.mapping(tn, "topic", "id", "name", "description", "default", "feeds", "archive")
 		t := Topic{ID: v.str(f["id"], "topic id"), Name: v.str(f["name"], "topic name"), Description: v.str(f["description"], "topic description")}
 		switch {
 		case t.ID == "":
@@ -142,6 +142,13 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 		}
 		if fn := f["feeds"]; fn != nil {
 			t.Feeds = v.feeds(fn, t.ID)
+		}
+		if a := f["archive"]; a != nil {
+			public := true
+			if err := a.Decode(&public); err != nil || a.Kind != yaml.ScalarNode {
+				v.add(a.Line, "topic %q: archive: want true or false (whether its sent issues are in the public archive), got %q", t.ID, a.Value)
+			}
+			t.Private = !public
 		}
 		out = append(out, t)
 	}

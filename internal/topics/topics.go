@@ -28,6 +28,15 @@ type Topic struct {
 	// Feeds are RSS or Atom feeds whose new entries become this topic's
 	// digest items (absolute http(s) URLs, each once per topic).
 	Feeds []string
+	// Private keeps the topic's sent issues out of the public archive and
+	// feed (the file's "archive: false"; topics are public by default).
+	Private bool
+}
+
+// Public tells whether the sent issues of topic id show in the archive.
+func (s *Set) Public(id string) bool {
+	t, ok := s.Topic(id)
+	return ok && !t.Private
 }
 
 // Step is one mail of the onboarding sequence: Template (its .txt and

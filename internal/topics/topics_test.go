@@ -159,3 +159,24 @@ func TestListIDPerTopic(t *testing.T) {
 		t.Fatalf("unknown: %q", got)
 	}
 }
+
+func TestArchiveKeyDefaultsToPublic(t *testing.T) {
+	s, err := Parse([]byte("topics:\n- {id: digest, name: D}\n- {id: updates, name: U, archive: true}\n- {id: team, name: T, archive: false}\n"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"digest": true, "updates": true, "team": false, "nowhere": false} {
+		if got := s.Public(id); got != want {
+			t.Errorf("Public(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if !Default(time.Minute).Public(Digest) {
+		t.Error("the built-in digest topic is not public")
+	}
+	for _, bad := range []string{"maybe", "[x]", "{a: b}"} {
+		_, err := Parse([]byte("topics:\n- {id: digest, name: D}\n- {id: updates, name: U}\n- id: team\n  name: T\n  archive: "+bad+"\n"), time.Minute)
+		if err == nil || !strings.Contains(err.Error(), `line 6: topic "team": archive: want true or false`) {
+			t.Errorf("archive: %s: %v", bad, err)
+		}
+	}
+}

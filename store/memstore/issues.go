@@ -212,5 +212,13 @@ func (m *Memory) FinishIssue(_ context.Context, id int64) (bool, error) {
 		return false, nil
 	}
 	r.is.Status, r.is.SentAt = store.IssueSent, m.now().UTC().Truncate(time.Millisecond)
+	m.archGen++
 	return true, nil
+}
+
+// ArchiveGeneration implements store.Issues.
+func (m *Memory) ArchiveGeneration(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.archGen, nil
 }

@@ -51,6 +51,7 @@ type Memory struct {
 	slugs    map[string]int64
 	issueSeq int64
 	feeds    map[[2]string]*memFeed
+	archGen  int64
 }
 
 // New returns an empty Memory store.

@@ -89,8 +89,22 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	if err != nil || p.Planned != 3 || p.Sent != 1 || p.Skipped != 1 || p.Failed != 1 || !p.PlanDone {
 		t.Fatalf("progress %+v %v", p, err)
 	}
+	gen, err := s.ArchiveGeneration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if done, err := s.FinishIssue(ctx, a.ID); err != nil || !done {
 		t.Fatalf("not finished: %v %v", done, err)
+	}
+	// The archive's caches learn of the new issue by the generation.
+	if g, err := s.ArchiveGeneration(ctx); err != nil || g != gen+1 {
+		t.Fatalf("archive generation %d after finishing, was %d: %v", g, gen, err)
+	}
+	if done, _ := s.FinishIssue(ctx, a.ID); done {
+		t.Fatal("finished twice")
+	}
+	if g, _ := s.ArchiveGeneration(ctx); g != gen+1 {
+		t.Fatalf("archive generation moved without a newly sent issue: %d", g)
 	}
 	if list, _ = s.SentIssues(ctx, "digest", 0, 10); len(list) != 1 || list[0].ID != a.ID || list[0].SentAt.IsZero() {
 		t.Fatalf("sent issues %+v", list)

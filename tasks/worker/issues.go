@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -241,7 +242,23 @@ func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64)
 func IssueData(l Links, is store.Issue, topic string, body mailer.Body) mailer.Data {
 	d := l.Stream(topic)
 	d.Subject, d.Preheader, d.IssueHTML, d.IssueText = is.Subject, is.Preheader, body.HTML, body.Text
+	d.ArchiveURL = l.ArchiveURL(is)
 	return d
+}
+
+// ArchiveURL is the issue's page in the public archive ("view in the
+// browser"), the same for every reader: "" when one of its topics is
+// private (the archive leaves it out, api.Server.public).
+func (l Links) ArchiveURL(is store.Issue) string {
+	if l.BaseURL == "" || len(is.Topics) == 0 {
+		return ""
+	}
+	for _, t := range is.Topics {
+		if !l.topics().Public(t) {
+			return ""
+		}
+	}
+	return l.BaseURL + "/archive/" + url.PathEscape(is.Slug)
 }
 
 // IssueTopic is the topic a reader gets the issue as (its unsubscribe

@@ -210,7 +210,7 @@ func TestIssueSentIsAWebhookEvent(t *testing.T) {
 	if _, err := d.store.TransitionIssue(context.Background(), is.ID, []string{store.IssueSent}, store.IssueSending, store.IssueChange{NewRound: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round+1, time.Now())); err != nil {
+	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, is.Round+1, time.Now()).Task); err != nil {
 		t.Fatal(err)
 	}
 	d.waitIssueSent(t, is.ID)
