@@ -132,11 +132,14 @@ func TestLinksNameNoAddress(t *testing.T) {
 				t.Fatal(err)
 			}
 			page, tok := strings.TrimPrefix(u.Path, "/"), u.Query().Get("token")
-			var decoded string
-			for _, part := range strings.Split(tok, ".") {
-				b, _ := base64.RawURLEncoding.DecodeString(part)
-				decoded += string(b) + "\n"
+			// The payload is the part before the dot; the MAC after it is
+			// random bytes that may spell anything.
+			payload, _, _ := strings.Cut(tok, ".")
+			b, err := base64.RawURLEncoding.DecodeString(payload)
+			if err != nil {
+				t.Fatalf("the %s mail's token %q: %v", m.Kind, tok, err)
 			}
+			decoded := string(b)
 			for _, leak := range []string{"@", "zoe", "quinn", "example.org"} {
 				if strings.Contains(link, leak) || strings.Contains(decoded, leak) {
 					t.Fatalf("the %s mail's link %s shows %q: %q", m.Kind, link, leak, decoded)
