@@ -40,7 +40,7 @@ func TestSignalEndsWithExitZero(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := freeAddr(t)
 			cmd := startProcess(t, "serve", map[string]string{"NEWSLETTER_ADDR": addr, "NEWSLETTER_REDIS_URL": "", "NEWSLETTER_SMTP_URL": ""})
-			poll.True(t, 30*time.Second, "the service to listen", func() bool {
+			poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
 				resp, err := http.Get("http://" + addr + "/healthz")
 				if err == nil {
 					resp.Body.Close()

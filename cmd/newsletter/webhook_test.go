@@ -71,14 +71,14 @@ func TestWebhookEndToEnd(t *testing.T) {
 		t.Fatalf("subscribe: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	tok := confirmToken(t, svc.base, smtpSrv.WaitFor(t, 1, 30*time.Second)[0])
+	tok := confirmToken(t, svc.base, smtpSrv.WaitFor(t, 1, poll.BusyMachine)[0])
 	resp, err = http.PostForm(svc.base+"/confirm", url.Values{"token": {tok}})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("confirm: %v %v", resp, err)
 	}
 	resp.Body.Close()
 
-	poll.True(t, 30*time.Second, "the endpoint to get subscriber.confirmed", func() bool {
+	poll.True(t, poll.BusyMachine, "the endpoint to get subscriber.confirmed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0
@@ -112,7 +112,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"state":"active"`) || strings.Contains(body, hook.Secret) {
 		t.Fatalf("list: %d %s", code, body)
 	}
-	poll.Until(t, 30*time.Second, func() error {
+	poll.Until(t, poll.BusyMachine, func() error {
 		resp, err := http.Get(svc.base + "/metrics")
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		for _, want := range []string{
 			`newsletter_notifications_total{lane="webhook",result="sent"} 1`,
-			`newsletter_tasks_total{queue="webhook",result="success",type="webhook:deliver"} 1`,
+			`newsletter_tasks_total{lane="webhook",queue="webhook",result="success",type="webhook:deliver"} 1`,
 			`asynq_queue_size{queue="webhook"}`,
 		} {
 			if !strings.Contains(string(text), want) {

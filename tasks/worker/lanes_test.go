@@ -85,13 +85,13 @@ func TestLanePoolIsItsOwn(t *testing.T) {
 	)
 	t.Cleanup(func() { close(pushHung) })
 	enqueue(t, client, typePushTest, tasks.QueuePush, 3*pushWorkers)
-	poll.True(t, 30*time.Second, "every push worker held", func() bool { return push.now.Load() == pushWorkers })
+	poll.True(t, poll.BusyMachine, "every push worker held", func() bool { return push.now.Load() == pushWorkers })
 
 	enqueue(t, client, tasks.TypeConfirmEmail, tasks.QueueTransactional, 2*emailWorkers)
-	poll.True(t, 30*time.Second, fmt.Sprintf("%d e-mail handlers at once beside the held push lane", emailWorkers),
+	poll.True(t, poll.BusyMachine, fmt.Sprintf("%d e-mail handlers at once beside the held push lane", emailWorkers),
 		func() bool { return email.most.Load() == emailWorkers })
 	close(emailGate)
-	poll.True(t, 30*time.Second, "every e-mail task done", func() bool { return email.done.Load() == 2*emailWorkers })
+	poll.True(t, poll.BusyMachine, "every e-mail task done", func() bool { return email.done.Load() == 2*emailWorkers })
 	if n := push.most.Load(); n != pushWorkers {
 		t.Fatalf("%d push handlers ran at once, want the lane's %d", n, pushWorkers)
 	}
@@ -128,10 +128,10 @@ func TestLanesSelectQueues(t *testing.T) {
 	// Queued after the push task: once it ran, the worker had its
 	// chance at the push queue too.
 	enqueue(t, client, tasks.TypeConfirmEmail, tasks.QueueTransactional, 3)
-	poll.True(t, 30*time.Second, "the e-mail tasks done", func() bool { return email.done.Load() == 3 })
+	poll.True(t, poll.BusyMachine, "the e-mail tasks done", func() bool { return email.done.Load() == 3 })
 	// A few more of the worker's polls, then look again.
 	enqueue(t, client, tasks.TypeConfirmEmail, tasks.QueueLow, 3)
-	poll.True(t, 30*time.Second, "the low queue's e-mail tasks done", func() bool { return email.done.Load() == 6 })
+	poll.True(t, poll.BusyMachine, "the low queue's e-mail tasks done", func() bool { return email.done.Load() == 6 })
 	if n := push.done.Load(); n != 0 {
 		t.Fatalf("the e-mail lane ran %d push tasks", n)
 	}
