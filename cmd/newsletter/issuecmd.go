@@ -66,11 +66,7 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 	case "send":
 		at := fs.String("at", "", "send at this time (RFC 3339), not now")
 		local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
-		pos, err := parseAnywhere(fs, args)
-		if err != nil {
-			return err
-		}
-		id, err := issueID(pos)
+		id, err := issueID(fs, args)
 		if err != nil {
 			return err
 		}
@@ -87,11 +83,7 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 	case "preview":
 		topic := fs.String("topic", "", "as a reader of this topic gets it (default: the issue's first)")
 		format := fs.String("format", "html", "html, text or eml (the whole message; needs NEWSLETTER_SMTP_URL)")
-		pos, err := parseAnywhere(fs, args)
-		if err != nil {
-			return err
-		}
-		id, err := issueID(pos)
+		id, err := issueID(fs, args)
 		if err != nil {
 			return err
 		}
@@ -163,7 +155,13 @@ func readBody(path string) (string, error) {
 	return string(b), nil
 }
 
-func issueID(pos []string) (int64, error) {
+// issueID parses fs's flags anywhere in args and the one issue id among
+// them.
+func issueID(fs *flag.FlagSet, args []string) (int64, error) {
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
+		return 0, err
+	}
 	if len(pos) != 1 {
 		return 0, errors.New("give one issue id\n" + issueUsage)
 	}
