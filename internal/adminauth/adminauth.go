@@ -242,13 +242,27 @@ func (g *Guard) guard(w http.ResponseWriter, r *http.Request, presented string, 
 // package says; a known token whose role is too low: 403; the token
 // store away: 503.
 func (g *Guard) Require(need Role, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return &Guarded{need: need, serve: func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if p, ok := g.guard(w, r, tok, ok, `Bearer realm="newsletter"`); ok && g.allowed(w, p, need) {
 			h.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
 		}
-	})
+	}}
 }
+
+// Guarded is a handler behind a guard (what Require and Basic return). It
+// tells the role it needs, so a route table can list every guarded route
+// with its role and a test can walk them.
+type Guarded struct {
+	need  Role
+	serve http.HandlerFunc
+}
+
+// ServeHTTP implements http.Handler.
+func (gh *Guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) { gh.serve(w, r) }
+
+// Need is the role the route requires.
+func (gh *Guarded) Need() Role { return gh.need }
 
 // allowed answers 403 when p's role does not allow need.
 func (g *Guard) allowed(w http.ResponseWriter, p Principal, need Role) bool {
@@ -266,12 +280,12 @@ func (g *Guard) Bearer(h http.Handler) http.Handler { return g.Require(Admin, h)
 // token (any user name) to h: for pages an operator opens in a browser
 // (asynqmon, the dev mailbox), which are admin-only.
 func (g *Guard) Basic(realm string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return &Guarded{need: Admin, serve: func(w http.ResponseWriter, r *http.Request) {
 		_, pass, ok := r.BasicAuth()
 		if p, ok := g.guard(w, r, pass, ok, `Basic realm="`+realm+`", charset="UTF-8"`); ok && g.allowed(w, p, Admin) {
 			h.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
 		}
-	})
+	}}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
