@@ -12,10 +12,10 @@ import (
 )
 
 func (s *Server) adminRoutes() {
-	s.mux.Handle("POST /api/items", s.Admin(http.HandlerFunc(s.addItem)))
-	s.mux.Handle("POST /api/events", s.Admin(http.HandlerFunc(s.addEvent)))
+	s.mux.Handle("POST /api/items", s.Editor(http.HandlerFunc(s.addItem)))
+	s.mux.Handle("POST /api/events", s.Editor(http.HandlerFunc(s.addEvent)))
 	s.mux.Handle("POST /api/digest/run", s.Admin(http.HandlerFunc(s.runDigest)))
-	s.mux.Handle("GET /api/digests/{period}", s.Admin(http.HandlerFunc(s.digestStatus)))
+	s.mux.Handle("GET /api/digests/{period}", s.Viewer(http.HandlerFunc(s.digestStatus)))
 }
 
 // readAdminJSON reads a small JSON object with the fields of want; it

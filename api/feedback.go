@@ -25,7 +25,7 @@ func (s *Server) feedbackRoutes() {
 		s.mux.HandleFunc("POST /webhooks/"+name, s.webhook(name, wh))
 	}
 	s.mux.Handle("POST /webhooks/bounce", s.Admin(s.webhook("api", genericWebhook{})))
-	s.mux.Handle("GET /api/suppressions", s.Admin(http.HandlerFunc(s.listSuppressions)))
+	s.mux.Handle("GET /api/suppressions", s.Viewer(http.HandlerFunc(s.listSuppressions)))
 	s.mux.Handle("DELETE /api/suppressions/{email}", s.Admin(http.HandlerFunc(s.liftSuppression)))
 }
 

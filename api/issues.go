@@ -52,19 +52,22 @@ func (s *Server) issueRoutes() {
 	if s.deps.Issues == nil {
 		return
 	}
-	a := func(h http.HandlerFunc) http.Handler { return s.Admin(h) }
-	s.mux.Handle("POST /api/issues", a(s.createIssue))
-	s.mux.Handle("GET /api/issues", a(s.listIssues))
-	s.mux.Handle("GET /api/issues/{id}", a(s.getIssue))
-	s.mux.Handle("PUT /api/issues/{id}", a(s.putIssue))
-	s.mux.Handle("GET /api/issues/{id}/preview", a(s.previewIssue))
-	s.mux.Handle("POST /api/issues/{id}/test", a(s.testIssue))
-	s.mux.Handle("POST /api/issues/{id}/send", a(s.sendIssue))
-	s.mux.Handle("POST /api/issues/{id}/pause", a(s.issueAction(store.IssuePaused, false, store.IssueSending, store.IssueScheduled)))
-	s.mux.Handle("POST /api/issues/{id}/resume", a(s.issueAction(store.IssueSending, true, store.IssuePaused)))
-	s.mux.Handle("POST /api/issues/{id}/cancel", a(s.issueAction(store.IssueCancelled, false,
+	// Readers of the issues (viewer) and their writers (editor), as
+	// the reference's table of roles says.
+	v := func(h http.HandlerFunc) http.Handler { return s.Viewer(h) }
+	e := func(h http.HandlerFunc) http.Handler { return s.Editor(h) }
+	s.mux.Handle("POST /api/issues", e(s.createIssue))
+	s.mux.Handle("GET /api/issues", v(s.listIssues))
+	s.mux.Handle("GET /api/issues/{id}", v(s.getIssue))
+	s.mux.Handle("PUT /api/issues/{id}", e(s.putIssue))
+	s.mux.Handle("GET /api/issues/{id}/preview", v(s.previewIssue))
+	s.mux.Handle("POST /api/issues/{id}/test", e(s.testIssue))
+	s.mux.Handle("POST /api/issues/{id}/send", e(s.sendIssue))
+	s.mux.Handle("POST /api/issues/{id}/pause", e(s.issueAction(store.IssuePaused, false, store.IssueSending, store.IssueScheduled)))
+	s.mux.Handle("POST /api/issues/{id}/resume", e(s.issueAction(store.IssueSending, true, store.IssuePaused)))
+	s.mux.Handle("POST /api/issues/{id}/cancel", e(s.issueAction(store.IssueCancelled, false,
 		store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused)))
-	s.mux.Handle("GET /api/issues/{id}/progress", a(s.issueProgress))
+	s.mux.Handle("GET /api/issues/{id}/progress", v(s.issueProgress))
 }
 
 // issueBody reads an issue's fields (the body may be up to

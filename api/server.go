@@ -115,10 +115,13 @@ type Deps struct {
 	Signer  *token.Signer
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Guard checks the admin token (nil: one for Config.AdminToken); the
-	// binary shares one with its other guarded routes, so failed
-	// attempts count together.
+	// Guard checks the tokens and roles (nil: one for Config.AdminToken
+	// and the stored Tokens); the binary shares one with its other guarded
+	// routes, so failed attempts count together.
 	Guard *adminauth.Guard
+	// Tokens are the stored tokens a Guard made here accepts (nil: only
+	// Config.AdminToken).
+	Tokens adminauth.TokenStore
 	// Webhooks are the providers' bounce and complaint webhooks by name
 	// (ses, sendgrid, mailgun, postmark), each at POST /webhooks/<name>;
 	// one not configured has no route.
@@ -143,7 +146,7 @@ type Server struct {
 	deps    Deps
 	limiter *ratelimit.Limiter // signups per client
 	leaving *ratelimit.Limiter // unsubscribes by address per client
-	mux     *http.ServeMux
+	mux     *routeMux
 	archive *archiveCache
 }
 
@@ -170,8 +173,11 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if d.Guard == nil {
 		d.Guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, d.Now)
+		if d.Tokens != nil {
+			d.Guard.WithTokens(d.Tokens)
+		}
 	}
-	s := &Server{cfg: cfg, deps: d, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, deps: d, mux: newRouteMux()}
 	if cfg.SubscribeRate > 0 {
 		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 		s.leaving = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
@@ -195,7 +201,7 @@ func (s *Server) routes() {
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
 	}
-	m.Handle("GET /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.getSubscriber)))
+	m.Handle("GET /api/subscribers/{email}", s.Viewer(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
 	s.issueRoutes()
 	s.archiveRoutes()
@@ -235,9 +241,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.deps.Metrics.observe(route, rec.code, time.Since(start))
 }
-
-// Admin guards h with the admin Bearer token (adminauth).
-func (s *Server) Admin(h http.Handler) http.Handler { return s.deps.Guard.Bearer(h) }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Defaults())})

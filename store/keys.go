@@ -108,3 +108,9 @@ const (
 	keyWebhooks   = "nl:wh"    // zset of endpoint ids, score = created (unix ms)
 	prefixWebhook = "nl:wh:e:" // + id: the endpoint's hash
 )
+
+// The stored tokens (tokens.go): two hashes kept together by its scripts.
+const (
+	keyTokens     = "nl:tok"      // hash sha256(token) -> role SEP created (unix ms, base 36) SEP name
+	keyTokenNames = "nl:tok:name" // hash name -> sha256(token)
+)

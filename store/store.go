@@ -250,4 +250,5 @@ type Store interface {
 	MailHolds
 	PushSubscriptions
 	Webhooks
+	Tokens
 }

@@ -47,8 +47,8 @@ type app struct {
 	// tags trace mail to its subscriber in late bounces (VERP).
 	tags *feedback.Tagger
 	reg  *prometheus.Registry
-	// guard checks the admin token on every guarded route of the process,
-	// so failed attempts count together.
+	// guard checks the tokens and roles on every guarded route of the
+	// process, so failed attempts count together.
 	guard *adminauth.Guard
 	// tokenGenerated: the admin token was made up at start (embedded
 	// mode), so the banner may print it; a configured one never is.
@@ -113,7 +113,9 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
 	a.tags = feedback.NewTagger([]byte(cfg.Secret))
-	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil)
+	// The stored tokens (newsletter token create) beside the configured
+	// one: looked up on every request, so a revocation holds at once.
+	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil).WithTokens(a.store)
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil

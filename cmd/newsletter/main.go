@@ -1,6 +1,7 @@
 // Command newsletter runs the newsletter service: one binary whose
 // subcommands are its roles (serve, api, worker, scheduler) and its
-// operator tools (import, digest run, issue create|send|preview).
+// operator tools (import, digest run, issue create|send|preview, token
+// create|list|revoke).
 package main
 
 import (
@@ -29,6 +30,11 @@ commands:
                send it now, at a time, or at that hour of each reader's time zone
   issue preview ID [--topic T] [--format html|text|eml]
                print the mail a reader of the topic gets
+  token create --name N --role admin|editor|viewer
+               make a token for the API and the console; prints it once (only its hash is kept)
+  token list   the tokens' names, roles and creation times (never the tokens)
+  token revoke N
+               end the token named N at once
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
   vapid generate
                print a new VAPID key pair for web push, as the two lines
@@ -69,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = digestCmd(ctx, args, getenv, stdout, stderr)
 	case "issue":
 		err = issueCmd(ctx, args, getenv, stdout, stderr)
+	case "token":
+		err = tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, getenv)
 	case "vapid":

@@ -1,8 +1,20 @@
-// Package adminauth guards the operator's routes with the admin token
-// (NEWSLETTER_ADMIN_TOKEN): the API's /api/* (Bearer), /monitoring and a
-// dev mailbox on a real Redis (Basic, for browsers), /debug/pprof/ on
-// every role. Without a configured token a guarded route does not exist
-// (404), so a forgotten setting fails closed.
+// Package adminauth guards the operator's and the publisher's routes with
+// tokens and roles. A token is NEWSLETTER_ADMIN_TOKEN (always an admin,
+// EnvPrincipal) or one made by `newsletter token create`, of which the
+// store keeps only the SHA-256 hash, a name, a role and when it was made
+// (TokenStore). Roles are nested (Viewer, Editor, Admin): Require(role, h)
+// lets a token through whose role allows the route's, answers 403 to a
+// known token with too low a role, and hands h the Principal in the
+// request's context (FromContext) for the audit log. The API's /api/*
+// take Bearer; /monitoring (asynqmon) and a dev mailbox on a real Redis
+// take Basic, admins only; /debug/pprof/ on every role takes Bearer,
+// admins only. A guard with neither a configured token nor a store is
+// closed: its routes do not exist (404), so a forgotten setting fails
+// closed.
+//
+// A stored token is looked up on every request, never cached, so a
+// revocation holds from the next request on. When the store cannot
+// answer, a stored token is neither right nor wrong: 503, never 401.
 //
 // Guessing is slowed, and the right token is never refused: clients share
 // addresses (a NAT, an office, a proxy not listed as trusted), so a limit
@@ -18,11 +30,13 @@
 package adminauth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -79,9 +93,11 @@ func NewToken() string {
 	}
 }
 
-// Guard checks the admin token.
+// Guard checks the tokens: NEWSLETTER_ADMIN_TOKEN and, when it was given
+// a TokenStore, the stored ones.
 type Guard struct {
 	token     string
+	tokens    TokenStore
 	failures  *ratelimit.Limiter
 	clientKey func(*http.Request) string
 	// hold waits before a wrong token over the budget is answered
@@ -97,61 +113,179 @@ func New(token string, clientKey func(*http.Request) string, now func() time.Tim
 	}
 }
 
+// WithTokens makes g accept the tokens of ts beside the configured one
+// (set before g serves; returns g). A guard with a token store is open
+// even without NEWSLETTER_ADMIN_TOKEN: an operator may hand out stored
+// tokens only.
+func (g *Guard) WithTokens(ts TokenStore) *Guard {
+	g.tokens = ts
+	return g
+}
+
+// closed: no token could ever pass, so guarded routes do not exist.
+func (g *Guard) closed() bool { return g.token == "" && g.tokens == nil }
+
 // equal compares a presented token with the configured one in constant
 // time.
 func equal(got, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// check answers the request itself and returns false when it may not go
-// on: no token configured (404), a wrong token within the client's budget
-// (401), or past it (429, held back until the budget has a turn for it).
-func (g *Guard) check(w http.ResponseWriter, r *http.Request, presented string, ok bool, challenge string) bool {
-	if g.token == "" {
-		http.NotFound(w, r)
-		return false
+// maxPresented bounds what is hashed and looked up: stored tokens are
+// NewToken's 32 characters; anything far longer is wrong without asking.
+const maxPresented = 256
+
+// Authenticate names the holder of token: EnvPrincipal for the configured
+// token (compared in constant time), or the stored token whose SHA-256
+// hash (HashToken) matches. It is ErrUnknownToken for any other, and an
+// error wrapping ErrTokenStore when the store could not answer, which must
+// never be taken for a wrong token (a Redis fault is not a lock-out). It
+// does not touch the failure budget: AuthenticateRequest does.
+func (g *Guard) Authenticate(ctx context.Context, token string) (Principal, error) {
+	if g.token != "" && equal(token, g.token) {
+		return EnvPrincipal, nil
+	}
+	if g.tokens == nil || token == "" || len(token) > maxPresented {
+		return Principal{}, ErrUnknownToken
+	}
+	p, err := g.tokens.LookupToken(ctx, HashToken(token))
+	switch {
+	case errors.Is(err, ErrUnknownToken):
+		return Principal{}, ErrUnknownToken
+	case err != nil:
+		return Principal{}, fmt.Errorf("%w: %w", ErrTokenStore, err)
+	case p.Role.Allows(Viewer):
+		return p, nil
+	default: // a record with a role this version does not know grants nothing
+		return Principal{}, ErrUnknownToken
+	}
+}
+
+// ErrClosed: no token is configured and no store given; the guarded
+// routes do not exist (404).
+var ErrClosed = errors.New("no admin token configured")
+
+// TooManyError is a wrong token from a client past its failure budget,
+// answered after its hold: try again after RetryAfter.
+type TooManyError struct{ RetryAfter time.Duration }
+
+func (e *TooManyError) Error() string {
+	return "too many wrong admin tokens from this address: try again later"
+}
+
+// AuthenticateRequest is Authenticate for a request of r's client, with
+// the failure budget: the right token always passes at once; a wrong one
+// is ErrUnknownToken while the client has failures left, and past that,
+// after a hold until the budget has a turn for it, a *TooManyError. A
+// store failure costs a turn too (or a guesser could try the configured
+// token freely while Redis is away) but is still answered as the store's
+// error, after the hold if over the budget: a holder of a stored token is
+// never told it is wrong. ErrClosed when g is closed. The console's login
+// uses it as the API's guard does.
+func (g *Guard) AuthenticateRequest(r *http.Request, token string) (Principal, error) {
+	if g.closed() {
+		return Principal{}, ErrClosed
 	}
 	// First the comparison: the right token passes whatever this client
 	// (or its neighbours) tried before.
-	if ok && equal(presented, g.token) {
-		return true
+	p, err := g.Authenticate(r.Context(), token)
+	if err == nil {
+		return p, nil
 	}
 	key := g.clientKey(r)
 	wait, counted := g.failures.Reserve(key, MaxHold)
-	w.Header().Set("WWW-Authenticate", challenge)
 	if counted && wait == 0 {
-		writeError(w, http.StatusUnauthorized, "admin token required")
-		return false
+		return Principal{}, err
 	}
 	// Over the budget. The hold ignores the request's context: a request
 	// timeout must not answer early, and a client that left costs one
 	// goroutine for at most MaxHold.
 	g.hold(min(wait, MaxHold))
+	if errors.Is(err, ErrTokenStore) {
+		return Principal{}, err
+	}
 	_, retry := g.failures.Blocked(key)
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
-	writeError(w, http.StatusTooManyRequests, "too many wrong admin tokens from this address: try again later")
+	return Principal{}, &TooManyError{RetryAfter: retry}
+}
+
+// guard authenticates r with the presented token (ok: one was presented
+// at all), answers a refusal itself and returns false, or returns the
+// principal.
+func (g *Guard) guard(w http.ResponseWriter, r *http.Request, presented string, ok bool, challenge string) (Principal, bool) {
+	if !ok {
+		presented = ""
+	}
+	p, err := g.AuthenticateRequest(r, presented)
+	var tooMany *TooManyError
+	switch {
+	case err == nil:
+		return p, true
+	case errors.Is(err, ErrClosed):
+		http.NotFound(w, r)
+	case errors.Is(err, ErrTokenStore):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "the token store is not answering; try again shortly")
+	case errors.As(err, &tooMany):
+		w.Header().Set("WWW-Authenticate", challenge)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(tooMany.RetryAfter.Seconds())))))
+		writeError(w, http.StatusTooManyRequests, tooMany.Error())
+	default:
+		w.Header().Set("WWW-Authenticate", challenge)
+		writeError(w, http.StatusUnauthorized, "admin token required")
+	}
+	return Principal{}, false
+}
+
+// Require passes requests with "Authorization: Bearer <token>" whose
+// holder's role allows need to h, with the Principal in the request's
+// context (FromContext). No or a wrong token: 401, then 429 as the
+// package says; a known token whose role is too low: 403; the token
+// store away: 503.
+func (g *Guard) Require(need Role, h http.Handler) http.Handler {
+	return &Guarded{need: need, serve: func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if p, ok := g.guard(w, r, tok, ok, `Bearer realm="newsletter"`); ok && g.allowed(w, p, need) {
+			h.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+		}
+	}}
+}
+
+// Guarded is a handler behind a guard (what Require and Basic return). It
+// tells the role it needs, so a route table can list every guarded route
+// with its role and a test can walk them.
+type Guarded struct {
+	need  Role
+	serve http.HandlerFunc
+}
+
+// ServeHTTP implements http.Handler.
+func (gh *Guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) { gh.serve(w, r) }
+
+// Need is the role the route requires.
+func (gh *Guarded) Need() Role { return gh.need }
+
+// allowed answers 403 when p's role does not allow need.
+func (g *Guard) allowed(w http.ResponseWriter, p Principal, need Role) bool {
+	if p.Role.Allows(need) {
+		return true
+	}
+	writeError(w, http.StatusForbidden, fmt.Sprintf("this needs the %s role; token %q has %s", need, p.Name, p.Role))
 	return false
 }
 
-// Bearer passes requests with "Authorization: Bearer <token>" to h.
-func (g *Guard) Bearer(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if g.check(w, r, tok, ok, `Bearer realm="newsletter"`) {
-			h.ServeHTTP(w, r)
-		}
-	})
-}
+// Bearer is Require(Admin, h).
+func (g *Guard) Bearer(h http.Handler) http.Handler { return g.Require(Admin, h) }
 
-// Basic passes requests with HTTP Basic auth whose password is the token
-// (any user name) to h: for pages an operator opens in a browser.
+// Basic passes requests with HTTP Basic auth whose password is an admin's
+// token (any user name) to h: for pages an operator opens in a browser
+// (asynqmon, the dev mailbox), which are admin-only.
 func (g *Guard) Basic(realm string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return &Guarded{need: Admin, serve: func(w http.ResponseWriter, r *http.Request) {
 		_, pass, ok := r.BasicAuth()
-		if g.check(w, r, pass, ok, `Basic realm="`+realm+`", charset="UTF-8"`) {
-			h.ServeHTTP(w, r)
+		if p, ok := g.guard(w, r, pass, ok, `Basic realm="`+realm+`", charset="UTF-8"`); ok && g.allowed(w, p, Admin) {
+			h.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
 		}
-	})
+	}}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -18,8 +18,15 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Mux is where Register puts the probes (an *http.ServeMux, or one that
+// records its routes).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
+	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
 // Register mounts GET /healthz and GET /readyz on mux.
-func Register(mux *http.ServeMux, p Pinger) {
+func Register(mux Mux, p Pinger) {
 	mux.HandleFunc("GET /healthz", live)
 	mux.Handle("GET /readyz", Ready(p, ReadyBudget))
 }

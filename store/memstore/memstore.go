@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
@@ -32,6 +33,8 @@ type Memory struct {
 	// reconfirms are the confirmations asked for suppressed subscribers
 	// (store.ReconfirmWindow).
 	reconfirms map[int64]*reconfirm
+	// tokens are the stored tokens by their hash.
+	tokens map[string]adminauth.StoredToken
 	// soft are the soft-bounce report times of each subscriber; seen the
 	// reports already applied (Feedback).
 	soft map[int64][]time.Time

@@ -56,7 +56,8 @@ func Run(t *testing.T, h Harness) {
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},
-		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox}}
+		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
+		{"Tokens", testTokens}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
+)
+
+const tokenUsage = `usage:
+  newsletter token create --name N --role admin|editor|viewer   (prints the new token once)
+  newsletter token list
+  newsletter token revoke N`
+
+// tokenCmd is `newsletter token create|list|revoke`: the tokens of the
+// API and the console, one per person or script, each with a role. The
+// store keeps only a token's SHA-256 hash; the token is printed once, on
+// stdout alone (TOKEN=$(newsletter token create …)), and cannot be shown
+// again. A revoked token fails from the next request on: the guard looks
+// tokens up on every request.
+func tokenCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(tokenUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if getenv("NEWSLETTER_REDIS_URL") == "" {
+		return errors.New("NEWSLETTER_REDIS_URL: the token commands work on the service's Redis; set it as the service has it")
+	}
+	switch sub {
+	case "create":
+		name := fs.String("name", "", "the token's name: who or what holds it (letters, digits, '.', '_', '-')")
+		roleName := fs.String("role", "", "admin, editor or viewer")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() != 0 {
+			return errors.New(tokenUsage)
+		}
+		if err := adminauth.CheckTokenName(*name); err != nil {
+			return err
+		}
+		role, err := adminauth.ParseRole(*roleName)
+		if err != nil {
+			return err
+		}
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			tok := adminauth.NewToken()
+			made, err := a.store.CreateToken(ctx, adminauth.HashToken(tok), adminauth.StoredToken{Name: *name, Role: role})
+			if err != nil {
+				return fmt.Errorf("token %q: %w", *name, err)
+			}
+			if _, err := fmt.Fprintln(stdout, tok); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "token %q (%s) created; it is shown only this once, and only its hash is stored\n", made.Name, made.Role)
+			return nil
+		})
+	case "list":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			list, err := a.store.ListTokens(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+			for _, t := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Role, t.Created.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		})
+	case "revoke":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return errors.New("give the name of one token\n" + tokenUsage)
+		}
+		name := fs.Arg(0)
+		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
+			if err := a.store.RevokeToken(ctx, name); err != nil {
+				return fmt.Errorf("token %q: %w", name, err)
+			}
+			_, err := fmt.Fprintf(stdout, "token %q revoked\n", name)
+			return err
+		})
+	}
+	return fmt.Errorf("unknown subcommand %q\n%s", sub, tokenUsage)
+}
