@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runPipelined runs script once per argument list in one pipeline and
+// runPipelined runs script once per argument list, pipelined in chunks, and
 // returns the commands in order. A pipeline is not atomic: when the
 // server's script cache is cold, some EVALSHAs fail with NOSCRIPT while
 // others (after a concurrent load) succeed, so only the failed ones are run
@@ -16,14 +16,17 @@ import (
 // pipeline again would apply the successful ones twice.
 func runPipelined(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, keys func(i int) []string, args [][]any) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(args))
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, a := range args {
-			cmds[i] = script.EvalSha(ctx, p, keys(i), a...)
+	for lo := 0; lo < len(args); lo += pipelineChunk {
+		hi := min(lo+pipelineChunk, len(args))
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := lo; i < hi; i++ {
+				cmds[i] = script.EvalSha(ctx, p, keys(i), args[i]...)
+			}
+			return nil
+		})
+		if err != nil && !isReplyErr(err) {
+			return nil, err // the connection failed: nothing is known
 		}
-		return nil
-	})
-	if err != nil && !isReplyErr(err) {
-		return nil, err // the connection failed: nothing is known
 	}
 	for i, c := range cmds {
 		if c.Err() != nil && strings.HasPrefix(c.Err().Error(), "NOSCRIPT") {
@@ -32,6 +35,15 @@ func runPipelined(ctx context.Context, rdb redis.UniversalClient, script *redis.
 	}
 	return cmds, nil
 }
+
+// pipelineChunk bounds one round trip of runPipelined. go-redis reads a
+// pipeline's replies under one read deadline and sends the whole pipeline
+// again when that deadline passes; a round trip of 10,000 scripts on a
+// busy Redis can outlast the deadline, and the second sending then finds
+// its own first one's work ("already on the list"). 500 scripts take
+// milliseconds even on a loaded machine, and cost nothing measurable in
+// round trips.
+const pipelineChunk = 500
 
 // isReplyErr tells an error reply of one command (the others still ran)
 // from a connection failure.

@@ -49,3 +49,36 @@ func TestBatchClaimsWithColdScriptCache(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeManyAcrossChunks: a bulk subscribe longer than one
+// pipeline chunk, with a cold script cache, answers each request in its
+// own place: the one address already on the list is the only error.
+func TestSubscribeManyAcrossChunks(t *testing.T) {
+	c, _ := redistest.New(t, redistest.DBStore)
+	s := NewRedis(c)
+	ctx := context.Background()
+	const n, taken = 2*pipelineChunk + 234, pipelineChunk + 17
+	if _, err := s.SubscribeMany(ctx, []SubscribeRequest{{Email: fmt.Sprintf("c%05d@example.org", taken), Activate: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]SubscribeRequest, n)
+	for i := range reqs {
+		reqs[i] = SubscribeRequest{Email: fmt.Sprintf("c%05d@example.org", i), Activate: true, OnlyNew: true}
+	}
+	errs, err := s.SubscribeMany(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if (err != nil) != (i == taken) {
+			t.Fatalf("request %d (%s): error %v", i, reqs[i].Email, err)
+		}
+	}
+	last, err := s.Get(ctx, reqs[n-1].Email)
+	if err != nil || last.Status != Active {
+		t.Fatalf("last of the bulk: %+v, %v", last, err)
+	}
+}
