@@ -311,7 +311,13 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if err != nil {
 		return err
 	}
-	if is.Status != store.IssueSending {
+	if is.Status != store.IssueSending || p.Round != is.Round {
+		// Paused, cancelled or done; or a batch of an earlier round: a
+		// resume plans everyone its rounds had not sent again, so a held
+		// batch of the round before (a local hour, quiet hours) would
+		// only race the new round's batch for the same readers' marks,
+		// and the loser would wait out the claim before it found them
+		// sent.
 		return nil
 	}
 	body, err := h.body(is)
