@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -226,6 +227,10 @@ func TestIssueAtLocalHourAcrossZones(t *testing.T) {
 	p := d.waitIssueSent(t, is.ID)
 	if p.Planned != int64(len(all)) || p.Sent != int64(len(all)) || p.Failed != 0 {
 		t.Fatalf("progress %+v, want %d planned and sent", p, len(all))
+	}
+	// Many batches in two rounds, one rendering of the Markdown.
+	if n := testutil.ToFloat64(d.metrics.IssueRenders); n != 1 {
+		t.Fatalf("the body was rendered %v times, want once", n)
 	}
 }
 

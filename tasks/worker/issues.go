@@ -51,6 +51,7 @@ type IssueSender struct {
 	Quiet   *quiet.Hours
 	Now     func() time.Time
 	Log     *slog.Logger
+	Metrics *Metrics // nil: none
 	// DefaultZone is the time zone of readers without one, for local-hour
 	// sending (nil: UTC).
 	DefaultZone       *time.Location
@@ -283,6 +284,9 @@ func (h *IssueSender) body(is store.Issue) (mailer.Body, error) {
 	b, err := mailer.RenderMarkdown(is.Body)
 	if err != nil {
 		return b, err
+	}
+	if h.Metrics != nil {
+		h.Metrics.IssueRenders.Inc()
 	}
 	if h.bodies == nil || len(h.bodies) > 16 {
 		h.bodies = map[[2]int64]mailer.Body{}
