@@ -2,10 +2,9 @@
 GO        ?= go
 BIN       ?= bin/newsletter
 FUZZTIME  ?= 10s
-N         ?= 100000
 ITEMS     ?= 1,20
 
-.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-push bench-archive up down logs e2e clean
+.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -34,7 +33,7 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-push bench-archive
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/subscribe
@@ -52,7 +51,10 @@ bench-push: ## encrypted web push notifications/s and CPU per notification throu
 	$(GO) run ./internal/bench/push
 
 bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed)
-	N=$(N) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./internal/bench/digest
+	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./internal/bench/digest
+
+bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest topic of N subscribers (default 1000000) through bench-digest's harness, beside a 20-item digest in the same run: mails/s, worker and Redis CPU per mail, and how often the Markdown was rendered
+	N=$(or $(N),1000000) ITEMS=20 UPDATES_ONLY=$(UPDATES_ONLY) ISSUE=1 $(GO) run ./internal/bench/digest
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

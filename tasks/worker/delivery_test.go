@@ -41,6 +41,11 @@ type delivery struct {
 	notify *tasks.WebhookNotifier
 	post   WebhookPoster
 	hooks  webhook.Backoff
+
+	// now and zone, when set, are the worker's clock and the time zone
+	// of readers without one (issue_localtime_test.go).
+	now  func() time.Time
+	zone *time.Location
 }
 
 func newDelivery(t *testing.T) *delivery {
@@ -71,6 +76,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Throttle: 50 * time.Millisecond,
 		Queue:    d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MarkWindow: concurrency,
 		Notify: d.notify, WebhookPost: d.post, WebhookBackoff: d.hooks,
+		Now: d.now, DefaultZone: d.zone,
 	})
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
 	wc := Config{

@@ -114,7 +114,7 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
-			Now: d.Now, Log: d.Log, DefaultZone: d.DefaultZone,
+			Now: d.Now, Log: d.Log, Metrics: d.Metrics, DefaultZone: d.DefaultZone,
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},

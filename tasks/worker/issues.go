@@ -51,6 +51,7 @@ type IssueSender struct {
 	Quiet   *quiet.Hours
 	Now     func() time.Time
 	Log     *slog.Logger
+	Metrics *Metrics // nil: none
 	// DefaultZone is the time zone of readers without one, for local-hour
 	// sending (nil: UTC).
 	DefaultZone       *time.Location
@@ -284,6 +285,9 @@ func (h *IssueSender) body(is store.Issue) (mailer.Body, error) {
 	if err != nil {
 		return b, err
 	}
+	if h.Metrics != nil {
+		h.Metrics.IssueRenders.Inc()
+	}
 	if h.bodies == nil || len(h.bodies) > 16 {
 		h.bodies = map[[2]int64]mailer.Body{}
 	}
@@ -311,7 +315,13 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if err != nil {
 		return err
 	}
-	if is.Status != store.IssueSending {
+	if is.Status != store.IssueSending || p.Round != is.Round {
+		// Paused, cancelled or done; or a batch of an earlier round: a
+		// resume plans everyone its rounds had not sent again, so a held
+		// batch of the round before (a local hour, quiet hours) would
+		// only race the new round's batch for the same readers' marks,
+		// and the loser would wait out the claim before it found them
+		// sent.
 		return nil
 	}
 	body, err := h.body(is)

@@ -50,6 +50,9 @@ type Metrics struct {
 	// the webhook endpoints disabled for failing (or 410 Gone).
 	Notifications    *prometheus.CounterVec // lane, result
 	WebhooksDisabled prometheus.Counter
+	// IssueRenders counts issue bodies rendered from Markdown: once per
+	// issue version in each worker process, however many readers it has.
+	IssueRenders prometheus.Counter
 }
 
 // The lane labels: the e-mail transport's, and the webhooks'.
@@ -120,6 +123,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		WebhooksDisabled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_webhook_endpoints_disabled_total", Help: "Webhook endpoints disabled because they kept failing or answered 410 Gone.",
 		}),
+		IssueRenders: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsletter_issue_renders_total", Help: "Issue bodies rendered from Markdown (once per issue version per worker process, not per reader).",
+		}),
 	}
 	for _, r := range FeedResults {
 		m.FeedPolls.WithLabelValues(r)
@@ -145,7 +151,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
-			m.FeedPolls, m.FeedItems, m.Notifications, m.WebhooksDisabled)
+			m.FeedPolls, m.FeedItems, m.Notifications, m.WebhooksDisabled, m.IssueRenders)
 	}
 	return m
 }

@@ -16,6 +16,11 @@
 // DKIM=rsa,ed25519,both also sends the last digest again through a worker
 // that signs with each (both: an RSA and an Ed25519 key together).
 //
+// ISSUE=1 (`make bench-issue`) also sends an issue of the last digest's
+// size to the same readers through the same worker and prints its figures
+// beside the digest's, with how often its Markdown was rendered
+// (issue.go).
+//
 // The digest goes through its topic filter: one reader in UPDATES_ONLY
 // (default 5) has only the updates topic, so the planner walks every
 // subscriber and the digest reaches the others.
@@ -59,6 +64,8 @@ func main() {
 
 // figures are one digest run's measurements.
 type figures struct {
+	issue            bool    // an issue (issue.go), not a digest
+	renders          float64 // issue bodies rendered from Markdown during the run
 	items            int
 	dkim             string // the signing key's kind, "" : unsigned
 	rate             float64
@@ -157,6 +164,16 @@ func run() error {
 		f.baseMem = baseMem
 		runs = append(runs, f)
 	}
+	if os.Getenv("ISSUE") != "" {
+		// bench-issue: an issue of the last digest's size to the same
+		// readers, through the same worker (issue.go).
+		f, err := sendIssue(ctx, bin, dir, env, rdb, sink, w, audience, itemCounts[len(itemCounts)-1])
+		if err != nil {
+			return err
+		}
+		f.baseMem = baseMem
+		runs = append(runs, f)
+	}
 	peak := peakRSS(w.cmd.Process.Pid)
 	// DKIM=rsa,ed25519: the last digest again through a worker that signs.
 	for _, alg := range strings.FieldsFunc(os.Getenv("DKIM"), func(r rune) bool { return r == ',' }) {
@@ -183,6 +200,9 @@ func run() error {
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range runs {
 		items := strconv.Itoa(f.items)
+		if f.issue {
+			items = fmt.Sprintf("issue (Markdown, %d sections)", f.items)
+		}
 		if f.dkim != "" {
 			items += ", DKIM " + dkimName(f.dkim)
 		}
@@ -192,6 +212,11 @@ func run() error {
 	}
 	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peak))
 	for _, f := range runs {
+		if f.issue {
+			fmt.Printf("Redis for the issue: %s\n", f.redis.PerMail(f.mails, 6))
+			fmt.Printf("issue Markdown rendered %v time(s) for %d mails (newsletter_issue_renders_total)\n", f.renders, f.mails)
+			continue
+		}
 		fmt.Printf("Redis at %2d item(s)%s: %s\n", f.items, map[bool]string{true: " DKIM " + f.dkim}[f.dkim != ""], f.redis.PerMail(f.mails, 6))
 	}
 	// What signing costs, measured apart on a mail the sink took.
@@ -305,66 +330,14 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 		return f, err
 	}
 	period := fmt.Sprintf("bench-%d-%d", time.Now().Unix(), k)
-	sent0, bytes0 := sink.Accepted(), sink.Bytes()
-	wcpu0, err := bench.ProcCPU(w.cmd.Process.Pid)
-	if err != nil {
-		return f, err
-	}
-	rcpu0, err := bench.RedisCPU(ctx, rdb)
-	if err != nil {
-		return f, err
-	}
-	scpu0, err := bench.ProcCPU(os.Getpid())
-	if err != nil {
-		return f, err
-	}
-	stats0, err := bench.ReadRedisStats(ctx, rdb)
-	if err != nil {
-		return f, err
-	}
-	start := time.Now()
-	dr := exec.Command(bin, "digest", "run", "--period", period)
-	dr.Env = env
-	if out, err := dr.CombinedOutput(); err != nil {
-		return f, fmt.Errorf("digest run: %v\n%s", err, out)
-	}
-	if w.profile != "" {
-		name := fmt.Sprintf("cpu-%ditems%s.pprof", k, map[bool]string{true: "-dkim-" + dkim}[dkim != ""])
-		go saveProfile("http://"+w.addr, filepath.Join(w.profile, name))
-	}
-	f.peakMem = usedMemory(ctx, rdb)
-	for sink.Accepted()-sent0 < int64(n) {
-		if time.Since(start) > 30*time.Minute {
-			return f, fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, w.stderr.String())
+	err := measure(ctx, rdb, sink, w, n, &f, func() error {
+		dr := exec.Command(bin, "digest", "run", "--period", period)
+		dr.Env = env
+		if out, err := dr.CombinedOutput(); err != nil {
+			return fmt.Errorf("digest run: %v\n%s", err, out)
 		}
-		f.peakMem = max(f.peakMem, usedMemory(ctx, rdb))
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.wall = time.Since(start)
-	wcpu1, err := bench.ProcCPU(w.cmd.Process.Pid)
-	if err != nil {
-		return f, err
-	}
-	rcpu1, err := bench.RedisCPU(ctx, rdb)
-	if err != nil {
-		return f, err
-	}
-	scpu1, err := bench.ProcCPU(os.Getpid())
-	if err != nil {
-		return f, err
-	}
-	stats1, err := bench.ReadRedisStats(ctx, rdb)
-	if err != nil {
-		return f, err
-	}
-	mails := sink.Accepted() - sent0
-	f.mails, f.redis, f.sample = mails, stats1.Since(stats0), sink.Sample()
-	f.sinkCPU = (scpu1 - scpu0) / time.Duration(mails)
-	f.rate = float64(mails) / f.wall.Seconds()
-	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
-	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
-	f.redisCPU = (rcpu1 - rcpu0) / time.Duration(mails)
-	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), 3*time.Second)
+		return nil
+	})
 	if err != nil {
 		return f, err
 	}
@@ -375,6 +348,75 @@ func digest(ctx context.Context, bin string, env []string, rdb *redis.Client, si
 	fmt.Printf("%2d item(s)%s: %.0f mails/s, wall %s, %.1f KB a mail; bare loop at that size %s\n",
 		k, signed, f.rate, f.wall.Round(time.Millisecond), f.mailSize/1000, f.bare)
 	return f, nil
+}
+
+// measure runs send (what starts a sending to n readers) and measures
+// the sending into f: wall time until the sink took n mails, the
+// worker's, Redis's and the sink's CPU, Redis's requests, the mails'
+// size, and a bare SMTP loop at the same mail size.
+func measure(ctx context.Context, rdb *redis.Client, sink *bench.Sink, w *worker, n int, f *figures, send func() error) error {
+	sent0, bytes0 := sink.Accepted(), sink.Bytes()
+	wcpu0, err := bench.ProcCPU(w.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	rcpu0, err := bench.RedisCPU(ctx, rdb)
+	if err != nil {
+		return err
+	}
+	scpu0, err := bench.ProcCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	stats0, err := bench.ReadRedisStats(ctx, rdb)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := send(); err != nil {
+		return err
+	}
+	if w.profile != "" {
+		name := fmt.Sprintf("cpu-%ditems%s.pprof", f.items, map[bool]string{true: "-dkim-" + f.dkim}[f.dkim != ""])
+		if f.issue {
+			name = "cpu-issue.pprof"
+		}
+		go saveProfile("http://"+w.addr, filepath.Join(w.profile, name))
+	}
+	f.peakMem = usedMemory(ctx, rdb)
+	for sink.Accepted()-sent0 < int64(n) {
+		if time.Since(start) > 30*time.Minute {
+			return fmt.Errorf("only %d of %d mails after 30 minutes\n%s", sink.Accepted()-sent0, n, w.stderr.String())
+		}
+		f.peakMem = max(f.peakMem, usedMemory(ctx, rdb))
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.wall = time.Since(start)
+	wcpu1, err := bench.ProcCPU(w.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	rcpu1, err := bench.RedisCPU(ctx, rdb)
+	if err != nil {
+		return err
+	}
+	scpu1, err := bench.ProcCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	stats1, err := bench.ReadRedisStats(ctx, rdb)
+	if err != nil {
+		return err
+	}
+	mails := sink.Accepted() - sent0
+	f.mails, f.redis, f.sample = mails, stats1.Since(stats0), sink.Sample()
+	f.sinkCPU = (scpu1 - scpu0) / time.Duration(mails)
+	f.rate = float64(mails) / f.wall.Seconds()
+	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
+	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
+	f.redisCPU = (rcpu1 - rcpu0) / time.Duration(mails)
+	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), 3*time.Second)
+	return err
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
