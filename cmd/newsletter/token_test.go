@@ -9,6 +9,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/store"
 )
 
 // TestTokenCommands: a token made by `newsletter token create` opens the
@@ -99,5 +100,28 @@ func TestTokenCommands(t *testing.T) {
 	}
 	if code, out, _ := cmd("list"); code != 0 || strings.Contains(out, "ann") {
 		t.Fatalf("token list after revoke: %d\n%s", code, out)
+	}
+
+	// The audit log has the commands' changes, by the person who ran
+	// them, and the API's, by the token's name.
+	entries, err := store.NewRedis(rdb).AuditEntries(context.Background(), "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Actor, "cli") && e.Actor != "ann" {
+			t.Errorf("entry %+v: actor not the command's user or the token's name", e)
+		}
+		got = append(got, e.Actor+" "+e.Action+" "+e.Target+" "+e.Detail)
+	}
+	want := []string{"token.revoked token:ann ", "item.added item:1 ", "token.created token:ci-reader viewer", "token.created token:ann editor"}
+	if len(got) != len(want) {
+		t.Fatalf("audit entries:\n%s", strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasSuffix(got[i], want[i]) {
+			t.Fatalf("audit entries:\n%s\nwant endings %q", strings.Join(got, "\n"), want)
+		}
 	}
 }
