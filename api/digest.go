@@ -4,9 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -61,6 +63,7 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
 		return
 	}
+	s.note(r, audit.ItemAdded, "item:"+strconv.FormatInt(it.ID, 10), "")
 	writeJSON(w, http.StatusCreated, it)
 }
 
@@ -86,6 +89,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 		return
 	}
+	s.noteSubscriber(r, audit.EventPosted, email, "")
 	writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "queued"})
 }
 
@@ -114,6 +118,7 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 	if dup {
 		status = "already queued"
 	}
+	s.note(r, audit.DigestRun, "digest:"+period, status)
 	writeJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
 }
 

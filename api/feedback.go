@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -69,6 +70,13 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 				s.deps.Log.Error("webhook: could not queue an event", "source", source, "err", err)
 				writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
 				return
+			}
+		}
+		if source == "api" { // POST /webhooks/bounce, by a token's holder
+			for _, ev := range events {
+				if ev.Email != "" {
+					s.noteSubscriber(r, audit.BounceReported, ev.Email, ev.Type)
+				}
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]int{"queued": len(events)})
@@ -160,6 +168,7 @@ func (s *Server) liftSuppression(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Log.Warn("suppression lifted by hand", "subscriber", sub.ID, "domain", address.Domain(email), "now", sub.Status)
+		s.noteSubscriber(r, audit.SuppressionLifted, email, "now "+string(sub.Status))
 		writeJSON(w, http.StatusOK, viewOf(sub))
 	}
 }

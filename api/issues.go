@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -219,6 +220,7 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "store the issue", err)
 		return
 	}
+	s.note(r, audit.IssueCreated, issueTarget(is.ID), is.Slug)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
 }
 
@@ -295,6 +297,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "store the issue", err)
 		return
 	}
+	s.note(r, audit.IssueUpdated, issueTarget(is.ID), "")
 	writeJSON(w, http.StatusOK, is)
 }
 
@@ -368,6 +371,7 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
 		return
 	}
+	s.note(r, audit.IssueTestSent, issueTarget(is.ID), fmt.Sprintf("to %d addresses", len(emails)))
 	writeJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
 }
 
@@ -385,7 +389,24 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "send the issue", err)
 		return
 	}
+	s.note(r, audit.IssueSent, issueTarget(is.ID), sendDetail(in))
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
+}
+
+// issueActions are the audit log's names of issueAction's changes.
+var issueActions = map[string]string{
+	store.IssuePaused: audit.IssuePaused, store.IssueSending: audit.IssueResumed, store.IssueCancelled: audit.IssueCancelled,
+}
+
+// sendDetail says when a send was asked for.
+func sendDetail(in input) string {
+	switch {
+	case in.get("at") != "":
+		return "at " + in.get("at")
+	case in.get("local_time") != "":
+		return "at " + in.get("local_time") + " local time"
+	}
+	return "now"
 }
 
 // issueAction moves an issue to to from one of from (pause, resume,
@@ -407,6 +428,7 @@ func (s *Server) issueAction(to string, newRound bool, from ...string) http.Hand
 			s.storeFailed(w, "change the issue", err)
 			return
 		}
+		s.note(r, issueActions[to], issueTarget(is.ID), "")
 		writeJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -76,6 +78,12 @@ var publicRoutes = map[string]bool{
 // route is registered, and a stored token for each role plus a revoked
 // one.
 func matrixServer(t *testing.T) (*Server, map[adminauth.Role]string, string) {
+	s, _, tokens, revoked := matrixServerStore(t)
+	return s, tokens, revoked
+}
+
+// matrixServerStore is matrixServer with its store.
+func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]string, string) {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBAPI)
 	st := store.NewRedis(rdb)
@@ -89,6 +97,7 @@ func matrixServer(t *testing.T) (*Server, map[adminauth.Role]string, string) {
 		MetricsHandler: http.NotFoundHandler(), Archive: st,
 		Markdown: MarkdownFunc(func(src string) (template.HTML, error) { return template.HTML(template.HTMLEscapeString(src)), nil }),
 		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},
+		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -111,7 +120,7 @@ func matrixServer(t *testing.T) (*Server, map[adminauth.Role]string, string) {
 	if err := st.RevokeToken(ctx, "matrix-revoked"); err != nil {
 		t.Fatal(err)
 	}
-	return s, tokens, revoked
+	return s, st, tokens, revoked
 }
 
 // samplePath makes a request path of a route's pattern: each wildcard a

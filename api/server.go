@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"
@@ -135,6 +136,11 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer IssueRenderer
+	// Audit records the changes made through the API (nil: none, for unit
+	// tests of other things); AuditLog serves GET /api/audit (nil: no
+	// such route).
+	Audit    *audit.Trail
+	AuditLog audit.Reader
 	// Archive and Markdown serve /archive (nil: no such routes).
 	Archive  ArchiveStore
 	Markdown MarkdownRenderer
@@ -208,6 +214,7 @@ func (s *Server) routes() {
 	s.feedbackRoutes()
 	s.pushRoutes()
 	s.webhookRoutes()
+	s.auditRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

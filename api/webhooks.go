@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 )
@@ -85,6 +86,7 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.deps.Notify.Forget()
 	s.deps.Log.Info("webhooks: endpoint registered", "endpoint", hook.ID, "events", strings.Join(hook.Events, ","))
+	s.note(r, audit.WebhookAdded, "webhook:"+hook.ID, strings.Join(hook.Events, ","))
 	writeJSON(w, http.StatusCreated, struct {
 		webhookView
 		Secret string `json:"secret"`
@@ -150,6 +152,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint removed", "endpoint", r.PathValue("id"))
+		s.note(r, audit.WebhookRemoved, "webhook:"+r.PathValue("id"), "")
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
@@ -166,6 +169,7 @@ func (s *Server) enableWebhook(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint enabled", "endpoint", hook.ID)
+		s.note(r, audit.WebhookEnabled, "webhook:"+hook.ID, "")
 		writeJSON(w, http.StatusOK, webhookViewOf(hook))
 	}
 }

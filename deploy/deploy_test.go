@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/memstore"
@@ -135,6 +138,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	st := memstore.New()
 	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
 	st.StartDigestRun(context.Background(), "p")
+	audit.NewTrail(st, logredact.New(nil), slog.Default(), reg)
 	reg.MustRegister(api.DigestCollector{Store: st}, queuemetrics.Collector{Inspector: emptyQueues{}, Queues: tasks.Queues, LaneOf: tasks.LaneOf})
 	fams, err := reg.Gather()
 	if err != nil {
@@ -192,7 +196,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 		got[r.Alert] = true
 		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
-	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused", "NewsletterLanePendingHigh", "NewsletterLaneOldestPendingHigh"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused", "NewsletterLanePendingHigh", "NewsletterLaneOldestPendingHigh", "NewsletterAuditWriteFailed"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/autopipe"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
@@ -47,6 +48,8 @@ type app struct {
 	// tags trace mail to its subscriber in late bounces (VERP).
 	tags *feedback.Tagger
 	reg  *prometheus.Registry
+	// audit records the changes the commands and the API make.
+	audit *audit.Trail
 	// guard checks the tokens and roles on every guarded route of the
 	// process, so failed attempts count together.
 	guard *adminauth.Guard
@@ -117,6 +120,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	// one: looked up on every request, so a revocation holds at once.
 	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil).WithTokens(a.store)
 	a.reg = prometheus.NewRegistry()
+	a.audit = audit.NewTrail(a.store, redact, a.log, a.reg)
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
 }
@@ -308,4 +312,11 @@ func redactURL(u string) string {
 		return u
 	}
 	return u[:scheme+3] + "***" + u[at:]
+}
+
+// note records a change a command made, by the person running it
+// (audit.CLIActor). A failed write is logged whole and counted by the
+// Trail; the change stands.
+func (a *app) note(ctx context.Context, action, target, detail string) {
+	_ = a.audit.Note(ctx, audit.Entry{Actor: audit.CLIActor(), Role: audit.CLIRole, Action: action, Target: target, Detail: detail}) // logged by the Trail
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -63,6 +64,12 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	err = im.run(ctx, counted)
 	progress.stop()
 	im.summary(stdout)
+	// What was added is recorded, also when the file stopped partway.
+	detail := fmt.Sprintf("%d added as %s, %d already present, %d invalid", im.added, im.state(), im.present, im.nbad)
+	if err != nil {
+		detail += "; stopped early"
+	}
+	a.note(ctx, audit.Imported, "subscribers", detail)
 	return err
 }
 
@@ -216,17 +223,21 @@ func (im *importer) bad(line int, reason string) {
 }
 
 func (im *importer) summary(w io.Writer) {
-	state := "active"
-	if im.pending {
-		state = "pending (confirmations queued)"
-	}
-	fmt.Fprintf(w, "imported: %d added as %s, %d already present, %d invalid\n", im.added, state, im.present, im.nbad)
+	fmt.Fprintf(w, "imported: %d added as %s, %d already present, %d invalid\n", im.added, im.state(), im.present, im.nbad)
 	for _, l := range im.invalid {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	if im.nbad > int64(len(im.invalid)) {
 		fmt.Fprintf(w, "  … and %d more invalid rows\n", im.nbad-int64(len(im.invalid)))
 	}
+}
+
+// state is what the imported subscribers became.
+func (im *importer) state() string {
+	if im.pending {
+		return "pending (confirmations queued)"
+	}
+	return "active"
 }
 
 type countingReader struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -60,6 +61,7 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
+			a.note(ctx, audit.IssueCreated, "issue:"+strconv.FormatInt(is.ID, 10), is.Slug)
 			fmt.Fprintln(stdout, is.ID)
 			return nil
 		})
@@ -77,6 +79,7 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
+			a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), cliSendDetail(*at, *local))
 			fmt.Fprintf(stdout, "issue %d %s; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, is.ID)
 			return nil
 		})
@@ -105,6 +108,17 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 		})
 	}
 	return fmt.Errorf("unknown subcommand %q\n%s", sub, issueUsage)
+}
+
+// cliSendDetail says when a send was asked for, as the API's entries do.
+func cliSendDetail(at, local string) string {
+	switch {
+	case at != "":
+		return "at " + at
+	case local != "":
+		return "at " + local + " local time"
+	}
+	return "now"
 }
 
 // withApp runs fn on the service's Redis. The embedded Redis would be a

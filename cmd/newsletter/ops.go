@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -36,6 +37,11 @@ func digestCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	status := "queued"
+	if dup {
+		status = "already queued"
+	}
+	a.note(ctx, audit.DigestRun, "digest:"+*period, status)
 	if dup {
 		fmt.Fprintf(stdout, "digest %s is already queued or running\n", *period)
 	} else {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 const tokenUsage = `usage:
@@ -56,6 +57,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return fmt.Errorf("token %q: %w", *name, err)
 			}
+			a.note(ctx, audit.TokenCreated, "token:"+made.Name, string(made.Role))
 			if _, err := fmt.Fprintln(stdout, tok); err != nil {
 				return err
 			}
@@ -90,6 +92,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err := a.store.RevokeToken(ctx, name); err != nil {
 				return fmt.Errorf("token %q: %w", name, err)
 			}
+			a.note(ctx, audit.TokenRevoked, "token:"+name, "")
 			_, err := fmt.Fprintf(stdout, "token %q revoked\n", name)
 			return err
 		})
