@@ -1,0 +1,284 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// The tokens of the tests' three people.
+const (
+	adminToken  = "admin-token-0123456789"
+	editorToken = "editor-token-0123456789"
+	viewerToken = "viewer-token-0123456789"
+)
+
+// fakeTokens signs in the three test tokens; revoke takes one away.
+type fakeTokens struct {
+	mu      sync.Mutex
+	byToken map[string]console.Principal
+	away    bool // the token store fails
+}
+
+func newFakeTokens() *fakeTokens {
+	return &fakeTokens{byToken: map[string]console.Principal{
+		adminToken:  {Name: "alice", Role: console.Admin},
+		editorToken: {Name: "ed", Role: console.Editor},
+		viewerToken: {Name: "vic", Role: console.Viewer},
+	}}
+}
+
+func (f *fakeTokens) Authenticate(_ context.Context, token string) (console.Principal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.byToken[token]; ok {
+		return p, nil
+	}
+	return console.Principal{}, console.ErrWrongToken
+}
+
+func (f *fakeTokens) Live(_ context.Context, hash string) (console.Principal, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.away {
+		return console.Principal{}, false, errors.New("dial tcp: connection refused")
+	}
+	for tok, p := range f.byToken {
+		if console.TokenHash(tok) == hash {
+			return p, true, nil
+		}
+	}
+	return console.Principal{}, false, nil
+}
+
+func (f *fakeTokens) revoke(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.byToken, token)
+}
+
+// memAudit keeps the entries in memory, newest first.
+type memAudit struct {
+	mu      sync.Mutex
+	entries []console.AuditEntry
+}
+
+func (a *memAudit) Record(_ context.Context, e console.AuditEntry) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e.ID = time.Now().Format("150405.000000000")
+	a.entries = append([]console.AuditEntry{e}, a.entries...)
+	return nil
+}
+
+func (a *memAudit) List(_ context.Context, after string, limit int) ([]console.AuditEntry, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]console.AuditEntry(nil), a.entries[:min(limit, len(a.entries))]...), nil
+}
+
+func (a *memAudit) actions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, e := range a.entries {
+		out = append(out, e.Actor+" "+e.Action)
+	}
+	return out
+}
+
+// fakeMail renders a preview as the body in a paragraph and records
+// test sends.
+type fakeMail struct {
+	mu    sync.Mutex
+	tests [][]string
+}
+
+func (f *fakeMail) Preview(_ context.Context, is store.Issue, topic, format string) (string, []byte, error) {
+	return "text/html", []byte("<p>" + topic + ": " + is.Subject + " / " + is.Body + "</p>"), nil
+}
+
+func (f *fakeMail) SendTest(_ context.Context, _ store.Issue, emails []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tests = append(f.tests, emails)
+	return nil
+}
+
+// budget counts the wrong tokens it was told of.
+type budget struct {
+	mu    sync.Mutex
+	wrong int
+	allow int
+}
+
+func (b *budget) Refuse(*http.Request) (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.wrong++
+	return 30 * time.Second, b.wrong > b.allow
+}
+
+// clock is a test's clock: now, moved by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+type env struct {
+	srv    *httptest.Server
+	h      *console.Handler
+	st     *store.Redis
+	tokens *fakeTokens
+	audit  *memAudit
+	mail   *fakeMail
+	budget *budget
+	clock  *clock
+	insp   *asynq.Inspector
+	rdb    *redis.Client
+	subs   console.Subscriptions
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func subscriptionsOf(_ *testing.T, e *env) console.Subscriptions { return e.subs }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBConsole)
+	st := store.NewRedis(rdb)
+	client := asynq.NewClientFromRedisClient(rdb)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	jobs := tasks.NewDispatcher(client, st, nil)
+	t.Cleanup(jobs.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := &env{st: st, tokens: newFakeTokens(), audit: &memAudit{}, mail: &fakeMail{}, budget: &budget{allow: 10},
+		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb}
+	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
+	e.subs = apiSrv
+	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
+		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv,
+		Tokens: e.tokens, Brake: e.budget, Audit: e.audit, Queues: insp, Log: log, Now: e.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = h
+	e.srv = httptest.NewServer(h)
+	t.Cleanup(func() { e.srv.Close(); h.Wait() })
+	return e
+}
+
+// browser is one person's client: a cookie jar, no redirects followed,
+// and the headers a browser sends on a same-origin form.
+type browser struct {
+	t *testing.T
+	e *env
+	c *http.Client
+}
+
+func (e *env) browser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	code     int
+	body     string
+	location string
+	header   http.Header
+}
+
+func (b *browser) do(req *http.Request) page {
+	b.t.Helper()
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return page{code: resp.StatusCode, body: string(body), location: resp.Header.Get("Location"), header: resp.Header}
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	req, _ := http.NewRequest("GET", b.e.srv.URL+path, nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return b.do(req)
+}
+
+// post sends a form as a browser does from one of the console's pages.
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	return b.postFrom("same-origin", path, form)
+}
+
+func (b *browser) postFrom(site, path string, form url.Values) page {
+	b.t.Helper()
+	req, _ := http.NewRequest("POST", b.e.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", site)
+	if site == "cross-site" {
+		req.Header.Set("Origin", "https://evil.example")
+	} else {
+		req.Header.Set("Origin", b.e.srv.URL)
+	}
+	return b.do(req)
+}
+
+// login signs in with token and checks it worked.
+func (b *browser) login(token string) {
+	b.t.Helper()
+	p := b.post("/admin/login", url.Values{"token": {token}})
+	if p.code != http.StatusSeeOther || p.location != "/admin/" {
+		b.t.Fatalf("login: %d to %q\n%s", p.code, p.location, p.body)
+	}
+}
+
+func (e *env) signedIn(t *testing.T, token string) *browser {
+	b := e.browser(t)
+	b.login(token)
+	return b
+}
+
+func (e *env) subscribe(t *testing.T, email string, topics ...string) store.Subscriber {
+	t.Helper()
+	sub, err := e.st.Subscribe(context.Background(), store.SubscribeRequest{Email: email, Activate: true, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func mustContain(t *testing.T, what string, p page, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(p.body, w) {
+			t.Fatalf("%s: the page (%d) lacks %q:\n%s", what, p.code, w, p.body)
+		}
+	}
+}

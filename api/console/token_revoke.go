@@ -1,0 +1,31 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/newsletter/newsletter/api/console/form"
+)
+
+// revokeToken is POST /admin/tokens/{name}/revoke: the token signs
+// nobody in from now on, and its sessions end with their next request.
+func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if err := form.Empty(w, r); err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+		return
+	}
+	if h.d.TokenAdmin == nil {
+		h.errorPage(w, r, http.StatusNotImplemented, "Not here", "Tokens are revoked with `newsletter token revoke` on this deployment.")
+		return
+	}
+	name := r.PathValue("name")
+	if err := h.d.TokenAdmin.RevokeToken(r.Context(), name); err != nil {
+		if bad, ok := err.(interface{ BadInput() bool }); ok && bad.BadInput() {
+			h.notFound(w, r, "token")
+			return
+		}
+		h.storeAway(w, r, err)
+		return
+	}
+	h.record(r, "token.revoke", "token "+name, "")
+	done(w, r, "/admin/tokens", "revoked")
+}
