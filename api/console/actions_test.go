@@ -229,9 +229,9 @@ func TestImportShowsProgressAndRejectedLines(t *testing.T) {
 		t.Fatalf("upload: %d %q %s", p.code, p.location, p.body)
 	}
 	var s struct {
-		State                           string
+		State                          string
 		Rows, Added, Present, Rejected int64
-		Reasons                         []string
+		Reasons                        []string
 	}
 	poll.Until(t, poll.BusyMachine, func() error {
 		req, _ := http.NewRequest("GET", e.srv.URL+p.location, nil)
