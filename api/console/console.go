@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -49,34 +50,24 @@ type Store interface {
 	OutboxDone(ctx context.Context, ids ...string) error
 }
 
-// Tokens sign people in and tell whether a signed-in token still holds.
-type Tokens interface {
-	// Authenticate is who token signs in as; an error when it signs in
-	// as nobody.
-	Authenticate(ctx context.Context, token string) (Principal, error)
-	// Live is who the token with that hash (TokenHash) signs in as now:
-	// false once it was revoked, so its sessions end at once.
-	Live(ctx context.Context, tokenHash string) (Principal, bool, error)
+// Guard signs people in with a token and spends a wrong one against the
+// failure budget every guarded route shares (*adminauth.Guard).
+type Guard interface {
+	AuthenticateRequest(r *http.Request, token string) (Principal, error)
 }
 
-// TokenAdmin manages the tokens (the Tokens screen).
+// TokenStore finds stored tokens by their hash (store.Redis): each
+// request of a session looks its token up, so a revocation ends the
+// session at once.
+type TokenStore interface {
+	LookupToken(ctx context.Context, hash string) (Principal, error)
+}
+
+// TokenAdmin manages the stored tokens (store.Redis; the Tokens screen).
 type TokenAdmin interface {
-	CreateToken(ctx context.Context, name string, role Role) (token string, err error)
-	ListTokens(ctx context.Context) ([]TokenInfo, error)
+	adminauth.TokenMaker
+	ListTokens(ctx context.Context) ([]adminauth.StoredToken, error)
 	RevokeToken(ctx context.Context, name string) error
-}
-
-// TokenInfo is one stored token as listed (never the token itself).
-type TokenInfo struct {
-	Name    string
-	Role    Role
-	Created time.Time
-}
-
-// Brake spends a wrong token against the failure budget every guarded
-// route shares (*adminauth.Guard).
-type Brake interface {
-	Refuse(r *http.Request) (retryAfter time.Duration, tooMany bool)
 }
 
 // AuditEntry is one line of the audit log: who did what to which target,
@@ -116,10 +107,13 @@ type Deps struct {
 	People People
 	Jobs   api.JobDispatcher
 	// Queue enqueues the confirmations of a pending import.
-	Queue      tasks.Enqueuer
-	Tokens     Tokens
+	Queue tasks.Enqueuer
+	Guard Guard
+	// EnvToken is NEWSLETTER_ADMIN_TOKEN: its sessions last while it is
+	// the configured one.
+	EnvToken   string
+	Tokens     TokenStore // nil: only EnvToken signs in
 	TokenAdmin TokenAdmin // nil: the Tokens screen only says how
-	Brake      Brake
 	Audit      Audit
 	Queues     QueueInspector // nil: no queue health on the overview
 	// Redact turns an address into the keyed hash the logs show, for the
@@ -157,8 +151,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	if d.Redis == nil || d.Store == nil || d.Tokens == nil || d.Audit == nil || d.Subscriptions == nil {
-		return nil, errors.New("console: Redis, Store, Subscriptions, Tokens and Audit are needed")
+	if d.Redis == nil || d.Store == nil || d.Guard == nil || d.Audit == nil || d.Subscriptions == nil {
+		return nil, errors.New("console: Redis, Store, Subscriptions, Guard and Audit are needed")
 	}
 	h := &Handler{cfg: cfg, d: d, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -32,48 +33,45 @@ const (
 	viewerToken = "viewer-token-0123456789"
 )
 
-// fakeTokens signs in the three test tokens; revoke takes one away.
-type fakeTokens struct {
-	mu      sync.Mutex
-	byToken map[string]console.Principal
-	away    bool // the token store fails
+// envToken is NEWSLETTER_ADMIN_TOKEN in the tests.
+const envToken = "env-token-0123456789abcdef"
+
+// tokenStore is the store's tokens, which can be made to fail.
+type tokenStore struct {
+	*store.Redis
+	mu   sync.Mutex
+	away bool
 }
 
-func newFakeTokens() *fakeTokens {
-	return &fakeTokens{byToken: map[string]console.Principal{
-		adminToken:  {Name: "alice", Role: console.Admin},
-		editorToken: {Name: "ed", Role: console.Editor},
-		viewerToken: {Name: "vic", Role: console.Viewer},
-	}}
-}
-
-func (f *fakeTokens) Authenticate(_ context.Context, token string) (console.Principal, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.byToken[token]; ok {
-		return p, nil
+func (ts *tokenStore) LookupToken(ctx context.Context, hash string) (console.Principal, error) {
+	ts.mu.Lock()
+	away := ts.away
+	ts.mu.Unlock()
+	if away {
+		return console.Principal{}, errors.New("dial tcp: connection refused")
 	}
-	return console.Principal{}, console.ErrWrongToken
+	return ts.Redis.LookupToken(ctx, hash)
 }
 
-func (f *fakeTokens) Live(_ context.Context, hash string) (console.Principal, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.away {
-		return console.Principal{}, false, errors.New("dial tcp: connection refused")
-	}
-	for tok, p := range f.byToken {
-		if console.TokenHash(tok) == hash {
-			return p, true, nil
+// budgetGuard is the real guard, with a failure budget the test sets
+// (the real one holds the answer over its budget in real time).
+type budgetGuard struct {
+	*adminauth.Guard
+	mu    sync.Mutex
+	wrong int
+	allow int
+}
+
+func (g *budgetGuard) AuthenticateRequest(r *http.Request, token string) (console.Principal, error) {
+	p, err := g.Guard.AuthenticateRequest(r, token)
+	if errors.Is(err, adminauth.ErrUnknownToken) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.wrong++; g.wrong > g.allow {
+			return p, &adminauth.TooManyError{RetryAfter: 30 * time.Second}
 		}
 	}
-	return console.Principal{}, false, nil
-}
-
-func (f *fakeTokens) revoke(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.byToken, token)
+	return p, err
 }
 
 // memAudit keeps the entries in memory, newest first.
@@ -124,20 +122,6 @@ func (f *fakeMail) SendTest(_ context.Context, _ store.Issue, emails []string) e
 	return nil
 }
 
-// budget counts the wrong tokens it was told of.
-type budget struct {
-	mu    sync.Mutex
-	wrong int
-	allow int
-}
-
-func (b *budget) Refuse(*http.Request) (time.Duration, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.wrong++
-	return 30 * time.Second, b.wrong > b.allow
-}
-
 // clock is a test's clock: now, moved by hand.
 type clock struct {
 	mu sync.Mutex
@@ -151,10 +135,10 @@ type env struct {
 	srv    *httptest.Server
 	h      *console.Handler
 	st     *store.Redis
-	tokens *fakeTokens
+	tokens *tokenStore
 	audit  *memAudit
 	mail   *fakeMail
-	budget *budget
+	guard  *budgetGuard
 	clock  *clock
 	insp   *asynq.Inspector
 	rdb    *redis.Client
@@ -176,13 +160,20 @@ func newEnv(t *testing.T) *env {
 	jobs := tasks.NewDispatcher(client, st, nil)
 	t.Cleanup(jobs.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := &env{st: st, tokens: newFakeTokens(), audit: &memAudit{}, mail: &fakeMail{}, budget: &budget{allow: 10},
+	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: &memAudit{}, mail: &fakeMail{},
 		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb}
+	for tok, p := range map[string]console.Principal{adminToken: {Name: "alice", Role: console.Admin},
+		editorToken: {Name: "ed", Role: console.Editor}, viewerToken: {Name: "vic", Role: console.Viewer}} {
+		if _, err := st.CreateToken(context.Background(), adminauth.HashToken(tok), adminauth.StoredToken{Name: p.Name, Role: p.Role}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens), allow: 1000}
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
 	e.subs = apiSrv
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv,
-		Tokens: e.tokens, Brake: e.budget, Audit: e.audit, Queues: insp, Log: log, Now: e.clock.Now,
+		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Audit: e.audit, Queues: insp, Log: log, Now: e.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,9 @@ package console
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/adminauth"
@@ -17,25 +19,26 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := SafeNext(f.Next)
-	p, err := h.d.Tokens.Authenticate(r.Context(), f.Token)
-	if err != nil && !errors.Is(err, ErrWrongToken) {
+	p, err := h.d.Guard.AuthenticateRequest(r, f.Token)
+	var tooMany *adminauth.TooManyError
+	switch {
+	case errors.Is(err, adminauth.ErrUnknownToken):
+		h.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That token does not sign anyone in.", Data: loginData{Next: next}})
+		return
+	case errors.As(err, &tooMany):
+		// The same budget as the API's guard: a wrong token here costs
+		// what it costs there.
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(tooMany.RetryAfter.Seconds())))))
+		h.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Sign in", Error: "Too many wrong tokens from your address: wait a minute and try again.", Data: loginData{Next: next}})
+		return
+	case errors.Is(err, adminauth.ErrClosed):
+		h.render(w, r, http.StatusNotFound, "login", page{Title: "Sign in", Error: "No token is configured: set NEWSLETTER_ADMIN_TOKEN, or make one with `newsletter token create`.", Data: loginData{Next: next}})
+		return
+	case err != nil:
 		h.storeAway(w, r, err)
 		return
 	}
-	if err != nil {
-		// The same budget as the API's guard: a wrong token here costs
-		// what it costs there.
-		code, msg := http.StatusUnauthorized, "That token does not sign anyone in."
-		if h.d.Brake != nil {
-			if retry, tooMany := h.d.Brake.Refuse(r); tooMany {
-				w.Header().Set("Retry-After", adminauth.RetryAfter(retry))
-				code, msg = http.StatusTooManyRequests, "Too many wrong tokens from your address: wait a minute and try again."
-			}
-		}
-		h.render(w, r, code, "login", page{Title: "Sign in", Error: msg, Data: loginData{Next: next}})
-		return
-	}
-	id, _, err := h.sessions.start(r.Context(), p, TokenHash(f.Token))
+	id, _, err := h.sessions.start(r.Context(), p, adminauth.HashToken(f.Token))
 	if err != nil {
 		h.storeAway(w, r, err)
 		return
@@ -44,6 +47,3 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	h.audit(r.Context(), p, "console.login", p.Name, "")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
-
-// ErrWrongToken is a token that signs in as nobody (Tokens.Authenticate).
-var ErrWrongToken = errors.New("wrong token")

@@ -2,11 +2,14 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 type principalKey struct{}
@@ -38,7 +41,7 @@ func (h *Handler) require(need Role, next http.HandlerFunc) http.Handler {
 			h.storeAway(w, r, err)
 			return
 		}
-		p, live, err := h.d.Tokens.Live(r.Context(), ss.TokenHash)
+		p, live, err := h.live(r.Context(), ss.TokenHash)
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
@@ -59,6 +62,26 @@ func (h *Handler) require(need Role, next http.HandlerFunc) http.Handler {
 		}
 		next(w, r.WithContext(withPrincipal(r.Context(), p)))
 	})
+}
+
+// live is who the session's token signs in as now: false once it was
+// revoked (or NEWSLETTER_ADMIN_TOKEN changed), so its sessions end with
+// their next request.
+func (h *Handler) live(ctx context.Context, tokenHash string) (Principal, bool, error) {
+	if h.d.EnvToken != "" && subtle.ConstantTimeCompare([]byte(tokenHash), []byte(adminauth.HashToken(h.d.EnvToken))) == 1 {
+		return adminauth.EnvPrincipal, true, nil
+	}
+	if h.d.Tokens == nil {
+		return Principal{}, false, nil
+	}
+	p, err := h.d.Tokens.LookupToken(ctx, tokenHash)
+	if errors.Is(err, adminauth.ErrUnknownToken) {
+		return Principal{}, false, nil
+	}
+	if err != nil {
+		return Principal{}, false, err
+	}
+	return p, p.Role.Allows(Viewer), nil
 }
 
 // toLogin sends a request without a live session to the sign-in page: a

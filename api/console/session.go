@@ -35,12 +35,6 @@ type sessions struct {
 	now func() time.Time
 }
 
-// TokenHash is how a session remembers its token: the hex SHA-256.
-func TokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
 func sessionKey(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return prefixSession + hex.EncodeToString(sum[:])

@@ -3,6 +3,7 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,9 @@ func TestSessionExpiresAfterTwelveHoursAndLogoutEndsItEverywhere(t *testing.T) {
 func TestRevokingATokenEndsItsSessionsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	b := e.signedIn(t, viewerToken)
-	e.tokens.revoke(viewerToken)
+	if err := e.st.RevokeToken(t.Context(), "vic"); err != nil {
+		t.Fatal(err)
+	}
 	if p := b.get("/admin/issues"); p.code != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/login") {
 		t.Fatalf("revoked: %d %q", p.code, p.location)
 	}
@@ -120,7 +123,7 @@ func TestRevokingATokenEndsItsSessionsAtOnce(t *testing.T) {
 
 func TestWrongTokensSpendTheGuardsBudget(t *testing.T) {
 	e := newEnv(t)
-	e.budget.allow = 2
+	e.guard.allow = 2
 	b := e.browser(t)
 	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests} {
 		p := b.post("/admin/login", url.Values{"token": {"guess-" + string(rune('a'+i))}})
@@ -201,7 +204,7 @@ func TestRedisAwayIsAPageThatSaysSo(t *testing.T) {
 	b := e.signedIn(t, adminToken)
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = dead.Close() })
-	h, err := console.New(console.Config{}, console.Deps{Redis: dead, Store: e.st, Subscriptions: subscriptionsOf(t, e), Tokens: e.tokens, Audit: e.audit, Log: quietLog()})
+	h, err := console.New(console.Config{}, console.Deps{Redis: dead, Store: e.st, Subscriptions: subscriptionsOf(t, e), Guard: e.guard, Tokens: e.tokens, Audit: e.audit, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +219,43 @@ func TestRedisAwayIsAPageThatSaysSo(t *testing.T) {
 	}
 	// The token store away on a live session: the same page.
 	e.srv.Config.Handler = e.h
+	e.tokens.mu.Lock()
 	e.tokens.away = true
+	e.tokens.mu.Unlock()
 	if p := b.get("/admin/issues"); p.code != http.StatusServiceUnavailable || !strings.Contains(p.body, "Redis is not answering") {
 		t.Fatalf("token store away: %d", p.code)
+	}
+}
+
+// TestTokensScreen: an admin makes a token (shown once, only its hash
+// stored), signs in with it elsewhere, and revoking it ends that session.
+func TestTokensScreen(t *testing.T) {
+	e := newEnv(t)
+	root := e.signedIn(t, envToken)
+	mustContain(t, "tokens", root.get("/admin/tokens"), "alice", "ed", "vic")
+	if p := root.post("/admin/tokens", url.Values{"name": {"bad name!"}, "role": {"editor"}}); p.code != 400 {
+		t.Fatalf("bad name: %d", p.code)
+	}
+	if p := root.post("/admin/tokens", url.Values{"name": {"ed"}, "role": {"editor"}}); p.code != 409 {
+		t.Fatalf("a name taken: %d", p.code)
+	}
+	p := root.post("/admin/tokens", url.Values{"name": {"zoe"}, "role": {"editor"}})
+	m := regexp.MustCompile(`<p class="token" id="new-token">([0-9a-f]+)</p>`).FindStringSubmatch(p.body)
+	if p.code != 201 || m == nil {
+		t.Fatalf("create: %d\n%s", p.code, p.body)
+	}
+	if strings.Contains(root.get("/admin/tokens").body, m[1]) {
+		t.Fatal("the token is shown again")
+	}
+	zoe := e.signedIn(t, m[1])
+	mustContain(t, "zoe", zoe.get("/admin/issues"), "Signed in as <strong>zoe</strong> (editor)")
+	if p := root.post("/admin/tokens/zoe/revoke", nil); p.code != 303 {
+		t.Fatalf("revoke: %d", p.code)
+	}
+	if p := zoe.get("/admin/issues"); p.code != 303 {
+		t.Fatalf("a revoked token's session: %d", p.code)
+	}
+	if got := e.audit.actions(); got[0] != "admin-token token.revoke" || got[2] != "admin-token token.create" {
+		t.Fatalf("audit: %v", got)
 	}
 }

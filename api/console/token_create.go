@@ -1,13 +1,17 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/store"
 )
 
-// createToken is POST /admin/tokens: a new token, shown once on the
-// answer to this post (never stored in clear, never in a URL).
+// createToken is POST /admin/tokens: adminauth.MakeToken, as `newsletter
+// token create`; the token is shown once, on the answer to this post
+// (never stored in clear, never in a URL).
 func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewToken(w, r)
 	if err != nil {
@@ -18,20 +22,19 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusNotImplemented, "Not here", "Tokens are made with `newsletter token create` on this deployment.")
 		return
 	}
-	role := Role(f.Role)
-	if role != Viewer && role != Editor && role != Admin {
-		h.tokens(w, r, http.StatusBadRequest, tokenData{Form: f}, "role: viewer, editor or admin")
+	tok, made, err := adminauth.MakeToken(r.Context(), h.d.TokenAdmin, f.Name, f.Role)
+	var bad *adminauth.BadTokenRequest
+	switch {
+	case errors.As(err, &bad):
+		h.tokens(w, r, http.StatusBadRequest, tokenData{Form: f}, bad.Error())
 		return
-	}
-	tok, err := h.d.TokenAdmin.CreateToken(r.Context(), f.Name, role)
-	if err != nil {
-		if bad, ok := err.(interface{ BadInput() bool }); ok && bad.BadInput() {
-			h.tokens(w, r, http.StatusBadRequest, tokenData{Form: f}, err.Error())
-			return
-		}
+	case errors.Is(err, store.ErrTokenNameTaken), errors.Is(err, store.ErrTooManyTokens):
+		h.tokens(w, r, http.StatusConflict, tokenData{Form: f}, err.Error())
+		return
+	case err != nil:
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "token.create", "token "+f.Name, string(role))
-	h.tokens(w, r, http.StatusCreated, tokenData{Form: form.Token{Role: string(Viewer)}, Created: tok}, "")
+	h.record(r, "token.create", "token "+made.Name, string(made.Role))
+	h.tokens(w, r, http.StatusCreated, tokenData{Form: form.Token{Role: string(Viewer)}, Created: tok, CreatedName: made.Name}, "")
 }

@@ -4,16 +4,18 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 type tokenData struct {
-	Tokens []TokenInfo
+	Tokens []adminauth.StoredToken
 	// Managed: tokens can be made here (TokenAdmin is wired).
 	Managed bool
 	Form    form.Token
 	Roles   []Role
 	// Created is a token just made, shown this once.
-	Created string
+	Created     string
+	CreatedName string
 }
 
 // listTokens is GET /admin/tokens.
@@ -22,7 +24,7 @@ func (h *Handler) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) tokens(w http.ResponseWriter, r *http.Request, code int, d tokenData, problem string) {
-	d.Managed, d.Roles = h.d.TokenAdmin != nil, []Role{Viewer, Editor, Admin}
+	d.Managed, d.Roles = h.d.TokenAdmin != nil, adminauth.Roles
 	if d.Managed {
 		list, err := h.d.TokenAdmin.ListTokens(r.Context())
 		if err != nil {

@@ -1,13 +1,16 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/store"
 )
 
-// revokeToken is POST /admin/tokens/{name}/revoke: the token signs
-// nobody in from now on, and its sessions end with their next request.
+// revokeToken is POST /admin/tokens/{name}/revoke, as `newsletter token
+// revoke`: the token signs nobody in from now on, and its sessions end
+// with their next request.
 func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 	if err := form.Empty(w, r); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
@@ -18,11 +21,12 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	if err := h.d.TokenAdmin.RevokeToken(r.Context(), name); err != nil {
-		if bad, ok := err.(interface{ BadInput() bool }); ok && bad.BadInput() {
-			h.notFound(w, r, "token")
-			return
-		}
+	err := h.d.TokenAdmin.RevokeToken(r.Context(), name)
+	if errors.Is(err, store.ErrTokenNotFound) {
+		h.notFound(w, r, "token")
+		return
+	}
+	if err != nil {
 		h.storeAway(w, r, err)
 		return
 	}
