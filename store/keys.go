@@ -114,3 +114,8 @@ const (
 	keyTokens     = "nl:tok"      // hash sha256(token) -> role SEP created (unix ms, base 36) SEP name
 	keyTokenNames = "nl:tok:name" // hash name -> sha256(token)
 )
+
+// The audit log (audit.go): a stream of entries with the fields at (unix
+// ms), actor, role, action, target and detail; trimmed to about
+// audit.MaxEntries.
+const keyAudit = "nl:audit"

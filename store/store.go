@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // Status is where a subscription stands.
@@ -251,4 +253,7 @@ type Store interface {
 	PushSubscriptions
 	Webhooks
 	Tokens
+	// The audit log (audit.go).
+	audit.Recorder
+	audit.Reader
 }

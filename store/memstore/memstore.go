@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
@@ -35,6 +36,8 @@ type Memory struct {
 	reconfirms map[int64]*reconfirm
 	// tokens are the stored tokens by their hash.
 	tokens map[string]adminauth.StoredToken
+	// auditLog is the audit log, oldest first.
+	auditLog []audit.Entry
 	// soft are the soft-bounce report times of each subscriber; seen the
 	// reports already applied (Feedback).
 	soft map[int64][]time.Time

@@ -57,7 +57,8 @@ func Run(t *testing.T, h Harness) {
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
-		{"Tokens", testTokens}}
+		{"Tokens", testTokens},
+		{"Audit", testAudit}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
