@@ -13,7 +13,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
-	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -70,24 +70,12 @@ type TokenAdmin interface {
 	RevokeToken(ctx context.Context, name string) error
 }
 
-// AuditEntry is one line of the audit log: who did what to which target,
-// when. Target never holds an address in clear (a keyed hash instead).
-type AuditEntry struct {
-	ID     string
-	At     time.Time
-	Actor  string
-	Role   Role
-	Action string
-	Target string
-	Detail string
-}
-
-// Audit is the audit log.
-type Audit interface {
-	Record(ctx context.Context, e AuditEntry) error
-	// List is up to limit entries older than after ("" : the newest),
-	// newest first.
-	List(ctx context.Context, after string, limit int) ([]AuditEntry, error)
+// Trail records the console's changes in the audit log (*audit.Trail:
+// a failed write is logged whole and counted) and names a subscriber
+// there by a keyed hash, never the address.
+type Trail interface {
+	Note(ctx context.Context, e audit.Entry) error
+	Subscriber(address string) string
 }
 
 // QueueInspector reads the queues' health (*asynq.Inspector).
@@ -114,13 +102,11 @@ type Deps struct {
 	EnvToken   string
 	Tokens     TokenStore // nil: only EnvToken signs in
 	TokenAdmin TokenAdmin // nil: the Tokens screen only says how
-	Audit      Audit
+	Audit      Trail
+	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
 	Queues     QueueInspector // nil: no queue health on the overview
-	// Redact turns an address into the keyed hash the logs show, for the
-	// audit log's targets.
-	Redact *logredact.Redactor
-	Log    *slog.Logger
-	Now    func() time.Time
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Handler serves /admin/.
@@ -151,8 +137,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	if d.Redis == nil || d.Store == nil || d.Guard == nil || d.Audit == nil || d.Subscriptions == nil {
-		return nil, errors.New("console: Redis, Store, Subscriptions, Guard and Audit are needed")
+	if d.Redis == nil || d.Store == nil || d.Guard == nil || d.Audit == nil || d.AuditLog == nil || d.Subscriptions == nil {
+		return nil, errors.New("console: Redis, Store, Subscriptions, Guard, Audit and AuditLog are needed")
 	}
 	h := &Handler{cfg: cfg, d: d, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
@@ -198,21 +184,21 @@ func (h *Handler) record(r *http.Request, action, target, detail string) {
 	h.audit(r.Context(), principalOf(r), action, target, detail)
 }
 
-// audit writes one audit entry for p; a failure is logged (the change
-// itself is done and cannot be taken back).
+// audit writes one audit entry for p; a failure is logged and counted by
+// the Trail (the change itself is done and cannot be taken back).
 func (h *Handler) audit(ctx context.Context, p Principal, action, target, detail string) {
-	err := h.d.Audit.Record(ctx, AuditEntry{At: h.d.Now(), Actor: p.Name, Role: p.Role, Action: action, Target: target, Detail: detail})
-	if err != nil {
-		h.d.Log.Error("audit: entry not recorded", "action", action, "actor", p.Name, "err", err)
-	}
+	_ = h.d.Audit.Note(ctx, audit.Entry{At: h.d.Now(), Actor: p.Name, Role: string(p.Role), Action: action, Target: target, Detail: detail})
 }
 
-// person is how the audit log names a subscriber: the id and the keyed
-// hash of the address, never the address.
-func (h *Handler) person(sub store.Subscriber) string {
-	s := "subscriber " + itoa(sub.ID)
-	if h.d.Redact != nil && sub.Email != "" {
-		s += " (" + h.d.Redact.Pseudonym(sub.Email) + ")"
-	}
-	return s
-}
+// person is how the audit log names a subscriber: the keyed hash of the
+// address (as the API's entries and the logs), never the address.
+func (h *Handler) person(sub store.Subscriber) string { return h.d.Audit.Subscriber(sub.Email) }
+
+// issueTarget names an issue in the audit log, as the API does.
+func issueTarget(id int64) string { return "issue:" + itoa(id) }
+
+// The console's own audit actions (the rest are internal/audit's).
+const (
+	actionSignedIn  = "console.signed_in"
+	actionSignedOut = "console.signed_out"
+)

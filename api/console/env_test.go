@@ -21,6 +21,8 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -74,31 +76,25 @@ func (g *budgetGuard) AuthenticateRequest(r *http.Request, token string) (consol
 	return p, err
 }
 
-// memAudit keeps the entries in memory, newest first.
-type memAudit struct {
-	mu      sync.Mutex
-	entries []console.AuditEntry
+// auditOf reads the audit log as "actor action" lines, newest first.
+type auditOf struct {
+	t  *testing.T
+	st *store.Redis
 }
 
-func (a *memAudit) Record(_ context.Context, e console.AuditEntry) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	e.ID = time.Now().Format("150405.000000000")
-	a.entries = append([]console.AuditEntry{e}, a.entries...)
-	return nil
+func (a auditOf) entries() []audit.Entry {
+	a.t.Helper()
+	list, err := a.st.AuditEntries(context.Background(), "", 100)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return list
 }
 
-func (a *memAudit) List(_ context.Context, after string, limit int) ([]console.AuditEntry, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]console.AuditEntry(nil), a.entries[:min(limit, len(a.entries))]...), nil
-}
-
-func (a *memAudit) actions() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a auditOf) actions() []string {
+	a.t.Helper()
 	var out []string
-	for _, e := range a.entries {
+	for _, e := range a.entries() {
 		out = append(out, e.Actor+" "+e.Action)
 	}
 	return out
@@ -136,7 +132,7 @@ type env struct {
 	h      *console.Handler
 	st     *store.Redis
 	tokens *tokenStore
-	audit  *memAudit
+	audit  auditOf
 	mail   *fakeMail
 	guard  *budgetGuard
 	clock  *clock
@@ -160,7 +156,7 @@ func newEnv(t *testing.T) *env {
 	jobs := tasks.NewDispatcher(client, st, nil)
 	t.Cleanup(jobs.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: &memAudit{}, mail: &fakeMail{},
+	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: auditOf{t, st}, mail: &fakeMail{},
 		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb}
 	for tok, p := range map[string]console.Principal{adminToken: {Name: "alice", Role: console.Admin},
 		editorToken: {Name: "ed", Role: console.Editor}, viewerToken: {Name: "vic", Role: console.Viewer}} {
@@ -173,7 +169,8 @@ func newEnv(t *testing.T) *env {
 	e.subs = apiSrv
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv,
-		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Audit: e.audit, Queues: insp, Log: log, Now: e.clock.Now,
+		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
+		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)

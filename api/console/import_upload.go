@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
 )
 
@@ -54,7 +55,7 @@ func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
 	importer := &csvimport.Importer{Store: h.d.Store, Queue: h.d.Queue, Pending: pending, Now: h.d.Now, Topics: h.cfg.Topics}
 	err = h.imports.start(s, data, importer, func(s importStatus) {
 		// The request is long answered: the entry has a context of its own.
-		h.audit(context.Background(), p, "import", "import "+s.ID,
+		h.audit(context.Background(), p, audit.Imported, "import:"+s.ID,
 			fmt.Sprintf("%s: %d added, %d already present, %d rejected (%s)", s.File, s.Added, s.Present, s.Rejected, s.State))
 	})
 	if err != nil {

@@ -5,7 +5,11 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
+
+// issueChanges are the audit log's names of the actions.
+var issueChanges = map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled}
 
 // changeIssue is POST /admin/issues/{id}/pause, /resume and /cancel:
 // api.ChangeIssue, as the API's routes of the same names.
@@ -25,7 +29,7 @@ func (h *Handler) changeIssue(action string) http.HandlerFunc {
 			h.issueFailed(w, r, is, formOf(is), err)
 			return
 		}
-		h.record(r, "issue."+action, "issue "+itoa(is.ID), is.Status+" → "+changed.Status)
+		h.record(r, issueChanges[action], issueTarget(is.ID), is.Status+" → "+changed.Status)
 		done(w, r, "/admin/issues/"+itoa(is.ID), notice)
 	}
 }

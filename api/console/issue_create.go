@@ -5,6 +5,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -24,6 +25,6 @@ func (h *Handler) createIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, store.Issue{}, f, err)
 		return
 	}
-	h.record(r, "issue.create", "issue "+itoa(is.ID), is.Subject)
+	h.record(r, audit.IssueCreated, issueTarget(is.ID), is.Slug)
 	done(w, r, "/admin/issues/"+itoa(is.ID), "created")
 }

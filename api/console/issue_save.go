@@ -5,6 +5,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -29,6 +30,6 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, is, f, err)
 		return
 	}
-	h.record(r, "issue.update", "issue "+itoa(is.ID), is.Subject)
+	h.record(r, audit.IssueUpdated, issueTarget(is.ID), "")
 	done(w, r, "/admin/issues/"+itoa(is.ID), "saved")
 }

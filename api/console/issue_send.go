@@ -5,6 +5,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -38,7 +39,7 @@ func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 	case req.LocalTime != "":
 		detail = "at " + req.LocalTime + " local time"
 	}
-	h.record(r, "issue.send", "issue "+itoa(is.ID), detail)
+	h.record(r, audit.IssueSent, issueTarget(is.ID), detail)
 	notice := "sending"
 	if is.Status == store.IssueScheduled {
 		notice = "scheduled"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // testIssue is POST /admin/issues/{id}/test: the saved issue, mailed now
@@ -33,6 +34,6 @@ func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 		h.editor(w, r, http.StatusBadGateway, is, formOf(is), "The test mail was not sent: "+err.Error())
 		return
 	}
-	h.record(r, "issue.test", "issue "+itoa(is.ID), itoa(int64(len(emails)))+" test mail(s)")
+	h.record(r, audit.IssueTestSent, issueTarget(is.ID), "to "+itoa(int64(len(emails)))+" addresses")
 	done(w, r, "/admin/issues/"+itoa(is.ID), "tested")
 }

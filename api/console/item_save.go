@@ -6,6 +6,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // saveItem is POST /admin/items: api.CheckItem and the store's AddItem,
@@ -30,6 +31,6 @@ func (h *Handler) saveItem(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "item.add", "item "+itoa(it.ID), it.Title)
+	h.record(r, audit.ItemAdded, "item:"+itoa(it.ID), it.Title)
 	done(w, r, "/admin/items?topic="+url.QueryEscape(it.Topic), "item")
 }

@@ -44,6 +44,6 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setCookie(w, id)
-	h.audit(r.Context(), p, "console.login", p.Name, "")
+	h.audit(r.Context(), p, actionSignedIn, "token:"+p.Name, "")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -18,6 +18,6 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.clearCookie(w)
-	h.record(r, "console.logout", principalOf(r).Name, "")
+	h.record(r, actionSignedOut, "token:"+principalOf(r).Name, "")
 	done(w, r, "/admin/login", "signed-out")
 }

@@ -12,16 +12,14 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
-type principalKey struct{}
-
 func withPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return adminauth.NewContext(ctx, p)
 }
 
 // principalOf is who signed in for r (the zero Principal on the
 // sign-in page).
 func principalOf(r *http.Request) Principal {
-	p, _ := r.Context().Value(principalKey{}).(Principal)
+	p, _ := adminauth.FromContext(r.Context())
 	return p
 }
 

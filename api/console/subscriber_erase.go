@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // eraseSubscriber is POST /admin/subscribers/{id}/erase (GDPR Art. 17),
@@ -31,6 +32,6 @@ func (h *Handler) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "subscriber.erase", target, "")
+	h.record(r, audit.SubscriberErased, target, "")
 	done(w, r, "/admin/subscribers", "erased")
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // exportSubscriber is POST /admin/subscribers/{id}/export: everything
@@ -28,7 +29,7 @@ func (h *Handler) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "subscriber.export", h.person(sub), "")
+	h.record(r, audit.SubscriberExport, h.person(sub), "")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", `attachment; filename="subscriber-`+itoa(sub.ID)+`.json"`)
 	_, _ = w.Write(body) // a client gone mid-body has nothing to hear

@@ -7,6 +7,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -38,6 +39,6 @@ func (h *Handler) subscriberTopics(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "subscriber.topics", h.person(sub), strings.Join(sub.Topics, ",")+" → "+strings.Join(changed.Topics, ","))
+	h.record(r, audit.SubscriberChanged, h.person(sub), "topics "+strings.Join(sub.Topics, ",")+" → "+strings.Join(changed.Topics, ","))
 	done(w, r, "/admin/subscribers/"+itoa(sub.ID), "topics")
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // unsubscribeSubscriber is POST /admin/subscribers/{id}/unsubscribe: the
@@ -21,6 +22,6 @@ func (h *Handler) unsubscribeSubscriber(w http.ResponseWriter, r *http.Request) 
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "subscriber.unsubscribe", h.person(sub), string(sub.Status)+" → unsubscribed")
+	h.record(r, audit.SubscriberChanged, h.person(sub), string(sub.Status)+" → unsubscribed")
 	done(w, r, "/admin/subscribers/"+itoa(sub.ID), "left")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -33,7 +34,7 @@ func (h *Handler) liftSuppression(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.d.Log.Warn("suppression lifted by hand", "subscriber", sub.ID, "by", principalOf(r).Name, "now", lifted.Status)
-	h.record(r, "suppression.lift", h.person(sub), string(sub.Status)+" → "+string(lifted.Status))
+	h.record(r, audit.SuppressionLifted, h.person(sub), string(sub.Status)+" → "+string(lifted.Status))
 	back := "/admin/suppressions"
 	if r.PostForm.Get("back") == "subscriber" {
 		back = "/admin/subscribers/" + itoa(sub.ID)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -35,6 +36,6 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "token.create", "token "+made.Name, string(made.Role))
+	h.record(r, audit.TokenCreated, "token:"+made.Name, string(made.Role))
 	h.tokens(w, r, http.StatusCreated, tokenData{Form: form.Token{Role: string(Viewer)}, Created: tok, CreatedName: made.Name}, "")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -30,6 +31,6 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, "token.revoke", "token "+name, "")
+	h.record(r, audit.TokenRevoked, "token:"+name, "")
 	done(w, r, "/admin/tokens", "revoked")
 }
