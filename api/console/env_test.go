@@ -78,7 +78,7 @@ func (g *budgetGuard) AuthenticateRequest(r *http.Request, token string) (consol
 
 // auditOf reads the audit log as "actor action" lines, newest first.
 type auditOf struct {
-	t  *testing.T
+	t  testing.TB
 	st *store.Redis
 }
 
@@ -147,7 +147,7 @@ func subscriptionsOf(_ *testing.T, e *env) console.Subscriptions { return e.subs
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBConsole)
 	st := store.NewRedis(rdb)
@@ -184,12 +184,12 @@ func newEnv(t *testing.T) *env {
 // browser is one person's client: a cookie jar, no redirects followed,
 // and the headers a browser sends on a same-origin form.
 type browser struct {
-	t *testing.T
+	t testing.TB
 	e *env
 	c *http.Client
 }
 
-func (e *env) browser(t *testing.T) *browser {
+func (e *env) browser(t testing.TB) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -247,7 +247,7 @@ func (b *browser) login(token string) {
 	}
 }
 
-func (e *env) signedIn(t *testing.T, token string) *browser {
+func (e *env) signedIn(t testing.TB, token string) *browser {
 	b := e.browser(t)
 	b.login(token)
 	return b

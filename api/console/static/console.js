@@ -68,7 +68,7 @@
           setTimeout(poll, 1000);
         } else if (live.dataset.state !== state) {
           // It ended (or paused): the page's actions change with it.
-          location.reload();
+          location.replace(location.pathname); // without the last action's notice
         }
       } catch (e) {
         setTimeout(poll, 3000);
