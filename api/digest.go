@@ -52,12 +52,12 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	title, link, summary := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url")), strings.TrimSpace(in.get("summary"))
-	if title == "" || !oneLine(title, 300) || !validURL(link) || len(summary) > 2000 {
-		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters), an http(s) url and an optional summary (at most 2000 characters)"))
+	it, err := CheckItem(store.Item{Title: in.get("title"), URL: in.get("url"), Summary: in.get("summary")})
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
-	it, err := s.deps.Store.AddItem(r.Context(), store.Item{Title: title, URL: link, Summary: summary})
+	it, err = s.deps.Store.AddItem(r.Context(), it)
 	if err != nil {
 		s.deps.Log.Error("add item", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
@@ -65,6 +65,20 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	}
 	s.note(r, audit.ItemAdded, "item:"+strconv.FormatInt(it.ID, 10), "")
 	writeJSON(w, http.StatusCreated, it)
+}
+
+// ErrBadItem is an item CheckItem refuses.
+var ErrBadItem = errors.New("want a title (one line, at most 300 characters), an http(s) url and an optional summary (at most 2000 characters)")
+
+// CheckItem is the one check of a digest item, for the API and the
+// console alike: it returns it trimmed, or ErrBadItem. The topic is the
+// caller's to check against the topics file.
+func CheckItem(it store.Item) (store.Item, error) {
+	it.Title, it.URL, it.Summary = strings.TrimSpace(it.Title), strings.TrimSpace(it.URL), strings.TrimSpace(it.Summary)
+	if it.Title == "" || !oneLine(it.Title, 300) || !validURL(it.URL) || len(it.Summary) > 2000 {
+		return it, ErrBadItem
+	}
+	return it, nil
 }
 
 // addEvent handles POST /api/events {email,title,url}: one notification,

@@ -64,10 +64,9 @@ func (s *Server) issueRoutes() {
 	s.mux.Handle("GET /api/issues/{id}/preview", v(s.previewIssue))
 	s.mux.Handle("POST /api/issues/{id}/test", e(s.testIssue))
 	s.mux.Handle("POST /api/issues/{id}/send", e(s.sendIssue))
-	s.mux.Handle("POST /api/issues/{id}/pause", e(s.issueAction(store.IssuePaused, false, store.IssueSending, store.IssueScheduled)))
-	s.mux.Handle("POST /api/issues/{id}/resume", e(s.issueAction(store.IssueSending, true, store.IssuePaused)))
-	s.mux.Handle("POST /api/issues/{id}/cancel", e(s.issueAction(store.IssueCancelled, false,
-		store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused)))
+	for _, action := range IssueActions {
+		s.mux.Handle("POST /api/issues/{id}/"+action, e(s.issueAction(action)))
+	}
 	s.mux.Handle("GET /api/issues/{id}/progress", v(s.issueProgress))
 }
 
@@ -353,18 +352,10 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	emails := in["emails"]
-	if len(emails) == 0 || len(emails) > MaxTestEmails {
-		writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("emails: 1 to %d addresses", MaxTestEmails)))
+	emails, err := CheckTestEmails(in["emails"])
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
-	}
-	for i, e := range emails {
-		n, err := address.Normalize(e)
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("emails: %q: %v", e, err)))
-			return
-		}
-		emails[i] = n
 	}
 	if err := s.deps.IssueRenderer.SendTest(r.Context(), is, emails); err != nil {
 		s.deps.Log.Error("test-send issue", "issue", is.ID, "err", err)
@@ -393,10 +384,8 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
 }
 
-// issueActions are the audit log's names of issueAction's changes.
-var issueActions = map[string]string{
-	store.IssuePaused: audit.IssuePaused, store.IssueSending: audit.IssueResumed, store.IssueCancelled: audit.IssueCancelled,
-}
+// issueActions are the audit log's names of ChangeIssue's actions.
+var issueActions = map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled}
 
 // sendDetail says when a send was asked for.
 func sendDetail(in input) string {
@@ -409,28 +398,58 @@ func sendDetail(in input) string {
 	return "now"
 }
 
-// issueAction moves an issue to to from one of from (pause, resume,
-// cancel); a resume plans the rest in a new round.
-func (s *Server) issueAction(to string, newRound bool, from ...string) http.HandlerFunc {
+// issueAction handles POST /api/issues/{id}/pause, resume and cancel.
+func (s *Server) issueAction(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		is, ok := s.issueOf(w, r)
 		if !ok {
 			return
 		}
-		ch := store.IssueChange{NewRound: newRound, SendAt: is.SendAt, LocalTime: is.LocalTime}
-		var err error
-		if newRound {
-			is, err = transitionAndPlan(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is, from, to, ch, s.deps.Now())
-		} else {
-			is, err = s.deps.Issues.TransitionIssue(r.Context(), is.ID, from, to, ch)
-		}
+		is, err := ChangeIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, action, s.deps.Now())
 		if err != nil {
 			s.storeFailed(w, "change the issue", err)
 			return
 		}
-		s.note(r, issueActions[to], issueTarget(is.ID), "")
+		s.note(r, issueActions[action], issueTarget(is.ID), "")
 		writeJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
+}
+
+// IssueActions are the changes of a sending (or scheduled) issue besides
+// the send itself, in the order the pages offer them.
+var IssueActions = []string{"pause", "resume", "cancel"}
+
+// issueMoves are what each of IssueActions does: the status it leads to,
+// the statuses it may leave, and whether it plans again (a resume plans
+// the rest in a new round).
+var issueMoves = map[string]struct {
+	to       string
+	newRound bool
+	from     []string
+}{
+	"pause":  {store.IssuePaused, false, []string{store.IssueSending, store.IssueScheduled}},
+	"resume": {store.IssueSending, true, []string{store.IssuePaused}},
+	"cancel": {store.IssueCancelled, false, []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused}},
+}
+
+// ChangeIssue pauses, resumes or cancels issue id (action: one of
+// IssueActions), for the API and the console alike. Errors: an
+// *IssueInputError for an unknown action, store.ErrNoIssue,
+// store.ErrIssueState (nothing changed), or the store's.
+func ChangeIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, id int64, action string, now time.Time) (store.Issue, error) {
+	move, ok := issueMoves[action]
+	if !ok {
+		return store.Issue{}, badIssue("action: one of %s", strings.Join(IssueActions, ", "))
+	}
+	is, err := st.Issue(ctx, id)
+	if err != nil {
+		return is, err
+	}
+	ch := store.IssueChange{NewRound: move.newRound, SendAt: is.SendAt, LocalTime: is.LocalTime}
+	if move.newRound {
+		return transitionAndPlan(ctx, st, jobs, log, is, move.from, move.to, ch, now)
+	}
+	return st.TransitionIssue(ctx, is.ID, move.from, move.to, ch)
 }
 
 func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
@@ -444,6 +463,24 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+// CheckTestEmails is the one check of a test send's addresses, for the
+// API and the console alike: 1 to MaxTestEmails addresses, each
+// normalised, or an *IssueInputError.
+func CheckTestEmails(emails []string) ([]string, error) {
+	if len(emails) == 0 || len(emails) > MaxTestEmails {
+		return nil, badIssue("emails: 1 to %d addresses", MaxTestEmails)
+	}
+	out := make([]string, len(emails))
+	for i, e := range emails {
+		n, err := address.Normalize(e)
+		if err != nil {
+			return nil, badIssue("emails: %q: %v", e, err)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // WithIssues is d serving /api/issues from st, rendered by r (a nil r:

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -113,7 +114,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	email := before.Email
 	ctx := r.Context()
 	if in.get("leave") == "all" {
-		if err := s.end(r, email); err != nil {
+		if err := s.end(r.Context(), email); err != nil {
 			s.deps.Log.Error("preferences: leave", "err", err)
 			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 			return
@@ -135,8 +136,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		s.renderPreferences(w, http.StatusBadRequest, tok, before, "", err.Error())
 		return
 	}
-	seq := s.cfg.Topics.Sequence
-	sub, err := s.deps.Store.SetPreferences(ctx, email, store.Preferences{Topics: chosen, Name: name, Timezone: tz}, tasks.SequenceCancel(email, seq))
+	sub, err := s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: name, Timezone: tz})
 	if errors.Is(err, store.ErrNotActive) || errors.Is(err, store.ErrNotFound) {
 		s.ended(w, email)
 		return
@@ -146,20 +146,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not save your preferences just now, please try again")
 		return
 	}
-	had, has := slices.Contains(before.Topics, seq.Topic), slices.Contains(sub.Topics, seq.Topic)
-	switch {
-	case had && !has:
-		s.deleteTasks(tasks.SequenceTasks(email, seq))
-	case !had && has && s.deps.Now().Before(sub.ConfirmedAt.Add(seq.Steps[len(seq.Steps)-1].After)):
-		// Back on within the sequence's length: it goes on where the
-		// person is (the first step's task works out which step is next).
-		job := tasks.NewWelcomeAt(email, s.deps.Now())
-		if _, err := s.deps.Queue.EnqueueContext(ctx, job.Task, job.Options()...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			s.deps.Log.Warn("preferences: resume the sequence", "err", err)
-		}
-	}
 	if sub.Status != store.Active {
-		s.notifyLeft(ctx, sub)
 		s.left(w, r, email)
 		return
 	}
@@ -177,4 +164,34 @@ func (s *Server) left(w http.ResponseWriter, r *http.Request, email string) {
 		return
 	}
 	message(w, http.StatusOK, "You are unsubscribed", "We will not send any more mail to "+email+".")
+}
+
+// setPreferences stores p for before (an active subscriber, as read
+// just now) and does what the change calls for: the onboarding
+// sequence's waiting steps go when its topic is turned off and carry on
+// when it is turned back on within the sequence, and a subscription left
+// with no topic is notified as ended.
+func (s *Server) setPreferences(ctx context.Context, before store.Subscriber, p store.Preferences) (store.Subscriber, error) {
+	email := before.Email
+	seq := s.cfg.Topics.Sequence
+	sub, err := s.deps.Store.SetPreferences(ctx, email, p, tasks.SequenceCancel(email, seq))
+	if err != nil {
+		return sub, err
+	}
+	had, has := slices.Contains(before.Topics, seq.Topic), slices.Contains(sub.Topics, seq.Topic)
+	switch {
+	case had && !has:
+		s.deleteTasks(tasks.SequenceTasks(email, seq))
+	case !had && has && s.deps.Now().Before(sub.ConfirmedAt.Add(seq.Steps[len(seq.Steps)-1].After)):
+		// Back on within the sequence's length: it goes on where the
+		// person is (the first step's task works out which step is next).
+		job := tasks.NewWelcomeAt(email, s.deps.Now())
+		if _, err := s.deps.Queue.EnqueueContext(ctx, job.Task, job.Options()...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			s.deps.Log.Warn("preferences: resume the sequence", "err", err)
+		}
+	}
+	if sub.Status != store.Active {
+		s.notifyLeft(ctx, sub)
+	}
+	return sub, nil
 }

@@ -112,9 +112,9 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	leave := s.end
 	if topic != "" {
-		leave = func(r *http.Request, email string) error { return s.leaveTopic(r, email, topic) }
+		leave = func(_ context.Context, email string) error { return s.leaveTopic(r, email, topic) }
 	}
-	if err := leave(r, email); err != nil {
+	if err := leave(r.Context(), email); err != nil {
 		s.deps.Log.Error("unsubscribe: store", "err", err)
 		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 		return
@@ -225,18 +225,18 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 // end marks the subscription inactive first (the handlers' re-check stops
 // anything already queued), then deletes the waiting welcome and
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
-func (s *Server) end(r *http.Request, email string) error {
+func (s *Server) end(ctx context.Context, email string) error {
 	pending := tasks.PendingMails(email, s.cfg.Topics.Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID
 	}
-	sub, err := s.deps.Store.Unsubscribe(r.Context(), email, ids...)
+	sub, err := s.deps.Store.Unsubscribe(ctx, email, ids...)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	if err == nil {
-		s.notifyLeft(r.Context(), sub)
+		s.notifyLeft(ctx, sub)
 	}
 	// The same work for a stranger as for a subscriber, so neither the
 	// answer nor its time tells who is on the list.

@@ -53,6 +53,8 @@ type app struct {
 	// guard checks the tokens and roles on every guarded route of the
 	// process, so failed attempts count together.
 	guard *adminauth.Guard
+	// redact is the keyed hash of addresses in the logs and the audit log.
+	redact *logredact.Redactor
 	// tokenGenerated: the admin token was made up at start (embedded
 	// mode), so the banner may print it; a configured one never is.
 	tokenGenerated bool
@@ -71,7 +73,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	}
 	// Addresses in the logs are pseudonyms keyed from the secret.
 	redact := logredact.New([]byte(cfg.Secret))
-	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, log: slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, redact: redact, log: slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if cfg.Embedded() {
 		a.emb, err = embedded.Start("127.0.0.1:0")
 		if err != nil {

@@ -166,6 +166,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
+		if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: issueRenderer(issues), redis: a.rdb}); err != nil {
+			return err
+		}
 		a.reg.MustRegister(redisFigures(insp, a.store, nil))
 		mon := asynqmon.New(asynqmon.Options{
 			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
@@ -343,6 +346,7 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	}
 	if r.api {
 		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
+		fmt.Fprintf(a.out, "  console          %s/admin/   (sign in with an admin, editor or viewer token)\n", base)
 	}
 	if devMailbox {
 		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)

@@ -47,15 +47,13 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if err := adminauth.CheckTokenName(*name); err != nil {
 			return err
 		}
-		role, err := adminauth.ParseRole(*roleName)
-		if err != nil {
+		if _, err := adminauth.ParseRole(*roleName); err != nil {
 			return err
 		}
 		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			tok := adminauth.NewToken()
-			made, err := a.store.CreateToken(ctx, adminauth.HashToken(tok), adminauth.StoredToken{Name: *name, Role: role})
+			tok, made, err := adminauth.MakeToken(ctx, a.store, *name, *roleName)
 			if err != nil {
-				return fmt.Errorf("token %q: %w", *name, err)
+				return err
 			}
 			a.note(ctx, audit.TokenCreated, "token:"+made.Name, string(made.Role))
 			if _, err := fmt.Fprintln(stdout, tok); err != nil {

@@ -35,6 +35,7 @@ const (
 	DBAutopipe
 	DBWorker
 	DBFeedback
+	DBConsole
 )
 
 // New returns a client on an empty database and the URL that reaches it

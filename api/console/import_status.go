@@ -1,0 +1,30 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+)
+
+// showImportStatus is GET /admin/import/{job}: the progress bar and the
+// rejected lines with their reasons; the JSON of it for the page's
+// script (Accept: application/json).
+func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
+	s, err := h.imports.load(r.Context(), r.PathValue("job"))
+	if errors.Is(err, errNoImport) {
+		h.notFound(w, r, "import")
+		return
+	}
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, s)
+		return
+	}
+	refresh := 0
+	if s.State == importRunning {
+		refresh = 2
+	}
+	h.render(w, r, http.StatusOK, "import_status", page{Title: "Import " + s.File, Section: "import", Refresh: refresh, Data: s})
+}

@@ -1,0 +1,133 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
+)
+
+// editorData is the issue page's: the editor while the issue may change,
+// its progress once it is sending.
+type editorData struct {
+	Issue  store.Issue // ID 0: not saved yet
+	Form   form.Issue
+	Topics []topicBox
+	// Preview is the mail's HTML as a reader of the first topic gets it
+	// (framed as srcdoc in a sandbox), or why there is none.
+	Preview, PreviewError string
+	Editable              bool
+	Progress              *store.IssueProgress
+	MaxTest               int
+	Actions               []string
+}
+
+// topicBox is one topic's checkbox.
+type topicBox struct {
+	topics.Topic
+	Checked bool
+}
+
+func (h *Handler) topicBoxes(checked []string) []topicBox {
+	out := make([]topicBox, len(h.cfg.Topics.Topics))
+	for i, t := range h.cfg.Topics.Topics {
+		out[i] = topicBox{Topic: t}
+		for _, c := range checked {
+			if c == t.ID {
+				out[i].Checked = true
+			}
+		}
+	}
+	return out
+}
+
+func formOf(is store.Issue) form.Issue {
+	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics}
+}
+
+// preview renders f as the mail a reader of its first topic gets.
+func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (html, problem string) {
+	if h.d.Renderer == nil {
+		return "", "No preview here: this process has no mail templates."
+	}
+	if len(f.Topics) == 0 {
+		return "", "Choose a topic to see the mail."
+	}
+	is.IssueContent = f.Content()
+	_, body, err := api.PreviewIssue(ctx, h.d.Renderer, is, "", "html")
+	if err != nil {
+		var bad *api.IssueInputError
+		if errors.As(err, &bad) {
+			return "", bad.Msg
+		}
+		return "", "The mail could not be rendered: " + err.Error()
+	}
+	return string(body), ""
+}
+
+// editor renders the issue page for is with the form f (the saved
+// content, or what was just posted), with code and a problem to show.
+func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
+	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
+		MaxTest: api.MaxTestEmails, Actions: api.IssueActions}
+	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
+	refresh := 0
+	if is.ID != 0 && is.Status != store.IssueDraft {
+		p, err := h.d.Store.IssueProgress(r.Context(), is.ID)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		d.Progress = &p
+		if is.Status == store.IssueSending {
+			refresh = 5
+		}
+	}
+	title := "New issue"
+	if is.ID != 0 {
+		title = is.Subject
+	}
+	h.render(w, r, code, "issue", page{Title: title, Section: "issues", Error: problem, Refresh: refresh, Data: d})
+}
+
+// issueFailed answers an issue's check or store error: the editor again
+// with the message for the writer's mistakes, a page for the rest.
+func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.Issue, f form.Issue, err error) {
+	var bad *api.IssueInputError
+	switch {
+	case errors.As(err, &bad):
+		h.editor(w, r, http.StatusBadRequest, is, f, bad.Msg)
+	case errors.Is(err, api.ErrIssueTooLarge), errors.Is(err, form.ErrTooLarge):
+		h.editor(w, r, http.StatusRequestEntityTooLarge, is, f, err.Error())
+	case errors.Is(err, store.ErrNoIssue):
+		h.notFound(w, r, "issue")
+	case errors.Is(err, store.ErrIssueState):
+		h.errorPage(w, r, http.StatusConflict, "Not now", "The issue's status ("+is.Status+") does not allow that; nothing was changed.")
+	default:
+		h.storeAway(w, r, err)
+	}
+}
+
+// issueOf loads the issue of the route's {id}; it answers a bad or
+// unknown one itself.
+func (h *Handler) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, bool) {
+	id, ok := pathID(r, "id")
+	if !ok {
+		h.notFound(w, r, "issue")
+		return store.Issue{}, false
+	}
+	is, err := h.d.Store.Issue(r.Context(), id)
+	if errors.Is(err, store.ErrNoIssue) {
+		h.notFound(w, r, "issue")
+		return is, false
+	}
+	if err != nil {
+		h.storeAway(w, r, err)
+		return is, false
+	}
+	return is, true
+}

@@ -1,0 +1,39 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
+)
+
+// testIssue is POST /admin/issues/{id}/test: the saved issue, mailed now
+// through the real path to up to api.MaxTestEmails addresses, as POST
+// /api/issues/{id}/test does.
+func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
+	is, ok := h.issueOf(w, r)
+	if !ok {
+		return
+	}
+	f, err := form.NewTestSend(w, r)
+	var emails []string
+	if err == nil {
+		emails, err = api.CheckTestEmails(f.Emails)
+	}
+	if err != nil {
+		h.issueFailed(w, r, is, formOf(is), err)
+		return
+	}
+	if h.d.Renderer == nil {
+		h.errorPage(w, r, http.StatusServiceUnavailable, "No mail here", "This process has no mail transport: test sends go from a process with NEWSLETTER_SMTP_URL.")
+		return
+	}
+	if err := h.d.Renderer.SendTest(r.Context(), is, emails); err != nil {
+		h.d.Log.Error("console: test send failed", "issue", is.ID, "err", err)
+		h.editor(w, r, http.StatusBadGateway, is, formOf(is), "The test mail was not sent: "+err.Error())
+		return
+	}
+	h.record(r, audit.IssueTestSent, issueTarget(is.ID), "to "+itoa(int64(len(emails)))+" addresses")
+	done(w, r, "/admin/issues/"+itoa(is.ID), "tested")
+}

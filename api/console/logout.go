@@ -1,0 +1,23 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/newsletter/newsletter/api/console/form"
+)
+
+// logout is POST /admin/logout: the session is deleted in Redis, so the
+// cookie is worth nothing from now on, wherever a copy of it is.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if err := form.Empty(w, r); err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+		return
+	}
+	if err := h.sessions.end(r.Context(), h.sessionID(r)); err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	h.clearCookie(w)
+	h.record(r, actionSignedOut, "token:"+principalOf(r).Name, "")
+	done(w, r, "/admin/login", "signed-out")
+}

@@ -1,0 +1,112 @@
+package console
+
+import (
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// chartDays is how many days the overview's chart spans.
+const chartDays = 90
+
+// runsShown is how many recent runs the overview lists.
+const runsShown = 5
+
+type overviewData struct {
+	Stats      *Stats
+	Statuses   []statusCount
+	Topics     []topicCount
+	Chart      template.HTML
+	Runs       []run
+	Queues     []queueHealth
+	QueueError string
+}
+
+type statusCount struct {
+	Status store.Status
+	N      int64
+}
+
+type topicCount struct {
+	topics.Topic
+	N int64
+}
+
+// run is one issue that went out, with its rates.
+type run struct {
+	Issue    store.Issue
+	Progress store.IssueProgress
+}
+
+// BounceRate and ComplaintRate are per mail sent.
+func (r run) BounceRate() float64    { return rate(r.Progress.Bounces, r.Progress.Sent) }
+func (r run) ComplaintRate() float64 { return rate(r.Progress.Complaints, r.Progress.Sent) }
+
+func rate(n, of int64) float64 {
+	if of <= 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+type queueHealth struct {
+	Name                                        string
+	Pending, Active, Scheduled, Retry, Archived int
+	Latency                                     time.Duration
+	Paused                                      bool
+}
+
+// overview is GET /admin/: who is on the list, how it moved over 90
+// days, the last runs and the queues.
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	d := overviewData{}
+	if h.d.People != nil {
+		st, err := h.d.People.Stats(ctx, chartDays)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		d.Stats = &st
+		for _, s := range allStatuses {
+			d.Statuses = append(d.Statuses, statusCount{s, st.ByStatus[s]})
+		}
+		for _, t := range h.cfg.Topics.Topics {
+			d.Topics = append(d.Topics, topicCount{t, st.ByTopic[t.ID]})
+		}
+		d.Chart = chart(st.Days)
+	}
+	issues, err := h.d.Store.ListIssues(ctx, "", 0, 4*runsShown)
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	for _, is := range issues {
+		if is.Status == store.IssueDraft || is.Status == store.IssueScheduled || len(d.Runs) == runsShown {
+			continue
+		}
+		p, err := h.d.Store.IssueProgress(ctx, is.ID)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		d.Runs = append(d.Runs, run{Issue: is, Progress: p})
+	}
+	if h.d.Queues != nil {
+		for _, q := range tasks.Queues {
+			info, err := h.d.Queues.GetQueueInfo(q)
+			if err != nil {
+				// A queue nothing was ever put in does not exist yet.
+				d.Queues = append(d.Queues, queueHealth{Name: q})
+				continue
+			}
+			d.Queues = append(d.Queues, queueHealth{Name: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
+				Retry: info.Retry, Archived: info.Archived, Latency: info.Latency, Paused: info.Paused})
+		}
+	}
+	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Section: "overview", Data: d})
+}

@@ -1,0 +1,57 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/newsletter/newsletter/api"
+)
+
+// routes is the console's one list of routes, each with the role it
+// needs: the same as its /api/ route (viewer reads; editor writes issues
+// and items, previews and test-sends; admin does the rest).
+func (h *Handler) routes() {
+	m := h.mux
+	m.Handle("GET /admin/static/", h.static())
+	m.HandleFunc("GET /admin/login", h.showLogin)
+	m.HandleFunc("POST /admin/login", h.login)
+	m.Handle("POST /admin/logout", h.require(Viewer, h.logout))
+	m.Handle("/admin/", h.require(Viewer, func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, "page") }))
+
+	m.Handle("GET /admin/{$}", h.require(Viewer, h.overview))
+
+	m.Handle("GET /admin/subscribers", h.require(Viewer, h.listSubscribers))
+	m.Handle("GET /admin/subscribers/{id}", h.require(Viewer, h.showSubscriber))
+	m.Handle("POST /admin/subscribers/{id}/topics", h.require(Admin, h.subscriberTopics))
+	m.Handle("POST /admin/subscribers/{id}/unsubscribe", h.require(Admin, h.unsubscribeSubscriber))
+	m.Handle("POST /admin/subscribers/{id}/export", h.require(Admin, h.exportSubscriber))
+	m.Handle("POST /admin/subscribers/{id}/erase", h.require(Admin, h.eraseSubscriber))
+
+	m.Handle("GET /admin/issues", h.require(Viewer, h.listIssues))
+	m.Handle("GET /admin/issues/new", h.require(Editor, h.newIssue))
+	m.Handle("POST /admin/issues", h.require(Editor, h.createIssue))
+	m.Handle("POST /admin/issues/preview", h.require(Editor, h.previewIssue))
+	m.Handle("GET /admin/issues/{id}", h.require(Viewer, h.showIssue))
+	m.Handle("POST /admin/issues/{id}", h.require(Editor, h.saveIssue))
+	m.Handle("GET /admin/issues/{id}/progress", h.require(Viewer, h.issueProgress))
+	m.Handle("POST /admin/issues/{id}/test", h.require(Editor, h.testIssue))
+	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
+	for _, action := range api.IssueActions {
+		m.Handle("POST /admin/issues/{id}/"+action, h.require(Editor, h.changeIssue(action)))
+	}
+
+	m.Handle("GET /admin/items", h.require(Viewer, h.listItems))
+	m.Handle("POST /admin/items", h.require(Editor, h.saveItem))
+
+	m.Handle("GET /admin/suppressions", h.require(Viewer, h.listSuppressions))
+	m.Handle("POST /admin/suppressions/{id}/lift", h.require(Admin, h.liftSuppression))
+
+	m.Handle("GET /admin/import", h.require(Admin, h.showImport))
+	m.Handle("POST /admin/import", h.require(Admin, h.uploadImport))
+	m.Handle("GET /admin/import/{job}", h.require(Admin, h.showImportStatus))
+
+	m.Handle("GET /admin/audit", h.require(Admin, h.listAudit))
+
+	m.Handle("GET /admin/tokens", h.require(Admin, h.listTokens))
+	m.Handle("POST /admin/tokens", h.require(Admin, h.createToken))
+	m.Handle("POST /admin/tokens/{name}/revoke", h.require(Admin, h.revokeToken))
+}

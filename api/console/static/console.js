@@ -1,0 +1,80 @@
+// The console works without this script. Where it runs, it adds:
+// a live preview of the issue being written, and progress (sending,
+// importing) that updates itself instead of the page reloading.
+"use strict";
+
+(function () {
+  // Live preview: post the editor's form as the writer pauses typing,
+  // put the mail into the sandboxed frame.
+  const editor = document.querySelector("form[data-preview]");
+  if (editor) {
+    const frame = document.querySelector("iframe.preview");
+    const status = document.getElementById("preview-status");
+    let timer = null;
+    let seq = 0;
+    const refresh = async () => {
+      const mine = ++seq;
+      const body = new URLSearchParams(new FormData(editor));
+      try {
+        const resp = await fetch(editor.dataset.preview, {
+          method: "POST", body, credentials: "same-origin",
+          headers: { "X-Preview": "fragment" },
+        });
+        const text = await resp.text();
+        if (mine !== seq) return; // a newer preview is on its way
+        if (resp.ok) {
+          frame.srcdoc = text;
+          if (status) status.textContent = "Live preview";
+        } else if (status) {
+          status.textContent = text;
+        }
+      } catch (e) {
+        if (status) status.textContent = "Preview not updated (offline?)";
+      }
+    };
+    editor.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 400);
+    });
+    const button = editor.querySelector("button[data-preview-button]");
+    if (button) button.hidden = true; // the preview follows the typing
+  }
+
+  // Progress: poll the JSON beside the page and update the numbers; the
+  // page's <meta refresh> is for where no script runs, so drop it.
+  const live = document.querySelector("[data-progress]");
+  if (live) {
+    const meta = document.querySelector("meta[http-equiv=refresh]");
+    if (meta) meta.remove();
+    const url = live.dataset.progress;
+    const bar = live.querySelector("progress");
+    const poll = async () => {
+      try {
+        const resp = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+        if (!resp.ok) throw new Error(String(resp.status));
+        const p = await resp.json();
+        for (const el of live.querySelectorAll("[data-field]")) {
+          const v = p[el.dataset.field];
+          if (v !== undefined) el.textContent = Array.isArray(v) ? v.join("\n") : String(v);
+        }
+        if (bar) {
+          const total = Number(p[bar.dataset.total] || 0);
+          const done = bar.dataset.done.split(",").reduce((n, f) => n + Number(p[f] || 0), 0);
+          bar.max = Math.max(total, 1);
+          bar.value = Math.min(done, bar.max);
+        }
+        const state = p.status || p.state;
+        if (state === "sending" || state === "running" || state === "scheduled") {
+          setTimeout(poll, 1000);
+        } else if (live.dataset.state !== state) {
+          // It ended (or paused): the page's actions change with it.
+          location.replace(location.pathname); // without the last action's notice
+        }
+      } catch (e) {
+        setTimeout(poll, 3000);
+      }
+    };
+    if (live.dataset.state === "sending" || live.dataset.state === "running" || live.dataset.state === "scheduled") poll();
+  }
+
+})();

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// consoleDeps are the API role's parts the console shares: its store,
+// dispatcher and client (so a console action is the API's), the queue
+// inspector and the issue renderer (nil without mail templates).
+type consoleDeps struct {
+	store  *store.Redis
+	jobs   api.JobDispatcher
+	queue  tasks.Enqueuer
+	insp   *asynq.Inspector
+	render api.IssueRenderer
+	// redis keeps the sessions and the imports' progress (a plain
+	// connection: their writes are transactions).
+	redis redis.UniversalClient
+}
+
+// mountConsole serves the publisher's console at /admin/ on srv. It
+// signs in with the same guard as /api/ (NEWSLETTER_ADMIN_TOKEN and the
+// stored tokens, one failure budget) and writes the same audit log.
+func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
+	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics}, console.Deps{
+		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
+		Subscriptions: srv,
+		Guard:         a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store,
+		Audit: audit.NewTrail(d.store, a.redact, a.log, nil), AuditLog: d.store,
+		Queues: d.insp, Log: a.log,
+	})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	srv.Handle("/admin/", h)
+	return nil
+}

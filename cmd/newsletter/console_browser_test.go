@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/store"
+)
+
+// consoleBrowser is a desktop-sized Chromium tab that collects every
+// console error, CSP violation and script exception of the pages.
+type consoleBrowser struct {
+	browser
+	mu       sync.Mutex
+	problems []string
+}
+
+func newConsoleBrowser(t *testing.T) *consoleBrowser {
+	t.Helper()
+	chrome := chromePath()
+	if chrome == "" {
+		t.Skip("no chromium on this machine: `apt-get install chromium` (CI installs it) or set NEWSLETTER_E2E_CHROME")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*poll.BusyMachine)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	b := &consoleBrowser{browser: browser{t: t, ctx: ctx}}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+				b.problems = append(b.problems, string(ev.Entry.Source)+": "+ev.Entry.Text+" "+ev.Entry.URL)
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				b.problems = append(b.problems, "console."+string(ev.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			b.problems = append(b.problems, "exception: "+ev.ExceptionDetails.Text)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, log.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// expectProblem takes the one problem a step was meant to cause (a 403
+// page is a failed load to the browser) off the list.
+func (b *consoleBrowser) expectProblem(want string) {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, p := range b.problems {
+		if strings.Contains(p, want) {
+			b.problems = append(b.problems[:i], b.problems[i+1:]...)
+			return
+		}
+	}
+	b.t.Fatalf("the browser did not report %q; it reported %q", want, b.problems)
+}
+
+// eval runs a script in the page.
+func (b *consoleBrowser) eval(js string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
+// until waits for a script's truth, naming what it waited for.
+func (b *consoleBrowser) until(what, js string) {
+	b.t.Helper()
+	poll.Until(b.t, poll.BusyMachine, func() error {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
+		if err == nil && !ok {
+			err = fmt.Errorf("still waiting for %s (page %q)", what, b.eval(`location.pathname + " " + ((document.querySelector("h1")||{}).textContent||"")`))
+		}
+		return err
+	})
+}
+
+// notice waits for the page's notice to read want.
+func (b *consoleBrowser) notice(want string) {
+	b.t.Helper()
+	b.until("the notice "+want, fmt.Sprintf(`((document.querySelector(".notice")||{}).textContent||"").includes(%q)`, want))
+}
+
+func (b *consoleBrowser) open(base, path, h1 string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(base + path))
+	b.heading(h1)
+}
+
+func (b *consoleBrowser) signIn(base, token, name string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(base+"/admin/login"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS(`main form button[type=submit]`)))
+	b.heading("Overview")
+	if who := b.text("header .who strong"); who != name {
+		b.t.Fatalf("signed in as %q, want %q", who, name)
+	}
+}
+
+func (b *consoleBrowser) signOut() {
+	b.t.Helper()
+	b.do(chromedp.Click(chromedp.CSS(`header form button`)))
+	b.heading("Newsletter console")
+}
+
+// TestConsoleInChromium walks the console in Debian's Chromium with each
+// role, over a real Redis, worker and SMTP server: a viewer reads every
+// screen and is refused the editor; an editor writes an issue with the
+// live preview, test-sends it (received over SMTP), sends it and watches
+// the progress reach the end; an admin finds a subscriber and changes
+// their topics, lifts a suppression, imports a CSV, makes a token and
+// reads all of it in the audit log. With NEWSLETTER_E2E_SCREENSHOTS set
+// it saves the README's screenshots there.
+func TestConsoleInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a browser walk through a running service: not under -short")
+	}
+	b := newConsoleBrowser(t)
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	const adminTok, editorTok, viewerTok = "console-admin-token-0123", "console-editor-token-0123", "console-viewer-token-0123"
+	for _, p := range []struct {
+		tok  string
+		name string
+		role adminauth.Role
+	}{{editorTok, "ed", adminauth.Editor}, {viewerTok, "vic", adminauth.Viewer}} {
+		if _, err := st.CreateToken(ctx, adminauth.HashToken(p.tok), adminauth.StoredToken{Name: p.name, Role: p.role}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readers := []string{"ann@example.com"}
+	for i := range 24 {
+		readers = append(readers, fmt.Sprintf("reader%02d@example.org", i))
+	}
+	for _, e := range append(readers, "bob@example.net") {
+		if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: e, Activate: true, Topics: []string{"digest"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.MarkBounced(ctx, "bob@example.net"); err != nil {
+		t.Fatal(err)
+	}
+	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN": adminTok, "NEWSLETTER_FROM": "News <news@example.com>",
+	}), "serve")
+	base := svc.base
+
+	// A viewer reads every screen, and is refused what an editor does.
+	b.signIn(base, viewerTok, "vic")
+	for _, s := range []struct{ path, h1 string }{
+		{"/admin/subscribers", "Subscribers"}, {"/admin/issues", "Issues"}, {"/admin/items", "Items"}, {"/admin/suppressions", "Suppressions"},
+	} {
+		b.open(base, s.path, s.h1)
+	}
+	if b.eval(`String(document.querySelector('a[href="/admin/tokens"]') === null && document.querySelector('a[href="/admin/issues/new"]') === null)`) != "true" {
+		t.Fatal("a viewer is offered the tokens or the editor")
+	}
+	b.open(base, "/admin/issues/new", "Not allowed")
+	b.expectProblem("403 (Forbidden) " + base + "/admin/issues/new")
+	b.signOut()
+
+	// An editor writes an issue; the preview follows the typing.
+	b.signIn(base, editorTok, "ed")
+	b.open(base, "/admin/issues/new", "New issue")
+	b.do(chromedp.SendKeys(chromedp.ID("subject"), "Spring letter"),
+		chromedp.SendKeys(chromedp.ID("preheader"), "What grew this month"),
+		chromedp.SendKeys(chromedp.ID("body"), "Hello **spring** readers.\n\n- [Our garden](https://example.com/garden)\n- New seeds\n\n<script>alert(1)</script>"))
+	b.until("the live preview", `document.querySelector("iframe.preview").srcdoc.includes("<strong>spring</strong>")`)
+	b.shot("console-issue-editor")
+	b.do(chromedp.Click(chromedp.CSS(`#editor button[type=submit]:not([formaction])`)))
+	b.heading("Spring letter draft")
+	b.do(chromedp.SendKeys(chromedp.ID("emails"), "me@example.com"), chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
+	b.notice("The test mail was sent.")
+	poll.True(t, poll.BusyMachine, "the test mail over SMTP", func() bool {
+		m := smtpSrv.To("me@example.com")
+		return len(m) == 1 && m[0].Header.Get("Subject") == "[Test] Spring letter"
+	})
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/send"] button`)))
+	b.notice("Sending has started.")
+	// The page's script polls the progress and reloads once it is sent.
+	b.heading("Spring letter sent")
+	if got := b.text(`[data-field=sent]`); got != fmt.Sprint(len(readers)) {
+		t.Fatalf("progress shows %s sent, want %d", got, len(readers))
+	}
+	b.shot("console-issue-progress")
+	for _, r := range readers {
+		if n := len(smtpSrv.To(r)); n != 1 {
+			t.Fatalf("%s got %d mails", r, n)
+		}
+	}
+	if n := len(smtpSrv.To("bob@example.net")); n != 0 {
+		t.Fatal("a bounced address was mailed")
+	}
+	b.signOut()
+
+	// An admin (NEWSLETTER_ADMIN_TOKEN): the overview, a subscriber, a
+	// suppression, an import, a token, the audit log.
+	b.signIn(base, adminTok, "admin-token")
+	b.shot("console-overview")
+	b.open(base, "/admin/subscribers", "Subscribers")
+	b.do(chromedp.SendKeys(chromedp.ID("q"), "Ann@Example.com"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
+	b.heading("ann@example.com active")
+	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action$="/topics"] button`)))
+	b.notice("The topics were changed.")
+	if ann, err := st.Get(ctx, "ann@example.com"); err != nil || strings.Join(ann.Topics, ",") != "digest,updates" {
+		t.Fatalf("ann's topics: %v %v", ann.Topics, err)
+	}
+	b.shot("console-subscriber")
+
+	b.open(base, "/admin/suppressions", "Suppressions")
+	b.shot("console-suppressions")
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/lift"] button`)))
+	b.notice("The suppression was lifted.")
+	if bob, err := st.Get(ctx, "bob@example.net"); err != nil || bob.Status != store.Active {
+		t.Fatalf("bob after the lift: %s %v", bob.Status, err)
+	}
+
+	csv := filepath.Join(t.TempDir(), "new-readers.csv")
+	if err := os.WriteFile(csv, []byte("email,name,timezone,topics\ncara@example.com,Cara,Europe/Paris,digest\nnot-an-address,X\ndan@example.com,Dan,Mars/Base\neve@example.com,,,updates\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.open(base, "/admin/import", "Import")
+	b.do(chromedp.SetUploadFiles(chromedp.ID("file"), []string{csv}), chromedp.Click(chromedp.CSS(`main form button[type=submit]`)))
+	b.heading("Import of new-readers.csv")
+	b.until("the import to end", `document.querySelector("[data-field=state]").textContent === "done"`)
+	if got := b.text(`[data-field=reasons]`); !strings.Contains(got, "line 3: invalid address") || !strings.Contains(got, "line 4: unknown time zone Mars/Base") {
+		t.Fatalf("rejected lines: %q", got)
+	}
+	if added := b.text(`[data-field=added]`); added != "2" {
+		t.Fatalf("added %s, want 2", added)
+	}
+	b.shot("console-import")
+
+	b.open(base, "/admin/tokens", "Tokens")
+	b.do(chromedp.SendKeys(chromedp.ID("name"), "newsletter-ci"), chromedp.Click(chromedp.CSS(`form[action="/admin/tokens"] button`)))
+	b.until("the new token", `document.getElementById("new-token") !== null`)
+	b.shot("console-tokens")
+
+	b.open(base, "/admin/audit", "Audit log")
+	audit := b.text("main table")
+	for _, want := range []string{"issue.created", "issue.test_sent", "issue.sent", "subscriber.changed", "suppression.lifted",
+		"subscribers.imported", "token.created", "console.signed_in", "ed", "vic", "admin-token"} {
+		if !strings.Contains(audit, want) {
+			t.Fatalf("the audit log lacks %q:\n%s", want, audit)
+		}
+	}
+	if strings.Contains(audit, "ann@example.com") || strings.Contains(audit, "bob@example.net") {
+		t.Fatalf("the audit log names an address:\n%s", audit)
+	}
+	b.shot("console-audit")
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.problems) > 0 {
+		t.Fatalf("the browser reported:\n%s", strings.Join(b.problems, "\n"))
+	}
+}
