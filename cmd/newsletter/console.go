@@ -8,7 +8,6 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
-	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -35,7 +34,7 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
 		Subscriptions: srv,
 		Guard:         a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store,
-		Audit: audit.NewTrail(d.store, a.redact, a.log, nil), AuditLog: d.store,
+		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log,
 	})
 	if err != nil {
