@@ -170,10 +170,18 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 // Every id up to the smallest last id of a full page is in the pages read,
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
+	return audienceAny(ctx, h.Store, topicIDs, cursor, limit)
+}
+
+// audienceAny is IssueSender.audienceAny for any reader of audiences (the
+// fan-out walks an issue's readers the same way).
+func audienceAny(ctx context.Context, s interface {
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+}, topicIDs []string, cursor int64, limit int) ([]int64, error) {
 	var all []int64
 	cut := int64(math.MaxInt64)
 	for _, tp := range topicIDs {
-		ids, err := h.Store.AudienceAfter(ctx, tp, cursor, limit)
+		ids, err := s.AudienceAfter(ctx, tp, cursor, limit)
 		if err != nil {
 			return nil, err
 		}
