@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
@@ -329,4 +330,23 @@ func (h *FanoutSender) prepare(id string, shared mailer.Data) (*mailer.Prepared,
 	}
 	h.prepared[id] = p
 	return p, nil
+}
+
+// fanOutPush queues the fan-out of an issue round's push notifications
+// beside its mail: the planner stays the e-mail path, the fan-out walks
+// the same readers for their browsers only. Its TaskID makes planning
+// again (a retry, a resumed planner) queue it once per round, and its
+// marks skip whoever an earlier round notified.
+func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int) error {
+	n := push.IssueNotification(is.Subject, h.Links.ArchiveURL(is))
+	if n.URL == "" {
+		n.URL = h.Links.BaseURL
+	}
+	_, err := h.Queue.EnqueueContext(ctx, tasks.NewFanout(tasks.FanoutPayload{
+		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.now().UTC(),
+	}))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue the issue's push fan-out: %w", err)
+	}
+	return nil
 }

@@ -107,6 +107,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		return nil // a later round plans it, or this one is done
 	}
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
+	fannedOut := false
 	for {
 		is, err := h.Store.Issue(ctx, p.IssueID)
 		if err != nil {
@@ -123,6 +124,13 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		if is.Status != store.IssueSending || is.Round != p.Round {
 			h.log().Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
 			return nil
+		}
+		if !fannedOut {
+			// The readers' browsers, in the push lane (fanout.go).
+			if err := h.fanOutPush(ctx, is, p.Round); err != nil {
+				return err
+			}
+			fannedOut = true
 		}
 		if err := room.waitForRoom(ctx); err != nil {
 			return err
