@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -209,7 +211,7 @@ func TestLaneIsolation(t *testing.T) {
 	exactlyOncePerAddress(t, smtpSrv, emails)
 }
 
-func adminCall(t *testing.T, base, method, path, body string) (int, string) {
+func adminCall(t testing.TB, base, method, path, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+isolationAdmin)
@@ -317,4 +319,90 @@ tests:
 	if err != nil || !strings.Contains(string(out), "SUCCESS") {
 		t.Fatalf("promtool test rules on the scraped lanes (%+v): %v\n%s\n%s", f, err, out, test)
 	}
+}
+
+// BenchmarkLaneIsolation is the figure the isolation test leaves out: how
+// long the e-mail of one event to 2,000 readers (each with a browser)
+// takes beside a healthy push service and beside one that never answers,
+// rounds alternated (ROUNDS, default 3) so a busy machine's drift falls on
+// both. It reports each side's median and hung/healthy; the issue asks for
+// the hung side within 20 % of the healthy one. make bench-isolation.
+func BenchmarkLaneIsolation(b *testing.B) {
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	var healthy, hung []time.Duration
+	for b.Loop() {
+		for range rounds {
+			healthy = append(healthy, isolationMailTime(b, false))
+			hung = append(hung, isolationMailTime(b, true))
+		}
+	}
+	h, u := median(healthy), median(hung)
+	b.Logf("e-mail to 2,000 readers: beside a healthy push service %v (median of %v), beside a hung one %v (median of %v): %+.0f %%",
+		h, healthy, u, hung, 100*(u.Seconds()/h.Seconds()-1))
+	b.ReportMetric(h.Seconds(), "s-mail-healthy-push")
+	b.ReportMetric(u.Seconds(), "s-mail-hung-push")
+	b.ReportMetric(u.Seconds()/h.Seconds(), "hung/healthy")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// isolationMailTime runs one round: a fresh database of 2,000 readers with
+// a browser each, a service serving every lane, one event for their topic;
+// it answers how long from the event's 202 until the last mail was taken.
+func isolationMailTime(b *testing.B, hang bool) time.Duration {
+	const subscribers = 2000
+	rdb, redisURL := redistest.New(b, redistest.DBCommand)
+	smtpSrv := smtptest.Start(b)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pushSvc := pushtest.New(b, pub)
+	if hang {
+		pushSvc.Hang()
+	}
+	emails := seedDigest(b, st, "bench", subscribers)
+	for _, e := range emails {
+		sub, err := st.Get(ctx, e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := pushSvc.NewSubscription()
+		if err := st.AddPushSubscription(ctx, sub.ID, store.PushSubscription{Endpoint: br.Endpoint, P256DH: br.P256DH, Auth: br.Auth}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	svc := startService(b, realEnv(redisURL, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN":           isolationAdmin,
+		"NEWSLETTER_VAPID_PUBLIC_KEY":      pub,
+		"NEWSLETTER_VAPID_PRIVATE_KEY":     priv,
+		"NEWSLETTER_VAPID_SUBJECT":         "mailto:ops@example.com",
+		"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true",
+		"NEWSLETTER_LANES":                 "email,push,webhook",
+		"NEWSLETTER_SEND_RATE":             "100000",
+		"NEWSLETTER_PUSH_RATE":             "100000",
+	}), "serve")
+	defer func() {
+		pushSvc.Recover()
+		svc.stop(b)
+	}()
+	start := time.Now()
+	if code, body := adminCall(b, svc.base, "POST", "/api/events", `{"topic":"updates","title":"We launched","url":"https://example.com/launch"}`); code != http.StatusAccepted {
+		b.Fatalf("event: %d %s", code, body)
+	}
+	poll.True(b, poll.BusyMachine, "every reader's mail", func() bool { return len(smtpSrv.Messages()) >= subscribers })
+	took := time.Since(start)
+	if hang && len(pushSvc.Received()) != 0 {
+		b.Fatalf("a hung push service took %d pushes", len(pushSvc.Received()))
+	}
+	return took
 }

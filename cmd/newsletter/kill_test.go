@@ -101,7 +101,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 
 // seedDigest adds n active subscribers (<prefix>0000@example.org, …) and
 // one digest item, for a digest run; it returns the addresses.
-func seedDigest(t *testing.T, st *store.Redis, prefix string, n int) []string {
+func seedDigest(t testing.TB, st *store.Redis, prefix string, n int) []string {
 	t.Helper()
 	reqs := make([]store.SubscribeRequest, n)
 	emails := make([]string, n)
