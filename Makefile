@@ -3,8 +3,10 @@ GO        ?= go
 BIN       ?= bin/newsletter
 FUZZTIME  ?= 10s
 ITEMS     ?= 1,20
+FANOUT_N  ?= 20000
+ISOLATION_ROUNDS ?= 3
 
-.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive up down logs e2e clean
+.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -33,7 +35,7 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/subscribe
@@ -46,6 +48,12 @@ bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SM
 
 bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 from the API role alone (cached pages), next to /healthz (needs a Redis, default 127.0.0.1:6379 db 7)
 	$(GO) run ./internal/bench/archive
+
+bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 7)
+	N=$(FANOUT_N) $(GO) run ./internal/bench/fanout
+
+bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy and beside a hung push service, alternated: the e-mail lane's time in each (ISOLATION_ROUNDS, default 3)
+	ROUNDS=$(ISOLATION_ROUNDS) $(GO) test -run='^$$' -bench=LaneIsolation -benchtime=1x -count=1 ./cmd/newsletter
 
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
 	$(GO) run ./internal/bench/push

@@ -81,16 +81,14 @@ func CheckItem(it store.Item) (store.Item, error) {
 	return it, nil
 }
 
-// addEvent handles POST /api/events {email,title,url}: one notification,
-// bundled with the person's other recent events into one mail.
+// addEvent handles POST /api/events: {email,title,url} notifies one
+// person (their bundled events mail, and their browsers), {topic,title,url}
+// every active reader of a topic (a mail each, and their browsers). Either
+// way it queues one ingress task; the worker's fan-out enqueues a task per
+// person and channel in that channel's lane.
 func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	in := s.readAdminJSON(w, r, eventFields, false)
 	if in == nil {
-		return
-	}
-	email, err := address.Normalize(in.get("email"))
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
@@ -98,13 +96,38 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
 		return
 	}
-	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewEvent(email, title, link, s.deps.Now())); err != nil {
+	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC()}
+	answer := map[string]string{"id": p.ID, "status": "queued"}
+	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
+	switch {
+	case rawEmail != "" && topic != "", rawEmail == "" && topic == "":
+		writeJSON(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
+		return
+	case topic != "":
+		if _, ok := s.cfg.Topics.Topic(topic); !ok {
+			writeJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.IDs(), ", ")))
+			return
+		}
+		p.Topic, answer["topic"] = topic, topic
+	default:
+		email, err := address.Normalize(rawEmail)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			return
+		}
+		p.Email, answer["email"] = email, email
+	}
+	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil {
 		s.deps.Log.Error("enqueue event", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 		return
 	}
-	s.noteSubscriber(r, audit.EventPosted, email, "")
-	writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "queued"})
+	if p.Email != "" {
+		s.noteSubscriber(r, audit.EventPosted, p.Email, p.ID)
+	} else {
+		s.note(r, audit.EventPosted, "topic:"+p.Topic, p.ID)
+	}
+	writeJSON(w, http.StatusAccepted, answer)
 }
 
 // runDigest handles POST /api/digest/run {"period":…}: the same as the

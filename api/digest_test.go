@@ -51,9 +51,29 @@ func TestAdminItemsEventsDigest(t *testing.T) {
 	if code, _ := e.admin(t, "POST", "/api/events", `{"email":"nope","title":"x","url":"https://example.com"}`); code != 400 {
 		t.Fatalf("event for a non-address: %d", code)
 	}
-	groups, _ := e.insp.Groups(tasks.QueueDefault)
-	if len(groups) != 1 || groups[0].Group != "a@example.com" || groups[0].Size != 1 {
-		t.Fatalf("event not grouped by normalised address: %+v", groups)
+	// One ingress task, for the normalised address; the worker's fan-out
+	// makes the rest.
+	pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault)
+	var fan tasks.FanoutPayload
+	if len(pending) != 1 || pending[0].Type != tasks.TypeFanout || json.Unmarshal(pending[0].Payload, &fan) != nil ||
+		fan.Email != "a@example.com" || fan.Topic != "" || !strings.HasPrefix(fan.ID, "ev_") {
+		t.Fatalf("event not queued as one fan-out for the normalised address: %+v", pending)
+	}
+	// A topic's readers: a known topic, and only one of email and topic.
+	if code, m := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"Launch","url":"https://example.com/l"}`); code != 202 || m["topic"] != "updates" || m["id"] == nil {
+		t.Fatalf("topic event: %d %v", code, m)
+	}
+	for _, bad := range []string{
+		`{"topic":"nope","title":"x","url":"https://example.com"}`,
+		`{"topic":"updates","email":"a@example.com","title":"x","url":"https://example.com"}`,
+		`{"title":"x","url":"https://example.com"}`,
+	} {
+		if code, _ := e.admin(t, "POST", "/api/events", bad); code != 400 {
+			t.Errorf("event %s: %d, want 400", bad, code)
+		}
+	}
+	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 2 {
+		t.Fatalf("a refused event was queued: %d tasks", len(pending))
 	}
 
 	if code, _ := e.admin(t, "GET", "/api/digests/2026-W49", ""); code != 404 {

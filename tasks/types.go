@@ -29,6 +29,13 @@ const (
 	TypeFeedsPoll = "feeds:poll"
 	// TypeWebhook delivers one event to one outgoing webhook endpoint.
 	TypeWebhook = "webhook:deliver"
+	// TypeFanout is the one ingress task of an event or of an issue's
+	// notifications: it enqueues one task per person and channel in that
+	// channel's lane (fanout.go). TypeEventMail mails a topic's event to
+	// a batch of its readers; TypePush notifies one person's browsers.
+	TypeFanout    = "event:fanout"
+	TypeEventMail = "email:event"
+	TypePush      = "push:deliver"
 )
 
 // The e-mail lane's queues (lanes.go has the others). A confirmation is
@@ -70,6 +77,12 @@ var queueOf = map[string]string{
 	// Behind the mail: a poll a few minutes late changes nothing.
 	TypeFeedsPoll: QueueDefault,
 	TypeWebhook:   QueueWebhook,
+	// The fan-out runs in the e-mail lane, beside the events it replaces:
+	// it only reads and enqueues, and never waits on a channel's provider,
+	// so a hung push service cannot hold it.
+	TypeFanout:    QueueDefault,
+	TypeEventMail: QueueDefault,
+	TypePush:      QueuePush,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -77,4 +90,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll, TypeWebhook}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll, TypeWebhook, TypeFanout, TypeEventMail, TypePush}

@@ -22,7 +22,8 @@ import (
 // with NEWSLETTER_TEST_MAIN=worker the test binary is the worker.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("NEWSLETTER_TEST_MAIN"); role != "" {
-		os.Exit(run(context.Background(), []string{role}, os.Getenv, os.Stdout, os.Stderr))
+		// The role and its flags ("worker --lanes push").
+		os.Exit(run(context.Background(), strings.Fields(role), os.Getenv, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -39,7 +40,7 @@ func startProcess(t *testing.T, role string, env map[string]string) *exec.Cmd {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	log, _ := os.CreateTemp(t.TempDir(), role+"-*.log")
+	log, _ := os.CreateTemp(t.TempDir(), strings.Fields(role)[0]+"-*.log")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 
 // seedDigest adds n active subscribers (<prefix>0000@example.org, …) and
 // one digest item, for a digest run; it returns the addresses.
-func seedDigest(t *testing.T, st *store.Redis, prefix string, n int) []string {
+func seedDigest(t testing.TB, st *store.Redis, prefix string, n int) []string {
 	t.Helper()
 	reqs := make([]store.SubscribeRequest, n)
 	emails := make([]string, n)

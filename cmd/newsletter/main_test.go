@@ -35,7 +35,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +53,7 @@ type service struct {
 	cancel         context.CancelFunc
 }
 
-func startService(t *testing.T, env map[string]string, args ...string) *service {
+func startService(t testing.TB, env map[string]string, args ...string) *service {
 	t.Helper()
 	addr := freeAddr(t)
 	env["NEWSLETTER_ADDR"] = addr
@@ -74,7 +74,7 @@ func startService(t *testing.T, env map[string]string, args ...string) *service 
 	return s
 }
 
-func (s *service) stop(t *testing.T) int {
+func (s *service) stop(t testing.TB) int {
 	s.cancel()
 	select {
 	case code := <-s.done:

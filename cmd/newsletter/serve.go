@@ -112,12 +112,14 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		}
 	}
 	if r.worker && !emailLane {
-		wrk = worker.New(a.rdb, workerConfig(a), worker.Handlers{Metrics: worker.NewMetrics(a.reg)})
+		m := worker.NewMetrics(a.reg)
+		wrk = worker.New(a.rdb, workerConfig(a, m), worker.Handlers{Metrics: m})
 		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
 	} else if r.worker {
 		m, render := issues.mail, issues.render
+		metrics := worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates())
 		h := worker.NewHandlers(worker.Deps{
-			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates()),
+			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: metrics,
 			Links: links,
 			Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
 			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
@@ -133,7 +135,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		} else if n > 0 {
 			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
 		}
-		wrk = worker.New(a.rdb, workerConfig(a), h)
+		wrk = worker.New(a.rdb, workerConfig(a, metrics), h)
 		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
 	}
 

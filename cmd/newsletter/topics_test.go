@@ -120,7 +120,7 @@ func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
 	// The reader's event bundle is handled in the same group window as
 	// the witness's; its task must be gone (skipped) before we look.
 	poll.True(t, poll.BusyMachine, "the reader's event task to be done", func() bool {
-		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeEventsEmail, tasks.TypeEvent)
+		return noTasks(t, insp, tasks.QueueDefault, tasks.TypeFanout, tasks.TypeEventsEmail, tasks.TypeEvent)
 	})
 	if got := subjects(smtpSrv, "reader@example.com"); len(got) != 2 {
 		t.Fatalf("after leaving everything the reader got %v", got)

@@ -53,6 +53,17 @@ func (m *Memory) PushSubscriptionsOf(_ context.Context, ids []int64) ([][]store.
 	return out, nil
 }
 
+// HavePushSubscriptions implements store.PushSubscriptions.
+func (m *Memory) HavePushSubscriptions(_ context.Context, ids []int64) ([]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = len(m.push[id]) > 0
+	}
+	return out, nil
+}
+
 // pushOf is a copy of id's browsers; m.mu is held.
 func (m *Memory) pushOf(id int64) []store.PushSubscription {
 	var out []store.PushSubscription

@@ -85,6 +85,11 @@ func testPushSubscriptions(t *testing.T, h Harness, s store.Store) {
 	if len(all) != 2 || len(all[0]) != 0 || len(all[1]) != store.MaxPushSubscriptions-1 {
 		t.Fatalf("by ids: %d lists, %d and %d browsers", len(all), len(all[0]), len(all[1]))
 	}
+	have, err := s.HavePushSubscriptions(ctx, []int64{pending.ID, a.ID, 999999})
+	must(t, err)
+	if fmt.Sprint(have) != "[false true false]" {
+		t.Fatalf("who has browsers (pending, active with 9, unknown): %v", have)
+	}
 
 	must(t, s.DeletePushSubscriptions(ctx, a.ID))
 	if got, _ := s.PushSubscriptions(ctx, a.ID); len(got) != 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/internal/webhook"
@@ -46,6 +47,8 @@ type delivery struct {
 	// of readers without one (issue_localtime_test.go).
 	now  func() time.Time
 	zone *time.Location
+	// push, when set, is the worker's web push sender (fanout_test.go).
+	push push.Sender
 }
 
 func newDelivery(t *testing.T) *delivery {
@@ -77,6 +80,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Queue:    d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MarkWindow: concurrency,
 		Notify: d.notify, WebhookPost: d.post, WebhookBackoff: d.hooks,
 		Now: d.now, DefaultZone: d.zone,
+		Push: d.push, PushRetry: RetryPolicy{Base: 20 * time.Millisecond, Max: time.Second},
 	})
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
 	wc := Config{

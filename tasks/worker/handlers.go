@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
@@ -25,6 +27,8 @@ type Store interface {
 	store.MailHolds
 	store.Feeds
 	store.Webhooks
+	store.PushSubscriptions
+	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 }
 
 // Deps is what the components are built from: the one place where a
@@ -78,6 +82,11 @@ type Deps struct {
 	WebhookPost    WebhookPoster
 	WebhookPolicy  store.WebhookPolicy
 	WebhookBackoff webhook.Backoff
+
+	// Push sends web push notifications (nil: no push lane handler, web
+	// push is off); PushRetry is the push lane's backoff.
+	Push      push.Sender
+	PushRetry RetryPolicy
 }
 
 // NewHandlers builds every component from d.
@@ -124,8 +133,22 @@ func NewHandlers(d Deps) Handlers {
 			Store: d.Store, Post: post, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
 			Metrics: d.Metrics, Log: d.Log, Now: d.Now,
 		},
+		Fanout: &FanoutSender{
+			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
+			MailBatch: d.DigestBatch, Now: d.Now, Log: d.Log,
+		},
+		Push:    NewPushSender(d.Store, d.Push, d.PushRetry, d.ClaimTTL, d.Metrics, d.Log),
 		Metrics: d.Metrics,
 	}
+}
+
+// NewPushSender is the push lane's handler (nil when send is nil: web
+// push is off).
+func NewPushSender(s PushStore, send push.Sender, retry RetryPolicy, claimTTL time.Duration, m *Metrics, log *slog.Logger) *PushSender {
+	if send == nil {
+		return nil
+	}
+	return &PushSender{Store: s, Push: send, Retry: retry, ClaimTTL: claimTTL, Metrics: m, Log: log}
 }
 
 // Close stops what the handlers run in the background (the mark writer).

@@ -107,6 +107,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		return nil // a later round plans it, or this one is done
 	}
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
+	fannedOut := false
 	for {
 		is, err := h.Store.Issue(ctx, p.IssueID)
 		if err != nil {
@@ -123,6 +124,13 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		if is.Status != store.IssueSending || is.Round != p.Round {
 			h.log().Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
 			return nil
+		}
+		if !fannedOut {
+			// The readers' browsers, in the push lane (fanout.go).
+			if err := h.fanOutPush(ctx, is, p.Round); err != nil {
+				return err
+			}
+			fannedOut = true
 		}
 		if err := room.waitForRoom(ctx); err != nil {
 			return err
@@ -170,10 +178,18 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 // Every id up to the smallest last id of a full page is in the pages read,
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
+	return audienceAny(ctx, h.Store, topicIDs, cursor, limit)
+}
+
+// audienceAny is IssueSender.audienceAny for any reader of audiences (the
+// fan-out walks an issue's readers the same way).
+func audienceAny(ctx context.Context, s interface {
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+}, topicIDs []string, cursor int64, limit int) ([]int64, error) {
 	var all []int64
 	cut := int64(math.MaxInt64)
 	for _, tp := range topicIDs {
-		ids, err := h.Store.AudienceAfter(ctx, tp, cursor, limit)
+		ids, err := s.AudienceAfter(ctx, tp, cursor, limit)
 		if err != nil {
 			return nil, err
 		}

@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_feed_items_total", Help: "Feed entries that became items of their topic.",
 		}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "newsletter_notifications_total", Help: "Notification attempts by lane (webhook) and result (sent, retry, dead, dropped).",
+			Name: "newsletter_notifications_total", Help: "Notification attempts by lane (push, webhook) and result (sent, retry, dead, dropped).",
 		}, []string{"lane", "result"}),
 		WebhooksDisabled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_webhook_endpoints_disabled_total", Help: "Webhook endpoints disabled because they kept failing or answered 410 Gone.",
@@ -132,6 +132,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, r := range NotificationResults {
 		m.Notifications.WithLabelValues(LaneWebhook, r)
+		m.Notifications.WithLabelValues(LanePush, r)
 	}
 	m.TransportPaused.WithLabelValues(LaneEmail)
 	for _, src := range tasks.FeedbackSources {

@@ -90,6 +90,12 @@ type Handlers struct {
 	Feeds *FeedPoller
 	// Webhooks deliver webhook events (webhook:deliver).
 	Webhooks *WebhookSender
+	// Fanout fans events and issues' notifications out to the lanes
+	// (event:fanout) and mails a topic's event (email:event).
+	Fanout *FanoutSender
+	// Push notifies browsers (push:deliver, the push lane); nil without
+	// web push (no VAPID keys).
+	Push *PushSender
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
@@ -118,6 +124,9 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 		// Without a lane list (tests, embedders): e-mail, and webhooks
 		// in a small pool of their own when there is a sender for them.
 		lanes = []Lane{{Name: tasks.LaneEmail, Concurrency: cfg.Concurrency}}
+		if h.Push != nil {
+			lanes = append(lanes, Lane{Name: tasks.LanePush, Concurrency: max(1, cfg.Concurrency/2)})
+		}
 		if h.Webhooks != nil {
 			lanes = append(lanes, Lane{Name: tasks.LaneWebhook, Concurrency: max(1, cfg.Concurrency/2)})
 		}
@@ -138,6 +147,11 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 			// endpoint's Retry-After), not the mail's.
 			l.Handlers = map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(h.Webhooks.HandleWebhook)}
 			l.Retry = h.Webhooks.RetryDelay
+		}
+		if l.Name == tasks.LanePush && l.Handlers == nil && h.Push != nil {
+			// Push services ask for their own waits (Retry-After).
+			l.Handlers = map[string]asynq.Handler{tasks.TypePush: asynq.HandlerFunc(h.Push.HandlePush)}
+			l.Retry = h.Push.RetryDelay
 		}
 		if len(l.Handlers) == 0 {
 			log.Info("lane not served: this worker has no handlers for its tasks; they wait in its queues", "lane", l.Name)
@@ -199,6 +213,10 @@ func (h Handlers) email() map[string]asynq.Handler {
 	}
 	if h.Feeds != nil {
 		m[tasks.TypeFeedsPoll] = asynq.HandlerFunc(h.Feeds.HandleFeedsPoll)
+	}
+	if h.Fanout != nil {
+		m[tasks.TypeFanout] = asynq.HandlerFunc(h.Fanout.HandleFanout)
+		m[tasks.TypeEventMail] = asynq.HandlerFunc(h.Fanout.HandleEventMail)
 	}
 	return m
 }

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/webhook"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+const isolationAdmin = "isolation-admin-0123456789"
+
+// TestLaneIsolation is the lanes' reason to exist. A push service that
+// takes connections and never answers, and a webhook endpoint that answers
+// 503; an event to 2,000 subscribers who all have e-mail and a browser.
+//
+//   - Every subscriber gets the e-mail, once, while not one push has gone
+//     out: the e-mail lane's pool never waits on the push lane's (one
+//     process serves all three lanes). How long the e-mail takes beside a
+//     healthy push service is a benchmark's figure (make bench-isolation),
+//     not this test's.
+//   - The push lane backs up: its pending depth and the age of its oldest
+//     pending task, scraped from /metrics, rise; and the alert rule fires
+//     on those series (promtool, on the scraped values carried forward at
+//     the observed one second per second).
+//   - The push service recovers: every browser gets its notification
+//     exactly once, decrypted by the push service with the browser's keys;
+//     a push worker process (`newsletter worker --lanes push`) killed with
+//     SIGKILL in the middle loses none and doubles at most its concurrency.
+func TestLaneIsolation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 mails and pushes, and waits for asynq to recover a killed worker's tasks (about a minute)")
+	}
+	const subscribers, concurrency = 2000, 4
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	smtpSrv := smtptest.Start(t)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushSvc := pushtest.New(t, pub)
+	pushSvc.Hang()
+	var hookHits atomic.Int64
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookHits.Add(1)
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer hook.Close()
+
+	emails := seedDigest(t, st, "iso", subscribers)
+	endpoints := map[string]bool{}
+	for _, e := range emails {
+		sub, err := st.Get(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := pushSvc.NewSubscription()
+		if err := st.AddPushSubscription(ctx, sub.ID, store.PushSubscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}); err != nil {
+			t.Fatal(err)
+		}
+		endpoints[b.Endpoint] = true
+	}
+
+	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN":           isolationAdmin,
+		"NEWSLETTER_VAPID_PUBLIC_KEY":      pub,
+		"NEWSLETTER_VAPID_PRIVATE_KEY":     priv,
+		"NEWSLETTER_VAPID_SUBJECT":         "mailto:ops@example.com",
+		"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true", // the push service and the endpoint are on loopback
+		"NEWSLETTER_LANES":                 "email,push,webhook",
+		"NEWSLETTER_CONCURRENCY":           "8",
+		"NEWSLETTER_PUSH_CONCURRENCY":      strconv.Itoa(concurrency),
+		"NEWSLETTER_WEBHOOK_CONCURRENCY":   "2",
+		"NEWSLETTER_SEND_RATE":             "100000",
+		"NEWSLETTER_PUSH_RATE":             "300", // the recovered lane takes seconds: time to kill a worker in it
+		"NEWSLETTER_RETRY_BASE":            "100ms",
+		"NEWSLETTER_CLAIM_TTL":             "30m", // a killed worker's claims are taken over by its tasks' retries, not by expiry
+	})
+	svc := startService(t, env, "serve")
+
+	// The webhook lane has work that fails: events for an endpoint that
+	// answers 503.
+	code, body := adminCall(t, svc.base, "POST", "/api/webhooks", `{"url":"`+hook.URL+`/in","events":["subscriber.confirmed"]}`)
+	if code != http.StatusCreated {
+		t.Fatalf("register the webhook endpoint: %d %s", code, body)
+	}
+	notify := &tasks.WebhookNotifier{Endpoints: st, Queue: asynq.NewClientFromRedisClient(rdb)}
+	for _, e := range emails[:50] {
+		sub, _ := st.Get(ctx, e)
+		if err := notify.Notify(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, body = adminCall(t, svc.base, "POST", "/api/events", `{"topic":"updates","title":"We launched","url":"https://example.com/launch"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("event: %d %s", code, body)
+	}
+
+	// All e-mail goes out, once each, while the push lane is stuck.
+	poll.True(t, poll.BusyMachine, "every subscriber's mail", func() bool { return everyoneGotMail(smtpSrv, emails) })
+	if got := pushSvc.Received(); len(got) != 0 {
+		t.Fatalf("%d pushes went out from a push service that never answers", len(got))
+	}
+	exactlyOncePerAddress(t, smtpSrv, emails)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	if q, err := insp.GetQueueInfo(tasks.QueuePush); err != nil || q.Pending+q.Active+q.Retry < subscribers-concurrency {
+		t.Fatalf("push queue %+v (%v): want the notifications waiting", q, err)
+	}
+	if pushSvc.Attempts() == 0 || hookHits.Load() == 0 {
+		t.Fatalf("the push lane (%d attempts) and the webhook lane (%d) should have tried", pushSvc.Attempts(), hookHits.Load())
+	}
+
+	// The push lane's depth and age rise; the e-mail lane's are nil.
+	var first laneFigures
+	poll.Until(t, poll.BusyMachine, func() error {
+		first = scrapeLanes(t, svc.base)
+		if first.pending["push"] < subscribers/2 || first.age["push"] <= 0 {
+			return fmt.Errorf("push lane: %d pending, oldest %.0fs", first.pending["push"], first.age["push"])
+		}
+		return nil
+	})
+	var later laneFigures
+	poll.Until(t, poll.BusyMachine, func() error {
+		later = scrapeLanes(t, svc.base)
+		if later.age["push"] <= first.age["push"] {
+			return fmt.Errorf("push lane's oldest pending: %.0fs, then %.0fs", first.age["push"], later.age["push"])
+		}
+		return nil
+	})
+	if later.pending["email"] != 0 {
+		t.Fatalf("e-mail lane: %d pending after every mail went out", later.pending["email"])
+	}
+	alertFires(t, later)
+
+	// The push service recovers. A second push worker joins the lane and
+	// is killed in the middle of it.
+	pushSvc.Recover()
+	wenv := map[string]string{}
+	for k, v := range env {
+		wenv[k] = v
+	}
+	wenv["NEWSLETTER_ADDR"] = freeAddr(t)
+	killed := startProcess(t, "worker --lanes push", wenv)
+	poll.True(t, poll.BusyMachine, "the push worker process to work on the lane", func() bool {
+		servers, err := insp.Servers()
+		if err != nil {
+			return false
+		}
+		for _, s := range servers {
+			if s.PID == killed.Process.Pid && len(s.ActiveWorkers) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := killed.Process.Kill(); err != nil { // SIGKILL: no shutdown, no marks written
+		t.Fatal(err)
+	}
+	_ = killed.Wait() // killed: its exit status is the signal
+	killedAt := len(pushSvc.Received())
+
+	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
+		got := map[string]bool{}
+		for _, m := range pushSvc.Received() {
+			got[m.Endpoint] = true
+		}
+		if len(got) < len(endpoints) {
+			return fmt.Errorf("%d of %d browsers notified", len(got), len(endpoints))
+		}
+		return nil
+	})
+	per := map[string]int{}
+	for _, m := range pushSvc.Received() {
+		n, err := m.Notification()
+		if !endpoints[m.Endpoint] || err != nil || n.Title != "We launched" || n.URL != "https://example.com/launch" {
+			t.Fatalf("push to %s: %+v %v", m.Endpoint, n, err)
+		}
+		per[m.Endpoint]++
+	}
+	dups := len(pushSvc.Received()) - len(endpoints)
+	t.Logf("killed the push worker after %d pushes; %d pushes in all, %d duplicates", killedAt, len(pushSvc.Received()), dups)
+	if dups > concurrency {
+		t.Fatalf("%d duplicate pushes, more than the killed worker's concurrency %d", dups, concurrency)
+	}
+	// Nothing more was mailed meanwhile.
+	exactlyOncePerAddress(t, smtpSrv, emails)
+}
+
+func adminCall(t testing.TB, base, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+isolationAdmin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func exactlyOncePerAddress(t *testing.T, srv *smtptest.Server, emails []string) {
+	t.Helper()
+	got := map[string]int{}
+	for _, m := range srv.Messages() {
+		for _, to := range m.To {
+			got[strings.ToLower(to)]++
+		}
+	}
+	for _, e := range emails {
+		if got[e] != 1 {
+			t.Fatalf("%s got %d mails, want 1", e, got[e])
+		}
+	}
+	if n := len(srv.Messages()); n != len(emails) {
+		t.Fatalf("%d mails for %d subscribers", n, len(emails))
+	}
+}
+
+// laneFigures are the lanes' scaling signals as /metrics exports them.
+type laneFigures struct {
+	pending map[string]int
+	age     map[string]float64
+}
+
+var laneLine = regexp.MustCompile(`(?m)^newsletter_lane_(pending|oldest_pending_seconds)\{lane="(\w+)"\} (\S+)$`)
+
+func scrapeLanes(t *testing.T, base string) laneFigures {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	f := laneFigures{pending: map[string]int{}, age: map[string]float64{}}
+	for _, m := range laneLine.FindAllStringSubmatch(string(b), -1) {
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatalf("metric %q: %v", m[0], err)
+		}
+		if m[1] == "pending" {
+			f.pending[m[2]] = int(v)
+		} else {
+			f.age[m[2]] = v
+		}
+	}
+	return f
+}
+
+// alertFires runs the shipped alert rules in promtool over the scraped
+// figures: each lane's depth as scraped, held, and the age of its oldest
+// pending task growing from the scraped value at one second per second
+// (what a lane nobody drains does, as the two scrapes showed). The push
+// lane's age alert must fire and nothing for the e-mail lane.
+func alertFires(t *testing.T, f laneFigures) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not installed (apt-get install prometheus): the alert is not evaluated")
+		return
+	}
+	rules, err := filepath.Abs("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series strings.Builder
+	for _, lane := range tasks.Lanes {
+		fmt.Fprintf(&series, "      - series: 'newsletter_lane_pending{lane=%q}'\n        values: '%d+0x30'\n", lane, f.pending[lane])
+		growth := 0
+		if f.pending[lane] > 0 {
+			growth = 60
+		}
+		fmt.Fprintf(&series, "      - series: 'newsletter_lane_oldest_pending_seconds{lane=%q}'\n        values: '%d+%dx30'\n", lane, int(f.age[lane]), growth)
+	}
+	test := fmt.Sprintf(`rule_files: [%q]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+%s    promql_expr_test:
+      - expr: ALERTS{alertstate="firing",alertname=~"NewsletterLane.*"}
+        eval_time: 20m
+        exp_samples:
+          - labels: 'ALERTS{alertname="NewsletterLaneOldestPendingHigh",alertstate="firing",lane="push",severity="warning"}'
+            value: 1
+`, rules, series.String())
+	file := filepath.Join(t.TempDir(), "lanes_test.yml")
+	if err := os.WriteFile(file, []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "test", "rules", file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool test rules on the scraped lanes (%+v): %v\n%s\n%s", f, err, out, test)
+	}
+}
+
+// BenchmarkLaneIsolation is the figure the isolation test leaves out: how
+// long the e-mail of one event to 2,000 readers (each with a browser)
+// takes beside a healthy push service and beside one that never answers,
+// rounds alternated (ROUNDS, default 3) so a busy machine's drift falls on
+// both. It reports each side's median and hung/healthy; the issue asks for
+// the hung side within 20 % of the healthy one. make bench-isolation.
+func BenchmarkLaneIsolation(b *testing.B) {
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	var healthy, hung []time.Duration
+	for b.Loop() {
+		for range rounds {
+			healthy = append(healthy, isolationMailTime(b, false))
+			hung = append(hung, isolationMailTime(b, true))
+		}
+	}
+	h, u := median(healthy), median(hung)
+	b.Logf("e-mail to 2,000 readers: beside a healthy push service %v (median of %v), beside a hung one %v (median of %v): %+.0f %%",
+		h, healthy, u, hung, 100*(u.Seconds()/h.Seconds()-1))
+	b.ReportMetric(h.Seconds(), "s-mail-healthy-push")
+	b.ReportMetric(u.Seconds(), "s-mail-hung-push")
+	b.ReportMetric(u.Seconds()/h.Seconds(), "hung/healthy")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// isolationMailTime runs one round: a fresh database of 2,000 readers with
+// a browser each, a service serving every lane, one event for their topic;
+// it answers how long from the event's 202 until the last mail was taken.
+func isolationMailTime(b *testing.B, hang bool) time.Duration {
+	const subscribers = 2000
+	rdb, redisURL := redistest.New(b, redistest.DBCommand)
+	smtpSrv := smtptest.Start(b)
+	st := store.NewRedis(rdb)
+	ctx := context.Background()
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pushSvc := pushtest.New(b, pub)
+	if hang {
+		pushSvc.Hang()
+	}
+	emails := seedDigest(b, st, "bench", subscribers)
+	for _, e := range emails {
+		sub, err := st.Get(ctx, e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := pushSvc.NewSubscription()
+		if err := st.AddPushSubscription(ctx, sub.ID, store.PushSubscription{Endpoint: br.Endpoint, P256DH: br.P256DH, Auth: br.Auth}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	svc := startService(b, realEnv(redisURL, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN":           isolationAdmin,
+		"NEWSLETTER_VAPID_PUBLIC_KEY":      pub,
+		"NEWSLETTER_VAPID_PRIVATE_KEY":     priv,
+		"NEWSLETTER_VAPID_SUBJECT":         "mailto:ops@example.com",
+		"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true",
+		"NEWSLETTER_LANES":                 "email,push,webhook",
+		"NEWSLETTER_SEND_RATE":             "100000",
+		"NEWSLETTER_PUSH_RATE":             "100000",
+	}), "serve")
+	defer func() {
+		pushSvc.Recover()
+		svc.stop(b)
+	}()
+	start := time.Now()
+	if code, body := adminCall(b, svc.base, "POST", "/api/events", `{"topic":"updates","title":"We launched","url":"https://example.com/launch"}`); code != http.StatusAccepted {
+		b.Fatalf("event: %d %s", code, body)
+	}
+	poll.True(b, poll.BusyMachine, "every reader's mail", func() bool { return len(smtpSrv.Messages()) >= subscribers })
+	took := time.Since(start)
+	if hang && len(pushSvc.Received()) != 0 {
+		b.Fatalf("a hung push service took %d pushes", len(pushSvc.Received()))
+	}
+	return took
+}

@@ -1,0 +1,142 @@
+package tasks
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// Fan-out: one event (POST /api/events) or one issue send comes in as ONE
+// ingress task, TypeFanout. Its handler reads each person's channels and
+// topics and enqueues one task per channel into that channel's lane: the
+// e-mail lane's (a bundled events mail for one person, TypeEventMail
+// batches for a topic's readers) and the push lane's (TypePush, one per
+// person with a browser to notify). Webhook events are not per person:
+// the change that causes one queues it at once (WebhookNotifier), one task
+// per endpoint in the webhook lane.
+//
+// A fan-out that runs twice (a crash, a retry) enqueues nothing twice: a
+// fan-out mark per (fan-out key, subscriber) is set once a person's tasks
+// are queued and skips them on the next run, and each task's TaskID makes
+// a second enqueue of one that is still waiting a conflict. A person whose
+// tasks were queued but not yet marked when the fan-out died may get them
+// queued again after the first ones finished; their delivery marks make
+// those no-ops, so nobody is sent anything twice.
+
+// FanoutPayload is the payload of TypeFanout: an event for one person
+// (Email) or for every reader of a topic (Topic), or an issue's push
+// notifications (IssueID; its e-mail is the issue planner's).
+type FanoutPayload struct {
+	// ID names the event ("ev_…"); for an issue, empty.
+	ID      string    `json:"id,omitempty"`
+	Email   string    `json:"email,omitempty"`
+	Topic   string    `json:"topic,omitempty"`
+	IssueID int64     `json:"issue_id,omitempty"`
+	Round   int       `json:"round,omitempty"`
+	Topics  []string  `json:"topics,omitempty"` // an issue's audience
+	Title   string    `json:"title"`
+	Body    string    `json:"body,omitempty"` // the notification's line (issues)
+	URL     string    `json:"url,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Key names what is fanned out, for the fan-out and delivery marks:
+// "ev:<id>" for an event, "issue:<id>" for an issue.
+func (p FanoutPayload) Key() string {
+	if p.IssueID > 0 {
+		return "issue:" + strconv.FormatInt(p.IssueID, 10)
+	}
+	return "ev:" + p.ID
+}
+
+// FanoutMarkKind is the mark kind of a person whose channel tasks a
+// fan-out queued (a shared mark: one bit per subscriber and fan-out).
+const FanoutMarkKind = "fanout"
+
+// FanoutTaskID is the ingress task's id: an event's "fanout:ev:<id>", an
+// issue round's "fanout:issue:<id>" (round 1) or "fanout:issue:<id>:r<n>".
+func FanoutTaskID(p FanoutPayload) string {
+	if p.IssueID > 0 && p.Round > 1 {
+		return fmt.Sprintf("fanout:%s:r%d", p.Key(), p.Round)
+	}
+	return "fanout:" + p.Key()
+}
+
+// NewFanout is the ingress task of an event or an issue's notifications.
+// It is kept a day once done, so the same event id handed in again within
+// the day is a conflict, not a second fan-out.
+func NewFanout(p FanoutPayload) *asynq.Task {
+	return asynq.NewTask(TypeFanout, mustJSON(p),
+		asynq.Queue(queueOf[TypeFanout]), asynq.TaskID(FanoutTaskID(p)),
+		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute), asynq.Retention(24*time.Hour))
+}
+
+// NewEventID makes an event's id.
+func NewEventID() string { return "ev_" + newNonce() }
+
+// NewPersonEvent is the event of one person as the e-mail lane bundles it
+// (TypeEvent, grouped by address), under the fan-out's event id: a second
+// enqueue while it waits for its bundle is a conflict.
+func NewPersonEvent(id, email, title, url string, at time.Time) *asynq.Task {
+	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: id, Email: email, Title: title, URL: url, At: at.UTC()}),
+		asynq.Queue(queueOf[TypeEvent]), asynq.Group(email), asynq.TaskID("event:"+id))
+}
+
+// EventMailPayload is the payload of TypeEventMail: a topic's event mailed
+// to a batch of its readers.
+type EventMailPayload struct {
+	ID    string    `json:"id"`
+	Topic string    `json:"topic"`
+	Title string    `json:"title"`
+	URL   string    `json:"url"`
+	At    time.Time `json:"at"`
+	IDs   []int64   `json:"ids"`
+}
+
+// NewEventMail is a batch of a topic event's readers due at due (now, or
+// the end of their quiet hours when held is true: then the time is part
+// of its id, as for an issue's held batches).
+func NewEventMail(p EventMailPayload, due time.Time, held bool) *asynq.Task {
+	tid := fmt.Sprintf("event:%s:%d", p.ID, p.IDs[0])
+	if held {
+		tid = fmt.Sprintf("%s:t%d", tid, due.Unix())
+	}
+	return asynq.NewTask(TypeEventMail, mustJSON(p),
+		asynq.Queue(queueOf[TypeEventMail]), asynq.TaskID(tid),
+		asynq.MaxRetry(20), asynq.Timeout(10*time.Minute), asynq.ProcessAt(due))
+}
+
+// PushPayload is the payload of TypePush: one person's notification, to
+// each of their browsers. The browsers are read when it runs (one that
+// was removed since gets nothing), and the person must then still be
+// active with one of Topics.
+type PushPayload struct {
+	// Key is the fan-out's (FanoutPayload.Key): with the subscriber, the
+	// task's id and, with each browser, its delivery marks.
+	Key          string   `json:"key"`
+	SubscriberID int64    `json:"subscriber_id"`
+	Topics       []string `json:"topics"`
+	Title        string   `json:"title"`
+	Body         string   `json:"body,omitempty"`
+	URL          string   `json:"url,omitempty"`
+}
+
+// PushTaskID is the id of key's notification to subscriber id.
+func PushTaskID(key string, id int64) string { return fmt.Sprintf("push:%s:%d", key, id) }
+
+// pushTimeout is the push task's budget: every browser of a person (at
+// most store.MaxPushSubscriptions, one after another, each bounded by the
+// push client's own timeout) and the store's round trips.
+const pushTimeout = 5 * time.Minute
+
+// NewPush is the notification of p in the push lane. A push service that
+// keeps failing is retried with the lane's backoff for about a day
+// (MaxRetry 20 on a backoff doubling to an hour); after that the task is
+// a dead letter in the push queue's archive.
+func NewPush(p PushPayload) *asynq.Task {
+	return asynq.NewTask(TypePush, mustJSON(p),
+		asynq.Queue(queueOf[TypePush]), asynq.TaskID(PushTaskID(p.Key, p.SubscriberID)),
+		asynq.MaxRetry(20), asynq.Timeout(pushTimeout))
+}

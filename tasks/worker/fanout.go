@@ -1,0 +1,352 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// DefaultFanoutPage is how many readers the fan-out reads, checks and
+// enqueues for at a time: a few round trips per page, whatever its size.
+const DefaultFanoutPage = 500
+
+// fanoutEnqueuers is how many push tasks of a page are enqueued at once:
+// each is a round trip, and a page's worth one after another would make
+// the fan-out wait on the network, not on Redis.
+const fanoutEnqueuers = 8
+
+// FanoutStore is what the fan-out needs of the store.
+type FanoutStore interface {
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+	HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error)
+	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
+	Issue(ctx context.Context, id int64) (store.Issue, error)
+	store.Marks
+}
+
+// FanoutSender handles event:fanout, the one ingress task of an event or
+// of an issue's notifications: it walks the audience and enqueues one
+// task per person and channel, each into its lane (tasks/fanout.go). It
+// reads and enqueues only, never waits on a provider, so a channel whose
+// provider hangs backs up its own lane and nothing else. It also sends a
+// topic event's mail batches (email:event).
+type FanoutSender struct {
+	Store   FanoutStore
+	Deliver *Deliverer
+	Queue   tasks.Enqueuer
+	Links   Links
+	Quiet   *quiet.Hours
+	Page    int // DefaultFanoutPage
+	// MailBatch is readers per email:event batch (DefaultDigestBatch).
+	MailBatch int
+	Now       func() time.Time
+	Log       *slog.Logger
+
+	prepMu   sync.Mutex
+	prepared map[string]*mailer.Prepared
+}
+
+func (h *FanoutSender) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *FanoutSender) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+func (h *FanoutSender) away() redisWait { return h.Deliver.away() }
+
+// HandleFanout fans an event or an issue's notifications out. An event
+// for one person goes to their bundled events mail and their browsers; an
+// event for a topic to a batch mail per page of its readers and to each
+// reader's browsers; an issue to its readers' browsers (its mail is the
+// issue planner's). Only active readers with the topic (updates, for one
+// person) get anything; each channel's handler checks again when it runs.
+func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
+	var p tasks.FanoutPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	switch {
+	case p.IssueID > 0:
+		return h.walk(ctx, p, p.Topics)
+	case p.ID == "" || p.Title == "":
+		return errMissing(t, "event id and title")
+	case p.Email != "":
+		sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
+		if !ok {
+			return err
+		}
+		if !slices.Contains(sub.Topics, topics.Updates) {
+			h.log().Info("skip: event for a subscriber without updates", "subscriber", sub.ID)
+			return nil
+		}
+		return h.page(ctx, p, []int64{sub.ID})
+	case p.Topic != "":
+		return h.walk(ctx, p, []string{p.Topic})
+	}
+	return errMissing(t, "email, topic or issue")
+}
+
+// walk fans p out to the active readers of any of topicIDs, page by page.
+// It starts at the beginning every time: the fan-out marks skip whoever a
+// previous run did, at a bit per reader.
+func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string) error {
+	size := h.Page
+	if size <= 0 {
+		size = DefaultFanoutPage
+	}
+	var cursor int64
+	for {
+		if p.IssueID > 0 {
+			// A paused or cancelled issue notifies nobody more; a resume
+			// fans out again in its own round.
+			is, err := h.Store.Issue(ctx, p.IssueID)
+			if errors.Is(err, store.ErrNoIssue) {
+				return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
+			}
+			if err != nil {
+				return err
+			}
+			if is.Status != store.IssueSending || is.Round != p.Round {
+				h.log().Info("fanout: issue not sending; notifications stopped", "issue", p.IssueID, "status", is.Status)
+				return nil
+			}
+		}
+		ids, err := awaitRedis(ctx, h.away(), "read of the audience", func(ctx context.Context) ([]int64, error) {
+			return audienceAny(ctx, h.Store, topicIDs, cursor, size)
+		})
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := h.page(ctx, p, ids); err != nil {
+			return err
+		}
+		cursor = ids[len(ids)-1]
+	}
+}
+
+// page queues the channel tasks of the readers ids that no earlier run
+// queued, then marks them.
+func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []int64) error {
+	key := p.Key()
+	marks := make([]store.Mark, len(ids))
+	for i, id := range ids {
+		marks[i] = store.Mark{Kind: tasks.FanoutMarkKind, Key: key, SubscriberID: id, Shared: true}
+	}
+	done, err := awaitRedis(ctx, h.away(), "read of the fan-out marks", func(ctx context.Context) ([]bool, error) {
+		return h.Store.SentMarks(ctx, marks)
+	})
+	if err != nil {
+		return err
+	}
+	var todo []int64
+	var todoMarks []store.Mark
+	for i, id := range ids {
+		if !done[i] {
+			todo, todoMarks = append(todo, id), append(todoMarks, marks[i])
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var queue []*asynq.Task
+	// E-mail: one person's event joins their bundle; a topic's goes in
+	// batches. An issue's mail is its planner's.
+	switch {
+	case p.IssueID > 0:
+	case p.Email != "":
+		queue = append(queue, tasks.NewPersonEvent(p.ID, p.Email, p.Title, p.URL, p.At))
+	default:
+		batch := h.MailBatch
+		if batch <= 0 {
+			batch = DefaultDigestBatch
+		}
+		for part := range slices.Chunk(todo, batch) {
+			queue = append(queue, tasks.NewEventMail(tasks.EventMailPayload{
+				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, At: p.At, IDs: part,
+			}, h.now(), false))
+		}
+	}
+	// Push: one task per reader with a browser.
+	have, err := awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
+		return h.Store.HavePushSubscriptions(ctx, todo)
+	})
+	if err != nil {
+		return err
+	}
+	topicsOf := p.Topics
+	switch {
+	case p.Email != "":
+		topicsOf = []string{topics.Updates}
+	case p.Topic != "":
+		topicsOf = []string{p.Topic}
+	}
+	for i, id := range todo {
+		if have[i] {
+			queue = append(queue, tasks.NewPush(tasks.PushPayload{
+				Key: key, SubscriberID: id, Topics: topicsOf, Title: p.Title, Body: p.Body, URL: p.URL,
+			}))
+		}
+	}
+	if err := h.enqueue(ctx, queue); err != nil {
+		return err
+	}
+	return untilRedis(ctx, h.away(), "write of the fan-out marks", func(ctx context.Context) error {
+		return h.Store.MarkSent(ctx, todoMarks...)
+	})
+}
+
+// enqueue puts the tasks in their queues, a few at a time. A TaskID
+// conflict is a task an earlier run queued: done.
+func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
+	work := make(chan *asynq.Task)
+	errs := make(chan error, fanoutEnqueuers)
+	var wg sync.WaitGroup
+	for range min(fanoutEnqueuers, len(queue)) {
+		wg.Go(func() {
+			var first error
+			for t := range work {
+				if first != nil {
+					continue
+				}
+				_, err := awaitRedis(ctx, h.away(), "enqueue of a channel task", func(ctx context.Context) (*asynq.TaskInfo, error) {
+					return h.Queue.EnqueueContext(ctx, t)
+				})
+				if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+					first = fmt.Errorf("fanout: enqueue %s: %w", t.Type(), err)
+				}
+			}
+			errs <- first
+		})
+	}
+	for _, t := range queue {
+		work <- t
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// HandleEventMail sends a topic's event to a batch of its readers: one
+// mail each, under a delivery mark per (event, reader), so a retried or
+// re-queued batch sends only what is missing. A reader who left or turned
+// the topic off since is skipped; one inside quiet hours moves to a batch
+// of their own due when they end.
+func (h *FanoutSender) HandleEventMail(ctx context.Context, t *asynq.Task) error {
+	var p tasks.EventMailPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.ID == "" || p.Topic == "" || len(p.IDs) == 0 {
+		return errMissing(t, "event, topic and recipients")
+	}
+	subs, err := awaitRedis(ctx, h.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
+		return h.Store.SubscribersByID(ctx, p.IDs)
+	})
+	if err != nil {
+		return err
+	}
+	shared := h.Links.Stream(p.Topic)
+	shared.Entries = []mailer.Entry{{Title: p.Title, URL: p.URL}}
+	prep, err := h.prepare(p.ID, shared)
+	if err != nil {
+		return fmt.Errorf("prepare event mail: %v: %w", err, asynq.SkipRetry)
+	}
+	now := h.now()
+	var mails []Mail
+	held := map[time.Time][]int64{}
+	for _, s := range subs {
+		switch until := h.Quiet.Until(s.Timezone, now); {
+		case s.ID == 0 || s.Status != store.Active || !slices.Contains(s.Topics, p.Topic):
+		case !until.IsZero():
+			held[until] = append(held[until], s.ID)
+		default:
+			mails = append(mails, Mail{
+				To:       s,
+				Mark:     store.Mark{Kind: mailer.KindEvents, Key: "ev:" + p.ID, SubscriberID: s.ID, Shared: true},
+				Data:     h.Links.To(shared, s, p.Topic),
+				Prepared: prep,
+			})
+		}
+	}
+	for until, ids := range held {
+		later := p
+		later.IDs = ids
+		_, err := awaitRedis(ctx, h.away(), "deferral of quiet recipients", func(ctx context.Context) (*asynq.TaskInfo, error) {
+			return h.Queue.EnqueueContext(ctx, tasks.NewEventMail(later, until, true))
+		})
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return fmt.Errorf("defer quiet recipients: %w", err)
+		}
+	}
+	if len(mails) == 0 {
+		return nil
+	}
+	_, retry := h.Deliver.Deliver(ctx, mails)
+	return retry
+}
+
+// prepare renders an event's mail once per worker for all its batches.
+func (h *FanoutSender) prepare(id string, shared mailer.Data) (*mailer.Prepared, error) {
+	h.prepMu.Lock()
+	defer h.prepMu.Unlock()
+	if p, ok := h.prepared[id]; ok {
+		return p, nil
+	}
+	p, err := h.Deliver.Render.Prepare(mailer.KindEvents, shared)
+	if err != nil {
+		return nil, err
+	}
+	if h.prepared == nil || len(h.prepared) > 16 {
+		h.prepared = map[string]*mailer.Prepared{}
+	}
+	h.prepared[id] = p
+	return p, nil
+}
+
+// fanOutPush queues the fan-out of an issue round's push notifications
+// beside its mail: the planner stays the e-mail path, the fan-out walks
+// the same readers for their browsers only. Its TaskID makes planning
+// again (a retry, a resumed planner) queue it once per round, and its
+// marks skip whoever an earlier round notified.
+func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int) error {
+	n := push.IssueNotification(is.Subject, h.Links.ArchiveURL(is))
+	if n.URL == "" {
+		n.URL = h.Links.BaseURL
+	}
+	_, err := h.Queue.EnqueueContext(ctx, tasks.NewFanout(tasks.FanoutPayload{
+		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.now().UTC(),
+	}))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue the issue's push fan-out: %w", err)
+	}
+	return nil
+}

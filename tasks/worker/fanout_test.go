@@ -1,0 +1,179 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// newPushService is a test push service and a client signing for it.
+func newPushService(t *testing.T) (*pushtest.Server, push.Sender) {
+	t.Helper()
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := push.NewVAPID(pub, priv, "mailto:ops@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := netguard.Guard{AllowPrivate: true}
+	return pushtest.New(t, pub), push.NewClient(v, g.Client(netguard.Limits{Timeout: 5 * time.Second}))
+}
+
+// addBrowser gives subscriber email a browser of svc.
+func addBrowser(t *testing.T, st *store.Redis, svc *pushtest.Server, email string) (store.Subscriber, push.Subscription) {
+	t.Helper()
+	sub, err := st.Get(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := svc.NewSubscription()
+	if err := st.AddPushSubscription(context.Background(), sub.ID, store.PushSubscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}); err != nil {
+		t.Fatal(err)
+	}
+	return sub, b
+}
+
+// TestFanoutTopicEventEachChannelOnce: an event for a topic reaches every
+// active reader of it by e-mail, and those with a browser by push (the
+// push service decrypts each); readers without the topic get nothing; a
+// browser whose push service says 410 is deleted; and the same fan-out
+// run again enqueues nothing.
+func TestFanoutTopicEventEachChannelOnce(t *testing.T) {
+	d := newDelivery(t)
+	svc, client := newPushService(t)
+	d.push = client
+	ctx := context.Background()
+	readers := seed(t, d.store, "r", 40)
+	others := seed(t, d.store, "o", 5, func(r *store.SubscribeRequest) { r.Topics = []string{topics.Digest} })
+	pushed := map[string]bool{}
+	for _, e := range readers[:10] {
+		_, b := addBrowser(t, d.store, svc, e)
+		pushed[b.Endpoint] = true
+	}
+	for _, e := range others {
+		addBrowser(t, d.store, svc, e)
+	}
+	gone, goneBrowser := addBrowser(t, d.store, svc, readers[10])
+	svc.AnswerFor(goneBrowser.Endpoint, http.StatusGone, "")
+	d.startWorker(t, 100000, 4)
+
+	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Topic: topics.Updates, Title: "We launched", URL: "https://example.com/launch", At: time.Now()}
+	if _, err := d.client.EnqueueContext(ctx, tasks.NewFanout(p)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		if n := len(d.smtp.Messages()); n < len(readers) {
+			return fmt.Errorf("%d of %d mails", n, len(readers))
+		}
+		if n := len(svc.Received()); n < len(pushed) {
+			return fmt.Errorf("%d of %d pushes", n, len(pushed))
+		}
+		if left, _ := d.store.PushSubscriptions(ctx, gone.ID); len(left) != 0 {
+			return fmt.Errorf("the gone browser is still stored")
+		}
+		return nil
+	})
+	d.exactlyOnce(t, readers)
+	if n := len(d.smtp.Messages()); n != len(readers) {
+		t.Fatalf("%d mails for %d readers of the topic", n, len(readers))
+	}
+	for _, m := range svc.Received() {
+		n, err := m.Notification()
+		if !pushed[m.Endpoint] || err != nil || n.Title != "We launched" || n.URL != "https://example.com/launch" {
+			t.Fatalf("push to %s: %+v %v", m.Endpoint, n, err)
+		}
+		delete(pushed, m.Endpoint) // a second one to the same browser fails here
+	}
+
+	// The fan-out again (a retry after a crash): every reader is marked,
+	// nothing is queued.
+	rec := &recordQueue{}
+	again := *d.fanout()
+	again.Queue = rec
+	if err := again.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.tasks) != 0 {
+		t.Fatalf("the fan-out run again queued %d tasks", len(rec.tasks))
+	}
+}
+
+// fanout is a FanoutSender on d's store, for calling the handler directly.
+func (d *delivery) fanout() *FanoutSender {
+	render, _ := mailer.NewRenderer("")
+	return &FanoutSender{Store: d.store, Deliver: &Deliverer{Store: d.store, Render: render, Log: discard}, Queue: d.client, Links: newHandlersLinks(), Log: discard}
+}
+
+// TestPushStopsWithTheTopic: a person who turns the topic off (or leaves)
+// after the fan-out gets no push; one still reading it gets one, once,
+// however often the task runs.
+func TestPushStopsWithTheTopic(t *testing.T) {
+	d := newDelivery(t)
+	svc, client := newPushService(t)
+	ctx := context.Background()
+	emails := seed(t, d.store, "p", 3)
+	var subs []store.Subscriber
+	for _, e := range emails {
+		s, _ := addBrowser(t, d.store, svc, e)
+		subs = append(subs, s)
+	}
+	if _, err := d.store.LeaveTopic(ctx, emails[1], topics.Updates, store.Cancel{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.store.Unsubscribe(ctx, emails[2]); err != nil {
+		t.Fatal(err)
+	}
+	h := NewPushSender(d.store, client, RetryPolicy{}, 0, d.metrics, discard)
+	for range 2 {
+		for _, s := range subs {
+			task := tasks.NewPush(tasks.PushPayload{Key: "ev:x", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hello"})
+			if err := h.HandlePush(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := svc.Received()
+	if len(got) != 1 {
+		t.Fatalf("%d pushes, want 1 (the reader who kept the topic, once)", len(got))
+	}
+	if b, _ := d.store.PushSubscriptions(ctx, subs[0].ID); len(b) != 1 || got[0].Endpoint != b[0].Endpoint {
+		t.Fatalf("push went to %s", got[0].Endpoint)
+	}
+}
+
+// TestPushUnavailableRetriesAfterRetryAfter: a 503 with Retry-After fails
+// the task (counted, for the backoff) and asks for at least that wait; the
+// retry sends it once the service is back.
+func TestPushUnavailableRetriesAfterRetryAfter(t *testing.T) {
+	d := newDelivery(t)
+	svc, client := newPushService(t)
+	ctx := context.Background()
+	s, _ := addBrowser(t, d.store, svc, seed(t, d.store, "u", 1)[0])
+	h := NewPushSender(d.store, client, RetryPolicy{Base: time.Millisecond, Max: time.Second}, 0, d.metrics, discard)
+	task := tasks.NewPush(tasks.PushPayload{Key: "ev:y", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hi"})
+	svc.Answer(http.StatusServiceUnavailable, "120")
+	err := h.HandlePush(ctx, task)
+	if err == nil || !IsFailure(err) || redisAway(err) {
+		t.Fatalf("503: %v, want a counted failure", err)
+	}
+	if wait := h.RetryDelay(0, err, task); wait < 2*time.Minute {
+		t.Fatalf("retry in %s, want at least the Retry-After of 2m", wait)
+	}
+	svc.Answer(0, "")
+	if err := h.HandlePush(ctx, task); err != nil || len(svc.Received()) != 1 {
+		t.Fatalf("retry: %v, %d received", err, len(svc.Received()))
+	}
+}

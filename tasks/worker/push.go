@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// LanePush is the push lane's label value.
+const LanePush = tasks.LanePush
+
+// PushMarkKind is the delivery mark kind of one notification to one
+// browser.
+const PushMarkKind = "push"
+
+// PushStore is what the push lane's handler needs of the store.
+type PushStore interface {
+	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
+	PushSubscriptions(ctx context.Context, id int64) ([]store.PushSubscription, error)
+	DeletePushSubscription(ctx context.Context, id int64, endpoint string) error
+	store.Marks
+}
+
+// PushSender handles push:deliver in the push lane: one person's
+// notification to each of their browsers, each under a delivery mark of
+// its own, so a retry (a 503, a push service that timed out, a killed
+// worker) sends only to the browsers that have not got it. As with mail,
+// the one way to get it twice is a worker killed between the push
+// service's 201 and the mark: at most one notification per sender, the
+// lane's concurrency.
+type PushSender struct {
+	Store PushStore
+	Push  push.Sender
+	// Retry is the lane's backoff; a push service's Retry-After wins when
+	// it asks for longer.
+	Retry     RetryPolicy
+	ClaimTTL  time.Duration // DefaultClaimTTL
+	RedisWait time.Duration // DefaultRedisWait
+	Metrics   *Metrics
+	Log       *slog.Logger
+}
+
+func (h *PushSender) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+func (h *PushSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
+
+func (h *PushSender) claimTTL() time.Duration {
+	if h.ClaimTTL > 0 {
+		return h.ClaimTTL
+	}
+	return DefaultClaimTTL
+}
+
+// pushMark is the delivery mark of key's notification to one browser of
+// subscriber id (the endpoint hashed: it is long, and a URL is no key).
+func pushMark(key string, id int64, endpoint string) store.Mark {
+	sum := sha256.Sum256([]byte(endpoint))
+	return store.Mark{Kind: PushMarkKind, Key: key + ":" + hex.EncodeToString(sum[:8]), SubscriberID: id}
+}
+
+// HandlePush handles push:deliver. A person no longer active, or without
+// any of the notification's topics (they turned it off since the
+// fan-out), gets nothing; nor does a browser removed since. A browser
+// whose push service answers 404 or 410 is deleted; any other refusal
+// drops that browser's notification (retrying cannot help); a 429, a 5xx,
+// a timeout or a network error retries the task for the browsers left.
+func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
+	var p tasks.PushPayload
+	if err := decode(t, &p); err != nil {
+		return err
+	}
+	if p.Key == "" || p.SubscriberID <= 0 || p.Title == "" {
+		return errMissing(t, "key, subscriber and title")
+	}
+	sub, err := awaitRedis(ctx, h.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
+		return h.Store.GetByID(ctx, p.SubscriberID)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		h.count("dropped")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("push: load subscriber: %w", err)
+	}
+	if sub.Status != store.Active || !slices.ContainsFunc(p.Topics, func(tp string) bool { return slices.Contains(sub.Topics, tp) }) {
+		h.log().Info("push: skip, subscriber not active or topic off", "subscriber", sub.ID, "status", sub.Status)
+		h.count("dropped")
+		return nil
+	}
+	browsers, err := awaitRedis(ctx, h.away(), "read of the browsers", func(ctx context.Context) ([]store.PushSubscription, error) {
+		return h.Store.PushSubscriptions(ctx, sub.ID)
+	})
+	if err != nil {
+		return fmt.Errorf("push: load browsers: %w", err)
+	}
+	if len(browsers) == 0 {
+		h.count("dropped")
+		return nil
+	}
+	payload, err := push.Notification{Title: p.Title, Body: p.Body, URL: p.URL}.Payload()
+	if err != nil {
+		h.count("dead")
+		return fmt.Errorf("push: %v: %w", err, asynq.SkipRetry)
+	}
+	marks := make([]store.Mark, len(browsers))
+	for i, b := range browsers {
+		marks[i] = pushMark(p.Key, sub.ID, b.Endpoint)
+	}
+	owner, _ := asynq.GetTaskID(ctx)
+	claims, err := awaitRedis(ctx, h.away(), "push claims", func(ctx context.Context) ([]store.Claim, error) {
+		return h.Store.ClaimMarks(ctx, owner, marks, h.claimTTL())
+	})
+	if err != nil {
+		return fmt.Errorf("push: claim: %w", err)
+	}
+	var retry error
+	for i, b := range browsers {
+		switch claims[i] {
+		case store.AlreadySent:
+			continue
+		case store.Busy:
+			retry = firstErr(retry, ErrDeliveryBusy)
+			continue
+		}
+		err := h.Push.Send(ctx, push.Subscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}, payload, push.Options{})
+		if err == nil {
+			// Not under the task's context: the notification is out, and
+			// its mark must be written even if the task was cancelled.
+			if merr := untilRedis(context.Background(), h.away(), "push mark", func(ctx context.Context) error {
+				return h.Store.MarkSent(ctx, marks[i])
+			}); merr != nil {
+				h.log().Error("push: mark sent failed after delivery", "subscriber", sub.ID, "err", merr)
+			}
+			h.count("sent")
+			continue
+		}
+		if rerr := h.Store.ReleaseMarks(context.Background(), marks[i:i+1]); rerr != nil {
+			// The claim expires on its own (ClaimTTL); the retry of this
+			// same task takes it over sooner (a claim names its task).
+			h.log().Warn("push: claim not released", "err", rerr)
+		}
+		switch {
+		case errors.Is(err, push.ErrGone):
+			if derr := h.Store.DeletePushSubscription(ctx, sub.ID, b.Endpoint); derr != nil {
+				// Retried: the push service says gone again, and the
+				// delete is tried again.
+				retry = firstErr(retry, fmt.Errorf("push: delete a gone subscription: %w", derr))
+				continue
+			}
+			h.log().Info("push: subscription gone, deleted", "subscriber", sub.ID, "host", hostOf(b.Endpoint))
+			h.count("dropped")
+		case push.Permanent(err):
+			h.log().Warn("push: refused, not retried", "subscriber", sub.ID, "host", hostOf(b.Endpoint), "err", err)
+			h.count("dead")
+		default:
+			h.count("retry")
+			retry = firstErr(retry, &pushFailure{msg: err.Error(), wait: push.RetryAfter(err)})
+		}
+	}
+	return retry
+}
+
+// pushFailure is a failed push as the task returns it: the text and the
+// Retry-After the service asked for. It keeps no link to the network
+// error underneath, which would read as "Redis is away" (not counted,
+// retried in seconds): a push service that times out is a failure,
+// retried on the lane's backoff.
+type pushFailure struct {
+	msg  string
+	wait time.Duration
+}
+
+func (e *pushFailure) Error() string { return e.msg }
+
+// RetryDelay is the push lane's asynq RetryDelayFunc: the lane's backoff,
+// or the push service's Retry-After when that is longer.
+func (h *PushSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	d := h.Retry.Delay(n, err, t)
+	var f *pushFailure
+	if errors.As(err, &f) && f.wait > d {
+		return f.wait
+	}
+	return d
+}
+
+func (h *PushSender) count(result string) {
+	if h.Metrics != nil {
+		h.Metrics.Notifications.WithLabelValues(LanePush, result).Inc()
+	}
+}
