@@ -52,6 +52,9 @@ type Issue struct {
 	IssueContent
 	Status  string `json:"status"`
 	Version int    `json:"version"`
+	// Period is the digest period the issue was made from by the weekly
+	// digest run ("" for a publisher's own issue).
+	Period string `json:"period,omitempty"`
 	// SendAt is when sending starts (scheduled); LocalTime, when set, is
 	// the hour ("09:00") each reader gets it at in their own time zone.
 	SendAt    time.Time `json:"send_at,omitzero"`
@@ -110,6 +113,11 @@ type Issues interface {
 	// the previous one as a version; otherwise ErrIssueState.
 	UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error)
 	Issue(ctx context.Context, id int64) (Issue, error)
+	// DigestIssue is the issue of period's digest run, made once: the
+	// first call stores c as a draft with slug digest-<period> (-2… when
+	// taken) and Period set, and links it to the run in the same step;
+	// later calls return that issue, whatever c. ErrNoRun without a run.
+	DigestIssue(ctx context.Context, period string, c IssueContent) (Issue, error)
 	// IssueBySlug is the issue with that slug (the archive's seam).
 	IssueBySlug(ctx context.Context, slug string) (Issue, error)
 	// IssueVersions are the previous contents, oldest first.
@@ -138,6 +146,9 @@ type Issues interface {
 	// the issues again.
 	ArchiveGeneration(ctx context.Context) (int64, error)
 }
+
+// DigestIssueSlug is the slug of period's digest issue.
+func DigestIssueSlug(period string) string { return "digest-" + period }
 
 // Slugify makes a URL slug of a subject: lower-case letters and digits
 // joined by single hyphens, at most 60 characters ("issue" when nothing

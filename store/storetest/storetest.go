@@ -58,7 +58,8 @@ func Run(t *testing.T, h Harness) {
 		{"WebhookFailures", testWebhookFailures},
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
-		{"Audit", testAudit}}
+		{"Audit", testAudit},
+		{"DigestIssue", testDigestIssue}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
