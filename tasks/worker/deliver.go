@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -295,7 +296,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 	// The To: header names the person only where the mail's data does:
 	// a confirmation or a link mailed on request carries no name, since
 	// the name was typed by whoever filled in the form.
-	msg.ToName, msg.Tag = mail.Data.Name, d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
+	msg.ToName, msg.Tag = mail.Data.Name, d.tag(mail)
 	if d.marks != nil {
 		// A slot of the window of sent-but-unmarked mails (marks.go).
 		if err := d.marks.acquire(ctx); err != nil {
@@ -325,6 +326,17 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.log().Error("mark sent failed after delivery", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "err", err)
 	}
 	return nil
+}
+
+// tag is the VERP tag of a mail: an issue's names the issue (its mark's
+// key), so a late bounce or complaint counts against it.
+func (d *Deliverer) tag(mail Mail) string {
+	if mail.Mark.Kind == store.IssueMarkKind {
+		if issue, err := strconv.ParseInt(mail.Mark.Key, 10, 64); err == nil {
+			return d.Tags.IssueTag(mail.To.ID, issue)
+		}
+	}
+	return d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
 }
 
 // release gives claims back after a failed or abandoned send and returns
