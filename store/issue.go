@@ -136,7 +136,8 @@ type Issues interface {
 	// AdvanceIssuePlan saves the planner's cursor after a page: planned
 	// grows by n (readers above the highest id planned before); done
 	// ends the round's walk. A round other than the issue's changes
-	// nothing (a stale planner).
+	// nothing (a stale planner), nor does a page whose cursor is not
+	// past the saved one but its done flag (saving a page again is safe).
 	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
 	// FinishIssue marks a sending issue sent once its walk is done and
 	// every planned reader is sent, skipped or failed.

@@ -136,14 +136,18 @@ return 'ok'
 //	KEYS[1] the issue's hash
 //	ARGV[1] round   ARGV[2] cursor   ARGV[3] n   ARGV[4] "1": walk done
 //
-// A stale round writes nothing. planned += n; maxcursor = max(maxcursor,
-// cursor). Returns 1 when written.
+// A stale round writes nothing. A page past the saved cursor moves it and
+// counts: planned += n; maxcursor = max(maxcursor, cursor). A page not
+// past it was counted (saved again after a lost answer) and only its done
+// flag still counts. Returns 1 when written.
 var advanceIssueScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'round') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
-if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'maxcursor') or '0') then
-  redis.call('HSET', KEYS[1], 'maxcursor', ARGV[2])
+if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
+  if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'maxcursor') or '0') then
+    redis.call('HSET', KEYS[1], 'maxcursor', ARGV[2])
+  end
 end
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'plandone', 1) end
 return 1

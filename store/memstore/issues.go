@@ -216,8 +216,10 @@ func (m *Memory) AdvanceIssuePlan(_ context.Context, id int64, round int, cursor
 	if r.is.Round != round {
 		return nil
 	}
-	r.prog.Cursor, r.prog.Planned = cursor, r.prog.Planned+int64(n)
-	r.prog.MaxCursor = max(r.prog.MaxCursor, cursor)
+	if cursor > r.prog.Cursor { // a page not past the cursor was counted
+		r.prog.Cursor, r.prog.Planned = cursor, r.prog.Planned+int64(n)
+		r.prog.MaxCursor = max(r.prog.MaxCursor, cursor)
+	}
 	if done {
 		r.prog.PlanDone = true
 	}

@@ -219,3 +219,17 @@ func testDigestIssue(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("a report made issue 999: %v", err)
 	}
 }
+
+// testIssueAdvanceOnce: a page saved again (a lost answer) counts once.
+func testIssueAdvanceOnce(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	is, err := s.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "b", Topics: []string{"digest"}}, "")
+	must(t, err)
+	for range 2 {
+		must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 5, false))
+	}
+	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 0, true))
+	if p, err := s.IssueProgress(ctx, is.ID); err != nil || p.Planned != 5 || p.Cursor != 50 || !p.PlanDone {
+		t.Fatalf("a page saved twice: %+v %v", p, err)
+	}
+}

@@ -59,7 +59,8 @@ func Run(t *testing.T, h Harness) {
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
-		{"DigestIssue", testDigestIssue}}
+		{"DigestIssue", testDigestIssue},
+		{"IssueAdvanceOnce", testIssueAdvanceOnce}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

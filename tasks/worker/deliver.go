@@ -83,6 +83,17 @@ type Mail struct {
 	// batch (mailer.Prepare): the same result as a full render, for a
 	// fraction of the CPU.
 	Prepared *mailer.Prepared
+	// CountAs is the kind the metrics count the mail as (Mark.Kind when
+	// empty): the weekly digest's issue counts as a digest, so the
+	// digest's dashboards and alerts read as they always did.
+	CountAs string
+}
+
+func (m Mail) countAs() string {
+	if m.CountAs != "" {
+		return m.CountAs
+	}
+	return m.Mark.Kind
 }
 
 // Failure is a mail that failed for good (SkipRetry): bounced, rejected
@@ -289,7 +300,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		msg, err = d.Render.Render(mail.Mark.Kind, mail.Data)
 	}
 	if err != nil {
-		d.countFailure(mail.Mark.Kind, mailer.Invalid)
+		d.countFailure(mail.countAs(), mailer.Invalid)
 		se := &mailer.SendError{Class: mailer.Invalid, Domain: address.Domain(mail.To.Email), Err: fmt.Errorf("render %s: %v", mail.Mark.Kind, err)}
 		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("%w: %w", se, asynq.SkipRetry))
 	}
@@ -312,7 +323,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		return d.release(ctx, []store.Mark{mail.Mark}, d.sendFailed(ctx, mail, err))
 	}
 	if d.Metrics != nil {
-		d.Metrics.Sent.WithLabelValues(mail.Mark.Kind).Inc()
+		d.Metrics.Sent.WithLabelValues(mail.countAs()).Inc()
 	}
 	d.paused(0)
 	if d.marks != nil {
@@ -377,7 +388,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		d.log().Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
 		return se
 	}
-	d.countFailure(kind, se.Class)
+	d.countFailure(mail.countAs(), se.Class)
 	d.log().Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
 	switch se.Class {
