@@ -148,8 +148,20 @@ type Issues interface {
 	ArchiveGeneration(ctx context.Context) (int64, error)
 }
 
-// DigestIssueSlug is the slug of period's digest issue.
-func DigestIssueSlug(period string) string { return "digest-" + period }
+// DigestIssueSlug is the slug of period's digest issue: "digest-" and
+// the period in the form of every slug (lower case; "_" and "." become
+// "-"), so 2026-W49's is digest-2026-w49.
+func DigestIssueSlug(period string) string {
+	return "digest-" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, period)
+}
 
 // Slugify makes a URL slug of a subject: lower-case letters and digits
 // joined by single hyphens, at most 60 characters ("issue" when nothing

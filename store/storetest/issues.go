@@ -184,7 +184,7 @@ func testDigestIssue(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("new run %+v %v", run, err)
 	}
 	is, err := s.DigestIssue(ctx, "2031-W02", c)
-	if err != nil || is.Slug != "digest-2031-W02" || is.Period != "2031-W02" || is.Status != store.IssueDraft || is.Subject != c.Subject {
+	if err != nil || is.Slug != "digest-2031-w02" || is.Period != "2031-W02" || is.Status != store.IssueDraft || is.Subject != c.Subject {
 		t.Fatalf("digest issue %+v %v", is, err)
 	}
 	other := c

@@ -74,7 +74,7 @@ func TestDigestIsAnIssue(t *testing.T) {
 		t.Fatal(dup, err)
 	}
 	d.waitRun(t, "2026-W49", 80)
-	is, err := d.store.IssueBySlug(ctx, "digest-2026-W49")
+	is, err := d.store.IssueBySlug(ctx, "digest-2026-w49")
 	if err != nil || is.Period != "2026-W49" || !slices.Equal(is.Topics, []string{topics.Digest}) || is.Subject != "What is new (2026-W49)" {
 		t.Fatalf("the digest's issue: %+v %v", is, err)
 	}
@@ -95,7 +95,7 @@ func TestDigestIsAnIssue(t *testing.T) {
 	}
 	m := d.smtp.To(readers[0])[0]
 	if m.Header.Get("Subject") != "What is new (2026-W49)" || !strings.Contains(m.Text(), "Release *2.0* [1]") ||
-		!strings.Contains(m.Text(), "View in the browser: https://news.example.com/archive/digest-2026-W49") ||
+		!strings.Contains(m.Text(), "View in the browser: https://news.example.com/archive/digest-2026-w49") ||
 		!strings.Contains(m.HTML(), `<a href="https://example.com/2.0">Release *2.0*</a>`) ||
 		m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 		t.Fatalf("digest mail:\n%s", m.Data)
@@ -154,7 +154,7 @@ func TestDigestIsAnIssue(t *testing.T) {
 	if run, err := d.store.DigestRun(ctx, "2026-W51"); err != nil || run.State != store.RunEmpty || run.Issue != 0 {
 		t.Fatalf("empty week: %+v %v", run, err)
 	}
-	if _, err := d.store.IssueBySlug(ctx, "digest-2026-W51"); err == nil {
+	if _, err := d.store.IssueBySlug(ctx, "digest-2026-w51"); err == nil {
 		t.Fatal("an empty week made an issue")
 	}
 	if list, _ := d.store.ListIssues(ctx, "", 0, 10); len(list) != 2 {
