@@ -237,7 +237,13 @@ func (t *textRenderer) inline(n ast.Node) string {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			b.Write(c.Segment.Value(t.src))
+			v := c.Segment.Value(t.src)
+			if !c.IsRaw() {
+				// What the HTML shows: "\*" is "*", "&amp;" is "&"
+				// (the HTML renderer's Writer does the same).
+				v = util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
+			}
+			b.Write(v)
 			if c.HardLineBreak() || c.SoftLineBreak() {
 				b.WriteString("\n")
 			}

@@ -61,3 +61,15 @@ func TestIssueTemplate(t *testing.T) {
 		t.Fatalf("issue mail:\n%s\n%s\n%s", m.Subject, m.Text, m.HTML)
 	}
 }
+
+// TestTextPartUnescapes: the text part shows what the HTML shows, not the
+// Markdown's escapes and entities; inside code, a backslash is itself.
+func TestTextPartUnescapes(t *testing.T) {
+	b, err := RenderMarkdown("Release 2\\.0 \\*soon\\* &amp; `a\\*b` &#65;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Release 2.0 *soon* & a\\*b A"; !strings.Contains(b.Text, want) {
+		t.Fatalf("text part %q, want %q in it", b.Text, want)
+	}
+}

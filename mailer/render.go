@@ -60,11 +60,14 @@ type Renderer struct {
 	preparable map[string]bool
 	// entries: the kind's templates show .Entries (UsesEntries).
 	entries map[string]bool
+	// digestBody makes the weekly digest issue's Markdown
+	// (digestissue.go).
+	digestBody *texttemplate.Template
 }
 
 // NewRenderer parses the embedded templates of every kind and of the
 // sequence's steps. A file of the same name in overrideDir (KIND.txt,
-// KIND.html or layout.html) replaces the embedded one, so an operator can
+// KIND.html, layout.html or digest.md) replaces the embedded one, so an operator can
 // restyle mails without a rebuild; a step's template may exist only there.
 // Errors name the file.
 func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
@@ -125,6 +128,13 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		trees = append(trees, htmlTrees(h)...)
 		r.preparable[k] = preparable(trees...)
 		r.entries[k] = usesField("Entries", trees...)
+	}
+	md, err := read(DigestBodyTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", DigestBodyTemplate, err)
+	}
+	if r.digestBody, err = parseDigestBody(md); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

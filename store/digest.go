@@ -46,6 +46,16 @@ type DigestRun struct {
 	ComplaintRate float64   `json:"complaint_rate"`
 	CreatedAt     time.Time `json:"created_at"`
 	PlannedAt     time.Time `json:"planned_at,omitzero"`
+	// Issue is the issue the run's items are sent as (slug
+	// digest-<period>; its progress is GET /api/issues/{id}/progress):
+	// the counters above are the issue's then. 0 until it is made, and
+	// for an empty run.
+	Issue int64 `json:"issue,omitempty"`
+	// AsIssue: the run was started by a version that sends the digest as
+	// an issue. A run an older version started, still under way at an
+	// upgrade, finishes its own way (digest batches under digest marks),
+	// so nobody of it gets the week twice.
+	AsIssue bool `json:"-"`
 }
 
 // Recipient outcomes other than sent (sent is the delivery mark itself).
@@ -95,6 +105,22 @@ type Digests interface {
 	// SetOutcome records that a recipient of period was skipped or failed;
 	// recording it again changes nothing.
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+}
+
+// WithIssue is the run counted by the issue it is sent as: planned, sent,
+// skipped and failed are the issue's; bounces and complaints add the
+// issue's (traced by its mails' tags) to the run's own (reports whose mail
+// named no issue, counted against the latest run); the run is planned once
+// the issue's walk is done.
+func (r DigestRun) WithIssue(p IssueProgress) DigestRun {
+	r.Planned, r.Sent, r.Skipped, r.Failed = p.Planned, p.Sent, p.Skipped, p.Failed
+	r.Cursor = p.MaxCursor
+	r.Bounces += p.Bounces
+	r.Complaints += p.Complaints
+	if r.State == RunPlanning && p.PlanDone {
+		r.State = RunPlanned
+	}
+	return r
 }
 
 // WithRates fills in the rates from the counters.

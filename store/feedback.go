@@ -40,6 +40,10 @@ type Feedback struct {
 	// complaint rates: the mail it is about was a digest, or its kind is
 	// unknown (most mail is digest mail).
 	Digest bool
+	// Issue, when above 0, is the issue the mail was (its tag names it):
+	// the report counts against that issue's bounces or complaints
+	// (IssueProgress), the weekly digest's issue included.
+	Issue int64
 }
 
 // FeedbackPolicy is how soft bounces add up.
@@ -107,7 +111,7 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 	}
 	res, err := feedbackScript.Run(ctx, r.rdb, []string{keyActiveSet, keyLatestRun},
 		f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
-		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest), r.topics.all).StringSlice()
+		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest), r.topics.all, issueArg(f.Issue)).StringSlice()
 	if err != nil {
 		return FeedbackResult{}, fmt.Errorf("record %s feedback: %w", f.Type, err)
 	}
@@ -126,6 +130,13 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 	sub.Topics = splitTopics(res[4])
 	soft, _ := strconv.Atoi(res[3])
 	return FeedbackResult{Subscriber: sub, Changed: res[0] == "changed", SoftBounces: soft}, nil
+}
+
+func issueArg(id int64) string {
+	if id <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }
 
 // Suppressed implements Suppressions.

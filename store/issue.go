@@ -52,6 +52,9 @@ type Issue struct {
 	IssueContent
 	Status  string `json:"status"`
 	Version int    `json:"version"`
+	// Period is the digest period the issue was made from by the weekly
+	// digest run ("" for a publisher's own issue).
+	Period string `json:"period,omitempty"`
 	// SendAt is when sending starts (scheduled); LocalTime, when set, is
 	// the hour ("09:00") each reader gets it at in their own time zone.
 	SendAt    time.Time `json:"send_at,omitzero"`
@@ -110,6 +113,11 @@ type Issues interface {
 	// the previous one as a version; otherwise ErrIssueState.
 	UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error)
 	Issue(ctx context.Context, id int64) (Issue, error)
+	// DigestIssue is the issue of period's digest run, made once: the
+	// first call stores c as a draft with slug digest-<period> (-2… when
+	// taken) and Period set, and links it to the run in the same step;
+	// later calls return that issue, whatever c. ErrNoRun without a run.
+	DigestIssue(ctx context.Context, period string, c IssueContent) (Issue, error)
 	// IssueBySlug is the issue with that slug (the archive's seam).
 	IssueBySlug(ctx context.Context, slug string) (Issue, error)
 	// IssueVersions are the previous contents, oldest first.
@@ -128,7 +136,8 @@ type Issues interface {
 	// AdvanceIssuePlan saves the planner's cursor after a page: planned
 	// grows by n (readers above the highest id planned before); done
 	// ends the round's walk. A round other than the issue's changes
-	// nothing (a stale planner).
+	// nothing (a stale planner), nor does a page whose cursor is not
+	// past the saved one but its done flag (saving a page again is safe).
 	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
 	// FinishIssue marks a sending issue sent once its walk is done and
 	// every planned reader is sent, skipped or failed.
@@ -137,6 +146,21 @@ type Issues interface {
 	// same step): the archive's caches compare it instead of reading
 	// the issues again.
 	ArchiveGeneration(ctx context.Context) (int64, error)
+}
+
+// DigestIssueSlug is the slug of period's digest issue: "digest-" and
+// the period in the form of every slug (lower case; "_" and "." become
+// "-"), so 2026-W49's is digest-2026-w49.
+func DigestIssueSlug(period string) string {
+	return "digest-" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, period)
 }
 
 // Slugify makes a URL slug of a subject: lower-case letters and digits

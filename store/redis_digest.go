@@ -90,6 +90,15 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 	run.Planned, _ = strconv.ParseInt(f["planned"], 10, 64)
 	run.Bounces, _ = strconv.ParseInt(f["bounces"], 10, 64)
 	run.Complaints, _ = strconv.ParseInt(f["complaints"], 10, 64)
+	run.AsIssue = f["as_issue"] == "1"
+	run.Issue, _ = strconv.ParseInt(f["issue"], 10, 64)
+	if run.Issue > 0 {
+		prog, err := r.IssueProgress(ctx, run.Issue)
+		if err != nil {
+			return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
+		}
+		run = run.WithIssue(prog)
+	}
 	run = run.WithRates()
 	if f["items"] != "" {
 		if run.Items, err = r.items(ctx, strings.Split(f["items"], ",")); err != nil {

@@ -31,6 +31,7 @@ func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) 
 // issueDoc is the stored content and schedule of an issue.
 type issueDoc struct {
 	IssueContent
+	Period    string    `json:"period,omitempty"`
 	SendAt    time.Time `json:"send_at,omitzero"`
 	LocalTime string    `json:"local_time,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -54,6 +55,32 @@ end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
 return slug
+`)
+
+// digestIssueScript makes a digest run's issue once.
+//
+//	KEYS[1] the run's hash   KEYS[2] keyIssueSeq   KEYS[3] keyIssues   KEYS[4] keyIssueSlugs
+//	ARGV[1] doc (JSON)   ARGV[2] slug wanted   ARGV[3] prefixIssue
+//
+// With the run's issue field set, writes nothing and returns that id.
+// Otherwise takes the next id, writes the issue as createIssueScript does
+// and the id into the run's issue field, in one step: a crash can leave
+// neither an issue without its run nor a run pointing nowhere. Returns
+// the id, or 0 when there is no run.
+var digestIssueScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local id = redis.call('HGET', KEYS[1], 'issue')
+if id then return tonumber(id) end
+id = redis.call('INCR', KEYS[2])
+local slug, n = ARGV[2], 1
+while redis.call('HSETNX', KEYS[4], slug, id) == 0 do
+  n = n + 1
+  slug = ARGV[2] .. '-' .. n
+end
+redis.call('HSET', ARGV[3] .. id, 'doc', ARGV[1], 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
+redis.call('ZADD', KEYS[3], id, id)
+redis.call('HSET', KEYS[1], 'issue', id)
+return id
 `)
 
 // updateIssueScript replaces the content of a draft or scheduled issue.
@@ -109,14 +136,18 @@ return 'ok'
 //	KEYS[1] the issue's hash
 //	ARGV[1] round   ARGV[2] cursor   ARGV[3] n   ARGV[4] "1": walk done
 //
-// A stale round writes nothing. planned += n; maxcursor = max(maxcursor,
-// cursor). Returns 1 when written.
+// A stale round writes nothing. A page past the saved cursor moves it and
+// counts: planned += n; maxcursor = max(maxcursor, cursor). A page not
+// past it was counted (saved again after a lost answer) and only its done
+// flag still counts. Returns 1 when written.
 var advanceIssueScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'round') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
-if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'maxcursor') or '0') then
-  redis.call('HSET', KEYS[1], 'maxcursor', ARGV[2])
+if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
+  if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'maxcursor') or '0') then
+    redis.call('HSET', KEYS[1], 'maxcursor', ARGV[2])
+  end
 end
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'plandone', 1) end
 return 1
@@ -171,6 +202,21 @@ func (r *Redis) CreateIssue(ctx context.Context, c IssueContent, slug string) (I
 	return Issue{ID: id, Slug: got, IssueContent: c, Status: IssueDraft, Version: 1, Round: 1, CreatedAt: now, UpdatedAt: now}, nil
 }
 
+// DigestIssue implements Issues.
+func (r *Redis) DigestIssue(ctx context.Context, period string, c IssueContent) (Issue, error) {
+	now := r.now().UTC().Truncate(time.Millisecond)
+	doc, _ := json.Marshal(issueDoc{IssueContent: c, Period: period, CreatedAt: now, UpdatedAt: now})
+	id, err := digestIssueScript.Run(ctx, r.rdb, []string{prefixRun + period, keyIssueSeq, keyIssues, keyIssueSlugs},
+		doc, DigestIssueSlug(period), prefixIssue).Int64()
+	if err != nil {
+		return Issue{}, fmt.Errorf("digest %s issue: %w", period, err)
+	}
+	if id == 0 {
+		return Issue{}, ErrNoRun
+	}
+	return r.Issue(ctx, id)
+}
+
 // UpdateIssue implements Issues.
 func (r *Redis) UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error) {
 	is, err := r.Issue(ctx, id)
@@ -191,7 +237,7 @@ func (r *Redis) UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issu
 }
 
 func docOf(is Issue) issueDoc {
-	return issueDoc{IssueContent: is.IssueContent, SendAt: is.SendAt, LocalTime: is.LocalTime,
+	return issueDoc{IssueContent: is.IssueContent, Period: is.Period, SendAt: is.SendAt, LocalTime: is.LocalTime,
 		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, SentAt: is.SentAt}
 }
 
@@ -203,7 +249,7 @@ func issueFrom(id int64, f map[string]string) (Issue, error) {
 	if err := json.Unmarshal([]byte(f["doc"]), &d); err != nil {
 		return Issue{}, fmt.Errorf("issue %d: unreadable: %w", id, err)
 	}
-	is := Issue{ID: id, Slug: f["slug"], IssueContent: d.IssueContent, Status: f["status"], SendAt: d.SendAt,
+	is := Issue{ID: id, Slug: f["slug"], IssueContent: d.IssueContent, Period: d.Period, Status: f["status"], SendAt: d.SendAt,
 		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt}
 	is.Version, _ = strconv.Atoi(f["version"])
 	is.Round, _ = strconv.Atoi(f["round"])

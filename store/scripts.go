@@ -623,7 +623,8 @@ return added
 //	ARGV[2]  period
 //
 // Writes the run hash: items (comma-separated ids), created, audience (the
-// active subscribers of the digest topic), cursor, planned, state. Answers
+// active subscribers of the digest topic), cursor, planned, state, and
+// as_issue (the run is sent as an issue: DigestRun.AsIssue). Answers
 // 1 when it created the run, 0 when the run existed.
 var startRunScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -641,7 +642,7 @@ redis.call('BITOP', 'AND', KEYS[7], KEYS[4], KEYS[6])
 local audience = redis.call('BITCOUNT', KEYS[7])
 redis.call('DEL', KEYS[7])
 redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
-  'audience', audience, 'cursor', 0, 'planned', 0, 'state', state)
+  'audience', audience, 'cursor', 0, 'planned', 0, 'state', state, 'as_issue', 1)
 redis.call('SET', KEYS[5], ARGV[2])
 return 1
 `)
@@ -686,15 +687,17 @@ return 1
 //	ARGV[8]  soft-bounce window, ms
 //	ARGV[9]  "1": count it against the latest digest run
 //	ARGV[10] every topic id, comma-separated
+//	ARGV[11] the issue the mail was, or "": count it against that issue
 //
 // Writes the seen key of the report (30 days), the soft-bounce zset, the
 // status, ended, the suppression lists, the active bit, a cancelled
 // reconfirmation (cancelreconfirm), the topics (an ended subscription has
-// none, as after endScript), and the run's bounces or complaints counter.
+// none, as after endScript), and the run's or the issue's bounces or
+// complaints counter (an issue that no longer exists counts nothing).
 // Answers 'duplicate', 'notfound', or 'ok' / 'changed' with the id, the
 // record, the soft-bounce count and the topics.
 var feedbackScript = subscriberScript(fmt.Sprintf(`
-local SEEN, RUN = %q, %q
+local SEEN, RUN, ISSUE = %q, %q, %q
 local now = tonumber(ARGV[4])
 if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
   return {'duplicate'}
@@ -743,8 +746,11 @@ if ARGV[9] == '1' then
     redis.call('HINCRBY', RUN .. period, ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
   end
 end
+if ARGV[11] ~= '' and redis.call('EXISTS', ISSUE .. ARGV[11]) == 1 then
+  redis.call('HINCRBY', ISSUE .. ARGV[11], ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
+end
 return {code, id, packrec(r), tostring(soft), topicsof(id, ARGV[10])}
-`, prefixSeen, prefixRun))
+`, prefixSeen, prefixRun, prefixIssue))
 
 // liftScript takes an address off the suppression list by hand. A bounced
 // address that had confirmed is active again (a bounce is no choice of the

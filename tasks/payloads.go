@@ -77,6 +77,8 @@ type FeedbackPayload struct {
 	// Source is where the report came from: FeedbackSources.
 	Source string `json:"source"`
 	// Kind is the kind of the mail it is about, when known.
-	Kind   string `json:"kind,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	// IssueID is the issue the mail was, when its tag names one.
+	IssueID int64  `json:"issue_id,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }

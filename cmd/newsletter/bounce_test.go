@@ -114,7 +114,9 @@ Message-ID: %[3]s
 // delivery-status report for one recipient and an abuse report for
 // another arrive at the bounce intake's SMTP port. The first ends bounced,
 // the second complained (a second identical report changes nothing), the
-// run shows the rates, and the next digest goes to the others only.
+// run shows the rates, the progress of the issue the digest went out as
+// counts both (its tags name it), and the next digest goes to the others
+// only.
 func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
@@ -205,6 +207,19 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	// The digest went out as an issue, and its tags name it: the
+	// reports count against that issue's progress too.
+	run, err := st.DigestRun(ctx, "late-1")
+	if err != nil || run.Issue == 0 {
+		t.Fatalf("the digest's issue: %+v %v", run, err)
+	}
+	if tr, ok := feedback.NewTagger([]byte("integration-test-secret")).Trace(feedback.TagOfAddress(gone.From)); !ok || tr.Issue != run.Issue {
+		t.Fatalf("the digest mail's tag names issue %d (%v), not %d", tr.Issue, ok, run.Issue)
+	}
+	if code, body := admin("GET", fmt.Sprintf("/api/issues/%d/progress", run.Issue)); code != 200 ||
+		!strings.Contains(body, `"status":"sent"`) || !strings.Contains(body, `"bounces":1`) || !strings.Contains(body, `"complaints":1`) {
+		t.Fatalf("the issue's progress after a bounce and a complaint: %d %s", code, body)
+	}
 	if sub, err := st.Get(ctx, "stay@example.org"); err != nil || sub.Status != store.Active || len(sub.Topics) == 0 {
 		t.Fatalf("forged reports changed the reader who stays: %+v %v", sub, err)
 	}

@@ -43,14 +43,16 @@ func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPay
 			continue
 		}
 		seen = true
-		id, kind, ok := t.Parse(tag)
+		tr, ok := t.Trace(tag)
 		switch {
 		case !ok:
 			continue
 		case p.SubscriberID == 0:
-			p.SubscriberID, p.Kind = id, kind
-		case p.SubscriberID != id:
+			p.SubscriberID, p.Kind, p.IssueID = tr.Subscriber, tr.Kind, tr.Issue
+		case p.SubscriberID != tr.Subscriber:
 			return tasks.FeedbackPayload{}, ErrTagsDisagree
+		case p.IssueID == 0:
+			p.IssueID = tr.Issue
 		}
 	}
 	switch {

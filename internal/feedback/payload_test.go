@@ -45,3 +45,16 @@ func TestFromReportBelievesOnlyTags(t *testing.T) {
 		}
 	}
 }
+
+// TestFromReportNamesTheIssue: a report about an issue's mail names the
+// issue, from whichever of its tags carries it.
+func TestFromReportNamesTheIssue(t *testing.T) {
+	tg := NewTagger([]byte("0123456789abcdef"))
+	rep := Report{Type: "complaint", Tags: []string{tg.IssueTag(7, 42)}, ID: "smtp-2"}
+	for _, envelope := range [][]string{nil, {tg.Tag(7, "issue")}} {
+		p, err := FromReport(rep, envelope, tg)
+		if err != nil || p.SubscriberID != 7 || p.Kind != "issue" || p.IssueID != 42 {
+			t.Fatalf("envelope %q: %+v %v", envelope, p, err)
+		}
+	}
+}

@@ -61,25 +61,62 @@ func (t *Tagger) Tag(id int64, kind string) string {
 	return s + "-" + code + "-" + t.mac(s, code)
 }
 
+// IssueTag is the tag of a mail of issue to subscriber id: the issue's
+// letter followed by the issue's id ("<id>-i<issue>-<MAC>", both base
+// 36), so a late bounce or complaint counts against that issue. The MAC
+// covers the issue too: nobody can move a report to another issue.
+func (t *Tagger) IssueTag(id, issue int64) string {
+	if t == nil || id <= 0 || issue <= 0 {
+		return ""
+	}
+	s, code := strconv.FormatInt(id, 36), kindCodes["issue"]+strconv.FormatInt(issue, 36)
+	return s + "-" + code + "-" + t.mac(s, code)
+}
+
+// Traced is what a tag says of the mail it was in.
+type Traced struct {
+	Subscriber int64
+	Kind       string
+	// Issue is the issue the mail was (IssueTag); 0 for other mail and
+	// for issue mail tagged before tags named the issue.
+	Issue int64
+}
+
 // Parse reads a tag; ok is false for anything this Tagger did not make.
 func (t *Tagger) Parse(tag string) (id int64, kind string, ok bool) {
+	tr, ok := t.Trace(tag)
+	return tr.Subscriber, tr.Kind, ok
+}
+
+// Trace reads a tag, the issue it names included; ok is false for
+// anything this Tagger did not make.
+func (t *Tagger) Trace(tag string) (Traced, bool) {
 	parts := strings.Split(strings.ToLower(tag), "-")
 	if t == nil || len(parts) != 3 {
-		return 0, "", false
+		return Traced{}, false
 	}
+	var tr Traced
 	for k, code := range kindCodes {
 		if code == parts[1] {
-			kind = k
+			tr.Kind = k
 		}
 	}
 	if parts[1] == stepCode {
-		kind = KindStep
+		tr.Kind = KindStep
+	}
+	if issue := kindCodes["issue"]; tr.Kind == "" && len(parts[1]) > len(issue) && strings.HasPrefix(parts[1], issue) {
+		n, err := strconv.ParseInt(parts[1][len(issue):], 36, 64)
+		if err != nil || n <= 0 {
+			return Traced{}, false
+		}
+		tr.Kind, tr.Issue = "issue", n
 	}
 	id, err := strconv.ParseInt(parts[0], 36, 64)
-	if kind == "" || err != nil || id <= 0 || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {
-		return 0, "", false
+	if tr.Kind == "" || err != nil || id <= 0 || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {
+		return Traced{}, false
 	}
-	return id, kind, true
+	tr.Subscriber = id
+	return tr, true
 }
 
 // TagOfAddress is the tag of a VERP address ("" when it has none).

@@ -2,6 +2,7 @@ package feedback
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,5 +78,39 @@ func TestEveryKindIsTagged(t *testing.T) {
 				t.Fatalf("tag %q not read back from the return path or Message-ID", tag)
 			}
 		})
+	}
+}
+
+// TestIssueTagNamesTheIssue: an issue's mail names the issue in its tag,
+// so a report counts against it; the MAC covers the issue (a tag moved to
+// another issue does not verify), and a tag without it (mail sent before
+// tags named issues) still reads as an issue's.
+func TestIssueTagNamesTheIssue(t *testing.T) {
+	tg := NewTagger([]byte("0123456789abcdef"))
+	const sub, issue = 1 << 30, 1 << 20
+	tag := tg.IssueTag(sub, issue)
+	tr, ok := tg.Trace(tag)
+	if !ok || tr.Subscriber != sub || tr.Kind != "issue" || tr.Issue != issue {
+		t.Fatalf("trace %q: %+v %v", tag, tr, ok)
+	}
+	if id, kind, ok := tg.Parse(tag); !ok || id != sub || kind != "issue" {
+		t.Fatalf("parse %q: %d %q %v", tag, id, kind, ok)
+	}
+	if at := strings.IndexByte("bounces+"+tag+"@b.example.com", '@'); at > 64 {
+		t.Fatalf("return path of %q: local part longer than 64", tag)
+	}
+	parts := strings.Split(tag, "-")
+	moved := parts[0] + "-i" + strconv.FormatInt(issue+1, 36) + "-" + parts[2]
+	for _, bad := range []string{moved, parts[0] + "-i-" + parts[2], parts[0] + "-i!-" + parts[2], parts[0] + "-izz!-" + parts[2]} {
+		if tr, ok := tg.Trace(bad); ok {
+			t.Fatalf("tag %q accepted as %+v", bad, tr)
+		}
+	}
+	old := tg.Tag(sub, "issue")
+	if tr, ok := tg.Trace(old); !ok || tr.Kind != "issue" || tr.Issue != 0 || tr.Subscriber != sub {
+		t.Fatalf("an issue tag without the issue: %+v %v", tr, ok)
+	}
+	if tg.IssueTag(sub, 0) != "" || tg.IssueTag(0, issue) != "" {
+		t.Fatal("a tag without a subscriber or an issue")
 	}
 }

@@ -62,8 +62,8 @@ func payload(source, id, email, typ, reason, messageID string, tags *Tagger) tas
 	if id == "" {
 		p.ID = ""
 	}
-	if sid, kind, ok := tags.Parse(TagOfMessageID(messageID)); ok {
-		p.SubscriberID, p.Kind = sid, kind
+	if tr, ok := tags.Trace(TagOfMessageID(messageID)); ok {
+		p.SubscriberID, p.Kind, p.IssueID = tr.Subscriber, tr.Kind, tr.Issue
 	}
 	return p
 }

@@ -41,7 +41,7 @@ func (m *Memory) StartDigestRun(ctx context.Context, period string) (store.Diges
 	m.mu.Lock()
 	created := false
 	if _, ok := m.runs[period]; !ok {
-		run := &store.DigestRun{Period: period, State: store.RunPlanning, CreatedAt: m.now().UTC().Truncate(time.Millisecond), Items: []store.Item{}}
+		run := &store.DigestRun{Period: period, State: store.RunPlanning, CreatedAt: m.now().UTC().Truncate(time.Millisecond), Items: []store.Item{}, AsIssue: true}
 		for _, it := range m.items {
 			if it.ID > m.lastItem && it.Topic == topics.Digest {
 				run.Items = append(run.Items, it)
@@ -81,6 +81,9 @@ func (m *Memory) DigestRun(_ context.Context, period string) (store.DigestRun, e
 	}
 	run.Skipped = int64(len(m.outcomes[period+":"+store.OutcomeSkipped]))
 	run.Failed = int64(len(m.outcomes[period+":"+store.OutcomeFailed]))
+	if is, ok := m.issues[run.Issue]; ok {
+		run = run.WithIssue(m.progressLocked(is))
+	}
 	return run.WithRates(), nil
 }
 

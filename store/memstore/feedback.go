@@ -85,6 +85,13 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 			}
 		}
 	}
+	if is := m.issues[f.Issue]; is != nil {
+		if f.Type == store.Complaint {
+			is.prog.Complaints++
+		} else {
+			is.prog.Bounces++
+		}
+	}
 	res.Subscriber = copyOf(s)
 	return res, nil
 }

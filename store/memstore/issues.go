@@ -40,6 +40,10 @@ func (m *Memory) CreateIssue(_ context.Context, c store.IssueContent, slug strin
 	if slug == "" {
 		slug = store.Slugify(c.Subject)
 	}
+	return cloneIssue(m.createIssueLocked(c, slug)), nil
+}
+
+func (m *Memory) createIssueLocked(c store.IssueContent, slug string) store.Issue {
 	want := slug
 	for n := 2; m.slugs[slug] != 0; n++ {
 		slug = want + "-" + strconv.Itoa(n)
@@ -50,7 +54,24 @@ func (m *Memory) CreateIssue(_ context.Context, c store.IssueContent, slug strin
 	is := store.Issue{ID: m.issueSeq, Slug: slug, IssueContent: c, Status: store.IssueDraft, Version: 1, Round: 1, CreatedAt: now, UpdatedAt: now}
 	m.issues[is.ID] = &issueRec{is: is, prog: store.IssueProgress{Round: 1}}
 	m.slugs[slug] = is.ID
-	return cloneIssue(is), nil
+	return is
+}
+
+// DigestIssue implements store.Issues.
+func (m *Memory) DigestIssue(ctx context.Context, period string, c store.IssueContent) (store.Issue, error) {
+	m.mu.Lock()
+	run, ok := m.runs[period]
+	if !ok {
+		m.mu.Unlock()
+		return store.Issue{}, store.ErrNoRun
+	}
+	if run.Issue == 0 {
+		run.Issue = m.createIssueLocked(c, store.DigestIssueSlug(period)).ID
+		m.issues[run.Issue].is.Period = period
+	}
+	id := run.Issue
+	m.mu.Unlock()
+	return m.Issue(ctx, id)
 }
 
 // UpdateIssue implements store.Issues.
@@ -174,10 +195,14 @@ func (m *Memory) IssueProgress(_ context.Context, id int64) (store.IssueProgress
 	if err != nil {
 		return store.IssueProgress{}, err
 	}
+	return m.progressLocked(r), nil
+}
+
+func (m *Memory) progressLocked(r *issueRec) store.IssueProgress {
 	p := r.prog
 	p.Status, p.Round = r.is.Status, r.is.Round
-	p.Sent, p.Skipped, p.Failed = m.issueCounts(id)
-	return p, nil
+	p.Sent, p.Skipped, p.Failed = m.issueCounts(r.is.ID)
+	return p
 }
 
 // AdvanceIssuePlan implements store.Issues.
@@ -191,8 +216,10 @@ func (m *Memory) AdvanceIssuePlan(_ context.Context, id int64, round int, cursor
 	if r.is.Round != round {
 		return nil
 	}
-	r.prog.Cursor, r.prog.Planned = cursor, r.prog.Planned+int64(n)
-	r.prog.MaxCursor = max(r.prog.MaxCursor, cursor)
+	if cursor > r.prog.Cursor { // a page not past the cursor was counted
+		r.prog.Cursor, r.prog.Planned = cursor, r.prog.Planned+int64(n)
+		r.prog.MaxCursor = max(r.prog.MaxCursor, cursor)
+	}
 	if done {
 		r.prog.PlanDone = true
 	}

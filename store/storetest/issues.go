@@ -166,3 +166,70 @@ func testIssueTransitionWritesOutbox(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("outbox after the send: %v, want [plan]", ids)
 	}
 }
+
+// testDigestIssue: a digest run is sent as one issue, made once per run
+// whatever the content of a second call; the run counts by it, and a
+// report traced to the issue counts against it (and so the run).
+func testDigestIssue(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	c := store.IssueContent{Subject: "What is new (2031-W02)", Body: "- [A](https://example.com/a)", Topics: []string{"digest"}}
+	if _, err := s.DigestIssue(ctx, "2031-W02", c); !errors.Is(err, store.ErrNoRun) {
+		t.Fatalf("issue of a run that does not exist: %v", err)
+	}
+	sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "reader@x.io", Activate: true})
+	must(t, err)
+	must2(t)(s.AddItem(ctx, store.Item{Title: "A", URL: "https://example.com/a"}))
+	run, _, err := s.StartDigestRun(ctx, "2031-W02")
+	if err != nil || !run.AsIssue || run.Issue != 0 || run.State != store.RunPlanning {
+		t.Fatalf("new run %+v %v", run, err)
+	}
+	is, err := s.DigestIssue(ctx, "2031-W02", c)
+	if err != nil || is.Slug != "digest-2031-w02" || is.Period != "2031-W02" || is.Status != store.IssueDraft || is.Subject != c.Subject {
+		t.Fatalf("digest issue %+v %v", is, err)
+	}
+	other := c
+	other.Subject = "something else"
+	again, err := s.DigestIssue(ctx, "2031-W02", other)
+	if err != nil || again.ID != is.ID || again.Subject != c.Subject {
+		t.Fatalf("second call made or changed an issue: %+v %v", again, err)
+	}
+	if list, _ := s.ListIssues(ctx, "", 0, 10); len(list) != 1 {
+		t.Fatalf("%d issues after two calls", len(list))
+	}
+	// The run counts by its issue.
+	must2(t)(s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}))
+	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, sub.ID, 1, true))
+	must(t, s.MarkSent(ctx, store.Mark{Kind: store.IssueMarkKind, Key: itoa(is.ID), SubscriberID: sub.ID, Shared: true}))
+	if run, err = s.DigestRun(ctx, "2031-W02"); err != nil || run.Issue != is.ID || run.State != store.RunPlanned || run.Planned != 1 || run.Sent != 1 {
+		t.Fatalf("run by its issue %+v %v", run, err)
+	}
+	// A complaint traced to the issue: the issue's progress and the run.
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{ID: "c1", SubscriberID: sub.ID, Type: store.Complaint, Issue: is.ID}, store.FeedbackPolicy{}))
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{ID: "c1", SubscriberID: sub.ID, Type: store.Complaint, Issue: is.ID}, store.FeedbackPolicy{}))
+	p, err := s.IssueProgress(ctx, is.ID)
+	if err != nil || p.Complaints != 1 || p.Bounces != 0 {
+		t.Fatalf("issue progress after a complaint (sent twice) %+v %v", p, err)
+	}
+	if run, _ = s.DigestRun(ctx, "2031-W02"); run.Complaints != 1 || run.ComplaintRate != 1 {
+		t.Fatalf("run after a complaint %+v", run)
+	}
+	// A report naming an issue that does not exist changes no issue.
+	must2(t)(s.RecordFeedback(ctx, store.Feedback{ID: "b1", SubscriberID: sub.ID, Type: store.HardBounce, Issue: 999}, store.FeedbackPolicy{}))
+	if _, err := s.IssueProgress(ctx, 999); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("a report made issue 999: %v", err)
+	}
+}
+
+// testIssueAdvanceOnce: a page saved again (a lost answer) counts once.
+func testIssueAdvanceOnce(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	is, err := s.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "b", Topics: []string{"digest"}}, "")
+	must(t, err)
+	for range 2 {
+		must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 5, false))
+	}
+	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 0, true))
+	if p, err := s.IssueProgress(ctx, is.ID); err != nil || p.Planned != 5 || p.Cursor != 50 || !p.PlanDone {
+		t.Fatalf("a page saved twice: %+v %v", p, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -82,6 +83,17 @@ type Mail struct {
 	// batch (mailer.Prepare): the same result as a full render, for a
 	// fraction of the CPU.
 	Prepared *mailer.Prepared
+	// CountAs is the kind the metrics count the mail as (Mark.Kind when
+	// empty): the weekly digest's issue counts as a digest, so the
+	// digest's dashboards and alerts read as they always did.
+	CountAs string
+}
+
+func (m Mail) countAs() string {
+	if m.CountAs != "" {
+		return m.CountAs
+	}
+	return m.Mark.Kind
 }
 
 // Failure is a mail that failed for good (SkipRetry): bounced, rejected
@@ -288,14 +300,14 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		msg, err = d.Render.Render(mail.Mark.Kind, mail.Data)
 	}
 	if err != nil {
-		d.countFailure(mail.Mark.Kind, mailer.Invalid)
+		d.countFailure(mail.countAs(), mailer.Invalid)
 		se := &mailer.SendError{Class: mailer.Invalid, Domain: address.Domain(mail.To.Email), Err: fmt.Errorf("render %s: %v", mail.Mark.Kind, err)}
 		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("%w: %w", se, asynq.SkipRetry))
 	}
 	// The To: header names the person only where the mail's data does:
 	// a confirmation or a link mailed on request carries no name, since
 	// the name was typed by whoever filled in the form.
-	msg.ToName, msg.Tag = mail.Data.Name, d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
+	msg.ToName, msg.Tag = mail.Data.Name, d.tag(mail)
 	if d.marks != nil {
 		// A slot of the window of sent-but-unmarked mails (marks.go).
 		if err := d.marks.acquire(ctx); err != nil {
@@ -311,7 +323,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		return d.release(ctx, []store.Mark{mail.Mark}, d.sendFailed(ctx, mail, err))
 	}
 	if d.Metrics != nil {
-		d.Metrics.Sent.WithLabelValues(mail.Mark.Kind).Inc()
+		d.Metrics.Sent.WithLabelValues(mail.countAs()).Inc()
 	}
 	d.paused(0)
 	if d.marks != nil {
@@ -325,6 +337,17 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.log().Error("mark sent failed after delivery", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "err", err)
 	}
 	return nil
+}
+
+// tag is the VERP tag of a mail: an issue's names the issue (its mark's
+// key), so a late bounce or complaint counts against it.
+func (d *Deliverer) tag(mail Mail) string {
+	if mail.Mark.Kind == store.IssueMarkKind {
+		if issue, err := strconv.ParseInt(mail.Mark.Key, 10, 64); err == nil {
+			return d.Tags.IssueTag(mail.To.ID, issue)
+		}
+	}
+	return d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
 }
 
 // release gives claims back after a failed or abandoned send and returns
@@ -365,7 +388,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		d.log().Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
 		return se
 	}
-	d.countFailure(kind, se.Class)
+	d.countFailure(mail.countAs(), se.Class)
 	d.log().Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
 	switch se.Class {

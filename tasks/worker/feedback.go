@@ -43,7 +43,7 @@ func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, t *asynq.Task) er
 	}
 	res, err := f.Store.RecordFeedback(ctx, store.Feedback{
 		ID: p.ID, SubscriberID: p.SubscriberID, Email: p.Email, Type: typ,
-		Digest: p.Kind == "" || p.Kind == mailer.KindDigest,
+		Digest: p.Kind == "" || p.Kind == mailer.KindDigest, Issue: p.IssueID,
 	}, f.Policy)
 	log := f.log().With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
 	switch {
@@ -76,7 +76,7 @@ func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, t *asynq.Task) er
 		f.Notify.NotifyLogged(ctx, webhook.Subscriber(typ, res.Subscriber, p.Source))
 	}
 	log.Info("feedback recorded", "subscriber", res.Subscriber.ID, "status", res.Subscriber.Status,
-		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "reason", p.Reason)
+		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "issue", p.IssueID, "reason", p.Reason)
 	return nil
 }
 

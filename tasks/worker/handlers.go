@@ -20,6 +20,7 @@ import (
 type Store interface {
 	DeliveryStore
 	PlanStore
+	DigestIssueStore
 	BatchStore
 	RecentDigests
 	IssueStore
@@ -114,7 +115,8 @@ func NewHandlers(d Deps) Handlers {
 			Digests: d.Store,
 		},
 		Planner: &Planner{
-			Store: d.Store, Queue: d.Queue, Depth: d.Depth, Log: d.Log, RedisWait: d.RedisWait,
+			Store: d.Store, Issues: d.Store, Render: d.Render, Now: d.Now,
+			Queue: d.Queue, Depth: d.Depth, Log: d.Log, RedisWait: d.RedisWait,
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
 		},
 		Batches: &BatchSender{
@@ -124,7 +126,7 @@ func NewHandlers(d Deps) Handlers {
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
 			Now: d.Now, Log: d.Log, Metrics: d.Metrics, DefaultZone: d.DefaultZone,
-			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify, RedisWait: d.RedisWait,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify},

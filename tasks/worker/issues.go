@@ -58,18 +58,63 @@ type IssueSender struct {
 	BatchSize         int
 	MaxPendingBatches int
 	CheckEvery        int // DefaultIssueCheckEvery
+	// RedisWait bounds how long each Redis step waits for a Redis that
+	// cannot be reached (DefaultRedisWait), as the digest's steps do.
+	RedisWait time.Duration
 	// Notify queues issue.sent when an issue's sending ends (nil: none).
 	Notify *tasks.WebhookNotifier
 
-	bodyMu sync.Mutex
-	bodies map[[2]int64]mailer.Body
+	prepMu   sync.Mutex
+	prepared map[preparedKey]preparedIssue
 }
+
+// preparedKey names an issue's mail to one topic's readers: the version
+// is part of it, since only a sent issue is frozen.
+type preparedKey struct {
+	id      int64
+	version int
+	topic   string
+}
+
+// preparedIssue is that mail's shared data and rendering.
+type preparedIssue struct {
+	data mailer.Data
+	prep *mailer.Prepared
+}
+
+// maxPrepared bounds the cache: a worker sends a few issues at a time.
+const maxPrepared = 64
 
 func (h *IssueSender) now() time.Time {
 	if h.Now != nil {
 		return h.Now()
 	}
 	return time.Now()
+}
+
+// away is how the sender's Redis steps wait out an outage (redisaway.go):
+// each is safe to run twice (a transition refused as already done is
+// read again, a page's advance counts once, a batch's TaskID conflicts,
+// an outcome is a bit).
+func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
+
+// issue reads the issue, waiting out an outage.
+func (h *IssueSender) issue(ctx context.Context, id int64) (store.Issue, error) {
+	return awaitRedis(ctx, h.away(), "read of the issue", func(ctx context.Context) (store.Issue, error) {
+		return h.Store.Issue(ctx, id)
+	})
+}
+
+// enqueue queues a task of the issue, waiting out an outage; a TaskID
+// conflict (queued already) is success.
+func (h *IssueSender) enqueue(ctx context.Context, task *asynq.Task) error {
+	_, err := awaitRedis(ctx, h.away(), "enqueue of "+task.Type(), func(ctx context.Context) (*asynq.TaskInfo, error) {
+		return h.Queue.EnqueueContext(ctx, task)
+	})
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue %s: %w", task.Type(), err)
+	}
+	return nil
 }
 
 func (h *IssueSender) log() *slog.Logger {
@@ -95,8 +140,10 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 	if size <= 0 {
 		size = DefaultDigestBatch
 	}
-	room := &Planner{Depth: h.Depth, MaxPendingBatches: h.MaxPendingBatches}
-	prog, err := h.Store.IssueProgress(ctx, p.IssueID)
+	room := &Planner{Depth: h.Depth, MaxPendingBatches: h.MaxPendingBatches, RedisWait: h.RedisWait, Log: h.Log}
+	prog, err := awaitRedis(ctx, h.away(), "read of the issue's progress", func(ctx context.Context) (store.IssueProgress, error) {
+		return h.Store.IssueProgress(ctx, p.IssueID)
+	})
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 	}
@@ -109,13 +156,15 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
 	fannedOut := false
 	for {
-		is, err := h.Store.Issue(ctx, p.IssueID)
+		is, err := h.issue(ctx, p.IssueID)
 		if err != nil {
 			return err
 		}
 		if is.Status == store.IssueScheduled && is.Round == p.Round {
 			// Its time came: from now on it is frozen.
-			if is, err = h.Store.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{}); errors.Is(err, store.ErrIssueState) {
+			if is, err = awaitRedis(ctx, h.away(), "start of the issue's sending", func(ctx context.Context) (store.Issue, error) {
+				return h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{})
+			}); errors.Is(err, store.ErrIssueState) {
 				continue
 			} else if err != nil {
 				return err
@@ -140,7 +189,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			return err
 		}
 		if len(ids) == 0 {
-			if err := h.Store.AdvanceIssuePlan(ctx, is.ID, p.Round, cursor, 0, true); err != nil {
+			if err := h.advance(ctx, is.ID, p.Round, cursor, 0, true); err != nil {
 				return err
 			}
 			return h.finish(ctx, is)
@@ -156,8 +205,8 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			if !at.IsZero() {
 				task = tasks.NewIssueBatch(is.ID, p.Round, part, at, true)
 			}
-			if _, err := h.Queue.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-				return fmt.Errorf("enqueue issue batch: %w", err)
+			if err := h.enqueue(ctx, task); err != nil {
+				return err
 			}
 		}
 		n := 0
@@ -167,10 +216,18 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			}
 		}
 		cursor, maxCursor = ids[len(ids)-1], max(maxCursor, ids[len(ids)-1])
-		if err := h.Store.AdvanceIssuePlan(ctx, is.ID, p.Round, cursor, n, false); err != nil {
+		if err := h.advance(ctx, is.ID, p.Round, cursor, n, false); err != nil {
 			return err
 		}
 	}
+}
+
+// advance saves the planner's place after a page, waiting out an outage
+// (the store counts a page once, so saving it again is safe).
+func (h *IssueSender) advance(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
+	return untilRedis(ctx, h.away(), "save of the issue planner's cursor", func(ctx context.Context) error {
+		return h.Store.AdvanceIssuePlan(ctx, id, round, cursor, n, done)
+	})
 }
 
 // audienceAny is the keyset walk over the union of topics' audiences: up
@@ -178,14 +235,30 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 // Every id up to the smallest last id of a full page is in the pages read,
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
-	return audienceAny(ctx, h.Store, topicIDs, cursor, limit)
+	return audienceAny(ctx, awaitingAudience{h.Store, h.away()}, topicIDs, cursor, limit)
+}
+
+// audienceReader reads one page of a topic's audience.
+type audienceReader interface {
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+}
+
+// awaitingAudience reads pages of audiences waiting out a Redis outage,
+// as every other step of the issue planner does.
+type awaitingAudience struct {
+	s audienceReader
+	w redisWait
+}
+
+func (a awaitingAudience) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
+	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
+		return a.s.AudienceAfter(ctx, topic, cursor, limit)
+	})
 }
 
 // audienceAny is IssueSender.audienceAny for any reader of audiences (the
 // fan-out walks an issue's readers the same way).
-func audienceAny(ctx context.Context, s interface {
-	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
-}, topicIDs []string, cursor int64, limit int) ([]int64, error) {
+func audienceAny(ctx context.Context, s audienceReader, topicIDs []string, cursor int64, limit int) ([]int64, error) {
 	var all []int64
 	cut := int64(math.MaxInt64)
 	for _, tp := range topicIDs {
@@ -235,7 +308,9 @@ func LocalDue(now time.Time, hhmm, tz string, def *time.Location) (time.Time, er
 // byLocalTime groups a page by the time each reader is due. A time not
 // later than now is sent now (the zero key).
 func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64) (map[time.Time][]int64, error) {
-	subs, err := h.Store.SubscribersByID(ctx, ids)
+	subs, err := awaitRedis(ctx, h.away(), "read of the readers' time zones", func(ctx context.Context) ([]store.Subscriber, error) {
+		return h.Store.SubscribersByID(ctx, ids)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -289,26 +364,44 @@ func IssueTopic(is store.Issue, s store.Subscriber) (string, bool) {
 	return "", false
 }
 
-// body renders an issue's Markdown once per version.
-func (h *IssueSender) body(is store.Issue) (mailer.Body, error) {
-	h.bodyMu.Lock()
-	defer h.bodyMu.Unlock()
-	key := [2]int64{is.ID, int64(is.Version)}
-	if b, ok := h.bodies[key]; ok {
-		return b, nil
+// prepare is the issue's mail to topic's readers, rendered once per
+// issue version and topic for all the worker's batches, not once per
+// batch: the Markdown, then the shared parts of the mail (Prepare renders,
+// checks and encodes them). The result is the same as a render of its own
+// for each batch (and as the preview): only the work is shared.
+func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *mailer.Prepared, error) {
+	h.prepMu.Lock()
+	defer h.prepMu.Unlock()
+	key := preparedKey{is.ID, is.Version, topic}
+	if p, ok := h.prepared[key]; ok {
+		return p.data, p.prep, nil
 	}
-	b, err := mailer.RenderMarkdown(is.Body)
+	var body mailer.Body
+	for k, p := range h.prepared {
+		if k.id == is.ID && k.version == is.Version {
+			body = mailer.Body{HTML: p.data.IssueHTML, Text: p.data.IssueText}
+			break
+		}
+	}
+	if body == (mailer.Body{}) {
+		var err error
+		if body, err = mailer.RenderMarkdown(is.Body); err != nil {
+			return mailer.Data{}, nil, fmt.Errorf("render issue %d: %w", is.ID, err)
+		}
+		if h.Metrics != nil {
+			h.Metrics.IssueRenders.Inc()
+		}
+	}
+	data := IssueData(h.Links, is, topic, body)
+	prep, err := h.Deliver.Render.Prepare(mailer.KindIssue, data)
 	if err != nil {
-		return b, err
+		return mailer.Data{}, nil, fmt.Errorf("prepare issue %d: %w", is.ID, err)
 	}
-	if h.Metrics != nil {
-		h.Metrics.IssueRenders.Inc()
+	if h.prepared == nil || len(h.prepared) >= maxPrepared {
+		h.prepared = map[preparedKey]preparedIssue{}
 	}
-	if h.bodies == nil || len(h.bodies) > 16 {
-		h.bodies = map[[2]int64]mailer.Body{}
-	}
-	h.bodies[key] = b
-	return b, nil
+	h.prepared[key] = preparedIssue{data: data, prep: prep}
+	return data, prep, nil
 }
 
 // HandleIssueBatch sends an issue to a batch of readers, the digest
@@ -324,7 +417,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if p.IssueID <= 0 || len(p.IDs) == 0 {
 		return errMissing(t, "issue and recipients")
 	}
-	is, err := h.Store.Issue(ctx, p.IssueID)
+	is, err := h.issue(ctx, p.IssueID)
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 	}
@@ -340,18 +433,18 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		// sent.
 		return nil
 	}
-	body, err := h.body(is)
-	if err != nil {
-		return fmt.Errorf("render issue %d: %v: %w", is.ID, err, asynq.SkipRetry)
-	}
-	subs, err := h.Store.SubscribersByID(ctx, p.IDs)
+	subs, err := awaitRedis(ctx, h.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
+		return h.Store.SubscribersByID(ctx, p.IDs)
+	})
 	if err != nil {
 		return err
 	}
 	outcomes := store.IssueOutcomeKey(is.ID)
 	key := strconv.FormatInt(is.ID, 10)
-	prepared := map[string]*mailer.Prepared{}
-	streams := map[string]mailer.Data{}
+	countAs := ""
+	if is.Period != "" {
+		countAs = mailer.KindDigest // the weekly digest's issue
+	}
 	now := h.now()
 	var skipped []int64
 	var mails []Mail
@@ -364,29 +457,26 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		case !until.IsZero():
 			held[until] = append(held[until], s.ID)
 		default:
-			prep, ok := prepared[topic]
-			if !ok {
-				streams[topic] = IssueData(h.Links, is, topic, body)
-				if prep, err = h.Deliver.Render.Prepare(mailer.KindIssue, streams[topic]); err != nil {
-					return fmt.Errorf("prepare issue: %v: %w", err, asynq.SkipRetry)
-				}
-				prepared[topic] = prep
+			stream, prep, err := h.prepare(is, topic)
+			if err != nil {
+				return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
 			}
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(streams[topic], s, topic),
+				Data:     h.Links.To(stream, s, topic),
 				Prepared: prep,
+				CountAs:  countAs,
 			})
 		}
 	}
 	if len(skipped) > 0 {
-		if err := h.Store.SetOutcome(ctx, outcomes, store.OutcomeSkipped, skipped...); err != nil {
+		if err := h.setOutcome(ctx, outcomes, store.OutcomeSkipped, skipped); err != nil {
 			return err
 		}
 	}
 	for until, ids := range held {
-		if _, err := h.Queue.EnqueueContext(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err := h.enqueue(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -397,7 +487,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	var retry error
 	for start := 0; start < len(mails); start += every {
 		if start > 0 {
-			cur, err := h.Store.Issue(ctx, is.ID)
+			cur, err := h.issue(ctx, is.ID)
 			if err != nil {
 				return firstErr(retry, err)
 			}
@@ -414,7 +504,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 			for i, f := range failed {
 				ids[i] = f.SubscriberID
 			}
-			if err := h.Store.SetOutcome(ctx, outcomes, store.OutcomeFailed, ids...); err != nil {
+			if err := h.setOutcome(ctx, outcomes, store.OutcomeFailed, ids); err != nil {
 				return firstErr(retry, fmt.Errorf("record %d failed recipients: %w", len(ids), err))
 			}
 		}
@@ -425,11 +515,21 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	return h.finish(ctx, is)
 }
 
+// setOutcome records readers' outcome, waiting out an outage (a bitmap:
+// recording twice is recording once).
+func (h *IssueSender) setOutcome(ctx context.Context, key, outcome string, ids []int64) error {
+	return untilRedis(ctx, h.away(), "record of "+outcome+" readers", func(ctx context.Context) error {
+		return h.Store.SetOutcome(ctx, key, outcome, ids...)
+	})
+}
+
 // finish marks the issue sent once every planned reader is done, and
 // tells the webhook endpoints that asked (issue.sent) the one time it
 // does.
 func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
-	done, err := h.Store.FinishIssue(ctx, is.ID)
+	done, err := awaitRedis(ctx, h.away(), "end of the issue's sending", func(ctx context.Context) (bool, error) {
+		return h.Store.FinishIssue(ctx, is.ID)
+	})
 	if err != nil || !done {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -30,10 +31,27 @@ type PlanStore interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 }
 
-// Planner handles digest:plan: it walks the audience and enqueues batches.
+// DigestIssueStore is what sending the digest as an issue needs of the
+// store: the run's issue, made once, and its send.
+type DigestIssueStore interface {
+	DigestIssue(ctx context.Context, period string, c store.IssueContent) (store.Issue, error)
+	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error)
+	tasks.OutboxCleaner
+}
+
+// Planner handles digest:plan. A run sends its items as an issue (slug
+// digest-<period>) that the issue sender plans and sends: one path, one
+// set of marks, progress and archive for the digest and the publisher's
+// issues. A run an older version began walks the audience itself into
+// digest batches, as it began.
 type Planner struct {
 	Store PlanStore
-	Queue tasks.Enqueuer
+	// Issues and Render make the run's issue; without them (handler
+	// tests of the older path) every run is planned into digest batches.
+	Issues DigestIssueStore
+	Render *mailer.Renderer
+	Now    func() time.Time
+	Queue  tasks.Enqueuer
 	// Depth, when set, is watched for back pressure.
 	Depth QueueDepth
 	// BatchSize is recipients per batch (DefaultDigestBatch);
@@ -88,6 +106,9 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 		h.log().Info("digest: nothing to plan", "period", p.Period, "state", run.State)
 		return nil
 	}
+	if run.AsIssue && h.Issues != nil && h.Render != nil {
+		return h.sendAsIssue(ctx, run)
+	}
 	size := h.BatchSize
 	if size <= 0 {
 		size = DefaultDigestBatch
@@ -118,6 +139,69 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 	}
+}
+
+// sendAsIssue makes the run's issue from its items and sends it now.
+// Each step is safe to run again: the store makes the issue once per run
+// (in the step that links it, so a crash right after leaves it to this
+// retry, not to a second issue); the send is a transition from draft
+// that only one caller wins, written with its plan's outbox entry; the
+// plan's TaskID makes a second enqueue a conflict. An issue a publisher
+// paused or cancelled meanwhile is left as it is.
+func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
+	subject, body, err := h.Render.DigestIssue(run.Period, entriesOf(run.Items))
+	if err != nil {
+		return fmt.Errorf("digest %s: %v: %w", run.Period, err, asynq.SkipRetry)
+	}
+	content := store.IssueContent{Subject: subject, Body: body, Topics: []string{topics.Digest}}
+	is, err := awaitRedis(ctx, h.away(), "the digest's issue", func(ctx context.Context) (store.Issue, error) {
+		return h.Issues.DigestIssue(ctx, run.Period, content)
+	})
+	if err != nil {
+		return err
+	}
+	if is.Status == store.IssueDraft {
+		job := tasks.NewIssuePlan(is.ID, is.Round, h.now())
+		sent, err := awaitRedis(ctx, h.away(), "send of the digest's issue", func(ctx context.Context) (store.Issue, error) {
+			return h.Issues.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
+				store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
+		})
+		switch {
+		case errors.Is(err, store.ErrIssueState):
+			// Sent already: by another planner of the period, or by
+			// this one before an answer was lost. Read where it is.
+			sent, err = awaitRedis(ctx, h.away(), "the digest's issue", func(ctx context.Context) (store.Issue, error) {
+				return h.Issues.DigestIssue(ctx, run.Period, content)
+			})
+			if err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		is = sent
+	}
+	if is.Status != store.IssueSending {
+		h.log().Info("digest: its issue is not sending; left as it is", "period", run.Period, "issue", is.ID, "status", is.Status)
+		return nil
+	}
+	// The outbox entry would do (the relay), but at once is better; a
+	// plan queued or done already makes this a conflict or a no-op.
+	_, err = awaitRedis(ctx, h.away(), "enqueue of the issue's plan", func(ctx context.Context) (bool, error) {
+		return tasks.Dispatch(ctx, h.Queue, h.Issues, tasks.NewIssuePlan(is.ID, is.Round, h.now()))
+	})
+	if err != nil && !errors.Is(err, tasks.ErrOutboxLeft) {
+		return err
+	}
+	h.log().Info("digest: sent as an issue", "period", run.Period, "issue", is.ID, "slug", is.Slug, "items", len(run.Items))
+	return nil
+}
+
+func (h *Planner) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 func (h *Planner) advance(ctx context.Context, period string, cursor int64, n int, done bool) error {

@@ -127,6 +127,34 @@ func (a awayStore) AdvanceDigestRun(ctx context.Context, period string, cursor i
 	return a.Memory.AdvanceDigestRun(ctx, period, cursor, n, done)
 }
 
+func (a awayStore) DigestIssue(ctx context.Context, period string, c store.IssueContent) (store.Issue, error) {
+	if err := a.o.hit("digest issue"); err != nil {
+		return store.Issue{}, err
+	}
+	return a.Memory.DigestIssue(ctx, period, c)
+}
+
+func (a awayStore) TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error) {
+	if err := a.o.hit("transition"); err != nil {
+		return store.Issue{}, err
+	}
+	return a.Memory.TransitionIssue(ctx, id, from, to, ch)
+}
+
+func (a awayStore) IssueProgress(ctx context.Context, id int64) (store.IssueProgress, error) {
+	if err := a.o.hit("progress"); err != nil {
+		return store.IssueProgress{}, err
+	}
+	return a.Memory.IssueProgress(ctx, id)
+}
+
+func (a awayStore) AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
+	if err := a.o.hit("advance"); err != nil {
+		return err
+	}
+	return a.Memory.AdvanceIssuePlan(ctx, id, round, cursor, n, done)
+}
+
 // awayPacer paces nothing, behind an outage.
 type awayPacer struct{ o *outage }
 
@@ -214,10 +242,12 @@ func TestBatchRidesOutRedisOutage(t *testing.T) {
 	}
 }
 
-// TestPlannerAndSequenceRideOutRedisOutage: the planner's steps (the run,
-// the queue's depth, the audience, the enqueue, the cursor) and a
-// sequence step's (the re-read, the progress, the schedule of the next)
-// wait for Redis too; what they write, they write once.
+// TestPlannerAndSequenceRideOutRedisOutage: the digest planner's steps
+// (the run, its issue, the issue's send, the enqueue of its plan), the
+// issue planner's (the progress, the queue's depth, the audience, the
+// enqueue, the cursor) and a sequence step's (the re-read, the progress,
+// the schedule of the next) wait for Redis too; what they write, they
+// write once.
 func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 	o := newOutage(2)
 	h, mem, rec, q := newAwayHandlers(t, o, 10*time.Second)
@@ -229,9 +259,20 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 	if err := h.Planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("p")); err != nil {
 		t.Fatalf("the planner handed itself back: %v", err)
 	}
+	if len(q.tasks) != 1 || q.tasks[0].Type() != tasks.TypeIssuePlan {
+		t.Fatalf("the digest queued %d tasks, want its issue's plan", len(q.tasks))
+	}
+	plan := q.tasks[0]
+	q.tasks = nil
+	if err := h.Issues.HandleIssuePlan(ctx, plan); err != nil {
+		t.Fatalf("the issue's planner handed itself back: %v", err)
+	}
 	run, err := mem.DigestRun(ctx, "p")
-	if err != nil || run.State != store.RunPlanned || run.Planned != 3 || len(q.tasks) != 2 {
+	if err != nil || run.State != store.RunPlanned || run.Planned != 3 || run.Issue == 0 || len(q.tasks) != 2 {
 		t.Fatalf("run %+v %v, %d batches", run, err, len(q.tasks))
+	}
+	if list, _ := mem.ListIssues(ctx, "", 0, 10); len(list) != 1 || list[0].Slug != "digest-p" {
+		t.Fatalf("issues %+v", list)
 	}
 	q.tasks = nil
 	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil {
@@ -240,7 +281,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 	if rec.count() != 1 {
 		t.Fatalf("%d welcomes", rec.count())
 	}
-	for _, step := range []string{"start", "depth", "audience", "enqueue", "advance", "get", "sent marks"} {
+	for _, step := range []string{"start", "digest issue", "transition", "progress", "depth", "audience", "enqueue", "advance", "get", "sent marks"} {
 		if o.waited()[step] == 0 {
 			t.Errorf("step %q never met the outage: %v", step, o.waited())
 		}
