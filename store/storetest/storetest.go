@@ -58,7 +58,11 @@ func Run(t *testing.T, h Harness) {
 		{"WebhookFailures", testWebhookFailures},
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
-		{"Audit", testAudit}}
+		{"Audit", testAudit},
+		{"ListSubscribers", testListSubscribers},
+		{"PersonalData", testPersonalData},
+		{"Erase", testErase},
+		{"Stats", testStats}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}
