@@ -39,7 +39,7 @@ type topicChoice struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences"} {
+	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences", "erase"} {
 		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/"+name+".html"))
 	}
 }
