@@ -24,10 +24,10 @@ const DefaultSubscriberPage = 50
 
 func (s *Server) peopleRoutes() {
 	m := s.mux
-	m.Handle("GET /api/subscribers", s.Admin(http.HandlerFunc(s.listSubscribers)))
+	m.Handle("GET /api/subscribers", s.Viewer(http.HandlerFunc(s.listSubscribers)))
 	m.Handle("GET /api/subscribers/{email}/export", s.Admin(http.HandlerFunc(s.exportSubscriber)))
 	m.Handle("DELETE /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.eraseSubscriber)))
-	m.Handle("GET /api/stats", s.Admin(http.HandlerFunc(s.stats)))
+	m.Handle("GET /api/stats", s.Viewer(http.HandlerFunc(s.stats)))
 	m.HandleFunc("POST /preferences/export", tokenPage(s.preferencesExport))
 	m.HandleFunc("POST /preferences/erase", tokenPage(s.preferencesErase))
 }
