@@ -28,6 +28,10 @@ type pageData struct {
 	// Push, when set, offers web push on the page ("Also notify this
 	// browser"), which then loads /push.js.
 	Push *pushOffer
+	// DataRequests adds the buttons of the personal data requests
+	// (export, erase) with Token to a message page: a person whose
+	// subscription ended still has their data with us.
+	DataRequests bool
 }
 
 // topicChoice is one topic's checkbox.

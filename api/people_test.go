@@ -307,3 +307,21 @@ func must2(t *testing.T) func(any, error) {
 		}
 	}
 }
+
+// Someone who left still reaches their data from the link in an old mail.
+func TestEndedSubscriptionOffersDataRequests(t *testing.T) {
+	const origin = "https://news.example.com"
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: origin})
+	if resp, _ := e.post(t, "/subscribe", formCT, "email=left%40example.com"); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	must2(t)(e.store.Unsubscribe(context.Background(), "left@example.com"))
+	tok := e.sign(t, token.Preferences, "left@example.com")
+	_, page := e.get(t, "/preferences?token="+url.QueryEscape(tok))
+	if !strings.Contains(page, "You are not subscribed") || !strings.Contains(page, `action="/preferences/erase"`) || !strings.Contains(page, `action="/preferences/export"`) {
+		t.Fatalf("ended page:\n%s", page)
+	}
+	if resp, _ := e.prefsPost(t, "/preferences/erase", origin, url.Values{"token": {tok}, "confirm": {"yes"}}); resp.StatusCode != 200 || e.status(t, "left@example.com") != "" {
+		t.Fatalf("erase after leaving: %d", resp.StatusCode)
+	}
+}
