@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -153,6 +154,7 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
 		return
 	}
+	s.noteSubscriber(r, audit.SubscriberExport, email, "")
 	s.writeExport(w, pd, false)
 }
 
@@ -182,6 +184,7 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
 		return
 	}
+	s.noteSubscriber(r, audit.SubscriberErased, email, "")
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -202,6 +205,18 @@ func (s *Server) erase(r *http.Request, email string) error {
 	s.deleteTasks(pending)
 	s.deps.Log.Info("erase: subscriber erased", "subscriber", sub.ID)
 	return nil
+}
+
+// noteSelf records a request the person made themselves from the
+// preference centre: no token, so the actor is the person, by the keyed
+// hash of their address as the target is.
+func (s *Server) noteSelf(r *http.Request, action, email string) {
+	if s.deps.Audit == nil {
+		return
+	}
+	target := s.deps.Audit.Subscriber(email)
+	// Logged and counted by the Trail, as note's.
+	_ = s.deps.Audit.Note(r.Context(), audit.Entry{Actor: target, Role: "self", Action: action, Target: target, Detail: "from the preference centre"})
 }
 
 // preferencesExport handles POST /preferences/export: the person's own
@@ -235,6 +250,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not gather your data just now, please try again")
 		return
 	}
+	s.noteSelf(r, audit.SubscriberExport, sub.Email)
 	s.writeExport(w, pd, true)
 }
 
@@ -273,6 +289,9 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 		s.deps.Log.Error("preferences erase: store", "err", err)
 		fail(w, r, http.StatusServiceUnavailable, "we could not erase your data just now, please try again")
 		return
+	}
+	if err == nil {
+		s.noteSelf(r, audit.SubscriberErased, sub.Email)
 	}
 	if wantsJSON(r) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "erased"})

@@ -325,3 +325,29 @@ func TestEndedSubscriptionOffersDataRequests(t *testing.T) {
 		t.Fatalf("erase after leaving: %d", resp.StatusCode)
 	}
 }
+
+// An export and an erasure are in the audit log, with who did them and
+// the person by the keyed hash only.
+func TestExportAndEraseAreAudited(t *testing.T) {
+	s, st, _, _ := matrixServerStore(t)
+	const admin = "matrix-admin-token-0123"
+	must2(t)(st.Subscribe(context.Background(), store.SubscribeRequest{Email: "audited@example.com", Name: "Aude", Activate: true}))
+	if rec := call(s, "GET", "/api/subscribers/audited@example.com/export", admin, ""); rec.Code != http.StatusOK {
+		t.Fatalf("export: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(s, "DELETE", "/api/subscribers/audited@example.com", admin, ""); rec.Code != http.StatusNoContent {
+		t.Fatalf("erase: %d %s", rec.Code, rec.Body)
+	}
+	rec := call(s, "GET", "/api/audit?limit=10", admin, "")
+	var page auditPage
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &page) != nil || len(page.Entries) != 2 {
+		t.Fatalf("audit: %d %s", rec.Code, rec.Body)
+	}
+	if page.Entries[0].Action != "subscriber.erased" || page.Entries[1].Action != "subscriber.exported" ||
+		!strings.HasPrefix(page.Entries[0].Target, "subscriber:") || page.Entries[0].Target != page.Entries[1].Target || page.Entries[0].Role != "admin" {
+		t.Fatalf("audit entries: %+v", page.Entries)
+	}
+	if strings.Contains(strings.ToLower(rec.Body.String()), "audited@") {
+		t.Fatalf("the audit log names the address: %s", rec.Body)
+	}
+}
