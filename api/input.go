@@ -43,6 +43,7 @@ var (
 		// RFC 8058's one-click body
 		"List-Unsubscribe": textField}
 	confirmFields     = fields{"token": textField}
+	eraseFields       = fields{"token": textField, "confirm": textField}
 	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField}
 	itemFields        = fields{"title": textField, "url": textField, "summary": textField}
 	eventFields       = fields{"email": textField, "topic": textField, "title": textField, "url": textField}

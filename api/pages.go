@@ -28,6 +28,10 @@ type pageData struct {
 	// Push, when set, offers web push on the page ("Also notify this
 	// browser"), which then loads /push.js.
 	Push *pushOffer
+	// DataRequests adds the buttons of the personal data requests
+	// (export, erase) with Token to a message page: a person whose
+	// subscription ended still has their data with us.
+	DataRequests bool
 }
 
 // topicChoice is one topic's checkbox.
@@ -39,7 +43,7 @@ type topicChoice struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences"} {
+	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences", "erase"} {
 		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/"+name+".html"))
 	}
 }

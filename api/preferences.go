@@ -59,7 +59,9 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sub.Status != store.Active {
-		s.ended(w, sub.Email)
+		// Nothing to choose any more, but their data is still here.
+		renderPage(w, http.StatusOK, "message", pageData{Title: "You are not subscribed", Token: tok, DataRequests: true,
+			Lines: []string{"We send nothing to " + sub.Email + ". To get our mail again, subscribe on the front page."}})
 		return
 	}
 	s.renderPreferences(w, http.StatusOK, tok, sub, "")

@@ -34,6 +34,7 @@ var routeRoles = map[string]struct {
 	"GET /api/subscribers":                {role: adminauth.Viewer},
 	"GET /api/subscribers/{email}/export": {role: adminauth.Admin},
 	"DELETE /api/subscribers/{email}":     {role: adminauth.Admin},
+	"GET /api/stats":                      {role: adminauth.Viewer},
 	"GET /api/suppressions":               {role: adminauth.Viewer},
 	"DELETE /api/suppressions/{email}":    {role: adminauth.Admin},
 	"POST /webhooks/bounce":               {role: adminauth.Admin},

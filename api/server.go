@@ -99,6 +99,7 @@ type Store interface {
 	store.Suppressions
 	store.MailHolds
 	store.Webhooks
+	store.People
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
@@ -215,6 +216,7 @@ func (s *Server) routes() {
 	s.pushRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()
+	s.peopleRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

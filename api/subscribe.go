@@ -59,9 +59,14 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		job = s.firstStep(email, now)
 	}
 	ctx := r.Context()
+	// The consent's source: the signup form, or a program posting JSON.
+	source := store.SourceForm
+	if wantsJSON(r) {
+		source = store.SourceAPI
+	}
 	req := store.SubscribeRequest{
 		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
-		Hold: s.cfg.ConfirmHold, Topics: chosen,
+		Hold: s.cfg.ConfirmHold, Topics: chosen, Source: source,
 	}
 	sub, err := s.deps.Store.Subscribe(ctx, req)
 	if errors.Is(err, store.ErrSuppressed) && req.Activate {

@@ -109,7 +109,7 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 	if f.SubscriberID > 0 {
 		id = strconv.FormatInt(f.SubscriberID, 10)
 	}
-	res, err := feedbackScript.Run(ctx, r.rdb, []string{keyActiveSet, keyLatestRun},
+	res, err := feedbackScript.Run(ctx, r.rdb, []string{keyActiveSet, keyLatestRun, r.dayKey()},
 		f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
 		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest), r.topics.all, issueArg(f.Issue)).StringSlice()
 	if err != nil {

@@ -119,3 +119,44 @@ const (
 // ms), actor, role, action, target and detail; trimmed to about
 // audit.MaxEntries.
 const keyAudit = "nl:audit"
+
+// The people's side (people.go): indexes that list subscribers by status
+// without reading every record, each person's consent and history, the
+// erased addresses, and the daily counters of the console's overview.
+const (
+	// One bitmap per status besides the active one (keyActiveSet):
+	// bit id is set while subscriber id has that status. The scripts'
+	// save() keeps them, so every status change moves one bit.
+	prefixStatus    = "nl:st:"       // + status code p, u, b or c
+	keyStatusFilled = "nl:st:filled" // set once the status bitmaps hold every subscriber from before them (migrate.go)
+	// The consent record of each subscription, packed as the subscribers
+	// are (subsPerBucket to a hash): how the person came in and when
+	// they asked. The confirmation time is the record's.
+	prefixConsent = "nl:cs:" // + id/64: hash id -> source SEP requested (unix ms, base 36)
+	// The shared delivery marks' keys (a digest period, an issue, a
+	// sequence step), so a person's mails are found by asking each key's
+	// bitmap for their bit, never by listing keys.
+	keySentKeys = "nl:sentkeys" // zset of "kind:key", score = last marked (unix ms); keyless marks score sentKeyForever
+	// Each subscriber's own marks (confirmations, unsubscribe links,
+	// event bundles): they are keys of their own named by a nonce, so
+	// the person's list of them is kept beside (capped, expiring as the
+	// marks do).
+	prefixMailLog = "nl:ml:" // + id: zset of "kind:key", score = sent (unix ms)
+	// Each subscriber's bounce and complaint reports, newest first.
+	prefixFeedbackLog = "nl:fbh:" // + id: list of "type SEP unix ms" (capped)
+	// The keyed hashes of erased addresses: an import skips them; the
+	// person's own confirmation takes theirs off.
+	keyErased = "nl:erased" // set of keyed hashes (WithErasure)
+	// The overview's daily counters, kept dayCounterTTL.
+	prefixDay = "nl:day:" // + YYYY-MM-DD (UTC): hash signup, import, confirm, unsubscribe, bounce, complaint, erase -> count
+	// Stats ANDs each topic with the active bitmap here, inside one script.
+	keyStatsScratch = "nl:stats:scratch"
+)
+
+// Caps and lifetimes of the people's keys.
+const (
+	mailLogCap     = 50
+	feedbackLogCap = 50
+	dayCounterTTL  = 100 * 24 * time.Hour // the overview shows 90 days
+	sentKeyForever = 1 << 52              // the score of a keyless shared mark's key: it never expires
+)

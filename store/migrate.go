@@ -102,12 +102,49 @@ func (r *Redis) migrate(ctx context.Context, owner string, log *slog.Logger) err
 }
 
 // fill adds what a later version keeps beside the layout: the
-// suppression lists, then the topics.
+// suppression lists, the topics, then the status bitmaps.
 func (r *Redis) fill(ctx context.Context, log *slog.Logger) error {
 	if err := r.fillSuppressions(ctx, log); err != nil {
 		return err
 	}
-	return r.fillTopics(ctx, log)
+	if err := r.fillTopics(ctx, log); err != nil {
+		return err
+	}
+	return r.fillStatus(ctx, log)
+}
+
+// fillStatus sets the status bitmaps (prefixStatus) of every subscriber
+// from before them, once (keyStatusFilled): the console lists and counts
+// by them. Beside a live service it is safe: each chunk reads the records
+// as they are in one script, and the scripts move a bit at every status
+// change from then on.
+func (r *Redis) fillStatus(ctx context.Context, log *slog.Logger) error {
+	done, err := r.rdb.Exists(ctx, keyStatusFilled).Result()
+	if err != nil {
+		return fmt.Errorf("read the status bitmaps' state: %w", err)
+	}
+	if done == 1 {
+		return nil
+	}
+	last, err := r.rdb.Get(ctx, keySeq).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read the id counter: %w", err)
+	}
+	seen := int64(0)
+	for from := int64(0); from <= last; from += migrateChunk {
+		n, err := fillStatusScript.Run(ctx, r.rdb, nil, from, min(from+migrateChunk-1, last)).Int64()
+		if err != nil {
+			return fmt.Errorf("fill the status bitmaps %d..: %w", from, err)
+		}
+		seen += n
+	}
+	if err := r.rdb.Set(ctx, keyStatusFilled, "1", 0).Err(); err != nil {
+		return fmt.Errorf("record the status bitmaps' state: %w", err)
+	}
+	if seen > 0 {
+		log.Info("store: subscribers indexed by status", "subscribers", seen)
+	}
+	return nil
 }
 
 // fillTopics gives every subscriber from before topics existed (pending or

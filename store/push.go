@@ -15,11 +15,11 @@ import (
 // PushSubscription is one browser's web push subscription, kept with its
 // subscriber: where to post and the browser's keys.
 type PushSubscription struct {
-	Endpoint string
-	P256DH   []byte // the browser's public key (65 bytes)
-	Auth     []byte // the browser's secret (16 bytes)
+	Endpoint string `json:"endpoint"`
+	P256DH   []byte `json:"p256dh"` // the browser's public key (65 bytes)
+	Auth     []byte `json:"auth"`   // the browser's secret (16 bytes)
 	// CreatedAt is when the browser (last) subscribed.
-	CreatedAt time.Time
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // MaxPushSubscriptions is how many browsers one subscriber can have

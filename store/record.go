@@ -97,6 +97,8 @@ func decodeResult(res []string) (Subscriber, error) {
 		return sub, ErrNotSuppressed
 	case "notactive":
 		return sub, ErrNotActive
+	case "erased":
+		return sub, ErrErased
 	}
 	return sub, fmt.Errorf("unexpected script result %q", res[0])
 }

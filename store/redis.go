@@ -21,6 +21,8 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
 	topics topicList
+	// erasure is the keyed hash of an erased address (WithErasure).
+	erasure func(email string) string
 }
 
 // topicList is the topics file as the scripts take it.
@@ -37,7 +39,7 @@ func newTopicList(s *topics.Set) topicList {
 // NewRedis returns the store on rdb, with the built-in topics. It does not
 // close rdb.
 func NewRedis(rdb redis.UniversalClient) *Redis {
-	return &Redis{rdb: rdb, now: time.Now, topics: newTopicList(topics.Default(0))}
+	return &Redis{rdb: rdb, now: time.Now, topics: newTopicList(topics.Default(0)), erasure: defaultErasureHash}
 }
 
 // WithClock returns the store reading the time from now (for tests).
@@ -67,7 +69,7 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	res, err := subscribeScript.Run(ctx, r.rdb, subscribeKeys(req.Email), args...).StringSlice()
+	res, err := subscribeScript.Run(ctx, r.rdb, r.subscribeKeys(req.Email), args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
@@ -84,13 +86,14 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
-		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds()}, nil
+		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
+		r.erasure(req.Email), string(req.Source)}, nil
 }
 
 // subscribeKeys are the KEYS of subscribeScript for email.
-func subscribeKeys(email string) []string {
+func (r *Redis) subscribeKeys(email string) []string {
 	cool, day := holdKeys(HoldConfirm, email)
-	return []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue, cool, day}
+	return []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue, cool, day, r.dayKey()}
 }
 
 // holdKeys are the keys of the allowance of kind for email's mailbox
@@ -139,8 +142,8 @@ func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
-	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue},
-		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now())).StringSlice()
+	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()},
+		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now()), r.erasure(email)).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}
@@ -163,7 +166,7 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 	for _, id := range cancel {
 		args = append(args, id)
 	}
-	res, err := endScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
+	res, err := endScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()}, args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("mark %s %s: %w", email, to, err)
 	}
@@ -209,7 +212,7 @@ func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz st
 	for _, id := range cancel.Outbox {
 		args = append(args, id)
 	}
-	res, err := topicsScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue}, args...).StringSlice()
+	res, err := topicsScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()}, args...).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("change the topics of %s: %w", email, err)
 	}
@@ -285,6 +288,10 @@ func markKeys(m Mark) (sent, claim string) {
 // sent bit is set before its claim is dropped (every SETBIT comes before
 // the HDELs), so a mark is never seen neither sent nor claimed; no
 // transaction is needed for that, and none is paid for.
+//
+// The same pipeline keeps what PersonalData reads back: each shared
+// mark's kind and key in keySentKeys (one entry per key, not per mark),
+// and each other mark in its subscriber's mail log (prefixMailLog).
 func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 	if len(marks) == 0 {
 		return nil
@@ -293,20 +300,28 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 	// fields of one hash go in one HDEL, not one command each.
 	done := map[string][]string{}
 	var hashes []string // in order, so the pipeline is the same each time
+	now := r.now()
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, m := range marks {
 			sent, claim := markKeys(m)
 			if !m.Shared {
 				p.Set(ctx, sent, "1", sentTTL)
 				p.Del(ctx, claim)
+				log := prefixMailLog + strconv.FormatInt(m.SubscriberID, 10)
+				p.ZAdd(ctx, log, redis.Z{Score: float64(now.UnixMilli()), Member: m.Kind + ":" + m.Key})
+				p.ZRemRangeByRank(ctx, log, 0, -mailLogCap-1)
+				p.Expire(ctx, log, sentTTL)
 				continue
 			}
 			p.SetBit(ctx, sent, m.SubscriberID, 1)
 			if _, seen := done[claim]; !seen {
 				hashes = append(hashes, claim)
+				score := float64(sentKeyForever)
 				if m.Key != "" {
 					p.Expire(ctx, sent, sharedSentTTL)
+					score = float64(now.UnixMilli())
 				}
+				p.ZAdd(ctx, keySentKeys, redis.Z{Score: score, Member: m.Kind + ":" + m.Key})
 			}
 			done[claim] = append(done[claim], strconv.FormatInt(m.SubscriberID, 10))
 		}
@@ -368,7 +383,7 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	if len(args) == 0 {
 		return errs, nil
 	}
-	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string { return subscribeKeys(reqs[at[j]].Email) }, args)
+	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string { return r.subscribeKeys(reqs[at[j]].Email) }, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
 	}

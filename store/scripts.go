@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +30,23 @@ local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
 local RECONF, SUPP, SOFT = %q, %q, %q
 local TOPIC, KNOWN, ONBOARD = %q, %q, %q
 local PUSH = %q
+local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = %q, %q, %q, %q, %q
+local DAYTTL, FBCAP = %d, %d
+-- DAY is the key of today's counters (prefixDay), set by the scripts that
+-- count (count); nil counts nothing.
+local DAY = nil
 local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
+local function consentkey(id) return CONSENT .. math.floor(tonumber(id) / PER) end
+-- statuskey is the bitmap of a status code (the active one is ACTIVE).
+local function statuskey(code)
+  if code == 'a' then return ACTIVE end
+  return STATUSPREFIX .. code
+end
+local function count(field)
+  if not DAY then return end
+  redis.call('HINCRBY', DAY, field, 1)
+  redis.call('EXPIRE', DAY, DAYTTL)
+end
 local function ixloc(email)
   local h = redis.sha1hex(email)
   return INDEX .. (tonumber(h:sub(1, 4), 16) %% 16384), h:sub(5, 16)
@@ -40,7 +57,34 @@ local function unpackrec(v)
   return r
 end
 local function packrec(r) return table.concat(r, SEP, 1, 7) end
-local function save(id, r) redis.call('HSET', subkey(id), id, packrec(r)) end
+-- save writes a record and moves its bit between the status bitmaps
+-- (statuskey) when its status changed: every status change goes through
+-- here, so the bitmaps list the subscribers by status exactly.
+local function save(id, r)
+  local k = subkey(id)
+  local old = redis.call('HGET', k, id)
+  local was = old and old:sub(1, 1)
+  if was ~= r[1] then
+    if was then redis.call('SETBIT', statuskey(was), id, 0) end
+    redis.call('SETBIT', statuskey(r[1]), id, 1)
+  end
+  redis.call('HSET', k, id, packrec(r))
+end
+-- consent records how a subscription came in (src: form, import, api;
+-- "" keeps the one recorded) and when it was asked for (base 36 ms).
+local function consent(id, src, at)
+  if src == '' then
+    local v = redis.call('HGET', consentkey(id), id)
+    if v then src = v:match('^([^' .. SEP .. ']*)') end
+  end
+  redis.call('HSET', consentkey(id), id, src .. SEP .. at)
+end
+-- logfeedback keeps a bounce or complaint report in the person's history.
+local function logfeedback(id, typ, now)
+  local k = FBLOG .. id
+  redis.call('LPUSH', k, typ .. SEP .. now)
+  redis.call('LTRIM', k, 0, FBCAP - 1)
+end
 local function index(email, id)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
@@ -125,7 +169,9 @@ local function find(email)
   return nil
 end
 `, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixReconfirm, prefixSupp, prefixSoft,
-	prefixTopic, keyTopicKnown, keyOnboarding, prefixPush) + holdLua
+	prefixTopic, keyTopicKnown, keyOnboarding, prefixPush,
+	prefixStatus, prefixConsent, prefixMailLog, prefixFeedbackLog, keyErased,
+	int64(dayCounterTTL/time.Second), feedbackLogCap) + holdLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
 // from holdKeys).
@@ -174,6 +220,13 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 //	ARGV[13] the chosen topics, comma-separated
 //	ARGV[14] now, unix ms (the onboarding index's score)
 //	ARGV[15] ReconfirmWindow, ms
+//	ARGV[16] the address's keyed hash (the erased marker, keyErased)
+//	ARGV[17] the consent source: form, import, api, or ""
+//	KEYS[7]  today's counters (prefixDay)
+//
+// An address not on the list whose hash is in keyErased was erased: an
+// import (ARGV[9]) answers 'erased' and writes nothing; a signup goes on,
+// and its activation (here, or by confirmScript) takes the hash off.
 //
 // Writes the topics (of a new, pending or ended subscription), the
 // onboarding index when activated with the sequence's first step, the
@@ -182,6 +235,8 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 // and, when activated, confirmed and the active bit. Answers a code ('ok',
 // 'active', 'exists', 'held', 'suppressed'), then the id, the packed
 // record, the topics and whether the subscriber is reconfirming ('1').
+// Also writes the consent (source, requested now) and counts the day's
+// signup or import, and confirmation when activated (not for an import).
 //
 // A confirmation (not activated, with an outbox entry) is held when the
 // mailbox's allowance says so (holdLua): the script then writes nothing at
@@ -193,9 +248,13 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 // (prefixReconfirm, which keeps the name, time zone and topics for the
 // confirmation to apply); anything else answers 'suppressed'.
 var subscribeScript = subscriberScript(`
+DAY = KEYS[7]
 local email = ARGV[1]
 local confirm = ARGV[5] ~= '1' and ARGV[6] ~= ''
 local id, r = find(email)
+if not id and ARGV[9] == '1' and ARGV[16] ~= '' and redis.call('SISMEMBER', ERASED, ARGV[16]) == 1 then
+  return {'erased'}
+end
 local suppressed = false
 if id then
   if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
@@ -215,7 +274,8 @@ if ARGV[6] ~= '' then
   redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
 end
 if suppressed then
-  redis.call('SET', RECONF .. id, table.concat({'1', ARGV[2], ARGV[3], ARGV[13]}, SEP), 'PX', ARGV[15])
+  redis.call('SET', RECONF .. id, table.concat({'1', ARGV[2], ARGV[3], ARGV[13], ARGV[17], ARGV[4]}, SEP), 'PX', ARGV[15])
+  count('signup')
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '1'}
 end
 if id then
@@ -236,6 +296,12 @@ else
 end
 save(id, r)
 settopics(id, ARGV[12], ARGV[13])
+consent(id, ARGV[17], ARGV[4])
+count(ARGV[17] == 'import' and 'import' or 'signup')
+if ARGV[5] == '1' and ARGV[9] ~= '1' then
+  count('confirm')
+  if ARGV[16] ~= '' then redis.call('SREM', ERASED, ARGV[16]) end
+end
 return {'ok', id, packrec(r), ARGV[13], '0'}
 `)
 
@@ -254,13 +320,18 @@ return {'ok', id, packrec(r), ARGV[13], '0'}
 //	ARGV[5]  welcome due, unix ms
 //	ARGV[6]  every topic id, comma-separated
 //	ARGV[7]  now, unix ms (the onboarding index's score)
+//	ARGV[8]  the address's keyed hash (the erased marker), or ""
+//	KEYS[4]  today's counters (prefixDay)
 //
-// Writes status a, confirmed, the active bit and the onboarding index;
+// Writes status a, confirmed, the active bit and the onboarding index,
+// counts the day's confirmation, takes the address off keyErased (the
+// person's own confirmation brings them back after an erasure);
 // for a suppressed one also name, time zone, topics, ended cleared, off
 // the suppression lists, the reconfirmation key deleted. Answers 'ok',
 // 'active' (already), 'notpending' or 'notfound', then the id, the record
 // and the topics.
 var confirmScript = subscriberScript(`
+DAY = KEYS[4]
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
 if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[6])} end
@@ -271,6 +342,7 @@ if r[1] == 'b' or r[1] == 'c' then
   if f[2] ~= '' then r[6] = f[2] end
   if f[3] ~= '' then r[7] = f[3] end
   settopics(id, ARGV[6], f[4] or '')
+  if f[6] then consent(id, f[5] or '', f[6]) end
   unsuppress(id)
   redis.call('DEL', RECONF .. id)
   r[4] = ''
@@ -280,6 +352,8 @@ end
 r[1], r[3] = 'a', ARGV[2]
 save(id, r)
 redis.call('SETBIT', KEYS[1], id, 1)
+count('confirm')
+if ARGV[8] ~= '' then redis.call('SREM', ERASED, ARGV[8]) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
   redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
@@ -301,18 +375,22 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 //	ARGV[3]  the new status: 'u' or 'b'
 //	ARGV[4]  every topic id, comma-separated
 //	ARGV[5…] outbox ids to drop
+//	KEYS[4]  today's counters (prefixDay)
 //
-// Writes the status, ended, the suppression list (bounced), and clears the
+// Counts the day's unsubscribe or bounce when the status changes. Writes
+// the status, ended, the suppression list (bounced), and clears the
 // active bit and the topics; a confirmation asked for a suppressed address
 // is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
 // for web push (a bounce keeps them unused: it was no choice of the
 // person). Answers 'ok' or 'notfound', then the id, the record and the
 // (no) topics.
 var endScript = subscriberScript(`
+DAY = KEYS[4]
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
 cancelreconfirm(id)
 if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
+  if r[1] ~= ARGV[3] then count(ARGV[3] == 'b' and 'bounce' or 'unsubscribe') end
   r[1], r[4] = ARGV[3], ARGV[2]
   save(id, r)
   if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
@@ -343,12 +421,14 @@ return {'ok', id, packrec(r), ''}
 //	ARGV[7]  'set': the name
 //	ARGV[8]  'set': the time zone
 //	ARGV[9…] the sequence's outbox ids
+//	KEYS[4]  today's counters (prefixDay)
 //
 // Writes the topics, with 'set' the name and time zone, and, with no topic
 // left, status u, ended, the active bit and the browsers for web push.
 // Answers 'ok', 'notactive' or 'notfound', then the id, the record and the
 // topics.
 var topicsScript = subscriberScript(`
+DAY = KEYS[4]
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
 if r[1] ~= 'a' then return {'notactive', id, packrec(r), topicsof(id, ARGV[3])} end
@@ -364,6 +444,7 @@ settopics(id, ARGV[3], chosen)
 if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
+  count('unsubscribe')
   redis.call('SETBIT', KEYS[1], id, 0)
   redis.call('DEL', PUSH .. id)
 end
@@ -688,8 +769,10 @@ return 1
 //	ARGV[9]  "1": count it against the latest digest run
 //	ARGV[10] every topic id, comma-separated
 //	ARGV[11] the issue the mail was, or "": count it against that issue
+//	KEYS[3]  today's counters (prefixDay)
 //
-// Writes the seen key of the report (30 days), the soft-bounce zset, the
+// Keeps the report in the person's history (logfeedback) and counts the
+// day's bounce or complaint when the status changes. Writes the seen key of the report (30 days), the soft-bounce zset, the
 // status, ended, the suppression lists, the active bit, a cancelled
 // reconfirmation (cancelreconfirm), the topics (an ended subscription has
 // none, as after endScript), and the run's or the issue's bounces or
@@ -698,6 +781,7 @@ return 1
 // record, the soft-bounce count and the topics.
 var feedbackScript = subscriberScript(fmt.Sprintf(`
 local SEEN, RUN, ISSUE = %q, %q, %q
+DAY = KEYS[3]
 local now = tonumber(ARGV[4])
 if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
   return {'duplicate'}
@@ -713,6 +797,7 @@ else
   id, r = find(ARGV[1])
 end
 if not id then return {'notfound'} end
+logfeedback(id, ARGV[3], ARGV[4])
 local to, soft = nil, 0
 if ARGV[3] == 'complaint' then
   to = 'c'
@@ -737,6 +822,7 @@ if to and r[1] ~= 'c' and r[1] ~= to then
   redis.call('SETBIT', KEYS[1], id, 0)
   redis.call('ZADD', SUPP .. to, id, id)
   if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
+  count(to == 'c' and 'complaint' or 'bounce')
   code = 'changed'
 end
 if r[1] == 'b' or r[1] == 'c' then settopics(id, ARGV[10], '') end
@@ -871,4 +957,181 @@ if ARGV[1] ~= '' then
   if id and (r[1] == 'b' or r[1] == 'c') then redis.call('DEL', RECONF .. id) end
 end
 return 1
+`)
+
+// listScript reads one page of subscribers in id order after a cursor
+// (ListSubscribers). With filters it walks the filters' bitmaps a stretch
+// at a time (a status's, a topic's, or both ANDed), skipping empty bytes
+// in C (string.find), so a page of a million costs what a page of a
+// thousand does; without, it walks the record buckets from the cursor.
+//
+//	KEYS[1]  the first filter's bitmap (statusBitmap or a topic's), or none
+//	KEYS[2]  the second filter's bitmap, ANDed with the first, or none
+//	ARGV[1]  after: the last id of the previous page (0 from the start)
+//	ARGV[2]  limit
+//	ARGV[3]  every topic id, comma-separated
+//
+// Writes nothing. Answers, per subscriber, its id, record and topics.
+var listScript = subscriberScript(fmt.Sprintf(`
+local SEQ = %q
+local after, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out, n = {}, 0
+local function emit(id)
+  local sid = tostring(id)
+  local v = redis.call('HGET', subkey(sid), sid)
+  if v then
+    out[#out + 1] = sid
+    out[#out + 1] = v
+    out[#out + 1] = topicsof(sid, ARGV[3])
+    n = n + 1
+  end
+end
+if #KEYS == 0 then
+  local last = tonumber(redis.call('GET', SEQ) or '0')
+  local b = math.floor((after + 1) / PER)
+  while n < limit and b * PER <= last do
+    local f = redis.call('HGETALL', SUBS .. b)
+    local ids = {}
+    for i = 1, #f, 2 do
+      local id = tonumber(f[i])
+      if id > after then ids[#ids + 1] = id end
+    end
+    table.sort(ids)
+    for _, id in ipairs(ids) do
+      if n >= limit then break end
+      emit(id)
+    end
+    b = b + 1
+  end
+  return out
+end
+-- bit 0 is the high bit of the first byte
+local weight = {128, 64, 32, 16, 8, 4, 2, 1}
+local CHUNK = 4096
+local stop = redis.call('STRLEN', KEYS[1])
+if #KEYS == 2 then stop = math.min(stop, redis.call('STRLEN', KEYS[2])) end
+local first = math.floor((after + 1) / 8)
+for at = first, stop - 1, CHUNK do
+  if n >= limit then break end
+  local a = redis.call('GETRANGE', KEYS[1], at, at + CHUNK - 1)
+  local t = nil
+  if #KEYS == 2 then t = redis.call('GETRANGE', KEYS[2], at, at + CHUNK - 1) end
+  local i = 1
+  while n < limit do
+    i = a:find('[^%%z]', i)
+    if not i then break end
+    local x, y = a:byte(i), 255
+    if t then y = t:byte(i) or 0 end
+    if y ~= 0 then
+      local base = (at + i - 1) * 8
+      for k = 1, 8 do
+        if n >= limit then break end
+        local w = weight[k]
+        if math.floor(x / w) %% 2 == 1 and math.floor(y / w) %% 2 == 1 and base + k - 1 > after then
+          emit(base + k - 1)
+        end
+      end
+    end
+    i = i + 1
+  end
+end
+return out
+`, keySeq))
+
+// eraseScript forgets one person (Erase): everything keyed by their id or
+// address goes, and only the address's keyed hash stays.
+//
+//	KEYS[1]  keyOutbox
+//	KEYS[2]  keyOutboxDue
+//	KEYS[3]  today's counters (prefixDay)
+//	KEYS[4]  keyErased
+//	KEYS[5…8] the mailbox's allowances: confirm cooldown and day, unsubscribe cooldown and day (holdKeys)
+//	ARGV[1]  email
+//	ARGV[2]  the address's keyed hash
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4…] outbox ids to drop (the person's pending tasks)
+//
+// Deletes the record, its address index entry, its status and topic
+// bits, the topics-known bit, the consent, the mail and feedback logs,
+// the soft bounces, the reconfirmation, the push subscriptions, the
+// onboarding and suppression entries, the allowances and the outbox
+// entries; adds the hash to keyErased and counts the day's erasure. The
+// shared delivery marks keep the id's bit: an id is never given again,
+// and a bit names nobody. Answers 'ok', the id and the record as they
+// were, or 'notfound'.
+var eraseScript = subscriberScript(`
+DAY = KEYS[3]
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+local ix, f = ixloc(ARGV[1])
+local keep = {}
+for x in (redis.call('HGET', ix, f) or ''):gmatch('[^,]+') do
+  if x ~= id then keep[#keep + 1] = x end
+end
+if #keep == 0 then redis.call('HDEL', ix, f) else redis.call('HSET', ix, f, table.concat(keep, ',')) end
+redis.call('SETBIT', statuskey(r[1]), id, 0)
+redis.call('SETBIT', ACTIVE, id, 0)
+redis.call('HDEL', subkey(id), id)
+settopics(id, ARGV[3], '')
+redis.call('SETBIT', KNOWN, id, 0)
+redis.call('HDEL', consentkey(id), id)
+redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id)
+redis.call('ZREM', ONBOARD, id)
+redis.call('ZREM', SUPP .. 'b', id)
+redis.call('ZREM', SUPP .. 'c', id)
+redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+for i = 4, #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+redis.call('SADD', KEYS[4], ARGV[2])
+count('erase')
+return {'ok', id, packrec(r)}
+`)
+
+// statsScript counts the subscribers of each status and topic (Stats):
+// BITCOUNT of each bitmap, and of each topic's AND the active one (in a
+// scratch key, deleted before the script ends).
+//
+//	KEYS[1…n]  the status bitmaps (statusBitmap)
+//	KEYS[n+1…] the topic bitmaps
+//	ARGV[1]    n
+//	ARGV[2]    keyActiveSet
+//
+// Answers the n status counts, then per topic its count and its active
+// count.
+var statsScript = redis.NewScript(fmt.Sprintf(`
+local SCRATCH = %q
+local out, ns = {}, tonumber(ARGV[1])
+for i = 1, ns do out[#out + 1] = redis.call('BITCOUNT', KEYS[i]) end
+for i = ns + 1, #KEYS do
+  out[#out + 1] = redis.call('BITCOUNT', KEYS[i])
+  redis.call('BITOP', 'AND', SCRATCH, KEYS[i], ARGV[2])
+  out[#out + 1] = redis.call('BITCOUNT', SCRATCH)
+end
+redis.call('DEL', SCRATCH)
+return out
+`, keyStatsScratch))
+
+// fillStatusScript sets the status bits of the subscribers of a range of
+// ids written before the status bitmaps existed (migrate.go). save()
+// keeps them from then on; a bit set twice changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it looked at.
+var fillStatusScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local id = tonumber(f[i])
+    if id >= tonumber(ARGV[1]) and id <= tonumber(ARGV[2]) then
+      redis.call('SETBIT', statuskey(f[i + 1]:sub(1, 1)), id, 1)
+      n = n + 1
+    end
+  end
+end
+return n
 `)

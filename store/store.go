@@ -66,6 +66,10 @@ var (
 	ErrNotActive = errors.New("subscription is not active")
 	// ErrNotSuppressed: the address is neither bounced nor complained.
 	ErrNotSuppressed = errors.New("address is not suppressed")
+	// ErrErased: the address was erased at its owner's request (Erase);
+	// an import (OnlyNew) must not bring it back. Only the person's own
+	// signup and confirmation do.
+	ErrErased = errors.New("this address was erased at its owner's request; only their own signup brings it back")
 )
 
 // OutboxEntry is a task that must reach the queue. It is written in the same
@@ -97,6 +101,9 @@ type SubscribeRequest struct {
 	// topics file); nil gives the default ones. They replace an ended or
 	// pending subscription's topics; a held confirmation changes nothing.
 	Topics []string
+	// Source is how the person came in (the consent's source, shown in
+	// the export and the console); empty keeps what was recorded.
+	Source ConsentSource
 }
 
 // Preferences are what a person sets in the preference centre.
@@ -256,4 +263,5 @@ type Store interface {
 	// The audit log (audit.go).
 	audit.Recorder
 	audit.Reader
+	People
 }

@@ -150,6 +150,13 @@ func PendingMails(email string, seq topics.Sequence) []TaskRef {
 	return append([]TaskRef{{Queue: queueOf[TypeConfirmEmail], ID: ConfirmTaskID(email)}}, SequenceTasks(email, seq)...)
 }
 
+// PersonTasks are the tasks named after email that may hold their
+// address: PendingMails and the unsubscribe link mailed on request. An
+// erasure deletes them.
+func PersonTasks(email string, seq topics.Sequence) []TaskRef {
+	return append(PendingMails(email, seq), TaskRef{Queue: queueOf[TypeUnsubscribeEmail], ID: UnsubscribeLinkTaskID(email)})
+}
+
 // DigestPlanTaskID is the id of a period's plan task: every scheduler
 // replica and every manual run of the period meet on it.
 func DigestPlanTaskID(period string) string { return "digest:" + period }

@@ -109,7 +109,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		a.close()
 		return nil, fmt.Errorf("redis at %s: %w", redactURL(cfg.RedisURL), err)
 	}
-	a.store = store.NewRedis(rdb).WithTopics(cfg.Topics)
+	a.store = store.NewRedis(rdb).WithTopics(cfg.Topics).WithErasure(a.redact.Hash)
 	// Every role and tool brings an earlier version's Redis to this
 	// layout first (once; the others wait for it, and it is a no-op after).
 	if err := a.store.Migrate(ctx, a.log); err != nil {

@@ -79,6 +79,9 @@ func summary(w io.Writer, res csvimport.Result, pending bool) {
 		state = "pending (confirmations queued)"
 	}
 	fmt.Fprintf(w, "imported: %d added as %s, %d already present, %d invalid\n", res.Added, state, res.Present, res.Rejected)
+	if res.Erased > 0 {
+		fmt.Fprintf(w, "  %d skipped: erased at the person's request (only their own signup brings them back)\n", res.Erased)
+	}
 	for _, l := range res.Reasons {
 		fmt.Fprintf(w, "  %s\n", l)
 	}

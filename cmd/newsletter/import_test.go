@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -162,5 +163,32 @@ func TestHelpListsImportColumns(t *testing.T) {
 		if !strings.Contains(importHelp, want) {
 			t.Errorf("the help of import lacks %q:\n%s", want, importHelp)
 		}
+	}
+}
+
+// An address erased at its owner's request is skipped by an import, and
+// the summary counts it without naming it.
+func TestImportSkipsErased(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	// The service's store: erased addresses keyed as the binary keys them.
+	st := store.NewRedis(rdb).WithErasure(logredact.New([]byte("import-test-secret-01")).Hash)
+	ctx := context.Background()
+	if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "gone@example.com", Name: "Gone", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Erase(ctx, "gone@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "list.csv")
+	if err := os.WriteFile(file, []byte("gone@example.com,Gone\nnew@example.com,New\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runImport(t, redisURL, file)
+	if code != 0 || !strings.Contains(out, "1 added as active, 0 already present, 0 invalid") ||
+		!strings.Contains(out, "1 skipped: erased at the person's request") || strings.Contains(out, "gone@") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := st.Get(ctx, "gone@example.com"); err == nil {
+		t.Fatal("the import brought an erased address back")
 	}
 }

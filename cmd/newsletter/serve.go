@@ -146,7 +146,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		if err != nil {
 			return err
 		}
-		apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics)
+		apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics).WithErasure(a.redact.Hash)
 		apiClient := asynq.NewClientFromRedisClient(batched)
 		jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
 		defer jobs.Close()

@@ -50,6 +50,7 @@ type Importer struct {
 	rows    atomic.Int64
 	added   atomic.Int64
 	present atomic.Int64
+	erased  atomic.Int64 // skipped: erased at the person's request
 	nbad    atomic.Int64
 
 	mu       sync.Mutex
@@ -57,11 +58,12 @@ type Importer struct {
 }
 
 // Result is where an import stands: rows read (the header row is not
-// one), added, already present, rejected, and the first rejected rows
-// with their reasons.
+// one), added, already present, erased (skipped: erased at the person's
+// request, store.ErrErased), rejected, and the first rejected rows with
+// their reasons.
 type Result struct {
-	Rows, Added, Present, Rejected int64
-	Reasons                        []string
+	Rows, Added, Present, Erased, Rejected int64
+	Reasons                                []string
 }
 
 // Progress is the import's counters now.
@@ -69,7 +71,7 @@ func (im *Importer) Progress() Result {
 	im.mu.Lock()
 	reasons := slices.Clone(im.rejected)
 	im.mu.Unlock()
-	return Result{Rows: im.rows.Load(), Added: im.added.Load(), Present: im.present.Load(), Rejected: im.nbad.Load(), Reasons: reasons}
+	return Result{Rows: im.rows.Load(), Added: im.added.Load(), Present: im.present.Load(), Erased: im.erased.Load(), Rejected: im.nbad.Load(), Reasons: reasons}
 }
 
 // Run reads r to its end. An error is a file that cannot be read or a
@@ -127,7 +129,7 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) error {
 			im.bad(line, "invalid address")
 			continue
 		}
-		req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true}
+		req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true, Source: store.SourceImport}
 		if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
 			im.bad(line, err.Error())
 			continue
@@ -191,6 +193,10 @@ func (im *Importer) flush(ctx context.Context, reqs []store.SubscribeRequest, jo
 			}
 		case errors.Is(err, store.ErrExists):
 			im.present.Add(1)
+		case errors.Is(err, store.ErrErased):
+			// Erased at the person's request: an import must not bring
+			// them back (only their own signup does). Counted, never named.
+			im.erased.Add(1)
 		default:
 			return fmt.Errorf("add %s: %w", reqs[i].Email, err)
 		}

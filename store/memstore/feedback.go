@@ -45,6 +45,7 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 		return store.FeedbackResult{}, store.ErrNotFound
 	}
 	now := m.now().UTC().Truncate(time.Millisecond)
+	m.people.feedback[s.ID] = append([]store.FeedbackEvent{{Type: f.Type, At: now}}, m.people.feedback[s.ID]...)
 	var to store.Status
 	res := store.FeedbackResult{}
 	switch f.Type {
@@ -72,6 +73,7 @@ func (m *Memory) RecordFeedback(_ context.Context, f store.Feedback, p store.Fee
 	if to != "" && s.Status != store.Complained && s.Status != to {
 		s.Status, s.UnsubscribedAt = to, now
 		res.Changed = true
+		m.count(map[store.Status]string{store.Bounced: "bounce", store.Complained: "complaint"}[to])
 	}
 	if s.Status == store.Bounced || s.Status == store.Complained {
 		s.Topics = nil // ended: no topics, as after end

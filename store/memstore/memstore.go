@@ -58,6 +58,8 @@ type Memory struct {
 	issueSeq int64
 	feeds    map[[2]string]*memFeed
 	archGen  int64
+
+	people people
 }
 
 // New returns an empty Memory store.
@@ -81,6 +83,7 @@ func New() *Memory {
 
 		outcomes:   map[string]map[int64]bool{},
 		reconfirms: map[int64]*reconfirm{},
+		people:     newPeople(),
 	}
 }
 
@@ -108,6 +111,7 @@ type reconfirm struct {
 	cancelled bool
 	name, tz  string
 	topics    []string
+	consent   store.Consent
 }
 
 // reconfirming tells whether s is suppressed with a live confirmation
@@ -162,6 +166,9 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 	if ok && req.OnlyNew {
 		return m.view(s, now), store.ErrExists
 	}
+	if !ok && req.OnlyNew && m.people.erased[req.Email] {
+		return store.Subscriber{}, store.ErrErased
+	}
 	if ok && s.Status == store.Active {
 		return m.view(s, now), store.ErrAlreadyActive
 	}
@@ -188,7 +195,9 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 		if req.Topics == nil {
 			topics = m.topics.Defaults()
 		}
-		m.reconfirms[s.ID] = &reconfirm{until: now.Add(store.ReconfirmWindow), name: req.Name, tz: req.Timezone, topics: topics}
+		m.reconfirms[s.ID] = &reconfirm{until: now.Add(store.ReconfirmWindow), name: req.Name, tz: req.Timezone, topics: topics,
+			consent: store.Consent{Source: req.Source, RequestedAt: now}}
+		m.count("signup")
 		return m.view(s, now), nil
 	}
 	if !ok {
@@ -209,8 +218,18 @@ func (m *Memory) Subscribe(_ context.Context, req store.SubscribeRequest) (store
 		s.Topics = m.topics.Defaults()
 	}
 	s.Status = store.Pending
+	m.setConsent(s.ID, req.Source, now)
+	if req.Source == store.SourceImport {
+		m.count("import")
+	} else {
+		m.count("signup")
+	}
 	if req.Activate {
 		s.Status, s.ConfirmedAt = store.Active, now
+		if !req.OnlyNew {
+			m.count("confirm")
+			delete(m.people.erased, req.Email)
+		}
 	}
 	return m.view(s, now), nil
 }
@@ -240,10 +259,13 @@ func (m *Memory) Confirm(_ context.Context, email string, welcome store.OutboxEn
 		}
 		s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(rc.topics, t) })
 		s.UnsubscribedAt = time.Time{}
+		m.setConsent(s.ID, rc.consent.Source, rc.consent.RequestedAt)
 	case s.Status != store.Pending:
 		return copyOf(s), store.ErrNotPending
 	}
 	s.Status, s.ConfirmedAt = store.Active, now
+	m.count("confirm")
+	delete(m.people.erased, email)
 	if welcome.ID != "" {
 		m.outbox[welcome.ID] = welcome
 	}
@@ -270,6 +292,9 @@ func (m *Memory) end(email string, to store.Status, cancel []string) (store.Subs
 	}
 	m.cancelReconfirm(s.ID)
 	if s.Status != store.Complained && (to == store.Bounced || (s.Status != store.Unsubscribed && s.Status != store.Bounced)) {
+		if s.Status != to {
+			m.count(map[store.Status]string{store.Bounced: "bounce", store.Unsubscribed: "unsubscribe"}[to])
+		}
 		s.Status, s.UnsubscribedAt = to, m.now().UTC().Truncate(time.Millisecond)
 	}
 	s.Topics = nil
@@ -312,6 +337,7 @@ func (m *Memory) changeTopics(email string, change func(*store.Subscriber) []str
 	s.Topics = slices.DeleteFunc(m.topics.IDs(), func(t string) bool { return !slices.Contains(chosen, t) })
 	if len(s.Topics) == 0 {
 		s.Status, s.UnsubscribedAt = store.Unsubscribed, m.now().UTC().Truncate(time.Millisecond)
+		m.count("unsubscribe")
 		delete(m.push, s.ID)
 	}
 	if !slices.Contains(s.Topics, cancel.Topic) {
@@ -397,9 +423,13 @@ func (m *Memory) ClaimMarks(_ context.Context, owner string, marks []store.Mark,
 // MarkSent implements store.Marks.
 func (m *Memory) MarkSent(_ context.Context, marks ...store.Mark) error {
 	m.mu.Lock()
+	now := m.now().UTC().Truncate(time.Millisecond)
 	for _, mk := range marks {
 		m.sent[mk] = true
 		delete(m.claims, mk)
+		if !mk.Shared {
+			m.people.sentAt[mk] = now
+		}
 	}
 	m.mu.Unlock()
 	return nil

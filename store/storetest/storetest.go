@@ -60,7 +60,11 @@ func Run(t *testing.T, h Harness) {
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
-		{"IssueAdvanceOnce", testIssueAdvanceOnce}}
+		{"IssueAdvanceOnce", testIssueAdvanceOnce},
+		{"ListSubscribers", testListSubscribers},
+		{"PersonalData", testPersonalData},
+		{"Erase", testErase},
+		{"Stats", testStats}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -1,0 +1,303 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// The people routes: the subscriber list and the overview's figures for
+// the console, and the personal data requests of GDPR Art. 15 (export)
+// and 17 (erase), from an admin or from the person in the preference
+// centre.
+
+// DefaultSubscriberPage is the page size of GET /api/subscribers without
+// a limit.
+const DefaultSubscriberPage = 50
+
+func (s *Server) peopleRoutes() {
+	m := s.mux
+	m.Handle("GET /api/subscribers", s.Viewer(http.HandlerFunc(s.listSubscribers)))
+	m.Handle("GET /api/subscribers/{email}/export", s.Admin(http.HandlerFunc(s.exportSubscriber)))
+	m.Handle("DELETE /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.eraseSubscriber)))
+	m.Handle("GET /api/stats", s.Viewer(http.HandlerFunc(s.stats)))
+	m.HandleFunc("POST /preferences/export", tokenPage(s.preferencesExport))
+	m.HandleFunc("POST /preferences/erase", tokenPage(s.preferencesErase))
+}
+
+// listedSubscriber is one subscriber of a list page: the id (the paging
+// cursor) beside what GET /api/subscribers/{email} shows.
+type listedSubscriber struct {
+	ID int64 `json:"id"`
+	subscriberView
+}
+
+type subscriberPage struct {
+	Subscribers []listedSubscriber `json:"subscribers"`
+	// Next is the after of the next page; absent on the last.
+	Next int64 `json:"next,omitempty"`
+}
+
+// listSubscribers handles GET /api/subscribers?status=&topic=&after=&limit=.
+func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
+	q, msg := s.subscriberQuery(r)
+	if msg != "" {
+		writeJSON(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
+	page, err := s.deps.Store.ListSubscribers(r.Context(), q)
+	if errors.Is(err, store.ErrBadQuery) {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("list subscribers: store", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
+		return
+	}
+	out := subscriberPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next}
+	for i, sub := range page.Subscribers {
+		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// subscriberQuery reads the list's query string; msg says what is wrong
+// with it.
+func (s *Server) subscriberQuery(r *http.Request) (q store.SubscriberQuery, msg string) {
+	v := r.URL.Query()
+	q = store.SubscriberQuery{Status: store.Status(v.Get("status")), Topic: v.Get("topic"), Limit: DefaultSubscriberPage}
+	if q.Status != "" && !q.Status.Valid() {
+		names := make([]string, len(store.Statuses))
+		for i, st := range store.Statuses {
+			names[i] = string(st)
+		}
+		return q, fmt.Sprintf("unknown status %q: want one of %s", q.Status, strings.Join(names, ", "))
+	}
+	if _, ok := s.cfg.Topics.Topic(q.Topic); q.Topic != "" && !ok {
+		return q, fmt.Sprintf("unknown topic %q: want one of %s", q.Topic, strings.Join(s.cfg.Topics.IDs(), ", "))
+	}
+	if a := v.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || n < 0 {
+			return q, "after: want the id of the previous page's last subscriber (a whole number, 0 or more)"
+		}
+		q.After = n
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxSubscriberPage {
+			return q, fmt.Sprintf("limit: want 1 to %d", store.MaxSubscriberPage)
+		}
+		q.Limit = n
+	}
+	return q, ""
+}
+
+// stats handles GET /api/stats?days=: the console overview's figures.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	days := store.MaxStatsDays
+	if d := r.URL.Query().Get("days"); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > store.MaxStatsDays {
+			writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
+			return
+		}
+		days = n
+	}
+	st, err := s.deps.Store.Stats(r.Context(), days)
+	if err != nil {
+		s.deps.Log.Error("stats: store", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// personalExport is the export's JSON: everything held about one person.
+type personalExport struct {
+	ExportedAt time.Time `json:"exported_at"`
+	store.PersonalData
+}
+
+// pathAddress reads the {email} of the path, answering a 400 itself.
+func pathAddress(w http.ResponseWriter, r *http.Request) (string, bool) {
+	email, err := address.Normalize(r.PathValue("email"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return "", false
+	}
+	return email, true
+}
+
+// exportSubscriber handles GET /api/subscribers/{email}/export.
+func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
+	email, ok := pathAddress(w, r)
+	if !ok {
+		return
+	}
+	pd, err := s.deps.Store.PersonalData(r.Context(), email)
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("export: store", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
+		return
+	}
+	s.noteSubscriber(r, audit.SubscriberExport, email, "")
+	s.writeExport(w, pd, false)
+}
+
+// writeExport answers the export, as a file to save when download is set.
+func (s *Server) writeExport(w http.ResponseWriter, pd store.PersonalData, download bool) {
+	// Personal data: no cache along the way may keep a copy.
+	w.Header().Set("Cache-Control", "no-store")
+	if download {
+		w.Header().Set("Content-Disposition", `attachment; filename="newsletter-personal-data.json"`)
+	}
+	writeJSON(w, http.StatusOK, personalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd})
+}
+
+// eraseSubscriber handles DELETE /api/subscribers/{email}.
+func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
+	email, ok := pathAddress(w, r)
+	if !ok {
+		return
+	}
+	err := s.erase(r, email)
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("erase: store", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
+		return
+	}
+	s.noteSubscriber(r, audit.SubscriberErased, email, "")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// erase forgets email in the store, with the outbox entries of the
+// mails still waiting for them, then deletes those tasks from the queue
+// (their payloads hold the address). A task already running finds no
+// subscriber at its re-check and sends nothing.
+func (s *Server) erase(r *http.Request, email string) error {
+	pending := tasks.PersonTasks(email, s.cfg.Topics.Sequence)
+	ids := make([]string, len(pending))
+	for i, p := range pending {
+		ids[i] = p.ID
+	}
+	sub, err := s.deps.Store.Erase(r.Context(), email, ids...)
+	if err != nil {
+		return err
+	}
+	s.deleteTasks(pending)
+	s.deps.Log.Info("erase: subscriber erased", "subscriber", sub.ID)
+	return nil
+}
+
+// noteSelf records a request the person made themselves from the
+// preference centre: no token, so the actor is the person, by the keyed
+// hash of their address as the target is.
+func (s *Server) noteSelf(r *http.Request, action, email string) {
+	if s.deps.Audit == nil {
+		return
+	}
+	target := s.deps.Audit.Subscriber(email)
+	// Logged and counted by the Trail, as note's.
+	_ = s.deps.Audit.Note(r.Context(), audit.Entry{Actor: target, Role: "self", Action: action, Target: target, Detail: "from the preference centre"})
+}
+
+// preferencesExport handles POST /preferences/export: the person's own
+// data as a file, from the preference centre.
+func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readForm(w, r, confirmFields)
+	if !ok {
+		return
+	}
+	who, ok := s.preferencesToken(w, in.get("token"))
+	if !ok {
+		return
+	}
+	// Only our own page may post the token: another site must not make
+	// a visitor's browser fetch their data.
+	if !s.ownPage(r) {
+		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+		return
+	}
+	sub, ok := s.preferencesOf(w, r, who)
+	if !ok {
+		return
+	}
+	pd, err := s.deps.Store.PersonalData(r.Context(), sub.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		s.ended(w, "")
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("preferences export: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not gather your data just now, please try again")
+		return
+	}
+	s.noteSelf(r, audit.SubscriberExport, sub.Email)
+	s.writeExport(w, pd, true)
+}
+
+// preferencesErase handles POST /preferences/erase: the first post (from
+// the preference centre's button) shows what erasing means and asks
+// again; the second, with confirm=yes, erases. GET and HEAD have no
+// route: a link scanner never erases anyone.
+func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readForm(w, r, eraseFields)
+	if !ok {
+		return
+	}
+	tok := in.get("token")
+	who, ok := s.preferencesToken(w, tok)
+	if !ok {
+		return
+	}
+	if !s.ownPage(r) {
+		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+		return
+	}
+	sub, ok := s.preferencesOf(w, r, who)
+	if !ok {
+		return
+	}
+	if in.get("confirm") != "yes" {
+		if wantsJSON(r) {
+			writeJSON(w, http.StatusBadRequest, errorBody(`erasing cannot be undone: send "confirm": "yes" to erase`))
+			return
+		}
+		renderPage(w, http.StatusOK, "erase", pageData{Title: "Erase your data", Email: sub.Email, Token: tok})
+		return
+	}
+	err := s.erase(r, sub.Email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.deps.Log.Error("preferences erase: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not erase your data just now, please try again")
+		return
+	}
+	if err == nil {
+		s.noteSelf(r, audit.SubscriberErased, sub.Email)
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "erased"})
+		return
+	}
+	message(w, http.StatusOK, "Your data is erased",
+		"We deleted your address, your name and everything we kept about you. We send you nothing more.",
+		"To get our mail again one day, subscribe on the front page.")
+}

@@ -1,0 +1,399 @@
+package store
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ConsentSource is how a person came onto the list: what a privacy
+// officer needs to show that they asked for the mail.
+type ConsentSource string
+
+// The consent sources.
+const (
+	SourceForm   ConsentSource = "form"   // the signup form (or a signup link)
+	SourceImport ConsentSource = "import" // newsletter import: consent collected elsewhere
+	SourceAPI    ConsentSource = "api"    // POST /subscribe with a JSON body
+)
+
+// Consent is how and when a subscription was asked for and confirmed.
+type Consent struct {
+	// Source is empty for subscriptions from before it was recorded.
+	Source      ConsentSource `json:"source,omitempty"`
+	RequestedAt time.Time     `json:"requested_at,omitzero"`
+	ConfirmedAt time.Time     `json:"confirmed_at,omitzero"`
+}
+
+// SentMail is one mail the delivery marks say a person was sent.
+type SentMail struct {
+	Kind string `json:"kind"` // the mark kind: digest, issue, a sequence step's template, confirm, …
+	Key  string `json:"key"`  // the digest's period, the issue's id, a request's nonce; "" for a sequence step
+	// At is when it was sent, for the mails of one person alone
+	// (confirmations, unsubscribe links, event bundles); the shared ones
+	// (digests, issues, sequence steps) keep no time per person.
+	At time.Time `json:"at,omitzero"`
+}
+
+// FeedbackEvent is one bounce or complaint report about a person.
+type FeedbackEvent struct {
+	Type FeedbackType `json:"type"`
+	At   time.Time    `json:"at"`
+}
+
+// PersonalData is everything the store holds about one person (GDPR Art.
+// 15): what the export answers and the console's subscriber page shows.
+type PersonalData struct {
+	Subscriber Subscriber `json:"subscriber"`
+	Consent    Consent    `json:"consent"`
+	// Mails are the mails sent, by the delivery marks still kept (120 days
+	// for digests and issues, 30 for a person's own mails; sequence steps
+	// for ever), shared ones first in the order they were last marked.
+	Mails []SentMail `json:"mails_sent"`
+	// Feedback are the bounce and complaint reports, newest first.
+	Feedback []FeedbackEvent `json:"feedback"`
+	// SoftBounces are those counted within the soft-bounce window.
+	SoftBounces int  `json:"soft_bounces"`
+	Suppressed  bool `json:"suppressed"`
+	// Reconfirming: a confirmation of this suppressed address is waiting.
+	Reconfirming bool               `json:"reconfirming"`
+	Push         []PushSubscription `json:"push_subscriptions"`
+	// OnboardingSince is when the person entered the onboarding sequence
+	// (zero when not in it).
+	OnboardingSince time.Time `json:"onboarding_since,omitzero"`
+}
+
+// SubscriberQuery asks for one page of the list.
+type SubscriberQuery struct {
+	Status Status // "" for any
+	Topic  string // "" for any; a topic id the caller checked
+	After  int64  // the last id of the previous page (0: from the start)
+	Limit  int    // 1..MaxSubscriberPage
+}
+
+// MaxSubscriberPage is the largest page ListSubscribers gives.
+const MaxSubscriberPage = 500
+
+// SubscriberPage is one page of the list, in id order.
+type SubscriberPage struct {
+	Subscribers []Subscriber `json:"subscribers"`
+	// Next is the After of the next page; 0 when this is the last.
+	Next int64 `json:"next,omitempty"`
+}
+
+// DayCount is one day's counters (UTC).
+type DayCount struct {
+	Day           string `json:"day"` // YYYY-MM-DD
+	Signups       int64  `json:"signups"`
+	Imports       int64  `json:"imports"`
+	Confirmations int64  `json:"confirmations"`
+	Unsubscribes  int64  `json:"unsubscribes"`
+	Bounces       int64  `json:"bounces"`
+	Complaints    int64  `json:"complaints"`
+	Erasures      int64  `json:"erasures"`
+}
+
+// TopicCount is how many subscribers have a topic on.
+type TopicCount struct {
+	Topic string `json:"topic"`
+	// Subscribers counts those with the topic on, pending ones too;
+	// Active only the active ones (the audience of its next issue).
+	Subscribers int64 `json:"subscribers"`
+	Active      int64 `json:"active"`
+}
+
+// Stats are the console overview's figures, all from counters and
+// bitmaps: they cost the same with ten subscribers or a million.
+type Stats struct {
+	ByStatus map[Status]int64 `json:"by_status"`
+	ByTopic  []TopicCount     `json:"by_topic"`
+	// Days are the last days' counters, oldest first, today last.
+	Days []DayCount `json:"days"`
+}
+
+// MaxStatsDays is how many days Stats can give (the counters are kept a
+// little longer).
+const MaxStatsDays = 90
+
+// Statuses are every status, in the order the console shows them.
+var Statuses = []Status{Pending, Active, Unsubscribed, Bounced, Complained}
+
+// Valid tells one of the statuses.
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
+
+// ErrBadQuery: a list query the store cannot answer (an unknown status
+// or topic, a limit out of bounds).
+var ErrBadQuery = errors.New("bad subscriber query")
+
+// People is the store's side of the publisher's console and of personal
+// data requests (GDPR Art. 15 and 17).
+type People interface {
+	// ListSubscribers gives a page of subscribers with q's status and
+	// topic, in id order after q.After (keyset paging: each page costs
+	// the same however deep). Bad status, topic or limit: ErrBadQuery.
+	ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error)
+	// PersonalData gathers everything held about the person with that
+	// (normalised) address; ErrNotFound when there is none.
+	PersonalData(ctx context.Context, email string) (PersonalData, error)
+	// Erase forgets the person with that address: the record, its index
+	// entry, topics, consent, history, onboarding state, push
+	// subscriptions, suppression entries, mail allowances and the named
+	// outbox entries (their pending tasks), all in one step. Only the
+	// address's keyed hash stays (WithErasure), so an import skips it
+	// (ErrErased) while the person's own signup and confirmation bring
+	// them back. Answers the subscriber as it was; ErrNotFound when
+	// unknown.
+	Erase(ctx context.Context, email string, outbox ...string) (Subscriber, error)
+	// Stats counts the subscribers by status and topic and gives the
+	// last days' counters (at most MaxStatsDays).
+	Stats(ctx context.Context, days int) (Stats, error)
+}
+
+// ErasureHash is the keyed hash that stands for an erased address. The
+// service passes the log pseudonyms' hash (logredact), keyed from its
+// secret, so one person has one pseudonym in logs, audit log and erasures.
+type ErasureHash func(email string) string
+
+// defaultErasureHash is for stores built without WithErasure (tests,
+// tools): keyed with a constant, so it hides nothing from someone who
+// guesses addresses. The service always sets its own.
+func defaultErasureHash(email string) string {
+	m := hmac.New(sha256.New, []byte("newsletter erased address (unkeyed default)"))
+	m.Write([]byte(strings.ToLower(email)))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// WithErasure returns the store marking erased addresses with h (see
+// ErasureHash). Changing the key (NEWSLETTER_SECRET) forgets who was
+// erased: an import could then bring them back.
+func (r *Redis) WithErasure(h ErasureHash) *Redis {
+	if h == nil {
+		return r
+	}
+	c := *r
+	c.erasure = h
+	return &c
+}
+
+// dayKey is the key of today's counters.
+func (r *Redis) dayKey() string { return prefixDay + r.now().UTC().Format(time.DateOnly) }
+
+// statusBitmap is the bitmap of the subscribers with status st.
+func statusBitmap(st Status) string {
+	if st == Active {
+		return keyActiveSet
+	}
+	return prefixStatus + codeByStatus[st]
+}
+
+// ListSubscribers implements People.
+func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
+	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 {
+		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d", ErrBadQuery, q.Limit, MaxSubscriberPage, q.After)
+	}
+	var keys []string
+	if q.Status != "" {
+		if !q.Status.Valid() {
+			return SubscriberPage{}, fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
+		}
+		keys = append(keys, statusBitmap(q.Status))
+	}
+	if q.Topic != "" {
+		if !slices.Contains(r.topics.ids, q.Topic) {
+			return SubscriberPage{}, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
+		}
+		keys = append(keys, prefixTopic+q.Topic)
+	}
+	res, err := listScript.Run(ctx, r.rdb, keys, q.After, q.Limit, r.topics.all).StringSlice()
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	page := SubscriberPage{Subscribers: make([]Subscriber, 0, len(res)/3)}
+	for i := 0; i+2 < len(res); i += 3 {
+		sub, err := decodeRecord(res[i], res[i+1])
+		if err != nil {
+			return SubscriberPage{}, err
+		}
+		sub.Topics = splitTopics(res[i+2])
+		page.Subscribers = append(page.Subscribers, sub)
+	}
+	if len(page.Subscribers) == q.Limit {
+		page.Next = page.Subscribers[len(page.Subscribers)-1].ID
+	}
+	return page, nil
+}
+
+// PersonalData implements People.
+func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, error) {
+	sub, err := r.Get(ctx, email)
+	if err != nil {
+		return PersonalData{}, err
+	}
+	id := strconv.FormatInt(sub.ID, 10)
+	now := r.now()
+	p := r.rdb.Pipeline()
+	// Shared marks' keys expire 120 days after their last mark: their
+	// entries may go then too.
+	p.ZRemRangeByScore(ctx, keySentKeys, "-inf", "("+ms(now.Add(-sharedSentTTL)))
+	sharedKeys := p.ZRange(ctx, keySentKeys, 0, -1)
+	consent := p.HGet(ctx, consentKey(sub.ID), id)
+	own := p.ZRangeWithScores(ctx, prefixMailLog+id, 0, -1)
+	fb := p.LRange(ctx, prefixFeedbackLog+id, 0, -1)
+	soft := p.ZCount(ctx, prefixSoft+id, ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
+	onboard := p.ZScore(ctx, keyOnboarding, id)
+	if err := pipeErr(p.Exec(ctx)); err != nil {
+		return PersonalData{}, fmt.Errorf("personal data of subscriber %d: %w", sub.ID, err)
+	}
+	out := PersonalData{Subscriber: sub, Suppressed: sub.Status.Suppressed(), Reconfirming: sub.Reconfirming,
+		Mails: []SentMail{}, Feedback: []FeedbackEvent{}, Push: []PushSubscription{}}
+	out.Consent.ConfirmedAt = sub.ConfirmedAt
+	if v := consent.Val(); v != "" {
+		src, at, _ := strings.Cut(v, recordSep)
+		out.Consent.Source, out.Consent.RequestedAt = ConsentSource(src), time36(at)
+	}
+	if mails, err := r.sharedMails(ctx, sub.ID, sharedKeys.Val()); err != nil {
+		return PersonalData{}, err
+	} else {
+		out.Mails = append(out.Mails, mails...)
+	}
+	for _, z := range own.Val() {
+		kind, key, _ := strings.Cut(z.Member.(string), ":")
+		out.Mails = append(out.Mails, SentMail{Kind: kind, Key: key, At: time.UnixMilli(int64(z.Score)).UTC()})
+	}
+	for _, v := range fb.Val() {
+		typ, at, _ := strings.Cut(v, recordSep)
+		out.Feedback = append(out.Feedback, FeedbackEvent{Type: FeedbackType(typ), At: msTime(at)})
+	}
+	out.SoftBounces = int(soft.Val())
+	if score := onboard.Val(); score > 0 {
+		out.OnboardingSince = time.UnixMilli(int64(score)).UTC()
+	}
+	push, err := r.PushSubscriptions(ctx, sub.ID)
+	if err != nil {
+		return PersonalData{}, err
+	}
+	if push != nil {
+		out.Push = push
+	}
+	return out, nil
+}
+
+// sharedMails asks each shared mark's bitmap for id's bit, in one round
+// trip.
+func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]SentMail, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	p := r.rdb.Pipeline()
+	for _, k := range keys {
+		p.GetBit(ctx, prefixSent+k, id)
+	}
+	cmds, err := p.Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the mails of subscriber %d: %w", id, err)
+	}
+	var out []SentMail
+	for i, c := range cmds {
+		if c.(*redis.IntCmd).Val() == 1 {
+			kind, key, _ := strings.Cut(keys[i], ":")
+			out = append(out, SentMail{Kind: kind, Key: key})
+		}
+	}
+	return out, nil
+}
+
+func consentKey(id int64) string { return prefixConsent + strconv.FormatInt(id/subsPerBucket, 10) }
+
+// Erase implements People.
+func (r *Redis) Erase(ctx context.Context, email string, outbox ...string) (Subscriber, error) {
+	confirmCool, confirmDay := holdKeys(HoldConfirm, email)
+	unsubCool, unsubDay := holdKeys(HoldUnsubscribe, email)
+	args := []any{email, r.erasure(email), r.topics.all}
+	for _, id := range outbox {
+		args = append(args, id)
+	}
+	res, err := eraseScript.Run(ctx, r.rdb, []string{keyOutbox, keyOutboxDue, r.dayKey(), keyErased,
+		confirmCool, confirmDay, unsubCool, unsubDay}, args...).StringSlice()
+	if err != nil {
+		return Subscriber{}, fmt.Errorf("erase a subscriber: %w", err)
+	}
+	return decodeResult(res)
+}
+
+// Stats implements People.
+func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
+	if ndays < 0 || ndays > MaxStatsDays {
+		return Stats{}, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
+	}
+	keys := make([]string, 0, len(Statuses)+len(r.topics.ids))
+	for _, st := range Statuses {
+		keys = append(keys, statusBitmap(st))
+	}
+	for _, t := range r.topics.ids {
+		keys = append(keys, prefixTopic+t)
+	}
+	today := r.now().UTC()
+	dayKeys := make([]string, ndays)
+	for i := range ndays {
+		dayKeys[i] = today.AddDate(0, 0, i-ndays+1).Format(time.DateOnly)
+	}
+	n, err := statsScript.Run(ctx, r.rdb, keys, len(Statuses), keyActiveSet).Int64Slice()
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	if len(n) != len(Statuses)+2*len(r.topics.ids) {
+		return Stats{}, fmt.Errorf("stats: %d counts for %d statuses and %d topics", len(n), len(Statuses), len(r.topics.ids))
+	}
+	days := make([]*redis.MapStringStringCmd, len(dayKeys))
+	p := r.rdb.Pipeline()
+	for i, d := range dayKeys {
+		days[i] = p.HGetAll(ctx, prefixDay+d)
+	}
+	if len(dayKeys) > 0 {
+		if _, err := p.Exec(ctx); err != nil {
+			return Stats{}, fmt.Errorf("stats: daily counters: %w", err)
+		}
+	}
+	out := Stats{ByStatus: map[Status]int64{}, ByTopic: []TopicCount{}, Days: make([]DayCount, 0, ndays)}
+	for i, st := range Statuses {
+		out.ByStatus[st] = n[i]
+	}
+	for i, t := range r.topics.ids {
+		j := len(Statuses) + 2*i
+		out.ByTopic = append(out.ByTopic, TopicCount{Topic: t, Subscribers: n[j], Active: n[j+1]})
+	}
+	for i, d := range dayKeys {
+		f := days[i].Val()
+		num := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
+		out.Days = append(out.Days, DayCount{Day: d, Signups: num("signup"), Imports: num("import"),
+			Confirmations: num("confirm"), Unsubscribes: num("unsubscribe"), Bounces: num("bounce"),
+			Complaints: num("complaint"), Erasures: num("erase")})
+	}
+	return out, nil
+}
+
+// pipeErr is a pipeline's first error other than redis.Nil: a missing key
+// is an answer, not a failure.
+func pipeErr(cmds []redis.Cmder, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return e
+		}
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
