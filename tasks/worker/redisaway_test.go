@@ -268,8 +268,10 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 		t.Fatalf("the issue's planner handed itself back: %v", err)
 	}
 	run, err := mem.DigestRun(ctx, "p")
-	if err != nil || run.State != store.RunPlanned || run.Planned != 3 || run.Issue == 0 || len(q.tasks) != 2 {
-		t.Fatalf("run %+v %v, %d batches", run, err, len(q.tasks))
+	// Two batches of the issue's mail, and its one push fan-out.
+	if types := taskTypes(q.tasks); err != nil || run.State != store.RunPlanned || run.Planned != 3 || run.Issue == 0 ||
+		len(types) != 3 || countOf(types, tasks.TypeIssueEmail) != 2 || countOf(types, tasks.TypeFanout) != 1 {
+		t.Fatalf("run %+v %v, %d batches %v", run, err, len(q.tasks), taskTypes(q.tasks))
 	}
 	if list, _ := mem.ListIssues(ctx, "", 0, 10); len(list) != 1 || list[0].Slug != "digest-p" {
 		t.Fatalf("issues %+v", list)
@@ -325,4 +327,24 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) || calls != 1 {
 		t.Fatalf("%v after %d calls, want the error at once", err, calls)
 	}
+}
+
+// taskTypes names tasks by type, for failure messages.
+func taskTypes(ts []*asynq.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Type()
+	}
+	return out
+}
+
+// countOf counts s in list.
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
 }
