@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // TestOverviewCountsAndChart: the overview counts people by status and
@@ -108,7 +109,8 @@ func TestSubscriberPageShowsTheirData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.MarkSent(t.Context(), store.Mark{Kind: "issue", Key: "7", SubscriberID: sub.ID, Shared: true}); err != nil {
+	if err := e.st.MarkSent(t.Context(), store.Mark{Kind: "issue", Key: "7", SubscriberID: sub.ID, Shared: true},
+		store.Mark{Kind: tasks.FanoutMarkKind, Key: "issue:7", SubscriberID: sub.ID, Shared: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.RecordFeedback(t.Context(), store.Feedback{ID: "r1", Email: sub.Email, Type: store.SoftBounce}, store.FeedbackPolicy{}); err != nil {
@@ -119,7 +121,7 @@ func TestSubscriberPageShowsTheirData(t *testing.T) {
 	}
 	p := e.signedIn(t, viewerToken).get("/admin/subscribers/" + itoa(sub.ID))
 	mustContain(t, "subscriber", p, "dora@example.com", "complained", "Dora", "Europe/Oslo", "the signup form",
-		`<a href="/admin/issues/7">issue 7</a>`, `<dd data-field="bounces">1</dd>`, `<dd data-field="complaints">1</dd>`,
+		`<a href="/admin/issues/7">issue 7</a>`, `<a href="/admin/issues/7">notifications of issue 7 queued`, `<dd data-field="bounces">1</dd>`, `<dd data-field="complaints">1</dd>`,
 		"soft bounce", "complaint (reported as spam)")
 	// A viewer sees no actions.
 	if strings.Contains(p.body, "/erase") || strings.Contains(p.body, "/export") {

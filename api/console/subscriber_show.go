@@ -3,8 +3,11 @@ package console
 import (
 	"errors"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 type subscriberData struct {
@@ -34,6 +37,39 @@ func (d subscriberData) feedback(complaints bool) []store.FeedbackEvent {
 		if (f.Type == store.Complaint) == complaints {
 			out = append(out, f)
 		}
+	}
+	return out
+}
+
+// sentLine is one line of the person's mails: what it was, where the
+// console shows it ("" for nowhere), when (zero for the shared ones,
+// which keep no time per person).
+type sentLine struct {
+	What, Link string
+	At         time.Time
+}
+
+// Sent are the person's delivery marks as the page lists them: a
+// fan-out mark (channel tasks queued for an event or an issue) says so
+// rather than pass for a mail.
+func (d subscriberData) Sent() []sentLine {
+	if d.Data == nil {
+		return nil
+	}
+	out := make([]sentLine, 0, len(d.Data.Mails))
+	for _, m := range d.Data.Mails {
+		l := sentLine{What: strings.TrimSpace(m.Kind + " " + m.Key), At: m.At}
+		switch m.Kind {
+		case "issue":
+			l.Link = "/admin/issues/" + m.Key
+		case tasks.FanoutMarkKind:
+			if id, ok := strings.CutPrefix(m.Key, "issue:"); ok {
+				l.What, l.Link = "notifications of issue "+id+" queued (push and other channels)", "/admin/issues/"+id
+			} else {
+				l.What = "notifications of event " + strings.TrimPrefix(m.Key, "ev:") + " queued"
+			}
+		}
+		out = append(out, l)
 	}
 	return out
 }
