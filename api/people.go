@@ -1,15 +1,18 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -48,9 +51,9 @@ type subscriberPage struct {
 
 // listSubscribers handles GET /api/subscribers?status=&topic=&after=&limit=.
 func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
-	q, msg := s.subscriberQuery(r)
-	if msg != "" {
-		writeJSON(w, http.StatusBadRequest, errorBody(msg))
+	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	page, err := s.deps.Store.ListSubscribers(r.Context(), q)
@@ -70,10 +73,23 @@ func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// subscriberQuery reads the list's query string; msg says what is wrong
-// with it.
-func (s *Server) subscriberQuery(r *http.Request) (q store.SubscriberQuery, msg string) {
-	v := r.URL.Query()
+// QueryError says what is wrong with a list's query string.
+type QueryError struct{ Msg string }
+
+func (e *QueryError) Error() string { return e.Msg }
+
+// ParseSubscriberQuery reads a subscriber list's query string (status,
+// topic, after, limit; the API's and the console's): a *QueryError says
+// what is wrong with it.
+func ParseSubscriberQuery(v url.Values, set *topics.Set) (store.SubscriberQuery, error) {
+	q, msg := parseSubscriberQuery(v, set)
+	if msg != "" {
+		return q, &QueryError{Msg: msg}
+	}
+	return q, nil
+}
+
+func parseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuery, msg string) {
 	q = store.SubscriberQuery{Status: store.Status(v.Get("status")), Topic: v.Get("topic"), Limit: DefaultSubscriberPage}
 	if q.Status != "" && !q.Status.Valid() {
 		names := make([]string, len(store.Statuses))
@@ -82,8 +98,8 @@ func (s *Server) subscriberQuery(r *http.Request) (q store.SubscriberQuery, msg 
 		}
 		return q, fmt.Sprintf("unknown status %q: want one of %s", q.Status, strings.Join(names, ", "))
 	}
-	if _, ok := s.cfg.Topics.Topic(q.Topic); q.Topic != "" && !ok {
-		return q, fmt.Sprintf("unknown topic %q: want one of %s", q.Topic, strings.Join(s.cfg.Topics.IDs(), ", "))
+	if _, ok := set.Topic(q.Topic); q.Topic != "" && !ok {
+		return q, fmt.Sprintf("unknown topic %q: want one of %s", q.Topic, strings.Join(set.IDs(), ", "))
 	}
 	if a := v.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
@@ -122,8 +138,8 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// personalExport is the export's JSON: everything held about one person.
-type personalExport struct {
+// PersonalExport is the export's JSON: everything held about one person.
+type PersonalExport struct {
 	ExportedAt time.Time `json:"exported_at"`
 	store.PersonalData
 }
@@ -144,7 +160,7 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	pd, err := s.deps.Store.PersonalData(r.Context(), email)
+	pd, err := s.Export(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
 		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
@@ -155,17 +171,29 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.noteSubscriber(r, audit.SubscriberExport, email, "")
-	s.writeExport(w, pd, false)
+	writeExport(w, pd, false)
+}
+
+// Export gathers everything held about the person with address email
+// (GDPR Art. 15), stamped with the time of the export: the API's, the
+// preference centre's and the console's export. store.ErrNotFound when
+// there is nobody.
+func (s *Server) Export(ctx context.Context, email string) (PersonalExport, error) {
+	pd, err := s.deps.Store.PersonalData(ctx, email)
+	if err != nil {
+		return PersonalExport{}, err
+	}
+	return PersonalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd}, nil
 }
 
 // writeExport answers the export, as a file to save when download is set.
-func (s *Server) writeExport(w http.ResponseWriter, pd store.PersonalData, download bool) {
+func writeExport(w http.ResponseWriter, pd PersonalExport, download bool) {
 	// Personal data: no cache along the way may keep a copy.
 	w.Header().Set("Cache-Control", "no-store")
 	if download {
 		w.Header().Set("Content-Disposition", `attachment; filename="newsletter-personal-data.json"`)
 	}
-	writeJSON(w, http.StatusOK, personalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd})
+	writeJSON(w, http.StatusOK, pd)
 }
 
 // eraseSubscriber handles DELETE /api/subscribers/{email}.
@@ -174,7 +202,7 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := s.erase(r, email)
+	err := s.Erase(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
 		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
@@ -188,17 +216,19 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// erase forgets email in the store, with the outbox entries of the
-// mails still waiting for them, then deletes those tasks from the queue
-// (their payloads hold the address). A task already running finds no
-// subscriber at its re-check and sends nothing.
-func (s *Server) erase(r *http.Request, email string) error {
+// Erase forgets email in the store (GDPR Art. 17), with the outbox
+// entries of the mails still waiting for them, then deletes those tasks
+// from the queue (their payloads hold the address): the API's, the
+// preference centre's and the console's erase. A task already running
+// finds no subscriber at its re-check and sends nothing.
+// store.ErrNotFound when there is nobody.
+func (s *Server) Erase(ctx context.Context, email string) error {
 	pending := tasks.PersonTasks(email, s.cfg.Topics.Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID
 	}
-	sub, err := s.deps.Store.Erase(r.Context(), email, ids...)
+	sub, err := s.deps.Store.Erase(ctx, email, ids...)
 	if err != nil {
 		return err
 	}
@@ -240,7 +270,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	pd, err := s.deps.Store.PersonalData(r.Context(), sub.Email)
+	pd, err := s.Export(r.Context(), sub.Email)
 	if errors.Is(err, store.ErrNotFound) {
 		s.ended(w, "")
 		return
@@ -251,7 +281,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.noteSelf(r, audit.SubscriberExport, sub.Email)
-	s.writeExport(w, pd, true)
+	writeExport(w, pd, true)
 }
 
 // preferencesErase handles POST /preferences/erase: the first post (from
@@ -284,7 +314,7 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 		renderPage(w, http.StatusOK, "erase", pageData{Title: "Erase your data", Email: sub.Email, Token: tok})
 		return
 	}
-	err := s.erase(r, sub.Email)
+	err := s.Erase(r.Context(), sub.Email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.deps.Log.Error("preferences erase: store", "err", err)
 		fail(w, r, http.StatusServiceUnavailable, "we could not erase your data just now, please try again")

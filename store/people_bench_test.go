@@ -1,8 +1,10 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -11,12 +13,13 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/store/storetest"
 )
 
 // BenchmarkPeople seeds a list (NEWSLETTER_BENCH_SUBSCRIBERS, default a
-// million: 80 % active, the rest pending, 1 % unsubscribed, 0.1 %
-// bounced, one in two with both topics, the others one of them) through
-// the store's own scripts, pipelined, then measures the console's reads:
+// million; storetest.SeedPeople says how it is made) through the store's
+// own scripts, pipelined, then measures the console's reads:
 // a list page (each filter), Stats over 90 days and one person's export.
 // Each reports its p50 and p99 in milliseconds. It needs a real Redis
 // (NEWSLETTER_TEST_REDIS_URL): the figures of an in-process one say
@@ -35,39 +38,14 @@ func BenchmarkPeople(b *testing.B) {
 		}
 	}
 	rdb, _ := redistest.New(b, redistest.DBStore)
-	s := NewRedis(rdb)
+	s := store.NewRedis(rdb)
 	ctx := context.Background()
-	if err := s.Migrate(ctx, quietLog); err != nil {
+	if err := s.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	const batch = 2000
-	topicsOf := [][]string{{"digest", "updates"}, {"digest"}, {"digest", "updates"}, {"updates"}}
-	for from := 0; from < n; from += batch {
-		reqs := make([]SubscribeRequest, 0, batch)
-		for i := from; i < min(from+batch, n); i++ {
-			reqs = append(reqs, SubscribeRequest{Email: fmt.Sprintf("p%07d@bench.example", i), Name: "Reader " + strconv.Itoa(i),
-				Activate: i%5 != 0, Topics: topicsOf[i%4], Source: SourceImport})
-		}
-		errs, err := s.SubscribeMany(ctx, reqs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	for i := 1; i < n; i += 100 {
-		if _, err := s.Unsubscribe(ctx, fmt.Sprintf("p%07d@bench.example", i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for i := 3; i < n; i += 1000 {
-		if err := s.MarkBounced(ctx, fmt.Sprintf("p%07d@bench.example", i)); err != nil {
-			b.Fatal(err)
-		}
+	if err := storetest.SeedPeople(ctx, s, n); err != nil {
+		b.Fatal(err)
 	}
 	b.Logf("seeded %d subscribers in %s", n, time.Since(start).Round(time.Second))
 
@@ -87,9 +65,9 @@ func BenchmarkPeople(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	}
-	for _, q := range []SubscriberQuery{
-		{Limit: 50}, {Status: Active, Limit: 50}, {Topic: "updates", Limit: 50},
-		{Status: Active, Topic: "updates", Limit: 50}, {Status: Bounced, Limit: 50}, {Status: Bounced, Topic: "updates", Limit: 50},
+	for _, q := range []store.SubscriberQuery{
+		{Limit: 50}, {Status: store.Active, Limit: 50}, {Topic: "updates", Limit: 50},
+		{Status: store.Active, Topic: "updates", Limit: 50}, {Status: store.Bounced, Limit: 50}, {Status: store.Bounced, Topic: "updates", Limit: 50},
 	} {
 		name := fmt.Sprintf("list/status=%s/topic=%s", q.Status, q.Topic)
 		b.Run(name, func(b *testing.B) {
@@ -106,7 +84,7 @@ func BenchmarkPeople(b *testing.B) {
 	})
 	b.Run("export", func(b *testing.B) {
 		measure(b, func(r *rand.Rand) error {
-			_, err := s.PersonalData(ctx, fmt.Sprintf("p%07d@bench.example", r.IntN(n)))
+			_, err := s.PersonalData(ctx, storetest.SeedAddress(r.IntN(n)))
 			return err
 		})
 	})

@@ -91,9 +91,12 @@ type Deps struct {
 	Renderer api.IssueRenderer
 	// Subscriptions change topics and end subscriptions (*api.Server).
 	Subscriptions Subscriptions
-	// People list, export and erase people (nil: only find by address).
+	// People list people and read one's data and the overview's
+	// figures (nil: only find by address, no counts).
 	People People
-	Jobs   api.JobDispatcher
+	// Requests export and erase people (nil: both answer 501).
+	Requests PersonalRequests
+	Jobs     api.JobDispatcher
 	// Queue enqueues the confirmations of a pending import.
 	Queue tasks.Enqueuer
 	Guard Guard

@@ -168,7 +168,7 @@ func newEnv(t testing.TB) *env {
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
 	e.subs = apiSrv
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
-		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv,
+		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 	})

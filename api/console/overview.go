@@ -17,7 +17,7 @@ const chartDays = 90
 const runsShown = 5
 
 type overviewData struct {
-	Stats      *Stats
+	Stats      *store.Stats
 	Statuses   []statusCount
 	Topics     []topicCount
 	Chart      template.HTML
@@ -31,9 +31,11 @@ type statusCount struct {
 	N      int64
 }
 
+// topicCount is how many have a topic on: Active the active ones (its
+// next issue's audience), All with those pending too.
 type topicCount struct {
 	topics.Topic
-	N int64
+	Active, All int64
 }
 
 // run is one issue that went out, with its rates.
@@ -72,11 +74,17 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Stats = &st
-		for _, s := range allStatuses {
+		for _, s := range store.Statuses {
 			d.Statuses = append(d.Statuses, statusCount{s, st.ByStatus[s]})
 		}
 		for _, t := range h.cfg.Topics.Topics {
-			d.Topics = append(d.Topics, topicCount{t, st.ByTopic[t.ID]})
+			tc := topicCount{Topic: t}
+			for _, c := range st.ByTopic {
+				if c.Topic == t.ID {
+					tc.Active, tc.All = c.Active, c.Subscribers
+				}
+			}
+			d.Topics = append(d.Topics, tc)
 		}
 		d.Chart = chart(st.Days)
 	}

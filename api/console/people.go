@@ -2,8 +2,8 @@ package console
 
 import (
 	"context"
-	"time"
 
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -14,46 +14,25 @@ type Subscriptions interface {
 	EndSubscription(ctx context.Context, email string) error
 }
 
-// People are the store's reads and requests about people beyond one
-// record: the list, a person's history, export and erase, the figures.
+// People are the store's reads about people beyond one record: the list,
+// a person's data and history, the overview's figures (store.Redis).
 type People interface {
-	// ListSubscribers is up to limit subscribers with ids above after, of
-	// status and topic ("" : any), in id order.
-	ListSubscribers(ctx context.Context, status store.Status, topic string, after int64, limit int) ([]store.Subscriber, error)
-	// History is what happened to one person: consent, mails, bounces,
-	// complaints.
-	History(ctx context.Context, sub store.Subscriber) (History, error)
-	// Export is everything held about email, as JSON.
-	Export(ctx context.Context, email string) ([]byte, error)
-	// Erase removes email for good; only a keyed hash stays.
+	// ListSubscribers is a page of subscribers of q's status and topic,
+	// in id order after q.After (keyset paging).
+	ListSubscribers(ctx context.Context, q store.SubscriberQuery) (store.SubscriberPage, error)
+	// PersonalData is everything held about one person: consent, mails
+	// sent, bounces and complaints.
+	PersonalData(ctx context.Context, email string) (store.PersonalData, error)
+	// Stats are the counts by status and topic and the last days'
+	// counters.
+	Stats(ctx context.Context, days int) (store.Stats, error)
+}
+
+// PersonalRequests answer a person's requests about their data (GDPR
+// Art. 15 and 17) exactly as the API's routes do (*api.Server): the
+// export's JSON is the API's, and an erase deletes the person's waiting
+// tasks too.
+type PersonalRequests interface {
+	Export(ctx context.Context, email string) (api.PersonalExport, error)
 	Erase(ctx context.Context, email string) error
-	// Stats are the counts and the daily figures of the last days days.
-	Stats(ctx context.Context, days int) (Stats, error)
-}
-
-// History is one person's record beyond their subscription.
-type History struct {
-	Consent    []Event
-	Mails      []Event
-	Bounces    []Event
-	Complaints []Event
-}
-
-// Event is one dated line of a person's history.
-type Event struct {
-	At   time.Time
-	What string
-}
-
-// Stats are the overview's figures.
-type Stats struct {
-	ByStatus map[store.Status]int64
-	ByTopic  map[string]int64
-	Days     []Day
-}
-
-// Day is one day's signups, confirmations and unsubscribes.
-type Day struct {
-	Day                                  time.Time
-	Signups, Confirmations, Unsubscribes int64
 }

@@ -20,6 +20,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/{$}", h.require(Viewer, h.overview))
 
 	m.Handle("GET /admin/subscribers", h.require(Viewer, h.listSubscribers))
+	m.Handle("POST /admin/subscribers/find", h.require(Viewer, h.findSubscriber))
 	m.Handle("GET /admin/subscribers/{id}", h.require(Viewer, h.showSubscriber))
 	m.Handle("POST /admin/subscribers/{id}/topics", h.require(Admin, h.subscriberTopics))
 	m.Handle("POST /admin/subscribers/{id}/unsubscribe", h.require(Admin, h.unsubscribeSubscriber))

@@ -1,15 +1,20 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/store"
 )
 
 // eraseSubscriber is POST /admin/subscribers/{id}/erase (GDPR Art. 17),
-// as DELETE /api/subscribers/{email}: the form asks the admin to type
-// "erase", a button alone is too easy to press.
+// the erase of DELETE /api/subscribers/{email} (the person's waiting
+// tasks go too) recorded as it is. It asks first: the form wants "erase"
+// typed, a button alone is too easy to press; without it the person's
+// page comes back saying so and nothing is erased. There is no GET: a
+// link or a prefetch never erases anyone.
 func (h *Handler) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	sub, ok := h.subscriberOf(w, r)
 	if !ok {
@@ -19,16 +24,22 @@ func (h *Handler) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return
 	}
-	if r.PostForm.Get("confirm") != "erase" {
-		h.subscriberPage(w, r, http.StatusBadRequest, sub, `Type "erase" to confirm; nothing was erased.`)
-		return
-	}
-	if h.d.People == nil {
+	if h.d.Requests == nil {
 		h.errorPage(w, r, http.StatusNotImplemented, "Not here", "This process cannot erase people.")
 		return
 	}
+	if r.PostForm.Get("confirm") != "erase" {
+		h.subscriberPage(w, r, http.StatusBadRequest, sub, `Erasing cannot be undone: type "erase" to confirm. Nothing was erased.`)
+		return
+	}
 	target := h.person(sub)
-	if err := h.d.People.Erase(r.Context(), sub.Email); err != nil {
+	err := h.d.Requests.Erase(r.Context(), sub.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		// Erased by someone else in the meantime: the list says so.
+		done(w, r, "/admin/subscribers", "erased")
+		return
+	}
+	if err != nil {
 		h.storeAway(w, r, err)
 		return
 	}

@@ -4,18 +4,16 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 
-	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
 
-// subscribersPage is how many people a page lists.
-const subscribersPage = 50
-
 type subscriberListData struct {
-	Query    string
+	// Email is what the search was given (shown back when it found
+	// nobody).
+	Email    string
 	Status   string
 	Topic    string
 	Statuses []store.Status
@@ -26,58 +24,59 @@ type subscriberListData struct {
 	Next   string
 }
 
-var allStatuses = []store.Status{store.Active, store.Pending, store.Unsubscribed, store.Bounced, store.Complained}
-
-// listSubscribers is GET /admin/subscribers?q=&status=&topic=&after=: a
-// search by address goes straight to the person's page; otherwise the
-// list by status and topic, a page at a time by id (keyset).
+// listSubscribers is GET /admin/subscribers?status=&topic=&after=: the
+// list by status and topic, a page at a time by id (keyset), read as
+// GET /api/subscribers reads its query. The search by address is a form
+// post (findSubscriber).
 func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
-	qs := r.URL.Query()
-	d := subscriberListData{Query: qs.Get("q"), Statuses: allStatuses, Topics: h.cfg.Topics.Topics, Listed: h.d.People != nil}
-	if d.Query != "" {
-		email, err := address.Normalize(d.Query)
-		if err != nil {
-			h.render(w, r, http.StatusBadRequest, "subscribers", page{Title: "Subscribers", Section: "subscribers", Error: "That is not an e-mail address.", Data: d})
-			return
-		}
-		sub, err := h.d.Store.Get(r.Context(), email)
-		if errors.Is(err, store.ErrNotFound) {
-			h.render(w, r, http.StatusNotFound, "subscribers", page{Title: "Subscribers", Section: "subscribers", Error: "Nobody with that address is on the list.", Data: d})
-			return
-		}
-		if err != nil {
-			h.storeAway(w, r, err)
-			return
-		}
-		http.Redirect(w, r, "/admin/subscribers/"+itoa(sub.ID), http.StatusSeeOther)
+	q, err := api.ParseSubscriberQuery(r.URL.Query(), h.cfg.Topics)
+	if err != nil {
+		d := h.subscriberList(store.SubscriberQuery{})
+		d.Listed = false // no list is better than one that is not what was asked
+		h.render(w, r, http.StatusBadRequest, "subscribers", page{Title: "Subscribers", Section: "subscribers",
+			Error: "This list cannot be shown: " + err.Error() + ".", Data: d})
 		return
 	}
-	for _, s := range allStatuses {
-		if string(s) == qs.Get("status") {
-			d.Status = string(s)
-		}
-	}
-	if _, ok := h.cfg.Topics.Topic(qs.Get("topic")); ok {
-		d.Topic = qs.Get("topic")
-	}
+	h.subscribersPage(w, r, http.StatusOK, q, "", "")
+}
+
+// subscriberList is the screen's data for q before the list is read.
+func (h *Handler) subscriberList(q store.SubscriberQuery) subscriberListData {
+	return subscriberListData{Status: string(q.Status), Topic: q.Topic, Statuses: store.Statuses, Topics: h.cfg.Topics.Topics, Listed: h.d.People != nil}
+}
+
+// subscribersPage renders the screen with the page of q, and problem
+// (with email, the search's) when there is one.
+func (h *Handler) subscribersPage(w http.ResponseWriter, r *http.Request, code int, q store.SubscriberQuery, email, problem string) {
+	d := h.subscriberList(q)
+	d.Email = email
 	if h.d.People != nil {
-		after, _ := strconv.ParseInt(qs.Get("after"), 10, 64)
-		list, err := h.d.People.ListSubscribers(r.Context(), store.Status(d.Status), d.Topic, max(after, 0), subscribersPage)
+		if q.Limit == 0 {
+			q.Limit = api.DefaultSubscriberPage
+		}
+		list, err := h.d.People.ListSubscribers(r.Context(), q)
+		if errors.Is(err, store.ErrBadQuery) {
+			h.errorPage(w, r, http.StatusBadRequest, "Bad list", "This list cannot be shown: "+err.Error()+".")
+			return
+		}
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
 		}
-		d.People = list
-		if len(list) == subscribersPage {
-			v := url.Values{"after": {itoa(list[len(list)-1].ID)}}
-			if d.Status != "" {
-				v.Set("status", d.Status)
+		d.People = list.Subscribers
+		if list.Next > 0 {
+			v := url.Values{"after": {itoa(list.Next)}}
+			if q.Status != "" {
+				v.Set("status", string(q.Status))
 			}
-			if d.Topic != "" {
-				v.Set("topic", d.Topic)
+			if q.Topic != "" {
+				v.Set("topic", q.Topic)
+			}
+			if q.Limit != api.DefaultSubscriberPage {
+				v.Set("limit", itoa(int64(q.Limit)))
 			}
 			d.Next = "/admin/subscribers?" + v.Encode()
 		}
 	}
-	h.render(w, r, http.StatusOK, "subscribers", page{Title: "Subscribers", Section: "subscribers", Data: d})
+	h.render(w, r, code, "subscribers", page{Title: "Subscribers", Section: "subscribers", Error: problem, Data: d})
 }

@@ -1,19 +1,78 @@
 package console
 
 import (
+	"errors"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 type subscriberData struct {
-	Sub     store.Subscriber
-	Topics  []topicBox
-	History *History
+	Sub    store.Subscriber
+	Topics []topicBox
+	// Data is everything held about the person (nil: People is not
+	// wired, the record alone).
+	Data *store.PersonalData
+	// CanRequest: the export and the erase are wired.
+	CanRequest bool
 }
 
 // Suppressed tells the template whether to offer the lift.
 func (d subscriberData) Suppressed() bool { return d.Sub.Status.Suppressed() }
+
+// Bounces and Complaints split the person's feedback for the page.
+func (d subscriberData) Bounces() []store.FeedbackEvent { return d.feedback(false) }
+
+func (d subscriberData) Complaints() []store.FeedbackEvent { return d.feedback(true) }
+
+func (d subscriberData) feedback(complaints bool) []store.FeedbackEvent {
+	if d.Data == nil {
+		return nil
+	}
+	var out []store.FeedbackEvent
+	for _, f := range d.Data.Feedback {
+		if (f.Type == store.Complaint) == complaints {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sentLine is one line of the person's mails: what it was, where the
+// console shows it ("" for nowhere), when (zero for the shared ones,
+// which keep no time per person).
+type sentLine struct {
+	What, Link string
+	At         time.Time
+}
+
+// Sent are the person's delivery marks as the page lists them: a
+// fan-out mark (channel tasks queued for an event or an issue) says so
+// rather than pass for a mail.
+func (d subscriberData) Sent() []sentLine {
+	if d.Data == nil {
+		return nil
+	}
+	out := make([]sentLine, 0, len(d.Data.Mails))
+	for _, m := range d.Data.Mails {
+		l := sentLine{What: strings.TrimSpace(m.Kind + " " + m.Key), At: m.At}
+		switch m.Kind {
+		case "issue":
+			l.Link = "/admin/issues/" + m.Key
+		case tasks.FanoutMarkKind:
+			if id, ok := strings.CutPrefix(m.Key, "issue:"); ok {
+				l.What, l.Link = "notifications of issue "+id+" queued (push and other channels)", "/admin/issues/"+id
+			} else {
+				l.What = "notifications of event " + strings.TrimPrefix(m.Key, "ev:") + " queued"
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
 
 // showSubscriber is GET /admin/subscribers/{id}: the person's record,
 // topics, consent, mails, bounces and complaints, and the actions.
@@ -25,15 +84,23 @@ func (h *Handler) showSubscriber(w http.ResponseWriter, r *http.Request) {
 	h.subscriberPage(w, r, http.StatusOK, sub, "")
 }
 
+// subscriberPage renders sub's page with code, saying problem when there
+// is one. The title names the person by id: a browser's history keeps
+// titles, and an address has no business there.
 func (h *Handler) subscriberPage(w http.ResponseWriter, r *http.Request, code int, sub store.Subscriber, problem string) {
-	d := subscriberData{Sub: sub, Topics: h.topicBoxes(sub.Topics)}
+	d := subscriberData{Sub: sub, Topics: h.topicBoxes(sub.Topics), CanRequest: h.d.Requests != nil}
 	if h.d.People != nil {
-		hist, err := h.d.People.History(r.Context(), sub)
+		pd, err := h.d.People.PersonalData(r.Context(), sub.Email)
+		if errors.Is(err, store.ErrNotFound) {
+			// Erased between the two reads.
+			h.notFound(w, r, "subscriber")
+			return
+		}
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
 		}
-		d.History = &hist
+		d.Sub, d.Data = pd.Subscriber, &pd
 	}
-	h.render(w, r, code, "subscriber", page{Title: sub.Email, Section: "subscribers", Error: problem, Data: d})
+	h.render(w, r, code, "subscriber", page{Title: "Subscriber " + itoa(sub.ID), Section: "subscribers", Error: problem, Data: d})
 }

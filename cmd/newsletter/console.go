@@ -28,12 +28,13 @@ type consoleDeps struct {
 
 // mountConsole serves the publisher's console at /admin/ on srv. It
 // signs in with the same guard as /api/ (NEWSLETTER_ADMIN_TOKEN and the
-// stored tokens, one failure budget) and writes the same audit log.
+// stored tokens, one failure budget) and writes the same audit log; its
+// export and erase are the API's (srv).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics}, console.Deps{
 		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
-		Subscriptions: srv,
-		Guard:         a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store,
+		Subscriptions: srv, People: d.store, Requests: srv,
+		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store,
 		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log,
 	})

@@ -2,17 +2,25 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/poll"
@@ -67,6 +75,23 @@ func newConsoleBrowser(t *testing.T) *consoleBrowser {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// fullShot is shot of the whole page, beyond the window (a subscriber's
+// page is taller than the screen).
+func (b *consoleBrowser) fullShot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("NEWSLETTER_E2E_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // expectProblem takes the one problem a step was meant to cause (a 403
@@ -138,8 +163,10 @@ func (b *consoleBrowser) signOut() {
 // role, over a real Redis, worker and SMTP server: a viewer reads every
 // screen and is refused the editor; an editor writes an issue with the
 // live preview, test-sends it (received over SMTP), sends it and watches
-// the progress reach the end; an admin finds a subscriber and changes
-// their topics, lifts a suppression, imports a CSV, makes a token and
+// the progress reach the end; an admin reads the overview's counts and
+// chart and the subscriber list, finds a subscriber and changes their
+// topics, lifts a suppression, exports a person (the download) and
+// erases them (then find says nobody), imports a CSV, makes a token and
 // reads all of it in the audit log. With NEWSLETTER_E2E_SCREENSHOTS set
 // it saves the README's screenshots there.
 func TestConsoleInChromium(t *testing.T) {
@@ -165,8 +192,9 @@ func TestConsoleInChromium(t *testing.T) {
 	for i := range 24 {
 		readers = append(readers, fmt.Sprintf("reader%02d@example.org", i))
 	}
-	for _, e := range append(readers, "bob@example.net") {
-		if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: e, Activate: true, Topics: []string{"digest"}}); err != nil {
+	for i, e := range append(readers, "bob@example.net") {
+		name := []string{"Ann Lind", "Ravi Shah", "Mia Berg", "Tom Okafor", "Lena Vogel"}[i%5]
+		if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: e, Name: name, Activate: true, Topics: []string{"digest"}, Source: store.SourceForm}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -227,18 +255,83 @@ func TestConsoleInChromium(t *testing.T) {
 	b.signOut()
 
 	// An admin (NEWSLETTER_ADMIN_TOKEN): the overview, a subscriber, a
-	// suppression, an import, a token, the audit log.
+	// suppression, an export and an erasure, an import, a token, the
+	// audit log.
+	seeded := seedPastDays(t, rdb)
 	b.signIn(base, adminTok, "admin-token")
+	stats, err := st.Stats(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.text(`a.tile[href="/admin/subscribers?status=active"] .n`); got != fmt.Sprint(stats.ByStatus[store.Active]) {
+		t.Fatalf("the overview shows %s active, the store counts %d", got, stats.ByStatus[store.Active])
+	}
+	// The chart's description (what a screen reader says) sums each line.
+	desc := b.eval(`document.querySelector("svg.chart desc").textContent`)
+	m := regexp.MustCompile(`: (\d+) signups, `).FindStringSubmatch(desc)
+	if m == nil {
+		t.Fatalf("the chart's description: %q", desc)
+	}
+	if signups, _ := strconv.ParseInt(m[1], 10, 64); signups < seeded {
+		t.Fatalf("the chart counts %d signups, want at least the %d seeded: %q", signups, seeded, desc)
+	}
 	b.shot("console-overview")
 	b.open(base, "/admin/subscribers", "Subscribers")
-	b.do(chromedp.SendKeys(chromedp.ID("q"), "Ann@Example.com"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
+	if n := b.eval(`String(document.querySelectorAll("main table tbody tr").length)`); n != fmt.Sprint(len(readers)+1) {
+		t.Fatalf("the list shows %s people, want %d", n, len(readers)+1)
+	}
+	b.shot("console-subscribers")
+	b.do(chromedp.SendKeys(chromedp.ID("email"), "Ann@Example.com"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
 	b.heading("ann@example.com active")
+	if u := b.eval(`location.href`); strings.Contains(u, "ann") || strings.Contains(strings.ToLower(b.eval(`document.title`)), "ann") {
+		t.Fatalf("the address is in the URL or title: %s", u)
+	}
 	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action$="/topics"] button`)))
 	b.notice("The topics were changed.")
 	if ann, err := st.Get(ctx, "ann@example.com"); err != nil || strings.Join(ann.Topics, ",") != "digest,updates" {
 		t.Fatalf("ann's topics: %v %v", ann.Topics, err)
 	}
-	b.shot("console-subscriber")
+	if got := b.text(`[data-field=mails]`); !strings.Contains(got, "issue ") {
+		t.Fatalf("ann's mails: %q", got)
+	}
+	b.fullShot("console-subscriber")
+
+	// An export is a download of the person's data; an erasure asks
+	// for the word, then the person is gone.
+	leaver, err := st.Get(ctx, "reader05@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloads := t.TempDir()
+	if _, err := chromedp.Call(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(base, fmt.Sprintf("/admin/subscribers/%d", leaver.ID), "reader05@example.org active")
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/export"] button`)))
+	var export struct {
+		Subscriber struct{ Email string }  `json:"subscriber"`
+		Mails      []struct{ Kind string } `json:"mails_sent"`
+	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		raw, err := os.ReadFile(filepath.Join(downloads, fmt.Sprintf("subscriber-%d.json", leaver.ID)))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &export)
+	})
+	if export.Subscriber.Email != "reader05@example.org" || !slices.ContainsFunc(export.Mails, func(m struct{ Kind string }) bool { return m.Kind == "issue" }) {
+		t.Fatalf("the export: %+v", export)
+	}
+	b.do(chromedp.SendKeys(chromedp.ID("confirm"), "erase"), chromedp.Click(chromedp.CSS(`form[action$="/erase"] button`)))
+	b.heading("Subscribers")
+	b.notice("The person was erased")
+	if _, err := st.Get(ctx, "reader05@example.org"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("reader05 after the erasure: %v", err)
+	}
+	b.do(chromedp.SendKeys(chromedp.ID("email"), "reader05@example.org"), chromedp.Click(chromedp.CSS(`form[role=search] button`)))
+	b.until("find to say not found", `((document.querySelector(".error")||{}).textContent||"").includes("Nobody with that address")`)
+	b.expectProblem("404 (Not Found) " + base + "/admin/subscribers/find")
 
 	b.open(base, "/admin/suppressions", "Suppressions")
 	b.shot("console-suppressions")
@@ -272,12 +365,12 @@ func TestConsoleInChromium(t *testing.T) {
 	b.open(base, "/admin/audit", "Audit log")
 	audit := b.text("main table")
 	for _, want := range []string{"issue.created", "issue.test_sent", "issue.sent", "subscriber.changed", "suppression.lifted",
-		"subscribers.imported", "token.created", "console.signed_in", "ed", "vic", "admin-token"} {
+		"subscribers.imported", "token.created", "console.signed_in", "subscriber.exported", "subscriber.erased", "ed", "vic", "admin-token"} {
 		if !strings.Contains(audit, want) {
 			t.Fatalf("the audit log lacks %q:\n%s", want, audit)
 		}
 	}
-	if strings.Contains(audit, "ann@example.com") || strings.Contains(audit, "bob@example.net") {
+	if strings.Contains(audit, "ann@example.com") || strings.Contains(audit, "bob@example.net") || strings.Contains(audit, "reader05") {
 		t.Fatalf("the audit log names an address:\n%s", audit)
 	}
 	b.shot("console-audit")
@@ -287,4 +380,29 @@ func TestConsoleInChromium(t *testing.T) {
 	if len(b.problems) > 0 {
 		t.Fatalf("the browser reported:\n%s", strings.Join(b.problems, "\n"))
 	}
+}
+
+// seedPastDays writes 89 days of signups, confirmations and unsubscribes
+// before today into the store's daily counters, so the overview's chart
+// has a history to draw (the walk itself makes only today's). It writes
+// the store's own keys (nl:day:YYYY-MM-DD, see store/keys.go): no store
+// call backdates a signup. It returns the signups seeded.
+func seedPastDays(t *testing.T, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	today := time.Now().UTC()
+	var signups int64
+	p := rdb.Pipeline()
+	for i := 1; i < 90; i++ {
+		day := today.AddDate(0, 0, -i)
+		n := int64(12 + (i*7)%11 + 6*((i/7)%3)) // a week-to-week wave, the same every run
+		if day.Weekday() == time.Saturday || day.Weekday() == time.Sunday {
+			n /= 2
+		}
+		p.HSet(context.Background(), "nl:day:"+day.Format(time.DateOnly), "signup", n, "confirm", n*4/5, "unsubscribe", int64(1+i%4))
+		signups += n
+	}
+	if _, err := p.Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return signups
 }
