@@ -67,6 +67,15 @@ type Issue struct {
 	SentAt    time.Time `json:"sent_at,omitzero"`
 }
 
+// IssueStatus is where an issue's sending stands, without its content:
+// what a sender looks at between mails. Reading it is one small reply,
+// where the whole issue carries its body.
+type IssueStatus struct {
+	Status  string
+	Round   int
+	Version int
+}
+
 // IssueProgress is an issue's sending, counted as a digest run's is.
 type IssueProgress struct {
 	Status     string `json:"status"`
@@ -113,6 +122,9 @@ type Issues interface {
 	// the previous one as a version; otherwise ErrIssueState.
 	UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error)
 	Issue(ctx context.Context, id int64) (Issue, error)
+	// IssueStatus is the issue's status, round and version alone
+	// (ErrNoIssue when there is none).
+	IssueStatus(ctx context.Context, id int64) (IssueStatus, error)
 	// DigestIssue is the issue of period's digest run, made once: the
 	// first call stores c as a draft with slug digest-<period> (-2… when
 	// taken) and Period set, and links it to the run in the same step;

@@ -158,15 +158,20 @@ return 1
 //
 //	KEYS[1] the issue's hash   KEYS[2] sent bitmap   KEYS[3] skipped bitmap   KEYS[4] failed bitmap
 //	KEYS[5] keyArchiveGen
-//	ARGV[1] doc with sent_at (JSON)
+//	ARGV[1] doc with sent_at (JSON), or "": only tell whether it is done
 //
 // Returns 1 when it marked the issue sent (and bumped the archive's
-// generation in the same step, so no cache can miss the new issue).
+// generation in the same step, so no cache can miss the new issue); 2
+// when it is done but ARGV[1] was "" (nothing written); -1 when there is
+// no such issue.
 var finishIssueScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'status') ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return 0 end
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return -1 end
+if st ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return 0 end
 local planned = tonumber(redis.call('HGET', KEYS[1], 'planned') or '0')
 local done = redis.call('BITCOUNT', KEYS[2]) + redis.call('BITCOUNT', KEYS[3]) + redis.call('BITCOUNT', KEYS[4])
 if done < planned then return 0 end
+if ARGV[1] == '' then return 2 end
 redis.call('HSET', KEYS[1], 'status', 'sent', 'doc', ARGV[1])
 redis.call('INCR', KEYS[5])
 return 1
@@ -266,6 +271,25 @@ func (r *Redis) Issue(ctx context.Context, id int64) (Issue, error) {
 		return Issue{}, fmt.Errorf("load issue %d: %w", id, err)
 	}
 	return issueFrom(id, f)
+}
+
+// IssueStatus implements Issues: three fields of the issue's hash, not
+// its doc (the body, JSON), which Issue reads and decodes.
+func (r *Redis) IssueStatus(ctx context.Context, id int64) (IssueStatus, error) {
+	f, err := r.rdb.HMGet(ctx, issueKey(id), "status", "round", "version").Result()
+	if err != nil {
+		return IssueStatus{}, fmt.Errorf("issue %d status: %w", id, err)
+	}
+	status, _ := f[0].(string)
+	if status == "" {
+		return IssueStatus{}, ErrNoIssue
+	}
+	round, _ := f[1].(string)
+	version, _ := f[2].(string)
+	st := IssueStatus{Status: status}
+	st.Round, _ = strconv.Atoi(round)
+	st.Version, _ = strconv.Atoi(version)
+	return st, nil
 }
 
 // IssueBySlug implements Issues.
@@ -427,8 +451,23 @@ func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, curso
 	return wrapErr(fmt.Sprintf("advance issue %d", id), err)
 }
 
-// FinishIssue implements Issues.
+// FinishIssue implements Issues. Every batch of an issue asks, and all
+// but the last are told no: that answer takes one small script, and only
+// a done issue is read (its doc gets sent_at) and written.
 func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
+	sentKey, skipKey, failKey := issueMarkKeys(id)
+	keys := []string{issueKey(id), sentKey, skipKey, failKey, keyArchiveGen}
+	n, err := finishIssueScript.Run(ctx, r.rdb, keys, "").Int()
+	if err != nil {
+		return false, fmt.Errorf("finish issue %d: %w", id, err)
+	}
+	switch n {
+	case -1:
+		return false, ErrNoIssue
+	case 2:
+	default:
+		return false, nil
+	}
 	is, err := r.Issue(ctx, id)
 	if err != nil {
 		return false, err
@@ -436,8 +475,8 @@ func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
 	d := docOf(is)
 	d.SentAt = r.now().UTC().Truncate(time.Millisecond)
 	doc, _ := json.Marshal(d)
-	sentKey, skipKey, failKey := issueMarkKeys(id)
-	n, err := finishIssueScript.Run(ctx, r.rdb, []string{issueKey(id), sentKey, skipKey, failKey, keyArchiveGen}, doc).Int()
+	// The script checks again: another batch may have finished it since.
+	n, err = finishIssueScript.Run(ctx, r.rdb, keys, doc).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish issue %d: %w", id, err)
 	}

@@ -103,6 +103,17 @@ func (m *Memory) Issue(_ context.Context, id int64) (store.Issue, error) {
 	return cloneIssue(r.is), nil
 }
 
+// IssueStatus implements store.Issues.
+func (m *Memory) IssueStatus(_ context.Context, id int64) (store.IssueStatus, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.issueLocked(id)
+	if err != nil {
+		return store.IssueStatus{}, err
+	}
+	return store.IssueStatus{Status: r.is.Status, Round: r.is.Round, Version: r.is.Version}, nil
+}
+
 // IssueBySlug implements store.Issues.
 func (m *Memory) IssueBySlug(ctx context.Context, slug string) (store.Issue, error) {
 	m.mu.Lock()

@@ -103,6 +103,9 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	if done, _ := s.FinishIssue(ctx, a.ID); done {
 		t.Fatal("finished twice")
 	}
+	if _, err := s.FinishIssue(ctx, 999); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("finish issue 999: %v", err)
+	}
 	if g, _ := s.ArchiveGeneration(ctx); g != gen+1 {
 		t.Fatalf("archive generation moved without a newly sent issue: %d", g)
 	}
@@ -118,6 +121,16 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	}
 	if p, _ := s.IssueProgress(ctx, b.ID); p.Round != 2 || p.Planned != 0 {
 		t.Fatalf("stale round counted: %+v", p)
+	}
+	// The status alone, as a sender reads it between mails.
+	if st, err := s.IssueStatus(ctx, b.ID); err != nil || st != (store.IssueStatus{Status: store.IssuePaused, Round: 2, Version: 1}) {
+		t.Fatalf("status of b %+v %v", st, err)
+	}
+	if st, err := s.IssueStatus(ctx, a.ID); err != nil || st != (store.IssueStatus{Status: store.IssueSent, Round: 1, Version: 2}) {
+		t.Fatalf("status of a %+v %v", st, err)
+	}
+	if _, err := s.IssueStatus(ctx, 999); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("status of issue 999: %v", err)
 	}
 }
 
