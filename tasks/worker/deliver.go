@@ -174,6 +174,22 @@ func (d *Deliverer) DeliverOne(ctx context.Context, m Mail) error {
 // none is left). Every claim it does not turn into a sent mark is
 // released, so the retry sends exactly the mails that are missing.
 func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure, err error) {
+	failed, _, err = d.DeliverGated(ctx, mails, nil)
+	return failed, err
+}
+
+// Gate tells a batch whether to go on sending: it is asked right before
+// each mail goes out (after its pacing), so it should answer from memory
+// most of the time. stop hands the rest of the batch back unsent; an
+// error does too, and retries the task.
+type Gate func(ctx context.Context) (stop bool, err error)
+
+// DeliverGated is Deliver asking gate (nil: none) before each mail: the
+// batch is still claimed, paced and sent as one (one claim round trip,
+// one SMTP session, send slots taken for the whole batch), and a stop
+// releases the claims of the mails it did not send. stopped is how many
+// of them the gate stopped.
+func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (failed []Failure, stopped int, err error) {
 	// Whatever way this returns, the marks of the mails it sent are
 	// written first: a task that ends has its deliveries recorded.
 	var marked sync.WaitGroup
@@ -193,7 +209,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		return d.Store.ClaimMarks(ctx, owner, marks, d.claimTTL())
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim delivery: %w", err)
+		return nil, 0, fmt.Errorf("claim delivery: %w", err)
 	}
 	// giveBack releases the claims this run still holds from index i on,
 	// when it stops early and hands those mails to a retry.
@@ -211,7 +227,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 	if o, ok := d.Mailer.(mailer.Opener); ok && countClaimed(claims) > 0 {
 		sess, err := o.Open(ctx)
 		if err != nil {
-			return nil, giveBack(0, err)
+			return nil, 0, giveBack(0, err)
 		}
 		defer func() {
 			if cerr := sess.Close(); cerr != nil {
@@ -236,7 +252,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 			continue
 		}
 		if time.Now().After(stopAt) {
-			return failed, giveBack(i, firstErr(retry, &Deferred{Reason: "delivery ran for half its claim time", In: time.Second}))
+			return failed, 0, giveBack(i, firstErr(retry, &Deferred{Reason: "delivery ran for half its claim time", In: time.Second}))
 		}
 		domain := address.Domain(mail.To.Email)
 		pause, err := p.domainPause(ctx, domain)
@@ -244,7 +260,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 			// This receiver asked us to slow down: leave its mail to the
 			// retry and carry on with the others.
 			if err := d.release(ctx, []store.Mark{mail.Mark}, nil); err != nil {
-				return failed, giveBack(i+1, err)
+				return failed, 0, giveBack(i+1, err)
 			}
 			retry = firstErr(retry, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
 			continue
@@ -258,7 +274,16 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 		}
 		if err != nil {
 			// Hand the rest back; the retry sends only to them.
-			return failed, giveBack(i, err)
+			return failed, 0, giveBack(i, err)
+		}
+		if gate != nil {
+			stop, err := gate(ctx)
+			if err != nil {
+				return failed, 0, giveBack(i, firstErr(retry, err))
+			}
+			if stop {
+				return failed, countClaimed(claims[i:]), giveBack(i, retry)
+			}
 		}
 		switch err := d.send(ctx, m, mail, &marked); {
 		case err == nil:
@@ -270,7 +295,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 				// rest back and let the task wait out the pause, not
 				// counted as a failure (PausedError.RetryAfter).
 				d.paused(1)
-				return failed, giveBack(i+1, err)
+				return failed, 0, giveBack(i+1, err)
 			}
 			if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
 				p.domains[domain] = max(d.throttle(), time.Second)
@@ -278,7 +303,7 @@ func (d *Deliverer) Deliver(ctx context.Context, mails []Mail) (failed []Failure
 			retry = firstErr(retry, err)
 		}
 	}
-	return failed, retry
+	return failed, 0, retry
 }
 
 // paused sets the e-mail lane's newsletter_transport_paused.
