@@ -204,8 +204,19 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 	}
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
 	fannedOut := false
+	var is store.Issue
 	for {
-		is, err := h.issue(ctx, p.IssueID)
+		// The whole issue once, then its status alone before each page:
+		// while it is sending in this round its content and schedule
+		// stay as read (a resume starts a new round).
+		var err error
+		if is.ID == 0 || is.Status != store.IssueSending {
+			is, err = h.issue(ctx, p.IssueID)
+		} else {
+			var st store.IssueStatus
+			st, err = h.status(ctx, p.IssueID)
+			is.Status, is.Round = st.Status, st.Round
+		}
 		if err != nil {
 			return err
 		}
