@@ -33,7 +33,7 @@ type FanoutStore interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error)
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
-	Issue(ctx context.Context, id int64) (store.Issue, error)
+	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
 	store.Marks
 }
 
@@ -120,7 +120,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 		if p.IssueID > 0 {
 			// A paused or cancelled issue notifies nobody more; a resume
 			// fans out again in its own round.
-			is, err := h.Store.Issue(ctx, p.IssueID)
+			is, err := h.Store.IssueStatus(ctx, p.IssueID)
 			if errors.Is(err, store.ErrNoIssue) {
 				return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 			}
@@ -151,6 +151,28 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 // page queues the channel tasks of the readers ids that no earlier run
 // queued, then marks them.
 func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []int64) error {
+	if p.IssueID > 0 {
+		// An issue's fan-out is push alone: only readers with a browser
+		// get a task, so only they need a mark. Most readers have none,
+		// and looking for browsers first spares them two commands each
+		// (the mark's read and write) on every issue.
+		have, err := awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
+			return h.Store.HavePushSubscriptions(ctx, ids)
+		})
+		if err != nil {
+			return err
+		}
+		var with []int64
+		for i, id := range ids {
+			if have[i] {
+				with = append(with, id)
+			}
+		}
+		if len(with) == 0 {
+			return nil
+		}
+		ids = with
+	}
 	key := p.Key()
 	marks := make([]store.Mark, len(ids))
 	for i, id := range ids {
@@ -190,11 +212,16 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 			}, h.now(), false))
 		}
 	}
-	// Push: one task per reader with a browser.
-	have, err := awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
+	// Push: one task per reader with a browser (an issue's readers here
+	// all have one).
+	have := make([]bool, len(todo))
+	if p.IssueID > 0 {
+		for i := range have {
+			have[i] = true
+		}
+	} else if have, err = awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
 		return h.Store.HavePushSubscriptions(ctx, todo)
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	topicsOf := p.Topics

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -175,5 +176,71 @@ func TestPushUnavailableRetriesAfterRetryAfter(t *testing.T) {
 	svc.Answer(0, "")
 	if err := h.HandlePush(ctx, task); err != nil || len(svc.Received()) != 1 {
 		t.Fatalf("retry: %v, %d received", err, len(svc.Received()))
+	}
+}
+
+// TestIssueFanoutPushesReadersWithABrowserOnce: an issue's fan-out
+// queues one push per reader of its topics who has a browser, none for
+// the others (nor marks them), and run again (a retry after a crash)
+// queues nothing.
+func TestIssueFanoutPushesReadersWithABrowserOnce(t *testing.T) {
+	d := newDelivery(t)
+	svc, _ := newPushService(t)
+	ctx := context.Background()
+	readers := seed(t, d.store, "r", 30, func(r *store.SubscribeRequest) { r.Topics = []string{topics.Digest} })
+	with := map[int64]bool{}
+	for _, e := range readers[5:12] {
+		sub, _ := addBrowser(t, d.store, svc, e)
+		with[sub.ID] = true
+	}
+	is, err := d.store.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "b", Topics: []string{topics.Digest}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is, err = d.store.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
+		t.Fatal(err)
+	}
+	p := tasks.FanoutPayload{IssueID: is.ID, Round: is.Round, Topics: is.Topics, Title: "S", URL: "https://example.com/archive/s", At: time.Now()}
+	for run := range 2 {
+		rec := &recordQueue{}
+		f := d.fanout()
+		f.Page, f.Queue = 8, rec // several pages
+		if err := f.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64]int{}
+		for _, task := range rec.tasks {
+			var pp tasks.PushPayload
+			if err := json.Unmarshal(task.Payload(), &pp); err != nil || task.Type() != tasks.TypePush {
+				t.Fatalf("queued %s %s: %v", task.Type(), task.Payload(), err)
+			}
+			got[pp.SubscriberID]++
+		}
+		want := len(with)
+		if run == 1 {
+			want = 0
+		}
+		if len(rec.tasks) != want || len(got) != want {
+			t.Fatalf("run %d queued %d pushes to %d readers, want %d", run, len(rec.tasks), len(got), want)
+		}
+		for id := range got {
+			if !with[id] {
+				t.Fatalf("run %d pushed reader %d, who has no browser", run, id)
+			}
+		}
+	}
+	marks := make([]store.Mark, 0, len(readers))
+	for _, e := range readers {
+		sub, _ := d.store.Get(ctx, e)
+		marks = append(marks, store.Mark{Kind: tasks.FanoutMarkKind, Key: p.Key(), SubscriberID: sub.ID, Shared: true})
+	}
+	done, err := d.store.SentMarks(ctx, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range marks {
+		if done[i] != with[m.SubscriberID] {
+			t.Fatalf("reader %d marked %v, has a browser %v", m.SubscriberID, done[i], with[m.SubscriberID])
+		}
 	}
 }
