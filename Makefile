@@ -37,7 +37,7 @@ fuzz: ## a longer fuzz run of address normalisation
 
 bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation
 
-bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 7)
+bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./internal/bench/subscribe
 
 clean:
@@ -46,10 +46,10 @@ clean:
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
 	$(GO) run ./internal/bench/send
 
-bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 from the API role alone (cached pages), next to /healthz (needs a Redis, default 127.0.0.1:6379 db 7)
+bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 from the API role alone (cached pages), next to /healthz (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./internal/bench/archive
 
-bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 7)
+bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 15)
 	N=$(FANOUT_N) $(GO) run ./internal/bench/fanout
 
 bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy and beside a hung push service, alternated: the e-mail lane's time in each (ISOLATION_ROUNDS, default 3)

@@ -23,7 +23,8 @@ import (
 const EnvURL = "NEWSLETTER_TEST_REDIS_URL"
 
 // DB numbers reserved per package. Each package that talks to Redis takes
-// one, so packages tested in parallel never see each other's keys.
+// one, so packages tested in parallel never see each other's keys. The
+// benchmarks use db 15 (internal/bench), above every number here.
 const (
 	DBStore = 1 + iota
 	DBTasks

@@ -7,7 +7,7 @@
 // second time (a retry after a crash) to show what a re-run costs.
 //
 // make bench-fanout; NEWSLETTER_BENCH_REDIS_URL picks the Redis (default
-// 127.0.0.1:6379 db 7, which is emptied).
+// 127.0.0.1:6379 db 15, which is emptied).
 package main
 
 import (
