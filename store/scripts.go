@@ -59,11 +59,15 @@ end
 local function packrec(r) return table.concat(r, SEP, 1, 7) end
 -- save writes a record and moves its bit between the status bitmaps
 -- (statuskey) when its status changed: every status change goes through
--- here, so the bitmaps list the subscribers by status exactly.
-local function save(id, r)
+-- here, so the bitmaps list the subscribers by status exactly. fresh: the
+-- id was just taken from the counter, so there is no old record to read.
+local function save(id, r, fresh)
   local k = subkey(id)
-  local old = redis.call('HGET', k, id)
-  local was = old and old:sub(1, 1)
+  local was = nil
+  if not fresh then
+    local old = redis.call('HGET', k, id)
+    was = old and old:sub(1, 1)
+  end
   if was ~= r[1] then
     if was then redis.call('SETBIT', statuskey(was), id, 0) end
     redis.call('SETBIT', statuskey(r[1]), id, 1)
@@ -124,9 +128,12 @@ local function unsuppress(id)
   redis.call('DEL', SOFT .. id)
 end
 -- Topic lists travel as one comma-separated argument: every topic id of
--- the topics file (all), or a choice among them.
-local function settopics(id, all, chosen)
-  for t in all:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 0) end
+-- the topics file (all), or a choice among them. fresh: a new id, whose
+-- bits are all still 0.
+local function settopics(id, all, chosen, fresh)
+  if not fresh then
+    for t in all:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 0) end
+  end
   for t in chosen:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 1) end
   redis.call('SETBIT', KNOWN, id, 1)
 end
@@ -278,6 +285,7 @@ if suppressed then
   count('signup')
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '1'}
 end
+local fresh = not id
 if id then
   r[3], r[4] = '', ''
 else
@@ -294,8 +302,8 @@ if ARGV[5] == '1' then
 else
   r[1] = 'p'
 end
-save(id, r)
-settopics(id, ARGV[12], ARGV[13])
+save(id, r, fresh)
+settopics(id, ARGV[12], ARGV[13], fresh)
 consent(id, ARGV[17], ARGV[4])
 count(ARGV[17] == 'import' and 'import' or 'signup')
 if ARGV[5] == '1' and ARGV[9] ~= '1' then
