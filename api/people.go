@@ -252,21 +252,9 @@ func (s *Server) noteSelf(r *http.Request, action, email string) {
 // preferencesExport handles POST /preferences/export: the person's own
 // data as a file, from the preference centre.
 func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readForm(w, r, confirmFields)
-	if !ok {
-		return
-	}
-	who, ok := s.preferencesToken(w, in.get("token"))
-	if !ok {
-		return
-	}
-	// Only our own page may post the token: another site must not make
-	// a visitor's browser fetch their data.
-	if !s.ownPage(r) {
-		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
-		return
-	}
-	sub, ok := s.preferencesOf(w, r, who)
+	// Only our own page may post the token (preferencesPost): another
+	// site must not make a visitor's browser fetch their data.
+	_, _, sub, ok := s.preferencesPost(w, r, confirmFields)
 	if !ok {
 		return
 	}
@@ -289,20 +277,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 // again; the second, with confirm=yes, erases. GET and HEAD have no
 // route: a link scanner never erases anyone.
 func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readForm(w, r, eraseFields)
-	if !ok {
-		return
-	}
-	tok := in.get("token")
-	who, ok := s.preferencesToken(w, tok)
-	if !ok {
-		return
-	}
-	if !s.ownPage(r) {
-		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
-		return
-	}
-	sub, ok := s.preferencesOf(w, r, who)
+	in, tok, sub, ok := s.preferencesPost(w, r, eraseFields)
 	if !ok {
 		return
 	}

@@ -47,6 +47,28 @@ func (s *Server) preferencesOf(w http.ResponseWriter, r *http.Request, who token
 	return sub, true
 }
 
+// preferencesPost reads a POST from the preference centre (its form with
+// the want fields, the token in it) and loads the subscriber the token
+// names, answering the page itself when it cannot (ok false). The token
+// travels in the body, which another site's page could post too: only our
+// own page may.
+func (s *Server) preferencesPost(w http.ResponseWriter, r *http.Request, want fields) (in input, tok string, sub store.Subscriber, ok bool) {
+	if in, ok = s.readForm(w, r, want); !ok {
+		return
+	}
+	tok = in.get("token")
+	who, ok := s.preferencesToken(w, tok)
+	if !ok {
+		return
+	}
+	if !s.ownPage(r) {
+		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+		return in, tok, sub, false
+	}
+	sub, ok = s.preferencesOf(w, r, who)
+	return in, tok, sub, ok
+}
+
 // preferencesPage handles GET /preferences?token=.
 func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
@@ -94,22 +116,7 @@ func (s *Server) ended(w http.ResponseWriter, email string) {
 // zone, or leave everything (leave=all). Unticking every topic is leaving
 // too.
 func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readForm(w, r, preferencesFields)
-	if !ok {
-		return
-	}
-	tok := in.get("token")
-	who, ok := s.preferencesToken(w, tok)
-	if !ok {
-		return
-	}
-	// The token travels in the body, which another site's page could
-	// post too: only our own page may.
-	if !s.ownPage(r) {
-		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
-		return
-	}
-	before, ok := s.preferencesOf(w, r, who)
+	in, tok, before, ok := s.preferencesPost(w, r, preferencesFields)
 	if !ok {
 		return
 	}
