@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -16,12 +15,8 @@ import (
 // page comes back saying so and nothing is erased. There is no GET: a
 // link or a prefetch never erases anyone.
 func (h *Handler) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
-	sub, ok := h.subscriberOf(w, r)
+	sub, ok := h.subscriberAction(w, r)
 	if !ok {
-		return
-	}
-	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return
 	}
 	if h.d.Requests == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -15,12 +14,8 @@ import (
 // as GET /api/subscribers/{email}/export and recorded as it is. A form
 // post, not a link: no crawler or prefetch makes one.
 func (h *Handler) exportSubscriber(w http.ResponseWriter, r *http.Request) {
-	sub, ok := h.subscriberOf(w, r)
+	sub, ok := h.subscriberAction(w, r)
 	if !ok {
-		return
-	}
-	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return
 	}
 	if h.d.Requests == nil {

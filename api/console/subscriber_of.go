@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -23,6 +24,22 @@ func (h *Handler) subscriberOf(w http.ResponseWriter, r *http.Request) (store.Su
 	}
 	if err != nil {
 		h.storeAway(w, r, err)
+		return sub, false
+	}
+	return sub, true
+}
+
+// subscriberAction begins a button's post about one person (unsubscribe,
+// lift, export, erase): the subscriber of the route's {id} and the form,
+// which carries nothing but the button's own fields (form.Empty). It
+// answers a bad id, an unknown person or a bad form itself.
+func (h *Handler) subscriberAction(w http.ResponseWriter, r *http.Request) (store.Subscriber, bool) {
+	sub, ok := h.subscriberOf(w, r)
+	if !ok {
+		return sub, false
+	}
+	if err := form.Empty(w, r); err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return sub, false
 	}
 	return sub, true

@@ -3,19 +3,14 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // unsubscribeSubscriber is POST /admin/subscribers/{id}/unsubscribe: the
 // subscription ends as the person's own unsubscribe ends it.
 func (h *Handler) unsubscribeSubscriber(w http.ResponseWriter, r *http.Request) {
-	sub, ok := h.subscriberOf(w, r)
+	sub, ok := h.subscriberAction(w, r)
 	if !ok {
-		return
-	}
-	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return
 	}
 	if err := h.d.Subscriptions.EndSubscription(r.Context(), sub.Email); err != nil {

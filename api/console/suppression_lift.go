@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -13,12 +12,8 @@ import (
 // LiftSuppression, as DELETE /api/suppressions/{email}. It returns to
 // the page the form was on (the list, or the person's page).
 func (h *Handler) liftSuppression(w http.ResponseWriter, r *http.Request) {
-	sub, ok := h.subscriberOf(w, r)
+	sub, ok := h.subscriberAction(w, r)
 	if !ok {
-		return
-	}
-	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 		return
 	}
 	lifted, err := h.d.Store.LiftSuppression(r.Context(), sub.Email)
