@@ -37,18 +37,15 @@ func (o *onSend) Send(ctx context.Context, m *mailer.Message) error {
 	return nil
 }
 
-// A running batch reads its issue's status once per CheckInterval, not
-// per mail: a pause is seen by the first mail due after the interval has
-// passed since the last read, and the batch hands the rest back unsent.
-// The resume's batch sends exactly those; nobody gets it twice. The time
-// is the sender's clock, moved by the test: no assertion waits on the
-// wall clock.
-func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
-	h, st, _ := newHandlers(t)
+// sendingIssue subscribes n readers of the digest topic (addresses
+// prefix0@example.org…) and makes an issue to them that is sending: the
+// start of a batch test. It returns the issue and the readers' ids.
+func sendingIssue(t *testing.T, st store.Store, prefix string, n int) (store.Issue, []int64) {
+	t.Helper()
 	ctx := context.Background()
 	var ids []int64
-	for i := range 10 {
-		sub, err := st.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("r%d@example.org", i), Activate: true, Topics: []string{topics.Digest}})
+	for i := range n {
+		sub, err := st.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("%s%d@example.org", prefix, i), Activate: true, Topics: []string{topics.Digest}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +58,19 @@ func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
 	if is, err = st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
 		t.Fatal(err)
 	}
+	return is, ids
+}
+
+// A running batch reads its issue's status once per CheckInterval, not
+// per mail: a pause is seen by the first mail due after the interval has
+// passed since the last read, and the batch hands the rest back unsent.
+// The resume's batch sends exactly those; nobody gets it twice. The time
+// is the sender's clock, moved by the test: no assertion waits on the
+// wall clock.
+func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
+	h, st, _ := newHandlers(t)
+	ctx := context.Background()
+	is, ids := sendingIssue(t, st, "r", 10)
 	clk := &clock{t: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
 	h.Issues.Now, h.Issues.CheckInterval = clk.now, time.Second
 	mail := &onSend{hook: func(n int) {
@@ -109,21 +119,7 @@ func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
 func TestIssueBatchOfAnEarlierRoundStops(t *testing.T) {
 	h, st, _ := newHandlers(t)
 	ctx := context.Background()
-	var ids []int64
-	for i := range 4 {
-		sub, err := st.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("e%d@example.org", i), Activate: true, Topics: []string{topics.Digest}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, sub.ID)
-	}
-	is, err := st.CreateIssue(ctx, store.IssueContent{Subject: "Letter", Body: "Text", Topics: []string{topics.Digest}}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if is, err = st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
-		t.Fatal(err)
-	}
+	is, ids := sendingIssue(t, st, "e", 4)
 	clk := &clock{t: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
 	h.Issues.Now, h.Issues.CheckInterval = clk.now, time.Second
 	mail := &onSend{hook: func(n int) {
