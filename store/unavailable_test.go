@@ -4,23 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/nettest"
 )
 
 func TestUnavailable(t *testing.T) {
-	// A real refused connection: a port that was free a moment ago.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	// A real refused connection: a port where nothing listens.
+	addr := nettest.RefusedAddr(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = rdb.Close() })
 	refused := rdb.Ping(context.Background()).Err()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/redistest"
 )
 
@@ -383,12 +384,7 @@ func TestMailgunTokenReplay(t *testing.T) {
 		}
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	gone := nettest.RefusedAddr(t) // nothing listens there
 	away := &Mailgun{SigningKey: key, Nonces: RedisNonces{Client: redis.NewClient(&redis.Options{Addr: gone, MaxRetries: -1})}}
 	b := signed("tok-3", "r@example.org")
 	if evs, err := away.Events(post(b), b); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized) || len(evs) != 0 {

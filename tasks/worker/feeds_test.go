@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/internal/feeds"
+	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -86,9 +87,7 @@ func TestFeedsBecomeItemsOnce(t *testing.T) {
 	mux.HandleFunc("/broken.xml", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<rss><channel><item>")) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL + "/gone.xml"
-	dead.Close() // nothing listens there any more
+	deadURL := "http://" + nettest.RefusedAddr(t) + "/gone.xml" // nothing listens there
 
 	set, err := topics.Parse([]byte(fmt.Sprintf(`topics:
 - {id: digest, name: D, feeds: [%s/notes.atom]}

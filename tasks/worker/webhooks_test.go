@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -372,9 +373,8 @@ func TestWebhookRetryDelay(t *testing.T) {
 	ctx := context.Background()
 	busy := newEndpoint(t, func(int) int { return http.StatusServiceUnavailable })
 	register(t, r.mem, "busy", busy.srv.URL, webhook.SubscriberConfirmed)
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close() // nothing listens there any more: connection refused
-	register(t, r.mem, "down", gone.URL, webhook.SubscriberConfirmed)
+	// Nothing listens there, nor will during the test: connection refused.
+	register(t, r.mem, "down", "http://"+nettest.RefusedAddr(t), webhook.SubscriberConfirmed)
 
 	failed := r.h.HandleWebhook(ctx, r.task("busy", 1))
 	if d := r.h.RetryDelay(3, failed, nil); d < 4*time.Minute || d > 8*time.Minute {
