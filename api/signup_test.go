@@ -142,7 +142,7 @@ func TestNamesRefuseControlAndFormatCharacters(t *testing.T) {
 	}
 	tok := e.sign(t, token.Preferences, "p@example.com")
 	for _, name := range bad {
-		resp, _ := e.prefsForm(t, origin, url.Values{"token": {tok}, "name": {name}, "topics": {"digest"}})
+		resp, _ := e.prefsPost(t, "/preferences", origin, url.Values{"token": {tok}, "name": {name}, "topics": {"digest"}})
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("preferences name %q: %d", name, resp.StatusCode)
 		}

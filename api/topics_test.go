@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -180,23 +179,6 @@ func TestOneClickLeavesItsTopicOnly(t *testing.T) {
 	}
 }
 
-// prefsForm posts the preference form as our own page does.
-func (e *env) prefsForm(t *testing.T, origin string, v url.Values) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/preferences", strings.NewReader(v.Encode()))
-	req.Header.Set("Content-Type", formCT)
-	if origin != "" {
-		req.Header.Set("Origin", origin)
-	}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func TestPreferenceCentre(t *testing.T) {
 	const origin = "https://news.example.com"
 	e := newEnv(t, Config{DoubleOptIn: false, Topics: threeTopics(t), Origin: origin})
@@ -229,26 +211,26 @@ func TestPreferenceCentre(t *testing.T) {
 	}
 	// Another site's page cannot post it.
 	save := url.Values{"token": {tok}, "topics": {"updates", "research"}, "name": {"Pat Lee"}, "timezone": {"Asia/Tokyo"}}
-	if resp, _ := e.prefsForm(t, "https://evil.example", save); resp.StatusCode != http.StatusForbidden {
+	if resp, _ := e.prefsPost(t, "/preferences", "https://evil.example", save); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-site: %d", resp.StatusCode)
 	}
-	if resp, _ := e.prefsForm(t, "", save); resp.StatusCode != http.StatusForbidden {
+	if resp, _ := e.prefsPost(t, "/preferences", "", save); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("no origin: %d", resp.StatusCode)
 	}
 	// A bad time zone changes nothing and says why.
 	bad := url.Values{"token": {tok}, "topics": {"updates"}, "timezone": {"Mars/Olympus"}}
-	if resp, body := e.prefsForm(t, origin, bad); resp.StatusCode != 400 || !strings.Contains(body, "unknown time zone") {
+	if resp, body := e.prefsPost(t, "/preferences", origin, bad); resp.StatusCode != 400 || !strings.Contains(body, "unknown time zone") {
 		t.Fatalf("bad zone: %d %s", resp.StatusCode, body)
 	}
 	bad = url.Values{"token": {tok}, "topics": {"updates", "sports"}}
-	if resp, body := e.prefsForm(t, origin, bad); resp.StatusCode != 400 || !strings.Contains(body, "unknown topic") {
+	if resp, body := e.prefsPost(t, "/preferences", origin, bad); resp.StatusCode != 400 || !strings.Contains(body, "unknown topic") {
 		t.Fatalf("unknown topic: %d %s", resp.StatusCode, body)
 	}
 	if sub, _ := e.store.Get(ctx, "p@x.io"); sub.Timezone != "Europe/Berlin" || len(sub.Topics) != 2 {
 		t.Fatalf("a refused save changed %+v", sub)
 	}
 	// Saving from our page.
-	resp, body := e.prefsForm(t, origin, save)
+	resp, body := e.prefsPost(t, "/preferences", origin, save)
 	if resp.StatusCode != 200 || !strings.Contains(body, "Saved.") {
 		t.Fatalf("save: %d %s", resp.StatusCode, body)
 	}
@@ -261,14 +243,14 @@ func TestPreferenceCentre(t *testing.T) {
 	}
 	// Turning the sequence's topic back on resumes it.
 	save["topics"] = []string{"digest", "updates"}
-	if resp, _ := e.prefsForm(t, origin, save); resp.StatusCode != 200 {
+	if resp, _ := e.prefsPost(t, "/preferences", origin, save); resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
 	if info, err := e.insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID("p@x.io")); err != nil || info.State != asynq.TaskStatePending {
 		t.Fatalf("resumed step: %+v %v", info, err)
 	}
 	// Leave everything: one button.
-	resp, body = e.prefsForm(t, origin, url.Values{"token": {tok}, "leave": {"all"}})
+	resp, body = e.prefsPost(t, "/preferences", origin, url.Values{"token": {tok}, "leave": {"all"}})
 	if resp.StatusCode != 200 || !strings.Contains(body, "You are unsubscribed") {
 		t.Fatalf("leave: %d %s", resp.StatusCode, body)
 	}
@@ -287,7 +269,7 @@ func TestPreferenceCentre(t *testing.T) {
 		t.Fatal(resp.StatusCode)
 	}
 	qtok := e.sign(t, token.Preferences, "q@x.io")
-	if resp, body := e.prefsForm(t, origin, url.Values{"token": {qtok}}); resp.StatusCode != 200 || !strings.Contains(body, "You are unsubscribed") {
+	if resp, body := e.prefsPost(t, "/preferences", origin, url.Values{"token": {qtok}}); resp.StatusCode != 200 || !strings.Contains(body, "You are unsubscribed") {
 		t.Fatalf("no box ticked: %d %s", resp.StatusCode, body)
 	}
 	if e.status(t, "q@x.io") != store.Unsubscribed {

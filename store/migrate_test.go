@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
 	"sort"
@@ -96,34 +97,12 @@ func v1Subscribers(keys []fixtureKey) map[string]Subscriber {
 	return out
 }
 
-// snapshot reads every nl: key, for comparing two states of a database.
+// snapshot reads every nl: key and its value (dumpAll), for comparing
+// two states of a database.
 func snapshot(t *testing.T, rdb *redis.Client) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "nl:*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, k := range keys {
-		typ, err := rdb.Type(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		switch typ {
-		case "string":
-			v, err = rdb.Get(ctx, k).Result()
-		case "hash":
-			v, err = rdb.HGetAll(ctx, k).Result()
-		case "zset":
-			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[k] = fmt.Sprintf("%s %v", typ, v)
-	}
+	out := dumpAll(t, rdb)
+	maps.DeleteFunc(out, func(k, _ string) bool { return !strings.HasPrefix(k, "nl:") })
 	return out
 }
 
