@@ -123,13 +123,16 @@ func (im *imports) start(s importStatus, data []byte, importer *csvimport.Import
 	go func() {
 		defer im.wg.Done()
 		counted := &csvimport.CountingReader{R: bytes.NewReader(data)}
+		// snapshot copies s with the progress so far: the ticker and this
+		// goroutine both take one, so neither may write s itself.
 		snapshot := func() importStatus {
-			res := importer.Progress()
-			s.Read, s.Rows, s.Added, s.Present, s.Rejected, s.Reasons = counted.N(), res.Rows, res.Added, res.Present, res.Rejected, res.Reasons
-			return s
+			c, res := s, importer.Progress()
+			c.Read, c.Rows, c.Added, c.Present, c.Rejected, c.Reasons = counted.N(), res.Rows, res.Added, res.Present, res.Rejected, res.Reasons
+			return c
 		}
-		finished := make(chan struct{})
+		finished, stopped := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(stopped)
 			t := time.NewTicker(importTick)
 			defer t.Stop()
 			for {
@@ -144,7 +147,10 @@ func (im *imports) start(s importStatus, data []byte, importer *csvimport.Import
 			}
 		}()
 		err := importer.Run(ctx, counted)
+		// The ticker stops before the final state is taken, so a tick in
+		// flight cannot save "running" over "done".
 		close(finished)
+		<-stopped
 		s = snapshot()
 		s.State = importDone
 		if err != nil {
