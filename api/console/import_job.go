@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -67,6 +68,9 @@ func (s importStatus) MoreRejected() bool { return s.Rejected > int64(len(s.Reas
 type imports struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+	// tick is how often a running import saves its progress (0:
+	// importTick); a test makes it short to overlap the import's end.
+	tick time.Duration
 	// wg holds the running imports, so a test (or a shutdown) can wait
 	// for them.
 	wg sync.WaitGroup
@@ -133,7 +137,7 @@ func (im *imports) start(s importStatus, data []byte, importer *csvimport.Import
 		finished, stopped := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(stopped)
-			t := time.NewTicker(importTick)
+			t := time.NewTicker(cmp.Or(im.tick, importTick))
 			defer t.Stop()
 			for {
 				select {
