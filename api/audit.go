@@ -34,9 +34,6 @@ func (s *Server) noteSubscriber(r *http.Request, action, email, detail string) {
 	s.note(r, action, s.deps.Audit.Subscriber(email), detail)
 }
 
-// issueTarget names an issue in the audit log.
-func issueTarget(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
-
 func (s *Server) auditRoutes() {
 	if s.deps.AuditLog == nil {
 		return

@@ -137,6 +137,17 @@ func CheckIssue(known *topics.Set, c store.IssueContent) error {
 // 3339 time in the future; LocalTime an hour HH:MM in each reader's zone.
 type SendRequest struct{ At, LocalTime string }
 
+// Detail says when the send was asked for, as the audit log records it.
+func (r SendRequest) Detail() string {
+	switch {
+	case r.At != "":
+		return "at " + r.At
+	case r.LocalTime != "":
+		return "at " + r.LocalTime + " local time"
+	}
+	return "now"
+}
+
 // SendIssue moves the draft id to sending (or scheduled) and queues its
 // plan, for the API and the commands alike. The plan's outbox entry is
 // written in the same step as the status, so a crash or a failed enqueue
@@ -219,7 +230,7 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "store the issue", err)
 		return
 	}
-	s.note(r, audit.IssueCreated, issueTarget(is.ID), is.Slug)
+	s.note(r, audit.IssueCreated, audit.Issue(is.ID), is.Slug)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
 }
 
@@ -296,7 +307,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "store the issue", err)
 		return
 	}
-	s.note(r, audit.IssueUpdated, issueTarget(is.ID), "")
+	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
 	writeJSON(w, http.StatusOK, is)
 }
 
@@ -362,7 +373,7 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
 		return
 	}
-	s.note(r, audit.IssueTestSent, issueTarget(is.ID), fmt.Sprintf("to %d addresses", len(emails)))
+	s.note(r, audit.IssueTestSent, audit.Issue(is.ID), fmt.Sprintf("to %d addresses", len(emails)))
 	writeJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
 }
 
@@ -375,27 +386,14 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	is, err := SendIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, SendRequest{At: in.get("at"), LocalTime: in.get("local_time")}, s.deps.Now())
+	req := SendRequest{At: in.get("at"), LocalTime: in.get("local_time")}
+	is, err := SendIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, req, s.deps.Now())
 	if err != nil {
 		s.storeFailed(w, "send the issue", err)
 		return
 	}
-	s.note(r, audit.IssueSent, issueTarget(is.ID), sendDetail(in))
+	s.note(r, audit.IssueSent, audit.Issue(is.ID), req.Detail())
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
-}
-
-// issueActions are the audit log's names of ChangeIssue's actions.
-var issueActions = map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled}
-
-// sendDetail says when a send was asked for.
-func sendDetail(in input) string {
-	switch {
-	case in.get("at") != "":
-		return "at " + in.get("at")
-	case in.get("local_time") != "":
-		return "at " + in.get("local_time") + " local time"
-	}
-	return "now"
 }
 
 // issueAction handles POST /api/issues/{id}/pause, resume and cancel.
@@ -405,12 +403,12 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		is, err := ChangeIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, action, s.deps.Now())
+		is, err := ChangeIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is, action, s.deps.Now())
 		if err != nil {
 			s.storeFailed(w, "change the issue", err)
 			return
 		}
-		s.note(r, issueActions[action], issueTarget(is.ID), "")
+		s.note(r, IssueActionAudit(action), audit.Issue(is.ID), "")
 		writeJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
 }
@@ -420,30 +418,32 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 var IssueActions = []string{"pause", "resume", "cancel"}
 
 // issueMoves are what each of IssueActions does: the status it leads to,
-// the statuses it may leave, and whether it plans again (a resume plans
-// the rest in a new round).
+// the statuses it may leave, whether it plans again (a resume plans the
+// rest in a new round), and the audit log's name for it.
 var issueMoves = map[string]struct {
 	to       string
 	newRound bool
 	from     []string
+	audit    string
 }{
-	"pause":  {store.IssuePaused, false, []string{store.IssueSending, store.IssueScheduled}},
-	"resume": {store.IssueSending, true, []string{store.IssuePaused}},
-	"cancel": {store.IssueCancelled, false, []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused}},
+	"pause":  {store.IssuePaused, false, []string{store.IssueSending, store.IssueScheduled}, audit.IssuePaused},
+	"resume": {store.IssueSending, true, []string{store.IssuePaused}, audit.IssueResumed},
+	"cancel": {store.IssueCancelled, false, []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused}, audit.IssueCancelled},
 }
 
-// ChangeIssue pauses, resumes or cancels issue id (action: one of
-// IssueActions), for the API and the console alike. Errors: an
-// *IssueInputError for an unknown action, store.ErrNoIssue,
+// IssueActionAudit is the audit log's name of action (one of
+// IssueActions).
+func IssueActionAudit(action string) string { return issueMoves[action].audit }
+
+// ChangeIssue pauses, resumes or cancels issue is, as its caller just
+// read it (action: one of IssueActions), for the API and the console
+// alike. The status it may leave is checked again in the store's step.
+// Errors: an *IssueInputError for an unknown action, store.ErrNoIssue,
 // store.ErrIssueState (nothing changed), or the store's.
-func ChangeIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, id int64, action string, now time.Time) (store.Issue, error) {
+func ChangeIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, is store.Issue, action string, now time.Time) (store.Issue, error) {
 	move, ok := issueMoves[action]
 	if !ok {
 		return store.Issue{}, badIssue("action: one of %s", strings.Join(IssueActions, ", "))
-	}
-	is, err := st.Issue(ctx, id)
-	if err != nil {
-		return is, err
 	}
 	ch := store.IssueChange{NewRound: move.newRound, SendAt: is.SendAt, LocalTime: is.LocalTime}
 	if move.newRound {

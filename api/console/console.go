@@ -197,9 +197,6 @@ func (h *Handler) audit(ctx context.Context, p Principal, action, target, detail
 // address (as the API's entries and the logs), never the address.
 func (h *Handler) person(sub store.Subscriber) string { return h.d.Audit.Subscriber(sub.Email) }
 
-// issueTarget names an issue in the audit log, as the API does.
-func issueTarget(id int64) string { return "issue:" + itoa(id) }
-
 // The console's own audit actions (the rest are internal/audit's).
 const (
 	actionSignedIn  = "console.signed_in"

@@ -8,9 +8,6 @@ import (
 	"github.com/newsletter/newsletter/internal/audit"
 )
 
-// issueChanges are the audit log's names of the actions.
-var issueChanges = map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled}
-
 // changeIssue is POST /admin/issues/{id}/pause, /resume and /cancel:
 // api.ChangeIssue, as the API's routes of the same names.
 func (h *Handler) changeIssue(action string) http.HandlerFunc {
@@ -24,12 +21,12 @@ func (h *Handler) changeIssue(action string) http.HandlerFunc {
 			h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 			return
 		}
-		changed, err := api.ChangeIssue(r.Context(), h.d.Store, h.d.Jobs, h.d.Log, is.ID, action, h.d.Now())
+		changed, err := api.ChangeIssue(r.Context(), h.d.Store, h.d.Jobs, h.d.Log, is, action, h.d.Now())
 		if err != nil {
 			h.issueFailed(w, r, is, formOf(is), err)
 			return
 		}
-		h.record(r, issueChanges[action], issueTarget(is.ID), is.Status+" → "+changed.Status)
+		h.record(r, api.IssueActionAudit(action), audit.Issue(is.ID), is.Status+" → "+changed.Status)
 		done(w, r, "/admin/issues/"+itoa(is.ID), notice)
 	}
 }

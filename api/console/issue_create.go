@@ -25,6 +25,6 @@ func (h *Handler) createIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, store.Issue{}, f, err)
 		return
 	}
-	h.record(r, audit.IssueCreated, issueTarget(is.ID), is.Slug)
+	h.record(r, audit.IssueCreated, audit.Issue(is.ID), is.Slug)
 	done(w, r, "/admin/issues/"+itoa(is.ID), "created")
 }

@@ -30,6 +30,6 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, is, f, err)
 		return
 	}
-	h.record(r, audit.IssueUpdated, issueTarget(is.ID), "")
+	h.record(r, audit.IssueUpdated, audit.Issue(is.ID), "")
 	done(w, r, "/admin/issues/"+itoa(is.ID), "saved")
 }

@@ -32,14 +32,7 @@ func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, is, formOf(is), err)
 		return
 	}
-	detail := "now"
-	switch {
-	case req.At != "":
-		detail = "at " + req.At
-	case req.LocalTime != "":
-		detail = "at " + req.LocalTime + " local time"
-	}
-	h.record(r, audit.IssueSent, issueTarget(is.ID), detail)
+	h.record(r, audit.IssueSent, audit.Issue(is.ID), req.Detail())
 	notice := "sending"
 	if is.Status == store.IssueScheduled {
 		notice = "scheduled"

@@ -34,6 +34,6 @@ func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 		h.editor(w, r, http.StatusBadGateway, is, formOf(is), "The test mail was not sent: "+err.Error())
 		return
 	}
-	h.record(r, audit.IssueTestSent, issueTarget(is.ID), "to "+itoa(int64(len(emails)))+" addresses")
+	h.record(r, audit.IssueTestSent, audit.Issue(is.ID), "to "+itoa(int64(len(emails)))+" addresses")
 	done(w, r, "/admin/issues/"+itoa(is.ID), "tested")
 }

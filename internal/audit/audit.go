@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,10 @@ type Hasher interface {
 // Subscriber is the target naming the person with address: the keyed
 // hash the logs show, never the address.
 func Subscriber(h Hasher, address string) string { return "subscriber:" + h.Hash(address) }
+
+// Issue is the target naming issue id, for the API, the console and the
+// commands alike.
+func Issue(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
 
 // CLIRole is the role an entry of a command shows: whoever runs the
 // commands holds the service's Redis, and no token.
