@@ -31,19 +31,19 @@ func timePtr(t time.Time) *time.Time {
 func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
 	email, err := address.Normalize(r.PathValue("email"))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	sub, err := s.deps.Store.Get(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
-	writeJSON(w, http.StatusOK, viewOf(sub))
+	WriteJSON(w, http.StatusOK, viewOf(sub))
 }
 
 func viewOf(sub store.Subscriber) subscriberView {

@@ -47,20 +47,20 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, limit := q.Get("after"), 50
 	if err := store.CheckAuditID(after); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxAuditPage {
-			writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxAuditPage)))
+			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxAuditPage)))
 			return
 		}
 		limit = n
 	}
 	list, err := s.deps.AuditLog.AuditEntries(r.Context(), after, limit)
 	if errors.Is(err, store.ErrBadAuditID) {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
@@ -74,5 +74,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	if len(list) == limit {
 		out["next"] = list[len(list)-1].ID
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }

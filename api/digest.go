@@ -28,11 +28,11 @@ func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, want fiel
 	}
 	in, err := s.readInput(w, r, want, true)
 	if errors.Is(err, errTooLarge) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 		return nil
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return nil
 	}
 	return in
@@ -54,17 +54,17 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	}
 	it, err := CheckItem(store.Item{Title: in.get("title"), URL: in.get("url"), Summary: in.get("summary")})
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	it, err = s.deps.Store.AddItem(r.Context(), it)
 	if err != nil {
 		s.deps.Log.Error("add item", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
 		return
 	}
 	s.note(r, audit.ItemAdded, "item:"+strconv.FormatInt(it.ID, 10), "")
-	writeJSON(w, http.StatusCreated, it)
+	WriteJSON(w, http.StatusCreated, it)
 }
 
 // ErrBadItem is an item CheckItem refuses.
@@ -93,7 +93,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
 	if title == "" || !oneLine(title, 300) || !validURL(link) {
-		writeJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
+		WriteJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
 		return
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC()}
@@ -101,25 +101,25 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
 	switch {
 	case rawEmail != "" && topic != "", rawEmail == "" && topic == "":
-		writeJSON(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
+		WriteJSON(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
 		return
 	case topic != "":
 		if _, ok := s.cfg.Topics.Topic(topic); !ok {
-			writeJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.IDs(), ", ")))
+			WriteJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.IDs(), ", ")))
 			return
 		}
 		p.Topic, answer["topic"] = topic, topic
 	default:
 		email, err := address.Normalize(rawEmail)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 			return
 		}
 		p.Email, answer["email"] = email, email
 	}
 	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil {
 		s.deps.Log.Error("enqueue event", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 		return
 	}
 	if p.Email != "" {
@@ -127,7 +127,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.note(r, audit.EventPosted, "topic:"+p.Topic, p.ID)
 	}
-	writeJSON(w, http.StatusAccepted, answer)
+	WriteJSON(w, http.StatusAccepted, answer)
 }
 
 // runDigest handles POST /api/digest/run {"period":…}: the same as the
@@ -143,12 +143,12 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 	}
 	dup, err := tasks.EnqueueDigestPlan(r.Context(), s.deps.Queue, period)
 	if errors.Is(err, tasks.ErrInvalidPeriod) {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("enqueue digest plan", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
 		return
 	}
 	status := "queued"
@@ -156,24 +156,24 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 		status = "already queued"
 	}
 	s.note(r, audit.DigestRun, "digest:"+period, status)
-	writeJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
+	WriteJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
 }
 
 // digestStatus handles GET /api/digests/{period}.
 func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
 	period := r.PathValue("period")
 	if !tasks.ValidPeriod(period) {
-		writeJSON(w, http.StatusBadRequest, errorBody("not a period"))
+		WriteJSON(w, http.StatusBadRequest, errorBody("not a period"))
 		return
 	}
 	run, err := s.deps.Store.DigestRun(r.Context(), period)
 	if errors.Is(err, store.ErrNoRun) {
-		writeJSON(w, http.StatusNotFound, errorBody("no digest run for "+period))
+		WriteJSON(w, http.StatusNotFound, errorBody("no digest run for "+period))
 		return
 	}
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	WriteJSON(w, http.StatusOK, run)
 }

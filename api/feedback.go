@@ -38,22 +38,22 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 		if err != nil {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
+			WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
 			return
 		}
 		events, err := wh.Events(r, body)
 		if errors.Is(err, feedback.ErrUnauthorized) {
 			s.deps.Log.Warn("webhook refused", "source", source, "err", err.Error())
-			writeJSON(w, http.StatusUnauthorized, errorBody("not verified"))
+			WriteJSON(w, http.StatusUnauthorized, errorBody("not verified"))
 			return
 		}
 		if errors.Is(err, feedback.ErrUnavailable) {
 			s.deps.Log.Error("webhook: could not check the request", "source", source, "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
+			WriteJSON(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
 			return
 		}
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 			return
 		}
 		for _, ev := range events {
@@ -68,7 +68,7 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 			_, err = s.deps.Queue.EnqueueContext(r.Context(), task)
 			if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
 				s.deps.Log.Error("webhook: could not queue an event", "source", source, "err", err)
-				writeJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
+				WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
 				return
 			}
 		}
@@ -79,7 +79,7 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 				}
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]int{"queued": len(events)})
+		WriteJSON(w, http.StatusOK, map[string]int{"queued": len(events)})
 	}
 }
 
@@ -117,7 +117,7 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := store.Status(q.Get("reason"))
 	if status != "" && status != store.Bounced && status != store.Complained {
-		writeJSON(w, http.StatusBadRequest, errorBody("reason must be bounced or complained"))
+		WriteJSON(w, http.StatusBadRequest, errorBody("reason must be bounced or complained"))
 		return
 	}
 	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
@@ -129,12 +129,12 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 		limit, lerr = 100, nil
 	}
 	if err != nil || after < 0 || lerr != nil || limit < 1 || limit > 1000 {
-		writeJSON(w, http.StatusBadRequest, errorBody("after is a subscriber id; limit 1 to 1000"))
+		WriteJSON(w, http.StatusBadRequest, errorBody("after is a subscriber id; limit 1 to 1000"))
 		return
 	}
 	subs, err := s.deps.Store.Suppressed(r.Context(), status, after, limit)
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	out := struct {
@@ -148,27 +148,27 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 	if len(subs) == limit {
 		out.Next = subs[len(subs)-1].ID
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // liftSuppression handles DELETE /api/suppressions/{email}.
 func (s *Server) liftSuppression(w http.ResponseWriter, r *http.Request) {
 	email, err := address.Normalize(r.PathValue("email"))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	sub, err := s.deps.Store.LiftSuppression(r.Context(), email)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 	case errors.Is(err, store.ErrNotSuppressed):
-		writeJSON(w, http.StatusConflict, errorBody(email+" is not suppressed"))
+		WriteJSON(w, http.StatusConflict, errorBody(email+" is not suppressed"))
 	case err != nil:
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Log.Warn("suppression lifted by hand", "subscriber", sub.ID, "domain", address.Domain(email), "now", sub.Status)
 		s.noteSubscriber(r, audit.SuppressionLifted, email, "now "+string(sub.Status))
-		writeJSON(w, http.StatusOK, viewOf(sub))
+		WriteJSON(w, http.StatusOK, viewOf(sub))
 	}
 }

@@ -77,7 +77,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (store.IssueC
 	in, err := decodeJSON(r.Body, issueFields)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
+		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
 		return store.IssueContent{}, false
 	}
 	if err != nil {
@@ -85,7 +85,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (store.IssueC
 		if !errors.As(err, &fe) {
 			err = errors.New("unreadable body")
 		}
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return store.IssueContent{}, false
 	}
 	c := store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
@@ -207,16 +207,16 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 	var bad *IssueInputError
 	switch {
 	case errors.As(err, &bad):
-		writeJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 	case errors.Is(err, ErrIssueTooLarge):
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
-		writeJSON(w, http.StatusNotFound, errorBody("no such issue"))
+		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
 	case errors.Is(err, store.ErrIssueState):
-		writeJSON(w, http.StatusConflict, errorBody(err.Error()))
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what))
 	}
 }
 
@@ -231,27 +231,27 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueCreated, audit.Issue(is.ID), is.Slug)
-	writeJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
+	WriteJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
 }
 
 func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !slices.Contains(store.IssueStatuses, status) {
-		writeJSON(w, http.StatusBadRequest, errorBody("status: one of "+strings.Join(store.IssueStatuses, ", ")))
+		WriteJSON(w, http.StatusBadRequest, errorBody("status: one of "+strings.Join(store.IssueStatuses, ", ")))
 		return
 	}
 	after, limit := int64(0), 20
 	var err error
 	if v := q.Get("after"); v != "" {
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			writeJSON(w, http.StatusBadRequest, errorBody("after: an issue id"))
+			WriteJSON(w, http.StatusBadRequest, errorBody("after: an issue id"))
 			return
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxIssuePage {
-			writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxIssuePage)))
+			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxIssuePage)))
 			return
 		}
 	}
@@ -264,7 +264,7 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	if len(list) == limit {
 		out["next"] = strconv.FormatInt(list[len(list)-1].ID, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // issueOf loads the issue of the route's {id}; it answers a bad or
@@ -272,7 +272,7 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 func (s *Server) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		writeJSON(w, http.StatusNotFound, errorBody("no such issue"))
+		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
 		return store.Issue{}, false
 	}
 	is, err := s.deps.Issues.Issue(r.Context(), id)
@@ -285,7 +285,7 @@ func (s *Server) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, b
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	if is, ok := s.issueOf(w, r); ok {
-		writeJSON(w, http.StatusOK, is)
+		WriteJSON(w, http.StatusOK, is)
 	}
 }
 
@@ -295,7 +295,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !store.Editable(is.Status) {
-		writeJSON(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
+		WriteJSON(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
 		return
 	}
 	c, ok := s.issueBody(w, r)
@@ -308,7 +308,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
-	writeJSON(w, http.StatusOK, is)
+	WriteJSON(w, http.StatusOK, is)
 }
 
 func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
@@ -319,12 +319,12 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	ct, body, err := PreviewIssue(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
 	var bad *IssueInputError
 	if errors.As(err, &bad) {
-		writeJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("preview issue", "issue", is.ID, "err", err)
-		writeJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
+		WriteJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
 		return
 	}
 	w.Header().Set("Content-Type", ct)
@@ -365,16 +365,16 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	emails, err := CheckTestEmails(in["emails"])
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err := s.deps.IssueRenderer.SendTest(r.Context(), is, emails); err != nil {
 		s.deps.Log.Error("test-send issue", "issue", is.ID, "err", err)
-		writeJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
+		WriteJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
 		return
 	}
 	s.note(r, audit.IssueTestSent, audit.Issue(is.ID), fmt.Sprintf("to %d addresses", len(emails)))
-	writeJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
+	WriteJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
 }
 
 func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
@@ -393,7 +393,7 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueSent, audit.Issue(is.ID), req.Detail())
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
+	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
 }
 
 // issueAction handles POST /api/issues/{id}/pause, resume and cancel.
@@ -409,7 +409,7 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 			return
 		}
 		s.note(r, IssueActionAudit(action), audit.Issue(is.ID), "")
-		writeJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
+		WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
 }
 
@@ -462,7 +462,7 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "count the issue", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	WriteJSON(w, http.StatusOK, p)
 }
 
 // CheckTestEmails is the one check of a test send's addresses, for the

@@ -53,24 +53,24 @@ type subscriberPage struct {
 func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	page, err := s.deps.Store.ListSubscribers(r.Context(), q)
 	if errors.Is(err, store.ErrBadQuery) {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("list subscribers: store", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
 		return
 	}
 	out := subscriberPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next}
 	for i, sub := range page.Subscribers {
 		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // QueryError says what is wrong with a list's query string.
@@ -124,7 +124,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	if d := r.URL.Query().Get("days"); d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 0 || n > store.MaxStatsDays {
-			writeJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
+			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
 			return
 		}
 		days = n
@@ -132,10 +132,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := s.deps.Store.Stats(r.Context(), days)
 	if err != nil {
 		s.deps.Log.Error("stats: store", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	WriteJSON(w, http.StatusOK, st)
 }
 
 // PersonalExport is the export's JSON: everything held about one person.
@@ -148,7 +148,7 @@ type PersonalExport struct {
 func pathAddress(w http.ResponseWriter, r *http.Request) (string, bool) {
 	email, err := address.Normalize(r.PathValue("email"))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return "", false
 	}
 	return email, true
@@ -162,16 +162,16 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	pd, err := s.Export(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("export: store", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
 		return
 	}
 	s.noteSubscriber(r, audit.SubscriberExport, email, "")
-	writeExport(w, pd, false)
+	WriteExport(w, pd, "")
 }
 
 // Export gathers everything held about the person with address email
@@ -186,14 +186,15 @@ func (s *Server) Export(ctx context.Context, email string) (PersonalExport, erro
 	return PersonalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd}, nil
 }
 
-// writeExport answers the export, as a file to save when download is set.
-func writeExport(w http.ResponseWriter, pd PersonalExport, download bool) {
+// WriteExport answers the export, as a file named filename to save when
+// filename is not "" (the console's export answers through it too).
+func WriteExport(w http.ResponseWriter, pd PersonalExport, filename string) {
 	// Personal data: no cache along the way may keep a copy.
 	w.Header().Set("Cache-Control", "no-store")
-	if download {
-		w.Header().Set("Content-Disposition", `attachment; filename="newsletter-personal-data.json"`)
+	if filename != "" {
+		w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 	}
-	writeJSON(w, http.StatusOK, pd)
+	WriteJSON(w, http.StatusOK, pd)
 }
 
 // eraseSubscriber handles DELETE /api/subscribers/{email}.
@@ -204,12 +205,12 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.Erase(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("erase: store", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
 		return
 	}
 	s.noteSubscriber(r, audit.SubscriberErased, email, "")
@@ -269,7 +270,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.noteSelf(r, audit.SubscriberExport, sub.Email)
-	writeExport(w, pd, true)
+	WriteExport(w, pd, "newsletter-personal-data.json")
 }
 
 // preferencesErase handles POST /preferences/erase: the first post (from
@@ -283,7 +284,7 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.get("confirm") != "yes" {
 		if wantsJSON(r) {
-			writeJSON(w, http.StatusBadRequest, errorBody(`erasing cannot be undone: send "confirm": "yes" to erase`))
+			WriteJSON(w, http.StatusBadRequest, errorBody(`erasing cannot be undone: send "confirm": "yes" to erase`))
 			return
 		}
 		renderPage(w, http.StatusOK, "erase", pageData{Title: "Erase your data", Email: sub.Email, Token: tok})
@@ -299,7 +300,7 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 		s.noteSelf(r, audit.SubscriberErased, sub.Email)
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "erased"})
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "erased"})
 		return
 	}
 	message(w, http.StatusOK, "Your data is erased",

@@ -160,7 +160,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, viewOf(sub))
+		WriteJSON(w, http.StatusOK, viewOf(sub))
 		return
 	}
 	s.renderPreferences(w, http.StatusOK, tok, sub, "Saved.")
@@ -169,7 +169,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 // left answers a person who left everything.
 func (s *Server) left(w http.ResponseWriter, r *http.Request, email string) {
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]string{"email": email, "status": string(store.Unsubscribed)})
+		WriteJSON(w, http.StatusOK, map[string]string{"email": email, "status": string(store.Unsubscribed)})
 		return
 	}
 	message(w, http.StatusOK, "You are unsubscribed", "We will not send any more mail to "+email+".")

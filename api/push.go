@@ -118,7 +118,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusCreated, map[string]string{"status": "subscribed", "endpoint": sub.Endpoint})
+		WriteJSON(w, http.StatusCreated, map[string]string{"status": "subscribed", "endpoint": sub.Endpoint})
 		return
 	}
 	message(w, http.StatusCreated, "Notifications on", "This browser will show a notification when something new comes out.")

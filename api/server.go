@@ -262,7 +262,9 @@ func wantsJSON(r *http.Request) bool {
 	return ct == "application/json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json")
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON answers v as JSON with status code (the console answers its
+// JSON through it too).
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone mid-body has nothing to hear
@@ -273,7 +275,7 @@ func errorBody(msg string) map[string]string { return map[string]string{"error":
 // fail answers an error as JSON or as a page.
 func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	if wantsJSON(r) {
-		writeJSON(w, code, errorBody(msg))
+		WriteJSON(w, code, errorBody(msg))
 		return
 	}
 	message(w, code, http.StatusText(code), msg)

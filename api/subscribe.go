@@ -120,7 +120,7 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, 
 		status = "active"
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
+		WriteJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
 		return
 	}
 	if !active {

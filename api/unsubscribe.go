@@ -143,7 +143,7 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 		if topic != "" {
 			body["topic"] = topic
 		}
-		writeJSON(w, http.StatusAccepted, body)
+		WriteJSON(w, http.StatusAccepted, body)
 	case topic != "":
 		message(w, http.StatusAccepted, "You are unsubscribed from "+s.topicName(topic),
 			"We will not send "+s.topicName(topic)+" to "+whom+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
@@ -215,7 +215,7 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "link sent"})
+		WriteJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "link sent"})
 		return
 	}
 	message(w, http.StatusAccepted, "Check your inbox",

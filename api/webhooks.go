@@ -65,29 +65,29 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 		msg = "the URL must be at most 2048 characters, without spaces or line breaks"
 	}
 	if msg != "" {
-		writeJSON(w, http.StatusBadRequest, errorBody(msg))
+		WriteJSON(w, http.StatusBadRequest, errorBody(msg))
 		return
 	}
 	if _, err := s.cfg.Endpoints.CheckURL(r.Context(), raw); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	hook, err := s.deps.Store.AddWebhook(r.Context(), store.Webhook{
 		ID: newWebhookID(), URL: raw, Events: events, Secret: webhook.NewSecret(),
 	})
 	if errors.Is(err, store.ErrTooManyWebhooks) {
-		writeJSON(w, http.StatusConflict, errorBody(err.Error()))
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("webhooks: store", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("could not store the endpoint, please retry"))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the endpoint, please retry"))
 		return
 	}
 	s.deps.Notify.Forget()
 	s.deps.Log.Info("webhooks: endpoint registered", "endpoint", hook.ID, "events", strings.Join(hook.Events, ","))
 	s.note(r, audit.WebhookAdded, "webhook:"+hook.ID, strings.Join(hook.Events, ","))
-	writeJSON(w, http.StatusCreated, struct {
+	WriteJSON(w, http.StatusCreated, struct {
 		webhookView
 		Secret string `json:"secret"`
 	}{webhookViewOf(hook), hook.Secret})
@@ -128,7 +128,7 @@ func newWebhookID() string {
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	list, err := s.deps.Store.ListWebhooks(r.Context())
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	out := struct {
@@ -137,7 +137,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	for _, h := range list {
 		out.Webhooks = append(out.Webhooks, webhookViewOf(h))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // deleteWebhook handles DELETE /api/webhooks/{id}: 204; its waiting
@@ -146,9 +146,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeleteWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		writeJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint removed", "endpoint", r.PathValue("id"))
@@ -163,13 +163,13 @@ func (s *Server) enableWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.deps.Store.EnableWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		writeJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		writeJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint enabled", "endpoint", hook.ID)
 		s.note(r, audit.WebhookEnabled, "webhook:"+hook.ID, "")
-		writeJSON(w, http.StatusOK, webhookViewOf(hook))
+		WriteJSON(w, http.StatusOK, webhookViewOf(hook))
 	}
 }

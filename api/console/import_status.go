@@ -3,6 +3,8 @@ package console
 import (
 	"errors"
 	"net/http"
+
+	"github.com/newsletter/newsletter/api"
 )
 
 // showImportStatus is GET /admin/import/{job}: the progress bar and the
@@ -19,7 +21,7 @@ func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, s)
+		api.WriteJSON(w, http.StatusOK, s)
 		return
 	}
 	refresh := 0

@@ -1,6 +1,10 @@
 package console
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/newsletter/newsletter/api"
+)
 
 // issueProgress is GET /admin/issues/{id}/progress: the counts of GET
 // /api/issues/{id}/progress, for the page's script to poll.
@@ -14,5 +18,5 @@ func (h *Handler) issueProgress(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	api.WriteJSON(w, http.StatusOK, p)
 }

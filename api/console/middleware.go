@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
@@ -86,7 +87,7 @@ func (h *Handler) live(ctx context.Context, tokenHash string) (Principal, bool, 
 // page read returns to where it was, a form or a script's read does not.
 func (h *Handler) toLogin(w http.ResponseWriter, r *http.Request) {
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in again"})
+		api.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in again"})
 		return
 	}
 	target := "/admin/login"

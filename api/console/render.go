@@ -2,7 +2,6 @@ package console
 
 import (
 	"embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/api"
 )
 
 //go:embed templates/*.html
@@ -144,7 +145,7 @@ var notices = map[string]string{
 // layout.
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, code int, title, msg string) {
 	if wantsJSON(r) {
-		writeJSON(w, code, map[string]string{"error": msg})
+		api.WriteJSON(w, code, map[string]string{"error": msg})
 		return
 	}
 	h.render(w, r, code, "error", page{Title: title, Error: msg})
@@ -156,12 +157,6 @@ func (h *Handler) storeAway(w http.ResponseWriter, r *http.Request, err error) {
 	h.d.Log.Error("console: the store failed", "path", r.URL.Path, "err", err)
 	h.errorPage(w, r, http.StatusServiceUnavailable, "Redis is not answering",
 		"The console cannot reach its database (Redis) just now, so nothing was read or changed. Try again in a moment; if it lasts, check Redis and /healthz.")
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone mid-body has nothing to hear
 }
 
 // done redirects after a successful form to path with a notice.

@@ -1,10 +1,10 @@
 package console
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -31,14 +31,6 @@ func (h *Handler) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	body, err := json.MarshalIndent(data, "", "  ")
-	if err != nil {
-		h.d.Log.Error("console: export not encoded", "subscriber", sub.ID, "err", err)
-		h.errorPage(w, r, http.StatusInternalServerError, "Not exported", "The export could not be written; nothing was sent.")
-		return
-	}
 	h.record(r, audit.SubscriberExport, h.person(sub), "")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="subscriber-`+itoa(sub.ID)+`.json"`)
-	_, _ = w.Write(append(body, '\n')) // a client gone mid-body has nothing to hear
+	api.WriteExport(w, data, "subscriber-"+itoa(sub.ID)+".json")
 }
