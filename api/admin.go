@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -29,9 +28,8 @@ func timePtr(t time.Time) *time.Time {
 
 // getSubscriber handles GET /api/subscribers/{email}.
 func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
-	email, err := address.Normalize(r.PathValue("email"))
-	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+	email, ok := pathAddress(w, r)
+	if !ok {
 		return
 	}
 	sub, err := s.deps.Store.Get(r.Context(), email)

@@ -153,9 +153,8 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 
 // liftSuppression handles DELETE /api/suppressions/{email}.
 func (s *Server) liftSuppression(w http.ResponseWriter, r *http.Request) {
-	email, err := address.Normalize(r.PathValue("email"))
-	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+	email, ok := pathAddress(w, r)
+	if !ok {
 		return
 	}
 	sub, err := s.deps.Store.LiftSuppression(r.Context(), email)

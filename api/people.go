@@ -73,49 +73,36 @@ func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, out)
 }
 
-// QueryError says what is wrong with a list's query string.
-type QueryError struct{ Msg string }
-
-func (e *QueryError) Error() string { return e.Msg }
-
 // ParseSubscriberQuery reads a subscriber list's query string (status,
-// topic, after, limit; the API's and the console's): a *QueryError says
-// what is wrong with it.
-func ParseSubscriberQuery(v url.Values, set *topics.Set) (store.SubscriberQuery, error) {
-	q, msg := parseSubscriberQuery(v, set)
-	if msg != "" {
-		return q, &QueryError{Msg: msg}
-	}
-	return q, nil
-}
-
-func parseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuery, msg string) {
+// topic, after, limit; the API's and the console's); its error says what
+// is wrong with it, for a 400.
+func ParseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuery, err error) {
 	q = store.SubscriberQuery{Status: store.Status(v.Get("status")), Topic: v.Get("topic"), Limit: DefaultSubscriberPage}
 	if q.Status != "" && !q.Status.Valid() {
 		names := make([]string, len(store.Statuses))
 		for i, st := range store.Statuses {
 			names[i] = string(st)
 		}
-		return q, fmt.Sprintf("unknown status %q: want one of %s", q.Status, strings.Join(names, ", "))
+		return q, fmt.Errorf("unknown status %q: want one of %s", q.Status, strings.Join(names, ", "))
 	}
 	if _, ok := set.Topic(q.Topic); q.Topic != "" && !ok {
-		return q, fmt.Sprintf("unknown topic %q: want one of %s", q.Topic, strings.Join(set.IDs(), ", "))
+		return q, fmt.Errorf("unknown topic %q: want one of %s", q.Topic, strings.Join(set.IDs(), ", "))
 	}
 	if a := v.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || n < 0 {
-			return q, "after: want the id of the previous page's last subscriber (a whole number, 0 or more)"
+			return q, errors.New("after: want the id of the previous page's last subscriber (a whole number, 0 or more)")
 		}
 		q.After = n
 	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxSubscriberPage {
-			return q, fmt.Sprintf("limit: want 1 to %d", store.MaxSubscriberPage)
+			return q, fmt.Errorf("limit: want 1 to %d", store.MaxSubscriberPage)
 		}
 		q.Limit = n
 	}
-	return q, ""
+	return q, nil
 }
 
 // stats handles GET /api/stats?days=: the console overview's figures.

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/store"
@@ -260,6 +258,4 @@ func TestImportShowsProgressAndRejectedLines(t *testing.T) {
 	poll.True(t, poll.BusyMachine, "the import's audit entry", func() bool {
 		return len(e.audit.actions()) > 0 && e.audit.actions()[0] == "alice subscribers.imported"
 	})
-	_ = io.Discard
-	_ = time.Second
 }

@@ -17,13 +17,12 @@ const chartDays = 90
 const runsShown = 5
 
 type overviewData struct {
-	Stats      *store.Stats
-	Statuses   []statusCount
-	Topics     []topicCount
-	Chart      template.HTML
-	Runs       []run
-	Queues     []queueHealth
-	QueueError string
+	Stats    *store.Stats
+	Statuses []statusCount
+	Topics   []topicCount
+	Chart    template.HTML
+	Runs     []run
+	Queues   []queueHealth
 }
 
 type statusCount struct {
@@ -42,17 +41,6 @@ type topicCount struct {
 type run struct {
 	Issue    store.Issue
 	Progress store.IssueProgress
-}
-
-// BounceRate and ComplaintRate are per mail sent.
-func (r run) BounceRate() float64    { return rate(r.Progress.Bounces, r.Progress.Sent) }
-func (r run) ComplaintRate() float64 { return rate(r.Progress.Complaints, r.Progress.Sent) }
-
-func rate(n, of int64) float64 {
-	if of <= 0 {
-		return 0
-	}
-	return float64(n) / float64(of)
 }
 
 type queueHealth struct {

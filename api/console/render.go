@@ -59,14 +59,6 @@ var funcs = template.FuncMap{
 	},
 	"num":  func(n int64) string { return groupDigits(n) },
 	"join": strings.Join,
-	"contains": func(list []string, s string) bool {
-		for _, x := range list {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	},
 }
 
 // groupDigits writes n with thin spaces between thousands (1 234 567).
