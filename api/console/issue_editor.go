@@ -23,7 +23,6 @@ type editorData struct {
 	Editable              bool
 	Progress              *store.IssueProgress
 	MaxTest               int
-	Actions               []string
 }
 
 // topicBox is one topic's checkbox.
@@ -73,7 +72,7 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
 	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
-		MaxTest: api.MaxTestEmails, Actions: api.IssueActions}
+		MaxTest: api.MaxTestEmails}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
 	refresh := 0
 	if is.ID != 0 && is.Status != store.IssueDraft {

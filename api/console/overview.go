@@ -82,7 +82,10 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, is := range issues {
-		if is.Status == store.IssueDraft || is.Status == store.IssueScheduled || len(d.Runs) == runsShown {
+		if len(d.Runs) == runsShown {
+			break
+		}
+		if is.Status == store.IssueDraft || is.Status == store.IssueScheduled {
 			continue
 		}
 		p, err := h.d.Store.IssueProgress(ctx, is.ID)

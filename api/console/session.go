@@ -97,21 +97,21 @@ func (h *Handler) cookieName() string {
 }
 
 func (h *Handler) setCookie(w http.ResponseWriter, id string) {
-	c := &http.Cookie{Name: h.cookieName(), Value: id, Path: "/", HttpOnly: true, Secure: h.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(h.cfg.SessionTTL.Seconds())}
+	http.SetCookie(w, h.cookie(id, int(h.cfg.SessionTTL.Seconds())))
+}
+
+func (h *Handler) clearCookie(w http.ResponseWriter) { http.SetCookie(w, h.cookie("", -1)) }
+
+// cookie is the session cookie with value, kept maxAge seconds (-1:
+// delete it now).
+func (h *Handler) cookie(value string, maxAge int) *http.Cookie {
+	c := &http.Cookie{Name: h.cookieName(), Value: value, Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: maxAge}
 	if !h.secure {
 		// Without __Host- the cookie may be narrowed to the console.
 		c.Path = "/admin/"
 	}
-	http.SetCookie(w, c)
-}
-
-func (h *Handler) clearCookie(w http.ResponseWriter) {
-	c := &http.Cookie{Name: h.cookieName(), Value: "", Path: "/", HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteStrictMode, MaxAge: -1}
-	if !h.secure {
-		c.Path = "/admin/"
-	}
-	http.SetCookie(w, c)
+	return c
 }
 
 func (h *Handler) sessionID(r *http.Request) string {
