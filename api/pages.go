@@ -44,7 +44,7 @@ var pages = map[string]*template.Template{}
 
 func init() {
 	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences", "erase"} {
-		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/"+name+".html"))
+		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/datarequests.html", "pages/"+name+".html"))
 	}
 }
 
