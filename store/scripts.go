@@ -51,28 +51,30 @@ local function ixloc(email)
   local h = redis.sha1hex(email)
   return INDEX .. (tonumber(h:sub(1, 4), 16) %% 16384), h:sub(5, 16)
 end
+-- unpackrec also keeps the status the record was stored with (r.was), so
+-- that save knows which status bit to move without reading the record
+-- again: every script that saves a record read it first. packrec joins
+-- only fields 1 to 7, so r.was is never stored.
 local function unpackrec(v)
   local r = {}
   for f in (v .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do r[#r + 1] = f end
+  r.was = r[1]
   return r
 end
 local function packrec(r) return table.concat(r, SEP, 1, 7) end
 -- save writes a record and moves its bit between the status bitmaps
 -- (statuskey) when its status changed: every status change goes through
--- here, so the bitmaps list the subscribers by status exactly. fresh: the
--- id was just taken from the counter, so there is no old record to read.
-local function save(id, r, fresh)
-  local k = subkey(id)
-  local was = nil
-  if not fresh then
-    local old = redis.call('HGET', k, id)
-    was = old and old:sub(1, 1)
-  end
-  if was ~= r[1] then
-    if was then redis.call('SETBIT', statuskey(was), id, 0) end
+-- here, so the bitmaps list the subscribers by status exactly, the active
+-- one (ACTIVE) included. r.was is the status stored before (unpackrec);
+-- nil for a record built by hand, which must be one that is not stored
+-- yet (a new id, or a layout-1 subscriber being moved).
+local function save(id, r)
+  if r.was ~= r[1] then
+    if r.was then redis.call('SETBIT', statuskey(r.was), id, 0) end
     redis.call('SETBIT', statuskey(r[1]), id, 1)
   end
-  redis.call('HSET', k, id, packrec(r))
+  redis.call('HSET', subkey(id), id, packrec(r))
+  r.was = r[1]
 end
 -- consent records how a subscription came in (src: form, import, api;
 -- "" keeps the one recorded) and when it was asked for (base 36 ms).
@@ -114,7 +116,6 @@ local function migrate(id)
   local r = {CODES[h.s] or 'p', b36(h.c), b36(h.cf), b36(h.u), h.e, h.n or '', h.tz or ''}
   save(id, r)
   index(h.e, id)
-  if r[1] == 'a' then redis.call('SETBIT', ACTIVE, id, 1) end
   redis.call('DEL', key)
   redis.call('HDEL', V1INDEX, h.e)
   redis.call('ZREM', V1ACTIVE, id)
@@ -207,7 +208,7 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 // writes the outbox entry of the mail that the change calls for.
 //
 //	KEYS[1]  keySeq        id counter
-//	KEYS[2]  keyActiveSet  bitmap of active ids
+//	KEYS[2]  keyActiveSet  bitmap of active ids (declared: save writes it as ACTIVE)
 //	KEYS[3]  keyOutbox     hash outbox id -> body
 //	KEYS[4]  keyOutboxDue  zset outbox id by due time
 //	KEYS[5]  the mailbox's confirmation cooldown (holdKeys)
@@ -297,12 +298,11 @@ if ARGV[2] ~= '' then r[6] = ARGV[2] end
 if ARGV[3] ~= '' then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
   r[1], r[3] = 'a', ARGV[4]
-  redis.call('SETBIT', KEYS[2], id, 1)
   if ARGV[6] ~= '' then redis.call('ZADD', ONBOARD, ARGV[14], id) end
 else
   r[1] = 'p'
 end
-save(id, r, fresh)
+save(id, r)
 settopics(id, ARGV[12], ARGV[13], fresh)
 consent(id, ARGV[17], ARGV[4])
 count(ARGV[17] == 'import' and 'import' or 'signup')
@@ -318,7 +318,7 @@ return {'ok', id, packrec(r), ARGV[13], '0'}
 // and topics apply now, and it leaves the suppression list), and writes
 // the welcome's outbox entry.
 //
-//	KEYS[1]  keyActiveSet
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
 //	KEYS[2]  keyOutbox
 //	KEYS[3]  keyOutboxDue
 //	ARGV[1]  email
@@ -359,7 +359,6 @@ elseif r[1] ~= 'p' then
 end
 r[1], r[3] = 'a', ARGV[2]
 save(id, r)
-redis.call('SETBIT', KEYS[1], id, 1)
 count('confirm')
 if ARGV[8] ~= '' then redis.call('SREM', ERASED, ARGV[8]) end
 if ARGV[3] ~= '' then
@@ -417,7 +416,7 @@ return {'ok', id, packrec(r), ''}
 // turns one off. No topic left ends the subscription, as endScript does
 // for 'u'; leaving the sequence's topic drops its outbox entries.
 //
-//	KEYS[1]  keyActiveSet
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
 //	KEYS[2]  keyOutbox
 //	KEYS[3]  keyOutboxDue
 //	ARGV[1]  email
@@ -453,7 +452,6 @@ if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
   count('unsubscribe')
-  redis.call('SETBIT', KEYS[1], id, 0)
   redis.call('DEL', PUSH .. id)
 end
 save(id, r)
@@ -852,7 +850,7 @@ return {code, id, packrec(r), tostring(soft), topicsof(id, ARGV[10])}
 // only its own confirmation brings it back. The suppression took the
 // topics away; the address made active again gets the default ones.
 //
-//	KEYS[1]  keyActiveSet
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //	ARGV[3]  the default topics, comma-separated
@@ -867,7 +865,6 @@ if not id then return {'notfound'} end
 if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r), topicsof(id, ARGV[2])} end
 if r[1] == 'b' and r[3] ~= '' then
   r[1], r[4] = 'a', ''
-  redis.call('SETBIT', KEYS[1], id, 1)
   settopics(id, ARGV[2], ARGV[3])
 else
   r[1] = 'u'
