@@ -825,6 +825,9 @@ if to then cancelreconfirm(id) end
 if to and r[1] ~= 'c' and r[1] ~= to then
   r[1], r[4] = to, ARGV[5]
   save(id, r)
+  -- save cleared the active bit only if the record was active; this
+  -- clears it whatever the status was, as endScript does: a suppressed id
+  -- must be in no audience even if a stray bit was left behind.
   redis.call('SETBIT', KEYS[1], id, 0)
   redis.call('ZADD', SUPP .. to, id, id)
   if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
@@ -1075,6 +1078,8 @@ for x in (redis.call('HGET', ix, f) or ''):gmatch('[^,]+') do
 end
 if #keep == 0 then redis.call('HDEL', ix, f) else redis.call('HSET', ix, f, table.concat(keep, ',')) end
 redis.call('SETBIT', statuskey(r[1]), id, 0)
+-- The active bit too, whatever the status (statuskey covers it only for
+-- an active record): an erased id must be in no audience.
 redis.call('SETBIT', ACTIVE, id, 0)
 redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
