@@ -42,10 +42,13 @@ local function statuskey(code)
   if code == 'a' then return ACTIVE end
   return STATUSPREFIX .. code
 end
+-- count sets the day's expiry only when a field is first counted (once
+-- per field a day): every count falls within the day the key names, so
+-- the key lives at least DAYTTL from that day's first count, longer than
+-- the overview looks back, without an EXPIRE on every count.
 local function count(field)
   if not DAY then return end
-  redis.call('HINCRBY', DAY, field, 1)
-  redis.call('EXPIRE', DAY, DAYTTL)
+  if redis.call('HINCRBY', DAY, field, 1) == 1 then redis.call('EXPIRE', DAY, DAYTTL) end
 end
 local function ixloc(email)
   local h = redis.sha1hex(email)
