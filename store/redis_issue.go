@@ -417,13 +417,18 @@ func issueMarkKeys(id int64) (sent, skipped, failed string) {
 		prefixOutcome + key + ":" + OutcomeSkipped, prefixOutcome + key + ":" + OutcomeFailed
 }
 
+// progressFields are the fields of an issue's hash that IssueProgress
+// reads: not its doc (the body, JSON), which DigestRun, on the sequence
+// sender's path for every mail, would otherwise fetch each time.
+var progressFields = []string{"status", "planned", "bounces", "complaints", "cursor", "maxcursor", "plandone", "round"}
+
 // IssueProgress implements Issues.
 func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, error) {
 	sentKey, skipKey, failKey := issueMarkKeys(id)
-	var h *redis.MapStringStringCmd
+	var h *redis.SliceCmd
 	var sent, skipped, failed *redis.IntCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		h = p.HGetAll(ctx, issueKey(id))
+		h = p.HMGet(ctx, issueKey(id), progressFields...)
 		sent = p.BitCount(ctx, sentKey, nil)
 		skipped = p.BitCount(ctx, skipKey, nil)
 		failed = p.BitCount(ctx, failKey, nil)
@@ -431,8 +436,15 @@ func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, err
 	}); err != nil {
 		return IssueProgress{}, fmt.Errorf("issue %d progress: %w", id, err)
 	}
-	f := h.Val()
-	if len(f) == 0 {
+	f := make(map[string]string, len(progressFields))
+	for i, v := range h.Val() {
+		if s, ok := v.(string); ok {
+			f[progressFields[i]] = s
+		}
+	}
+	// Every issue's hash has a status from its creation on, and no script
+	// writes to an issue without one: no status is no issue.
+	if _, ok := f["status"]; !ok {
 		return IssueProgress{}, ErrNoIssue
 	}
 	n := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
