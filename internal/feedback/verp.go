@@ -50,6 +50,11 @@ func (t *Tagger) mac(id, code string) string {
 	return hex.EncodeToString(m.Sum(nil)[:6])
 }
 
+// sign is the tag of subscriber s (base 36) with kind code: the one place
+// that lays a tag out, so Tag and IssueTag cannot drift from what Trace
+// reads back.
+func (t *Tagger) sign(s, code string) string { return s + "-" + code + "-" + t.mac(s, code) }
+
 // Tag is the tag of a mail of kind to subscriber id ("" without a kind or
 // an id).
 func (t *Tagger) Tag(id int64, kind string) string {
@@ -57,8 +62,7 @@ func (t *Tagger) Tag(id int64, kind string) string {
 	if t == nil || !ok || id <= 0 {
 		return ""
 	}
-	s := strconv.FormatInt(id, 36)
-	return s + "-" + code + "-" + t.mac(s, code)
+	return t.sign(strconv.FormatInt(id, 36), code)
 }
 
 // IssueTag is the tag of a mail of issue to subscriber id: the issue's
@@ -69,8 +73,7 @@ func (t *Tagger) IssueTag(id, issue int64) string {
 	if t == nil || id <= 0 || issue <= 0 {
 		return ""
 	}
-	s, code := strconv.FormatInt(id, 36), kindCodes["issue"]+strconv.FormatInt(issue, 36)
-	return s + "-" + code + "-" + t.mac(s, code)
+	return t.sign(strconv.FormatInt(id, 36), kindCodes["issue"]+strconv.FormatInt(issue, 36))
 }
 
 // Traced is what a tag says of the mail it was in.
