@@ -39,22 +39,36 @@ type issueDoc struct {
 	SentAt    time.Time `json:"sent_at,omitzero"`
 }
 
+// newIssueLua is the prelude of the scripts that make an issue, so that a
+// digest's issue is written exactly as one CreateIssue makes.
+//
+//	newissue(key, issues, slugs, id, doc, want)  writes the issue's hash
+//	    key (doc, status draft, version 1, round 1), id into issues
+//	    (keyIssues) and the slug (want, with -2, -3… until free) into
+//	    slugs (keyIssueSlugs); returns the slug
+const newIssueLua = `
+local function newissue(key, issues, slugs, id, doc, want)
+  local slug, n = want, 1
+  while redis.call('HSETNX', slugs, slug, id) == 0 do
+    n = n + 1
+    slug = want .. '-' .. n
+  end
+  redis.call('HSET', key, 'doc', doc, 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
+  redis.call('ZADD', issues, id, id)
+  return slug
+end
+`
+
 // createIssueScript stores a new draft under a free slug.
 //
 //	KEYS[1] the issue's hash   KEYS[2] keyIssues   KEYS[3] keyIssueSlugs
 //	ARGV[1] id   ARGV[2] doc (JSON)   ARGV[3] slug wanted
 //
 // Writes the hash (status draft, version 1), the id into keyIssues, the
-// slug (with -2, -3… until free) into keyIssueSlugs. Returns the slug.
-var createIssueScript = redis.NewScript(`
-local slug, n = ARGV[3], 1
-while redis.call('HSETNX', KEYS[3], slug, ARGV[1]) == 0 do
-  n = n + 1
-  slug = ARGV[3] .. '-' .. n
-end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
-return slug
+// slug (with -2, -3… until free) into keyIssueSlugs (newissue). Returns
+// the slug.
+var createIssueScript = redis.NewScript(newIssueLua + `
+return newissue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 `)
 
 // digestIssueScript makes a digest run's issue once.
@@ -67,18 +81,12 @@ return slug
 // and the id into the run's issue field, in one step: a crash can leave
 // neither an issue without its run nor a run pointing nowhere. Returns
 // the id, or 0 when there is no run.
-var digestIssueScript = redis.NewScript(`
+var digestIssueScript = redis.NewScript(newIssueLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local id = redis.call('HGET', KEYS[1], 'issue')
 if id then return tonumber(id) end
 id = redis.call('INCR', KEYS[2])
-local slug, n = ARGV[2], 1
-while redis.call('HSETNX', KEYS[4], slug, id) == 0 do
-  n = n + 1
-  slug = ARGV[2] .. '-' .. n
-end
-redis.call('HSET', ARGV[3] .. id, 'doc', ARGV[1], 'slug', slug, 'status', 'draft', 'version', 1, 'round', 1)
-redis.call('ZADD', KEYS[3], id, id)
+newissue(ARGV[3] .. id, KEYS[3], KEYS[4], id, ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[1], 'issue', id)
 return id
 `)
