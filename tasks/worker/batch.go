@@ -144,12 +144,7 @@ func (h *BatchSender) setOutcome(ctx context.Context, period, outcome string, id
 
 func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[time.Time][]int64) error {
 	for until, ids := range held {
-		// Its TaskID makes enqueueing it again after a lost answer a
-		// conflict, which is success.
-		_, err := awaitRedis(ctx, h.Deliver.away(), "deferral of quiet recipients", func(ctx context.Context) (*asynq.TaskInfo, error) {
-			return h.Queue.EnqueueContext(ctx, tasks.NewQuietDigestBatch(period, ids, until))
-		})
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err := enqueueOnce(ctx, h.Deliver.away(), h.Queue, tasks.NewQuietDigestBatch(period, ids, until)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 		h.log().Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())

@@ -246,8 +246,9 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	})
 }
 
-// enqueue puts the tasks in their queues, a few at a time. A TaskID
-// conflict is a task an earlier run queued: done.
+// enqueue puts the tasks in their queues, a few at a time, each waiting
+// out an outage (enqueueOnce: a TaskID conflict is a task an earlier run
+// queued, done).
 func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 	work := make(chan *asynq.Task)
 	errs := make(chan error, fanoutEnqueuers)
@@ -259,11 +260,8 @@ func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 				if first != nil {
 					continue
 				}
-				_, err := awaitRedis(ctx, h.away(), "enqueue of a channel task", func(ctx context.Context) (*asynq.TaskInfo, error) {
-					return h.Queue.EnqueueContext(ctx, t)
-				})
-				if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-					first = fmt.Errorf("fanout: enqueue %s: %w", t.Type(), err)
+				if err := enqueueOnce(ctx, h.away(), h.Queue, t); err != nil {
+					first = fmt.Errorf("fanout: %w", err)
 				}
 			}
 			errs <- first
@@ -327,10 +325,7 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, t *asynq.Task) error
 	for until, ids := range held {
 		later := p
 		later.IDs = ids
-		_, err := awaitRedis(ctx, h.away(), "deferral of quiet recipients", func(ctx context.Context) (*asynq.TaskInfo, error) {
-			return h.Queue.EnqueueContext(ctx, tasks.NewEventMail(later, until, true))
-		})
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewEventMail(later, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -363,17 +358,18 @@ func (h *FanoutSender) prepare(id string, shared mailer.Data) (*mailer.Prepared,
 // beside its mail: the planner stays the e-mail path, the fan-out walks
 // the same readers for their browsers only. Its TaskID makes planning
 // again (a retry, a resumed planner) queue it once per round, and its
-// marks skip whoever an earlier round notified.
+// marks skip whoever an earlier round notified. Like the planner's other
+// Redis steps it waits out an outage rather than hand the plan back.
 func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int) error {
 	n := push.IssueNotification(is.Subject, h.Links.ArchiveURL(is))
 	if n.URL == "" {
 		n.URL = h.Links.BaseURL
 	}
-	_, err := h.Queue.EnqueueContext(ctx, tasks.NewFanout(tasks.FanoutPayload{
+	err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewFanout(tasks.FanoutPayload{
 		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.now().UTC(),
 	}))
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue the issue's push fan-out: %w", err)
+	if err != nil {
+		return fmt.Errorf("the issue's push fan-out: %w", err)
 	}
 	return nil
 }

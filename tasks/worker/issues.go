@@ -154,18 +154,6 @@ func (h *IssueSender) content(ctx context.Context, id int64, st store.IssueStatu
 	return is, nil
 }
 
-// enqueue queues a task of the issue, waiting out an outage; a TaskID
-// conflict (queued already) is success.
-func (h *IssueSender) enqueue(ctx context.Context, task *asynq.Task) error {
-	_, err := awaitRedis(ctx, h.away(), "enqueue of "+task.Type(), func(ctx context.Context) (*asynq.TaskInfo, error) {
-		return h.Queue.EnqueueContext(ctx, task)
-	})
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue %s: %w", task.Type(), err)
-	}
-	return nil
-}
-
 func (h *IssueSender) log() *slog.Logger {
 	if h.Log != nil {
 		return h.Log
@@ -265,7 +253,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			if !at.IsZero() {
 				task = tasks.NewIssueBatch(is.ID, p.Round, part, at, true)
 			}
-			if err := h.enqueue(ctx, task); err != nil {
+			if err := enqueueOnce(ctx, h.away(), h.Queue, task); err != nil {
 				return err
 			}
 		}
@@ -543,7 +531,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		}
 	}
 	for until, ids := range held {
-		if err := h.enqueue(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
+		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}

@@ -128,11 +128,8 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 			h.log().Info("digest: planned", "period", p.Period, "cursor", cursor)
 			return h.advance(ctx, p.Period, cursor, 0, true)
 		}
-		_, err = awaitRedis(ctx, h.away(), "enqueue of a digest batch", func(ctx context.Context) (*asynq.TaskInfo, error) {
-			return h.Queue.EnqueueContext(ctx, tasks.NewDigestBatch(p.Period, ids))
-		})
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return fmt.Errorf("enqueue digest batch: %w", err)
+		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewDigestBatch(p.Period, ids)); err != nil {
+			return err
 		}
 		cursor = ids[len(ids)-1]
 		if err := h.advance(ctx, p.Period, cursor, len(ids), false); err != nil {

@@ -2,10 +2,15 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // DefaultRedisWait is how long a task's Redis step (pacing, claims, marks,
@@ -71,6 +76,21 @@ func awaitRedis[T any](ctx context.Context, w redisWait, what string, op func(co
 func untilRedis(ctx context.Context, w redisWait, what string, op func(context.Context) error) error {
 	_, err := awaitRedis(ctx, w, what, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) })
 	return err
+}
+
+// enqueueOnce queues task on q, waiting out an unreachable Redis as
+// awaitRedis does. Every task the worker queues has a TaskID, so sending
+// it again after an answer lost with the connection is safe, and the
+// asynq.ErrTaskIDConflict it then gets means an earlier attempt (or an
+// earlier run of the handler) queued it: success, not an error.
+func enqueueOnce(ctx context.Context, w redisWait, q tasks.Enqueuer, task *asynq.Task, opts ...asynq.Option) error {
+	_, err := awaitRedis(ctx, w, "enqueue of "+task.Type(), func(ctx context.Context) (*asynq.TaskInfo, error) {
+		return q.EnqueueContext(ctx, task, opts...)
+	})
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue %s: %w", task.Type(), err)
+	}
+	return nil
 }
 
 func (w redisWait) log() *slog.Logger {

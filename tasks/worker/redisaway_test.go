@@ -329,6 +329,37 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	}
 }
 
+// conflictQueue answers every enqueue as asynq does for a TaskID already
+// queued.
+type conflictQueue struct{ calls int }
+
+func (q *conflictQueue) EnqueueContext(context.Context, *asynq.Task, ...asynq.Option) (*asynq.TaskInfo, error) {
+	q.calls++
+	return nil, asynq.ErrTaskIDConflict
+}
+
+// TestEnqueueOnce: an enqueue that meets an unreachable Redis waits for it
+// and queues the task once; a TaskID conflict is a task queued already,
+// success; an outage past the bound is returned.
+func TestEnqueueOnce(t *testing.T) {
+	ctx := context.Background()
+	w := redisWait{For: 10 * time.Second, Log: discard}
+	o := newOutage(2)
+	q := &awayQueue{o: o}
+	if err := enqueueOnce(ctx, w, q, tasks.NewDigestBatch("p", []int64{1})); err != nil || len(q.tasks) != 1 || o.waited()["enqueue"] != 3 {
+		t.Fatalf("%v: %d tasks after %v", err, len(q.tasks), o.waited())
+	}
+	c := &conflictQueue{}
+	if err := enqueueOnce(ctx, w, c, tasks.NewDigestBatch("p", []int64{1})); err != nil || c.calls != 1 {
+		t.Fatalf("a conflict: %v after %d calls", err, c.calls)
+	}
+	down := &awayQueue{o: newOutage(-1)}
+	err := enqueueOnce(ctx, redisWait{For: 100 * time.Millisecond, Log: discard}, down, tasks.NewDigestBatch("p", []int64{1}))
+	if !errors.Is(err, syscall.ECONNREFUSED) || len(down.tasks) != 0 {
+		t.Fatalf("Redis down: %v, %d tasks", err, len(down.tasks))
+	}
+}
+
 // taskTypes names tasks by type, for failure messages.
 func taskTypes(ts []*asynq.Task) []string {
 	out := make([]string, len(ts))

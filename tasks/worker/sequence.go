@@ -250,11 +250,8 @@ func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i i
 		job = tasks.NewStep(sub.Email, st.Template, due)
 	}
 	// The step's TaskID makes scheduling it again after a lost answer a
-	// conflict, which is success.
-	_, err := awaitRedis(ctx, h.Deliver.away(), "schedule of step "+st.Template, func(ctx context.Context) (*asynq.TaskInfo, error) {
-		return h.Queue.EnqueueContext(ctx, job.Task, job.Options()...)
-	})
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+	// conflict, which is success (enqueueOnce).
+	if err := enqueueOnce(ctx, h.Deliver.away(), h.Queue, job.Task, job.Options()...); err != nil {
 		return fmt.Errorf("schedule step %s: %w", st.Template, err)
 	}
 	return nil
