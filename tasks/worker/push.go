@@ -170,29 +170,17 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 			h.count("dead")
 		default:
 			h.count("retry")
-			retry = firstErr(retry, &pushFailure{msg: err.Error(), wait: push.RetryAfter(err)})
+			retry = firstErr(retry, &deliveryFailure{msg: err.Error(), wait: push.RetryAfter(err)})
 		}
 	}
 	return retry
 }
 
-// pushFailure is a failed push as the task returns it: the text and the
-// Retry-After the service asked for. It keeps no link to the network
-// error underneath, which would read as "Redis is away" (not counted,
-// retried in seconds): a push service that times out is a failure,
-// retried on the lane's backoff.
-type pushFailure struct {
-	msg  string
-	wait time.Duration
-}
-
-func (e *pushFailure) Error() string { return e.msg }
-
 // RetryDelay is the push lane's asynq RetryDelayFunc: the lane's backoff,
 // or the push service's Retry-After when that is longer.
 func (h *PushSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	d := h.Retry.Delay(n, err, t)
-	var f *pushFailure
+	var f *deliveryFailure
 	if errors.As(err, &f) && f.wait > d {
 		return f.wait
 	}

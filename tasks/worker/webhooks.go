@@ -107,11 +107,12 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, t *asynq.Task) error 
 	return fmt.Errorf("webhook: %w", err)
 }
 
-// deliveryFailure is a failed delivery as the task returns it: the text of
-// what went wrong and the wait the endpoint asked for. It keeps no link to
-// the network error underneath, which would read as "Redis is away" (not
-// counted, retried in seconds): an endpoint that refuses connections is a
-// failure, retried on the backoff.
+// deliveryFailure is a failed delivery (a webhook post, a push) as the
+// task returns it: the text of what went wrong and the wait the endpoint
+// or push service asked for (Retry-After). It keeps no link to the network
+// error underneath, which would read as "Redis is away" (not counted,
+// retried in seconds): an endpoint that refuses connections, or a push
+// service that times out, is a failure, retried on the lane's backoff.
 type deliveryFailure struct {
 	msg  string
 	wait time.Duration
