@@ -109,18 +109,23 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
 
 // walk fans p out to the active readers of any of topicIDs, page by page.
 // It starts at the beginning every time: the fan-out marks skip whoever a
-// previous run did, at a bit per reader.
+// previous run did, at a bit per reader. Each read waits out a Redis
+// outage, as the issue planner's do: each topic's page on its own, so a
+// blip costs one page's read again, not the whole union's.
 func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string) error {
 	size := h.Page
 	if size <= 0 {
 		size = DefaultFanoutPage
 	}
+	audience := awaitingAudience{h.Store, h.away()}
 	var cursor int64
 	for {
 		if p.IssueID > 0 {
 			// A paused or cancelled issue notifies nobody more; a resume
 			// fans out again in its own round.
-			is, err := h.Store.IssueStatus(ctx, p.IssueID)
+			is, err := awaitRedis(ctx, h.away(), "read of the issue's status", func(ctx context.Context) (store.IssueStatus, error) {
+				return h.Store.IssueStatus(ctx, p.IssueID)
+			})
 			if errors.Is(err, store.ErrNoIssue) {
 				return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 			}
@@ -132,9 +137,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 				return nil
 			}
 		}
-		ids, err := awaitRedis(ctx, h.away(), "read of the audience", func(ctx context.Context) ([]int64, error) {
-			return audienceAny(ctx, h.Store, topicIDs, cursor, size)
-		})
+		ids, err := audienceAny(ctx, audience, topicIDs, cursor, size)
 		if err != nil {
 			return err
 		}

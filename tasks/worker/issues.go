@@ -292,7 +292,7 @@ type audienceReader interface {
 }
 
 // awaitingAudience reads pages of audiences waiting out a Redis outage,
-// as every other step of the issue planner does.
+// as every other step of the issue planner (and of the fan-out) does.
 type awaitingAudience struct {
 	s audienceReader
 	w redisWait
