@@ -215,17 +215,15 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 			}, h.now(), false))
 		}
 	}
-	// Push: one task per reader with a browser (an issue's readers here
-	// all have one).
-	have := make([]bool, len(todo))
-	if p.IssueID > 0 {
-		for i := range have {
-			have[i] = true
+	// Push: one task per reader with a browser. An issue's ids were cut
+	// to those above, so only an event's are looked up here.
+	var have []bool
+	if p.IssueID == 0 {
+		if have, err = awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
+			return h.Store.HavePushSubscriptions(ctx, todo)
+		}); err != nil {
+			return err
 		}
-	} else if have, err = awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
-		return h.Store.HavePushSubscriptions(ctx, todo)
-	}); err != nil {
-		return err
 	}
 	topicsOf := p.Topics
 	switch {
@@ -235,7 +233,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		topicsOf = []string{p.Topic}
 	}
 	for i, id := range todo {
-		if have[i] {
+		if p.IssueID > 0 || have[i] {
 			queue = append(queue, tasks.NewPush(tasks.PushPayload{
 				Key: key, SubscriberID: id, Topics: topicsOf, Title: p.Title, Body: p.Body, URL: p.URL,
 			}))
