@@ -108,6 +108,15 @@ func NewHandlers(d Deps) Handlers {
 	if fetcher == nil {
 		fetcher = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
 	}
+	pushes := NewPushSender(d.Store, d.Push, d.PushRetry, d.ClaimTTL, d.Metrics, d.Log)
+	if pushes != nil {
+		// The push lane waits out Redis as long as every other handler
+		// built from d. Set here rather than as an argument: the
+		// command's push lane calls NewPushSender too and has no
+		// RedisWait to give (it uses the default, as the command's
+		// other handlers do).
+		pushes.RedisWait = d.RedisWait
+	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{
@@ -139,7 +148,7 @@ func NewHandlers(d Deps) Handlers {
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
 			MailBatch: d.DigestBatch, Now: d.Now, Log: d.Log,
 		},
-		Push:    NewPushSender(d.Store, d.Push, d.PushRetry, d.ClaimTTL, d.Metrics, d.Log),
+		Push:    pushes,
 		Metrics: d.Metrics,
 	}
 }

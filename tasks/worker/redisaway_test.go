@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/memstore"
@@ -357,6 +358,22 @@ func TestEnqueueOnce(t *testing.T) {
 	err := enqueueOnce(ctx, redisWait{For: 100 * time.Millisecond, Log: discard}, down, tasks.NewDigestBatch("p", []int64{1}))
 	if !errors.Is(err, syscall.ECONNREFUSED) || len(down.tasks) != 0 {
 		t.Fatalf("Redis down: %v, %d tasks", err, len(down.tasks))
+	}
+}
+
+// nopPush is a push service that takes every notification.
+type nopPush struct{}
+
+func (nopPush) Send(context.Context, push.Subscription, []byte, push.Options) error { return nil }
+
+// TestPushWaitsOutRedisAsLong: the push lane built from Deps waits out
+// Redis for Deps.RedisWait, as every other handler does, not for the
+// default.
+func TestPushWaitsOutRedisAsLong(t *testing.T) {
+	h := NewHandlers(Deps{Store: memstore.New(), Push: nopPush{}, Log: discard, RedisWait: 7 * time.Second})
+	t.Cleanup(h.Close)
+	if h.Push == nil || h.Push.away().For != 7*time.Second {
+		t.Fatalf("push lane waits %v for Redis, want 7s", h.Push.away().For)
 	}
 }
 
