@@ -504,6 +504,10 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	var skipped []int64
 	var mails []Mail
 	held := map[time.Time][]int64{}
+	// The batch's readers get the issue as one of a few topics: each
+	// topic's mail is fetched from h.prepare once per batch, not once per
+	// reader under the lock every batch of the worker shares.
+	byTopic := map[string]preparedIssue{}
 	for i, s := range subs {
 		topic, has := IssueTopic(is, s)
 		switch until := h.Quiet.Until(s.Timezone, now); {
@@ -512,15 +516,20 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		case !until.IsZero():
 			held[until] = append(held[until], s.ID)
 		default:
-			stream, prep, err := h.prepare(is, topic)
-			if err != nil {
-				return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+			shared, ok := byTopic[topic]
+			if !ok {
+				stream, prep, err := h.prepare(is, topic)
+				if err != nil {
+					return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+				}
+				shared = preparedIssue{data: stream, prep: prep}
+				byTopic[topic] = shared
 			}
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(stream, s, topic),
-				Prepared: prep,
+				Data:     h.Links.To(shared.data, s, topic),
+				Prepared: shared.prep,
 				CountAs:  countAs,
 			})
 		}
