@@ -231,7 +231,10 @@ func TestIssueFanoutPushesReadersWithABrowserOnce(t *testing.T) {
 	}
 	marks := make([]store.Mark, 0, len(readers))
 	for _, e := range readers {
-		sub, _ := d.store.Get(ctx, e)
+		sub, err := d.store.Get(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
 		marks = append(marks, store.Mark{Kind: tasks.FanoutMarkKind, Key: p.Key(), SubscriberID: sub.ID, Shared: true})
 	}
 	done, err := d.store.SentMarks(ctx, marks)
