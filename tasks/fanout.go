@@ -87,12 +87,11 @@ func NewPersonEvent(id, email, title, url string, at time.Time) *asynq.Task {
 // EventMailPayload is the payload of TypeEventMail: a topic's event mailed
 // to a batch of its readers.
 type EventMailPayload struct {
-	ID    string    `json:"id"`
-	Topic string    `json:"topic"`
-	Title string    `json:"title"`
-	URL   string    `json:"url"`
-	At    time.Time `json:"at"`
-	IDs   []int64   `json:"ids"`
+	ID    string  `json:"id"`
+	Topic string  `json:"topic"`
+	Title string  `json:"title"`
+	URL   string  `json:"url"`
+	IDs   []int64 `json:"ids"`
 }
 
 // NewEventMail is a batch of a topic event's readers due at due (now, or

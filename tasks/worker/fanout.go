@@ -211,7 +211,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		}
 		for part := range slices.Chunk(todo, batch) {
 			queue = append(queue, tasks.NewEventMail(tasks.EventMailPayload{
-				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, At: p.At, IDs: part,
+				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, IDs: part,
 			}, h.now(), false))
 		}
 	}
