@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 )
 
 // Every body the API reads goes through readInput with the fields its
@@ -28,6 +29,11 @@ const (
 	// body the object itself or its JSON as a string, in a form the
 	// JSON text.
 	objectField
+	// countField is a whole number of at least 0, kept as its decimal
+	// text (in a form, that text).
+	countField
+	// flagField is true or false, kept as "true" or "false".
+	flagField
 )
 
 // fields are a route's body: each field's name and type.
@@ -169,6 +175,19 @@ func typed(name string, typ fieldType, raw []byte) ([]string, error) {
 			return nil, fieldError(fmt.Sprintf("field %q must be a string", name))
 		}
 		return []string{v}, nil
+	}
+	if typ == countField {
+		n, err := strconv.ParseUint(string(raw), 10, 53)
+		if err != nil {
+			return nil, fieldError(fmt.Sprintf("field %q must be a whole number", name))
+		}
+		return []string{strconv.FormatUint(n, 10)}, nil
+	}
+	if typ == flagField {
+		if v := string(raw); v == "true" || v == "false" {
+			return []string{v}, nil
+		}
+		return nil, fieldError(fmt.Sprintf("field %q must be true or false", name))
 	}
 	if typ == objectField {
 		if v, ok := str(raw); ok {

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // IssueRenderer renders and test-sends issues. The API never imports the
@@ -35,17 +32,13 @@ type IssueStore interface {
 	store.Issues
 }
 
-// The limits of an issue (the reference lists them).
-const (
-	MaxIssueBody    = 512 << 10
-	MaxIssueSubject = 200
-	MaxTestEmails   = 10
-	maxIssuePage    = 100
-)
+// maxIssuePage is the most issues one GET /api/issues answers.
+const maxIssuePage = 100
 
 var (
-	issueFields = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField}
-	sendFields  = fields{"at": textField, "local_time": textField}
+	issueFields = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField}
+	sendFields  = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
+	whenFields  = fields{"at": textField, "local_time": textField}
 	testFields  = fields{"emails": listField}
 )
 
@@ -53,6 +46,7 @@ func (s *Server) issueRoutes() {
 	if s.deps.Issues == nil {
 		return
 	}
+	s.issues = &issues.Service{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now}
 	// Readers of the issues (viewer) and their writers (editor), as
 	// the reference's table of roles says.
 	v := func(h http.HandlerFunc) http.Handler { return s.Viewer(h) }
@@ -64,21 +58,23 @@ func (s *Server) issueRoutes() {
 	s.mux.Handle("GET /api/issues/{id}/preview", v(s.previewIssue))
 	s.mux.Handle("POST /api/issues/{id}/test", e(s.testIssue))
 	s.mux.Handle("POST /api/issues/{id}/send", e(s.sendIssue))
-	for _, action := range IssueActions {
+	s.mux.Handle("GET /api/issues/{id}/audience", v(s.issueAudience))
+	for _, action := range issues.Actions {
 		s.mux.Handle("POST /api/issues/{id}/"+action, e(s.issueAction(action)))
 	}
 	s.mux.Handle("GET /api/issues/{id}/progress", v(s.issueProgress))
 }
 
 // issueBody reads an issue's fields (the body may be up to
-// MaxIssueBody) and checks them; it answers a bad one itself.
-func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (store.IssueContent, bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxIssueBody+16<<10)
+// issues.MaxBody) and checks them; it answers a bad one itself. version
+// is the "version" field (0 when absent).
+func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.IssueContent, version int, ok bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, issues.MaxBody+16<<10)
 	in, err := decodeJSON(r.Body, issueFields)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
-		return store.IssueContent{}, false
+		return c, 0, false
 	}
 	if err != nil {
 		var fe fieldError
@@ -86,134 +82,59 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (store.IssueC
 			err = errors.New("unreadable body")
 		}
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
-		return store.IssueContent{}, false
+		return c, 0, false
 	}
-	c := store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
+	c = store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
 		Body: in.get("body"), Topics: in["topics"]}
-	if err := CheckIssue(s.cfg.Topics, c); err != nil {
+	if err := issues.CheckContent(s.cfg.Topics, c); err != nil {
 		s.storeFailed(w, "check the issue", err)
-		return c, false
+		return c, 0, false
 	}
-	return c, true
+	version, _ = strconv.Atoi(in.get("version"))
+	return c, version, true
 }
 
-// ErrIssueTooLarge is an issue whose body is over MaxIssueBody (413).
-var ErrIssueTooLarge = fmt.Errorf("the body is over %d bytes", MaxIssueBody)
-
-// IssueInputError is a bad field of an issue or a send: the caller's to
-// fix (400), and nothing changed.
-type IssueInputError struct{ Msg string }
-
-func (e *IssueInputError) Error() string { return e.Msg }
-
-func badIssue(format string, a ...any) error { return &IssueInputError{Msg: fmt.Sprintf(format, a...)} }
-
-// CheckIssue is the one check of an issue's content, for the API and the
-// commands alike: nil, ErrIssueTooLarge or an *IssueInputError.
-func CheckIssue(known *topics.Set, c store.IssueContent) error {
-	if len(c.Body) > MaxIssueBody {
-		return ErrIssueTooLarge
+// PreviewIssue is the preview of is for the API and the commands alike:
+// topic "" is the issue's first, format "" is html; another topic than
+// the issue's or another format is an *issues.InputError.
+func PreviewIssue(ctx context.Context, r IssueRenderer, is store.Issue, topic, format string) (contentType string, body []byte, err error) {
+	if topic == "" && len(is.Topics) > 0 {
+		topic = is.Topics[0]
 	}
-	switch {
-	case c.Subject == "" || len([]rune(c.Subject)) > MaxIssueSubject || strings.ContainsAny(c.Subject, "\r\n"):
-		return badIssue("subject: one line of 1 to %d characters", MaxIssueSubject)
-	case len([]rune(c.Preheader)) > MaxIssueSubject || strings.ContainsAny(c.Preheader, "\r\n"):
-		return badIssue("preheader: one line of at most %d characters", MaxIssueSubject)
-	case len(c.Topics) == 0:
-		return badIssue("topics: name at least one topic")
+	if format == "" {
+		format = "html"
 	}
-	for _, t := range c.Topics {
-		if _, ok := known.Topic(t); !ok {
-			return badIssue("topics: unknown topic %q", t)
-		}
+	if !slices.Contains(is.Topics, topic) {
+		return "", nil, &issues.InputError{Msg: fmt.Sprintf("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))}
 	}
-	if len(slices.Compact(slices.Sorted(slices.Values(c.Topics)))) != len(c.Topics) {
-		return badIssue("topics: a topic is named twice")
+	if format != "html" && format != "text" && format != "eml" {
+		return "", nil, &issues.InputError{Msg: "format: html, text or eml"}
 	}
-	return nil
-}
-
-// SendRequest is how a send is asked for: both empty is now; At an RFC
-// 3339 time in the future; LocalTime an hour HH:MM in each reader's zone.
-type SendRequest struct{ At, LocalTime string }
-
-// Detail says when the send was asked for, as the audit log records it.
-func (r SendRequest) Detail() string {
-	switch {
-	case r.At != "":
-		return "at " + r.At
-	case r.LocalTime != "":
-		return "at " + r.LocalTime + " local time"
-	}
-	return "now"
-}
-
-// SendIssue moves the draft id to sending (or scheduled) and queues its
-// plan, for the API and the commands alike. The plan's outbox entry is
-// written in the same step as the status, so a crash or a failed enqueue
-// leaves it to the relay, never an issue "sending" that nobody plans.
-// Errors: *IssueInputError (nothing changed), store.ErrNoIssue,
-// store.ErrIssueState (not a draft: nothing changed), or the store's.
-func SendIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, id int64, req SendRequest, now time.Time) (store.Issue, error) {
-	ch := store.IssueChange{}
-	to, due := store.IssueSending, now
-	switch at, lt := req.At, req.LocalTime; {
-	case at != "" && lt != "":
-		return store.Issue{}, badIssue("give at or local_time, not both")
-	case at != "":
-		t, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			return store.Issue{}, badIssue("at: an RFC 3339 time, e.g. 2026-01-05T09:00:00Z")
-		}
-		if !t.After(now) {
-			return store.Issue{}, badIssue("at: a time in the future")
-		}
-		to, due, ch.SendAt = store.IssueScheduled, t, t
-	case lt != "":
-		if _, err := time.Parse("15:04", lt); err != nil || len(lt) != 5 {
-			return store.Issue{}, badIssue("local_time: an hour HH:MM, e.g. 09:00")
-		}
-		ch.LocalTime = lt
-	}
-	is, err := st.Issue(ctx, id)
-	if err != nil {
-		return is, err
-	}
-	return transitionAndPlan(ctx, st, jobs, log, is, []string{store.IssueDraft}, to, ch, due)
-}
-
-// transitionAndPlan moves is to to with its plan's outbox entry (for the
-// round the change leaves it in) and dispatches the plan. A failed
-// enqueue is no failure: the entry stays and the relay enqueues it.
-func transitionAndPlan(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, is store.Issue, from []string, to string, ch store.IssueChange, due time.Time) (store.Issue, error) {
-	round := is.Round
-	ch.Round = is.Round
-	if ch.NewRound {
-		round++
-	}
-	job := tasks.NewIssuePlan(is.ID, round, due)
-	ch.Outbox = job.Outbox()
-	is, err := st.TransitionIssue(ctx, is.ID, from, to, ch)
-	if err != nil {
-		return is, err
-	}
-	if _, err := jobs.Dispatch(ctx, job); err != nil {
-		log.Warn("issue: plan not queued now; the relay queues it from the outbox", "issue", is.ID, "err", err)
-	}
-	return is, nil
+	return r.Preview(ctx, is, topic, format)
 }
 
 func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
-	var bad *IssueInputError
+	var bad *issues.InputError
+	var changed *issues.AudienceChangedError
+	var rate *issues.TestRateError
 	switch {
 	case errors.As(err, &bad):
 		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
-	case errors.Is(err, ErrIssueTooLarge):
+	case errors.Is(err, issues.ErrTooLarge):
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
 		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
-	case errors.Is(err, store.ErrIssueState):
+	case errors.Is(err, store.ErrIssueState), errors.Is(err, issues.ErrNoReaders):
 		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+	case errors.Is(err, store.ErrIssueStale):
+		WriteJSON(w, http.StatusConflict, errorBody("the issue changed since you opened it; read it again"))
+	case errors.As(err, &changed):
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "audience": changed.Now})
+	case errors.Is(err, issues.ErrTestRecipient):
+		WriteJSON(w, http.StatusForbidden, errorBody(err.Error()))
+	case errors.As(err, &rate):
+		w.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Seconds()+0.999)))
+		WriteJSON(w, http.StatusTooManyRequests, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what, "err", err)
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what))
@@ -221,7 +142,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 }
 
 func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.issueBody(w, r)
+	c, _, ok := s.issueBody(w, r)
 	if !ok {
 		return
 	}
@@ -289,6 +210,8 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// putIssue handles PUT /api/issues/{id}: with "version" (the one the
+// writer read), a save over a later one is refused (409), nothing lost.
 func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := s.issueOf(w, r)
 	if !ok {
@@ -298,11 +221,11 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
 		return
 	}
-	c, ok := s.issueBody(w, r)
+	c, version, ok := s.issueBody(w, r)
 	if !ok {
 		return
 	}
-	is, err := s.deps.Issues.UpdateIssue(r.Context(), is.ID, c)
+	is, err := s.issues.Update(r.Context(), s.cfg.Topics, is, version, c)
 	if err != nil {
 		s.storeFailed(w, "store the issue", err)
 		return
@@ -317,7 +240,7 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ct, body, err := PreviewIssue(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
-	var bad *IssueInputError
+	var bad *issues.InputError
 	if errors.As(err, &bad) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
@@ -335,25 +258,10 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// PreviewIssue is the preview of is for the API and the commands alike:
-// topic "" is the issue's first, format "" is html; another topic than
-// the issue's or another format is an *IssueInputError.
-func PreviewIssue(ctx context.Context, r IssueRenderer, is store.Issue, topic, format string) (contentType string, body []byte, err error) {
-	if topic == "" && len(is.Topics) > 0 {
-		topic = is.Topics[0]
-	}
-	if format == "" {
-		format = "html"
-	}
-	if !slices.Contains(is.Topics, topic) {
-		return "", nil, badIssue("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))
-	}
-	if format != "html" && format != "text" && format != "eml" {
-		return "", nil, badIssue("format: html, text or eml")
-	}
-	return r.Preview(ctx, is, topic, format)
-}
-
+// testIssue handles POST /api/issues/{id}/test: the addresses are
+// checked against the test gate (the account's own address and
+// NEWSLETTER_TEST_RECIPIENTS; 403 otherwise) and its allowance (429),
+// and the audit names each by its keyed hash.
 func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := s.issueOf(w, r)
 	if !ok {
@@ -363,9 +271,12 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	emails, err := CheckTestEmails(in["emails"])
+	emails, err := issues.CheckTestEmails(in["emails"])
+	if err == nil {
+		err = s.deps.TestGate.Allow(principalName(r), emails)
+	}
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		s.storeFailed(w, "test-send the issue", err)
 		return
 	}
 	if err := s.deps.IssueRenderer.SendTest(r.Context(), is, emails); err != nil {
@@ -373,10 +284,34 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
 		return
 	}
-	s.note(r, audit.IssueTestSent, audit.Issue(is.ID), fmt.Sprintf("to %d addresses", len(emails)))
+	s.note(r, audit.IssueTestSent, audit.Issue(is.ID), s.TestSendDetail(emails))
 	WriteJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
 }
 
+// TestSendDetail is the audit's detail of a test send: each address by
+// its keyed hash, never the address.
+func (s *Server) TestSendDetail(emails []string) string {
+	if s.deps.Audit == nil {
+		return fmt.Sprintf("to %d addresses", len(emails))
+	}
+	hashes := make([]string, len(emails))
+	for i, e := range emails {
+		hashes[i] = s.deps.Audit.Subscriber(e)
+	}
+	return "to " + strings.Join(hashes, ", ")
+}
+
+// principalName is the name of the account the guard let in ("" when
+// none).
+func principalName(r *http.Request) string {
+	p, _ := adminauth.FromContext(r.Context())
+	return p.Name
+}
+
+// sendIssue handles POST /api/issues/{id}/send: {} now, {"at"} or
+// {"local_time"}; "confirm_audience" refuses the send when the audience
+// is no longer that number, "force" sends to 0 readers, "version" refuses
+// it when the content changed since. 202 {"id","status","audience"}.
 func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := s.issueOf(w, r)
 	if !ok {
@@ -386,70 +321,92 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	req := SendRequest{At: in.get("at"), LocalTime: in.get("local_time")}
-	is, err := SendIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is.ID, req, s.deps.Now())
+	when := issues.When{At: in.get("at"), LocalTime: in.get("local_time")}
+	opt := issues.SendOptions{Force: in.get("force") == "true"}
+	opt.Version, _ = strconv.Atoi(in.get("version"))
+	if v := in.get("confirm_audience"); v != "" {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		opt.ConfirmAudience = &n
+	}
+	is, n, err := s.issues.Send(r.Context(), is, when, opt)
 	if err != nil {
 		s.storeFailed(w, "send the issue", err)
 		return
 	}
-	s.note(r, audit.IssueSent, audit.Issue(is.ID), req.Detail())
-	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status})
+	s.note(r, audit.IssueSent, audit.Issue(is.ID), fmt.Sprintf("%s, to %d readers", when.Detail(), n))
+	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status, "audience": n})
 }
 
-// issueAction handles POST /api/issues/{id}/pause, resume and cancel.
+// issueAudience handles GET /api/issues/{id}/audience: how many readers
+// a send would reach now.
+func (s *Server) issueAudience(w http.ResponseWriter, r *http.Request) {
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	n, err := s.issues.Audience(r.Context(), is)
+	if err != nil {
+		s.storeFailed(w, "count the audience", err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "audience": n})
+}
+
+// issueAction handles POST /api/issues/{id}/pause, resume, reschedule,
+// unschedule and cancel.
 func (s *Server) issueAction(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		is, ok := s.issueOf(w, r)
 		if !ok {
 			return
 		}
-		is, err := ChangeIssue(r.Context(), s.deps.Issues, s.deps.Jobs, s.deps.Log, is, action, s.deps.Now())
+		var when issues.When
+		if action == "reschedule" {
+			in := s.readAdminJSON(w, r, whenFields, false)
+			if in == nil {
+				return
+			}
+			when = issues.When{At: in.get("at"), LocalTime: in.get("local_time")}
+		}
+		was := is.Status
+		is, err := ChangeIssue(r.Context(), s.issues, is, action, when)
 		if err != nil {
 			s.storeFailed(w, "change the issue", err)
 			return
 		}
-		s.note(r, IssueActionAudit(action), audit.Issue(is.ID), "")
+		detail := was + " → " + is.Status
+		if action == "reschedule" {
+			detail += ", " + when.Detail()
+		}
+		s.note(r, IssueActionAudit(action), audit.Issue(is.ID), detail)
 		WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
 }
 
-// IssueActions are the changes of a sending (or scheduled) issue besides
-// the send itself, in the order the pages offer them.
-var IssueActions = []string{"pause", "resume", "cancel"}
-
-// issueMoves are what each of IssueActions does: the status it leads to,
-// the statuses it may leave, whether it plans again (a resume plans the
-// rest in a new round), and the audit log's name for it.
-var issueMoves = map[string]struct {
-	to       string
-	newRound bool
-	from     []string
-	audit    string
-}{
-	"pause":  {store.IssuePaused, false, []string{store.IssueSending, store.IssueScheduled}, audit.IssuePaused},
-	"resume": {store.IssueSending, true, []string{store.IssuePaused}, audit.IssueResumed},
-	"cancel": {store.IssueCancelled, false, []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused}, audit.IssueCancelled},
+// IssueActionAudit is the audit log's name of action (one of
+// issues.Actions).
+func IssueActionAudit(action string) string {
+	return map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled,
+		"reschedule": audit.IssueRescheduled, "unschedule": audit.IssueUnscheduled}[action]
 }
 
-// IssueActionAudit is the audit log's name of action (one of
-// IssueActions).
-func IssueActionAudit(action string) string { return issueMoves[action].audit }
-
-// ChangeIssue pauses, resumes or cancels issue is, as its caller just
-// read it (action: one of IssueActions), for the API and the console
-// alike. The status it may leave is checked again in the store's step.
-// Errors: an *IssueInputError for an unknown action, store.ErrNoIssue,
-// store.ErrIssueState (nothing changed), or the store's.
-func ChangeIssue(ctx context.Context, st store.Issues, jobs JobDispatcher, log *slog.Logger, is store.Issue, action string, now time.Time) (store.Issue, error) {
-	move, ok := issueMoves[action]
-	if !ok {
-		return store.Issue{}, badIssue("action: one of %s", strings.Join(IssueActions, ", "))
+// ChangeIssue makes action (one of issues.Actions) on is as its caller
+// just read it, for the API and the console alike; when is the new time
+// of a reschedule.
+func ChangeIssue(ctx context.Context, svc *issues.Service, is store.Issue, action string, when issues.When) (store.Issue, error) {
+	switch action {
+	case "pause":
+		return svc.Pause(ctx, is)
+	case "resume":
+		return svc.Resume(ctx, is)
+	case "reschedule":
+		return svc.Reschedule(ctx, is, when)
+	case "unschedule":
+		return svc.Unschedule(ctx, is)
+	case "cancel":
+		return svc.Cancel(ctx, is)
 	}
-	ch := store.IssueChange{NewRound: move.newRound, SendAt: is.SendAt, LocalTime: is.LocalTime}
-	if move.newRound {
-		return transitionAndPlan(ctx, st, jobs, log, is, move.from, move.to, ch, now)
-	}
-	return st.TransitionIssue(ctx, is.ID, move.from, move.to, ch)
+	return is, &issues.InputError{Msg: "action: one of " + strings.Join(issues.Actions, ", ")}
 }
 
 func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
@@ -463,24 +420,6 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, p)
-}
-
-// CheckTestEmails is the one check of a test send's addresses, for the
-// API and the console alike: 1 to MaxTestEmails addresses, each
-// normalised, or an *IssueInputError.
-func CheckTestEmails(emails []string) ([]string, error) {
-	if len(emails) == 0 || len(emails) > MaxTestEmails {
-		return nil, badIssue("emails: 1 to %d addresses", MaxTestEmails)
-	}
-	out := make([]string, len(emails))
-	for i, e := range emails {
-		n, err := address.Normalize(e)
-		if err != nil {
-			return nil, badIssue("emails: %q: %v", e, err)
-		}
-		out[i] = n
-	}
-	return out, nil
 }
 
 // WithIssues is d serving /api/issues from st, rendered by r (a nil r:

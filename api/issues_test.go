@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/newsletter/newsletter/issues"
 	"io"
 	"net/http"
 	"strings"
@@ -109,7 +110,7 @@ func TestIssueBadInputChangesNothing(t *testing.T) {
 	e := newIssueEnv(t)
 	id := e.create(t, goodIssue)
 	p := fmt.Sprintf("/api/issues/%d", id)
-	bigBody := `{"subject":"Big","body":"` + strings.Repeat("a", MaxIssueBody+1) + `","topics":["digest"]}`
+	bigBody := `{"subject":"Big","body":"` + strings.Repeat("a", issues.MaxBody+1) + `","topics":["digest"]}`
 	badContent := map[string]struct {
 		body string
 		code int
@@ -120,7 +121,7 @@ func TestIssueBadInputChangesNothing(t *testing.T) {
 		"empty subject":     {`{"subject":"  ","body":"b","topics":["digest"]}`, 400},
 		"subject with CR":   {`{"subject":"a\rBcc: x@example.com","body":"b","topics":["digest"]}`, 400},
 		"subject with LF":   {`{"subject":"a\nb","body":"b","topics":["digest"]}`, 400},
-		"subject too long":  {`{"subject":"` + strings.Repeat("é", MaxIssueSubject+1) + `","body":"b","topics":["digest"]}`, 400},
+		"subject too long":  {`{"subject":"` + strings.Repeat("é", issues.MaxSubject+1) + `","body":"b","topics":["digest"]}`, 400},
 		"preheader with LF": {`{"subject":"S","preheader":"a\nb","body":"b","topics":["digest"]}`, 400},
 		"unknown field":     {`{"subject":"S","body":"b","topics":["digest"],"status":"sent"}`, 400},
 		"body over 512 KB":  {bigBody, 413},
@@ -151,7 +152,7 @@ func TestIssueBadInputChangesNothing(t *testing.T) {
 		}
 	}
 	var eleven []string
-	for i := range MaxTestEmails + 1 {
+	for i := range issues.MaxTestEmails + 1 {
 		eleven = append(eleven, fmt.Sprintf(`"t%d@example.com"`, i))
 	}
 	for name, body := range map[string]string{
@@ -179,7 +180,7 @@ func TestIssueSentIsFrozen(t *testing.T) {
 	ctx := context.Background()
 	id := e.create(t, goodIssue)
 	p := fmt.Sprintf("/api/issues/%d", id)
-	if code, out := e.do(t, "POST", p+"/send", `{}`); code != http.StatusAccepted {
+	if code, out := e.do(t, "POST", p+"/send", `{"force":true}`); code != http.StatusAccepted {
 		t.Fatalf("send: %d %s", code, out)
 	}
 	if _, err := e.insp.GetTaskInfo(tasks.QueueCritical, tasks.IssuePlanTaskID(id, 1)); err != nil {
@@ -224,7 +225,7 @@ func TestIssueSendSurvivesAFailedEnqueue(t *testing.T) {
 	id := e.create(t, goodIssue)
 	p := fmt.Sprintf("/api/issues/%d", id)
 	e.queue.failNext = 1
-	if code, out := e.do(t, "POST", p+"/send", `{}`); code != http.StatusAccepted {
+	if code, out := e.do(t, "POST", p+"/send", `{"force":true}`); code != http.StatusAccepted {
 		t.Fatalf("send with the queue down: %d %s, want 202 (the relay queues the plan)", code, out)
 	}
 	if is, _ := e.st.Issue(ctx, id); is.Status != store.IssueSending {
@@ -266,7 +267,7 @@ func TestIssueScheduledPlanIsDueAtItsTime(t *testing.T) {
 	e := newIssueEnv(t)
 	id := e.create(t, goodIssue)
 	at := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	if code, out := e.do(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{"at":"`+at.Format(time.RFC3339)+`"}`); code != http.StatusAccepted {
+	if code, out := e.do(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{"at":"`+at.Format(time.RFC3339)+`","force":true}`); code != http.StatusAccepted {
 		t.Fatalf("send at: %d %s", code, out)
 	}
 	info, err := e.insp.GetTaskInfo(tasks.QueueCritical, tasks.IssuePlanTaskID(id, 1))

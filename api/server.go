@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/newsletter/newsletter/issues"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -137,6 +138,9 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer IssueRenderer
+	// TestGate decides who a test send may reach (nil: nobody but the
+	// account named by its own address).
+	TestGate *issues.TestGate
 	// Audit records the changes made through the API (nil: none, for unit
 	// tests of other things); AuditLog serves GET /api/audit (nil: no
 	// such route).
@@ -155,6 +159,7 @@ type Server struct {
 	leaving *ratelimit.Limiter // unsubscribes by address per client
 	mux     *routeMux
 	archive *archiveCache
+	issues  *issues.Service // nil: no issue routes
 }
 
 // New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
@@ -171,6 +176,9 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.TestGate == nil {
+		d.TestGate = &issues.TestGate{Now: d.Now}
 	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)

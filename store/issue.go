@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +33,27 @@ const IssueMarkKind = "issue"
 var (
 	ErrNoIssue = errors.New("no such issue")
 	// ErrIssueState: the issue is not in a status that allows the change
-	// (editing a sent issue, a second send); nothing changed.
+	// (editing a sent issue, a second send); nothing changed. The error
+	// returned wraps it in a *StateError that names the status.
 	ErrIssueState = errors.New("the issue's status does not allow that")
+	// ErrIssueStale: the issue changed since the caller read it (another
+	// edit, or a move of its status in between); nothing changed.
+	ErrIssueStale = errors.New("the issue changed since you opened it")
 )
+
+// StateError is a change the issue's status does not allow: it names the
+// status, so every refusal can say why. It matches ErrIssueState.
+type StateError struct {
+	ID     int64
+	Status string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("issue %d is %s: that is not allowed in this status", e.ID, e.Status)
+}
+
+// Is makes errors.Is(err, ErrIssueState) hold for a *StateError.
+func (e *StateError) Is(target error) bool { return target == ErrIssueState }
 
 // IssueContent is what a publisher writes: each save keeps the previous
 // one as a version.
@@ -59,6 +78,9 @@ type Issue struct {
 	// the hour ("09:00") each reader gets it at in their own time zone.
 	SendAt    time.Time `json:"send_at,omitzero"`
 	LocalTime string    `json:"local_time,omitempty"`
+	// PausedFrom is the status a paused issue left (scheduled or
+	// sending): a resume puts it back there.
+	PausedFrom string `json:"paused_from,omitempty"`
 	// Round counts the plans: each resume plans again (a new round of
 	// task ids), the delivery marks skip who already got it.
 	Round     int       `json:"-"`
@@ -96,8 +118,11 @@ type IssueProgress struct {
 
 // IssueChange is what a status transition sets besides the status.
 type IssueChange struct {
-	SendAt    time.Time
-	LocalTime string
+	// SetSchedule writes SendAt and LocalTime (zero values clear them);
+	// without it the schedule stays as it is.
+	SetSchedule bool
+	SendAt      time.Time
+	LocalTime   string
 	// NewRound starts a new plan (resume): the cursor goes back to 0.
 	NewRound bool
 	// Outbox, when it has an ID, is the plan task the change calls for,
@@ -105,8 +130,12 @@ type IssueChange struct {
 	// cannot).
 	Outbox OutboxEntry
 	// Round, when above 0, is the round the issue must be in (before a
-	// NewRound): otherwise ErrIssueState, nothing changed.
+	// NewRound): otherwise ErrIssueStale, nothing changed.
 	Round int
+	// Version, when above 0, is the version of the content the issue
+	// must still have: otherwise ErrIssueStale, nothing changed (a send
+	// confirmed on what the publisher saw).
+	Version int
 }
 
 // IssueOutcomeKey is the key under which SetOutcome records an issue's
@@ -119,8 +148,10 @@ type Issues interface {
 	// with -2, -3… when taken (slug: the caller's, e.g. digest-<period>).
 	CreateIssue(ctx context.Context, c IssueContent, slug string) (Issue, error)
 	// UpdateIssue replaces a draft or scheduled issue's content, keeping
-	// the previous one as a version; otherwise ErrIssueState.
-	UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error)
+	// the previous one as a version, when its version is still version
+	// (the one the caller read): ErrIssueStale otherwise, ErrIssueState
+	// when its status does not allow it; nothing changed then.
+	UpdateIssue(ctx context.Context, id int64, version int, c IssueContent) (Issue, error)
 	Issue(ctx context.Context, id int64) (Issue, error)
 	// IssueStatus is the issue's status, round and version alone
 	// (ErrNoIssue when there is none).
@@ -141,8 +172,13 @@ type Issues interface {
 	// any), newest first (the archive's seam).
 	SentIssues(ctx context.Context, topic string, after int64, limit int) ([]Issue, error)
 	// TransitionIssue moves the issue from one of from to to, atomically:
-	// ErrIssueState, nothing changed, when it is in another status.
+	// ErrIssueState, nothing changed, when it is in another status;
+	// ErrIssueStale when ch names a round or version it no longer has.
+	// A move to paused records the status it left (PausedFrom).
 	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch IssueChange) (Issue, error)
+	// IssueAudience counts the active readers of any of topics: whom a
+	// send would reach now.
+	IssueAudience(ctx context.Context, topics []string) (int64, error)
 	// IssueProgress counts the issue's sending.
 	IssueProgress(ctx context.Context, id int64) (IssueProgress, error)
 	// AdvanceIssuePlan saves the planner's cursor after a page: planned

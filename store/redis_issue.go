@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,18 +19,26 @@ import (
 // status, counters and content (a JSON document, replaced whole on each
 // save, the previous one pushed on the versions list).
 const (
-	keyIssueSeq      = "nl:issue:seq"   // counter for issue ids
-	keyIssues        = "nl:issues"      // zset of issue ids, score = id
-	keyIssueSlugs    = "nl:issue:slugs" // hash slug -> id
-	prefixIssue      = "nl:issue:"      // + id: hash doc, slug, status, version, round, cursor, maxcursor, planned, plandone, bounces, complaints
-	suffixIssueVers  = ":versions"      // + on the issue's key: list of previous docs
-	keyArchiveGen    = "nl:archive:gen" // counter: grows each time an issue becomes sent
-	issueListMaxScan = 1000             // issues read per page of a filtered list
+	keyIssueSeq     = "nl:issue:seq"   // counter for issue ids
+	keyIssues       = "nl:issues"      // zset of issue ids, score = id
+	keyIssueSlugs   = "nl:issue:slugs" // hash slug -> id
+	prefixIssue     = "nl:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
+	suffixIssueVers = ":versions"      // + on the issue's key: list of previous docs
+	keyArchiveGen   = "nl:archive:gen" // counter: grows each time an issue becomes sent
+	// + random hex: a scratch bitmap that lives only inside one run of
+	// issueAudienceScript.
+	keyAudienceScratch = "nl:issue:audience:"
+	issueListMaxScan   = 1000 // issues read per page of a filtered list
 )
 
 func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) }
 
-// issueDoc is the stored content and schedule of an issue.
+// issueDoc is the stored content of an issue. Its schedule lives in
+// fields of its own beside it (send_at, local_time, sent_at), so a move
+// of the status never rewrites the content, and an edit never the
+// schedule: neither can overwrite the other. Docs written before that
+// carry the schedule inside; it is read from there while the fields are
+// missing.
 type issueDoc struct {
 	IssueContent
 	Period    string    `json:"period,omitempty"`
@@ -91,43 +101,61 @@ redis.call('HSET', KEYS[1], 'issue', id)
 return id
 `)
 
-// updateIssueScript replaces the content of a draft or scheduled issue.
+// updateIssueScript replaces the content of a draft or scheduled issue,
+// if it is still the version the caller read (compare-and-set: the new
+// doc was made from that version, so a later one would be lost).
 //
 //	KEYS[1] the issue's hash   KEYS[2] its versions list
-//	ARGV[1] new doc (JSON)
+//	ARGV[1] new doc (JSON)   ARGV[2] the version the caller read
 //
 // Pushes the old doc on the list, writes the new one, bumps version.
-// Returns "ok", or "none" / "state:<status>" with nothing written.
+// Returns "ok", or "none" / "state:<status>" / "stale" with nothing
+// written.
 var updateIssueScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return 'none' end
 if st ~= 'draft' and st ~= 'scheduled' then return 'state:' .. st end
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return 'stale' end
 redis.call('RPUSH', KEYS[2], redis.call('HGET', KEYS[1], 'doc'))
 redis.call('HSET', KEYS[1], 'doc', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 'ok'
 `)
 
-// transitionIssueScript moves an issue between statuses.
+// transitionIssueScript moves an issue between statuses. It never writes
+// the content (doc): an edit saved in between is kept.
 //
 //	KEYS[1] the issue's hash   KEYS[2] keyOutbox   KEYS[3] keyOutboxDue
-//	ARGV[1] to   ARGV[2] allowed from, comma-separated   ARGV[3] new doc or ""
+//	ARGV[1] to   ARGV[2] allowed from, comma-separated
+//	ARGV[3] "1": write the schedule, ARGV[9] and ARGV[10]
 //	ARGV[4] "1": a new round (round+1, cursor 0, walk not done)
 //	ARGV[5] outbox id or ""   ARGV[6] outbox body   ARGV[7] outbox due (unix ms)
 //	ARGV[8] the round the issue must be in, or "" (the outbox entry names
 //	        the round it plans, so a change raced by another is refused)
+//	ARGV[9] send_at (unix ms, 0: none)   ARGV[10] local_time ("" : none)
+//	ARGV[11] the version the content must have, or ""
+//	ARGV[12] now (unix ms): sent_at, when to is sent
 //
-// Writes the status (and the outbox entry, in the same step). Returns
-// "ok", or "none" / "state:<status>" with nothing written.
+// Writes the status (and the outbox entry, in the same step); a move to
+// paused records the status it left in paused_from, any other move
+// clears it. Returns "ok", or "none" / "state:<status>" / "stale" with
+// nothing written.
 var transitionIssueScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return 'none' end
 local ok = false
 for f in string.gmatch(ARGV[2], '[^,]+') do if f == st then ok = true end end
 if not ok then return 'state:' .. st end
-if ARGV[8] ~= '' and redis.call('HGET', KEYS[1], 'round') ~= ARGV[8] then return 'state:' .. st end
+if ARGV[8] ~= '' and redis.call('HGET', KEYS[1], 'round') ~= ARGV[8] then return 'stale' end
+if ARGV[11] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[11] then return 'stale' end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'doc', ARGV[3]) end
+if ARGV[1] == 'paused' then
+  redis.call('HSET', KEYS[1], 'paused_from', st)
+else
+  redis.call('HDEL', KEYS[1], 'paused_from')
+end
+if ARGV[1] == 'sent' then redis.call('HSET', KEYS[1], 'sent_at', ARGV[12]) end
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'send_at', ARGV[9], 'local_time', ARGV[10]) end
 if ARGV[4] == '1' then
   redis.call('HINCRBY', KEYS[1], 'round', 1)
   redis.call('HSET', KEYS[1], 'cursor', 0, 'plandone', 0)
@@ -166,12 +194,11 @@ return 1
 //
 //	KEYS[1] the issue's hash   KEYS[2] sent bitmap   KEYS[3] skipped bitmap   KEYS[4] failed bitmap
 //	KEYS[5] keyArchiveGen
-//	ARGV[1] doc with sent_at (JSON), or "": only tell whether it is done
+//	ARGV[1] now (unix ms): its sent_at
 //
 // Returns 1 when it marked the issue sent (and bumped the archive's
-// generation in the same step, so no cache can miss the new issue); 2
-// when it is done but ARGV[1] was "" (nothing written); -1 when there is
-// no such issue.
+// generation in the same step, so no cache can miss the new issue); 0
+// when it is not done; -1 when there is no such issue.
 var finishIssueScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return -1 end
@@ -179,10 +206,25 @@ if st ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return
 local planned = tonumber(redis.call('HGET', KEYS[1], 'planned') or '0')
 local done = redis.call('BITCOUNT', KEYS[2]) + redis.call('BITCOUNT', KEYS[3]) + redis.call('BITCOUNT', KEYS[4])
 if done < planned then return 0 end
-if ARGV[1] == '' then return 2 end
-redis.call('HSET', KEYS[1], 'status', 'sent', 'doc', ARGV[1])
+redis.call('HSET', KEYS[1], 'status', 'sent', 'sent_at', ARGV[1])
 redis.call('INCR', KEYS[5])
 return 1
+`)
+
+// issueAudienceScript counts the active readers of any of the topics.
+//
+//	KEYS[1] keyActiveSet   KEYS[2] a scratch key   KEYS[3…] the topics' bitmaps
+//
+// ORs the topics' bitmaps into the scratch key, ANDs the active bitmap
+// in, counts, and deletes the scratch key, in one step. Returns the count.
+var issueAudienceScript = redis.NewScript(`
+local topics = {}
+for i = 3, #KEYS do topics[#topics + 1] = KEYS[i] end
+redis.call('BITOP', 'OR', KEYS[2], unpack(topics))
+redis.call('BITOP', 'AND', KEYS[2], KEYS[2], KEYS[1])
+local n = redis.call('BITCOUNT', KEYS[2])
+redis.call('DEL', KEYS[2])
+return n
 `)
 
 func scriptState(res string, id int64) error {
@@ -191,8 +233,10 @@ func scriptState(res string, id int64) error {
 		return nil
 	case res == "none":
 		return ErrNoIssue
+	case res == "stale":
+		return fmt.Errorf("issue %d: %w", id, ErrIssueStale)
 	case strings.HasPrefix(res, "state:"):
-		return fmt.Errorf("issue %d is %s: %w", id, strings.TrimPrefix(res, "state:"), ErrIssueState)
+		return &StateError{ID: id, Status: strings.TrimPrefix(res, "state:")}
 	}
 	return fmt.Errorf("issue %d: unexpected answer %q", id, res)
 }
@@ -230,16 +274,24 @@ func (r *Redis) DigestIssue(ctx context.Context, period string, c IssueContent) 
 	return r.Issue(ctx, id)
 }
 
-// UpdateIssue implements Issues.
-func (r *Redis) UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issue, error) {
+// UpdateIssue implements Issues. The new doc is made from the issue as
+// read here; the script writes it only while the issue still has the
+// version the caller read, which is the one read here too or an older.
+func (r *Redis) UpdateIssue(ctx context.Context, id int64, version int, c IssueContent) (Issue, error) {
 	is, err := r.Issue(ctx, id)
 	if err != nil {
 		return Issue{}, err
 	}
+	if is.Version != version {
+		if !Editable(is.Status) {
+			return Issue{}, &StateError{ID: id, Status: is.Status}
+		}
+		return Issue{}, fmt.Errorf("issue %d: %w", id, ErrIssueStale)
+	}
 	doc := docOf(is)
 	doc.IssueContent, doc.UpdatedAt = c, r.now().UTC().Truncate(time.Millisecond)
 	b, _ := json.Marshal(doc)
-	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b).Text()
+	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("update issue %d: %w", id, err)
 	}
@@ -249,9 +301,9 @@ func (r *Redis) UpdateIssue(ctx context.Context, id int64, c IssueContent) (Issu
 	return r.Issue(ctx, id)
 }
 
+// docOf is the content part of is, as stored (no schedule: see issueDoc).
 func docOf(is Issue) issueDoc {
-	return issueDoc{IssueContent: is.IssueContent, Period: is.Period, SendAt: is.SendAt, LocalTime: is.LocalTime,
-		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, SentAt: is.SentAt}
+	return issueDoc{IssueContent: is.IssueContent, Period: is.Period, CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt}
 }
 
 func issueFrom(id int64, f map[string]string) (Issue, error) {
@@ -263,7 +315,13 @@ func issueFrom(id int64, f map[string]string) (Issue, error) {
 		return Issue{}, fmt.Errorf("issue %d: unreadable: %w", id, err)
 	}
 	is := Issue{ID: id, Slug: f["slug"], IssueContent: d.IssueContent, Period: d.Period, Status: f["status"], SendAt: d.SendAt,
-		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt}
+		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt, PausedFrom: f["paused_from"]}
+	if v, ok := f["send_at"]; ok {
+		is.SendAt, is.LocalTime = msTime(v), f["local_time"]
+	}
+	if v, ok := f["sent_at"]; ok {
+		is.SentAt = msTime(v)
+	}
 	is.Version, _ = strconv.Atoi(f["version"])
 	is.Round, _ = strconv.Atoi(f["round"])
 	if is.Topics == nil {
@@ -386,30 +444,28 @@ func (r *Redis) listIssues(ctx context.Context, after int64, limit int, keep fun
 	return out, nil
 }
 
-// TransitionIssue implements Issues.
+// TransitionIssue implements Issues: one script, which writes the
+// status and schedule fields but never the content.
 func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to string, ch IssueChange) (Issue, error) {
-	is, err := r.Issue(ctx, id)
-	if err != nil {
-		return Issue{}, err
-	}
-	var doc []byte
-	if !ch.SendAt.IsZero() || ch.LocalTime != "" || to == IssueSent {
-		d := docOf(is)
-		d.SendAt, d.LocalTime = ch.SendAt.UTC(), ch.LocalTime
-		if to == IssueSent {
-			d.SentAt = r.now().UTC().Truncate(time.Millisecond)
+	flag := func(b bool) string {
+		if b {
+			return "1"
 		}
-		doc, _ = json.Marshal(d)
+		return ""
 	}
-	round, expectRound := "", ""
-	if ch.Round > 0 {
-		expectRound = strconv.Itoa(ch.Round)
+	num := func(n int) string {
+		if n > 0 {
+			return strconv.Itoa(n)
+		}
+		return ""
 	}
-	if ch.NewRound {
-		round = "1"
+	sendAt := "0"
+	if !ch.SendAt.IsZero() {
+		sendAt = ms(ch.SendAt)
 	}
 	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyOutbox, keyOutboxDue},
-		to, strings.Join(from, ","), doc, round, ch.Outbox.ID, ch.Outbox.Body, ms(ch.Outbox.Due), expectRound).Text()
+		to, strings.Join(from, ","), flag(ch.SetSchedule), flag(ch.NewRound), ch.Outbox.ID, ch.Outbox.Body, ms(ch.Outbox.Due),
+		num(ch.Round), sendAt, ch.LocalTime, num(ch.Version), ms(r.now())).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("issue %d to %s: %w", id, to, err)
 	}
@@ -472,35 +528,38 @@ func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, curso
 }
 
 // FinishIssue implements Issues. Every batch of an issue asks, and all
-// but the last are told no: that answer takes one small script, and only
-// a done issue is read (its doc gets sent_at) and written.
+// but the last are told no: one small script either way.
 func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
 	sentKey, skipKey, failKey := issueMarkKeys(id)
 	keys := []string{issueKey(id), sentKey, skipKey, failKey, keyArchiveGen}
-	n, err := finishIssueScript.Run(ctx, r.rdb, keys, "").Int()
+	n, err := finishIssueScript.Run(ctx, r.rdb, keys, ms(r.now())).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish issue %d: %w", id, err)
 	}
-	switch n {
-	case -1:
+	if n == -1 {
 		return false, ErrNoIssue
-	case 2:
-	default:
-		return false, nil
-	}
-	is, err := r.Issue(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	d := docOf(is)
-	d.SentAt = r.now().UTC().Truncate(time.Millisecond)
-	doc, _ := json.Marshal(d)
-	// The script checks again: another batch may have finished it since.
-	n, err = finishIssueScript.Run(ctx, r.rdb, keys, doc).Int()
-	if err != nil {
-		return false, fmt.Errorf("finish issue %d: %w", id, err)
 	}
 	return n == 1, nil
+}
+
+// IssueAudience implements Issues.
+func (r *Redis) IssueAudience(ctx context.Context, topicIDs []string) (int64, error) {
+	if len(topicIDs) == 0 {
+		return 0, nil
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("issue audience: %w", err)
+	}
+	keys := []string{keyActiveSet, keyAudienceScratch + hex.EncodeToString(b[:])}
+	for _, t := range topicIDs {
+		keys = append(keys, prefixTopic+t)
+	}
+	n, err := issueAudienceScript.Run(ctx, r.rdb, keys).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("issue audience: %w", err)
+	}
+	return n, nil
 }
 
 // ArchiveGeneration implements Issues.

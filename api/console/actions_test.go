@@ -79,7 +79,16 @@ func TestIssueFromEditorToSending(t *testing.T) {
 	if p := b.post(path+"/send", url.Values{"when": {"at"}, "at": {"2001-01-01T09:00"}}); p.code != 400 || !strings.Contains(p.body, "a time in the future") {
 		t.Fatalf("send in the past: %d", p.code)
 	}
-	if p := b.post(path+"/send", url.Values{"when": {"now"}}); p.code != 303 || !strings.HasSuffix(p.location, "done=sending") {
+	if p := b.post(path+"/test", url.Values{"emails": {"me@example.com, stranger@example.net"}}); p.code != 403 || !strings.Contains(p.body, "stranger@example.net") {
+		t.Fatalf("test to a stranger: %d %s", p.code, p.body)
+	}
+	if len(e.mail.tests) != 1 {
+		t.Fatalf("a refused test send mailed: %v", e.mail.tests)
+	}
+	if p := b.post(path+"/send", url.Values{"when": {"now"}, "audience": {"0"}}); p.code != 409 || !strings.Contains(p.body, "0 readers") {
+		t.Fatalf("send to nobody: %d %s", p.code, p.body)
+	}
+	if p := b.post(path+"/send", url.Values{"when": {"now"}, "audience": {"0"}, "force": {"on"}}); p.code != 303 || !strings.HasSuffix(p.location, "done=sending") {
 		t.Fatalf("send: %d %s", p.code, p.body)
 	}
 	if p := b.post(path+"/send", url.Values{"when": {"now"}}); p.code != 409 {

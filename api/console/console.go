@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"github.com/newsletter/newsletter/issues"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,7 +38,14 @@ type Config struct {
 	// DefaultMaxUpload) are for tests and odd deployments.
 	SessionTTL time.Duration
 	MaxUpload  int64
+	// ConfirmSendAbove is the audience above which a send asks the
+	// publisher to type the number of readers
+	// (NEWSLETTER_CONFIRM_SEND_ABOVE; 0: DefaultConfirmSendAbove).
+	ConfirmSendAbove int64
 }
+
+// DefaultConfirmSendAbove is the audience above which a send asks again.
+const DefaultConfirmSendAbove = 1000
 
 // Store is what the console needs of the store.
 type Store interface {
@@ -108,8 +116,11 @@ type Deps struct {
 	Audit      Trail
 	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
 	Queues     QueueInspector // nil: no queue health on the overview
-	Log        *slog.Logger
-	Now        func() time.Time
+	// TestGate decides who a test send may reach (the API's, so both
+	// share one allowance; nil: only the account's own address).
+	TestGate *issues.TestGate
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Handler serves /admin/.
@@ -120,6 +131,7 @@ type Handler struct {
 	csrf     *http.CrossOriginProtection
 	sessions *sessions
 	imports  *imports
+	issues   *issues.Service
 	secure   bool
 }
 
@@ -140,6 +152,12 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.TestGate == nil {
+		d.TestGate = &issues.TestGate{Now: d.Now}
+	}
+	if cfg.ConfirmSendAbove <= 0 {
+		cfg.ConfirmSendAbove = DefaultConfirmSendAbove
+	}
 	if d.Redis == nil || d.Store == nil || d.Guard == nil || d.Audit == nil || d.AuditLog == nil || d.Subscriptions == nil {
 		return nil, errors.New("console: Redis, Store, Subscriptions, Guard, Audit and AuditLog are needed")
 	}
@@ -157,6 +175,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = &imports{rdb: d.Redis, log: d.Log}
+	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now}
 	h.routes()
 	return h, nil
 }

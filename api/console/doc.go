@@ -10,8 +10,8 @@
 // progress that updates itself).
 //
 // The console changes nothing by itself: each action calls the same
-// store, enqueue and check functions as its /api/ route (api.SendIssue,
-// api.ChangeIssue, api.CheckIssue, csvimport, …), needs the same role,
+// store, enqueue and check functions as its /api/ route (the issues service,
+// api.ChangeIssue, issues.CheckContent, csvimport, …), needs the same role,
 // and is recorded in the audit log.
 //
 // Sign-in: a token (NEWSLETTER_ADMIN_TOKEN or one made with `newsletter

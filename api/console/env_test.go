@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"github.com/newsletter/newsletter/issues"
 	"io"
 	"log/slog"
 	"net/http"
@@ -171,6 +172,7 @@ func newEnv(t testing.TB) *env {
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
+		TestGate: &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
 	})
 	if err != nil {
 		t.Fatal(err)

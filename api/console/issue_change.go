@@ -6,27 +6,44 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/issues"
 )
 
-// changeIssue is POST /admin/issues/{id}/pause, /resume and /cancel:
-// api.ChangeIssue, as the API's routes of the same names.
+// changeIssue is POST /admin/issues/{id}/pause, /resume, /reschedule,
+// /unschedule and /cancel: api.ChangeIssue, as the API's routes of the
+// same names.
 func (h *Handler) changeIssue(action string) http.HandlerFunc {
-	notice := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[action]
+	notice := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled",
+		"reschedule": "rescheduled", "unschedule": "unscheduled"}[action]
 	return func(w http.ResponseWriter, r *http.Request) {
 		is, ok := h.issueOf(w, r)
 		if !ok {
 			return
 		}
-		if err := form.Empty(w, r); err != nil {
+		var when issues.When
+		if action == "reschedule" {
+			f, err := form.NewSend(w, r)
+			if err == nil {
+				when, err = f.Schedule()
+			}
+			if err != nil {
+				h.editor(w, r, http.StatusBadRequest, is, formOf(is), err.Error())
+				return
+			}
+		} else if err := form.Empty(w, r); err != nil {
 			h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
 			return
 		}
-		changed, err := api.ChangeIssue(r.Context(), h.d.Store, h.d.Jobs, h.d.Log, is, action, h.d.Now())
+		changed, err := api.ChangeIssue(r.Context(), h.issues, is, action, when)
 		if err != nil {
 			h.issueFailed(w, r, is, formOf(is), err)
 			return
 		}
-		h.record(r, api.IssueActionAudit(action), audit.Issue(is.ID), is.Status+" → "+changed.Status)
+		detail := is.Status + " → " + changed.Status
+		if action == "reschedule" {
+			detail += ", " + when.Detail()
+		}
+		h.record(r, api.IssueActionAudit(action), audit.Issue(is.ID), detail)
 		done(w, r, "/admin/issues/"+itoa(is.ID), notice)
 	}
 }

@@ -3,9 +3,9 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -14,7 +14,7 @@ import (
 func (h *Handler) createIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewIssue(w, r)
 	if err == nil {
-		err = api.CheckIssue(h.cfg.Topics, f.Content())
+		err = issues.CheckContent(h.cfg.Topics, f.Content())
 	}
 	if err != nil {
 		h.issueFailed(w, r, store.Issue{}, f, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -23,6 +24,13 @@ type editorData struct {
 	Editable              bool
 	Progress              *store.IssueProgress
 	MaxTest               int
+	// Can are the moves the issue's status allows (issues.Allowed): the
+	// page offers those and no others.
+	Can map[string]bool
+	// Audience is whom a send reaches now; AskAudience, whether the
+	// publisher must type it to send (above the console's threshold).
+	Audience    int64
+	AskAudience bool
 }
 
 // topicBox is one topic's checkbox.
@@ -59,7 +67,7 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 	is.IssueContent = f.Content()
 	_, body, err := api.PreviewIssue(ctx, h.d.Renderer, is, "", "html")
 	if err != nil {
-		var bad *api.IssueInputError
+		var bad *issues.InputError
 		if errors.As(err, &bad) {
 			return "", bad.Msg
 		}
@@ -72,7 +80,15 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
 	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
-		MaxTest: api.MaxTestEmails}
+		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is)}
+	if is.ID != 0 && d.Can["send"] {
+		n, err := h.issues.Audience(r.Context(), is)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		d.Audience, d.AskAudience = n, n > h.cfg.ConfirmSendAbove
+	}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
 	refresh := 0
 	if is.ID != 0 && is.Status != store.IssueDraft {
@@ -96,16 +112,34 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 // issueFailed answers an issue's check or store error: the editor again
 // with the message for the writer's mistakes, a page for the rest.
 func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.Issue, f form.Issue, err error) {
-	var bad *api.IssueInputError
+	var bad *issues.InputError
+	var state *store.StateError
+	var changed *issues.AudienceChangedError
+	var rate *issues.TestRateError
 	switch {
 	case errors.As(err, &bad):
 		h.editor(w, r, http.StatusBadRequest, is, f, bad.Msg)
-	case errors.Is(err, api.ErrIssueTooLarge), errors.Is(err, form.ErrTooLarge):
+	case errors.Is(err, issues.ErrTooLarge), errors.Is(err, form.ErrTooLarge):
 		h.editor(w, r, http.StatusRequestEntityTooLarge, is, f, err.Error())
 	case errors.Is(err, store.ErrNoIssue):
 		h.notFound(w, r, "issue")
-	case errors.Is(err, store.ErrIssueState):
-		h.errorPage(w, r, http.StatusConflict, "Not now", "The issue's status ("+is.Status+") does not allow that; nothing was changed.")
+	case errors.As(err, &state):
+		h.errorPage(w, r, http.StatusConflict, "Not now", "The issue is "+state.Status+": that is not allowed in this status; nothing was changed.")
+	case errors.Is(err, store.ErrIssueStale):
+		// The writer's text stays in the form, over the issue as it is
+		// now, so nothing typed is lost.
+		cur, rerr := h.d.Store.Issue(r.Context(), is.ID)
+		if rerr != nil {
+			h.storeAway(w, r, rerr)
+			return
+		}
+		h.editor(w, r, http.StatusConflict, cur, f, "The issue changed since you opened it; nothing was saved. Your text is below: compare it with the saved issue and save again.")
+	case errors.As(err, &changed), errors.Is(err, issues.ErrNoReaders):
+		h.editor(w, r, http.StatusConflict, is, f, err.Error()+". Nothing was sent.")
+	case errors.Is(err, issues.ErrTestRecipient):
+		h.editor(w, r, http.StatusForbidden, is, f, err.Error()+". Nothing was sent.")
+	case errors.As(err, &rate):
+		h.editor(w, r, http.StatusTooManyRequests, is, f, err.Error())
 	default:
 		h.storeAway(w, r, err)
 	}

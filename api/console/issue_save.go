@@ -3,10 +3,8 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/store"
 )
 
 // saveIssue is POST /admin/issues/{id}: the same check and store call as
@@ -17,19 +15,14 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := form.NewIssue(w, r)
-	if err == nil && !store.Editable(is.Status) {
-		err = store.ErrIssueState
-	}
+	saved := is
 	if err == nil {
-		err = api.CheckIssue(h.cfg.Topics, f.Content())
-	}
-	if err == nil {
-		is, err = h.d.Store.UpdateIssue(r.Context(), is.ID, f.Content())
+		saved, err = h.issues.Update(r.Context(), h.cfg.Topics, is, f.Version, f.Content())
 	}
 	if err != nil {
 		h.issueFailed(w, r, is, f, err)
 		return
 	}
-	h.record(r, audit.IssueUpdated, audit.Issue(is.ID), "")
+	h.record(r, audit.IssueUpdated, audit.Issue(saved.ID), "")
 	done(w, r, "/admin/issues/"+itoa(is.ID), "saved")
 }

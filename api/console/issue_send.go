@@ -1,40 +1,46 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
 
 // sendIssue is POST /admin/issues/{id}/send: now, at a time, or at a
-// local hour, through api.SendIssue as POST /api/issues/{id}/send.
+// local hour, through the issues service as POST /api/issues/{id}/send,
+// with the audience the page showed (typed by the publisher above the
+// threshold) and the version it showed.
 func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := h.issueOf(w, r)
 	if !ok {
 		return
 	}
 	f, err := form.NewSend(w, r)
-	var req api.SendRequest
-	if err == nil {
-		req, err = f.Request()
-		if err != nil {
-			h.editor(w, r, http.StatusBadRequest, is, formOf(is), err.Error())
-			return
-		}
-	}
-	if err == nil {
-		is, err = api.SendIssue(r.Context(), h.d.Store, h.d.Jobs, h.d.Log, is.ID, req, h.d.Now())
-	}
 	if err != nil {
 		h.issueFailed(w, r, is, formOf(is), err)
 		return
 	}
-	h.record(r, audit.IssueSent, audit.Issue(is.ID), req.Detail())
+	when, err := f.Schedule()
+	var opt issues.SendOptions
+	if err == nil {
+		opt, err = f.Options()
+	}
+	if err != nil {
+		h.editor(w, r, http.StatusBadRequest, is, formOf(is), err.Error())
+		return
+	}
+	sent, n, err := h.issues.Send(r.Context(), is, when, opt)
+	if err != nil {
+		h.issueFailed(w, r, is, formOf(is), err)
+		return
+	}
+	h.record(r, audit.IssueSent, audit.Issue(is.ID), fmt.Sprintf("%s, to %d readers", when.Detail(), n))
 	notice := "sending"
-	if is.Status == store.IssueScheduled {
+	if sent.Status == store.IssueScheduled {
 		notice = "scheduled"
 	}
 	done(w, r, "/admin/issues/"+itoa(is.ID), notice)

@@ -2,14 +2,15 @@ package console
 
 import (
 	"net/http"
+	"strings"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/issues"
 )
 
 // testIssue is POST /admin/issues/{id}/test: the saved issue, mailed now
-// through the real path to up to api.MaxTestEmails addresses, as POST
+// through the real path to up to issues.MaxTestEmails addresses, as POST
 // /api/issues/{id}/test does.
 func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := h.issueOf(w, r)
@@ -19,7 +20,10 @@ func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewTestSend(w, r)
 	var emails []string
 	if err == nil {
-		emails, err = api.CheckTestEmails(f.Emails)
+		emails, err = issues.CheckTestEmails(f.Emails)
+	}
+	if err == nil {
+		err = h.d.TestGate.Allow(principalOf(r).Name, emails)
 	}
 	if err != nil {
 		h.issueFailed(w, r, is, formOf(is), err)
@@ -34,6 +38,16 @@ func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 		h.editor(w, r, http.StatusBadGateway, is, formOf(is), "The test mail was not sent: "+err.Error())
 		return
 	}
-	h.record(r, audit.IssueTestSent, audit.Issue(is.ID), "to "+itoa(int64(len(emails)))+" addresses")
+	h.record(r, audit.IssueTestSent, audit.Issue(is.ID), h.testDetail(emails))
 	done(w, r, "/admin/issues/"+itoa(is.ID), "tested")
+}
+
+// testDetail is the audit's detail of a test send: each address by its
+// keyed hash, never the address.
+func (h *Handler) testDetail(emails []string) string {
+	hashes := make([]string, len(emails))
+	for i, e := range emails {
+		hashes[i] = h.d.Audit.Subscriber(e)
+	}
+	return "to " + strings.Join(hashes, ", ")
 }

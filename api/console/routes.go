@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/issues"
 )
 
 // routes is the console's one list of routes, each with the role it
@@ -36,7 +36,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/issues/{id}/progress", h.require(Viewer, h.issueProgress))
 	m.Handle("POST /admin/issues/{id}/test", h.require(Editor, h.testIssue))
 	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
-	for _, action := range api.IssueActions {
+	for _, action := range issues.Actions {
 		m.Handle("POST /admin/issues/{id}/"+action, h.require(Editor, h.changeIssue(action)))
 	}
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/newsletter/newsletter/issues"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
@@ -26,8 +26,8 @@ const issueUsage = `usage:
 // issueCmd is `newsletter issue create|send|preview`: a publisher keeps
 // issues as Markdown files in git and sends them from a script. The
 // commands talk to the service's Redis through the store, check what they
-// are given as the API does (api.CheckIssue, api.SendIssue,
-// api.PreviewIssue), and change nothing when it is wrong.
+// are given as the API does (issues.CheckContent, the issues
+// service, api.PreviewIssue), and change nothing when it is wrong.
 func issueCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(issueUsage)
@@ -54,7 +54,7 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		c := store.IssueContent{Subject: strings.TrimSpace(*subject), Preheader: strings.TrimSpace(*preheader), Body: body, Topics: topicList}
 		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			if err := api.CheckIssue(a.cfg.Topics, c); err != nil {
+			if err := issues.CheckContent(a.cfg.Topics, c); err != nil {
 				return err
 			}
 			is, err := a.store.CreateIssue(ctx, c, "")
@@ -68,6 +68,8 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 	case "send":
 		at := fs.String("at", "", "send at this time (RFC 3339), not now")
 		local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
+		force := fs.Bool("force", false, "send even when the issue would reach 0 readers")
+		confirm := fs.Int64("confirm-audience", -1, "refuse the send unless it reaches exactly this many readers")
 		id, err := issueID(fs, args)
 		if err != nil {
 			return err
@@ -75,12 +77,22 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
 			jobs := tasks.NewDispatcher(a.newClient(), a.store, a.log)
 			defer jobs.Close()
-			is, err := api.SendIssue(ctx, a.store, jobs, a.log, id, api.SendRequest{At: *at, LocalTime: *local}, time.Now())
+			is, err := a.store.Issue(ctx, id)
 			if err != nil {
 				return err
 			}
-			a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), cliSendDetail(*at, *local))
-			fmt.Fprintf(stdout, "issue %d %s; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, is.ID)
+			opt := issues.SendOptions{Force: *force}
+			if *confirm >= 0 {
+				opt.ConfirmAudience = confirm
+			}
+			when := issues.When{At: *at, LocalTime: *local}
+			svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log}
+			is, n, err := svc.Send(ctx, is, when, opt)
+			if err != nil {
+				return err
+			}
+			a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), fmt.Sprintf("%s (command), to %d readers", when.Detail(), n))
+			fmt.Fprintf(stdout, "issue %d %s to %d readers; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, n, is.ID)
 			return nil
 		})
 	case "preview":
@@ -108,17 +120,6 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 		})
 	}
 	return fmt.Errorf("unknown subcommand %q\n%s", sub, issueUsage)
-}
-
-// cliSendDetail says when a send was asked for, as the API's entries do.
-func cliSendDetail(at, local string) string {
-	switch {
-	case at != "":
-		return "at " + at
-	case local != "":
-		return "at " + local + " local time"
-	}
-	return "now"
 }
 
 // withApp runs fn on the service's Redis. The embedded Redis would be a
@@ -159,12 +160,12 @@ func readBody(path string) (string, error) {
 		return "", err
 	}
 	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
-	b, err := io.ReadAll(io.LimitReader(f, api.MaxIssueBody+1))
+	b, err := io.ReadAll(io.LimitReader(f, issues.MaxBody+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if len(b) > api.MaxIssueBody {
-		return "", fmt.Errorf("%s: %w", path, api.ErrIssueTooLarge)
+	if len(b) > issues.MaxBody {
+		return "", fmt.Errorf("%s: %w", path, issues.ErrTooLarge)
 	}
 	return string(b), nil
 }

@@ -162,7 +162,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
-			Audit: a.audit, AuditLog: apiStore,
+			Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate,
 			Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 		}.WithIssues(apiStore, issueRenderer(issues)))
 		if mailbox != nil {

@@ -50,6 +50,8 @@ const (
 	IssuePaused       = "issue.paused"
 	IssueResumed      = "issue.resumed"
 	IssueCancelled    = "issue.cancelled"
+	IssueRescheduled  = "issue.rescheduled"
+	IssueUnscheduled  = "issue.unscheduled"
 	ItemAdded         = "item.added"
 	EventPosted       = "event.posted"
 	BounceReported    = "bounce.reported"

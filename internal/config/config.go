@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/newsletter/newsletter/issues"
 	"net"
 	"net/mail"
 	"net/netip"
@@ -92,6 +93,12 @@ type Config struct {
 	// SMTP server (NEWSLETTER_DEV_MAILBOX); the embedded default always
 	// does.
 	DevMailbox bool
+	// TestGate is NEWSLETTER_TEST_RECIPIENTS parsed: the addresses any
+	// test send may reach besides the account's own.
+	TestGate *issues.TestGate
+	// ConfirmSendAbove is NEWSLETTER_CONFIRM_SEND_ABOVE: the audience
+	// above which the console asks the publisher to type it.
+	ConfirmSendAbove int64
 	// Clients is NEWSLETTER_TRUSTED_PROXIES parsed: the proxies whose
 	// X-Forwarded-For is believed.
 	Clients clientip.Resolver
@@ -264,6 +271,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		ConfirmCooldown:    p.duration("NEWSLETTER_CONFIRM_COOLDOWN", 10*time.Minute, 0),
 		ConfirmRate:        p.integer("NEWSLETTER_CONFIRM_RATE", 600, 0),
 		UnsubscribeByEmail: p.str("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", "immediate"),
+		ConfirmSendAbove:   int64(p.integer("NEWSLETTER_CONFIRM_SEND_ABOVE", 1000, 0)),
 		RequestTimeout:     p.duration("NEWSLETTER_REQUEST_TIMEOUT", 5*time.Second, 100*time.Millisecond),
 		PollInterval:       p.duration("NEWSLETTER_POLL_INTERVAL", 5*time.Second, 10*time.Millisecond),
 		ClaimTTL:           p.duration("NEWSLETTER_CLAIM_TTL", worker.DefaultClaimTTL, time.Second),
@@ -355,6 +363,8 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	p.check("NEWSLETTER_UNSUBSCRIBE_BY_EMAIL", c.UnsubscribeByEmail == "immediate" || c.UnsubscribeByEmail == "confirm", "immediate or confirm")
 	var perr error
+	c.TestGate, perr = issues.NewTestGate(p.str("NEWSLETTER_TEST_RECIPIENTS", ""))
+	p.check("NEWSLETTER_TEST_RECIPIENTS", perr == nil, fmt.Sprintf("comma-separated addresses (%v)", perr))
 	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
 	p.check("NEWSLETTER_TRUSTED_PROXIES", perr == nil, "comma-separated CIDRs of your reverse proxies, such as 10.0.0.0/8")
 	p.check("NEWSLETTER_ADMIN_TOKEN", c.AdminToken == "" || adminauth.CheckToken(c.AdminToken) == nil, adminauth.TokenRule)

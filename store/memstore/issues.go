@@ -75,7 +75,7 @@ func (m *Memory) DigestIssue(ctx context.Context, period string, c store.IssueCo
 }
 
 // UpdateIssue implements store.Issues.
-func (m *Memory) UpdateIssue(_ context.Context, id int64, c store.IssueContent) (store.Issue, error) {
+func (m *Memory) UpdateIssue(_ context.Context, id int64, version int, c store.IssueContent) (store.Issue, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.issueLocked(id)
@@ -83,7 +83,10 @@ func (m *Memory) UpdateIssue(_ context.Context, id int64, c store.IssueContent) 
 		return store.Issue{}, err
 	}
 	if !store.Editable(r.is.Status) {
-		return store.Issue{}, fmt.Errorf("issue %d is %s: %w", id, r.is.Status, store.ErrIssueState)
+		return store.Issue{}, &store.StateError{ID: id, Status: r.is.Status}
+	}
+	if r.is.Version != version {
+		return store.Issue{}, fmt.Errorf("issue %d: %w", id, store.ErrIssueStale)
 	}
 	r.versions = append(r.versions, r.is.IssueContent)
 	c.Topics = slices.Clone(c.Topics)
@@ -167,12 +170,22 @@ func (m *Memory) TransitionIssue(_ context.Context, id int64, from []string, to 
 	if err != nil {
 		return store.Issue{}, err
 	}
-	if !slices.Contains(from, r.is.Status) || (ch.Round > 0 && ch.Round != r.is.Round) {
-		return store.Issue{}, fmt.Errorf("issue %d is %s: %w", id, r.is.Status, store.ErrIssueState)
+	if !slices.Contains(from, r.is.Status) {
+		return store.Issue{}, &store.StateError{ID: id, Status: r.is.Status}
+	}
+	if (ch.Round > 0 && ch.Round != r.is.Round) || (ch.Version > 0 && ch.Version != r.is.Version) {
+		return store.Issue{}, fmt.Errorf("issue %d: %w", id, store.ErrIssueStale)
+	}
+	r.is.PausedFrom = ""
+	if to == store.IssuePaused {
+		r.is.PausedFrom = r.is.Status
 	}
 	r.is.Status = to
-	if !ch.SendAt.IsZero() || ch.LocalTime != "" {
+	if ch.SetSchedule {
 		r.is.SendAt, r.is.LocalTime = ch.SendAt.UTC(), ch.LocalTime
+		if ch.SendAt.IsZero() {
+			r.is.SendAt = time.Time{}
+		}
 	}
 	if to == store.IssueSent {
 		r.is.SentAt = m.now().UTC().Truncate(time.Millisecond)
@@ -235,6 +248,19 @@ func (m *Memory) AdvanceIssuePlan(_ context.Context, id int64, round int, cursor
 		r.prog.PlanDone = true
 	}
 	return nil
+}
+
+// IssueAudience implements store.Issues.
+func (m *Memory) IssueAudience(_ context.Context, topicIDs []string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, s := range m.byID {
+		if s.Status == store.Active && slices.ContainsFunc(topicIDs, func(t string) bool { return slices.Contains(s.Topics, t) }) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // FinishIssue implements store.Issues.

@@ -30,7 +30,7 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	}
 	c2 := c
 	c2.Body = "two"
-	if _, err := s.UpdateIssue(ctx, a.ID, c2); err != nil {
+	if _, err := s.UpdateIssue(ctx, a.ID, 1, c2); err != nil {
 		t.Fatal(err)
 	}
 	vers, err := s.IssueVersions(ctx, a.ID)
@@ -55,7 +55,7 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], store.ErrIssueState) || errors.Is(errs[1], store.ErrIssueState)) {
 		t.Fatalf("two sends: %v, %v", errs[0], errs[1])
 	}
-	if _, err := s.UpdateIssue(ctx, a.ID, c); !errors.Is(err, store.ErrIssueState) {
+	if _, err := s.UpdateIssue(ctx, a.ID, 2, c); !errors.Is(err, store.ErrIssueState) {
 		t.Fatalf("edit while sending: %v", err)
 	}
 	if _, err := s.Issue(ctx, 999); !errors.Is(err, store.ErrNoIssue) {
@@ -164,7 +164,7 @@ func testIssueTransitionWritesOutbox(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("from a status it is not in: %v", err)
 	}
 	if _, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
-		store.IssueChange{Round: is.Round + 1, Outbox: entry("refused-round")}); !errors.Is(err, store.ErrIssueState) {
+		store.IssueChange{Round: is.Round + 1, Outbox: entry("refused-round")}); !errors.Is(err, store.ErrIssueStale) {
 		t.Fatalf("in another round: %v", err)
 	}
 	if got := outbox(); len(got) != 0 {
@@ -244,5 +244,86 @@ func testIssueAdvanceOnce(t *testing.T, _ Harness, s store.Store) {
 	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 0, true))
 	if p, err := s.IssueProgress(ctx, is.ID); err != nil || p.Planned != 5 || p.Cursor != 50 || !p.PlanDone {
 		t.Fatalf("a page saved twice: %+v %v", p, err)
+	}
+}
+
+// testIssueWritesCompareAndSet: every write of an issue is made against
+// the version it read. A stale edit is refused and changes nothing; a
+// move of the status never writes the content, so an edit saved while
+// someone schedules the send is what goes out; a pause remembers where
+// the issue was; refusals name the status.
+func testIssueWritesCompareAndSet(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	is, err := s.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "one", Topics: []string{"digest"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two people opened version 1; the first saves, the second is stale.
+	if _, err := s.UpdateIssue(ctx, is.ID, 1, store.IssueContent{Subject: "S", Body: "two", Topics: []string{"digest"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateIssue(ctx, is.ID, 1, store.IssueContent{Subject: "S", Body: "late", Topics: []string{"digest"}}); !errors.Is(err, store.ErrIssueStale) {
+		t.Fatalf("a stale edit: %v, want ErrIssueStale", err)
+	}
+	if got, _ := s.Issue(ctx, is.ID); got.Body != "two" || got.Version != 2 {
+		t.Fatalf("after a stale edit: body %q version %d, want two 2", got.Body, got.Version)
+	}
+	// Scheduling after the edit keeps it; the schedule is its own field.
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	got, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueScheduled,
+		store.IssueChange{Round: 1, SetSchedule: true, SendAt: at})
+	if err != nil || got.Body != "two" || !got.SendAt.Equal(at) {
+		t.Fatalf("schedule: %+v %v", got, err)
+	}
+	if _, err := s.UpdateIssue(ctx, is.ID, 2, store.IssueContent{Subject: "S", Body: "three", Topics: []string{"digest"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A send confirmed on version 2 is refused now that it is 3.
+	if _, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueSending,
+		store.IssueChange{Round: 1, Version: 2}); !errors.Is(err, store.ErrIssueStale) {
+		t.Fatalf("a send on a stale version: %v, want ErrIssueStale", err)
+	}
+	got, err = s.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssuePaused, store.IssueChange{Round: 1})
+	if err != nil || got.PausedFrom != store.IssueScheduled || !got.SendAt.Equal(at) || got.Body != "three" {
+		t.Fatalf("pause: %+v %v", got, err)
+	}
+	_, err = s.UpdateIssue(ctx, is.ID, 3, store.IssueContent{Subject: "S", Body: "x", Topics: []string{"digest"}})
+	var se *store.StateError
+	if !errors.As(err, &se) || se.Status != store.IssuePaused || !errors.Is(err, store.ErrIssueState) {
+		t.Fatalf("edit of a paused issue: %v, want a StateError naming paused", err)
+	}
+	got, err = s.TransitionIssue(ctx, is.ID, []string{store.IssuePaused}, store.IssueScheduled, store.IssueChange{Round: 1, NewRound: true})
+	if err != nil || got.PausedFrom != "" || got.Round != 2 || !got.SendAt.Equal(at) {
+		t.Fatalf("resume: %+v %v", got, err)
+	}
+	// Back to a draft: the schedule is cleared.
+	got, err = s.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueDraft,
+		store.IssueChange{Round: 2, NewRound: true, SetSchedule: true})
+	if err != nil || !got.SendAt.IsZero() || got.LocalTime != "" || got.Status != store.IssueDraft {
+		t.Fatalf("unschedule: %+v %v", got, err)
+	}
+}
+
+// testIssueAudience: whom a send reaches, counted as the planner walks
+// it: active readers of any of the topics, each once.
+func testIssueAudience(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	add := func(email string, topics []string, active bool) {
+		t.Helper()
+		if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: email, Topics: topics, Activate: active}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("a@example.com", []string{"digest"}, true)
+	add("b@example.com", []string{"digest", "updates"}, true)
+	add("c@example.com", []string{"updates"}, true)
+	add("d@example.com", []string{"digest"}, false) // pending
+	for _, tc := range []struct {
+		topics []string
+		want   int64
+	}{{[]string{"digest"}, 2}, {[]string{"updates"}, 2}, {[]string{"digest", "updates"}, 3}, {nil, 0}} {
+		if n, err := s.IssueAudience(ctx, tc.topics); err != nil || n != tc.want {
+			t.Errorf("audience of %v: %d %v, want %d", tc.topics, n, err, tc.want)
+		}
 	}
 }

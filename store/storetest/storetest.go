@@ -61,6 +61,8 @@ func Run(t *testing.T, h Harness) {
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
 		{"IssueAdvanceOnce", testIssueAdvanceOnce},
+		{"IssueWritesCompareAndSet", testIssueWritesCompareAndSet},
+		{"IssueAudience", testIssueAudience},
 		{"ListSubscribers", testListSubscribers},
 		{"PersonalData", testPersonalData},
 		{"Erase", testErase},

@@ -106,7 +106,7 @@ func TestIssueAtLocalHourAcrossZones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if is, err = d.store.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{LocalTime: "09:00"}); err != nil {
+	if is, err = d.store.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{SetSchedule: true, LocalTime: "09:00"}); err != nil {
 		t.Fatal(err)
 	}
 	plan := func(round int) {

@@ -209,10 +209,16 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			return err
 		}
 		if is.Status == store.IssueScheduled && is.Round == p.Round {
+			// Never before its time: asynq keeps due times in whole
+			// seconds, and a relay or a clock apart can start a plan
+			// early. It comes back when the time is there.
+			if early := is.SendAt.Sub(h.now()); early > 0 {
+				return notYetError{early}
+			}
 			// Its time came: from now on it is frozen.
 			if is, err = awaitRedis(ctx, h.away(), "start of the issue's sending", func(ctx context.Context) (store.Issue, error) {
-				return h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{})
-			}); errors.Is(err, store.ErrIssueState) {
+				return h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{Round: p.Round})
+			}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
 				continue
 			} else if err != nil {
 				return err
@@ -605,3 +611,12 @@ func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
 	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.now()))
 	return nil
 }
+
+// notYetError is a plan that started before its issue's time: it comes
+// back then (a retryAfterer, so no failure is counted).
+type notYetError struct{ wait time.Duration }
+
+func (e notYetError) Error() string { return fmt.Sprintf("the issue's time is %s away", e.wait) }
+
+// RetryAfter implements retryAfterer: at least a second, asynq's grain.
+func (e notYetError) RetryAfter() time.Duration { return max(e.wait, time.Second) }

@@ -2,16 +2,17 @@ package form
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
 
 // MaxIssueForm bounds an issue's form: the body's limit and room for the
-// other fields, so an over-long body reaches api.CheckIssue (413 with its
+// other fields, so an over-long body reaches issues.CheckContent (413 with its
 // message) rather than being cut.
-const MaxIssueForm = api.MaxIssueBody + 64<<10
+const MaxIssueForm = issues.MaxBody + 64<<10
 
 // Issue is the editor's form.
 type Issue struct {
@@ -19,6 +20,9 @@ type Issue struct {
 	Preheader string
 	Body      string
 	Topics    []string
+	// Version is the version the writer opened (0: a new issue): a
+	// save over a later one is refused, nothing lost.
+	Version int
 }
 
 // NewIssue reads the editor's form. The body keeps its spaces; line
@@ -29,12 +33,23 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 	}
 	return Issue{
 		Subject: value(r, "subject"), Preheader: value(r, "preheader"),
-		Body:   strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
-		Topics: r.PostForm["topics"],
+		Body:    strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
+		Topics:  r.PostForm["topics"],
+		Version: atoi(value(r, "version")),
 	}, nil
 }
 
 // Content is the issue as the store keeps it.
 func (f Issue) Content() store.IssueContent {
 	return store.IssueContent{Subject: f.Subject, Preheader: f.Preheader, Body: f.Body, Topics: f.Topics}
+}
+
+// atoi reads a hidden number the console wrote (0 when absent or
+// damaged: the store then checks against the version it reads).
+func atoi(v string) int {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

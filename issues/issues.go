@@ -1,0 +1,354 @@
+// Package issues is the lifecycle of an issue: what a publisher may do
+// with it in each status, and the one place each move is made. The API,
+// the console and the commands call it, so a move behaves the same
+// whichever door it came through.
+//
+// The states and their moves:
+//
+//	draft ──send now──────────────▶ sending ──(walk done, all sent)──▶ sent
+//	draft ──send at / reschedule──▶ scheduled ──(its time)──▶ sending
+//	scheduled ──send now──▶ sending      scheduled ──unschedule──▶ draft
+//	scheduled ──reschedule──▶ scheduled (a new time, a new plan)
+//	scheduled | sending ──pause──▶ paused ──resume──▶ the status it left
+//	paused (from scheduled) ──reschedule──▶ scheduled, ──unschedule──▶ draft
+//	draft | scheduled | sending | paused ──cancel──▶ cancelled
+//
+// A local-hour send (each reader at HH:MM of their own zone) is sending
+// from the start: its planner holds each reader's batch to their hour.
+//
+// Every move is one store step that checks the status and the round the
+// caller read (and, when given, the content's version), and writes the
+// plan task it calls for into the outbox in the same step. A plan task of
+// an earlier round finds its round gone and does nothing, so a move never
+// needs to find and delete the task it replaces.
+package issues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// The limits of an issue (docs/reference.md lists them).
+const (
+	MaxBody    = 512 << 10
+	MaxSubject = 200
+)
+
+// ErrTooLarge is an issue whose body is over MaxBody (413).
+var ErrTooLarge = fmt.Errorf("the body is over %d bytes", MaxBody)
+
+// ErrNoReaders is a send that would reach nobody, refused unless forced
+// (409): a send to a topic with no one on it is a mistake far more often
+// than a wish.
+var ErrNoReaders = errors.New("the issue would reach 0 readers; send with force to send it anyway")
+
+// AudienceChangedError is a send whose confirmed audience is no longer
+// the one it would reach (409): the publisher agreed to another number.
+type AudienceChangedError struct{ Confirmed, Now int64 }
+
+func (e *AudienceChangedError) Error() string {
+	return fmt.Sprintf("the audience changed: you confirmed %d readers, it is %d now", e.Confirmed, e.Now)
+}
+
+// InputError is a bad field of an issue or a move: the caller's to fix
+// (400), and nothing changed.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func bad(format string, a ...any) error { return &InputError{Msg: fmt.Sprintf(format, a...)} }
+
+// CheckContent is the one check of an issue's content: nil, ErrTooLarge
+// or an *InputError.
+func CheckContent(known *topics.Set, c store.IssueContent) error {
+	if len(c.Body) > MaxBody {
+		return ErrTooLarge
+	}
+	switch {
+	case c.Subject == "" || len([]rune(c.Subject)) > MaxSubject || strings.ContainsAny(c.Subject, "\r\n"):
+		return bad("subject: one line of 1 to %d characters", MaxSubject)
+	case len([]rune(c.Preheader)) > MaxSubject || strings.ContainsAny(c.Preheader, "\r\n"):
+		return bad("preheader: one line of at most %d characters", MaxSubject)
+	case len(c.Topics) == 0:
+		return bad("topics: name at least one topic")
+	}
+	for _, t := range c.Topics {
+		if _, ok := known.Topic(t); !ok {
+			return bad("topics: unknown topic %q", t)
+		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(c.Topics)))) != len(c.Topics) {
+		return bad("topics: a topic is named twice")
+	}
+	return nil
+}
+
+// When is when a send is asked for: both empty is now; At an RFC 3339
+// time in the future; LocalTime an hour HH:MM in each reader's zone.
+type When struct{ At, LocalTime string }
+
+// Detail says when the send was asked for, as the audit log records it.
+func (w When) Detail() string {
+	switch {
+	case w.At != "":
+		return "at " + w.At
+	case w.LocalTime != "":
+		return "at " + w.LocalTime + " local time"
+	}
+	return "now"
+}
+
+// schedule is a checked When: the status it leads to, when the plan is
+// due, and the schedule the issue keeps.
+type schedule struct {
+	to        string
+	due       time.Time
+	sendAt    time.Time
+	localTime string
+}
+
+func (w When) check(now time.Time) (schedule, error) {
+	switch {
+	case w.At != "" && w.LocalTime != "":
+		return schedule{}, bad("give at or local_time, not both")
+	case w.At != "":
+		t, err := time.Parse(time.RFC3339, w.At)
+		if err != nil {
+			return schedule{}, bad("at: an RFC 3339 time, e.g. 2026-01-05T09:00:00Z")
+		}
+		if !t.After(now) {
+			return schedule{}, bad("at: a time in the future")
+		}
+		// The plan is due on a whole second: asynq keeps due times in
+		// seconds, so a fraction would let it start before its time.
+		t = t.UTC().Truncate(time.Millisecond)
+		return schedule{to: store.IssueScheduled, due: ceilSecond(t), sendAt: t}, nil
+	case w.LocalTime != "":
+		if _, err := time.Parse("15:04", w.LocalTime); err != nil || len(w.LocalTime) != 5 {
+			return schedule{}, bad("local_time: an hour HH:MM, e.g. 09:00")
+		}
+		return schedule{to: store.IssueSending, due: now, localTime: w.LocalTime}, nil
+	}
+	return schedule{to: store.IssueSending, due: now}, nil
+}
+
+func ceilSecond(t time.Time) time.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		return s.Add(time.Second)
+	}
+	return t
+}
+
+// Dispatcher enqueues a job now (tasks.Dispatcher does); a failure is
+// no loss, the outbox entry written with the move stays for the relay.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, j tasks.Job) (duplicate bool, err error)
+}
+
+// Service makes the moves of issues. Its zero value is not usable: set
+// Store and Jobs.
+type Service struct {
+	Store store.Issues
+	Jobs  Dispatcher
+	Log   *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// Update saves new content of the issue is (as the caller read it) when
+// it is still at version (the one the writer opened; 0: is's own):
+// store.ErrIssueStale when it changed since, a *store.StateError when its
+// status does not allow edits, an *InputError or ErrTooLarge for bad
+// content; nothing changed then.
+func (s *Service) Update(ctx context.Context, known *topics.Set, is store.Issue, version int, c store.IssueContent) (store.Issue, error) {
+	if !store.Editable(is.Status) {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	if err := CheckContent(known, c); err != nil {
+		return is, err
+	}
+	if version <= 0 {
+		version = is.Version
+	}
+	return s.Store.UpdateIssue(ctx, is.ID, version, c)
+}
+
+// Audience is how many readers a send of is would reach now.
+func (s *Service) Audience(ctx context.Context, is store.Issue) (int64, error) {
+	return s.Store.IssueAudience(ctx, is.Topics)
+}
+
+// SendOptions are a send's safeguards.
+type SendOptions struct {
+	// ConfirmAudience, when set, is the audience the publisher agreed
+	// to: the send is refused (AudienceChangedError) when it is not that.
+	ConfirmAudience *int64
+	// Force sends to an audience of 0.
+	Force bool
+	// Version, when above 0, is the content's version the publisher saw:
+	// a later edit refuses the send (store.ErrIssueStale).
+	Version int
+}
+
+// Send sends the issue is (as the caller read it) now, at a time, or at
+// each reader's local hour: a draft or a scheduled issue (whose schedule
+// it replaces). It returns the issue after the move and the audience it
+// counted. Errors: *InputError, ErrNoReaders, *AudienceChangedError,
+// store.ErrIssueStale, a *store.StateError, or the store's; nothing
+// changed then.
+func (s *Service) Send(ctx context.Context, is store.Issue, when When, opt SendOptions) (store.Issue, int64, error) {
+	sc, err := when.check(s.now())
+	if err != nil {
+		return is, 0, err
+	}
+	if is.Status != store.IssueDraft && is.Status != store.IssueScheduled {
+		return is, 0, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	n, err := s.Audience(ctx, is)
+	if err != nil {
+		return is, 0, err
+	}
+	switch {
+	case opt.ConfirmAudience != nil && *opt.ConfirmAudience != n:
+		return is, n, &AudienceChangedError{Confirmed: *opt.ConfirmAudience, Now: n}
+	case n == 0 && !opt.Force:
+		return is, 0, ErrNoReaders
+	}
+	// A draft's round has never been planned (a move back to draft
+	// starts a new one); a scheduled issue's plan is replaced by a new
+	// round's.
+	out, err := s.move(ctx, is, []string{is.Status}, sc.to, is.Status == store.IssueScheduled, sc, opt.Version)
+	return out, n, err
+}
+
+// Reschedule gives a scheduled issue (or one paused while scheduled) a
+// new time, or a local hour: it is scheduled again (sending, for a local
+// hour), with a new plan; the old plan does nothing when its time comes.
+func (s *Service) Reschedule(ctx context.Context, is store.Issue, when When) (store.Issue, error) {
+	if when.At == "" && when.LocalTime == "" {
+		return is, bad("give at or local_time; to send now, send")
+	}
+	sc, err := when.check(s.now())
+	if err != nil {
+		return is, err
+	}
+	if !scheduledOrPausedScheduled(is) {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	return s.move(ctx, is, []string{is.Status}, sc.to, true, sc, 0)
+}
+
+// Unschedule takes a scheduled issue (or one paused while scheduled)
+// back to a draft: its plan does nothing when its time comes.
+func (s *Service) Unschedule(ctx context.Context, is store.Issue) (store.Issue, error) {
+	if !scheduledOrPausedScheduled(is) {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	ch := store.IssueChange{Round: is.Round, NewRound: true, SetSchedule: true}
+	return s.Store.TransitionIssue(ctx, is.ID, []string{is.Status}, store.IssueDraft, ch)
+}
+
+func scheduledOrPausedScheduled(is store.Issue) bool {
+	return is.Status == store.IssueScheduled || (is.Status == store.IssuePaused && is.PausedFrom == store.IssueScheduled)
+}
+
+// Pause stops a scheduled or sending issue where it is: batches in
+// flight stop before their next mail, held ones do nothing when due.
+func (s *Service) Pause(ctx context.Context, is store.Issue) (store.Issue, error) {
+	if is.Status != store.IssueScheduled && is.Status != store.IssueSending {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	return s.Store.TransitionIssue(ctx, is.ID, []string{is.Status}, store.IssuePaused, store.IssueChange{Round: is.Round})
+}
+
+// Resume puts a paused issue back exactly where it was: scheduled for
+// its time (or at once, when that passed while it was paused), or
+// sending, local hours kept. It plans again in a new round; the delivery
+// marks skip whoever already got it.
+func (s *Service) Resume(ctx context.Context, is store.Issue) (store.Issue, error) {
+	if is.Status != store.IssuePaused {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	now := s.now()
+	sc := schedule{to: store.IssueSending, due: now, sendAt: is.SendAt, localTime: is.LocalTime}
+	if is.PausedFrom == store.IssueScheduled {
+		sc.to = store.IssueScheduled
+		if is.SendAt.After(now) {
+			sc.due = ceilSecond(is.SendAt)
+		}
+	}
+	return s.move(ctx, is, []string{store.IssuePaused}, sc.to, true, sc, 0)
+}
+
+// Cancel ends the issue for good: nobody gets it from now on.
+func (s *Service) Cancel(ctx context.Context, is store.Issue) (store.Issue, error) {
+	from := []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused}
+	if !slices.Contains(from, is.Status) {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	return s.Store.TransitionIssue(ctx, is.ID, []string{is.Status}, store.IssueCancelled, store.IssueChange{Round: is.Round})
+}
+
+// move makes a move that plans: the status, the schedule and the plan's
+// outbox entry in one store step, against the round the caller read;
+// then it dispatches the plan. A failed enqueue is no failure: the entry
+// stays and the relay enqueues it.
+func (s *Service) move(ctx context.Context, is store.Issue, from []string, to string, newRound bool, sc schedule, version int) (store.Issue, error) {
+	round := is.Round
+	if newRound {
+		round++
+	}
+	job := tasks.NewIssuePlan(is.ID, round, sc.due)
+	ch := store.IssueChange{Round: is.Round, NewRound: newRound, Version: version, Outbox: job.Outbox(),
+		SetSchedule: true, SendAt: sc.sendAt, LocalTime: sc.localTime}
+	out, err := s.Store.TransitionIssue(ctx, is.ID, from, to, ch)
+	if err != nil {
+		return is, err
+	}
+	if _, err := s.Jobs.Dispatch(ctx, job); err != nil {
+		s.log().Warn("issue: plan not queued now; the relay queues it from the outbox", "issue", is.ID, "err", err)
+	}
+	return out, nil
+}
+
+// Actions are the moves of an issue besides a send and an edit, each a
+// route (POST /api/issues/{id}/<action>) and a console button.
+var Actions = []string{"pause", "resume", "reschedule", "unschedule", "cancel"}
+
+// Allowed tells which of the moves the issue's status allows now: what a
+// page offers (a send is "send").
+func Allowed(is store.Issue) map[string]bool {
+	st := is.Status
+	return map[string]bool{
+		"edit":       store.Editable(st),
+		"send":       st == store.IssueDraft || st == store.IssueScheduled,
+		"pause":      st == store.IssueScheduled || st == store.IssueSending,
+		"resume":     st == store.IssuePaused,
+		"reschedule": scheduledOrPausedScheduled(is),
+		"unschedule": scheduledOrPausedScheduled(is),
+		"cancel":     st == store.IssueDraft || st == store.IssueScheduled || st == store.IssueSending || st == store.IssuePaused,
+	}
+}
