@@ -84,8 +84,16 @@ func TestIssueCommands(t *testing.T) {
 		t.Fatalf("preview html: exit %d\n%s\n%s", code, out, errOut)
 	}
 
-	code, out, errOut = runIssue(t, env, "send", strconv.FormatInt(id, 10))
-	if code != 0 || !strings.Contains(out, "sending") {
+	// Nobody reads either topic yet: the send says so and changes nothing.
+	code, _, errOut = runIssue(t, env, "send", strconv.FormatInt(id, 10))
+	if code == 0 || !strings.Contains(errOut, "0 readers") {
+		t.Fatalf("send to nobody: exit %d: %s", code, errOut)
+	}
+	if is, _ := st.Issue(ctx, id); is.Status != store.IssueDraft {
+		t.Fatalf("a refused send moved the issue to %s", is.Status)
+	}
+	code, out, errOut = runIssue(t, env, "send", strconv.FormatInt(id, 10), "--force")
+	if code != 0 || !strings.Contains(out, "sending to 0 readers") {
 		t.Fatalf("send: exit %d: %s %s", code, out, errOut)
 	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
@@ -107,8 +115,8 @@ func TestIssueCommands(t *testing.T) {
 		args   []string
 		status string
 	}{
-		{[]string{"--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, store.IssueScheduled},
-		{[]string{"--local-time", "09:00"}, store.IssueSending},
+		{[]string{"--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--force"}, store.IssueScheduled},
+		{[]string{"--local-time", "09:00", "--force"}, store.IssueSending},
 	} {
 		code, out, errOut := runIssue(t, env, "create", "--subject", "Later", "--topic", "digest", later)
 		if code != 0 {
