@@ -25,12 +25,12 @@ vet: ## gofmt, go vet, and errcheck (pinned in go.mod as a tool; .errcheck-exclu
 	$(GO) vet ./...
 	$(GO) tool errcheck -ignoretests -exclude .errcheck-excludes ./...
 
-test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine)
+test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine); the issue lifecycle model runs 2,000 steps
 	@set -e; \
 	( while :; do :; done ) & hog1=$$!; \
 	( while :; do :; done ) & hog2=$$!; \
 	trap 'kill $$hog1 $$hog2 2>/dev/null' EXIT INT TERM; \
-	$(GO) test -race -short -count=3 ./...
+	NEWSLETTER_MODEL_STEPS=2000 $(GO) test -race -short -count=3 ./...
 
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address

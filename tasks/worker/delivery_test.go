@@ -63,8 +63,10 @@ func newDelivery(t *testing.T) *delivery {
 }
 
 // startWorker runs one worker process's worth: its own SMTP pool, its own
-// limiter instance on the shared Redis.
-func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...func(*Config)) {
+// limiter instance on the shared Redis. It returns its stop (a worker
+// gone as a killed one is, for the tests that start another); the test's
+// end stops it too, once.
+func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...func(*Config)) (stop func()) {
 	t.Helper()
 	cfg, _ := mailer.ParseServerURL(d.smtp.URL())
 	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", PoolSize: concurrency, Timeout: 5 * time.Second})
@@ -103,7 +105,10 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Shutdown(); m.Close() })
+	var once sync.Once
+	stop = func() { once.Do(func() { w.Shutdown(); m.Close() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func (d *delivery) welcome(t *testing.T, emails ...string) {
