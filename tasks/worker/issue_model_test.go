@@ -39,7 +39,9 @@ type issueModel struct {
 	cancelledWith int
 }
 
-func (m *issueModel) editable() bool { return m.status == store.IssueDraft || m.status == store.IssueScheduled }
+func (m *issueModel) editable() bool {
+	return m.status == store.IssueDraft || m.status == store.IssueScheduled
+}
 func (m *issueModel) scheduledOrPausedScheduled() bool {
 	return m.status == store.IssueScheduled || (m.status == store.IssuePaused && m.pausedFrom == store.IssueScheduled)
 }
