@@ -150,6 +150,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		apiClient := asynq.NewClientFromRedisClient(batched)
 		jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
 		defer jobs.Close()
+		// One renderer (and so one preview cache) for the API and the
+		// console.
+		render := issueRenderer(issues)
 		srv := api.New(api.Config{
 			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.cfg.Topics,
 			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
@@ -164,11 +167,11 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 			Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate,
 			Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
-		}.WithIssues(apiStore, issueRenderer(issues)))
+		}.WithIssues(apiStore, render))
 		if mailbox != nil {
 			srv.Handle("GET /dev/mailbox", mailbox)
 		}
-		if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: issueRenderer(issues), redis: a.rdb}); err != nil {
+		if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, redis: a.rdb}); err != nil {
 			return err
 		}
 		a.reg.MustRegister(redisFigures(insp, a.store, nil))
@@ -431,5 +434,5 @@ func issueRenderer(r *issueMail) api.IssueRenderer {
 	if r == nil {
 		return nil
 	}
-	return r
+	return api.CachePreviews(r)
 }

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// maxCachedPreviews bounds the preview cache: a publisher looks at a few
+// issues, each in a few topics and formats.
+const maxCachedPreviews = 64
+
+// CachePreviews wraps r so that a preview of the same content (an issue's
+// saved version, or the editor's unsaved text) as the same topic and
+// format is rendered once: rendering Markdown costs CPU that a page
+// reloaded, or a script asking again, should not spend each time. Test
+// sends pass through. A nil r stays nil.
+func CachePreviews(r IssueRenderer) IssueRenderer {
+	if r == nil {
+		return nil
+	}
+	return &previewCache{IssueRenderer: r, entries: map[[32]byte]cachedPreview{}}
+}
+
+type previewCache struct {
+	IssueRenderer
+	mu      sync.Mutex
+	entries map[[32]byte]cachedPreview
+}
+
+type cachedPreview struct {
+	contentType string
+	body        []byte
+}
+
+// Preview implements IssueRenderer. The key is everything of the issue a
+// preview shows: its id, slug and content, the topic and the format.
+func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, format string) (string, []byte, error) {
+	raw, err := json.Marshal(struct {
+		ID            int64
+		Slug          string
+		Content       store.IssueContent
+		Topic, Format string
+	}{is.ID, is.Slug, is.IssueContent, topic, format})
+	if err != nil {
+		return "", nil, err
+	}
+	key := sha256.Sum256(raw)
+	c.mu.Lock()
+	hit, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return hit.contentType, hit.body, nil
+	}
+	ct, body, err := c.IssueRenderer.Preview(ctx, is, topic, format)
+	if err != nil {
+		return ct, body, err
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxCachedPreviews {
+		clear(c.entries)
+	}
+	c.entries[key] = cachedPreview{ct, body}
+	c.mu.Unlock()
+	return ct, body, nil
+}
