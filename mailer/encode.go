@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"net/mail"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -376,10 +375,10 @@ func (s *SMTP) appendMailHeader(dst []byte, name string, msg *Message) ([]byte, 
 	case "To":
 		to, ok := simpleAddress(msg.ToName, msg.To)
 		if !ok {
-			// As go-mail's AddToFormat: the same parse, the same errors.
-			a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, msg.ToName, msg.To))
+			// As build: the same address, the same errors.
+			a, err := toAddress(msg.ToName, msg.To)
 			if err != nil {
-				return nil, fmt.Errorf("to: %w", err)
+				return nil, err
 			}
 			to = a.String()
 		}
@@ -407,11 +406,11 @@ type dateField struct {
 	value  string
 }
 
-// simpleAddress is what net/mail writes for the address go-mail's
-// AddToFormat parses from name and addr, made without parsing for the
-// common case: a name of printable ASCII without quotes, backslashes or
-// encoded words, and an address of two dot-atoms. ok is false for anything
-// else, which is parsed (encode_test.go checks the two agree).
+// simpleAddress is what net/mail writes for toAddress(name, addr), made
+// without parsing for the common case: a name of printable ASCII without
+// quotes, backslashes or encoded words, and an address of two dot-atoms.
+// ok is false for anything else, which is parsed (encode_test.go checks
+// the two agree).
 func simpleAddress(name, addr string) (string, bool) {
 	at := strings.LastIndexByte(addr, '@')
 	if at < 0 || !dotAtom(addr[:at]) || !dotAtom(addr[at+1:]) {

@@ -3,7 +3,6 @@ package mailer
 import (
 	"bytes"
 	"fmt"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,10 +285,10 @@ func TestPreparedChangedAfterRender(t *testing.T) {
 	}
 }
 
-// parsedAddress is the To value the way go-mail makes it: AddToFormat's
-// parse, then net/mail's String.
+// parsedAddress is the To value the way build makes it: toAddress, then
+// net/mail's String.
 func parsedAddress(name, addr string) (string, error) {
-	a, err := mail.ParseAddress(fmt.Sprintf(`"%s" <%s>`, name, addr))
+	a, err := toAddress(name, addr)
 	if err != nil {
 		return "", err
 	}

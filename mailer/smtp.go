@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	gomail "github.com/wneessen/go-mail"
 
@@ -312,15 +314,11 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	if err := m.From(s.from); err != nil {
 		return nil, err
 	}
-	if err := m.AddToFormat(msg.ToName, msg.To); err != nil {
-		// go-mail's error quotes the name and the address; it would end
-		// up in the logs and in the task's last error. Say which part
-		// is wrong, and nothing of it.
-		if m.AddTo(msg.To) != nil {
-			return nil, errBadRecipient
-		}
-		return nil, errBadRecipientName
+	to, err := toAddress(msg.ToName, msg.To)
+	if err != nil {
+		return nil, err
 	}
+	m.ToMailAddress(to)
 	if msg.boundary != "" {
 		m.SetBoundary(msg.boundary)
 	}
@@ -338,6 +336,44 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 		m.AddAlternativeString(gomail.TypeTextHTML, msg.HTML)
 	}
 	return m, nil
+}
+
+// toAddress is the To of a mail to addr for a person called name. The
+// name is kept as typed and net/mail's Address.String writes it (go-mail
+// calls it for the header): as a quoted string with its quotes and
+// backslashes escaped, or as RFC 2047 encoded words. go-mail's
+// AddToFormat pastes the name between quotes unescaped, so a name with a
+// quote or a backslash came out mangled, or made every mail to that
+// person fail as invalid.
+//
+// The errors quote neither the name nor the address: they end up in the
+// logs and in the task's last error.
+func toAddress(name, addr string) (*mail.Address, error) {
+	a, err := mail.ParseAddress("<" + addr + ">")
+	if err != nil {
+		return nil, errBadRecipient
+	}
+	if !writableName(name) {
+		return nil, errBadRecipientName
+	}
+	a.Name = name
+	return a, nil
+}
+
+// writableName reports whether a To header can show name as it is: valid
+// UTF-8 without control characters (NUL, CR, LF and the like, which the
+// signup and import never accept: address.CheckName). Anything else,
+// quotes and backslashes included, is written escaped or encoded.
+func writableName(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.Is(unicode.Cc, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // listHeaders are the RFC 2369 / RFC 2919 / RFC 8058 headers of a mail
