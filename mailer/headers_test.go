@@ -36,3 +36,28 @@ func TestMailCarriesNoLibraryBanner(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoSubmitted: a confirmation and an unsubscribe link are marked
+// auto-generated (RFC 3834), so that an auto-responder leaves them
+// unanswered; a newsletter mail is not marked.
+func TestAutoSubmitted(t *testing.T) {
+	srv := smtptest.Start(t)
+	m := newTestSMTP(t, srv, 1)
+	want := map[string]string{KindConfirm: "auto-generated", KindUnsubscribe: "auto-generated", KindWelcome: "", KindDigest: ""}
+	for kind := range want {
+		msg := testMessage(kind + "@example.org")
+		msg.Kind = kind
+		if err := m.Send(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kind, v := range want {
+		got := srv.To(kind + "@example.org")
+		if len(got) != 1 {
+			t.Fatalf("%s: %d mails", kind, len(got))
+		}
+		if h := got[0].Header["Auto-Submitted"]; strings.Join(h, ",") != v {
+			t.Errorf("%s: Auto-Submitted %q, want %q", kind, h, v)
+		}
+	}
+}

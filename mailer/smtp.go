@@ -331,12 +331,21 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	if msg.Kind != "" {
 		m.SetGenHeader("Feedback-ID", feedbackID(msg.Kind, s.domain))
 	}
+	if autoSubmitted[msg.Kind] {
+		m.SetGenHeader("Auto-Submitted", "auto-generated")
+	}
 	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
 	if msg.HTML != "" {
 		m.AddAlternativeString(gomail.TypeTextHTML, msg.HTML)
 	}
 	return m, nil
 }
+
+// autoSubmitted are the kinds of mail a form sends on its own when
+// someone types an address (a confirmation, an unsubscribe link): RFC 3834
+// marks them so that a vacation responder or a ticket system does not
+// answer them, and a mail loop cannot start between two robots.
+var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true}
 
 // toAddress is the To of a mail to addr for a person called name. The
 // name is kept as typed and net/mail's Address.String writes it (go-mail
