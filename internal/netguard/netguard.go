@@ -130,19 +130,27 @@ func (g Guard) Client(l Limits) *http.Client {
 
 // Public reports whether a is a global unicast address that is not
 // loopback, private (RFC 1918, RFC 4193), link-local, CGNAT (RFC 6598),
-// unspecified, multicast, or an IPv4 address mapped or translated into
-// IPv6 that is itself not public.
+// unspecified, multicast or otherwise reserved. An IPv6 address that
+// carries an IPv4 address (mapped, compatible, translated, NAT64, 6to4,
+// Teredo) is judged by the IPv4 addresses it carries: the network may
+// deliver it to that IPv4 host, so [64:ff9b::7f00:1] is 127.0.0.1.
 func Public(a netip.Addr) bool {
 	a = a.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsUnspecified() {
+		return false
+	}
 	if a.Is6() {
-		// NAT64 (64:ff9b::/96) embeds an IPv4 address: judge that one.
-		if nat64.Contains(a) {
-			b := a.As16()
-			return Public(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		inner, known := embeddedIPv4(a)
+		if !known {
+			return false
+		}
+		for _, v4 := range inner {
+			if !Public(v4) {
+				return false
+			}
 		}
 	}
-	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() ||
-		a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
+	if a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
 		a.IsMulticast() || !a.IsGlobalUnicast() {
 		return false
 	}
@@ -154,8 +162,50 @@ func Public(a netip.Addr) bool {
 	return true
 }
 
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address carries by one
+// of the standard embeddings, none for an ordinary IPv6 address. known is
+// false for an address whose embedding cannot be read without the
+// network's configuration (see nat64Local): such an address is refused.
+func embeddedIPv4(a netip.Addr) (inner []netip.Addr, known bool) {
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	switch {
+	case compatible.Contains(a), translated.Contains(a), nat64.Contains(a):
+		// ::a.b.c.d (RFC 4291, deprecated but still routed by some
+		// stacks), ::ffff:0:a.b.c.d (SIIT, RFC 2765) and the well-known
+		// NAT64 prefix, which RFC 6052 allows only as a /96.
+		return []netip.Addr{last}, true
+	case nat64Local.Contains(a):
+		// RFC 8215's local-use prefix: the operator picks the prefix
+		// length (/48 to /96), which moves the IPv4 address. Only the
+		// /96 form (bits 48 to 95 zero) can be read without knowing it.
+		for _, x := range b[6:12] {
+			if x != 0 {
+				return nil, false
+			}
+		}
+		return []netip.Addr{last}, true
+	case sixToFour.Contains(a):
+		// 2002:AABB:CCDD::/48 routes to the IPv4 host AA.BB.CC.DD (RFC 3056).
+		return []netip.Addr{netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})}, true
+	case teredo.Contains(a):
+		// 2001:0:SSSS:SSSS:flags:port:CCCC:CCCC: the Teredo server, and the
+		// client's address with its bits inverted (RFC 4380).
+		server := netip.AddrFrom4([4]byte{b[4], b[5], b[6], b[7]})
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []netip.Addr{server, client}, true
+	}
+	return nil, true
+}
+
 var (
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// The IPv6 ranges that carry an IPv4 address (see embeddedIPv4).
+	compatible = netip.MustParsePrefix("::/96")
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	teredo     = netip.MustParsePrefix("2001::/32")
 	// reserved are ranges that IsGlobalUnicast accepts but that are not
 	// reachable public hosts.
 	reserved = []netip.Prefix{

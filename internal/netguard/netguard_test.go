@@ -42,6 +42,59 @@ func TestPublic(t *testing.T) {
 	}
 }
 
+// embedsLoopback are IPv6 forms that carry 127.0.0.1 (or, for Teredo, a
+// client at 127.0.0.1): the network may deliver each to this machine.
+var embedsLoopback = map[string]string{
+	"IPv4-compatible":      "::127.0.0.1",
+	"IPv4-mapped":          "::ffff:127.0.0.1",
+	"IPv4-translated":      "::ffff:0:127.0.0.1",
+	"NAT64 well-known":     "64:ff9b::7f00:1",
+	"NAT64 local-use":      "64:ff9b:1::7f00:1",
+	"6to4":                 "2002:7f00:1::1",
+	"Teredo client":        "2001:0:4136:e378:8000:63bf:80ff:fffe", // client bits inverted: 127.0.0.1
+	"Teredo private relay": "2001:0:a00:1:8000:63bf:f7f7:f7f7",     // server 10.0.0.1
+}
+
+func TestPublicUnwrapsEmbeddedIPv4(t *testing.T) {
+	for form, addr := range embedsLoopback {
+		if Public(netip.MustParseAddr(addr)) {
+			t.Errorf("%s %s judged public", form, addr)
+		}
+	}
+	for addr, want := range map[string]bool{
+		"::8.8.8.8":                            true,
+		"::ffff:0:8.8.8.8":                     true,
+		"64:ff9b::808:808":                     true,
+		"64:ff9b:1::808:808":                   true,
+		"64:ff9b:1:1::808:808":                 false, // a prefix length only the operator knows
+		"2002:808:808::1":                      true,
+		"2002:a00:1::1":                        false, // 10.0.0.1
+		"2002:a9fe:a9fe::1":                    false, // 169.254.169.254
+		"2001:0:4136:e378:8000:63bf:f7f7:f7f7": true,  // client 8.8.8.8
+		"2001:0:4136:e378:8000:63bf:f5ff:fffe": false, // client 10.0.0.1
+		"64:ff9b::a9fe:a9fe":                   false,
+		"::10.0.0.1":                           false,
+	} {
+		if got := Public(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// Each embedded form is refused at registration (the URL check) and at
+// connect time (the dialer's Control hook), the two roads to a request.
+func TestEmbeddedIPv4RefusedAtRegistrationAndConnect(t *testing.T) {
+	var g Guard
+	for form, addr := range embedsLoopback {
+		if _, err := g.CheckURL(context.Background(), "https://["+addr+"]/hook"); !errors.Is(err, ErrPrivate) {
+			t.Errorf("%s: CheckURL(https://[%s]/hook) = %v, want ErrPrivate", form, addr, err)
+		}
+		if err := g.Control("tcp6", "["+addr+"]:443", nil); !errors.Is(err, ErrPrivate) {
+			t.Errorf("%s: Control(tcp6, [%s]:443) = %v, want ErrPrivate", form, addr, err)
+		}
+	}
+}
+
 func TestCheckURL(t *testing.T) {
 	ctx := context.Background()
 	var g Guard
