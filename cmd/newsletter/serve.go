@@ -24,6 +24,7 @@ import (
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feedback/intake"
+	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
@@ -128,6 +129,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
 			Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 			WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
+			Feeds:       &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()},
 		})
 		// An edited sequence reaches the people in the middle of it.
 		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {

@@ -10,12 +10,14 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
 	"golang.org/x/net/html"
 
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -42,13 +44,43 @@ var (
 	ErrInvalid     = errors.New("not an RSS or Atom feed")
 )
 
+// MaxRedirects is how many redirects a poll follows.
+const MaxRedirects = 10
+
 // Fetcher fetches feeds.
 type Fetcher struct {
-	Client   *http.Client // nil: http.DefaultClient's transport
+	// Guard keeps polls, and every redirect they follow, away from this
+	// machine and its private network, as webhooks and web push are: a
+	// feed's host, or a redirect it answers, could name any address.
+	// The zero Guard refuses private addresses.
+	Guard netguard.Guard
+	// Client makes the requests (nil: Guard's client, following up to
+	// MaxRedirects redirects). Set, it is used as is: tests only.
+	Client   *http.Client
 	Timeout  time.Duration
 	MaxBytes int64
 	// UserAgent names the service to feed hosts.
 	UserAgent string
+
+	once    sync.Once
+	guarded *http.Client
+}
+
+func (f *Fetcher) timeout() time.Duration {
+	if f.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return f.Timeout
+}
+
+func (f *Fetcher) client() *http.Client {
+	if f.Client != nil {
+		return f.Client
+	}
+	f.once.Do(func() {
+		f.guarded = f.Guard.Client(netguard.Limits{Timeout: f.timeout(), FollowRedirects: MaxRedirects})
+	})
+	return f.guarded
 }
 
 // Result is one poll's answer.
@@ -65,17 +97,10 @@ type Result struct {
 // Fetch GETs feed u, sending the validators of the last answer, and
 // parses it. The error wraps ErrUnreachable, ErrTooLarge or ErrInvalid.
 func (f *Fetcher) Fetch(ctx context.Context, u, etag, lastModified string) (Result, error) {
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := f.timeout()
 	maxBytes := f.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
-	}
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
 	}
 	// The deadline covers the whole exchange, the body included: a server
 	// that trickles bytes cannot hold the poll longer.
@@ -95,7 +120,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u, etag, lastModified string) (Resu
 	if lastModified != "" {
 		req.Header.Set("If-Modified-Since", lastModified)
 	}
-	resp, err := client.Do(req)
+	resp, err := f.client().Do(req)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}

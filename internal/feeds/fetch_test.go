@@ -3,13 +3,17 @@ package feeds
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/netguard"
 )
 
 const rss = `<?xml version="1.0" encoding="UTF-8"?>
@@ -53,6 +57,67 @@ func TestParseRSSAndAtom(t *testing.T) {
 	}
 }
 
+// onLoopback lets the tests' own servers, which listen on loopback, be
+// polled (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE, as the webhook tests do).
+var onLoopback = netguard.Guard{AllowPrivate: true}
+
+// A feed on a public name may answer with a redirect into this machine or
+// its network: the poll refuses to follow it, and the target is never
+// asked. The test's server is itself on loopback, so the first hop goes
+// through a client that allows it while the redirect is judged by the
+// guard that refuses private addresses, as in production.
+func TestRedirectIntoPrivateNetworkRefused(t *testing.T) {
+	var reached atomic.Int32
+	target := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Header().Set("Content-Type", "application/rss+xml")
+		_, _ = w.Write([]byte(rss))
+	}))
+	// 127.0.0.2 is loopback too, and not the address the server tests
+	// usually think of. Linux answers on all of 127/8; where it does not,
+	// 127.0.0.1 is the same case.
+	if l, err := net.Listen("tcp", "127.0.0.2:0"); err == nil {
+		if err := target.Listener.Close(); err != nil {
+			t.Fatal(err)
+		}
+		target.Listener = l
+	}
+	target.Start()
+	defer target.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/feed.xml", http.StatusFound)
+	}))
+	defer redirector.Close()
+
+	refusing := netguard.Guard{}
+	client := onLoopback.Client(netguard.Limits{Timeout: 10 * time.Second, FollowRedirects: MaxRedirects})
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		return refusing.CheckRedirect(req.Context(), req.URL)
+	}
+	f := &Fetcher{Client: client}
+	res, err := f.Fetch(context.Background(), redirector.URL+"/feed.xml", "", "")
+	if !errors.Is(err, ErrUnreachable) || !errors.Is(err, netguard.ErrPrivate) {
+		t.Fatalf("a redirect to 127.0.0.2: %+v, err %v; want unreachable, not public", res, err)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the redirect's target was asked %d times", n)
+	}
+
+	// The guarded client a Fetcher builds itself refuses too, at the
+	// first hop already (the dialer judges every connection).
+	_, err = (&Fetcher{}).Fetch(context.Background(), redirector.URL+"/feed.xml", "", "")
+	if !errors.Is(err, ErrUnreachable) || !errors.Is(err, netguard.ErrPrivate) {
+		t.Fatalf("the default fetcher polled loopback: %v", err)
+	}
+
+	// With private addresses allowed (tests, development) the redirect is
+	// followed and the feed read from its target.
+	res, err = (&Fetcher{Guard: onLoopback}).Fetch(context.Background(), redirector.URL+"/feed.xml", "", "")
+	if err != nil || len(res.Entries) != 2 || reached.Load() != 1 {
+		t.Fatalf("with private allowed: %+v, err %v, target asked %d times", res, err, reached.Load())
+	}
+}
+
 // feedServer serves body with an ETag and a Last-Modified, answering 304
 // to either validator, and records the conditional headers it got.
 type feedServer struct {
@@ -82,7 +147,7 @@ func TestConditionalGet(t *testing.T) {
 	fs := &feedServer{body: rss, etag: `"v1"`, lastMod: "Tue, 03 Feb 2026 10:00:00 GMT"}
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
-	f := &Fetcher{UserAgent: DefaultUserAgent}
+	f := &Fetcher{UserAgent: DefaultUserAgent, Guard: onLoopback}
 	ctx := context.Background()
 	first, err := f.Fetch(ctx, srv.URL, "", "")
 	if err != nil || first.NotModified || len(first.Entries) != 2 || first.ETag != `"v1"` || first.LastModified != fs.lastMod {
@@ -115,7 +180,7 @@ func TestRefusals(t *testing.T) {
 	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "gone", http.StatusGone) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	f := &Fetcher{MaxBytes: 1024}
+	f := &Fetcher{MaxBytes: 1024, Guard: onLoopback}
 	for path, want := range map[string]error{"/big": ErrTooLarge, "/announced": ErrTooLarge, "/broken": ErrInvalid, "/gone": ErrUnreachable} {
 		if _, err := f.Fetch(context.Background(), srv.URL+path, "", ""); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", path, err, want)
@@ -135,7 +200,7 @@ func TestTimeoutIsBounded(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	f := &Fetcher{Timeout: 200 * time.Millisecond}
+	f := &Fetcher{Timeout: 200 * time.Millisecond, Guard: onLoopback}
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.Fetch(context.Background(), srv.URL, "", "")

@@ -49,26 +49,54 @@ func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("%q: the URL must not carry a fragment", raw)
 	}
-	if g.AllowPrivate {
-		return u, nil
+	if err := g.checkHost(ctx, u.Hostname()); err != nil {
+		return nil, fmt.Errorf("%q: %w", raw, err)
 	}
-	host := u.Hostname()
+	return u, nil
+}
+
+// CheckRedirect says whether a redirect to u may be followed: an http(s)
+// URL without user information whose host resolves only to public
+// addresses (any, when private addresses are allowed). The dialer judges
+// the connection again; this check gives the clear reason first.
+func (g Guard) CheckRedirect(ctx context.Context, u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("redirect to %q: not an http(s) URL", u.Redacted())
+	}
+	if u.User != nil {
+		return fmt.Errorf("redirect to %q: the URL must not carry a user or password", u.Redacted())
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("redirect to %q: the URL has no host", u.Redacted())
+	}
+	if err := g.checkHost(ctx, u.Hostname()); err != nil {
+		return fmt.Errorf("redirect to %q: %w", u.Redacted(), err)
+	}
+	return nil
+}
+
+// checkHost says whether host, a literal address or a name, is public
+// (every address the name resolves to), unless private ones are allowed.
+func (g Guard) checkHost(ctx context.Context, host string) error {
+	if g.AllowPrivate {
+		return nil
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if !Public(a) {
-			return nil, fmt.Errorf("%q: %s: %w", raw, a, ErrPrivate)
+			return fmt.Errorf("%s: %w", a, ErrPrivate)
 		}
-		return u, nil
+		return nil
 	}
 	addrs, err := g.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("%q: cannot resolve %s: %w", raw, host, err)
+		return fmt.Errorf("cannot resolve %s: %w", host, err)
 	}
 	for _, a := range addrs {
 		if !Public(a) {
-			return nil, fmt.Errorf("%q: %s resolves to %s: %w", raw, host, a, ErrPrivate)
+			return fmt.Errorf("%s resolves to %s: %w", host, a, ErrPrivate)
 		}
 	}
-	return u, nil
+	return nil
 }
 
 func (g Guard) resolver() *net.Resolver {
@@ -101,12 +129,15 @@ type Limits struct {
 	// MaxResponse is how much of an answer's body is read at most; the
 	// rest is discarded (see LimitBody).
 	MaxResponse int64
+	// FollowRedirects is how many redirects a request follows, each
+	// target passing CheckRedirect (0: none; the redirect is the answer).
+	FollowRedirects int
 }
 
 // Client returns an HTTP client whose every connection passes Control,
-// which never follows redirects (a redirect could point anywhere; the
-// endpoint's own answer is what counts), and which gives up after the
-// limits' timeout.
+// which follows no redirect unless the limits say so (a redirect could
+// point anywhere: each followed one is checked as a URL and dialled
+// through Control), and which gives up after the limits' timeout.
 func (g Guard) Client(l Limits) *http.Client {
 	dialer := &net.Dialer{Timeout: l.Timeout, Control: g.Control}
 	tr := &http.Transport{
@@ -122,8 +153,14 @@ func (g Guard) Client(l Limits) *http.Client {
 	return &http.Client{
 		Transport: tr,
 		Timeout:   l.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if l.FollowRedirects <= 0 {
+				return http.ErrUseLastResponse
+			}
+			if len(via) > l.FollowRedirects {
+				return fmt.Errorf("stopped after %d redirects", l.FollowRedirects)
+			}
+			return g.CheckRedirect(req.Context(), req.URL)
 		},
 	}
 }

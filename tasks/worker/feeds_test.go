@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/internal/feeds"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -99,7 +100,7 @@ func TestFeedsBecomeItemsOnce(t *testing.T) {
 	}
 	metrics := NewMetrics(nil)
 	newPoller := func() *FeedPoller { // a worker process: its own store and fetcher on the shared Redis
-		return &FeedPoller{Store: store.NewRedis(rdb), Topics: set, Fetcher: &feeds.Fetcher{MaxBytes: 32 << 10, Timeout: 10 * time.Second}, Metrics: metrics, Log: discard}
+		return &FeedPoller{Store: store.NewRedis(rdb), Topics: set, Fetcher: &feeds.Fetcher{MaxBytes: 32 << 10, Timeout: 10 * time.Second, Guard: netguard.Guard{AllowPrivate: true}}, Metrics: metrics, Log: discard}
 	}
 	polls := func(result string) int { return int(testutil.ToFloat64(metrics.FeedPolls.WithLabelValues(result))) }
 	p := newPoller()

@@ -59,8 +59,8 @@ type Deps struct {
 	Tags *feedback.Tagger
 	// Feedback is how bounce reports add up (the store's defaults).
 	Feedback store.FeedbackPolicy
-	// Feeds fetches the topics file's feeds (nil: the defaults);
-	// Links.Topics names them.
+	// Feeds fetches the topics file's feeds (nil: the defaults, which
+	// refuse private addresses); Links.Topics names them.
 	Feeds *feeds.Fetcher
 
 	// DefaultZone is the time zone of readers without one when an issue
