@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/issues"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -21,7 +22,7 @@ import (
 const issueUsage = `usage:
   newsletter issue create --subject S --topic T [--topic T2] [--preheader P] FILE.md   (prints the id)
   newsletter issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00]
-  newsletter issue preview ID [--topic T] [--format html|text|eml]`
+  newsletter issue preview ID [--topic T] [--format html|text|eml] [--out FILE]`
 
 // issueCmd is `newsletter issue create|send|preview`: a publisher keeps
 // issues as Markdown files in git and sends them from a script. The
@@ -97,7 +98,8 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 		})
 	case "preview":
 		topic := fs.String("topic", "", "as a reader of this topic gets it (default: the issue's first)")
-		format := fs.String("format", "html", "html, text or eml (the whole message; needs NEWSLETTER_SMTP_URL)")
+		format := fs.String("format", "html", "html, text or eml (the whole message as it goes out)")
+		out := fs.String("out", "", "write the preview to this file, only when it succeeds (default: stdout)")
 		id, err := issueID(fs, args)
 		if err != nil {
 			return err
@@ -107,13 +109,16 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			r, err := a.issuePreviewer(ctx, *format)
+			r, err := a.issuePreviewer(*format)
 			if err != nil {
 				return err
 			}
 			_, body, err := api.PreviewIssue(ctx, r, is, *topic, *format)
 			if err != nil {
 				return err
+			}
+			if *out != "" {
+				return writeWhole(*out, body)
 			}
 			_, err = stdout.Write(body)
 			return err
@@ -136,20 +141,46 @@ func withApp(ctx context.Context, getenv func(string) string, stdout, stderr io.
 	return fn(a)
 }
 
-// issuePreviewer renders as the service does; only an eml preview needs
-// the mailer (it composes the MIME message).
-func (a *app) issuePreviewer(ctx context.Context, format string) (api.IssueRenderer, error) {
+// issuePreviewer renders as the service does. It has no mail transport:
+// a preview sends nothing, and an eml preview composes the MIME message
+// as the SMTP mailer would (app.mimeComposer).
+func (a *app) issuePreviewer(format string) (api.IssueRenderer, error) {
 	render, err := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
 	if err != nil {
 		return nil, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 	}
 	x := &issueMail{render: render, links: a.links()}
 	if format == "eml" {
-		if x.mail, _, err = a.newMailer(ctx); err != nil {
+		if x.mime, err = a.mimeComposer(nil); err != nil {
 			return nil, err
 		}
 	}
 	return x, nil
+}
+
+// writeWhole writes b to path only whole: into a new file beside it,
+// then renamed over it, so a failed preview leaves no empty or partial
+// file, and an earlier one stays as it was.
+func writeWhole(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644) // a preview holds nothing secret: readable like any file the shell writes
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name()) // the half-written file; the error that matters is err
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
 }
 
 // readBody reads a Markdown file, refusing one over the limit before it

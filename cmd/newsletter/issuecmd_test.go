@@ -238,3 +238,75 @@ func TestHelpListsIssueCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestIssuePreviewEMLNeedsNoTransport: with only the settings the quick
+// start exports (Redis and the secret, no NEWSLETTER_SMTP_URL), an eml
+// preview prints the whole message, as html and text do: a preview
+// renders, it sends nothing.
+func TestIssuePreviewEMLNeedsNoTransport(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "issue-cmd-test-secret"}
+	md := writeFile(t, "eml.md", "Hello **readers**.\n")
+	code, out, errOut := runIssue(t, env, "create", "--subject", "Our March letter", "--topic", "updates", md)
+	if code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	code, out, errOut = runIssue(t, env, "preview", id, "--format", "eml")
+	if code != 0 {
+		t.Fatalf("eml preview without NEWSLETTER_SMTP_URL: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Subject: Our March letter", "To: <reader@example.com>", "List-Unsubscribe-Post: List-Unsubscribe=One-Click", "multipart/alternative", "<strong>readers</strong>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the eml preview lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestIssuePreviewOut: the README's steps (create for two topics, preview
+// as a reader of the second into a file) work, and --out writes the file
+// only when the preview succeeds: a refused preview leaves no empty file,
+// and an earlier preview in that file stays as it was.
+func TestIssuePreviewOut(t *testing.T) {
+	_, redisURL := redistest.New(t, redistest.DBCommand)
+	env := issueEnv(redisURL)
+	md := writeFile(t, "march.md", "Hello **readers**.\n")
+	code, out, errOut := runIssue(t, env, "create", "--subject", "Our March letter", "--topic", "updates", "--topic", "digest", md)
+	if code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	code, stdoutPreview, errOut := runIssue(t, env, "preview", id, "--topic", "digest")
+	if code != 0 {
+		t.Fatalf("preview to stdout: exit %d: %s", code, errOut)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "preview.html")
+	code, out, errOut = runIssue(t, env, "preview", id, "--topic", "digest", "--out", file)
+	if code != 0 || out != "" {
+		t.Fatalf("preview --out: exit %d, stdout %q: %s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != stdoutPreview || !strings.Contains(string(b), "<strong>readers</strong>") {
+		t.Fatalf("the file holds %q (%v), want the preview", b, err)
+	}
+
+	// A topic the issue is not for: refused, and the file is untouched.
+	code, _, errOut = runIssue(t, env, "preview", id, "--topic", "events", "--out", file)
+	if code == 0 || !strings.Contains(errOut, "one of the issue's topics") {
+		t.Fatalf("preview of a topic the issue is not for: exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != stdoutPreview {
+		t.Fatalf("a refused preview changed the earlier file: %q %v", b, err)
+	}
+	// Into a new file: none is made.
+	fresh := filepath.Join(dir, "fresh.html")
+	if code, _, errOut := runIssue(t, env, "preview", id, "--topic", "events", "--out", fresh); code == 0 {
+		t.Fatalf("preview of a topic the issue is not for: exit 0: %s", errOut)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("a refused preview left %s: %v", fresh, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Fatalf("the directory holds %v (%v), want the one preview", entries, err)
+	}
+}

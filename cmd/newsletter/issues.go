@@ -18,6 +18,13 @@ type issueMail struct {
 	render *mailer.Renderer
 	links  worker.Links
 	mail   mailer.Mailer
+	// mime writes the .eml of a preview (app.mimeComposer).
+	mime composer
+}
+
+// composer writes a message's bytes as they go out, without sending it.
+type composer interface {
+	Compose(*mailer.Message) ([]byte, error)
 }
 
 // previewReader is the sample reader of a preview: its personal links are
@@ -55,13 +62,7 @@ func (x *issueMail) Preview(_ context.Context, is store.Issue, topic, format str
 	case "text":
 		return "text/plain; charset=utf-8", []byte(msg.Text), nil
 	case "eml":
-		c, ok := x.mail.(interface {
-			Compose(*mailer.Message) ([]byte, error)
-		})
-		if !ok {
-			return "", nil, errors.New("eml previews need NEWSLETTER_SMTP_URL (the dev mailbox composes no MIME)")
-		}
-		b, err := c.Compose(msg)
+		b, err := x.mime.Compose(msg)
 		return "message/rfc822", b, err
 	}
 	return "text/html; charset=utf-8", []byte(msg.HTML), nil
@@ -83,4 +84,34 @@ func (x *issueMail) SendTest(ctx context.Context, is store.Issue, emails []strin
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// mimeComposer is what an eml preview composes with: the SMTP mailer m
+// itself when it is one, so the preview is the bytes it sends; otherwise
+// (SES, the dev mailbox, the issue command, which has no transport) a
+// composer with the same From, List-Id, return path and DKIM keys that
+// never connects anywhere: a preview renders, it sends nothing, so it
+// needs no SMTP server.
+func (a *app) mimeComposer(m mailer.Mailer) (composer, error) {
+	if c, ok := m.(composer); ok {
+		return c, nil
+	}
+	dkim, err := dkimSigner(a.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := mailer.NewSMTP(mailer.SMTPOptions{
+		// Never dialled: the SMTP mailer is here for its composition.
+		Server: mailer.Server{Host: "composer.invalid", Port: 25, TLS: "none"},
+		From:   a.cfg.From, ListID: listID(a.cfg.From), DKIM: dkim, BounceAddress: a.cfg.BounceAddress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Closing stops its idle reaper; it has no connection, and composing
+	// needs none.
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

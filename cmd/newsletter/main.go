@@ -28,8 +28,8 @@ commands:
                store a Markdown file as a draft issue to those topics; prints its id
   issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00]
                send it now, at a time, or at that hour of each reader's time zone
-  issue preview ID [--topic T] [--format html|text|eml]
-               print the mail a reader of the topic gets
+  issue preview ID [--topic T] [--format html|text|eml] [--out FILE]
+               print the mail a reader of the topic gets (--out: into FILE, only when it succeeds)
   token create --name N --role admin|editor|viewer
                make a token for the API and the console; prints it once (only its hash is kept)
   token list   the tokens' names, roles and creation times (never the tokens)

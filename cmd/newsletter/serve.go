@@ -108,8 +108,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", rerr)
 		}
 		if err == nil {
+			mime, err := a.mimeComposer(m)
+			if err != nil {
+				return err
+			}
 			mailbox = box
-			issues = &issueMail{render: render, links: links, mail: m}
+			issues = &issueMail{render: render, links: links, mail: m, mime: mime}
 		}
 	}
 	if r.worker && !emailLane {
