@@ -43,7 +43,7 @@ type topicChoice struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, name := range []string{"form", "message", "unsubscribe", "confirm", "preferences", "erase"} {
+	for _, name := range []string{"form", "message", "unsubscribe", "leave", "confirm", "preferences", "erase"} {
 		pages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/push.html", "pages/datarequests.html", "pages/"+name+".html"))
 	}
 }

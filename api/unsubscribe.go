@@ -19,9 +19,14 @@ import (
 )
 
 // unsubscribePage handles GET /unsubscribe?token=: a page with a button.
-// A GET never unsubscribes, because mail scanners follow links.
+// A GET never unsubscribes, because mail scanners follow links. Without a
+// token it is the unsubscribe form, where a person types their address.
 func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
+	if tok == "" {
+		s.leaveForm(w)
+		return
+	}
 	who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole unsubscribe link from the mail.")
@@ -38,6 +43,25 @@ func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, http.StatusOK, "unsubscribe", pageData{Title: "Unsubscribe", Email: email, Token: tok, Topic: s.topicName(who.Topic)})
+}
+
+// leaveForm is the unsubscribe form: an address, posted to POST
+// /unsubscribe, which does what NEWSLETTER_UNSUBSCRIBE_BY_EMAIL says.
+func (s *Server) leaveForm(w http.ResponseWriter) {
+	// The form's post must name this page's origin (POST /unsubscribe
+	// refuses one from another site, and a browser that sends no
+	// Sec-Fetch-Site shows it only in Origin): no-referrer, which the token
+	// pages have, would make that Origin "null". Nothing secret is in
+	// this page's URL.
+	w.Header().Set("Referrer-Policy", "same-origin")
+	what := "We stop all mail to it at once."
+	if s.cfg.UnsubscribeByEmail == UnsubscribeConfirm {
+		what = "We mail a link to it: open that mail and press the button, and no more mail goes to it."
+	}
+	renderPage(w, http.StatusOK, "leave", pageData{Title: "Unsubscribe", Lines: []string{
+		"Type the address you subscribed with. " + what,
+		"The unsubscribe link at the foot of our mails does the same without typing.",
+	}})
 }
 
 // topicName is the name of topic id ("" for none; the id itself for a
