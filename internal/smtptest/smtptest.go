@@ -1,15 +1,23 @@
 // Package smtptest runs a real SMTP server (emersion/go-smtp) on a loopback
 // port inside a test, records what it accepts, and can be scripted per
 // recipient to refuse, defer or drop the connection, so delivery code is
-// tested over TCP against the protocol it will meet in production.
+// tested over TCP against the protocol it will meet in production. By
+// default it offers neither STARTTLS nor AUTH; StartWith turns them on.
 package smtptest
 
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math/big"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -21,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
 	"github.com/newsletter/newsletter/internal/poll"
@@ -64,19 +73,49 @@ type Server struct {
 	sessions int
 	conns    []*smtp.Conn
 	srv      *smtp.Server
+	opts     Options
+	// roots trusts the certificate of a STARTTLS server.
+	roots *x509.CertPool
 }
 
-// Start runs a server until the test ends.
-func Start(t testing.TB) *Server {
+// Options turn on what a real relay may offer.
+type Options struct {
+	// STARTTLS offers STARTTLS with a certificate for 127.0.0.1 and
+	// localhost that only ClientTLS trusts.
+	STARTTLS bool
+	// Username and Password, when set, offer AUTH PLAIN (over plain text
+	// too, as some relays do): those credentials are taken, others are
+	// answered 535, and MAIL before a successful AUTH is answered 530.
+	Username, Password string
+}
+
+// Start runs a server until the test ends: plain SMTP, no STARTTLS, no
+// AUTH.
+func Start(t testing.TB) *Server { t.Helper(); return StartWith(t, Options{}) }
+
+// StartWith runs a server with what o turns on until the test ends.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
-	s := &Server{attempts: map[string]int{}}
+	s := &Server{attempts: map[string]int{}, opts: o}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		s.mu.Lock()
 		s.sessions++
 		s.conns = append(s.conns, c)
 		s.mu.Unlock()
-		return &session{srv: s, conn: c}, nil
+		x := &session{srv: s, conn: c}
+		if o.Username != "" {
+			return &authSession{session: x}, nil
+		}
+		return x, nil
 	}))
+	if o.STARTTLS {
+		cert, roots, err := selfSigned()
+		if err != nil {
+			t.Fatalf("smtptest: certificate: %v", err)
+		}
+		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.roots = roots
+	}
 	s.srv.Domain = "localhost"
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout = 30 * time.Second
@@ -108,6 +147,44 @@ func Start(t testing.TB) *Server {
 
 // URL is a NEWSLETTER_SMTP_URL that reaches the server.
 func (s *Server) URL() string { return "smtp://" + s.Addr + "?tls=none" }
+
+// ClientTLS is a client's TLS configuration that trusts the server's
+// certificate (nil without STARTTLS).
+func (s *Server) ClientTLS() *tls.Config {
+	if s.roots == nil {
+		return nil
+	}
+	return &tls.Config{RootCAs: s.roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+}
+
+// selfSigned is a certificate for the loopback names, and a pool that
+// trusts it.
+func selfSigned() (tls.Certificate, *x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: bigOne, Subject: pkix.Name{CommonName: "smtptest"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, roots, nil
+}
+
+var bigOne = big.NewInt(1)
 
 // SetScript replaces the script.
 func (s *Server) SetScript(fn Script) { s.mu.Lock(); s.script = fn; s.mu.Unlock() }
@@ -177,12 +254,35 @@ type session struct {
 	from   string
 	to     []string
 	faults []*Fault
+	authed bool
 }
 
 func (x *session) Reset()        { x.from, x.to, x.faults = "", nil, nil }
 func (x *session) Logout() error { return nil }
 
-func (x *session) Mail(from string, _ *smtp.MailOptions) error { x.from = from; return nil }
+func (x *session) Mail(from string, _ *smtp.MailOptions) error {
+	if x.srv.opts.Username != "" && !x.authed {
+		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}
+	}
+	x.from = from
+	return nil
+}
+
+// authSession is a session of a server with AUTH: go-smtp offers AUTH to
+// sessions that implement smtp.AuthSession.
+type authSession struct{ *session }
+
+func (x *authSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (x *authSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, username, password string) error {
+		if username != x.srv.opts.Username || password != x.srv.opts.Password {
+			return smtp.ErrAuthFailed // 535 5.7.8
+		}
+		x.authed = true
+		return nil
+	}), nil
+}
 
 func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	x.srv.mu.Lock()
