@@ -35,6 +35,8 @@ commands:
   token list   the tokens' names, roles and creation times (never the tokens)
   token revoke N
                end the token named N at once
+  check        check the configuration, Redis and the mail transport (SMTP: connect,
+               EHLO, STARTTLS, AUTH) as the service would meet them; exit 1 if any fails
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
   vapid generate
                print a new VAPID key pair for web push, as the two lines
@@ -77,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = issueCmd(ctx, args, getenv, stdout, stderr)
 	case "token":
 		err = tokenCmd(ctx, args, getenv, stdout, stderr)
+	case "check":
+		err = checkCmd(ctx, getenv, stdout)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, getenv)
 	case "vapid":

@@ -225,6 +225,12 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		a.log.Info("worker started", "lanes", strings.Join(wrk.Lanes(), ","))
 		relay.Start()
 	}
+	if emailLane && a.cfg.EmailTransport != config.TransportSES && a.cfg.SMTP != nil {
+		probeCtx, cancelProbe := context.WithCancel(ctx)
+		probed := make(chan struct{})
+		go func() { defer close(probed); probeSMTPAtStart(probeCtx, a.cfg, a.log) }()
+		defer func() { cancelProbe(); <-probed }()
+	}
 	if r.bounces || (r.api && r.worker && a.cfg.BounceSMTPAddr != "") {
 		stopIntake, err := startIntake(a, client)
 		if err != nil {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/mailer"
+)
+
+// checkTimeout bounds each check of `newsletter check` and of start-up: a
+// server that answers nothing in that time is as good as down.
+const checkTimeout = 30 * time.Second
+
+// checkCmd is `newsletter check`: the configuration, Redis and the mail
+// transport, each on a line, as the service would meet them. It changes
+// nothing (no migration, no mail) and fails if any check fails.
+func checkCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		fmt.Fprintf(stdout, "config  FAIL  %v\n", err)
+		return errors.New("the configuration is invalid")
+	}
+	fmt.Fprintln(stdout, "config  ok")
+	failed := 0
+	report := func(what string, err error, ok string) {
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%-7s FAIL  %v\n", what, err)
+			return
+		}
+		fmt.Fprintf(stdout, "%-7s ok    %s\n", what, ok)
+	}
+	redisOK, err := checkRedis(ctx, cfg)
+	report("redis", err, redisOK)
+	mailOK, err := checkMail(ctx, cfg)
+	report("mail", err, mailOK)
+	if failed > 0 {
+		return fmt.Errorf("%d of the checks failed", failed)
+	}
+	return nil
+}
+
+// checkRedis pings the configured Redis.
+func checkRedis(ctx context.Context, cfg *config.Config) (string, error) {
+	if cfg.Embedded() {
+		return "none configured (NEWSLETTER_REDIS_URL unset): the service would run on an in-memory Redis that forgets everything at exit", nil
+	}
+	rdb, err := redisClient(cfg.Redis, 0)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rdb.Close() }() // a client that only pinged: nothing to lose
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return "", fmt.Errorf("NEWSLETTER_REDIS_URL %s: %w", redactURL(cfg.RedisURL), err)
+	}
+	return "PING answered at " + redactURL(cfg.RedisURL), nil
+}
+
+// checkMail checks the mail transport the worker would send through.
+func checkMail(ctx context.Context, cfg *config.Config) (string, error) {
+	switch {
+	case cfg.EmailTransport == config.TransportSES:
+		// The SES mailer's own start-up check: the AWS configuration
+		// loads and credentials are found. No call is made to SES.
+		ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		defer cancel()
+		if _, err := mailer.NewSES(ctx, mailer.SESOptions{Region: cfg.SESRegion, Endpoint: cfg.SESEndpoint}); err != nil {
+			return "", fmt.Errorf("NEWSLETTER_EMAIL_TRANSPORT=ses: %w", err)
+		}
+		return "Amazon SES in " + cfg.SESRegion + ": AWS credentials found (not tried against SES: the first mail does that)", nil
+	case cfg.SMTP == nil && (cfg.Embedded() || cfg.DevMailbox):
+		return "no NEWSLETTER_SMTP_URL: mail is kept in the dev mailbox, not sent", nil
+	case cfg.SMTP == nil:
+		return "", errors.New("NEWSLETTER_SMTP_URL: not set, and a worker on a real Redis needs it (or NEWSLETTER_DEV_MAILBOX=true)")
+	}
+	if err := mailer.Probe(ctx, *cfg.SMTP, mailer.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout}); err != nil {
+		return "", fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
+	}
+	return smtpSummary(cfg.SMTP), nil
+}
+
+// smtpSummary says what a passed probe did.
+func smtpSummary(s *mailer.Server) string {
+	out := "SMTP server " + net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) + ": connected, EHLO"
+	switch s.TLS {
+	case "starttls":
+		out += ", STARTTLS"
+	case "tls":
+		out = "SMTP server " + net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) + ": connected over TLS, EHLO"
+	}
+	if s.Username != "" {
+		out += ", AUTH as " + s.Username
+	}
+	return out + " (no mail sent)"
+}
+
+// probeSMTPAtStart checks the SMTP server once as a sending process
+// starts, in the background, and says loudly what is wrong. It does not
+// stop start-up: a server that is down now may be up in a minute, and
+// mail waits in the queue meanwhile; but a server that refuses what the
+// URL asks for (no STARTTLS, no AUTH, credentials refused) will refuse
+// every mail until the URL changes, and the line says so.
+func probeSMTPAtStart(ctx context.Context, cfg *config.Config, log *slog.Logger) {
+	err := mailer.Probe(ctx, *cfg.SMTP, mailer.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout})
+	var pe *mailer.ProbeError
+	switch {
+	case err == nil:
+		log.Info("mail server ok: " + smtpSummary(cfg.SMTP))
+	case ctx.Err() != nil:
+		// Stopped before the answer came: nothing was learnt.
+	case errors.As(err, &pe) && !pe.Temporary():
+		log.Error("NEWSLETTER_SMTP_URL does not work with this server: no mail will go out until it is fixed (newsletter check tells again)", "err", err)
+	default:
+		log.Error("the SMTP server cannot be reached now: mail waits in the queue and is retried (newsletter check tells again)", "err", err)
+	}
+}
