@@ -12,6 +12,7 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -36,7 +37,11 @@ func (s *Server) feedbackRoutes() {
 // provider delivers again later.
 func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+		err := httpbody.Limit(w, r, maxWebhookBody)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(r.Body)
+		}
 		if err != nil {
 			WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
 			return

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/newsletter/newsletter/internal/httpbody"
 )
 
 // Every body the API reads goes through readInput with the fields its
@@ -58,7 +60,7 @@ var (
 	pushFields        = fields{"token": textField, "subscription": objectField}
 )
 
-var errTooLarge = errors.New("request body too large")
+var errTooLarge = httpbody.ErrTooLarge
 
 // input is a request body's fields: a form's repeated field, or a JSON
 // list of strings, has several values.
@@ -76,9 +78,12 @@ func (in input) get(k string) string {
 // request's Content-Type, or as JSON whatever it says when onlyJSON is set
 // (the admin API), keeping to want (decodeJSON; a form's fields that want
 // does not name are ignored, a text field given twice is refused). The
-// body is capped at MaxBody.
+// body is capped at MaxBody (httpbody.Limit: a declared length over it is
+// refused before anything is read).
 func (s *Server) readInput(w http.ResponseWriter, r *http.Request, want fields, onlyJSON bool) (input, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	if err := httpbody.Limit(w, r, s.cfg.MaxBody); err != nil {
+		return nil, errTooLarge
+	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if onlyJSON {
 		ct = "application/json"
@@ -101,8 +106,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, want fields, 
 			}
 		}
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if httpbody.IsTooLarge(err) {
 		return nil, errTooLarge
 	}
 	var fe fieldError

@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/httpbody"
 )
 
 // uploadImport is POST /admin/import (multipart: file, pending): the
@@ -20,10 +20,12 @@ import (
 // csvimport, as `newsletter import` does; the browser goes to its
 // progress page.
 func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxUpload+64<<10)
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+	err := httpbody.Limit(w, r, h.cfg.MaxUpload+64<<10)
+	if err == nil {
+		err = r.ParseMultipartForm(1 << 20)
+	}
+	if err != nil {
+		if httpbody.IsTooLarge(err) {
 			h.importForm(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The file is larger than %d MB: split it, or use `newsletter import`. Nothing was imported.", h.cfg.MaxUpload>>20))
 			return
 		}

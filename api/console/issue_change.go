@@ -27,11 +27,11 @@ func (h *Handler) changeIssue(action string) http.HandlerFunc {
 				when, err = f.Schedule()
 			}
 			if err != nil {
-				h.editor(w, r, http.StatusBadRequest, is, formOf(is), err.Error())
+				h.editor(w, r, form.Status(err), is, formOf(is), err.Error())
 				return
 			}
 		} else if err := form.Empty(w, r); err != nil {
-			h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+			h.errorPage(w, r, form.Status(err), "Bad form", err.Error())
 			return
 		}
 		changed, err := api.ChangeIssue(r.Context(), h.issues, is, action, when)

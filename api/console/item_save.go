@@ -14,7 +14,7 @@ import (
 func (h *Handler) saveItem(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewItem(w, r)
 	if err != nil {
-		h.items(w, r, http.StatusBadRequest, f, err.Error())
+		h.items(w, r, form.Status(err), f, err.Error())
 		return
 	}
 	if _, ok := h.cfg.Topics.Topic(f.Topic); !ok {

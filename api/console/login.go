@@ -15,7 +15,7 @@ import (
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewLogin(w, r)
 	if err != nil {
-		h.render(w, r, http.StatusBadRequest, "login", page{Title: "Sign in", Error: err.Error(), Data: loginData{Next: "/admin/"}})
+		h.render(w, r, form.Status(err), "login", page{Title: "Sign in", Error: err.Error(), Data: loginData{Next: "/admin/"}})
 		return
 	}
 	next := SafeNext(f.Next)

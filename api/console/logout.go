@@ -10,7 +10,7 @@ import (
 // cookie is worth nothing from now on, wherever a copy of it is.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+		h.errorPage(w, r, form.Status(err), "Bad form", err.Error())
 		return
 	}
 	if err := h.sessions.end(r.Context(), h.sessionID(r)); err != nil {

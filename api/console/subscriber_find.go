@@ -16,7 +16,7 @@ import (
 func (h *Handler) findSubscriber(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewFind(w, r)
 	if err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+		h.errorPage(w, r, form.Status(err), "Bad form", err.Error())
 		return
 	}
 	email, err := address.Normalize(f.Email)

@@ -39,7 +39,7 @@ func (h *Handler) subscriberAction(w http.ResponseWriter, r *http.Request) (stor
 		return sub, false
 	}
 	if err := form.Empty(w, r); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Bad form", err.Error())
+		h.errorPage(w, r, form.Status(err), "Bad form", err.Error())
 		return sub, false
 	}
 	return sub, true

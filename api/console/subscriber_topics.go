@@ -20,7 +20,7 @@ func (h *Handler) subscriberTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := form.NewTopics(w, r)
 	if err != nil {
-		h.subscriberPage(w, r, http.StatusBadRequest, sub, err.Error())
+		h.subscriberPage(w, r, form.Status(err), sub, err.Error())
 		return
 	}
 	changed, err := h.d.Subscriptions.SetTopics(r.Context(), sub.Email, f.Topics)

@@ -16,7 +16,7 @@ import (
 func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewToken(w, r)
 	if err != nil {
-		h.tokens(w, r, http.StatusBadRequest, tokenData{Form: f}, err.Error())
+		h.tokens(w, r, form.Status(err), tokenData{Form: f}, err.Error())
 		return
 	}
 	if h.d.TokenAdmin == nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/newsletter/newsletter/internal/httpbody"
 )
 
 // MaxForm is the largest form body besides an issue's (MaxIssueForm) and
@@ -15,10 +17,11 @@ var ErrTooLarge = errors.New("the form is too large")
 
 // parse reads r's url-encoded form, at most max bytes.
 func parse(w http.ResponseWriter, r *http.Request, max int64) error {
-	r.Body = http.MaxBytesReader(w, r.Body, max)
+	if err := httpbody.Limit(w, r, max); err != nil {
+		return ErrTooLarge
+	}
 	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if httpbody.IsTooLarge(err) {
 			return ErrTooLarge
 		}
 		return errors.New("the form could not be read")
@@ -34,4 +37,13 @@ func list(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ';' || r == ' ' || r == '\n' || r == '\r' || r == '\t'
 	})
+}
+
+// Status is the answer to a form that could not be read: 413 for one
+// over its cap, 400 for anything else.
+func Status(err error) int {
+	if errors.Is(err, ErrTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
