@@ -2,10 +2,12 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
@@ -44,7 +46,17 @@ func validURL(raw string) bool {
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !strings.ContainsAny(raw, "\r\n")
 }
 
-func oneLine(s string, max int) bool { return len(s) <= max && !strings.ContainsAny(s, "\r\n") }
+// The limits of digest items' and events' text, in characters (runes, not
+// bytes: 300 é is a title as 300 e is).
+const (
+	maxTitle   = 300
+	maxSummary = 2000
+)
+
+// oneLine is a line of at most max characters.
+func oneLine(s string, max int) bool {
+	return utf8.RuneCountInString(s) <= max && !strings.ContainsAny(s, "\r\n")
+}
 
 // addItem handles POST /api/items {title,url,summary}.
 func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
@@ -68,14 +80,14 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 }
 
 // ErrBadItem is an item CheckItem refuses.
-var ErrBadItem = errors.New("want a title (one line, at most 300 characters), an http(s) url and an optional summary (at most 2000 characters)")
+var ErrBadItem = fmt.Errorf("want a title (one line, at most %d characters), an http(s) url and an optional summary (at most %d characters)", maxTitle, maxSummary)
 
 // CheckItem is the one check of a digest item, for the API and the
 // console alike: it returns it trimmed, or ErrBadItem. The topic is the
 // caller's to check against the topics file.
 func CheckItem(it store.Item) (store.Item, error) {
 	it.Title, it.URL, it.Summary = strings.TrimSpace(it.Title), strings.TrimSpace(it.URL), strings.TrimSpace(it.Summary)
-	if it.Title == "" || !oneLine(it.Title, 300) || !validURL(it.URL) || len(it.Summary) > 2000 {
+	if it.Title == "" || !oneLine(it.Title, maxTitle) || !validURL(it.URL) || utf8.RuneCountInString(it.Summary) > maxSummary {
 		return it, ErrBadItem
 	}
 	return it, nil
@@ -92,8 +104,8 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
-	if title == "" || !oneLine(title, 300) || !validURL(link) {
-		WriteJSON(w, http.StatusBadRequest, errorBody("want a title (one line, at most 300 characters) and an http(s) url"))
+	if title == "" || !oneLine(title, maxTitle) || !validURL(link) {
+		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", maxTitle)))
 		return
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC()}

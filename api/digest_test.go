@@ -138,3 +138,34 @@ newsletter_digest_run_recipients{outcome="skipped",period="2026-W49"} 1
 		t.Fatal(err)
 	}
 }
+
+// TestTitlesCountCharacters: a title's and a summary's limits are in
+// characters, so 300 "é" (600 bytes) is a title as 300 "e" is, and one
+// more character is refused.
+func TestTitlesCountCharacters(t *testing.T) {
+	e := newEnv(t, Config{AdminToken: "s3cret"})
+	e1 := strings.Repeat("é", 300)
+	item := func(title, summary string) string {
+		b, _ := json.Marshal(map[string]string{"title": title, "url": "https://example.com/a", "summary": summary})
+		return string(b)
+	}
+	if code, m := e.admin(t, "POST", "/api/items", item(e1, strings.Repeat("é", 2000))); code != http.StatusCreated {
+		t.Fatalf("an item of 300 é and a summary of 2000 é: %d %v", code, m)
+	}
+	if code, _ := e.admin(t, "POST", "/api/items", item(e1+"é", "")); code != http.StatusBadRequest {
+		t.Fatalf("an item of 301 é: %d", code)
+	}
+	if code, _ := e.admin(t, "POST", "/api/items", item("t", strings.Repeat("é", 2001))); code != http.StatusBadRequest {
+		t.Fatalf("a summary of 2001 é: %d", code)
+	}
+	event := func(title string) string {
+		b, _ := json.Marshal(map[string]string{"email": "reader@example.com", "title": title, "url": "https://example.com/a"})
+		return string(b)
+	}
+	if code, m := e.admin(t, "POST", "/api/events", event(e1)); code != http.StatusAccepted {
+		t.Fatalf("an event of 300 é: %d %v", code, m)
+	}
+	if code, _ := e.admin(t, "POST", "/api/events", event(e1+"é")); code != http.StatusBadRequest {
+		t.Fatalf("an event of 301 é: %d", code)
+	}
+}
