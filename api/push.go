@@ -53,6 +53,11 @@ func (s *Server) pushRoutes() {
 	s.mux.HandleFunc("GET /push.js", serveScript("static/push.js", false))
 }
 
+// namesAPage tells whether r says which page it comes from.
+func namesAPage(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Origin") != "" || r.Header.Get("Referer") != ""
+}
+
 // serveScript serves an embedded script. The service worker is fetched
 // again by browsers to look for updates, so it is never cached for long,
 // and it may control the whole origin.
@@ -89,8 +94,12 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The token travels in the body, as on the preference form: only our
-	// own page may post it.
-	if !s.ownPage(r) {
+	// own page may post it. Only our script in a browser posts here, and
+	// a browser always names the page (Sec-Fetch-Site, Origin) on a
+	// POST from a script, so a request naming none is no page of ours,
+	// JSON or not (ownPage lets JSON without them through, for programs
+	// on the other token routes).
+	if !namesAPage(r) || !s.ownPage(r) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 		return
 	}

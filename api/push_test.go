@@ -173,6 +173,24 @@ func TestPushSubscribeRefusesBadInput(t *testing.T) {
 		t.Fatalf("cross-site post: %d, stored %d", resp.StatusCode, len(e.browsers(t, sub.ID)))
 	}
 
+	// A post naming no page at all (no Sec-Fetch-Site, Origin or
+	// Referer) is no browser on our page, JSON or not: only our script
+	// posts here.
+	for _, ct := range []string{"application/json", "application/x-www-form-urlencoded"} {
+		body := jsonBody(t, map[string]any{"token": tok, "subscription": pushSub(testEndpoint, testP256DH, testAuth)})
+		if ct != "application/json" {
+			body = url.Values{"token": {tok}, "subscription": {jsonBody(t, pushSub(testEndpoint, testP256DH, testAuth))}}.Encode()
+		}
+		resp, err := noRedirect.Post(e.srv.URL+"/preferences/push", ct, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(e.browsers(t, sub.ID)) != 0 {
+			t.Fatalf("%s post naming no page: %d, stored %d", ct, resp.StatusCode, len(e.browsers(t, sub.ID)))
+		}
+	}
+
 	// Someone who is not (or no longer) subscribed has nothing to notify.
 	pending, err := e.store.Subscribe(context.Background(), store.SubscribeRequest{Email: "pending@example.com"})
 	if err != nil {
