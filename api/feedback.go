@@ -49,6 +49,15 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 		events, err := wh.Events(r, body)
 		if errors.Is(err, feedback.ErrUnauthorized) {
 			s.deps.Log.Warn("webhook refused", "source", source, "err", err.Error())
+			// A provider's password (Postmark) or signing key (Mailgun)
+			// is guessed online like the admin token: the same failure
+			// budget per client slows it, and the provider itself, which
+			// holds the secret, is never slowed.
+			if tooMany := s.deps.Guard.Failed(r); tooMany != nil {
+				w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
+				WriteJSON(w, http.StatusTooManyRequests, errorBody("too many unverified requests from this address: try again later"))
+				return
+			}
 			WriteJSON(w, http.StatusUnauthorized, errorBody("not verified"))
 			return
 		}

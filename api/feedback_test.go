@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -201,5 +202,45 @@ func TestSuppressionsAPI(t *testing.T) {
 	}
 	if resp, _ := e.get(t, "/api/suppressions"); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without the token: %d", resp.StatusCode)
+	}
+}
+
+// TestProviderWebhookGuessingIsSlowed: wrong Postmark credentials use up
+// the client's failure budget as wrong admin tokens do, and past it are
+// answered 429 after a hold; the provider's right credentials pass at
+// once meanwhile.
+func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
+	const secret = "postmark-token-0123456789"
+	var holds []time.Duration
+	e := newEnvWith(t, Config{}, func(d *Deps) {
+		d.Webhooks = map[string]feedback.Webhook{"postmark": &feedback.Postmark{Token: secret}}
+		d.Guard = adminauth.New("", func(*http.Request) string { return "client" }, nil).
+			WithHold(func(d time.Duration) { holds = append(holds, d) })
+	})
+	post := func(pass string) (int, http.Header) {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/webhooks/postmark", strings.NewReader(`{"RecordType":"Open"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth("postmark", pass)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	for i := range adminauth.FailuresPerMinute {
+		if code, _ := post(fmt.Sprint("guess-", i)); code != http.StatusUnauthorized {
+			t.Fatalf("wrong credentials %d, within the budget: %d", i+1, code)
+		}
+	}
+	if len(holds) != 0 {
+		t.Fatalf("wrong credentials within the budget were held: %v", holds)
+	}
+	code, h := post("one-guess-too-many")
+	if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" || len(holds) != 1 {
+		t.Fatalf("past the budget: %d, Retry-After %q, holds %v", code, h.Get("Retry-After"), holds)
+	}
+	if code, _ := post(secret); code != http.StatusOK || len(holds) != 1 {
+		t.Fatalf("the right credentials past the budget: %d, holds %v", code, holds)
 	}
 }

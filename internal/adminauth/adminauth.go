@@ -122,6 +122,14 @@ func (g *Guard) WithTokens(ts TokenStore) *Guard {
 	return g
 }
 
+// WithHold makes g wait with hold instead of time.Sleep before answering
+// a failure over the budget (set before g serves; returns g): tests of
+// the routes that share a guard move a fake clock instead of waiting.
+func (g *Guard) WithHold(hold func(time.Duration)) *Guard {
+	g.hold = hold
+	return g
+}
+
 // closed: no token could ever pass, so guarded routes do not exist.
 func (g *Guard) closed() bool { return g.token == "" && g.tokens == nil }
 
@@ -173,6 +181,12 @@ func (e *TooManyError) Error() string {
 	return "too many wrong admin tokens from this address: try again later"
 }
 
+// RetryAfterHeader is RetryAfter as a Retry-After header's value: whole
+// seconds, at least 1.
+func (e *TooManyError) RetryAfterHeader() string {
+	return strconv.Itoa(max(1, int(math.Ceil(e.RetryAfter.Seconds()))))
+}
+
 // AuthenticateRequest is Authenticate for a request of r's client, with
 // the failure budget: the right token always passes at once; a wrong one
 // is ErrUnknownToken while the client has failures left, and past that,
@@ -192,20 +206,32 @@ func (g *Guard) AuthenticateRequest(r *http.Request, token string) (Principal, e
 	if err == nil {
 		return p, nil
 	}
+	tooMany := g.Failed(r)
+	if tooMany == nil || errors.Is(err, ErrTokenStore) {
+		return Principal{}, err
+	}
+	return Principal{}, tooMany
+}
+
+// Failed counts a failed proof of a secret by r's client against the
+// failure budget that wrong tokens use: nil while the client has failures
+// left, and past that, after a hold until the budget has a turn for it, a
+// *TooManyError (429). Other secrets than tokens use it too (the
+// provider webhooks' passwords and signatures), so a guesser cannot
+// multiply its rate by switching targets. Call it only after the secret
+// was found wrong: the right one must never wait.
+func (g *Guard) Failed(r *http.Request) *TooManyError {
 	key := g.clientKey(r)
 	wait, counted := g.failures.Reserve(key, MaxHold)
 	if counted && wait == 0 {
-		return Principal{}, err
+		return nil
 	}
 	// Over the budget. The hold ignores the request's context: a request
 	// timeout must not answer early, and a client that left costs one
 	// goroutine for at most MaxHold.
 	g.hold(min(wait, MaxHold))
-	if errors.Is(err, ErrTokenStore) {
-		return Principal{}, err
-	}
 	_, retry := g.failures.Blocked(key)
-	return Principal{}, &TooManyError{RetryAfter: retry}
+	return &TooManyError{RetryAfter: retry}
 }
 
 // guard authenticates r with the presented token (ok: one was presented
@@ -227,7 +253,7 @@ func (g *Guard) guard(w http.ResponseWriter, r *http.Request, presented string, 
 		writeError(w, http.StatusServiceUnavailable, "the token store is not answering; try again shortly")
 	case errors.As(err, &tooMany):
 		w.Header().Set("WWW-Authenticate", challenge)
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(tooMany.RetryAfter.Seconds())))))
+		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
 		writeError(w, http.StatusTooManyRequests, tooMany.Error())
 	default:
 		w.Header().Set("WWW-Authenticate", challenge)

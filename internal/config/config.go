@@ -368,6 +368,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.Clients, perr = clientip.Parse(p.str("NEWSLETTER_TRUSTED_PROXIES", ""))
 	p.check("NEWSLETTER_TRUSTED_PROXIES", perr == nil, "comma-separated CIDRs of your reverse proxies, such as 10.0.0.0/8")
 	p.check("NEWSLETTER_ADMIN_TOKEN", c.AdminToken == "" || adminauth.CheckToken(c.AdminToken) == nil, adminauth.TokenRule)
+	// The providers' webhook secrets that are passwords guard the
+	// suppression list as the admin token guards the API, and are
+	// guessed online the same way (slowed, not stopped): the same rule.
+	// SendGrid's public key and the SES topics are no secrets.
+	p.check("NEWSLETTER_POSTMARK_TOKEN", c.PostmarkToken == "" || adminauth.CheckToken(c.PostmarkToken) == nil, adminauth.TokenRule)
+	p.check("NEWSLETTER_MAILGUN_SIGNING_KEY", c.MailgunSigningKey == "" || adminauth.CheckToken(c.MailgunSigningKey) == nil, adminauth.TokenRule)
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.SMTPURL == "", "unset when NEWSLETTER_SMTP_URL is set")
 	p.check("NEWSLETTER_DEV_MAILBOX", !c.DevMailbox || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: with a real Redis the mailbox is served behind it")
 	p.check("NEWSLETTER_PPROF", !c.PProf || c.AdminToken != "" || c.Embedded(), "NEWSLETTER_ADMIN_TOKEN set too: the profiles are served behind it")

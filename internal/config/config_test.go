@@ -106,6 +106,12 @@ func TestAdminTokenAndDevMailbox(t *testing.T) {
 		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef", "NEWSLETTER_SMTP_URL": "smtp://h:25?tls=none"}, "NEWSLETTER_DEV_MAILBOX:"},
 		{map[string]string{"NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "0123456789abcdef"}, ""},
 		{map[string]string{"NEWSLETTER_TRUSTED_PROXIES": "10.0.0.0/8, not-a-cidr"}, "NEWSLETTER_TRUSTED_PROXIES:"},
+		// The provider webhooks' passwords: the admin token's rule.
+		{map[string]string{"NEWSLETTER_POSTMARK_TOKEN": "hunter2"}, "NEWSLETTER_POSTMARK_TOKEN:"},
+		{map[string]string{"NEWSLETTER_POSTMARK_TOKEN": "aaaaaaaaaaaaaaaa"}, "NEWSLETTER_POSTMARK_TOKEN:"},
+		{map[string]string{"NEWSLETTER_POSTMARK_TOKEN": "0123456789abcdef"}, ""},
+		{map[string]string{"NEWSLETTER_MAILGUN_SIGNING_KEY": "key"}, "NEWSLETTER_MAILGUN_SIGNING_KEY:"},
+		{map[string]string{"NEWSLETTER_MAILGUN_SIGNING_KEY": "key-0123456789abcdef0123456789abcdef"}, ""},
 	} {
 		env := maps.Clone(base)
 		maps.Copy(env, c.set)
