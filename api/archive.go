@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -128,7 +129,7 @@ func (s *Server) cached(build archiveBuilder) http.HandlerFunc {
 			var err error
 			a, err = s.archive.get(r.Context(), s.deps.Archive, key, func() (archived, error) { return build(r) })
 			if err != nil {
-				s.deps.Log.Error("archive: read the issues", "path", r.URL.Path, "err", err)
+				s.deps.Log.Error("archive: read the issues", "path", logredact.Clip(r.URL.Path), "err", err)
 				message(w, http.StatusServiceUnavailable, "Try again soon", "The archive could not be read just now.")
 				return
 			}

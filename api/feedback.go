@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/httpbody"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -48,7 +49,7 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 		}
 		events, err := wh.Events(r, body)
 		if errors.Is(err, feedback.ErrUnauthorized) {
-			s.deps.Log.Warn("webhook refused", "source", source, "err", err.Error())
+			s.deps.Log.Warn("webhook refused", "source", source, "err", logredact.Clip(err.Error()))
 			// A provider's password (Postmark) or signing key (Mailgun)
 			// is guessed online like the admin token: the same failure
 			// budget per client slows it, and the provider itself, which
@@ -62,7 +63,7 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 			return
 		}
 		if errors.Is(err, feedback.ErrUnavailable) {
-			s.deps.Log.Error("webhook: could not check the request", "source", source, "err", err)
+			s.deps.Log.Error("webhook: could not check the request", "source", source, "err", logredact.Clip(err.Error()))
 			WriteJSON(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
 			return
 		}
@@ -76,7 +77,7 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 			if err != nil {
 				// One unusable event (no address) must not make the
 				// provider send the whole batch again.
-				s.deps.Log.Info("webhook event skipped", "source", source, "err", err.Error())
+				s.deps.Log.Info("webhook event skipped", "source", source, "err", logredact.Clip(err.Error()))
 				continue
 			}
 			_, err = s.deps.Queue.EnqueueContext(r.Context(), task)

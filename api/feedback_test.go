@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -242,5 +244,47 @@ func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 	}
 	if code, _ := post(secret); code != http.StatusOK || len(holds) != 1 {
 		t.Fatalf("the right credentials past the budget: %d, holds %v", code, holds)
+	}
+}
+
+// lockedBuffer is a log's output that a test reads while the server
+// writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWebhookLogsClipClientValues: an SES request with a topic of almost
+// a megabyte is refused with one log line that carries a clipped topic and
+// how much was left out, not the megabyte.
+func TestWebhookLogsClipClientValues(t *testing.T) {
+	var logs lockedBuffer
+	e := newEnvWith(t, Config{}, func(d *Deps) {
+		d.Webhooks = map[string]feedback.Webhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}
+		d.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	topic := "arn:aws:sns:" + strings.Repeat("x", 900<<10)
+	body, _ := json.Marshal(map[string]string{"Type": "Notification", "Signature": "c2ln", "TopicArn": topic})
+	if resp, _ := e.post(t, "/webhooks/ses", "application/json", string(body)); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unknown topic: %d", resp.StatusCode)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "webhook refused") || !strings.Contains(out, "bytes)") {
+		t.Fatalf("the refusal's log line lacks the clipped topic: %.400q", out)
+	}
+	if len(out) > 2*logredact.MaxClientBytes+400 {
+		t.Fatalf("the log carries %d bytes for a refused request: the client's topic was copied", len(out))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 )
@@ -151,7 +152,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
-		s.deps.Log.Info("webhooks: endpoint removed", "endpoint", r.PathValue("id"))
+		s.deps.Log.Info("webhooks: endpoint removed", "endpoint", logredact.Clip(r.PathValue("id")))
 		s.note(r, audit.WebhookRemoved, "webhook:"+r.PathValue("id"), "")
 		w.WriteHeader(http.StatusNoContent)
 	}

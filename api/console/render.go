@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/logredact"
 )
 
 //go:embed templates/*.html
@@ -146,7 +147,7 @@ func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, code int, ti
 // storeAway answers a store that failed: Redis is away or too slow. The
 // page says so; the error goes to the log, never to the page.
 func (h *Handler) storeAway(w http.ResponseWriter, r *http.Request, err error) {
-	h.d.Log.Error("console: the store failed", "path", r.URL.Path, "err", err)
+	h.d.Log.Error("console: the store failed", "path", logredact.Clip(r.URL.Path), "err", err)
 	h.errorPage(w, r, http.StatusServiceUnavailable, "Redis is not answering",
 		"The console cannot reach its database (Redis) just now, so nothing was read or changed. Try again in a moment; if it lasts, check Redis and /healthz.")
 }

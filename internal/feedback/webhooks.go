@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -151,7 +152,7 @@ func (s *SES) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, err
 		return nil, unauthorized("not a signed SNS message")
 	}
 	if !slices.Contains(s.TopicARNs, m.TopicArn) {
-		return nil, unauthorized("topic " + m.TopicArn + " is not in NEWSLETTER_SES_TOPIC_ARNS")
+		return nil, unauthorized("topic " + logredact.Clip(m.TopicArn) + " is not in NEWSLETTER_SES_TOPIC_ARNS")
 	}
 	at, err := time.Parse(time.RFC3339, m.Timestamp)
 	if err != nil || !fresh(at, s.now(), time.Hour) {
@@ -163,7 +164,7 @@ func (s *SES) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, err
 	switch m.Type {
 	case "SubscriptionConfirmation", "UnsubscribeConfirmation":
 		s.log().Warn("SES webhook: SNS asks to confirm the subscription; open this URL once to start receiving events",
-			"type", m.Type, "topic", m.TopicArn, "url", m.SubscribeURL)
+			"type", logredact.Clip(m.Type), "topic", logredact.Clip(m.TopicArn), "url", logredact.Clip(m.SubscribeURL))
 		return nil, nil
 	case "Notification":
 		return sesEvents(m.Message, s.Tags)
@@ -200,7 +201,7 @@ func (s *SES) verify(r *http.Request, m *snsMessage) error {
 		h := sha256.Sum256(data)
 		err = rsa.VerifyPKCS1v15(pub, crypto.SHA256, h[:], sig)
 	default:
-		return unauthorized("unknown SignatureVersion " + m.SignatureVersion)
+		return unauthorized("unknown SignatureVersion " + logredact.Clip(m.SignatureVersion))
 	}
 	if err != nil {
 		return unauthorized("signature does not verify")
@@ -234,7 +235,7 @@ func (s *SES) cert(r *http.Request, certURL string) (*x509.Certificate, error) {
 		l.until = s.now().Add(certFailureTTL)
 		close(l.done)
 		if l.err != nil {
-			s.log().Warn("SES webhook: signing certificate look-up failed; refused until it is tried again", "url", certURL, "err", l.err, "retry_after", certFailureTTL)
+			s.log().Warn("SES webhook: signing certificate look-up failed; refused until it is tried again", "url", logredact.Clip(certURL), "err", logredact.Clip(l.err.Error()), "retry_after", certFailureTTL)
 		}
 		return l.cert, l.err
 	}

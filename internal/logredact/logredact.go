@@ -217,3 +217,23 @@ func (h handler) attr(a slog.Attr) slog.Attr {
 	}
 	return slog.Attr{Key: a.Key, Value: v}
 }
+
+// MaxClientBytes is the most of one client-chosen value (a path, a
+// header, a field of a webhook's body, an error quoting one) that a log
+// line carries: a client cannot fill the logs with its own text.
+const MaxClientBytes = 200
+
+// Clip is a client-chosen value as a log line may carry it: at most
+// MaxClientBytes of it (cut at a character's start), and how many bytes
+// were left out ("…(+N bytes)"), never the whole of a long one. Every
+// log call with a value a request chose passes it through Clip.
+func Clip(s string) string {
+	if len(s) <= MaxClientBytes {
+		return s
+	}
+	cut := MaxClientBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…(+%d bytes)", len(s)-cut)
+}

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var testRedactor = New([]byte("0123456789abcdef"))
@@ -89,5 +91,20 @@ func TestPseudonymIsKeyed(t *testing.T) {
 	plain := sha256.Sum256([]byte(addr))
 	if strings.Contains(testRedactor.Pseudonym(addr), hex.EncodeToString(plain[:4])) {
 		t.Fatal("the pseudonym is an unkeyed hash")
+	}
+}
+
+func TestClip(t *testing.T) {
+	if got := Clip("short"); got != "short" {
+		t.Fatalf("a short value changed: %q", got)
+	}
+	long := strings.Repeat("a", MaxClientBytes-1) + "é" + strings.Repeat("b", 1<<20)
+	got := Clip(long)
+	want := strings.Repeat("a", MaxClientBytes-1) + fmt.Sprintf("…(+%d bytes)", len(long)-(MaxClientBytes-1))
+	if got != want {
+		t.Fatalf("Clip of %d bytes: %q…, want %q", len(long), got[:min(len(got), 20)], want[MaxClientBytes-5:])
+	}
+	if !utf8.ValidString(got) {
+		t.Fatal("Clip cut a character in two")
 	}
 }
