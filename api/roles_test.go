@@ -16,6 +16,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/token"
@@ -61,6 +62,7 @@ var routeRoles = map[string]struct {
 	"DELETE /api/webhooks/{id}":           {role: adminauth.Admin},
 	"POST /api/webhooks/{id}/enable":      {role: adminauth.Admin},
 	"GET /api/audit":                      {role: adminauth.Admin},
+	"GET /api/imports/{id}":               {role: adminauth.Admin},
 	"/monitoring/":                        {role: adminauth.Admin, basic: true},
 }
 
@@ -102,6 +104,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Markdown: MarkdownFunc(func(src string) (template.HTML, error) { return template.HTML(template.HTMLEscapeString(src)), nil }),
 		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},
 		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
+		Imports: csvimport.NewJobs(rdb),
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -149,6 +149,8 @@ type Deps struct {
 	// Archive and Markdown serve /archive (nil: no such routes).
 	Archive  ArchiveStore
 	Markdown MarkdownRenderer
+	// Imports serve GET /api/imports/{id} (nil: no such route).
+	Imports ImportStatuses
 }
 
 // Server is the HTTP API.
@@ -225,6 +227,7 @@ func (s *Server) routes() {
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()
+	s.importRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

@@ -36,6 +36,9 @@ const (
 	// the file reaches them), and which sequence the waiting steps follow.
 	keyOnboarding  = "nl:onboard"    // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
 	keySequenceVer = "nl:seqversion" // the fingerprint of the sequence the waiting steps were scheduled by
+	// The topics the service runs with (servicetopics.go): the commands
+	// that write subscribers use them when they have no topics file.
+	keyServiceTopics = "nl:topics" // JSON: the topics file's topics, in order
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.

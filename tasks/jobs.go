@@ -213,6 +213,19 @@ func NewEventsEmail(bundle EventsPayload) *asynq.Task {
 	return asynq.NewTask(TypeEventsEmail, mustJSON(bundle), asynq.MaxRetry(10), asynq.Timeout(2*time.Minute))
 }
 
+// ImportRunTaskID is the id of the task of import job id: the job is run
+// by one task at a time.
+func ImportRunTaskID(id string) string { return "import:" + id }
+
+// NewImportRun is the task that reads the uploaded import job id. It saves
+// a checkpoint after every batch, so a retry (or a worker that takes it
+// over after a restart) resumes; a large file takes minutes.
+func NewImportRun(id string) *asynq.Task {
+	return asynq.NewTask(TypeImportRun, mustJSON(ImportRunPayload{ID: id}),
+		asynq.Queue(queueOf[TypeImportRun]), asynq.TaskID(ImportRunTaskID(id)),
+		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
+}
+
 // mustJSON encodes a payload struct of this package; they have no field
 // that can fail to encode.
 func mustJSON(v any) []byte {

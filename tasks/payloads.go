@@ -82,3 +82,9 @@ type FeedbackPayload struct {
 	IssueID int64  `json:"issue_id,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 }
+
+// ImportRunPayload is the payload of TypeImportRun: the job's id
+// (csvimport.Jobs).
+type ImportRunPayload struct {
+	ID string `json:"id"`
+}

@@ -36,6 +36,10 @@ const (
 	TypeFanout    = "event:fanout"
 	TypeEventMail = "email:event"
 	TypePush      = "push:deliver"
+	// TypeImportRun reads one CSV uploaded through the console
+	// (csvimport.Jobs) into the list, saving a checkpoint after each
+	// batch, so a run taken over after a restart goes on from there.
+	TypeImportRun = "import:run"
 )
 
 // The e-mail lane's queues (lanes.go has the others). A confirmation is
@@ -83,6 +87,8 @@ var queueOf = map[string]string{
 	TypeFanout:    QueueDefault,
 	TypeEventMail: QueueDefault,
 	TypePush:      QueuePush,
+	// Bulk writes that nobody waits for by the second: behind the mail.
+	TypeImportRun: QueueLow,
 }
 
 // QueueOf is the queue a task of type typ runs in ("" for an unknown type).
@@ -90,4 +96,4 @@ func QueueOf(typ string) string { return queueOf[typ] }
 
 // HandledTypes are the task types the worker runs (events are bundled,
 // not run), for metrics that list them ahead of the first task.
-var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll, TypeWebhook, TypeFanout, TypeEventMail, TypePush}
+var HandledTypes = []string{TypeConfirmEmail, TypeWelcomeEmail, TypeSequenceStep, TypeDigestPlan, TypeDigestEmail, TypeEventsEmail, TypeUnsubscribeEmail, TypeFeedback, TypeIssuePlan, TypeIssueEmail, TypeFeedsPoll, TypeWebhook, TypeFanout, TypeEventMail, TypePush, TypeImportRun}

@@ -15,6 +15,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -93,7 +94,7 @@ type QueueInspector interface {
 
 // Deps are the console's collaborators.
 type Deps struct {
-	// Redis keeps the sessions and the imports' progress.
+	// Redis keeps the sessions, and the imports' files and progress.
 	Redis    redis.UniversalClient
 	Store    Store
 	Renderer api.IssueRenderer
@@ -105,7 +106,7 @@ type Deps struct {
 	// Requests export and erase people (nil: both answer 501).
 	Requests PersonalRequests
 	Jobs     api.JobDispatcher
-	// Queue enqueues the confirmations of a pending import.
+	// Queue enqueues the imports (run by the worker).
 	Queue tasks.Enqueuer
 	Guard Guard
 	// EnvToken is NEWSLETTER_ADMIN_TOKEN: its sessions last while it is
@@ -130,7 +131,7 @@ type Handler struct {
 	mux      *http.ServeMux
 	csrf     *http.CrossOriginProtection
 	sessions *sessions
-	imports  *imports
+	imports  *csvimport.Jobs
 	issues   *issues.Service
 	secure   bool
 }
@@ -174,7 +175,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
-	h.imports = &imports{rdb: d.Redis, log: d.Log}
+	h.imports = csvimport.NewJobs(d.Redis)
 	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now}
 	h.routes()
 	return h, nil

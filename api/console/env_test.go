@@ -179,7 +179,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e.h = h
 	e.srv = httptest.NewServer(h)
-	t.Cleanup(func() { e.srv.Close(); h.Wait() })
+	t.Cleanup(e.srv.Close)
 	return e
 }
 

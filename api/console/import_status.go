@@ -5,14 +5,15 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/csvimport"
 )
 
 // showImportStatus is GET /admin/import/{job}: the progress bar and the
 // rejected lines with their reasons; the JSON of it for the page's
-// script (Accept: application/json).
+// script (Accept: application/json), the same as GET /api/imports/{id}.
 func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
-	s, err := h.imports.load(r.Context(), r.PathValue("job"))
-	if errors.Is(err, errNoImport) {
+	s, err := h.imports.Status(r.Context(), r.PathValue("job"))
+	if errors.Is(err, csvimport.ErrNoJob) {
 		h.notFound(w, r, "import")
 		return
 	}
@@ -25,8 +26,8 @@ func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refresh := 0
-	if s.State == importRunning {
+	if s.State == csvimport.StateRunning {
 		refresh = 2
 	}
-	h.render(w, r, http.StatusOK, "import_status", page{Title: "Import " + s.File, Section: "import", Refresh: refresh, Data: s})
+	h.render(w, r, http.StatusOK, "import_status", page{Title: "Import " + s.File, Section: "import", Refresh: refresh, Data: importPage{s}})
 }

@@ -10,16 +10,21 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/httpbody"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // uploadImport is POST /admin/import (multipart: file, pending): the
-// file is checked to be text, then imported in the background by
-// csvimport, as `newsletter import` does; the browser goes to its
-// progress page.
+// file is checked to be text, stored, and imported by the worker
+// (tasks.TypeImportRun) through csvimport, as `newsletter import` does;
+// the browser goes to its progress page. The worker writes the audit
+// entry with the final counts.
 func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
+	if h.d.Queue == nil {
+		h.importForm(w, r, http.StatusServiceUnavailable, "Imports run on the worker, and this console has no task queue. Nothing was imported.")
+		return
+	}
 	err := httpbody.Limit(w, r, h.cfg.MaxUpload+64<<10)
 	if err == nil {
 		err = r.ParseMultipartForm(1 << 20)
@@ -52,19 +57,27 @@ func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r)
-	pending := r.PostFormValue("pending") == "1"
-	s := importStatus{ID: newImportID(), State: importRunning, File: filepath.Base(hdr.Filename), Size: int64(len(data)), Pending: pending, By: p.Name}
-	importer := &csvimport.Importer{Store: h.d.Store, Queue: h.d.Queue, Pending: pending, Now: h.d.Now, Topics: h.cfg.Topics}
-	err = h.imports.start(s, data, importer, func(s importStatus) {
-		// The request is long answered: the entry has a context of its own.
-		h.audit(context.Background(), p, audit.Imported, "import:"+s.ID,
-			fmt.Sprintf("%s: %d added, %d already present, %d rejected (%s)", s.File, s.Added, s.Present, s.Rejected, s.State))
-	})
+	lines, err := csvimport.CountLines(bytes.NewReader(data))
 	if err != nil {
+		h.importForm(w, r, http.StatusBadRequest, "The upload could not be read. Nothing was imported.")
+		return
+	}
+	id := csvimport.NewJobID()
+	job := csvimport.Job{File: filepath.Base(hdr.Filename), Size: int64(len(data)), Pending: r.PostFormValue("pending") == "1",
+		By: p.Name, Role: string(p.Role), Lines: lines}
+	if err := h.imports.Create(r.Context(), id, job, data); err != nil {
 		h.storeAway(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/admin/import/"+s.ID, http.StatusSeeOther)
+	if _, err := h.d.Queue.EnqueueContext(r.Context(), tasks.NewImportRun(id)); err != nil {
+		// Nothing was read yet: the job goes, so no page shows it waiting.
+		if derr := h.imports.Delete(context.WithoutCancel(r.Context()), id); derr != nil {
+			h.d.Log.Warn("console: an import that could not be queued was not deleted; it expires", "import", id, "err", derr)
+		}
+		h.storeAway(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/import/"+id, http.StatusSeeOther)
 }
 
 // notCSV says why data is not a CSV file of addresses ("" when it may

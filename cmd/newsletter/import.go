@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/topics"
 )
 
 // importColumns are the CSV columns (the help names them).
@@ -34,6 +36,15 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
+	// The lines are counted first, apart from the import's reading: the
+	// import must account for each of them.
+	lines, err := csvimport.CountLines(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", fs.Arg(0), err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read %s: %w", fs.Arg(0), err)
+	}
 	size := int64(0)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
@@ -43,51 +54,54 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer a.close()
+	set, err := serviceTopics(ctx, a)
+	if err != nil {
+		return err
+	}
 	client := a.newClient()
 
-	im := &csvimport.Importer{Store: a.store, Queue: client, Pending: *pending, Now: time.Now, Topics: a.cfg.Topics}
+	im := &csvimport.Importer{Store: a.store.WithTopics(set), Queue: client, Pending: *pending, Now: time.Now, Topics: set}
 	counted := &csvimport.CountingReader{R: f}
 	var progress *progressBar
 	if !*quiet {
 		progress = startProgress(stderr, counted, size, im)
 	}
-	err = im.Run(ctx, counted)
+	res, err := im.Run(ctx, counted, lines, csvimport.Progress{})
 	progress.stop()
-	res := im.Progress()
-	summary(stdout, res, *pending)
+	res.WriteSummary(stdout, lines, *pending)
 	// What was added is recorded, also when the file stopped partway.
-	detail := fmt.Sprintf("%d added as %s, %d already present, %d invalid", res.Added, importState(*pending), res.Present, res.Rejected)
+	detail := res.Detail(*pending)
 	if err != nil {
-		detail += "; stopped early"
+		detail += "; stopped early: " + err.Error()
 	}
 	a.note(ctx, audit.Imported, "subscribers", detail)
 	return err
 }
 
-// importState names what an import makes of the rows it adds.
-func importState(pending bool) string {
-	if pending {
-		return "pending"
+// serviceTopics are the topics a command that writes subscribers checks
+// and stores: those the service recorded at its start
+// (store.SetServiceTopics), so a shell without NEWSLETTER_TOPICS_FILE
+// cannot fall back to the built-in ones while the service runs with a
+// file. A command's own topics file must declare the same topics (ids,
+// order, defaults); before any role recorded its topics, the command's own
+// are used.
+func serviceTopics(ctx context.Context, a *app) (*topics.Set, error) {
+	svc, err := a.store.ServiceTopics(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return "active"
-}
-
-// summary prints what an import did and the first rejected rows.
-func summary(w io.Writer, res csvimport.Result, pending bool) {
-	state := "active"
-	if pending {
-		state = "pending (confirmations queued)"
+	switch {
+	case svc == nil:
+		return a.cfg.Topics, nil
+	case a.cfg.TopicsFile == "":
+		return svc, nil
+	case !slices.Equal(svc.IDs(), a.cfg.Topics.IDs()) || !slices.Equal(svc.Defaults(), a.cfg.Topics.Defaults()):
+		return nil, fmt.Errorf("NEWSLETTER_TOPICS_FILE %s declares the topics %s (on by default: %s), the running service %s (on by default: %s): "+
+			"use the service's topics file, or unset NEWSLETTER_TOPICS_FILE to use the service's topics; nothing was imported",
+			a.cfg.TopicsFile, strings.Join(a.cfg.Topics.IDs(), ","), strings.Join(a.cfg.Topics.Defaults(), ","),
+			strings.Join(svc.IDs(), ","), strings.Join(svc.Defaults(), ","))
 	}
-	fmt.Fprintf(w, "imported: %d added as %s, %d already present, %d invalid\n", res.Added, state, res.Present, res.Rejected)
-	if res.Erased > 0 {
-		fmt.Fprintf(w, "  %d skipped: erased at the person's request (only their own signup brings them back)\n", res.Erased)
-	}
-	for _, l := range res.Reasons {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-	if res.Rejected > int64(len(res.Reasons)) {
-		fmt.Fprintf(w, "  … and %d more invalid rows\n", res.Rejected-int64(len(res.Reasons)))
-	}
+	return a.cfg.Topics, nil
 }
 
 // progressBar redraws one line on w until stopped.
@@ -105,7 +119,7 @@ func startProgress(w io.Writer, r *csvimport.CountingReader, size int64, im *csv
 			frac = float64(r.N()) / float64(size)
 		}
 		n := int(frac * 30)
-		rows := im.Progress().Rows
+		rows := im.Progress().Read
 		rate := float64(rows) / max(time.Since(start).Seconds(), 0.001)
 		fmt.Fprintf(w, "\r[%s%s] %3.0f%%  %d rows  %.0f rows/s ", strings.Repeat("#", n), strings.Repeat(" ", 30-n), frac*100, rows, rate)
 	}

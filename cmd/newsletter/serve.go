@@ -22,6 +22,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feedback/intake"
 	"github.com/newsletter/newsletter/internal/feeds"
@@ -72,6 +73,11 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	defer a.close()
 	for _, w := range a.warnings {
 		a.log.Warn(w)
+	}
+	// The commands run beside the service (import) read and write the
+	// topics it runs with, whatever their own environment says.
+	if err := a.store.SetServiceTopics(ctx, a.cfg.Topics); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -134,6 +140,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 			WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
 			Feeds:       &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()},
+			Imports:     csvimport.NewJobs(a.rdb), ImportStore: a.store, Audit: a.audit,
 		})
 		// An edited sequence reaches the people in the middle of it.
 		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
@@ -171,7 +178,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
-			Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate,
+			Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
 			Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 		}.WithIssues(apiStore, render))
 		if mailbox != nil {

@@ -1,6 +1,8 @@
 package csvimport
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -18,16 +20,25 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// Batch is how many rows go to Redis in one pipeline.
+// Batch is how many rows go to Redis in one pipeline, and how many lines
+// at most pass between two checkpoints.
 const Batch = 1000
 
 // Columns are the CSV columns in their order when there is no header
 // row; a header row naming them may put them in any order.
 const Columns = "email[,name[,timezone[,topics]]]"
 
-// MaxListedRejects is how many rejected rows a Result names; the rest
-// are only counted.
-const MaxListedRejects = 20
+// MaxListedRejects is how many rejected lines an import names with their
+// reasons; the rest are only counted (Progress.RejectedMore).
+const MaxListedRejects = 1000
+
+// MaxLine is the longest line read: a longer one is rejected whole (a
+// file that is not a list of addresses, or a lost line break).
+const MaxLine = 64 << 10
+
+// ErrIncomplete is wrapped by the error of an import whose reading did not
+// account for every line of the file: it never ends as done.
+var ErrIncomplete = errors.New("the import did not account for every line of the file")
 
 // Store is what an import needs of the store.
 type Store interface {
@@ -35,8 +46,91 @@ type Store interface {
 	OutboxDone(ctx context.Context, ids ...string) error
 }
 
-// Importer streams rows into the store. Its counters may be read while
-// Run goes on (a progress bar, the console's progress page).
+// Rejection is one line that added nobody, and why.
+type Rejection struct {
+	Line   int64  `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// Progress is where an import stands, and its checkpoint: every line up to
+// Line has its verdict in the counts. Line counts the header row and blank
+// lines too; at a checkpoint and at the end
+//
+//	Line = Header + Blank + Read
+//	Read = Added + Present + Erased + len(Rejected) + RejectedMore
+type Progress struct {
+	Line   int64 `json:"lines_done"`
+	Header int64 `json:"header"` // 1 when line 1 named the columns
+	Blank  int64 `json:"blank"`  // empty lines, skipped
+	// Read are the rows of subscribers, valid or not.
+	Read    int64 `json:"read"`
+	Added   int64 `json:"added"`
+	Present int64 `json:"present"`
+	// Erased were skipped: erased at the person's request
+	// (store.ErrErased); counted, never named.
+	Erased int64 `json:"erased"`
+	// Rejected are the first MaxListedRejects rejected lines (never nil);
+	// RejectedMore counts the others.
+	Rejected     []Rejection `json:"rejected"`
+	RejectedMore int64       `json:"rejected_more"`
+}
+
+// RejectedTotal is how many lines were rejected, listed or not.
+func (p Progress) RejectedTotal() int64 { return int64(len(p.Rejected)) + p.RejectedMore }
+
+// check is the accounting every checkpoint and end must satisfy.
+func (p Progress) check() error {
+	if p.Line != p.Header+p.Blank+p.Read || p.Read != p.Added+p.Present+p.Erased+p.RejectedTotal() {
+		return fmt.Errorf("%w: %d lines, %d header, %d blank, %d read; %d added, %d present, %d erased, %d rejected",
+			ErrIncomplete, p.Line, p.Header, p.Blank, p.Read, p.Added, p.Present, p.Erased, p.RejectedTotal())
+	}
+	return nil
+}
+
+func (p Progress) clone() Progress {
+	p.Rejected = slices.Clone(p.Rejected)
+	if p.Rejected == nil {
+		p.Rejected = []Rejection{}
+	}
+	return p
+}
+
+// Detail is the import's counts in one line (the audit entry's detail).
+func (p Progress) Detail(pending bool) string {
+	return fmt.Sprintf("%d rows read: %d added as %s, %d already present, %d erased skipped, %d rejected",
+		p.Read, p.Added, state(pending), p.Present, p.Erased, p.RejectedTotal())
+}
+
+func state(pending bool) string {
+	if pending {
+		return "pending"
+	}
+	return "active"
+}
+
+// WriteSummary prints what an import did: the counts, the file's lines,
+// and the rejected lines with their reasons (the command's output; the
+// console's page shows the same).
+func (p Progress) WriteSummary(w io.Writer, lines int64, pending bool) {
+	st := "active"
+	if pending {
+		st = "pending (confirmations queued)"
+	}
+	fmt.Fprintf(w, "imported: %d added as %s, %d already present, %d invalid\n", p.Added, st, p.Present, p.RejectedTotal())
+	fmt.Fprintf(w, "  %d rows read of %d lines (%d header, %d blank)\n", p.Read, lines, p.Header, p.Blank)
+	if p.Erased > 0 {
+		fmt.Fprintf(w, "  %d skipped: erased at the person's request (only their own signup brings them back)\n", p.Erased)
+	}
+	for _, r := range p.Rejected {
+		fmt.Fprintf(w, "  line %d: %s\n", r.Line, r.Reason)
+	}
+	if p.RejectedMore > 0 {
+		fmt.Fprintf(w, "  … and %d more invalid rows\n", p.RejectedMore)
+	}
+}
+
+// Importer streams rows into the store. Its Progress may be read while
+// Run goes on (a progress bar).
 type Importer struct {
 	Store Store
 	Queue tasks.Enqueuer
@@ -46,53 +140,88 @@ type Importer struct {
 	Now     func() time.Time
 	// Topics check the topics column (nil: the built-in topics).
 	Topics *topics.Set
+	// Batch is how many rows go to the store at once, and at most how
+	// many lines pass between checkpoints (0: Batch).
+	Batch int
+	// Checkpoint, when set, is called after each batch is stored, with
+	// every line so far accounted for; its error stops the run. A run
+	// started again from the last checkpoint goes on from there.
+	Checkpoint func(ctx context.Context, p Progress) error
 
-	rows    atomic.Int64
-	added   atomic.Int64
-	present atomic.Int64
-	erased  atomic.Int64 // skipped: erased at the person's request
-	nbad    atomic.Int64
-
-	mu       sync.Mutex
-	rejected []string // "line N: reason", the first MaxListedRejects
-}
-
-// Result is where an import stands: rows read (the header row is not
-// one), added, already present, erased (skipped: erased at the person's
-// request, store.ErrErased), rejected, and the first rejected rows with
-// their reasons.
-type Result struct {
-	Rows, Added, Present, Erased, Rejected int64
-	Reasons                                []string
+	mu  sync.Mutex
+	now Progress
 }
 
 // Progress is the import's counters now.
-func (im *Importer) Progress() Result {
+func (im *Importer) Progress() Progress {
 	im.mu.Lock()
-	reasons := slices.Clone(im.rejected)
-	im.mu.Unlock()
-	return Result{Rows: im.rows.Load(), Added: im.added.Load(), Present: im.present.Load(), Erased: im.erased.Load(), Rejected: im.nbad.Load(), Reasons: reasons}
+	defer im.mu.Unlock()
+	return im.now.clone()
 }
 
-// Run reads r to its end. An error is a file that cannot be read or a
-// store that failed: the rows before it are stored, the rest are not.
-func (im *Importer) Run(ctx context.Context, r io.Reader) error {
+func (im *Importer) update(p *Progress) {
+	im.mu.Lock()
+	im.now = p.clone()
+	im.mu.Unlock()
+}
+
+// CountLines counts the lines of r as Run reads them: every line break
+// ends one, and text after the last one is a line too.
+func CountLines(r io.Reader) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var n int64
+	last := byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// Run reads r, a file of lines lines (CountLines), from the checkpoint
+// from (the zero Progress: from the start), and returns the final counts.
+//
+// Each line is one record: the lines are split first, then each is
+// parsed as CSV on its own. No column may hold a line break (addresses,
+// names, zones and topics are one line), so a quote that does not close on
+// its line rejects that line ("unbalanced quote") and the next line is
+// read as a new record: one broken quote costs its own line, never the
+// rest of the file. A line longer than MaxLine is rejected whole; an
+// empty line is skipped and counted as blank.
+//
+// An error is a file that cannot be read, a store that failed, or an
+// ErrIncomplete: the file's line count does not match the lines read.
+// The rows before it are stored.
+func (im *Importer) Run(ctx context.Context, r io.Reader, lines int64, from Progress) (Progress, error) {
 	now := im.Now
 	if now == nil {
 		now = time.Now
 	}
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = true
-	zones := map[string]bool{}
-	var reqs []store.SubscribeRequest
-	var jobs []tasks.Job
-	line := 0
 	set := im.Topics
 	if set == nil {
 		set = topics.Default(0)
 	}
+	batch := im.Batch
+	if batch <= 0 {
+		batch = Batch
+	}
+	p := from.clone()
+	im.update(&p)
+	zones := map[string]bool{}
+	var reqs []store.SubscribeRequest
+	var reqLines []int64
+	var jobs []tasks.Job
 	// The columns by position, or by the header row's names.
 	col := map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}
 	field := func(rec []string, name string) string {
@@ -101,80 +230,174 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) error {
 		}
 		return ""
 	}
+	reject := func(line int64, reason string) {
+		if len(p.Rejected) < MaxListedRejects {
+			p.Rejected = append(p.Rejected, Rejection{Line: line, Reason: reason})
+		} else {
+			p.RejectedMore++
+		}
+	}
+	// flush stores the batch and saves the checkpoint: after it, every
+	// line up to p.Line is accounted for.
+	sinceCheckpoint := 0
+	flush := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := im.flush(ctx, &p, reqs, reqLines, jobs); err != nil {
+			return err
+		}
+		reqs, reqLines, jobs = reqs[:0], reqLines[:0], jobs[:0]
+		sinceCheckpoint = 0
+		im.update(&p)
+		if err := p.check(); err != nil {
+			return err
+		}
+		if im.Checkpoint != nil {
+			return im.Checkpoint(ctx, p.clone())
+		}
+		return nil
+	}
+	lr := newLineReader(r)
+	var line int64
 	for {
-		rec, err := cr.Read()
+		text, tooLong, err := lr.next()
 		if err == io.EOF {
 			break
 		}
-		line++
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				im.rows.Add(1)
-				im.bad(line, pe.Err.Error())
-				continue
-			}
-			return fmt.Errorf("read line %d: %w", line, err)
+			return p, fmt.Errorf("read line %d: %w", line+1, err)
 		}
-		if line == 1 && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
+		line++
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a spreadsheet's byte order mark
+		}
+		var rec []string
+		reason := ""
+		switch {
+		case tooLong:
+			reason = fmt.Sprintf("line longer than %d KiB", MaxLine>>10)
+		case len(bytes.TrimSpace(text)) == 0:
+		default:
+			rec, reason = parseLine(text)
+		}
+		// The header row is read again on a resume: the columns come
+		// from it.
+		if line == 1 && reason == "" && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
 			col = map[string]int{}
 			for i, h := range rec {
 				col[strings.ToLower(strings.TrimSpace(h))] = i
 			}
-			continue // the header row: no subscriber, not counted
-		}
-		im.rows.Add(1) // the progress counts rows of subscribers, valid or not
-		email, err := address.Normalize(field(rec, "email"))
-		if err != nil {
-			im.bad(line, "invalid address")
+			if line > p.Line {
+				p.Header, p.Line = 1, line
+			}
 			continue
 		}
-		req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true, Source: store.SourceImport}
-		if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
-			im.bad(line, err.Error())
-			continue
+		if line <= p.Line {
+			continue // accounted for before the checkpoint
 		}
-		// Topics: ids separated by spaces, semicolons or (in a quoted
-		// field) commas; none gives the default topics.
-		if ids := strings.FieldsFunc(field(rec, "topics"), func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '|' }); len(ids) > 0 {
-			if req.Topics, err = set.Check(ids); err != nil {
-				im.bad(line, err.Error())
-				continue
+		p.Line = line
+		sinceCheckpoint++
+		switch {
+		case !tooLong && rec == nil && reason == "":
+			p.Blank++
+		case reason != "":
+			p.Read++
+			reject(line, reason)
+		default:
+			p.Read++
+			req, why := im.row(rec, field, set, zones)
+			if why != "" {
+				reject(line, why)
+				break
 			}
-		} else if req.Topics = set.Defaults(); len(req.Topics) == 0 {
-			im.bad(line, "no topics, and none is on by default in the topics file")
-			continue
+			if im.Pending {
+				job := tasks.NewConfirm(req.Email, now())
+				req.Outbox = job.Outbox()
+				jobs = append(jobs, job)
+			}
+			reqs, reqLines = append(reqs, req), append(reqLines, line)
 		}
-		if tz := field(rec, "timezone"); tz != "" {
-			req.Timezone = tz
-			ok, seen := zones[req.Timezone]
-			if !seen {
-				_, err := time.LoadLocation(req.Timezone)
-				ok = err == nil && !strings.ContainsAny(req.Timezone, "\r\n")
-				zones[req.Timezone] = ok
+		if len(reqs) == batch || sinceCheckpoint >= batch {
+			if err := flush(); err != nil {
+				return p, err
 			}
-			if !ok {
-				im.bad(line, "unknown time zone "+req.Timezone)
-				continue
-			}
-		}
-		if im.Pending {
-			job := tasks.NewConfirm(email, now())
-			req.Outbox = job.Outbox()
-			jobs = append(jobs, job)
-		}
-		reqs = append(reqs, req)
-		if len(reqs) == Batch {
-			if err := im.flush(ctx, reqs, jobs); err != nil {
-				return err
-			}
-			reqs, jobs = reqs[:0], jobs[:0]
+		} else {
+			im.update(&p)
 		}
 	}
-	return im.flush(ctx, reqs, jobs)
+	if err := flush(); err != nil {
+		return p, err
+	}
+	if p.Line != lines {
+		return p, fmt.Errorf("%w: the file has %d lines, %d were read", ErrIncomplete, lines, p.Line)
+	}
+	return p, nil
 }
 
-func (im *Importer) flush(ctx context.Context, reqs []store.SubscribeRequest, jobs []tasks.Job) error {
+// parseLine reads one line as one CSV record, or says why it cannot.
+func parseLine(text []byte) ([]string, string) {
+	cr := csv.NewReader(bytes.NewReader(text))
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	rec, err := cr.Read()
+	if err == nil {
+		if _, err = cr.Read(); err == io.EOF {
+			return rec, ""
+		}
+		// A lone carriage return inside the line made two records.
+		return nil, "more than one record on the line (a stray carriage return?)"
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) && unbalanced(text) {
+		return nil, `unbalanced quote: a quoted field does not close on its line (no field may hold a line break)`
+	}
+	if errors.As(err, &pe) {
+		return nil, pe.Err.Error()
+	}
+	return nil, err.Error()
+}
+
+// unbalanced tells whether text ends inside a quoted field.
+func unbalanced(text []byte) bool {
+	return bytes.Count(text, []byte{'"'})%2 == 1
+}
+
+// row checks one record and makes its request, or says why not.
+func (im *Importer) row(rec []string, field func([]string, string) string, set *topics.Set, zones map[string]bool) (store.SubscribeRequest, string) {
+	email, err := address.Normalize(field(rec, "email"))
+	if err != nil {
+		return store.SubscribeRequest{}, "invalid address"
+	}
+	req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true, Source: store.SourceImport}
+	if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
+		return req, err.Error()
+	}
+	// Topics: ids separated by spaces, semicolons or (in a quoted
+	// field) commas; none gives the default topics.
+	if ids := strings.FieldsFunc(field(rec, "topics"), func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '|' }); len(ids) > 0 {
+		if req.Topics, err = set.Check(ids); err != nil {
+			return req, err.Error()
+		}
+	} else if req.Topics = set.Defaults(); len(req.Topics) == 0 {
+		return req, "no topics, and none is on by default in the topics file"
+	}
+	if tz := field(rec, "timezone"); tz != "" {
+		req.Timezone = tz
+		ok, seen := zones[tz]
+		if !seen {
+			_, err := time.LoadLocation(tz)
+			ok = err == nil && !strings.ContainsAny(tz, "\r\n")
+			zones[tz] = ok
+		}
+		if !ok {
+			return req, "unknown time zone " + tz
+		}
+	}
+	return req, ""
+}
+
+func (im *Importer) flush(ctx context.Context, p *Progress, reqs []store.SubscribeRequest, lines []int64, jobs []tasks.Job) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -185,32 +408,54 @@ func (im *Importer) flush(ctx context.Context, reqs []store.SubscribeRequest, jo
 	for i, err := range errs {
 		switch {
 		case err == nil:
-			im.added.Add(1)
+			p.Added++
 			if im.Pending {
 				if _, err := tasks.Dispatch(ctx, im.Queue, im.Store, jobs[i]); err != nil {
 					return fmt.Errorf("queue the confirmation of %s (the relay will retry): %w", reqs[i].Email, err)
 				}
 			}
 		case errors.Is(err, store.ErrExists):
-			im.present.Add(1)
+			p.Present++
 		case errors.Is(err, store.ErrErased):
 			// Erased at the person's request: an import must not bring
 			// them back (only their own signup does). Counted, never named.
-			im.erased.Add(1)
+			p.Erased++
 		default:
-			return fmt.Errorf("add %s: %w", reqs[i].Email, err)
+			return fmt.Errorf("add line %d: %w", lines[i], err)
 		}
 	}
 	return nil
 }
 
-func (im *Importer) bad(line int, reason string) {
-	im.nbad.Add(1)
-	im.mu.Lock()
-	defer im.mu.Unlock()
-	if len(im.rejected) < MaxListedRejects {
-		im.rejected = append(im.rejected, fmt.Sprintf("line %d: %s", line, reason))
+// lineReader reads physical lines: a line break ends each (a CR before it
+// is dropped), and text after the last one is a line too.
+type lineReader struct {
+	br *bufio.Reader
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, MaxLine)}
+}
+
+// next is the next line without its line break (valid until the next
+// call); tooLong when it exceeded MaxLine (its text is dropped).
+func (lr *lineReader) next() (text []byte, tooLong bool, err error) {
+	text, err = lr.br.ReadSlice('\n')
+	for errors.Is(err, bufio.ErrBufferFull) {
+		tooLong = true
+		_, err = lr.br.ReadSlice('\n')
 	}
+	if err == io.EOF && (len(text) > 0 || tooLong) {
+		err = nil // the last line has no line break
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if tooLong {
+		return nil, true, nil
+	}
+	text = bytes.TrimSuffix(text, []byte{'\n'})
+	return bytes.TrimSuffix(text, []byte{'\r'}), false, nil
 }
 
 // CountingReader counts the bytes read through it (a progress bar's

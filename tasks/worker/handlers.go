@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/netguard"
@@ -88,6 +89,12 @@ type Deps struct {
 	// push is off); PushRetry is the push lane's backoff.
 	Push      push.Sender
 	PushRetry RetryPolicy
+
+	// Imports are the console's uploaded imports, ImportStore where they
+	// write (either nil: this worker runs none); Audit records their ends.
+	Imports     *csvimport.Jobs
+	ImportStore csvimport.Store
+	Audit       Auditor
 }
 
 // NewHandlers builds every component from d.
@@ -116,6 +123,10 @@ func NewHandlers(d Deps) Handlers {
 		// RedisWait to give (it uses the default, as the command's
 		// other handlers do).
 		pushes.RedisWait = d.RedisWait
+	}
+	var imports *ImportRunner
+	if d.Imports != nil && d.ImportStore != nil {
+		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
 	}
 	return Handlers{
 		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
@@ -149,6 +160,7 @@ func NewHandlers(d Deps) Handlers {
 			MailBatch: d.DigestBatch, Now: d.Now, Log: d.Log,
 		},
 		Push:    pushes,
+		Imports: imports,
 		Metrics: d.Metrics,
 	}
 }

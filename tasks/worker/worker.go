@@ -96,6 +96,8 @@ type Handlers struct {
 	// Push notifies browsers (push:deliver, the push lane); nil without
 	// web push (no VAPID keys).
 	Push *PushSender
+	// Imports run the console's CSV imports (import:run); nil: none.
+	Imports *ImportRunner
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
@@ -213,6 +215,9 @@ func (h Handlers) email() map[string]asynq.Handler {
 	}
 	if h.Feeds != nil {
 		m[tasks.TypeFeedsPoll] = asynq.HandlerFunc(h.Feeds.HandleFeedsPoll)
+	}
+	if h.Imports != nil {
+		m[tasks.TypeImportRun] = asynq.HandlerFunc(h.Imports.HandleImportRun)
 	}
 	if h.Fanout != nil {
 		m[tasks.TypeFanout] = asynq.HandlerFunc(h.Fanout.HandleFanout)

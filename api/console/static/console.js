@@ -40,6 +40,13 @@
     if (button) button.hidden = true; // the preview follows the typing
   }
 
+  // listText shows a list of the progress JSON, one item a line: a
+  // rejected line as "line N: reason".
+  const listText = (items, empty) => {
+    if (items.length === 0) return empty || "";
+    return items.map((x) => (x !== null && typeof x === "object" ? "line " + x.line + ": " + x.reason : String(x))).join("\n");
+  };
+
   // Progress: poll the JSON beside the page and update the numbers; the
   // page's <meta refresh> is for where no script runs, so drop it.
   const live = document.querySelector("[data-progress]");
@@ -55,7 +62,8 @@
         const p = await resp.json();
         for (const el of live.querySelectorAll("[data-field]")) {
           const v = p[el.dataset.field];
-          if (v !== undefined) el.textContent = Array.isArray(v) ? v.join("\n") : String(v);
+          if (v === undefined || v === null) continue;
+          el.textContent = Array.isArray(v) ? listText(v, el.dataset.empty) : String(v);
         }
         if (bar) {
           const total = Number(p[bar.dataset.total] || 0);
