@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -221,50 +220,4 @@ func upload(t *testing.T, b *browser, name string, content []byte, pending bool)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	return b.do(req)
-}
-
-func TestImportShowsProgressAndRejectedLines(t *testing.T) {
-	e := newEnv(t)
-	b := e.signedIn(t, adminToken)
-	if p := upload(t, b, "list.xlsx", []byte("PK\x03\x04\x00\x00"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "not a CSV file") {
-		t.Fatalf("xlsx: %d", p.code)
-	}
-	if p := upload(t, b, "list.csv", []byte("a@example.com\x00\x01\x02"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "binary") {
-		t.Fatalf("binary: %d", p.code)
-	}
-	if p := upload(t, b, "list.csv", []byte("a@example.com,\xff\xfe\n"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "UTF-8") {
-		t.Fatalf("latin-1: %d", p.code)
-	}
-	csv := "email,name,timezone\nann@example.com,Ann,Europe/Berlin\nnot-an-address\ncarol@example.com,Carol,Mars/Base\n\"broken@example.com,Br\"oken\ndave@example.com\n"
-	p := upload(t, b, "list.csv", []byte(csv), false)
-	if p.code != 303 || !strings.HasPrefix(p.location, "/admin/import/") {
-		t.Fatalf("upload: %d %q %s", p.code, p.location, p.body)
-	}
-	var s struct {
-		State                          string
-		Rows, Added, Present, Rejected int64
-		Reasons                        []string
-	}
-	poll.Until(t, poll.BusyMachine, func() error {
-		req, _ := http.NewRequest("GET", e.srv.URL+p.location, nil)
-		req.Header.Set("Accept", "application/json")
-		got := b.do(req)
-		if err := json.Unmarshal([]byte(got.body), &s); err != nil {
-			return err
-		}
-		if s.State != "done" {
-			return fmt.Errorf("state %q", s.State)
-		}
-		return nil
-	})
-	if s.Added != 2 || s.Rejected != 3 || len(s.Reasons) != 3 || !strings.Contains(s.Reasons[0], "line 3: invalid address") {
-		t.Fatalf("import: %+v", s)
-	}
-	mustContain(t, "status page", b.get(p.location), "line 3: invalid address", "line 4: unknown time zone Mars/Base", `<progress max="`)
-	if _, err := e.st.Get(t.Context(), "ann@example.com"); err != nil {
-		t.Fatal(err)
-	}
-	poll.True(t, poll.BusyMachine, "the import's audit entry", func() bool {
-		return len(e.audit.actions()) > 0 && e.audit.actions()[0] == "alice subscribers.imported"
-	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -190,5 +192,82 @@ func TestImportSkipsErased(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, "gone@example.com"); err == nil {
 		t.Fatal("the import brought an erased address back")
+	}
+}
+
+// The publisher's file: 2,006 lines, an unbalanced quote on line 51. The
+// command rejects line 51 with its reason and reads on from line 52:
+// every line is accounted for.
+func TestImportBrokenQuoteAccountsForEveryLine(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	var b strings.Builder
+	b.WriteString("email,name\n")
+	for line := 2; line <= 2006; line++ {
+		if line == 51 {
+			fmt.Fprintf(&b, "r%04d@example.com,\"Broken\n", line)
+			continue
+		}
+		fmt.Fprintf(&b, "r%04d@example.com,Person %d\n", line, line)
+	}
+	file := filepath.Join(t.TempDir(), "list.csv")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runImport(t, redisURL, file)
+	if code != 0 || !strings.Contains(out, "2004 added as active, 0 already present, 1 invalid") ||
+		!strings.Contains(out, "2005 rows read of 2006 lines (1 header, 0 blank)") || !strings.Contains(out, "line 51: unbalanced quote") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := store.NewRedis(rdb).Get(context.Background(), "r2006@example.com"); err != nil {
+		t.Fatalf("the last row: %v", err)
+	}
+}
+
+// A service started with a topics file records its topics; the command,
+// run from a shell without NEWSLETTER_TOPICS_FILE, checks and writes
+// those, not the built-in ones. A command whose own topics file differs
+// from the service's refuses, and imports nothing.
+func TestImportUsesTheServiceTopics(t *testing.T) {
+	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	topicsFile := filepath.Join(t.TempDir(), "topics.yaml")
+	if err := os.WriteFile(topicsFile, []byte("topics:\n  - {id: digest, name: Weekly digest, default: true}\n  - {id: updates, name: Updates}\n  - {id: essays, name: Long essays}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc := startService(t, map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "import-test-secret-01",
+		"NEWSLETTER_TOPICS_FILE": topicsFile, "NEWSLETTER_DEV_MAILBOX": "true", "NEWSLETTER_ADMIN_TOKEN": "import-admin-token-0123"}, "api")
+	svc.stop(t)
+
+	file := filepath.Join(t.TempDir(), "list.csv")
+	if err := os.WriteFile(file, []byte("email,topics\nessay@example.com,essays\ndefault@example.com,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	if err := os.WriteFile(other, []byte("topics:\n  - {id: digest, name: Weekly digest, default: true}\n  - {id: updates, name: Updates, default: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "import-test-secret-01", "NEWSLETTER_TOPICS_FILE": other}
+	if code := run(context.Background(), []string{"import", "--quiet", file}, func(k string) string { return env[k] }, &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), "the running service digest,updates,essays") {
+		t.Fatalf("a differing topics file: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	set, err := topics.Load(topicsFile, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewRedis(rdb).WithTopics(set)
+	if _, err := st.Get(context.Background(), "essay@example.com"); err == nil {
+		t.Fatal("a refused import stored a row")
+	}
+
+	code, got := runImport(t, redisURL, file)
+	if code != 0 || !strings.Contains(got, "2 added as active, 0 already present, 0 invalid") {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	for email, want := range map[string]string{"essay@example.com": "essays", "default@example.com": "digest"} {
+		sub, err := st.Get(context.Background(), email)
+		if err != nil || strings.Join(sub.Topics, ",") != want {
+			t.Fatalf("%s: %+v %v, want topics %s (the service's)", email, sub, err, want)
+		}
 	}
 }

@@ -1,0 +1,151 @@
+package console_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/tasks/worker"
+)
+
+// startImportWorker runs the worker that reads the console's uploads
+// (import:run), on the console's Redis.
+func startImportWorker(t *testing.T, e *env) {
+	t.Helper()
+	client := asynq.NewClientFromRedisClient(e.rdb)
+	runner := &worker.ImportRunner{Jobs: csvimport.NewJobs(e.rdb), Store: e.st, Queue: client, Log: quietLog(),
+		Audit: audit.NewTrail(e.st, logredact.New([]byte("test-secret")), quietLog(), nil)}
+	w := worker.New(e.rdb, worker.Config{ShutdownTimeout: time.Second, PollInterval: 50 * time.Millisecond, Log: quietLog(),
+		Lanes: []worker.Lane{{Name: tasks.LaneEmail, Concurrency: 1, Handlers: map[string]asynq.Handler{tasks.TypeImportRun: asynq.HandlerFunc(runner.HandleImportRun)}}}},
+		worker.Handlers{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+}
+
+// importJSON is the import's status as the page's script reads it.
+type importJSON struct {
+	State                               string
+	Lines, Read, Added, Present, Erased int64
+	LinesDone                           int64 `json:"lines_done"`
+	RejectedTotal                       int64 `json:"rejected_total"`
+	RejectedMore                        int64 `json:"rejected_more"`
+	Rejected                            []struct {
+		Line   int64
+		Reason string
+	}
+}
+
+// waitImport polls the import's page as its script does until it ends;
+// the raw JSON of every poll is kept, to check that rejected is never null.
+func waitImport(t *testing.T, b *browser, location string) (importJSON, []string) {
+	t.Helper()
+	var s importJSON
+	var raws []string
+	poll.Until(t, poll.BusyMachine, func() error {
+		req, _ := http.NewRequest("GET", b.e.srv.URL+location, nil)
+		req.Header.Set("Accept", "application/json")
+		got := b.do(req)
+		raws = append(raws, got.body)
+		s = importJSON{}
+		if err := json.Unmarshal([]byte(got.body), &s); err != nil {
+			return err
+		}
+		if s.State == csvimport.StateRunning {
+			return fmt.Errorf("state %q", s.State)
+		}
+		return nil
+	})
+	return s, raws
+}
+
+func TestImportShowsProgressAndRejectedLines(t *testing.T) {
+	e := newEnv(t)
+	b := e.signedIn(t, adminToken)
+	if p := upload(t, b, "list.xlsx", []byte("PK\x03\x04\x00\x00"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "not a CSV file") {
+		t.Fatalf("xlsx: %d", p.code)
+	}
+	if p := upload(t, b, "list.csv", []byte("a@example.com\x00\x01\x02"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "binary") {
+		t.Fatalf("binary: %d", p.code)
+	}
+	if p := upload(t, b, "list.csv", []byte("a@example.com,\xff\xfe\n"), false); p.code != http.StatusUnsupportedMediaType || !strings.Contains(p.body, "UTF-8") {
+		t.Fatalf("latin-1: %d", p.code)
+	}
+	csv := "email,name,timezone\nann@example.com,Ann,Europe/Berlin\nnot-an-address\ncarol@example.com,Carol,Mars/Base\n\"broken@example.com,Br\"oken\ndave@example.com\n"
+	p := upload(t, b, "list.csv", []byte(csv), false)
+	if p.code != 303 || !strings.HasPrefix(p.location, "/admin/import/") {
+		t.Fatalf("upload: %d %q %s", p.code, p.location, p.body)
+	}
+	// Stored and queued: without a worker it waits, and its JSON has a
+	// list of rejected lines, never null.
+	mustContain(t, "waiting page", b.get(p.location), "running", `data-field="rejected"`, "None.")
+	req, _ := http.NewRequest("GET", e.srv.URL+p.location, nil)
+	req.Header.Set("Accept", "application/json")
+	if waiting := b.do(req); !strings.Contains(waiting.body, `"rejected":[]`) || strings.Contains(waiting.body, "null") {
+		t.Fatalf("the waiting import's JSON: %s", waiting.body)
+	}
+	startImportWorker(t, e)
+	s, raws := waitImport(t, b, p.location)
+	for _, raw := range raws {
+		if strings.Contains(raw, `"rejected":null`) {
+			t.Fatalf("rejected is null in %s", raw)
+		}
+	}
+	if s.State != csvimport.StateDone || s.Lines != 6 || s.LinesDone != 6 || s.Read != 5 || s.Added != 2 || s.RejectedTotal != 3 || len(s.Rejected) != 3 ||
+		s.Rejected[0].Line != 3 || s.Rejected[0].Reason != "invalid address" {
+		t.Fatalf("import: %+v", s)
+	}
+	mustContain(t, "status page", b.get(p.location), "line 3: invalid address", "line 4: unknown time zone Mars/Base", `<progress max="6" value="6"`)
+	if _, err := e.st.Get(t.Context(), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, poll.BusyMachine, "the import's audit entry", func() bool {
+		return len(e.audit.actions()) > 0 && e.audit.actions()[0] == "alice subscribers.imported"
+	})
+}
+
+// The publisher's file: 2,006 lines, an unbalanced quote on line 51.
+// Uploaded through the console and read by the worker, line 51 is
+// rejected with its reason and the 2,004 other rows are added; the audit
+// entry carries the same counts.
+func TestImportBrokenQuoteThroughConsole(t *testing.T) {
+	e := newEnv(t)
+	startImportWorker(t, e)
+	b := e.signedIn(t, adminToken)
+	var file strings.Builder
+	file.WriteString("email,name\n")
+	for line := 2; line <= 2006; line++ {
+		if line == 51 {
+			fmt.Fprintf(&file, "r%04d@example.com,\"Broken\n", line)
+			continue
+		}
+		fmt.Fprintf(&file, "r%04d@example.com,Person %d\n", line, line)
+	}
+	p := upload(t, b, "list.csv", []byte(file.String()), false)
+	if p.code != 303 {
+		t.Fatalf("upload: %d %s", p.code, p.body)
+	}
+	s, _ := waitImport(t, b, p.location)
+	if s.State != csvimport.StateDone || s.Lines != 2006 || s.LinesDone != 2006 || s.Read != 2005 || s.Added != 2004 || s.Present != 0 ||
+		s.RejectedTotal != 1 || len(s.Rejected) != 1 || s.Rejected[0].Line != 51 || !strings.Contains(s.Rejected[0].Reason, "unbalanced quote") {
+		t.Fatalf("import: %+v", s)
+	}
+	if _, err := e.st.Get(t.Context(), "r2006@example.com"); err != nil {
+		t.Fatalf("the last row: %v", err)
+	}
+	entries, err := e.st.AuditEntries(t.Context(), "", 1)
+	if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Detail, "2005 rows read: 2004 added as active, 0 already present, 0 erased skipped, 1 rejected (done)") {
+		t.Fatalf("audit: %+v %v", entries, err)
+	}
+}
