@@ -10,7 +10,11 @@ ISOLATION_ROUNDS ?= 3
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
-run: build ## the service on its embedded default (in-memory Redis, dev mailbox)
+# It says before it builds that the first build takes minutes: a fresh
+# machine downloads and compiles every dependency, silently.
+run: ## the service on its embedded default (in-memory Redis, dev mailbox)
+	@echo "make run: building $(BIN) first. The first build on a machine downloads and compiles the dependencies: a few minutes with no output. Later builds take seconds."
+	@$(MAKE) --no-print-directory build
 	exec $(BIN) serve
 
 build:
