@@ -63,7 +63,10 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	person, err := s.deps.Store.Confirm(ctx, email, job.Outbox())
 	switch {
 	case errors.Is(err, store.ErrAlreadyActive):
-		s.confirmed(w, r, email, 0, "Already confirmed", "Your subscription of "+email+" is active.")
+		// A used link proves nothing now: it may sit in an old mail, a
+		// forwarded one, a scanner's log. Its page offers nothing that
+		// acts for the person (no preferences token, no push offer).
+		message(w, http.StatusOK, "Already confirmed", "Your subscription of "+email+" is active.")
 		return
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotFound):
 		message(w, http.StatusBadRequest, "This link is no longer valid", "The subscription of "+email+" has ended. Subscribe again to restart it.")
@@ -77,26 +80,16 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
 	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, person, ""))
-	s.confirmed(w, r, email, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+	s.confirmed(w, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
 }
 
 // confirmed is the page after confirming, which offers web push (with a
-// preferences token: the person has just proven the address theirs). id
-// is the subscriber's, or 0 when the store did not say (already active):
-// then it is looked up, and without it the page simply offers nothing.
-func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, email string, id int64, title, line string) {
+// preferences token: the person has just proven the address theirs, with
+// this very confirmation; a link used before gets no such page).
+func (s *Server) confirmed(w http.ResponseWriter, id int64, title, line string) {
 	var offer *pushOffer
 	if s.pushOn() {
-		if id == 0 {
-			if person, err := s.deps.Store.Get(r.Context(), email); err == nil {
-				id = person.ID
-			} else {
-				s.deps.Log.Warn("confirm: no push offer", "err", err)
-			}
-		}
-		if id != 0 {
-			offer = s.offerPush(s.deps.Signer.Sign(token.Preferences, id))
-		}
+		offer = s.offerPush(s.deps.Signer.Sign(token.Preferences, id))
 	}
 	renderPage(w, http.StatusOK, "message", pageData{Title: title, Lines: []string{line}, Push: offer})
 }

@@ -267,6 +267,28 @@ func TestPushOffered(t *testing.T) {
 	}
 }
 
+// TestUsedConfirmLinkActsForNobody: the confirmation link posted again,
+// once it was used (it may sit in an old or forwarded mail), shows a
+// plain "already confirmed" page: no push offer, no token of the person,
+// nothing that opens their preferences, export or erase.
+func TestUsedConfirmLinkActsForNobody(t *testing.T) {
+	e, _ := pushEnv(t)
+	if _, err := e.store.Subscribe(context.Background(), store.SubscribeRequest{Email: "new@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	link := "token=" + url.QueryEscape(e.sign(t, token.Confirm, "new@example.com"))
+	if resp, page := e.post(t, "/confirm", "application/x-www-form-urlencoded", link); resp.StatusCode != http.StatusOK || !strings.Contains(page, "Subscription confirmed") {
+		t.Fatalf("first use: %d\n%s", resp.StatusCode, page)
+	}
+	resp, page := e.post(t, "/confirm", "application/x-www-form-urlencoded", link)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Already confirmed") {
+		t.Fatalf("second use: %d\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, "data-token") || strings.Contains(page, `id="push"`) || strings.Contains(page, "/preferences") {
+		t.Fatalf("a used link's page carries something that acts for the person:\n%s", page)
+	}
+}
+
 // Without VAPID keys nothing of web push exists: no routes, no offer, no
 // script allowed.
 func TestPushOff(t *testing.T) {
