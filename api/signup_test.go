@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +297,33 @@ func TestJSONFieldsHaveTheirTypes(t *testing.T) {
 		if n := e.queued(t); n == queued && c.path != "/api/items" {
 			t.Fatalf("%s: the right body queued nothing", c.path)
 		}
+	}
+}
+
+// TestStrangerCannotRewritePendingChoices: a pending person's name, time
+// zone and topics are theirs until they confirm. Someone who signs the
+// same address up again (past any cooldown) with other choices only gets
+// the confirmation sent again, and the person's first link confirms the
+// person's own choices.
+func TestStrangerCannotRewritePendingChoices(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: true, Topics: threeTopics(t)})
+	own := url.Values{"email": {"mia@example.com"}, "name": {"Mia"}, "timezone": {"Europe/Paris"}, "topics": {"research"}}
+	if resp, body := e.post(t, "/subscribe", formCT, own.Encode()); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the person's signup: %d %s", resp.StatusCode, body)
+	}
+	firstLink := e.sign(t, token.Confirm, "mia@example.com")
+	stranger := url.Values{"email": {"mia@example.com"}, "name": {"Evil"}, "timezone": {"America/New_York"}, "topics": {"digest", "updates"}}
+	if resp, body := e.post(t, "/subscribe", formCT, stranger.Encode()); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the stranger's signup: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.post(t, "/confirm", formCT, "token="+url.QueryEscape(firstLink)); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Subscription confirmed") {
+		t.Fatalf("confirm with the first link: %d %s", resp.StatusCode, body)
+	}
+	sub, err := e.store.Get(context.Background(), "mia@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Status != store.Active || sub.Name != "Mia" || sub.Timezone != "Europe/Paris" || !slices.Equal(sub.Topics, []string{"research"}) {
+		t.Fatalf("confirmed %+v, want Mia, Europe/Paris, [research]", sub)
 	}
 }

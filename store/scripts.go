@@ -242,7 +242,8 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 // Writes the topics (of a new, pending or ended subscription), the
 // onboarding index when activated with the sequence's first step, the
 // record (a new one: created now, the index entry; a re-opened one:
-// confirmed and ended cleared), name and time zone when given, the status
+// confirmed and ended cleared), name and time zone when given (not for a
+// pending one asked to confirm again: see below), the status
 // and, when activated, confirmed and the active bit. Answers a code ('ok',
 // 'active', 'exists', 'held', 'suppressed'), then the id, the packed
 // record, the topics and whether the subscriber is reconfirming ('1').
@@ -253,6 +254,12 @@ func subscriberScript(body string) *redis.Script { return redis.NewScript(subscr
 // mailbox's allowance says so (holdLua): the script then writes nothing at
 // all, not even a new address, so repeated signups send no mail and cannot
 // change the name the welcome will use.
+//
+// A pending subscriber signed up again without activation keeps its name,
+// time zone, topics and consent: the signup only writes the confirmation
+// again (within the allowance). Its choices change only by the person's
+// own confirmation of them, so a stranger who knows the address cannot
+// rewrite what the person's first link confirms.
 //
 // A suppressed subscriber (b, c) is never activated nor made pending
 // here: a confirmation for it is written at most once per ReconfirmWindow
@@ -290,6 +297,11 @@ if suppressed then
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '1'}
 end
 local fresh = not id
+-- A pending subscriber signed up again (by the person, or by anyone who
+-- knows the address) gets the confirmation again, of the choices it has:
+-- they change only with the person's own confirmation, never by a signup
+-- whose confirmation is still to come.
+local keep = id and r[1] == 'p' and ARGV[5] ~= '1'
 if id then
   r[3], r[4] = '', ''
 else
@@ -297,8 +309,8 @@ else
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
 end
-if ARGV[2] ~= '' then r[6] = ARGV[2] end
-if ARGV[3] ~= '' then r[7] = ARGV[3] end
+if ARGV[2] ~= '' and not keep then r[6] = ARGV[2] end
+if ARGV[3] ~= '' and not keep then r[7] = ARGV[3] end
 if ARGV[5] == '1' then
   r[1], r[3] = 'a', ARGV[4]
   if ARGV[6] ~= '' then redis.call('ZADD', ONBOARD, ARGV[14], id) end
@@ -306,6 +318,10 @@ else
   r[1] = 'p'
 end
 save(id, r)
+if keep then
+  count('signup')
+  return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
+end
 settopics(id, ARGV[12], ARGV[13], fresh)
 consent(id, ARGV[17], ARGV[4])
 count(ARGV[17] == 'import' and 'import' or 'signup')
