@@ -625,3 +625,20 @@ func TestUnsubscribeByEmailConfirm(t *testing.T) {
 		t.Fatal("an address alone unsubscribed in confirm mode")
 	}
 }
+
+// TestTestMailOneClickIsInert: the one-click POST of a test mail's
+// List-Unsubscribe URL (token InertToken) answers 200, as RFC 8058 wants,
+// and unsubscribes nobody.
+func TestTestMailOneClickIsInert(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false})
+	if resp, _ := e.post(t, "/subscribe", formCT, "email=reader%40example.com"); resp.StatusCode != http.StatusAccepted {
+		t.Fatal(resp.StatusCode)
+	}
+	resp, body := e.post(t, "/unsubscribe?token="+InertToken, formCT, "List-Unsubscribe=One-Click")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a test mail's one-click: %d %s", resp.StatusCode, body)
+	}
+	if st := e.status(t, "reader@example.com"); st != store.Active {
+		t.Fatalf("a test mail's one-click changed a subscriber: %s", st)
+	}
+}

@@ -73,11 +73,24 @@ func (s *Server) topicName(id string) string {
 	return id
 }
 
+// InertToken is the token of a test mail's personal links (issue test
+// sends): it names nobody, and its one-click unsubscribe answers 200 and
+// does nothing.
+const InertToken = "test"
+
 // unsubscribe handles POST /unsubscribe in its three forms: RFC 8058
 // one-click (token in the query, answered 200 with no redirect), the button
 // of the page (token in the body), and an address (form or JSON).
 func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	oneClick := r.URL.Query().Get("token")
+	if oneClick == InertToken {
+		// A test mail's one-click: a mail client that posts it must
+		// see it done (200), and nobody is unsubscribed.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("a test mail: nothing to unsubscribe\n"))
+		return
+	}
 	in, err := s.readInput(w, r, unsubscribeFields, false)
 	if errors.Is(err, errTooLarge) {
 		fail(w, r, http.StatusRequestEntityTooLarge, err.Error())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -40,8 +41,8 @@ func (x *issueMail) message(is store.Issue, topic string, to store.Subscriber, i
 	if inert {
 		// A test mail's links lead to pages that do nothing: the tester
 		// is no reader, and a forwarded test must not act for anyone.
-		d.UnsubscribeURL = x.links.BaseURL + "/unsubscribe?token=test"
-		d.PreferencesURL = x.links.BaseURL + "/preferences?token=test"
+		d.UnsubscribeURL = x.links.BaseURL + "/unsubscribe?token=" + api.InertToken
+		d.PreferencesURL = x.links.BaseURL + "/preferences?token=" + api.InertToken
 		d.Subject = "[Test] " + d.Subject
 	}
 	msg, err := x.render.Render(mailer.KindIssue, d)
