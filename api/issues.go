@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
@@ -69,10 +70,14 @@ func (s *Server) issueRoutes() {
 // issues.MaxBody) and checks them; it answers a bad one itself. version
 // is the "version" field (0 when absent).
 func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.IssueContent, version int, ok bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, issues.MaxBody+16<<10)
-	in, err := decodeJSON(r.Body, issueFields)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	// A declared length over the cap is answered before any read (no
+	// 100 Continue); a longer body than declared is cut at the cap.
+	err := httpbody.Limit(w, r, issues.MaxBody+16<<10)
+	var in input
+	if err == nil {
+		in, err = decodeJSON(r.Body, issueFields)
+	}
+	if httpbody.IsTooLarge(err) {
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
 		return c, 0, false
 	}

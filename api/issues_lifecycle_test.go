@@ -188,3 +188,16 @@ func TestIssueTestSendGoesOnlyToOwnAddresses(t *testing.T) {
 		t.Fatalf("%d test sends mailed, want %d", len(ie.mail.tests), issues.DefaultTestSendsPerMinute)
 	}
 }
+
+// TestIssueBodyOverCapIs413BeforeContinue: an issue declaring a body over
+// its cap is answered 413 before any 100 Continue, chunked too.
+func TestIssueBodyOverCapIs413BeforeContinue(t *testing.T) {
+	e := newIssueEnv(t)
+	const big = 2 << 20
+	if code := expectContinue(t, e.srv.Listener.Addr().String(), "/api/issues", "application/json", big, "Authorization: Bearer s3cret"); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST /api/issues declaring %d bytes: first answer %d, want 413", big, code)
+	}
+	if code := chunked(t, e.srv.URL+"/api/issues", "application/json", "body", big, "Authorization: Bearer s3cret"); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST /api/issues chunked %d bytes: %d, want 413", big, code)
+	}
+}
