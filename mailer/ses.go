@@ -130,8 +130,13 @@ func NewSES(ctx context.Context, o SESOptions) (*SES, error) {
 }
 
 // RewritesHeaders implements HeaderRewriter: SES replaces Date and
-// Message-ID with its own.
-func (s *SES) RewritesHeaders() []string { return []string{"Date", "Message-ID"} }
+// Message-ID with its own ("Amazon SES header fields"), and writes its
+// own Feedback-ID (its feedback loop's stream id) and X-SES-Outgoing into
+// every mail it sends. A signature covering one of them, or signing its
+// absence (DKIMHeaders oversigns Feedback-ID), fails after SES.
+func (s *SES) RewritesHeaders() []string {
+	return []string{"Date", "Message-ID", "Feedback-ID", "X-SES-Outgoing"}
+}
 
 // SendRaw implements RawSender: one SendEmail call with the message as
 // it is, to the one recipient to (the envelope, whatever the header

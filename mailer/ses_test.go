@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/mail"
 	"strings"
 	"testing"
 	"time"
@@ -190,9 +191,10 @@ func TestSESPauseHoldsMailWithoutAsking(t *testing.T) {
 // TestComposedOverSESKeepsHeadersAndDKIM: a mail composed as the SMTP
 // mailer composes it reaches SES with its List and Feedback-ID headers,
 // the VERP tag in the Message-ID and in the feedback address, and a DKIM
-// signature that still verifies after SES has replaced Date and
-// Message-ID. A signature over those two (as the SMTP mailer signs) would
-// not.
+// signature that still verifies after SES has replaced Date, Message-ID
+// and Feedback-ID and added X-SES-Outgoing (the stand-in does as SES
+// does). A signature over those (as the SMTP mailer signs, Feedback-ID
+// oversigned) would not.
 func TestComposedOverSESKeepsHeadersAndDKIM(t *testing.T) {
 	keys := newTestKeys(t)
 	signer, err := NewDKIM("example.com", keys.rsa)
@@ -231,9 +233,23 @@ func TestComposedOverSESKeepsHeadersAndDKIM(t *testing.T) {
 	if !strings.Contains(msg.MessageID, ".t42@example.com") || got.FeedbackTo != "bounces+t42@b.example.com" || got.To[0] != "reader@example.org" {
 		t.Errorf("VERP: Message-ID %s, feedback to %s, to %v", msg.MessageID, got.FeedbackTo, got.To)
 	}
-	sig := h.Get("DKIM-Signature")
-	if strings.Contains(strings.ToLower(sig), "date") || strings.Contains(strings.ToLower(sig), "message-id") {
-		t.Errorf("the signature covers a header SES replaces: %s", sig)
+	sent, err := keys.verify(got.Data)
+	if err != nil || len(sent) != 1 {
+		t.Fatalf("DKIM as sent: %v %v", err, sent)
+	}
+	for _, n := range sent[0].HeaderKeys {
+		switch strings.ToLower(n) {
+		case "date", "message-id", "feedback-id", "x-ses-outgoing":
+			t.Errorf("the signature covers %s, which SES writes: h=%v", n, sent[0].HeaderKeys)
+		}
+	}
+	delivered, err := mail.ReadMessage(bytes.NewReader(got.Delivered()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dh := delivered.Header; len(dh["Feedback-Id"]) != 1 || !strings.HasSuffix(dh.Get("Feedback-ID"), ":AmazonSES") ||
+		dh.Get("X-Ses-Outgoing") == "" || !strings.HasSuffix(dh.Get("Message-ID"), "@email.amazonses.com>") {
+		t.Fatalf("the stand-in does not deliver as SES does: %v", dh)
 	}
 	for name, raw := range map[string][]byte{"as sent": got.Data, "as delivered by SES": got.Delivered()} {
 		verifs, err := keys.verify(raw)
@@ -242,8 +258,8 @@ func TestComposedOverSESKeepsHeadersAndDKIM(t *testing.T) {
 		}
 	}
 
-	// The control: the SMTP mailer's signature covers Date and
-	// Message-ID, and SES's replacement breaks it.
+	// The control: the SMTP mailer's signature covers Date, Message-ID
+	// and Feedback-ID, and SES's replacement breaks it.
 	srv2 := sestest.Start(t, "us-east-1")
 	plain, err := NewComposed(ComposeOptions{From: "News <news@example.com>", DKIM: signer}, rawOnly{newTestSES(t, srv2)})
 	if err != nil {

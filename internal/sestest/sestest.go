@@ -47,19 +47,34 @@ type Message struct {
 	// bounces and complaints; From is FromEmailAddress ("" when unset).
 	FeedbackTo, From string
 	MessageID        string // the id the server answered with
+	delivered        []byte
 }
 
-// Delivered is the message as a receiver gets it from SES: SES replaces
-// the Date and Message-ID fields with its own (documented in "Amazon SES
-// header fields").
-func (m Message) Delivered() []byte {
-	head, body, _ := bytes.Cut(m.Data, []byte("\r\n\r\n"))
+// Delivered is the message as a receiver gets it from SES, made when the
+// server accepted it (deliver).
+func (m Message) Delivered() []byte { return m.delivered }
+
+// sesHeaders are the header fields SES writes into every message it
+// sends, whatever the raw message held ("Amazon SES header fields"; and
+// seen on any mail SES delivered): it replaces Date and Message-ID, and
+// adds its own Feedback-ID (its feedback loop's stream id) and
+// X-SES-Outgoing (its sending host). A message's own fields of those names
+// are dropped: a DKIM signature covering any of them, or signing their
+// absence, fails after SES.
+var sesHeaders = []string{"Date", "Message-ID", "Feedback-ID", "X-SES-Outgoing"}
+
+// deliver is data as SES delivers it, for the message SES numbered id:
+// SES's own fields first, as a relay adds them, then the message's header
+// without the fields SES replaces, then the body.
+func deliver(data []byte, id string) []byte {
+	head, body, _ := bytes.Cut(data, []byte("\r\n\r\n"))
 	var out bytes.Buffer
+	out.WriteString("X-SES-Outgoing: 2026.12.07-54.240.8.21\r\n")
+	fmt.Fprintf(&out, "Feedback-ID: ::1.us-east-1.%s=:AmazonSES\r\n", id)
 	lines := strings.Split(string(head), "\r\n")
 	for i := 0; i < len(lines); i++ {
 		name, _, _ := strings.Cut(lines[i], ":")
-		switch strings.ToLower(name) {
-		case "date", "message-id":
+		if slices.ContainsFunc(sesHeaders, func(h string) bool { return strings.EqualFold(h, strings.TrimSpace(name)) }) {
 			for i+1 < len(lines) && (strings.HasPrefix(lines[i+1], " ") || strings.HasPrefix(lines[i+1], "\t")) {
 				i++ // the field's folded lines
 			}
@@ -67,7 +82,7 @@ func (m Message) Delivered() []byte {
 		}
 		out.WriteString(lines[i] + "\r\n")
 	}
-	fmt.Fprintf(&out, "Message-ID: <%s@email.amazonses.com>\r\n", m.MessageID)
+	fmt.Fprintf(&out, "Message-ID: <%s@email.amazonses.com>\r\n", id)
 	out.WriteString("Date: Mon, 7 Dec 2026 09:00:00 +0000\r\n\r\n")
 	out.Write(body)
 	return out.Bytes()
@@ -228,6 +243,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.msgs = append(s.msgs, Message{
 		Data: req.Content.Raw.Data, Header: msg.Header, To: req.Destination.ToAddresses,
 		FeedbackTo: req.FeedbackForwardingEmailAddress, From: req.FromEmailAddress, MessageID: id,
+		delivered: deliver(req.Content.Raw.Data, id),
 	})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
