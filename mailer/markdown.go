@@ -6,10 +6,12 @@ import (
 	htmltemplate "html/template"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/renderer/html"
@@ -138,8 +140,11 @@ func (escapedHTML) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 var _ = html.IsDangerousURL // the renderer's own check stays on (no WithUnsafe)
 
 // textRenderer writes the plain-text part: paragraphs and list items as
-// text, links as numbered footnotes ("text [1]" … "[1] https://…"),
-// no Markdown markup left.
+// text, links and images as numbered footnotes ("text [1]" … "[1]
+// https://…"), tables as rows aligned in columns, task list items with
+// "[x]" or "[ ]", struck text between "~~", no other Markdown markup left.
+// Every node goldmark's GFM makes has a case here (markdown_test.go checks
+// every word of the HTML part is in the text part).
 type textRenderer struct {
 	src   []byte
 	out   strings.Builder
@@ -222,7 +227,14 @@ func (t *textRenderer) block(n ast.Node, indent string) {
 				s := lines.At(i)
 				t.out.WriteString(indent + strings.TrimRight(string(s.Value(t.src)), "\n") + "\n")
 			}
+			if c.HasClosure() {
+				// The line that ends the block ("</pre>"), shown in the HTML
+				// part too.
+				t.out.WriteString(indent + strings.TrimRight(string(c.ClosureLine.Value(t.src)), "\n") + "\n")
+			}
 			t.out.WriteString("\n")
+		case *east.Table:
+			t.table(c, indent)
 		case *ast.ThematicBreak:
 			t.out.WriteString(indent + "----\n\n")
 		default:
@@ -237,13 +249,7 @@ func (t *textRenderer) inline(n ast.Node) string {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			v := c.Segment.Value(t.src)
-			if !c.IsRaw() {
-				// What the HTML shows: "\*" is "*", "&amp;" is "&"
-				// (the HTML renderer's Writer does the same).
-				v = util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
-			}
-			b.Write(v)
+			b.Write(t.text(c))
 			if c.HardLineBreak() || c.SoftLineBreak() {
 				b.WriteString("\n")
 			}
@@ -266,14 +272,114 @@ func (t *textRenderer) inline(n ast.Node) string {
 				fmt.Fprintf(&b, "%s [%d]", label, t.note(string(c.Destination)))
 			}
 		case *ast.Image:
-			alt := t.inline(c)
+			alt := t.alt(c)
 			if alt == "" {
 				alt = "image"
 			}
 			fmt.Fprintf(&b, "%s [%d]", alt, t.note(string(c.Destination)))
+		case *east.TaskCheckBox:
+			// The HTML's checkbox, with the space goldmark writes after it.
+			if c.IsChecked {
+				b.WriteString("[x] ")
+			} else {
+				b.WriteString("[ ] ")
+			}
+		case *east.Strikethrough:
+			// Struck text shown plainly would read as current.
+			b.WriteString("~~" + t.inline(c) + "~~")
 		default:
 			b.WriteString(t.inline(c))
 		}
 	}
 	return b.String()
+}
+
+// text is what the HTML shows of a Text node: "\\*" is "*", "&amp;" is
+// "&", "\\&amp;" is "&amp;" (an escaped "&" starts no entity), as the
+// HTML renderer's Writer does; a raw one (in code) is as written.
+func (t *textRenderer) text(n *ast.Text) []byte {
+	v := n.Segment.Value(t.src)
+	if n.IsRaw() {
+		return v
+	}
+	resolve := func(b []byte) []byte { return util.ResolveEntityNames(util.ResolveNumericReferences(b)) }
+	var out []byte
+	from := 0
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] == '\\' && util.IsPunct(v[i+1]) {
+			out = append(out, resolve(v[from:i])...)
+			out = append(out, v[i+1])
+			i++
+			from = i + 1
+		}
+	}
+	return append(out, resolve(v[from:])...)
+}
+
+// alt is an image's description as the HTML part's alt attribute has it:
+// the text within, without the markup of links or code around it.
+func (t *textRenderer) alt(n ast.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			b.Write(t.text(c))
+			if c.HardLineBreak() || c.SoftLineBreak() {
+				b.WriteString(" ")
+			}
+		case *ast.String:
+			b.Write(c.Value)
+		default:
+			b.WriteString(t.alt(c))
+		}
+	}
+	return b.String()
+}
+
+// table writes a GFM table as rows of cells in columns as wide as their
+// widest cell (in characters), each aligned as the table says, two
+// spaces apart, with a line of dashes under the header.
+func (t *textRenderer) table(tb *east.Table, indent string) {
+	var rows [][]string
+	var widths []int
+	for r := tb.FirstChild(); r != nil; r = r.NextSibling() { // the header, then the rows
+		var cells []string
+		for c := r.FirstChild(); c != nil; c = c.NextSibling() {
+			cell := strings.Join(strings.Fields(t.inline(c)), " ")
+			if i := len(cells); i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[len(cells)] = max(widths[len(cells)], utf8.RuneCountInString(cell))
+			cells = append(cells, cell)
+		}
+		rows = append(rows, cells)
+	}
+	for i, cells := range rows {
+		var line strings.Builder
+		for j, cell := range cells {
+			if j > 0 {
+				line.WriteString("  ")
+			}
+			pad := widths[j] - utf8.RuneCountInString(cell)
+			left := 0
+			if j < len(tb.Alignments) {
+				switch tb.Alignments[j] {
+				case east.AlignRight:
+					left = pad
+				case east.AlignCenter:
+					left = pad / 2
+				}
+			}
+			line.WriteString(strings.Repeat(" ", left) + cell + strings.Repeat(" ", pad-left))
+		}
+		t.out.WriteString(indent + strings.TrimRight(line.String(), " ") + "\n")
+		if _, header := tb.FirstChild().(*east.TableHeader); i == 0 && header {
+			dashes := make([]string, len(widths))
+			for j, w := range widths {
+				dashes[j] = strings.Repeat("-", max(w, 1))
+			}
+			t.out.WriteString(indent + strings.Join(dashes, "  ") + "\n")
+		}
+	}
+	t.out.WriteString("\n")
 }
