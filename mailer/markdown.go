@@ -41,15 +41,19 @@ var markdown = goldmark.New(
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100))),
 )
 
-// RenderMarkdown renders src as an issue's HTML and text.
+// RenderMarkdown renders src as an issue's HTML and text. A body
+// CheckMarkdown refuses is refused (its *MarkdownError), unrendered.
 func RenderMarkdown(src string) (Body, error) {
+	if err := CheckMarkdown(src); err != nil {
+		return Body{}, err
+	}
 	source := []byte(src)
 	doc := markdown.Parser().Parse(text.NewReader(source))
 	var h bytes.Buffer
 	if err := markdown.Renderer().Render(&h, source, doc); err != nil {
 		return Body{}, fmt.Errorf("render markdown: %w", err)
 	}
-	tr := &textRenderer{src: source}
+	tr := newTextRenderer(source)
 	tr.block(doc, "")
 	return Body{HTML: htmltemplate.HTML(h.String()), Text: tr.String()}, nil //nolint:gosec // goldmark's safe output: raw HTML escaped, links filtered
 }
@@ -148,28 +152,41 @@ var _ = html.IsDangerousURL // the renderer's own check stays on (no WithUnsafe)
 type textRenderer struct {
 	src   []byte
 	out   strings.Builder
-	notes []string
+	notes *notes // shared with the renderers of list items
+}
+
+// notes are the link footnotes: their URLs in order, and each URL's
+// number, so that a body with thousands of links numbers them in linear
+// time.
+type notes struct {
+	urls []string
+	num  map[string]int
+}
+
+func newTextRenderer(src []byte) *textRenderer {
+	return &textRenderer{src: src, notes: &notes{num: map[string]int{}}}
 }
 
 func (t *textRenderer) String() string {
-	s := strings.TrimRight(t.out.String(), "\n") + "\n"
-	if len(t.notes) > 0 {
-		s += "\n"
-		for i, u := range t.notes {
-			s += fmt.Sprintf("[%d] %s\n", i+1, u)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(t.out.String(), "\n"))
+	b.WriteString("\n")
+	if len(t.notes.urls) > 0 {
+		b.WriteString("\n")
+		for i, u := range t.notes.urls {
+			fmt.Fprintf(&b, "[%d] %s\n", i+1, u)
 		}
 	}
-	return s
+	return b.String()
 }
 
 func (t *textRenderer) note(u string) int {
-	for i, v := range t.notes {
-		if v == u {
-			return i + 1
-		}
+	if n, ok := t.notes.num[u]; ok {
+		return n
 	}
-	t.notes = append(t.notes, u)
-	return len(t.notes)
+	t.notes.urls = append(t.notes.urls, u)
+	t.notes.num[u] = len(t.notes.urls)
+	return len(t.notes.urls)
 }
 
 // block writes n's block children, each line prefixed with indent.
@@ -196,10 +213,8 @@ func (t *textRenderer) block(n ast.Node, indent string) {
 					bullet = fmt.Sprintf("%d. ", num)
 					num++
 				}
-				var sub textRenderer
-				sub.src, sub.notes = t.src, t.notes
+				sub := textRenderer{src: t.src, notes: t.notes}
 				sub.block(it, "")
-				t.notes = sub.notes
 				lines := strings.Split(strings.TrimRight(sub.out.String(), "\n"), "\n")
 				for i, l := range lines {
 					if i == 0 {
