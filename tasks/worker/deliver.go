@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +16,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/feedback"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -32,10 +34,11 @@ const DefaultClaimTTL = 3 * time.Minute
 const DefaultThrottle = time.Minute
 
 // DeliveryStore is what the deliverer needs of the store: the subscriber
-// re-read, the delivery marks, and suppression after a hard bounce.
+// re-read, the delivery marks, and the bounce report after a permanent
+// failure.
 type DeliveryStore interface {
 	Get(ctx context.Context, email string) (store.Subscriber, error)
-	MarkBounced(ctx context.Context, email string) error
+	FeedbackStore
 	store.Marks
 }
 
@@ -66,8 +69,12 @@ type Deliverer struct {
 	// or complaint (the VERP tag in its envelope sender and Message-ID).
 	Tags *feedback.Tagger
 	// Notify queues subscriber.bounced for an address that bounced at
-	// sending (nil: none).
+	// sending (nil: none), when Feedback is nil.
 	Notify *tasks.WebhookNotifier
+	// Feedback records a bounce at sending as every other bounce report
+	// (nil: a recorder on Store with the default policy, Metrics, Log
+	// and Notify).
+	Feedback *FeedbackRecorder
 
 	// marks writes sent marks for all senders of the worker together
 	// (marks.go); nil: each mark in a round trip of its own.
@@ -364,15 +371,48 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 	return nil
 }
 
-// tag is the VERP tag of a mail: an issue's names the issue (its mark's
-// key), so a late bounce or complaint counts against it.
+// tag is the VERP tag of a mail: an issue's names the issue, so a late
+// bounce or complaint counts against it.
 func (d *Deliverer) tag(mail Mail) string {
-	if mail.Mark.Kind == store.IssueMarkKind {
-		if issue, err := strconv.ParseInt(mail.Mark.Key, 10, 64); err == nil {
-			return d.Tags.IssueTag(mail.To.ID, issue)
-		}
+	if issue := mail.issue(); issue > 0 {
+		return d.Tags.IssueTag(mail.To.ID, issue)
 	}
 	return d.Tags.Tag(mail.To.ID, mail.Mark.Kind)
+}
+
+// issue is the issue a mail is (its mark's key), 0 for other mail.
+func (m Mail) issue() int64 {
+	if m.Mark.Kind != store.IssueMarkKind {
+		return 0
+	}
+	issue, err := strconv.ParseInt(m.Mark.Key, 10, 64)
+	if err != nil || issue <= 0 {
+		return 0
+	}
+	return issue
+}
+
+// sendTimeBounce is the bounce report of a mail the receiver refused for
+// good while we sent it. Its id names the mail (kind, key, subscriber), so
+// the same answer applied twice (a lost reply from Redis) counts once.
+func sendTimeBounce(mail Mail, se *mailer.SendError) tasks.FeedbackPayload {
+	sum := sha256.Sum256([]byte(mail.Mark.Kind + "\x00" + mail.Mark.Key + "\x00" + strconv.FormatInt(mail.To.ID, 10)))
+	reason := se.Enhanced
+	if se.Code > 0 {
+		reason = strings.TrimSpace(strconv.Itoa(se.Code) + " " + se.Enhanced)
+	}
+	return tasks.FeedbackPayload{
+		ID: "send-" + hex.EncodeToString(sum[:12]), SubscriberID: mail.To.ID, Email: mail.To.Email,
+		Type: string(store.HardBounce), Source: "smtp", Kind: mail.Mark.Kind, IssueID: mail.issue(), Reason: reason,
+	}
+}
+
+// feedback is the recorder of bounces at sending.
+func (d *Deliverer) feedback() *FeedbackRecorder {
+	if d.Feedback != nil {
+		return d.Feedback
+	}
+	return &FeedbackRecorder{Store: d.Store, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify}
 }
 
 // release gives claims back after a failed or abandoned send and returns
@@ -424,12 +464,14 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 			}
 		}
 	case mailer.Bounced:
-		if err := untilRedis(ctx, d.away(), "bounce", func(ctx context.Context) error { return d.Store.MarkBounced(ctx, mail.To.Email) }); err != nil {
-			return fmt.Errorf("mark bounced after %v: %w", se, err) // retry; the next try bounces again
+		// The receiver's answer is a bounce report like any other: the
+		// one recorder keeps it in the person's history, counts it against
+		// the mail's issue or digest run, and says whether it changed the
+		// subscriber (only then is subscriber.bounced sent).
+		away := d.away()
+		if err := d.feedback().Record(ctx, sendTimeBounce(mail, se), &away); err != nil {
+			return fmt.Errorf("record bounce after %v: %w", se, err) // retry; the next try bounces again
 		}
-		bounced := mail.To
-		bounced.Status, bounced.UnsubscribedAt = store.Bounced, time.Now()
-		d.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberBounced, bounced, "smtp"))
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
 	case mailer.Rejected, mailer.Invalid:
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)

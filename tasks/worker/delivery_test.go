@@ -18,6 +18,7 @@ import (
 	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -196,6 +197,38 @@ func TestHardBounceSuppressesTheAddress(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "bounced")); got != 1 {
 		t.Fatalf("failed{bounced} = %v", got)
+	}
+}
+
+// A receiver's 550 5.1.1 while an issue is sent is a bounce report like
+// one that arrives later: the one recorder puts it in the person's history
+// (the console's page and the data export read the same log), counts it
+// against the issue's bounces, and counts it once in the metrics.
+func TestHardBounceAtSendingOfAnIssueIsRecorded(t *testing.T) {
+	d := newDelivery(t)
+	readers := seed(t, d.store, "r", 3)
+	gone := readers[1]
+	d.smtp.SetScript(func(rcpt string, _ int) *smtptest.Fault {
+		if rcpt == gone {
+			return reply(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
+		}
+		return nil
+	})
+	d.startWorker(t, 1000, 2)
+	is := d.sendIssue(t, store.IssueContent{Subject: "Bounces", Body: "Hello", Topics: []string{topics.Digest}})
+	if p := d.waitIssueSent(t, is.ID); p.Bounces != 1 || p.Sent != 2 {
+		t.Fatalf("issue progress %+v: want 2 sent and 1 bounce", p)
+	}
+	data, err := d.store.PersonalData(context.Background(), gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data.Subscriber.Status != store.Bounced || !data.Suppressed ||
+		len(data.Feedback) != 1 || data.Feedback[0].Type != store.HardBounce || data.Feedback[0].At.IsZero() {
+		t.Fatalf("export of the bounced reader: status %s, suppressed %v, feedback %+v", data.Subscriber.Status, data.Suppressed, data.Feedback)
+	}
+	if got := testutil.ToFloat64(d.metrics.Bounces.WithLabelValues("hard", "smtp")); got != 1 {
+		t.Fatalf("bounces{hard,smtp} = %v, want 1", got)
 	}
 }
 

@@ -16,13 +16,17 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// FeedbackRecorder applies bounce and complaint reports (TypeFeedback),
-// whatever their source, under the store's one policy
-// (store.Suppressions.RecordFeedback). A subscriber it suppresses is
+// FeedbackRecorder applies bounce and complaint reports, whatever their
+// source (a report task, TypeFeedback, from the bounce intake, a provider's
+// webhook or the generic endpoint; or the receiver's answer at sending,
+// Deliverer.sendFailed), under the store's one policy
+// (store.Suppressions.RecordFeedback): each lands in the person's history
+// and export, counts against its issue or digest run, and changes the
+// subscriber only as the policy says. A subscriber it suppresses is
 // skipped by every handler's re-check from then on, a digest already
 // planned included.
 type FeedbackRecorder struct {
-	Store   store.Suppressions
+	Store   FeedbackStore
 	Policy  store.FeedbackPolicy
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -31,20 +35,43 @@ type FeedbackRecorder struct {
 	Notify *tasks.WebhookNotifier
 }
 
+// FeedbackStore is what the recorder needs of the store.
+type FeedbackStore interface {
+	RecordFeedback(ctx context.Context, f store.Feedback, p store.FeedbackPolicy) (store.FeedbackResult, error)
+}
+
 // HandleFeedback handles TypeFeedback.
 func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, t *asynq.Task) error {
 	var p tasks.FeedbackPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("feedback payload: %v: %w", err, asynq.SkipRetry)
 	}
+	return f.Record(ctx, p, nil)
+}
+
+// Record applies report p. An address not on the list is logged and
+// counted, not an error; an error is the store's, worth a retry (an
+// unknown type is SkipRetry). away, when set, waits out a Redis that
+// cannot be reached (the report's id makes a repeat count once).
+func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, away *redisWait) error {
 	typ := store.FeedbackType(p.Type)
 	if !typ.Valid() {
 		return fmt.Errorf("feedback type %q: %w", p.Type, asynq.SkipRetry)
 	}
-	res, err := f.Store.RecordFeedback(ctx, store.Feedback{
+	report := store.Feedback{
 		ID: p.ID, SubscriberID: p.SubscriberID, Email: p.Email, Type: typ,
 		Digest: p.Kind == "" || p.Kind == mailer.KindDigest, Issue: p.IssueID,
-	}, f.Policy)
+	}
+	apply := func(ctx context.Context) (store.FeedbackResult, error) {
+		return f.Store.RecordFeedback(ctx, report, f.Policy)
+	}
+	var res store.FeedbackResult
+	var err error
+	if away != nil {
+		res, err = awaitRedis(ctx, *away, "feedback record", apply)
+	} else {
+		res, err = apply(ctx)
+	}
 	log := f.log().With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
 	switch {
 	case errors.Is(err, store.ErrNotFound):

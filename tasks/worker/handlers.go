@@ -99,10 +99,13 @@ type Deps struct {
 
 // NewHandlers builds every component from d.
 func NewHandlers(d Deps) Handlers {
+	// One recorder for every bounce and complaint: the reports' tasks and
+	// the receivers' answers at sending.
+	recorder := &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify}
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
-		Notify: d.Notify,
+		Notify: d.Notify, Feedback: recorder,
 	}
 	post := d.WebhookPost
 	if post == nil {
@@ -149,7 +152,7 @@ func NewHandlers(d Deps) Handlers {
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify, RedisWait: d.RedisWait,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
-		Feedback: &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify},
+		Feedback: recorder,
 		Feeds:    &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: fetcher, Metrics: d.Metrics, Log: d.Log},
 		Webhooks: &WebhookSender{
 			Store: d.Store, Post: post, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
