@@ -163,10 +163,7 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
 		return
 	}
-	status := "queued"
-	if dup {
-		status = "already queued"
-	}
+	status := tasks.DigestRunStatus(dup)
 	s.note(r, audit.DigestRun, "digest:"+period, status)
 	WriteJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
 }

@@ -32,6 +32,22 @@ func ValidPeriod(p string) bool {
 // ErrInvalidPeriod is returned for a period ValidPeriod refuses.
 var ErrInvalidPeriod = errors.New("period: want 1-64 letters, digits, '-', '_' or '.'")
 
+// The status of a digest run request, as the API answers it and the
+// command prints it: one wording for both.
+const (
+	DigestQueued        = "queued"
+	DigestAlreadyQueued = "already queued" // its plan is queued or running
+)
+
+// DigestRunStatus is the status of a request whose enqueue was a
+// duplicate or not (EnqueueDigestPlan).
+func DigestRunStatus(duplicate bool) string {
+	if duplicate {
+		return DigestAlreadyQueued
+	}
+	return DigestQueued
+}
+
 // EnqueueDigestPlan starts period's digest: the cron run, `newsletter
 // digest run` and the admin API all call it, so a period is planned once
 // whoever starts it. A TaskID conflict (the plan is already queued or

@@ -37,16 +37,10 @@ func digestCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	status := "queued"
-	if dup {
-		status = "already queued"
-	}
+	status := tasks.DigestRunStatus(dup)
 	a.note(ctx, audit.DigestRun, "digest:"+*period, status)
-	if dup {
-		fmt.Fprintf(stdout, "digest %s is already queued or running\n", *period)
-	} else {
-		fmt.Fprintf(stdout, "digest %s queued; progress: GET /api/digests/%s\n", *period, *period)
-	}
+	// The API's status, word for word, so a script reads both alike.
+	fmt.Fprintf(stdout, "digest %s %s; progress: GET /api/digests/%s\n", *period, status, *period)
 	return nil
 }
 
