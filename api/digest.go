@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -106,6 +107,12 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
 	if title == "" || !oneLine(title, maxTitle) || !validURL(link) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", maxTitle)))
+		return
+	}
+	// Every event may be pushed to browsers: a URL no push message can
+	// carry would make each reader's push a dead letter.
+	if err := push.CheckEvent(title, link); err != nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
 		return
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC()}

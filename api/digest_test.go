@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -72,7 +74,22 @@ func TestAdminItemsEventsDigest(t *testing.T) {
 			t.Errorf("event %s: %d, want 400", bad, code)
 		}
 	}
-	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 2 {
+	// A URL no push message can carry: refused at intake, not a dead
+	// letter in every reader's push lane. The longest one that fits is
+	// taken.
+	longest := "https://example.com/" + strings.Repeat("a", push.MaxPayload)
+	for push.CheckEvent("Launch", longest) != nil {
+		longest = longest[:len(longest)-1]
+	}
+	for _, to := range []string{`"topic":"updates"`, `"email":"a@example.com"`} {
+		if code, m := e.admin(t, "POST", "/api/events", `{`+to+`,"title":"Launch","url":"`+longest+`x"}`); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "push") {
+			t.Errorf("an event with a %d-byte url (%s): %d %v, want 400", len(longest)+1, to, code, m)
+		}
+	}
+	if code, _ := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"Launch","url":"`+longest+`"}`); code != 202 {
+		t.Errorf("an event with the longest url that fits (%d bytes): %d, want 202", len(longest), code)
+	}
+	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 3 {
 		t.Fatalf("a refused event was queued: %d tasks", len(pending))
 	}
 

@@ -22,6 +22,15 @@ func EventNotification(title, url string) Notification {
 	return Notification{Title: title, URL: url}
 }
 
+// CheckEvent says whether an event's notification fits one push
+// message: the title is shortened to fit, so only a URL too long for any
+// message is refused (ErrTooLarge). The API calls it at intake, so such an
+// event is a 400 rather than a dead letter in every reader's push lane.
+func CheckEvent(title, url string) error {
+	_, err := EventNotification(title, url).Payload()
+	return err
+}
+
 // IssueNotification is the notification of a new issue: its subject, and
 // a link to read it on the web.
 func IssueNotification(subject, url string) Notification {
