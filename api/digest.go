@@ -134,15 +134,31 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 			WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 			return
 		}
-		p.Email, answer["email"] = email, email
+		answer["email"] = email
+		// The task names the person by id, never by address: it is kept a
+		// day after it ran, and an erasure must leave no address behind.
+		sub, err := s.deps.Store.Get(r.Context(), email)
+		if errors.Is(err, store.ErrNotFound) {
+			// Nobody to notify, as for a person who left: said, not queued.
+			answer["status"] = "not subscribed"
+			s.noteSubscriber(r, audit.EventPosted, email, p.ID)
+			WriteJSON(w, http.StatusAccepted, answer)
+			return
+		}
+		if err != nil {
+			s.deps.Log.Error("event: read the subscriber", "err", err)
+			WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
+			return
+		}
+		p.SubscriberID = sub.ID
 	}
 	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil {
 		s.deps.Log.Error("enqueue event", "err", err)
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 		return
 	}
-	if p.Email != "" {
-		s.noteSubscriber(r, audit.EventPosted, p.Email, p.ID)
+	if p.SubscriberID > 0 {
+		s.noteSubscriber(r, audit.EventPosted, answer["email"], p.ID)
 	} else {
 		s.note(r, audit.EventPosted, "topic:"+p.Topic, p.ID)
 	}

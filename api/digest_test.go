@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,19 +48,31 @@ func TestAdminItemsEventsDigest(t *testing.T) {
 		}
 	}
 
-	if code, _ := e.admin(t, "POST", "/api/events", `{"email":"A@Example.com","title":"New reply","url":"https://example.com/t/1"}`); code != 202 {
-		t.Fatalf("event: %d", code)
+	// An address nobody subscribed: said, nothing queued.
+	if code, m := e.admin(t, "POST", "/api/events", `{"email":"A@Example.com","title":"New reply","url":"https://example.com/t/1"}`); code != 202 || m["status"] != "not subscribed" {
+		t.Fatalf("event for nobody: %d %v", code, m)
+	}
+	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 0 {
+		t.Fatalf("an event for nobody was queued: %+v", pending)
+	}
+	a, err := e.store.Subscribe(context.Background(), store.SubscribeRequest{Email: "a@example.com", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, m := e.admin(t, "POST", "/api/events", `{"email":"A@Example.com","title":"New reply","url":"https://example.com/t/1"}`); code != 202 || m["status"] != "queued" {
+		t.Fatalf("event: %d %v", code, m)
 	}
 	if code, _ := e.admin(t, "POST", "/api/events", `{"email":"nope","title":"x","url":"https://example.com"}`); code != 400 {
 		t.Fatalf("event for a non-address: %d", code)
 	}
-	// One ingress task, for the normalised address; the worker's fan-out
-	// makes the rest.
+	// One ingress task, naming the person of the normalised address by id
+	// (no address in the queue); the worker's fan-out makes the rest.
 	pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault)
 	var fan tasks.FanoutPayload
 	if len(pending) != 1 || pending[0].Type != tasks.TypeFanout || json.Unmarshal(pending[0].Payload, &fan) != nil ||
-		fan.Email != "a@example.com" || fan.Topic != "" || !strings.HasPrefix(fan.ID, "ev_") {
-		t.Fatalf("event not queued as one fan-out for the normalised address: %+v", pending)
+		fan.SubscriberID != a.ID || fan.Email != "" || strings.Contains(string(pending[0].Payload), "a@example.com") ||
+		fan.Topic != "" || !strings.HasPrefix(fan.ID, "ev_") {
+		t.Fatalf("event not queued as one fan-out for the subscriber %d: %+v", a.ID, pending)
 	}
 	// A topic's readers: a known topic, and only one of email and topic.
 	if code, m := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"Launch","url":"https://example.com/l"}`); code != 202 || m["topic"] != "updates" || m["id"] == nil {

@@ -3,6 +3,7 @@ package tasks
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -30,16 +31,21 @@ import (
 // notifications (IssueID; its e-mail is the issue planner's).
 type FanoutPayload struct {
 	// ID names the event ("ev_…"); for an issue, empty.
-	ID      string    `json:"id,omitempty"`
-	Email   string    `json:"email,omitempty"`
-	Topic   string    `json:"topic,omitempty"`
-	IssueID int64     `json:"issue_id,omitempty"`
-	Round   int       `json:"round,omitempty"`
-	Topics  []string  `json:"topics,omitempty"` // an issue's audience
-	Title   string    `json:"title"`
-	Body    string    `json:"body,omitempty"` // the notification's line (issues)
-	URL     string    `json:"url,omitempty"`
-	At      time.Time `json:"at"`
+	ID string `json:"id,omitempty"`
+	// SubscriberID is the one person of an event, resolved at intake: a
+	// task holds no address, so an erasure leaves none in the queue (the
+	// ingress task is kept a day). Email is the older shape, still read
+	// while such tasks drain.
+	SubscriberID int64     `json:"subscriber_id,omitempty"`
+	Email        string    `json:"email,omitempty"`
+	Topic        string    `json:"topic,omitempty"`
+	IssueID      int64     `json:"issue_id,omitempty"`
+	Round        int       `json:"round,omitempty"`
+	Topics       []string  `json:"topics,omitempty"` // an issue's audience
+	Title        string    `json:"title"`
+	Body         string    `json:"body,omitempty"` // the notification's line (issues)
+	URL          string    `json:"url,omitempty"`
+	At           time.Time `json:"at"`
 }
 
 // Key names what is fanned out, for the fan-out and delivery marks:
@@ -77,11 +83,31 @@ func NewFanout(p FanoutPayload) *asynq.Task {
 func NewEventID() string { return "ev_" + newNonce() }
 
 // NewPersonEvent is the event of one person as the e-mail lane bundles it
-// (TypeEvent, grouped by address), under the fan-out's event id: a second
-// enqueue while it waits for its bundle is a conflict.
-func NewPersonEvent(id, email, title, url string, at time.Time) *asynq.Task {
-	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: id, Email: email, Title: title, URL: url, At: at.UTC()}),
-		asynq.Queue(queueOf[TypeEvent]), asynq.Group(email), asynq.TaskID("event:"+id))
+// (TypeEvent, grouped by subscriber: EventGroup), under the fan-out's
+// event id: a second enqueue while it waits for its bundle is a conflict.
+func NewPersonEvent(id string, subscriber int64, title, url string, at time.Time) *asynq.Task {
+	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: id, SubscriberID: subscriber, Title: title, URL: url, At: at.UTC()}),
+		asynq.Queue(queueOf[TypeEvent]), asynq.Group(EventGroup(subscriber)), asynq.TaskID("event:"+id))
+}
+
+// eventGroupPrefix starts the group of a subscriber's events; a group
+// without it is an address (the older shape, grouped by address).
+const eventGroupPrefix = "subscriber:"
+
+// EventGroup is the aggregation group of subscriber id's events: named by
+// the id, since a group's name is a Redis key and an erasure must leave
+// no address behind.
+func EventGroup(id int64) string { return eventGroupPrefix + strconv.FormatInt(id, 10) }
+
+// EventGroupSubscriber reads EventGroup back; ok is false for a group
+// named by address (the older shape).
+func EventGroupSubscriber(group string) (id int64, ok bool) {
+	rest, found := strings.CutPrefix(group, eventGroupPrefix)
+	if !found {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
 }
 
 // EventMailPayload is the payload of TypeEventMail: a topic's event mailed

@@ -51,17 +51,22 @@ type DigestBatchPayload struct {
 // EventPayload is the payload of TypeEvent: one notification for one
 // subscriber.
 type EventPayload struct {
-	ID    string    `json:"id"`
-	Email string    `json:"email"`
-	Title string    `json:"title"`
-	URL   string    `json:"url"`
-	At    time.Time `json:"at"`
+	ID string `json:"id"`
+	// SubscriberID is the person (an address in a task would outlive
+	// their erasure); Email is the older shape, read while it drains.
+	SubscriberID int64     `json:"subscriber_id,omitempty"`
+	Email        string    `json:"email,omitempty"`
+	Title        string    `json:"title"`
+	URL          string    `json:"url"`
+	At           time.Time `json:"at"`
 }
 
 // EventsPayload is the payload of TypeEventsEmail: one subscriber's bundle.
 type EventsPayload struct {
-	Email  string         `json:"email"`
-	Events []EventPayload `json:"events"`
+	// SubscriberID is the person; Email the older shape (see EventPayload).
+	SubscriberID int64          `json:"subscriber_id,omitempty"`
+	Email        string         `json:"email,omitempty"`
+	Events       []EventPayload `json:"events"`
 }
 
 // FeedbackPayload is the payload of TypeFeedback: one report about one

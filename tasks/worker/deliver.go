@@ -38,6 +38,7 @@ const DefaultThrottle = time.Minute
 // failure.
 type DeliveryStore interface {
 	Get(ctx context.Context, email string) (store.Subscriber, error)
+	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 	FeedbackStore
 	store.Marks
 }
@@ -153,6 +154,23 @@ func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Stat
 		d.log().Info("skip: unknown subscriber", "domain", address.Domain(email))
 		return sub, false, nil
 	}
+	return d.recipient(sub, err, want)
+}
+
+// RecipientByID is Recipient for a task that names its subscriber by id
+// (an erased one is not found: skipped).
+func (d *Deliverer) RecipientByID(ctx context.Context, id int64, want store.Status) (sub store.Subscriber, ok bool, err error) {
+	sub, err = awaitRedis(ctx, d.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
+		return d.Store.GetByID(ctx, id)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		d.log().Info("skip: unknown subscriber", "subscriber", id)
+		return sub, false, nil
+	}
+	return d.recipient(sub, err, want)
+}
+
+func (d *Deliverer) recipient(sub store.Subscriber, err error, want store.Status) (store.Subscriber, bool, error) {
 	if err != nil {
 		return sub, false, fmt.Errorf("load subscriber: %w", err)
 	}

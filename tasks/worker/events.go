@@ -20,13 +20,19 @@ import (
 )
 
 // Aggregator is the worker's GroupAggregator: it turns one person's queued
-// events (group = address) into one email:events task listing them all.
+// events (group = tasks.EventGroup, or the address in the older shape)
+// into one email:events task listing them all.
 // asynq hands it at most NEWSLETTER_GROUP_MAX_SIZE events, so more make
 // several mails. After a crash asynq may hand over the same events again:
 // the handler's delivery mark, keyed by the events' ids, makes that a no-op.
 func Aggregator(log *slog.Logger) asynq.GroupAggregator {
 	return asynq.GroupAggregatorFunc(func(group string, events []*asynq.Task) *asynq.Task {
-		bundle := tasks.EventsPayload{Email: group}
+		bundle := tasks.EventsPayload{}
+		if id, ok := tasks.EventGroupSubscriber(group); ok {
+			bundle.SubscriberID = id
+		} else {
+			bundle.Email = group // grouped by address: the older shape
+		}
 		for _, t := range events {
 			var e tasks.EventPayload
 			if err := json.Unmarshal(t.Payload(), &e); err != nil || e.ID == "" {
@@ -73,10 +79,17 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, t *asynq.Task) erro
 	if err := decode(t, &p); err != nil {
 		return err
 	}
-	if p.Email == "" || len(p.Events) == 0 {
-		return errMissing(t, "email and events")
+	if (p.SubscriberID <= 0 && p.Email == "") || len(p.Events) == 0 {
+		return errMissing(t, "subscriber and events")
 	}
-	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
+	var sub store.Subscriber
+	var ok bool
+	var err error
+	if p.SubscriberID > 0 {
+		sub, ok, err = h.Deliver.RecipientByID(ctx, p.SubscriberID, store.Active)
+	} else {
+		sub, ok, err = h.Deliver.Recipient(ctx, p.Email, store.Active)
+	}
 	if !ok {
 		return err
 	}

@@ -91,8 +91,8 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
 		return h.walk(ctx, p, p.Topics)
 	case p.ID == "" || p.Title == "":
 		return errMissing(t, "event id and title")
-	case p.Email != "":
-		sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Active)
+	case p.SubscriberID > 0 || p.Email != "":
+		sub, ok, err := h.person(ctx, p)
 		if !ok {
 			return err
 		}
@@ -105,6 +105,15 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
 		return h.walk(ctx, p, []string{p.Topic})
 	}
 	return errMissing(t, "email, topic or issue")
+}
+
+// person is the one active subscriber of an event: by id, or by the
+// address of a task queued before events named people by id.
+func (h *FanoutSender) person(ctx context.Context, p tasks.FanoutPayload) (store.Subscriber, bool, error) {
+	if p.SubscriberID > 0 {
+		return h.Deliver.RecipientByID(ctx, p.SubscriberID, store.Active)
+	}
+	return h.Deliver.Recipient(ctx, p.Email, store.Active)
 }
 
 // walk fans p out to the active readers of any of topicIDs, page by page.
@@ -202,8 +211,9 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	// batches. An issue's mail is its planner's.
 	switch {
 	case p.IssueID > 0:
-	case p.Email != "":
-		queue = append(queue, tasks.NewPersonEvent(p.ID, p.Email, p.Title, p.URL, p.At))
+	case p.SubscriberID > 0 || p.Email != "":
+		// ids[0] is the person, whichever shape named them.
+		queue = append(queue, tasks.NewPersonEvent(p.ID, ids[0], p.Title, p.URL, p.At))
 	default:
 		batch := h.MailBatch
 		if batch <= 0 {
@@ -227,7 +237,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	}
 	topicsOf := p.Topics
 	switch {
-	case p.Email != "":
+	case p.SubscriberID > 0 || p.Email != "":
 		topicsOf = []string{topics.Updates}
 	case p.Topic != "":
 		topicsOf = []string{p.Topic}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +245,58 @@ func TestIssueFanoutPushesReadersWithABrowserOnce(t *testing.T) {
 	for i, m := range marks {
 		if done[i] != with[m.SubscriberID] {
 			t.Fatalf("reader %d marked %v, has a browser %v", m.SubscriberID, done[i], with[m.SubscriberID])
+		}
+	}
+}
+
+// A person's event names them by id all the way (no address in a task,
+// so an erasure leaves none in the queue), and a task of the older shape,
+// naming them by address, still reaches them while it drains.
+func TestPersonEventByIDAndByAddress(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	reader := seed(t, d.store, "p", 1, func(r *store.SubscribeRequest) { r.Topics = []string{topics.Updates} })[0]
+	sub, err := d.store.Get(ctx, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mails := &recorder{}
+	for _, p := range []tasks.FanoutPayload{
+		{ID: tasks.NewEventID(), SubscriberID: sub.ID, Title: "By id", URL: "https://example.com/id", At: time.Now()},
+		{ID: tasks.NewEventID(), Email: reader, Title: "By address", URL: "https://example.com/addr", At: time.Now()},
+	} {
+		rec := &recordQueue{}
+		h := *d.fanout()
+		h.Queue = rec
+		if err := h.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.tasks) != 1 || rec.tasks[0].Type() != tasks.TypeEvent {
+			t.Fatalf("%s: queued %d tasks, want the person's event", p.Title, len(rec.tasks))
+		}
+		var ev tasks.EventPayload
+		if err := json.Unmarshal(rec.tasks[0].Payload(), &ev); err != nil || ev.SubscriberID != sub.ID || ev.Email != "" ||
+			strings.Contains(string(rec.tasks[0].Payload()), reader) {
+			t.Fatalf("%s: event payload %s (%v): want the subscriber by id, no address", p.Title, rec.tasks[0].Payload(), err)
+		}
+		// The bundle by id is mailed to the person.
+		bundle := Aggregator(discard).Aggregate(tasks.EventGroup(sub.ID), rec.tasks)
+		if strings.Contains(string(bundle.Payload()), reader) {
+			t.Fatalf("the bundle holds the address: %s", bundle.Payload())
+		}
+		deliver := *h.Deliver
+		deliver.Mailer = mails
+		events := &EventSender{Deliver: &deliver, Links: h.Links}
+		if err := events.HandleEventsEmail(ctx, bundle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := mails.count(); n != 2 {
+		t.Fatalf("%d mails to the reader, want both events'", n)
+	}
+	for _, m := range mails.sent {
+		if m.To != reader {
+			t.Fatalf("an event's mail went to %q, want %q", m.To, reader)
 		}
 	}
 }
