@@ -201,3 +201,18 @@ func TestIssueBodyOverCapIs413BeforeContinue(t *testing.T) {
 		t.Errorf("POST /api/issues chunked %d bytes: %d, want 413", big, code)
 	}
 }
+
+// TestIssuePathologicalMarkdownIsRefused: a body whose rendering would
+// not be linear in its size (200 KB of "[a](") is a 400 naming the line,
+// and nothing is stored.
+func TestIssuePathologicalMarkdownIsRefused(t *testing.T) {
+	e := newIssueEnv(t)
+	body, _ := json.Marshal(map[string]any{"subject": "S", "body": strings.Repeat("[a](", 50000), "topics": []string{"digest"}})
+	code, out := e.do(t, "POST", "/api/issues", string(body))
+	if code != http.StatusBadRequest || !strings.Contains(out, "too complex") || !strings.Contains(out, "line 1") {
+		t.Fatalf("pathological body: %d %.200s, want 400 naming line 1", code, out)
+	}
+	if list, _ := e.st.ListIssues(context.Background(), "", 0, 10); len(list) != 0 {
+		t.Fatalf("a refused body was stored: %+v", list)
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/mdlimit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -68,7 +69,8 @@ func (e *InputError) Error() string { return e.Msg }
 func bad(format string, a ...any) error { return &InputError{Msg: fmt.Sprintf(format, a...)} }
 
 // CheckContent is the one check of an issue's content: nil, ErrTooLarge
-// or an *InputError.
+// or an *InputError (a bad field, or a body too complex to render in
+// linear time: mdlimit).
 func CheckContent(known *topics.Set, c store.IssueContent) error {
 	if len(c.Body) > MaxBody {
 		return ErrTooLarge
@@ -88,6 +90,11 @@ func CheckContent(known *topics.Set, c store.IssueContent) error {
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(c.Topics)))) != len(c.Topics) {
 		return bad("topics: a topic is named twice")
+	}
+	// A body whose rendering would not be linear in its size is refused
+	// here, where the writer can change it, not found by the worker.
+	if err := mdlimit.Check(c.Body); err != nil {
+		return bad("body: %v", err)
 	}
 	return nil
 }

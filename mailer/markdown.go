@@ -3,6 +3,7 @@ package mailer
 import (
 	"bytes"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/mdlimit"
 	htmltemplate "html/template"
 	"net/url"
 	"strings"
@@ -42,9 +43,9 @@ var markdown = goldmark.New(
 )
 
 // RenderMarkdown renders src as an issue's HTML and text. A body
-// CheckMarkdown refuses is refused (its *MarkdownError), unrendered.
+// mdlimit.Check refuses is refused (its *mdlimit.Error), unrendered.
 func RenderMarkdown(src string) (Body, error) {
-	if err := CheckMarkdown(src); err != nil {
+	if err := mdlimit.Check(src); err != nil {
 		return Body{}, err
 	}
 	source := []byte(src)

@@ -3,6 +3,7 @@ package mailer
 import (
 	"errors"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/mdlimit"
 	"strings"
 	"testing"
 )
@@ -28,17 +29,17 @@ var pathologicalBodies = map[string]string{
 }
 
 // TestCheckMarkdownRefusesPathologicalBodies: each is refused by
-// CheckMarkdown, with a typed error an API can answer 400 with, and by
+// mdlimit.Check, with a typed error an API can answer 400 with, and by
 // RenderMarkdown before goldmark parses it.
 func TestCheckMarkdownRefusesPathologicalBodies(t *testing.T) {
 	for name, src := range pathologicalBodies {
-		err := CheckMarkdown(src)
-		var me *MarkdownError
-		if !errors.Is(err, ErrMarkdownTooComplex) || !errors.As(err, &me) || me.Line < 1 || me.Reason == "" {
-			t.Errorf("%s (%d bytes): %v, want a *MarkdownError", name, len(src), err)
+		err := mdlimit.Check(src)
+		var me *mdlimit.Error
+		if !errors.Is(err, mdlimit.ErrTooComplex) || !errors.As(err, &me) || me.Line < 1 || me.Reason == "" {
+			t.Errorf("%s (%d bytes): %v, want a *mdlimit.Error", name, len(src), err)
 			continue
 		}
-		if _, err := RenderMarkdown(src); !errors.Is(err, ErrMarkdownTooComplex) {
+		if _, err := RenderMarkdown(src); !errors.Is(err, mdlimit.ErrTooComplex) {
 			t.Errorf("%s: RenderMarkdown: %v", name, err)
 		}
 	}
@@ -72,22 +73,22 @@ func ordinaryBody(size int) string {
 // bodies at the bounds are accepted.
 func TestCheckMarkdownAcceptsOrdinaryBodies(t *testing.T) {
 	src := ordinaryBody(512 << 10)
-	c := markdownCost{}
-	if err := c.scan(src); err != nil {
+	work, cells, err := mdlimit.Measure(src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c.work > MaxMarkdownDelimiterWork/10 || c.cells > MaxMarkdownTableCells/5 {
-		t.Fatalf("an ordinary body counts %d of %d work and %d of %d table cells", c.work, MaxMarkdownDelimiterWork, c.cells, MaxMarkdownTableCells)
+	if work > mdlimit.MaxDelimiterWork/10 || cells > mdlimit.MaxTableCells/5 {
+		t.Fatalf("an ordinary body counts %d of %d work and %d of %d table cells", work, mdlimit.MaxDelimiterWork, cells, mdlimit.MaxTableCells)
 	}
 	if b, err := RenderMarkdown(src); err != nil || !strings.Contains(b.Text, "[x] item one [") {
 		t.Fatalf("%v\n%.500s", err, b.Text)
 	}
 	for _, ok := range []string{
-		strings.Repeat("> ", MaxMarkdownNesting/2) + strings.Repeat("- ", MaxMarkdownNesting/2) + "a",
+		strings.Repeat("> ", mdlimit.MaxNesting/2) + strings.Repeat("- ", mdlimit.MaxNesting/2) + "a",
 		strings.Repeat("[a](", 3000),
 		"|" + strings.Repeat("a|", 100) + "\n|" + strings.Repeat("-|", 100) + "\n" + strings.Repeat("x\n", 190),
 	} {
-		if err := CheckMarkdown(ok); err != nil {
+		if err := mdlimit.Check(ok); err != nil {
 			t.Errorf("%.40q…: %v", ok, err)
 		}
 	}
@@ -97,9 +98,9 @@ func TestCheckMarkdownAcceptsOrdinaryBodies(t *testing.T) {
 // the bounds accept (unclosed link destinations up to the work bound),
 // and the check that refuses 200 KB of them.
 func BenchmarkRenderMarkdown(b *testing.B) {
-	worst := strings.Repeat("[a](", 3535) // the most CheckMarkdown accepts
+	worst := strings.Repeat("[a](", 3535) // the most mdlimit.Check accepts
 	for name, src := range map[string]string{"ordinary 512 KB": ordinaryBody(512 << 10), "worst accepted": worst} {
-		if err := CheckMarkdown(src); err != nil {
+		if err := mdlimit.Check(src); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(name, func(b *testing.B) {

@@ -1,4 +1,8 @@
-package mailer
+// Package mdlimit bounds the work of rendering a Markdown body before
+// any parser sees it: the checks of an issue (the API, the console, the
+// commands) and the mailer's renderer share it, so a body the API accepts
+// is one the worker renders in linear time.
+package mdlimit
 
 import (
 	"errors"
@@ -12,55 +16,63 @@ import (
 // labels), and so do runs of unclosed "[" or "![", emphasis delimiters
 // ("*a *a *a …"), lists or quotes nested thousands deep on one line
 // ("- - - - …", ">>>> …"), and a table whose header has thousands of
-// columns (every row gets as many cells). CheckMarkdown bounds each with a
+// columns (every row gets as many cells). Check bounds each with a
 // linear scan of the source, before goldmark sees it: a body within the
 // bounds renders in time linear in its size, one outside is refused.
 
-// Limits of CheckMarkdown.
+// Limits of Check.
 const (
-	// MaxMarkdownNesting is the deepest a line may nest block containers:
+	// MaxNesting is the deepest a line may nest block containers:
 	// its '>' and list markers, and a list item's indentation (a nested
 	// item is at least two columns further in).
-	MaxMarkdownNesting = 32
-	// MaxMarkdownTableCells is the most table cells a body may have in
+	MaxNesting = 32
+	// MaxTableCells is the most table cells a body may have in
 	// all: the rows of each table times the columns of its header.
-	MaxMarkdownTableCells = 20_000
-	// MaxMarkdownDelimiterWork bounds, summed over the inline runs (a
+	MaxTableCells = 20_000
+	// MaxDelimiterWork bounds, summed over the inline runs (a
 	// paragraph, a list item, a heading), the run's delimiters ('[', ']',
 	// '*', '_', '~', '`') times its length: what the link and emphasis
 	// parsers may spend on it at worst. A 100 KB list of 1,000 linked
 	// items is well below (each item is a run of its own); a single
 	// paragraph of 100 KB with 500 links in it is at the bound.
-	MaxMarkdownDelimiterWork = 100_000_000
+	MaxDelimiterWork = 100_000_000
 )
 
-// ErrMarkdownTooComplex is wrapped by every error CheckMarkdown returns
-// (a *MarkdownError).
-var ErrMarkdownTooComplex = errors.New("the Markdown is too complex to render")
+// ErrTooComplex is wrapped by every error Check returns
+// (an *Error).
+var ErrTooComplex = errors.New("the Markdown is too complex to render")
 
-// MarkdownError says which bound a body exceeds, and where.
-type MarkdownError struct {
+// Error says which bound a body exceeds, and where.
+type Error struct {
 	Line   int    // 1-based line where the bound was passed
 	Reason string // what to change, for the writer
 }
 
-func (e *MarkdownError) Error() string {
-	return fmt.Sprintf("%v: line %d: %s", ErrMarkdownTooComplex, e.Line, e.Reason)
+func (e *Error) Error() string {
+	return fmt.Sprintf("%v: line %d: %s", ErrTooComplex, e.Line, e.Reason)
 }
 
-func (e *MarkdownError) Unwrap() error { return ErrMarkdownTooComplex }
+func (e *Error) Unwrap() error { return ErrTooComplex }
 
-// CheckMarkdown reports whether src is within the bounds that keep its
-// rendering linear (MaxMarkdownNesting, MaxMarkdownTableCells,
-// MaxMarkdownDelimiterWork); the error is a *MarkdownError. It reads src
-// once, in time linear in its length. RenderMarkdown refuses what it
-// refuses.
-func CheckMarkdown(src string) error {
+// Check reports whether src is within the bounds that keep its
+// rendering linear (MaxNesting, MaxTableCells,
+// MaxDelimiterWork); the error is an *Error. It reads src
+// once, in time linear in its length. The mailer's RenderMarkdown
+// refuses what it refuses.
+func Check(src string) error {
+	_, _, err := Measure(src)
+	return err
+}
+
+// Measure is Check's count: src's delimiter work and table cells (as far
+// as it read), to show how far a body is from the bounds.
+func Measure(src string) (work int64, cells int, err error) {
 	c := markdownCost{}
-	return c.scan(src)
+	err = c.scan(src)
+	return c.work, c.cells, err
 }
 
-// markdownCost is CheckMarkdown's scan: the work counted so far.
+// markdownCost is Check's scan: the work counted so far.
 type markdownCost struct {
 	cells int   // table cells so far
 	work  int64 // delimiter work of the finished inline runs
@@ -92,8 +104,8 @@ func (c *markdownCost) scan(src string) error {
 
 func (c *markdownCost) line(n int, line string) error {
 	depth, item, rest := containers(line)
-	if depth > MaxMarkdownNesting {
-		return &MarkdownError{Line: n, Reason: fmt.Sprintf("lists or quotes nested more than %d deep", MaxMarkdownNesting)}
+	if depth > MaxNesting {
+		return &Error{Line: n, Reason: fmt.Sprintf("lists or quotes nested more than %d deep", MaxNesting)}
 	}
 	body := strings.TrimLeft(rest, " \t")
 	if c.fence != "" {
@@ -125,8 +137,8 @@ func (c *markdownCost) line(n int, line string) error {
 		c.tableCols = cols
 		c.cells += 2 * cols // the header and this row
 	}
-	if c.cells > MaxMarkdownTableCells {
-		return &MarkdownError{Line: n, Reason: fmt.Sprintf("tables with more than %d cells in all (rows times columns)", MaxMarkdownTableCells)}
+	if c.cells > MaxTableCells {
+		return &Error{Line: n, Reason: fmt.Sprintf("tables with more than %d cells in all (rows times columns)", MaxTableCells)}
 	}
 	c.prevLine = body
 	for i := 0; i < len(body); i++ {
@@ -146,8 +158,8 @@ func (c *markdownCost) line(n int, line string) error {
 func (c *markdownCost) endRun() error {
 	c.work += c.runDelims * c.runLen
 	c.runDelims, c.runLen = 0, 0
-	if c.work > MaxMarkdownDelimiterWork {
-		return &MarkdownError{Line: c.runStart, Reason: "too many brackets or emphasis marks in one paragraph (unclosed links, nested brackets); " +
+	if c.work > MaxDelimiterWork {
+		return &Error{Line: c.runStart, Reason: "too many brackets or emphasis marks in one paragraph (unclosed links, nested brackets); " +
 			"split it with blank lines, or escape them with a backslash"}
 	}
 	return nil
