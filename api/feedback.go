@@ -72,6 +72,9 @@ func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
 			return
 		}
 		for _, ev := range events {
+			if ev.Kind == feedback.KindTest {
+				continue // about a test send: no subscriber's
+			}
 			ev.Source = source
 			task, err := tasks.NewFeedback(ev)
 			if err != nil {

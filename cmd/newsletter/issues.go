@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -21,6 +22,9 @@ type issueMail struct {
 	mail   mailer.Mailer
 	// mime writes the .eml of a preview (app.mimeComposer).
 	mime composer
+	// tags tag a test send's envelope and Message-ID (TestTag), so a
+	// bounce of it is known as ours and ignored.
+	tags *feedback.Tagger
 }
 
 // composer writes a message's bytes as they go out, without sending it.
@@ -75,6 +79,7 @@ func (x *issueMail) SendTest(ctx context.Context, is store.Issue, emails []strin
 	for _, e := range emails {
 		msg, err := x.message(is, is.Topics[0], store.Subscriber{Email: e}, true)
 		if err == nil {
+			msg.Tag = x.tags.TestTag(is.ID)
 			err = x.mail.Send(ctx, msg)
 		}
 		if err != nil {

@@ -119,7 +119,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 				return err
 			}
 			mailbox = box
-			issues = &issueMail{render: render, links: links, mail: m, mime: mime}
+			issues = &issueMail{render: render, links: links, mail: m, mime: mime, tags: a.tags}
 		}
 	}
 	if r.worker && !emailLane {

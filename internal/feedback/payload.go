@@ -21,6 +21,9 @@ var (
 	ErrNoTag = fmt.Errorf("%w: it carries no tag", ErrUnverified)
 	// ErrTagForged: it carries tags, none of which this service made.
 	ErrTagForged = fmt.Errorf("%w: no tag it carries verifies", ErrUnverified)
+	// ErrTestMail: the report is about a test send (TestTag), which went
+	// to no subscriber: it is ours, and changes nothing.
+	ErrTestMail = errors.New("the report is about a test send")
 	// ErrTagsDisagree: its tags verify but name different subscribers
 	// (pieces of two mails put together).
 	ErrTagsDisagree = fmt.Errorf("%w: its tags name different subscribers", ErrUnverified)
@@ -47,6 +50,8 @@ func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPay
 		switch {
 		case !ok:
 			continue
+		case tr.Kind == KindTest:
+			return tasks.FeedbackPayload{}, ErrTestMail
 		case p.SubscriberID == 0:
 			p.SubscriberID, p.Kind, p.IssueID = tr.Subscriber, tr.Kind, tr.Issue
 		case p.SubscriberID != tr.Subscriber:

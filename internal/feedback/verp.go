@@ -23,6 +23,14 @@ const stepCode = "s"
 // letter of its own: a step of the onboarding sequence after the welcome.
 const KindStep = "sequence-step"
 
+// KindTest is the kind of a test send's tag (TestTag): the mail went to a
+// tester, no subscriber, so a bounce or complaint about it changes
+// nobody's subscription and counts against nothing.
+const KindTest = "test"
+
+// testCode is the letter of a test send's tag.
+const testCode = "t"
+
 func codeOf(kind string) (string, bool) {
 	if code, ok := kindCodes[kind]; ok {
 		return code, true
@@ -76,6 +84,16 @@ func (t *Tagger) IssueTag(id, issue int64) string {
 	return t.sign(strconv.FormatInt(id, 36), kindCodes["issue"]+strconv.FormatInt(issue, 36))
 }
 
+// TestTag is the tag of a test send of issue: "<issue>-t-<MAC>". It
+// names no subscriber (the tester is none), so a report about it is
+// recognised as ours and ignored, not taken for a forgery.
+func (t *Tagger) TestTag(issue int64) string {
+	if t == nil || issue <= 0 {
+		return ""
+	}
+	return t.sign(strconv.FormatInt(issue, 36), testCode)
+}
+
 // Traced is what a tag says of the mail it was in.
 type Traced struct {
 	Subscriber int64
@@ -106,6 +124,13 @@ func (t *Tagger) Trace(tag string) (Traced, bool) {
 	}
 	if parts[1] == stepCode {
 		tr.Kind = KindStep
+	}
+	if parts[1] == testCode {
+		n, err := strconv.ParseInt(parts[0], 36, 64)
+		if err != nil || n <= 0 || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {
+			return Traced{}, false
+		}
+		return Traced{Kind: KindTest, Issue: n}, true
 	}
 	if issue := kindCodes["issue"]; tr.Kind == "" && len(parts[1]) > len(issue) && strings.HasPrefix(parts[1], issue) {
 		n, err := strconv.ParseInt(parts[1][len(issue):], 36, 64)

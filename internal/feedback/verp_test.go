@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,5 +113,29 @@ func TestIssueTagNamesTheIssue(t *testing.T) {
 	}
 	if tg.IssueTag(sub, 0) != "" || tg.IssueTag(0, issue) != "" {
 		t.Fatal("a tag without a subscriber or an issue")
+	}
+}
+
+// TestTestTagIsOursAndChangesNothing: a test send's tag is recognised as
+// ours (not a forgery), names no subscriber, and a report quoting it is
+// ignored by the bounce intake (ErrTestMail) and by the provider
+// webhooks (no address, no issue).
+func TestTestTagIsOursAndChangesNothing(t *testing.T) {
+	tg := NewTagger([]byte("0123456789abcdef"))
+	tag := tg.TestTag(42)
+	tr, ok := tg.Trace(tag)
+	if !ok || tr.Kind != KindTest || tr.Issue != 42 || tr.Subscriber != 0 {
+		t.Fatalf("trace %q: %+v %v", tag, tr, ok)
+	}
+	if _, ok := NewTagger([]byte("another secret!!")).Trace(tag); ok {
+		t.Fatal("another key verified a test tag")
+	}
+	rep := Report{Type: "hard", Recipient: "tester@example.com"}
+	if _, err := FromReport(rep, []string{tag}, tg); !errors.Is(err, ErrTestMail) {
+		t.Fatalf("a bounce of a test send: %v, want ErrTestMail", err)
+	}
+	p := payload("ses", "x", "tester@example.com", "hard", "", "<0a1b2c."+tag+"@news.example.com>", tg)
+	if p.Kind != KindTest || p.Email != "" || p.SubscriberID != 0 || p.IssueID != 0 {
+		t.Fatalf("a provider's report of a test send: %+v, want kind test and no address", p)
 	}
 }

@@ -65,6 +65,11 @@ func payload(source, id, email, typ, reason, messageID string, tags *Tagger) tas
 	}
 	if tr, ok := tags.Trace(TagOfMessageID(messageID)); ok {
 		p.SubscriberID, p.Kind, p.IssueID = tr.Subscriber, tr.Kind, tr.Issue
+		if tr.Kind == KindTest {
+			// A test send's tester is no subscriber: the report must
+			// not reach a subscriber of the same address either.
+			p.Email, p.IssueID = "", 0
+		}
 	}
 	return p
 }

@@ -254,6 +254,10 @@ func (x *session) Data(r io.Reader) error {
 	defer cancel()
 	for _, rep := range reports {
 		p, err := feedback.FromReport(rep, x.tags, x.s.cfg.Tagger)
+		if errors.Is(err, feedback.ErrTestMail) {
+			log.Info("bounce intake: a report about a test send, ignored", "type", rep.Type)
+			continue
+		}
 		if err != nil {
 			unverified++
 			log.Warn("bounce intake: unverified report ignored", "why", err.Error(), "type", rep.Type, "domain", address.Domain(rep.Recipient))
