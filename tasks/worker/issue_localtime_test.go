@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -243,6 +244,9 @@ func issueWork(insp *asynq.Inspector) string {
 	var left []string
 	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){insp.ListPendingTasks, insp.ListActiveTasks, insp.ListRetryTasks} {
 		infos, err := list(tasks.QueueCritical)
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			continue // nothing was ever queued there
+		}
 		if err != nil {
 			return err.Error()
 		}

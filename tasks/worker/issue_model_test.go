@@ -147,7 +147,7 @@ func TestIssueLifecycleModel(t *testing.T) {
 		t.Helper()
 		now := clock.Now()
 		infos, err := d.insp.ListScheduledTasks(tasks.QueueCritical, asynq.PageSize(1000))
-		if err != nil {
+		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 			t.Fatal(err)
 		}
 		for _, ti := range infos {
