@@ -37,6 +37,8 @@ const (
 	DBWorker
 	DBFeedback
 	DBConsole
+	DBDeploy
+	DBRedisFault
 )
 
 // New returns a client on an empty database and the URL that reaches it
