@@ -5,8 +5,9 @@
 // while the client is in use.
 //
 // A Lua script (EVALSHA, and the EVAL go-redis falls back to) is a command
-// like any other; each script counts as a command of its own in Flaky and
-// Seen, so one script's outage does not use up another's.
+// like any other. Flaky and Seen count round trips by what they send: each
+// script on its own, and a pipeline by the commands in it, so one step's
+// outage does not use up another's.
 package redisfault
 
 import (
@@ -50,11 +51,12 @@ type Fault struct {
 	seen    map[string]*Stats
 }
 
-// Stats is what the fault saw of one command since it was added.
+// Stats is what the fault saw of one kind of round trip since it was
+// added.
 type Stats struct {
-	Name  string // the command's name, lower case ("evalsha" for a script)
-	Calls int    // how many times it was sent (a pipeline sends it once)
-	Met   int    // how many of those met the fault
+	Names []string // the commands' names, lower case ("evalsha" for a script)
+	Calls int      // how many times it was sent
+	Met   int      // how many of those met the fault
 }
 
 // Add returns a Fault added to c's hooks, letting everything through.
@@ -103,8 +105,9 @@ func (f *Fault) set(m mode, err error, first int, names []string) {
 	}
 }
 
-// Seen returns what the fault saw of each command, keyed by the command's
-// name ("evalsha <sha1>" for a script).
+// Seen returns what the fault saw of each kind of round trip, keyed by the
+// command's name ("evalsha <sha1>" for a script), or for a pipeline by
+// the distinct commands in it joined by "+" ("setbit+expire").
 func (f *Fault) Seen() map[string]Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -115,13 +118,13 @@ func (f *Fault) Seen() map[string]Stats {
 	return out
 }
 
-// Calls returns how many times commands named name were sent, every
-// script's for "evalsha" or "eval".
+// Calls returns how many round trips sent a command named name (every
+// script's for "evalsha" or "eval").
 func (f *Fault) Calls(name string) int {
 	name = scriptName(strings.ToLower(name))
 	n := 0
 	for _, s := range f.Seen() {
-		if s.Name == name {
+		if slices.Contains(s.Names, name) {
 			n += s.Calls
 		}
 	}
@@ -156,43 +159,51 @@ func key(cmd redis.Cmder) (name, k string) {
 	return name, name + " " + body
 }
 
-// check counts cmds as one round trip and says what they meet: nothing (nil
+// setUp are the commands go-redis sends, through the hooks, to set up a
+// new connection (depending on the options and the server). They belong to
+// the dial, which the fault lets through: what a caller sends is faulted
+// and counted the same whichever connection the pool hands it.
+var setUp = []string{"hello", "auth", "select", "client", "readonly"}
+
+// check counts cmds as one round trip and says what it meets: nothing (nil
 // wait, nil error), a wait for release, or an error.
 func (f *Fault) check(cmds []redis.Cmder) (<-chan struct{}, error) {
+	var names, keys []string
+	for _, c := range cmds {
+		name, k := key(c)
+		if slices.Contains(setUp, name) {
+			continue
+		}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	trip := strings.Join(keys, "+")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
 		f.seen = map[string]*Stats{}
 	}
-	hit := false
-	var keys []string
-	for _, c := range cmds {
-		name, k := key(c)
-		if slices.Contains(keys, k) {
-			continue
-		}
-		keys = append(keys, k)
-		s := f.seen[k]
-		if s == nil {
-			s = &Stats{Name: name}
-			f.seen[k] = s
-		}
-		s.Calls++
-		if f.mode == off || len(f.names) > 0 && !slices.ContainsFunc(f.names, func(n string) bool { return scriptName(n) == name }) ||
-			f.first > 0 && f.met[k] >= f.first {
-			continue
-		}
-		hit = true
+	s := f.seen[trip]
+	if s == nil {
+		s = &Stats{Names: names}
+		f.seen[trip] = s
 	}
-	if !hit {
+	s.Calls++
+	// The whole round trip meets the fault if one of its commands is
+	// named, as a broken connection fails every command of a pipeline.
+	if f.mode == off || len(f.names) > 0 && !slices.ContainsFunc(f.names, func(n string) bool { return slices.Contains(names, scriptName(n)) }) ||
+		f.first > 0 && f.met[trip] >= f.first {
 		return nil, nil
 	}
-	// The whole round trip meets the fault, as a broken connection fails
-	// every command of a pipeline.
-	for _, k := range keys {
-		f.met[k]++
-		f.seen[k].Met++
-	}
+	f.met[trip]++
+	s.Met++
 	if f.mode == hang {
 		return f.release, nil
 	}
