@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -36,5 +37,17 @@ func Unavailable(err error) bool {
 		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "MASTERDOWN ") ||
 			strings.HasPrefix(msg, "READONLY ")
 	}
+	// asynq hands the error of its scripts (an enqueue) over as text,
+	// "redis eval error: " and go-redis's message: what it met is known
+	// only by that text.
+	if _, cause, ok := strings.Cut(err.Error(), "redis eval error: "); ok {
+		return slices.ContainsFunc(unreachableTexts, func(s string) bool { return strings.Contains(cause, s) })
+	}
 	return false
+}
+
+// unreachableTexts are the messages of the errors above.
+var unreachableTexts = []string{
+	syscall.ECONNREFUSED.Error(), syscall.ECONNRESET.Error(), syscall.EPIPE.Error(), "i/o timeout", io.EOF.Error(),
+	redis.ErrClosed.Error(), "LOADING ", "BUSY ", "MASTERDOWN ", "READONLY ",
 }

@@ -30,6 +30,10 @@ func TestUnavailable(t *testing.T) {
 		{"refused", fmt.Errorf("claim 3 marks: %w", refused), true},
 		{"loading", fmt.Errorf("get: %w", reply("LOADING Redis is loading the dataset in memory")), true},
 		{"closed client", redis.ErrClosed, true},
+		// asynq's enqueue script, whose error asynq turns into text.
+		{"asynq enqueue refused", fmt.Errorf("UNKNOWN: redis eval error: %v", refused), true},
+		{"asynq enqueue loading", errors.New("UNKNOWN: redis eval error: LOADING Redis is loading the dataset in memory"), true},
+		{"asynq script error", errors.New("UNKNOWN: redis eval error: ERR user_script:1: boom"), false},
 		{"demoted primary", reply("READONLY You can't write against a read only replica."), true},
 		{"script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
 		{"not found", ErrNotFound, false},
