@@ -26,8 +26,8 @@ import (
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
+	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
 )
@@ -135,9 +135,14 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.TransportPaused.WithLabelValues("email").Set(1)
 	h.Requests.WithLabelValues("r", "200").Inc()
 	h.Duration.WithLabelValues("r").Observe(1)
-	st := memstore.New()
-	st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"})
-	st.StartDigestRun(context.Background(), "p")
+	rdb, _ := redistest.New(t, redistest.DBDeploy)
+	st := store.NewRedis(rdb)
+	if _, err := st.AddItem(context.Background(), store.Item{Title: "t", URL: "https://x.io"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.StartDigestRun(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
 	audit.NewTrail(st, logredact.New(nil), slog.Default(), reg)
 	reg.MustRegister(api.DigestCollector{Store: st}, queuemetrics.Collector{Inspector: emptyQueues{}, Queues: tasks.Queues, LaneOf: tasks.LaneOf})
 	fams, err := reg.Gather()

@@ -5,10 +5,11 @@
 // The store comes in parts, so each consumer names only what it uses:
 // Subscribers (the list and its state changes), Outbox, Marks (delivery
 // marks), Digests, Suppressions and PushSubscriptions (each subscriber's
-// browsers for web push); Store is all of them. Two implementations pass one
-// contract suite (store/storetest): Redis, for the service (every state
-// change one Lua script, scripts.go; the key layout in keys.go), and
-// store/memstore, for handler unit tests.
+// browsers for web push); Store is all of them. Redis implements it (every
+// state change one Lua script, scripts.go; the key layout in keys.go) and
+// passes the contract suite (store/storetest). It is the one store: tests
+// run on it over Redis or miniredis, with internal/redisfault to take Redis
+// away.
 //
 // # Delivery marks and the one duplicate window
 //

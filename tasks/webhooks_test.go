@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -13,30 +12,11 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/redisfault"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 )
-
-// countedEndpoints counts the reads of the endpoint list and can fail them.
-type countedEndpoints struct {
-	store.Webhooks
-	mu    sync.Mutex
-	reads int
-	fail  bool
-}
-
-func (c *countedEndpoints) ListWebhooks(ctx context.Context) ([]store.Webhook, error) {
-	c.mu.Lock()
-	c.reads++
-	fail := c.fail
-	c.mu.Unlock()
-	if fail {
-		return nil, errors.New("redis: connection refused")
-	}
-	return c.Webhooks.ListWebhooks(ctx)
-}
 
 // queued records what is enqueued.
 type queued struct {
@@ -71,11 +51,15 @@ func addHook(t *testing.T, s store.Webhooks, id string, events ...string) {
 // per TTL, however many events there are, and again at once after Forget.
 func TestWebhookNotifier(t *testing.T) {
 	ctx := context.Background()
-	mem := memstore.New()
-	eps := &countedEndpoints{Webhooks: mem}
+	rdb, _ := redistest.New(t, redistest.DBTasks)
+	away := redisfault.Add(rdb)
+	mem := store.NewRedis(rdb)
+	// The endpoint list is read with one ZRANGE (then a pipeline of the
+	// endpoints, if any).
+	reads := func() int { return away.Calls("zrange") }
 	q := &queued{}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &WebhookNotifier{Endpoints: eps, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
+	n := &WebhookNotifier{Endpoints: mem, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sub := store.Subscriber{ID: 5, Email: "ann@example.com", ConfirmedAt: now}
 	confirmed := webhook.Subscriber(webhook.SubscriberConfirmed, sub, "")
@@ -87,8 +71,8 @@ func TestWebhookNotifier(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := q.take(); len(got) != 0 || eps.reads != 1 {
-		t.Fatalf("no endpoints: %d tasks, %d reads of the list; want 0 and 1", len(got), eps.reads)
+	if got := q.take(); len(got) != 0 || reads() != 1 {
+		t.Fatalf("no endpoints: %d tasks, %d reads of the list; want 0 and 1", len(got), reads())
 	}
 
 	addHook(t, mem, "crm", webhook.SubscriberConfirmed, webhook.SubscriberUnsubscribed)
@@ -127,15 +111,15 @@ func TestWebhookNotifier(t *testing.T) {
 
 	// The list expires with the TTL; a failed read then uses the last
 	// list rather than losing the event.
-	reads := eps.reads
+	before := reads()
 	now = now.Add(time.Minute)
-	eps.fail = true
+	away.Down()
 	must(t, n.Notify(ctx, confirmed))
-	if got := q.take(); len(got) != 2 || eps.reads != reads+1 {
-		t.Fatalf("with Redis away: %d tasks, %d reads", len(got), eps.reads-reads)
+	if got := q.take(); len(got) != 2 || reads() != before+1 {
+		t.Fatalf("with Redis away: %d tasks, %d reads", len(got), reads()-before)
 	}
 	// With no list at all, the failure is the caller's to log.
-	cold := &WebhookNotifier{Endpoints: eps, Queue: q}
+	cold := &WebhookNotifier{Endpoints: mem, Queue: q}
 	if err := cold.Notify(ctx, confirmed); err == nil {
 		t.Fatal("a notifier that could never read the endpoints reported nothing")
 	}

@@ -1,6 +1,5 @@
-// Package storetest is the store's contract: one suite of tests that every
-// implementation (the Redis store, the in-memory one) must pass, so handler
-// tests on the in-memory store say something about production.
+// Package storetest is the store's contract: one suite of tests of what
+// every caller relies on, run on the Redis store (over Redis or miniredis).
 package storetest
 
 import (
@@ -12,15 +11,11 @@ import (
 	"github.com/newsletter/newsletter/store"
 )
 
-// Harness is one implementation under test.
+// Harness is the store under test.
 type Harness struct {
 	// New returns an empty store. The suite's tests run one after the
 	// other, so New may hand out the same flushed database each time.
 	New func(t *testing.T) store.Store
-	// SetClock, when set, makes s read time from now (a store whose claims
-	// expire by its own clock). Without it the suite waits for real
-	// expiry, polling with a deadline.
-	SetClock func(s store.Store, now func() time.Time)
 }
 
 // Run runs the whole contract against h, one sub-test per behaviour.

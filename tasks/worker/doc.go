@@ -15,7 +15,8 @@
 //     one SMTP session, holding those in quiet hours for later.
 //   - EventSender and Aggregator: a person's events bundled into one mail.
 //
-// Handlers depend on small interfaces of the store and the mailer, so
-// their logic is tested on the in-memory store (store/memstore), and the
-// delivery paths over real SMTP and Redis.
+// Handlers depend on small interfaces of the store and the mailer. Their
+// tests run on store.Redis over Redis or miniredis (internal/redisfault
+// takes Redis away for the outage tests), and the delivery paths over real
+// SMTP.
 package worker

@@ -17,10 +17,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/redisfault"
+	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -45,16 +46,32 @@ func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newHandlers(t *testing.T) (Handlers, *memstore.Memory, *recorder) {
+func newHandlers(t *testing.T) (Handlers, *store.Redis, *recorder) {
 	t.Helper()
 	render, err := mailer.NewRenderer("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, rec := memstore.New(), &recorder{}
+	st, rec := newStore(t), &recorder{}
 	return NewHandlers(Deps{
 		Store: st, Mailer: rec, Render: render, Log: discard, Metrics: NewMetrics(nil), Links: newHandlersLinks(),
 	}), st, rec
+}
+
+// newStore is the store on an empty database of the worker's Redis (or a
+// miniredis of its own). Tests that call it again start over.
+func newStore(t *testing.T) *store.Redis {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBWorker)
+	return store.NewRedis(rdb)
+}
+
+// newAwayStore is newStore behind a fault that takes its Redis away on
+// demand.
+func newAwayStore(t *testing.T) (*store.Redis, *redisfault.Fault) {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBWorker)
+	return store.NewRedis(rdb), redisfault.Add(rdb)
 }
 
 func newHandlersLinks() Links {

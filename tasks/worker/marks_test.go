@@ -3,46 +3,22 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 )
-
-// gatedMarks is a store whose MarkSent waits for the test, as a slow or
-// hung Redis would.
-type gatedMarks struct {
-	store.Marks
-	gate  chan struct{}
-	mu    sync.Mutex
-	calls [][]store.Mark
-	err   error
-}
-
-func (g *gatedMarks) MarkSent(ctx context.Context, marks ...store.Mark) error {
-	<-g.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.calls = append(g.calls, marks)
-	if g.err != nil {
-		return g.err
-	}
-	return g.Marks.MarkSent(ctx, marks...)
-}
 
 // TestMarkWindowBoundsUnmarkedMails: while marks cannot be written, no more
 // than the window of mails may be sent; once they are, the senders go on,
 // and the marks went in shared round trips.
 func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
-	mem := memstore.New()
-	g := &gatedMarks{Marks: mem, gate: make(chan struct{})}
+	mem, away := newAwayStore(t)
+	away.Hang() // a slow or hung Redis: the marks wait for it
 	// No linger: only a full window or a waiting sender sends the marks,
 	// so what goes together does not depend on this machine's speed.
-	w := newMarkWriter(g, 3, time.Hour, redisWait{Log: discard})
+	w := newMarkWriter(mem, 3, time.Hour, redisWait{Log: discard})
 	defer w.close()
 	ctx := context.Background()
 	var done sync.WaitGroup
@@ -59,36 +35,32 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 	if err := w.acquire(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a fourth mail could be sent with three unmarked: %v", err)
 	}
-	close(g.gate) // Redis answers again
+	away.Heal() // Redis answers again
 	w.wait(&done)
 	claims, err := mem.ClaimMarks(ctx, "", []store.Mark{
 		{Kind: "digest", Key: "p", SubscriberID: 1, Shared: true},
+		{Kind: "digest", Key: "p", SubscriberID: 2, Shared: true},
 		{Kind: "digest", Key: "p", SubscriberID: 3, Shared: true},
-	}, 0)
-	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
+	}, time.Minute)
+	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent || claims[2] != store.AlreadySent {
 		t.Fatalf("marks after the wait: %v %v", claims, err)
 	}
 	if err := w.acquire(ctx); err != nil {
 		t.Fatalf("a slot after the marks were written: %v", err)
 	}
 	w.release()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	written := 0
-	for _, c := range g.calls {
-		written += len(c)
-	}
-	if written != 3 || len(g.calls) != 1 {
-		t.Fatalf("%d marks in %d round trips, want 3 in one", written, len(g.calls))
+	// A shared mark is a SETBIT, sent in MarkSent's one pipeline.
+	if n := away.Calls("setbit"); n != 1 {
+		t.Fatalf("3 marks in %d round trips, want one", n)
 	}
 }
 
 // TestMarkWriteFailureFreesTheWindow: a write Redis refused is logged (the
 // mails are out) and gives the slots back, so sending goes on.
 func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
-	g := &gatedMarks{Marks: memstore.New(), gate: make(chan struct{}), err: errors.New("ERR the store refused the write")}
-	close(g.gate)
-	w := newMarkWriter(g, 1, markLinger, redisWait{Log: discard})
+	mem, away := newAwayStore(t)
+	away.Refuse(errors.New("ERR the store refused the write"))
+	w := newMarkWriter(mem, 1, markLinger, redisWait{Log: discard})
 	defer w.close()
 	// A window never given back would block the next send for good: with
 	// a deadline, that is a failure with a message, not a hung test.
@@ -110,33 +82,16 @@ func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	}
 }
 
-// awayMarks is a store that cannot be reached for its first `away`
-// writes, as during a Redis restart.
-type awayMarks struct {
-	store.Marks
-	mu       sync.Mutex
-	away     int
-	attempts int
-}
-
-func (a *awayMarks) MarkSent(ctx context.Context, marks ...store.Mark) error {
-	a.mu.Lock()
-	a.attempts++
-	down := a.attempts <= a.away
-	a.mu.Unlock()
-	if down {
-		return fmt.Errorf("mark sent: %w", syscall.ECONNREFUSED)
-	}
-	return a.Marks.MarkSent(ctx, marks...)
-}
-
 // TestMarksWaitForRedisToComeBack: marks that could not be written because
 // Redis was away are written once it is back, so a retry finds the mails
 // sent instead of sending them again.
 func TestMarksWaitForRedisToComeBack(t *testing.T) {
-	mem := memstore.New()
-	a := &awayMarks{Marks: mem, away: 3}
-	w := newMarkWriter(a, 2, markLinger, redisWait{Log: discard})
+	mem, away := newAwayStore(t)
+	// Away for the first three writes of marks (a shared mark is a
+	// SETBIT), as during a Redis restart.
+	const down = 3
+	away.Flaky(down, "setbit")
+	w := newMarkWriter(mem, 2, markLinger, redisWait{Log: discard})
 	defer w.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -153,9 +108,7 @@ func TestMarksWaitForRedisToComeBack(t *testing.T) {
 	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
 		t.Fatalf("after Redis came back: %v %v, want both already sent", claims, err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.attempts <= a.away {
-		t.Fatalf("%d attempts: the writer gave up while Redis was away", a.attempts)
+	if n := away.Calls("setbit"); n <= down {
+		t.Fatalf("%d attempts: the writer gave up while Redis was away", n)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -63,7 +62,7 @@ func (q *stepQueue) take() []queuedStep {
 
 type sequenceEnv struct {
 	h     Handlers
-	st    *memstore.Memory
+	st    *store.Redis
 	rec   *recorder
 	queue *stepQueue
 	now   time.Time
@@ -93,9 +92,8 @@ func newSequenceEnv(t *testing.T, set *topics.Set, q *quiet.Hours) *sequenceEnv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &sequenceEnv{st: memstore.New(), rec: &recorder{}, queue: &stepQueue{}, now: confirmed, set: set}
-	e.st.UseTopics(set)
-	e.st.SetClock(func() time.Time { return confirmed })
+	st := newStore(t).WithTopics(set).WithClock(func() time.Time { return confirmed })
+	e := &sequenceEnv{st: st, rec: &recorder{}, queue: &stepQueue{}, now: confirmed, set: set}
 	links := newHandlersLinks()
 	links.Topics, links.ListID = set, "News <newsletter.example.com>"
 	e.h = NewHandlers(Deps{

@@ -12,7 +12,6 @@ import (
 
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -103,7 +102,7 @@ func TestUnrenderableMailGivesTheAllowanceBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, rec := memstore.New(), &recorder{fail: c.fail}
+			st, rec := newStore(t), &recorder{fail: c.fail}
 			h := NewHandlers(Deps{Store: st, Mailer: rec, Render: render, Log: discard, Metrics: NewMetrics(nil), Links: newHandlersLinks()})
 			task, err := signup(t, st, "v+1@example.com", "", hold)
 			if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 )
 
 // TestEveryMailCarriesItsTag sends one mail of every kind through the one
@@ -46,7 +45,7 @@ func TestEveryMailCarriesItsTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	st := memstore.New()
+	st := newStore(t)
 	tags := feedback.NewTagger([]byte("0123456789abcdef"))
 	d := &Deliverer{Store: st, Mailer: m, Render: render, Tags: tags, Log: discard}
 

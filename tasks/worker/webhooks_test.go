@@ -24,7 +24,6 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/store/memstore"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -234,13 +233,13 @@ func TestIssueSentIsAWebhookEvent(t *testing.T) {
 type handlerRun struct {
 	t     *testing.T
 	clock time.Time
-	mem   *memstore.Memory
+	mem   *store.Redis
 	h     *WebhookSender
 }
 
 func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff webhook.Backoff) *handlerRun {
-	r := &handlerRun{t: t, clock: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), mem: memstore.New()}
-	r.mem.SetClock(func() time.Time { return r.clock })
+	r := &handlerRun{t: t, clock: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	r.mem = newStore(t).WithClock(func() time.Time { return r.clock })
 	r.h = &WebhookSender{Store: r.mem, Post: loopbackSender, Policy: policy, Backoff: backoff,
 		Metrics: NewMetrics(nil), Log: discard, Now: func() time.Time { return r.clock }}
 	return r
@@ -407,7 +406,7 @@ func TestWebhookRetryDelay(t *testing.T) {
 // A complaint or bounce report that changes a subscriber is an event for
 // the endpoints that asked; a repeated report is not.
 func TestFeedbackIsAWebhookEvent(t *testing.T) {
-	mem := memstore.New()
+	mem := newStore(t)
 	ctx := context.Background()
 	for _, e := range []string{"ann@example.com", "bob@example.com"} {
 		if _, err := mem.Subscribe(ctx, store.SubscribeRequest{Email: e, Activate: true}); err != nil {
