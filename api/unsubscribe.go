@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -294,13 +293,13 @@ func (s *Server) deleteTasks(refs []tasks.TaskRef) {
 	}
 }
 
-// notifyLeft queues subscriber.unsubscribed when sub's subscription has
-// just ended: not for an address that never confirmed (no system of the
-// admin's knows it, and anyone can type it), nor for one that had left
-// before (an unsubscribe link used again is no news; the store leaves
-// its time as it was).
+// notifyLeft queues subscriber.unsubscribed when the store call that
+// returned sub ended its subscription (sub.Ended, the store's own word):
+// not for an address that never confirmed (no system of the admin's
+// knows it, and anyone can type it), nor for one that had left before (an
+// unsubscribe link used again is no news).
 func (s *Server) notifyLeft(ctx context.Context, sub store.Subscriber) {
-	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || s.deps.Now().Sub(sub.UnsubscribedAt) > time.Minute {
+	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || !sub.Ended {
 		return
 	}
 	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberUnsubscribed, sub, ""))

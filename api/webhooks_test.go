@@ -252,6 +252,13 @@ func TestSubscriberEventsFromTheAPI(t *testing.T) {
 	if err := e.insp.DeleteTask(tasks.QueueWebhook, tasks.WebhookTaskID(got[1].Endpoint, got[1].ID)); err != nil {
 		t.Fatal(err)
 	}
+	// The same link at once, the first event delivered and its task
+	// gone: no news either. The store says whether this call ended the
+	// subscription; no window of time guesses it.
+	e.oneClick(t, e.sign(t, token.Unsubscribe, "ann@example.com"))
+	if got = e.webhookTasks(t); len(got) != 1 {
+		t.Fatalf("an unsubscribe link used again reported again: %+v", got)
+	}
 	apiLater.Store(int64(24 * time.Hour))
 	defer apiLater.Store(0)
 	e.oneClick(t, e.sign(t, token.Unsubscribe, "ann@example.com"))

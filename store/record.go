@@ -77,6 +77,7 @@ func decodeResult(res []string) (Subscriber, error) {
 			sub.Topics = splitTopics(res[3])
 		}
 		sub.Reconfirming = len(res) >= 5 && res[4] == "1"
+		sub.Ended = len(res) >= 6 && res[5] == "1"
 	}
 	switch res[0] {
 	case "ok":

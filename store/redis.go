@@ -216,7 +216,11 @@ func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz st
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("change the topics of %s: %w", email, err)
 	}
-	return decodeResult(res)
+	sub, err := decodeResult(res)
+	// The script changes active subscribers only (ErrNotActive
+	// otherwise): one it answers unsubscribed left in this call.
+	sub.Ended = err == nil && sub.Status == Unsubscribed
+	return sub, err
 }
 
 // OutboxDone implements Outbox.

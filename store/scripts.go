@@ -408,15 +408,21 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 // active bit and the topics; a confirmation asked for a suppressed address
 // is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
 // for web push (a bounce keeps them unused: it was no choice of the
-// person). Answers 'ok' or 'notfound', then the id, the record and the
-// (no) topics.
+// person). Answers 'ok' or 'notfound', then the id, the record, the (no)
+// topics, '' (not reconfirming), and '1' when this call changed the status
+// ('0' when it was already ended so): the caller tells news from a link
+// used again by that, not by the time.
 var endScript = subscriberScript(`
 DAY = KEYS[4]
 local id, r = find(ARGV[1])
 if not id then return {'notfound'} end
 cancelreconfirm(id)
+local changed = '0'
 if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
-  if r[1] ~= ARGV[3] then count(ARGV[3] == 'b' and 'bounce' or 'unsubscribe') end
+  if r[1] ~= ARGV[3] then
+    count(ARGV[3] == 'b' and 'bounce' or 'unsubscribe')
+    changed = '1'
+  end
   r[1], r[4] = ARGV[3], ARGV[2]
   save(id, r)
   if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
@@ -428,7 +434,7 @@ for i = 5, #ARGV do
   redis.call('HDEL', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
 end
-return {'ok', id, packrec(r), ''}
+return {'ok', id, packrec(r), '', '', changed}
 `)
 
 // topicsScript changes an active subscriber's topics: replaces them, or

@@ -46,6 +46,11 @@ type Subscriber struct {
 	// confirmation within ReconfirmWindow; the mail may go to it, and its
 	// confirmation lifts the suppression. Get and Subscribe report it.
 	Reconfirming bool `json:"-"`
+	// Ended: the call that returned this subscriber (Unsubscribe,
+	// MarkBounced, a change of topics that left none) ended the
+	// subscription; false when it had ended before (an unsubscribe link
+	// used again).
+	Ended bool `json:"-"`
 }
 
 // Errors the store returns. Callers test them with errors.Is.
