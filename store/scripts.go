@@ -409,7 +409,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 // is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
 // for web push (a bounce keeps them unused: it was no choice of the
 // person). Answers 'ok' or 'notfound', then the id, the record, the (no)
-// topics, '' (not reconfirming), and '1' when this call changed the status
+// topics, an empty field (not reconfirming), and '1' when this call changed the status
 // ('0' when it was already ended so): the caller tells news from a link
 // used again by that, not by the time.
 var endScript = subscriberScript(`

@@ -327,3 +327,27 @@ func testIssueAudience(t *testing.T, h Harness, s store.Store) {
 		}
 	}
 }
+
+// testEndSaysWhetherItEnded: an unsubscribe or a bounce says whether
+// this call ended the subscription; the same again says it did not.
+func testEndSaysWhetherItEnded(t *testing.T, _ Harness, s store.Store) {
+	ctx := context.Background()
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "ann@example.com", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Unsubscribe(ctx, "ann@example.com")
+	if err != nil || !first.Ended || first.Status != store.Unsubscribed {
+		t.Fatalf("first unsubscribe: %+v %v, want ended", first, err)
+	}
+	again, err := s.Unsubscribe(ctx, "ann@example.com")
+	if err != nil || again.Ended {
+		t.Fatalf("the same unsubscribe again: %+v %v, want not ended by this call", again, err)
+	}
+	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "bob@example.com", Activate: true, Topics: []string{"digest"}}); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.LeaveTopic(ctx, "bob@example.com", "digest", store.Cancel{})
+	if err != nil || !left.Ended || left.Status != store.Unsubscribed {
+		t.Fatalf("leaving the last topic: %+v %v, want ended", left, err)
+	}
+}

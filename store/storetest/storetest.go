@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 		{"IssueAdvanceOnce", testIssueAdvanceOnce},
 		{"IssueWritesCompareAndSet", testIssueWritesCompareAndSet},
 		{"IssueAudience", testIssueAudience},
+		{"EndSaysWhetherItEnded", testEndSaysWhetherItEnded},
 		{"ListSubscribers", testListSubscribers},
 		{"PersonalData", testPersonalData},
 		{"Erase", testErase},
