@@ -288,7 +288,10 @@ func (s *Service) Pause(ctx context.Context, is store.Issue) (store.Issue, error
 	if is.Status != store.IssueScheduled && is.Status != store.IssueSending {
 		return is, &store.StateError{ID: is.ID, Status: is.Status}
 	}
-	return s.Store.TransitionIssue(ctx, is.ID, []string{is.Status}, store.IssuePaused, store.IssueChange{Round: is.Round})
+	// From either: the script records the status it actually left, so a
+	// scheduled issue whose time came since it was read is paused as
+	// sending, not refused.
+	return s.Store.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled, store.IssueSending}, store.IssuePaused, store.IssueChange{})
 }
 
 // Resume puts a paused issue back exactly where it was: scheduled for
@@ -316,7 +319,9 @@ func (s *Service) Cancel(ctx context.Context, is store.Issue) (store.Issue, erro
 	if !slices.Contains(from, is.Status) {
 		return is, &store.StateError{ID: is.ID, Status: is.Status}
 	}
-	return s.Store.TransitionIssue(ctx, is.ID, []string{is.Status}, store.IssueCancelled, store.IssueChange{Round: is.Round})
+	// From any of them, whatever moved since it was read: a cancel plans
+	// nothing, so no round need match.
+	return s.Store.TransitionIssue(ctx, is.ID, from, store.IssueCancelled, store.IssueChange{})
 }
 
 // move makes a move that plans: the status, the schedule and the plan's
