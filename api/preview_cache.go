@@ -39,6 +39,11 @@ type cachedPreview struct {
 // Preview implements IssueRenderer. The key is everything of the issue a
 // preview shows: its id, slug and content, the topic and the format.
 func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, format string) (string, []byte, error) {
+	if format == "eml" {
+		// The whole message carries a fresh Date, Message-ID and DKIM
+		// timestamp each time, as a sent one does: not cached.
+		return c.IssueRenderer.Preview(ctx, is, topic, format)
+	}
 	raw, err := json.Marshal(struct {
 		ID            int64
 		Slug          string

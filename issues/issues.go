@@ -16,9 +16,11 @@
 // A local-hour send (each reader at HH:MM of their own zone) is sending
 // from the start: its planner holds each reader's batch to their hour.
 //
-// Every move is one store step that checks the status and the round the
-// caller read (and, when given, the content's version), and writes the
-// plan task it calls for into the outbox in the same step. A plan task of
+// Every move that plans is one store step that checks the status and the
+// round the caller read (and, when given, the content's version), and
+// writes the plan task it calls for into the outbox in the same step.
+// Pause and cancel plan nothing: they take the issue from whichever of
+// their statuses it is in when they run. A plan task of
 // an earlier round finds its round gone and does nothing, so a move never
 // needs to find and delete the task it replaces.
 package issues
@@ -304,7 +306,9 @@ func (s *Service) Resume(ctx context.Context, is store.Issue) (store.Issue, erro
 	}
 	now := s.now()
 	sc := schedule{to: store.IssueSending, due: now, sendAt: is.SendAt, localTime: is.LocalTime}
-	if is.PausedFrom == store.IssueScheduled {
+	// An issue paused before pauses recorded where they came from: one
+	// whose time is still ahead was paused while scheduled.
+	if is.PausedFrom == store.IssueScheduled || (is.PausedFrom == "" && is.SendAt.After(now)) {
 		sc.to = store.IssueScheduled
 		if is.SendAt.After(now) {
 			sc.due = ceilSecond(is.SendAt)

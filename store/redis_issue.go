@@ -107,6 +107,10 @@ return id
 //
 //	KEYS[1] the issue's hash   KEYS[2] its versions list
 //	ARGV[1] new doc (JSON)   ARGV[2] the version the caller read
+//	ARGV[3] send_at (unix ms, 0: none)   ARGV[4] local_time: the schedule
+//	        as read, written only when the hash has no send_at field yet
+//	        (an issue stored when the schedule lived in its doc: the new
+//	        doc no longer carries it)
 //
 // Pushes the old doc on the list, writes the new one, bumps version.
 // Returns "ok", or "none" / "state:<status>" / "stale" with nothing
@@ -116,6 +120,9 @@ local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return 'none' end
 if st ~= 'draft' and st ~= 'scheduled' then return 'state:' .. st end
 if redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return 'stale' end
+if redis.call('HEXISTS', KEYS[1], 'send_at') == 0 then
+  redis.call('HSET', KEYS[1], 'send_at', ARGV[3], 'local_time', ARGV[4])
+end
 redis.call('RPUSH', KEYS[2], redis.call('HGET', KEYS[1], 'doc'))
 redis.call('HSET', KEYS[1], 'doc', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
@@ -291,7 +298,11 @@ func (r *Redis) UpdateIssue(ctx context.Context, id int64, version int, c IssueC
 	doc := docOf(is)
 	doc.IssueContent, doc.UpdatedAt = c, r.now().UTC().Truncate(time.Millisecond)
 	b, _ := json.Marshal(doc)
-	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version).Text()
+	sendAt := "0"
+	if !is.SendAt.IsZero() {
+		sendAt = ms(is.SendAt)
+	}
+	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version, sendAt, is.LocalTime).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("update issue %d: %w", id, err)
 	}

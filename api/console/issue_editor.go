@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
@@ -50,6 +51,12 @@ func (h *Handler) topicBoxes(checked []string) []topicBox {
 		}
 	}
 	return out
+}
+
+// sameContent tells whether f is is's own content (a send's or a move's
+// form) rather than text the writer typed.
+func sameContent(f form.Issue, is store.Issue) bool {
+	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics)
 }
 
 func formOf(is store.Issue) form.Issue {
@@ -131,6 +138,12 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 		cur, rerr := h.d.Store.Issue(r.Context(), is.ID)
 		if rerr != nil {
 			h.storeAway(w, r, rerr)
+			return
+		}
+		if sameContent(f, is) {
+			// A send or a move, not a save: there is no text of the
+			// writer's to keep, and the page's would undo the change.
+			h.editor(w, r, http.StatusConflict, cur, formOf(cur), "The issue changed since you opened it; nothing was done. Here it is as it is now: review it and try again.")
 			return
 		}
 		h.editor(w, r, http.StatusConflict, cur, f, "The issue changed since you opened it; nothing was saved. Your text is below: compare it with the saved issue and save again.")

@@ -74,6 +74,15 @@ func TestConsoleScheduledIssue(t *testing.T) {
 	if is, _ := e.st.Issue(ctx, id); is.Status != store.IssueDraft || !is.SendAt.IsZero() {
 		t.Fatalf("after unschedule: %+v", is)
 	}
+	// A send from a page of version 1: refused, and the page shows the
+	// issue as it is now (a save from it must not undo the later edit).
+	if p := b.post(path+"/send", url.Values{"when": {"now"}, "audience": {"2"}, "version": {"1"}}); p.code != 409 || !strings.Contains(p.body, "nothing was done") || !strings.Contains(p.body, ">theirs</textarea>") {
+		t.Fatalf("send of a stale version: %d %s", p.code, p.body)
+	}
+	// A damaged form is the writer's to fix (400), not an outage.
+	if p := b.post(path+"/send", url.Values{"when": {"now"}, "version": {"x"}}); p.code != 400 {
+		t.Fatalf("send with a damaged version: %d", p.code)
+	}
 	// The audience changed since the page was shown: nothing is sent.
 	if p := b.post(path+"/send", url.Values{"when": {"now"}, "audience": {"5"}}); p.code != 409 || !strings.Contains(p.body, "you confirmed 5 readers, it is 2 now") {
 		t.Fatalf("send on a changed audience: %d %s", p.code, p.body)

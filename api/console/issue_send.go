@@ -21,7 +21,7 @@ func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := form.NewSend(w, r)
 	if err != nil {
-		h.issueFailed(w, r, is, formOf(is), err)
+		h.editor(w, r, form.Status(err), is, formOf(is), err.Error())
 		return
 	}
 	when, err := f.Schedule()

@@ -164,7 +164,7 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 				store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
 		})
 		switch {
-		case errors.Is(err, store.ErrIssueState):
+		case (errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale)):
 			// Sent already: by another planner of the period, or by
 			// this one before an answer was lost. Read where it is.
 			sent, err = awaitRedis(ctx, h.away(), "the digest's issue", func(ctx context.Context) (store.Issue, error) {
