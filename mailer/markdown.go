@@ -3,7 +3,6 @@ package mailer
 import (
 	"bytes"
 	"fmt"
-	"github.com/newsletter/newsletter/internal/mdlimit"
 	htmltemplate "html/template"
 	"net/url"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/newsletter/newsletter/internal/mdlimit"
 )
 
 // An issue is written in Markdown (CommonMark with GitHub's tables,

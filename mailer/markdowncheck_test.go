@@ -3,9 +3,10 @@ package mailer
 import (
 	"errors"
 	"fmt"
-	"github.com/newsletter/newsletter/internal/mdlimit"
 	"strings"
 	"testing"
+
+	"github.com/newsletter/newsletter/internal/mdlimit"
 )
 
 // pathologicalBodies are bodies of about 200 KB on which goldmark's parser

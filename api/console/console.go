@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"errors"
-	"github.com/newsletter/newsletter/issues"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

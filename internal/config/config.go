@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/newsletter/newsletter/issues"
 	"net"
 	"net/mail"
 	"net/netip"
@@ -23,6 +22,7 @@ import (
 	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
