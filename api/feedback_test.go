@@ -19,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -247,30 +248,11 @@ func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log's output that a test reads while the server
-// writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestWebhookLogsClipClientValues: an SES request with a topic of almost
 // a megabyte is refused with one log line that carries a clipped topic and
 // how much was left out, not the megabyte.
 func TestWebhookLogsClipClientValues(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	e := newEnvWith(t, Config{}, func(d *Deps) {
 		d.Webhooks = map[string]feedback.Webhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}
 		d.Log = slog.New(slog.NewTextHandler(&logs, nil))

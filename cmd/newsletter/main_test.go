@@ -10,30 +10,17 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
 	"github.com/newsletter/newsletter/tasks"
 )
-
-// syncBuffer is a bytes.Buffer safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
@@ -48,7 +35,7 @@ func freeAddr(t testing.TB) string {
 // service runs `newsletter args...` in-process until the test ends.
 type service struct {
 	base           string
-	stdout, stderr *syncBuffer
+	stdout, stderr *logtest.Buffer
 	done           chan int
 	cancel         context.CancelFunc
 }
@@ -61,7 +48,7 @@ func startService(t testing.TB, env map[string]string, args ...string) *service 
 		env["NEWSLETTER_BASE_URL"] = "http://" + addr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &service{base: "http://" + addr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1), cancel: cancel}
+	s := &service{base: "http://" + addr, stdout: &logtest.Buffer{}, stderr: &logtest.Buffer{}, done: make(chan int, 1), cancel: cancel}
 	go func() { s.done <- run(ctx, args, func(k string) string { return env[k] }, s.stdout, s.stderr) }()
 	t.Cleanup(func() { s.stop(t) })
 	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/deploy"
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
@@ -78,7 +79,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	promAddr := freeAddr(t)
 	prom := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
-	var promLog syncBuffer
+	var promLog logtest.Buffer
 	prom.Stdout, prom.Stderr = &promLog, &promLog
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)

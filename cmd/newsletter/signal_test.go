@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/internal/poll"
 )
 
@@ -76,7 +77,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	cmd := exec.Command(makePath, "--no-print-directory", "-C", root, "run", "BIN="+filepath.Join(t.TempDir(), "newsletter"))
 	cmd.Env = append(os.Environ(), "NEWSLETTER_ADDR="+addr, "NEWSLETTER_REDIS_URL=", "NEWSLETTER_SMTP_URL=")
 	cmd.Stdout, cmd.Stderr = out, out

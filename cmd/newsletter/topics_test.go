@@ -15,6 +15,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/redistest"
 	"github.com/newsletter/newsletter/internal/smtptest"
@@ -344,7 +345,7 @@ func TestBadTopicsFileStopsStartUp(t *testing.T) {
 		},
 		missing: {"template not-written.txt: not in NEWSLETTER_TEMPLATE_DIR"},
 	} {
-		var out, errb syncBuffer
+		var out, errb logtest.Buffer
 		code := run(context.Background(), []string{"serve"}, func(k string) string {
 			return map[string]string{"NEWSLETTER_TOPICS_FILE": file}[k]
 		}, &out, &errb)

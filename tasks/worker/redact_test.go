@@ -1,33 +1,18 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/logtest"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
-
-// lockedBuffer is a log sink the worker's goroutines may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
 // TestFailedMailLogsNoNameOrAddress: a mail that cannot be built (a name
 // no To header can carry, stored before names were checked) fails for
@@ -49,7 +34,7 @@ func TestFailedMailLogsNoNameOrAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out logtest.Buffer
 	log := slog.New(logredact.New([]byte("0123456789abcdef")).Handler(slog.NewTextHandler(&out, nil)))
 	h := NewHandlers(Deps{Store: d.store, Mailer: m, Render: render, Log: log, Metrics: d.metrics, Links: newHandlersLinks()})
 	w := New(d.rdb, Config{Concurrency: 2, ShutdownTimeout: 5 * time.Second, Log: log, PollInterval: 20 * time.Millisecond}, h)
