@@ -203,6 +203,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": adminTok, "NEWSLETTER_FROM": "News <news@example.com>",
+		"NEWSLETTER_TEST_RECIPIENTS": "me@example.com",
 	}), "serve")
 	base := svc.base
 
@@ -349,7 +350,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.do(chromedp.SetUploadFiles(chromedp.ID("file"), []string{csv}), chromedp.Click(chromedp.CSS(`main form button[type=submit]`)))
 	b.heading("Import of new-readers.csv")
 	b.until("the import to end", `document.querySelector("[data-field=state]").textContent === "done"`)
-	if got := b.text(`[data-field=reasons]`); !strings.Contains(got, "line 3: invalid address") || !strings.Contains(got, "line 4: unknown time zone Mars/Base") {
+	if got := b.text(`[data-field=rejected]`); !strings.Contains(got, "line 3: invalid address") || !strings.Contains(got, "line 4: unknown time zone Mars/Base") {
 		t.Fatalf("rejected lines: %q", got)
 	}
 	if added := b.text(`[data-field=added]`); added != "2" {

@@ -86,9 +86,14 @@ func (b browser) do(steps ...chromedp.Action[chromedp.Void]) {
 
 func (b browser) text(css string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(css)))
+	// chromedp waits for the element without end: bound it, so a
+	// selector that matches nothing fails by name, not as the walk's
+	// deadline.
+	ctx, cancel := context.WithTimeout(b.ctx, poll.BusyMachine)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
 	if err != nil {
-		b.t.Fatal(err)
+		b.t.Fatalf("the text of %s: %v", css, err)
 	}
 	return strings.TrimSpace(s)
 }

@@ -50,7 +50,12 @@ func startService(t testing.TB, env map[string]string, args ...string) *service 
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &service{base: "http://" + addr, stdout: &logtest.Buffer{}, stderr: &logtest.Buffer{}, done: make(chan int, 1), cancel: cancel}
 	go func() { s.done <- run(ctx, args, func(k string) string { return env[k] }, s.stdout, s.stderr) }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() {
+		s.stop(t)
+		if t.Failed() {
+			t.Logf("the service's log, last lines:\n%s", lastLines(s.stderr.String(), 40))
+		}
+	})
 	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
 		resp, err := http.Get(s.base + "/healthz")
 		if err == nil {
@@ -59,6 +64,12 @@ func startService(t testing.TB, env map[string]string, args ...string) *service 
 		return err == nil && resp.StatusCode == 200
 	})
 	return s
+}
+
+// lastLines is the end of a log, enough to see why a test failed.
+func lastLines(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (s *service) stop(t testing.TB) int {
