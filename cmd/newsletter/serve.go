@@ -61,7 +61,9 @@ func (r roles) String() string {
 
 // serveCmd runs the given roles until SIGINT or SIGTERM, then shuts down
 // in order: stop accepting HTTP, stop the relay and scheduler, stop taking
-// tasks, wait up to NEWSLETTER_SHUTDOWN_TIMEOUT for running ones.
+// tasks, wait up to NEWSLETTER_SHUTDOWN_TIMEOUT for running ones. It is
+// these steps: set up, build the lanes, build the HTTP side, listen, start
+// what runs in the background, wait for a signal, shut down.
 func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, stderr io.Writer) error {
 	if r.lanes != "" {
 		getenv = withLanes(getenv, r.lanes)
@@ -86,6 +88,10 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	defer signal.Stop(tstp)
 
 	client := a.newClient()
+	l, err := buildLanes(ctx, a, r, client)
+	if err != nil {
+		return err
+	}
 	metricsHandler := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})
 	// With NEWSLETTER_METRICS_ADDR, /metrics is served there alone and the
 	// main listener (public, for the API) has no such route.
@@ -93,157 +99,254 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	if a.cfg.MetricsAddr != "" {
 		publicMetrics = nil
 	}
-
-	var (
-		wrk     *worker.Worker
-		relay   *tasks.Relay
-		mailbox http.Handler
-		issues  *issueMail
-	)
-	links := a.links()
-	// A worker without the e-mail lane (`worker --lanes push`) has no
-	// mail transport to set up or check.
-	emailLane := r.worker && slices.Contains(a.cfg.Lanes, tasks.LaneEmail)
-	if emailLane || r.api {
-		m, box, err := a.newMailer(ctx)
-		if err != nil && emailLane {
-			return err
-		}
-		render, rerr := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
-		if rerr != nil {
-			return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", rerr)
-		}
-		if err == nil {
-			mime, err := a.mimeComposer(m)
-			if err != nil {
-				return err
-			}
-			mailbox = box
-			issues = &issueMail{render: render, links: links, mail: m, mime: mime, tags: a.tags}
-		}
-	}
-	if r.worker && !emailLane {
-		m := worker.NewMetrics(a.reg)
-		wrk = worker.New(a.rdb, workerConfig(a, m), worker.Handlers{Metrics: m})
-		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
-	} else if r.worker {
-		m, render := issues.mail, issues.render
-		metrics := worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates())
-		h := worker.NewHandlers(worker.Deps{
-			Store: a.store, Mailer: m, Render: render, Log: a.log, Metrics: metrics,
-			Links: links,
-			Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
-			Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
-			DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
-			ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
-			Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
-			Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
-			WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
-			Feeds:       &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()},
-			Imports:     csvimport.NewJobs(a.rdb), ImportStore: a.store, Audit: a.audit,
-		})
-		// An edited sequence reaches the people in the middle of it.
-		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
-			a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
-		} else if n > 0 {
-			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
-		}
-		wrk = worker.New(a.rdb, workerConfig(a, metrics), h)
-		relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
-	}
-
-	var handler http.Handler
+	handler := opsHandler(a, publicMetrics, l.mailbox)
 	if r.api {
-		insp := asynq.NewInspectorFromRedisClient(a.rdb)
-		batched, err := a.batchedRedis()
+		h, closeAPI, err := buildAPI(a, l, publicMetrics)
 		if err != nil {
 			return err
 		}
-		apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics).WithErasure(a.redact.Hash)
-		apiClient := asynq.NewClientFromRedisClient(batched)
-		jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
-		defer jobs.Close()
-		// One renderer (and so one preview cache) for the API and the
-		// console.
-		render := issueRenderer(issues)
-		srv := api.New(api.Config{
-			DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.cfg.Topics,
-			AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
-			ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
-			Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
-			RequestTimeout: a.cfg.RequestTimeout,
-			VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
-			Publisher: publisher(a.cfg.From),
-		}, api.Deps{
-			Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
-			Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
-			Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
-			Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
-			Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
-		}.WithIssues(apiStore, render))
-		if mailbox != nil {
-			srv.Handle("GET /dev/mailbox", mailbox)
-		}
-		if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, redis: a.rdb}); err != nil {
-			return err
-		}
-		a.reg.MustRegister(redisFigures(insp, a.store, nil))
-		mon := asynqmon.New(asynqmon.Options{
-			RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
-			ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
-		})
-		defer closeLogged(a.log, "asynqmon", mon)
-		srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
-		if a.cfg.PProf {
-			srv.Handle("/debug/pprof/", pprofHandler(a.guard))
-		}
-		handler = srv
-	} else {
-		handler = opsHandler(a, publicMetrics, mailbox)
+		defer closeAPI()
+		handler = h
 	}
+	srv, err := listen(a, handler, metricsHandler)
+	if err != nil {
+		return err
+	}
+	stopBackground, err := startBackground(ctx, a, r, l, client)
+	if err != nil {
+		srv.shutdown(a)
+		return err
+	}
+	defer stopBackground()
+	a.banner(r, srv.listen, srv.metricsListen, l.mailbox != nil)
 
+	waitForStop(ctx, a, tstp, srv.errs, l.worker)
+	srv.shutdown(a)
+	if l.worker != nil {
+		l.relay.Stop()
+		l.worker.Stop() // take no new tasks while running ones finish
+		l.worker.Shutdown()
+	}
+	a.log.Info("stopped")
+	return nil
+}
+
+// lanes is what a process's worker role runs, and the mail parts the API
+// shares with it (the dev mailbox, the issue renderer).
+type lanes struct {
+	worker  *worker.Worker // nil: no worker role
+	relay   *tasks.Relay
+	mailbox http.Handler // the dev mailbox; nil with a real transport
+	issues  *issueMail   // nil where no mail transport was set up
+	links   worker.Links
+	// email is whether this worker sends mail (not `worker --lanes push`).
+	email bool
+}
+
+// buildLanes sets up the mail transport where a role needs it and the
+// worker with its handlers. A worker without the e-mail lane (`worker
+// --lanes push`) has no mail transport to set up or check.
+func buildLanes(ctx context.Context, a *app, r roles, client *asynq.Client) (*lanes, error) {
+	l := &lanes{links: a.links(), email: r.worker && slices.Contains(a.cfg.Lanes, tasks.LaneEmail)}
+	if l.email || r.api {
+		if err := l.setUpMail(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case r.worker && !l.email:
+		m := worker.NewMetrics(a.reg)
+		l.worker = worker.New(a.rdb, workerConfig(a, m), worker.Handlers{Metrics: m})
+	case r.worker:
+		l.worker = emailWorker(ctx, a, l, client)
+	default:
+		return l, nil
+	}
+	l.relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
+	return l, nil
+}
+
+// setUpMail makes the transport, the renderer and the issue renderer. A
+// transport that cannot be set up stops a worker that sends mail; the API
+// alone goes on without it (its previews need only the renderer).
+func (l *lanes) setUpMail(ctx context.Context, a *app) error {
+	m, box, err := a.newMailer(ctx)
+	if err != nil && l.email {
+		return err
+	}
+	render, rerr := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
+	if rerr != nil {
+		return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", rerr)
+	}
+	if err != nil {
+		return nil
+	}
+	mime, err := a.mimeComposer(m)
+	if err != nil {
+		return err
+	}
+	l.mailbox = box
+	l.issues = &issueMail{render: render, links: l.links, mail: m, mime: mime, tags: a.tags}
+	return nil
+}
+
+// emailWorker is the worker with every lane's handlers.
+func emailWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
+	metrics := worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates())
+	h := worker.NewHandlers(worker.Deps{
+		Store: a.store, Mailer: l.issues.mail, Render: l.issues.render, Log: a.log, Metrics: metrics,
+		Links: l.links,
+		Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
+		Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
+		DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
+		ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
+		Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
+		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
+		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
+		Feeds:       &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()},
+		Imports:     csvimport.NewJobs(a.rdb), ImportStore: a.store, Audit: a.audit,
+	})
+	// An edited sequence reaches the people in the middle of it.
+	if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
+		a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
+	} else if n > 0 {
+		a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
+	}
+	return worker.New(a.rdb, workerConfig(a, metrics), h)
+}
+
+// buildAPI is the API role's handler: the API, the console, asynqmon and
+// the dev mailbox. release closes what it holds open.
+func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handler, release func(), err error) {
+	insp := asynq.NewInspectorFromRedisClient(a.rdb)
+	batched, err := a.batchedRedis()
+	if err != nil {
+		return nil, nil, err
+	}
+	apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics).WithErasure(a.redact.Hash)
+	apiClient := asynq.NewClientFromRedisClient(batched)
+	jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
+	mon := asynqmon.New(asynqmon.Options{
+		RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
+		ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
+	})
+	release = func() {
+		closeLogged(a.log, "asynqmon", mon)
+		jobs.Close()
+	}
+	// One renderer (and so one preview cache) for the API and the
+	// console.
+	render := issueRenderer(l.issues)
+	srv := api.New(api.Config{
+		DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.cfg.Topics,
+		AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
+		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
+		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
+		RequestTimeout: a.cfg.RequestTimeout,
+		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
+		Publisher: publisher(a.cfg.From),
+	}, api.Deps{
+		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
+		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
+		Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
+		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
+		Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+	}.WithIssues(apiStore, render))
+	if l.mailbox != nil {
+		srv.Handle("GET /dev/mailbox", l.mailbox)
+	}
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, redis: a.rdb}); err != nil {
+		release()
+		return nil, nil, err
+	}
+	a.reg.MustRegister(redisFigures(insp, a.store, nil))
+	srv.Handle("/monitoring/", srv.Monitoring(mon, a.cfg.BaseURL))
+	if a.cfg.PProf {
+		srv.Handle("/debug/pprof/", pprofHandler(a.guard))
+	}
+	return srv, release, nil
+}
+
+// serving is the HTTP listeners: NEWSLETTER_ADDR, and
+// NEWSLETTER_METRICS_ADDR when /metrics is served apart.
+type serving struct {
+	servers               []*http.Server
+	errs                  chan error // a server that stopped on its own
+	listen, metricsListen string
+}
+
+// listen opens the listeners and serves on them.
+func listen(a *app, handler, metricsHandler http.Handler) (*serving, error) {
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("NEWSLETTER_ADDR %s: %w", a.cfg.Addr, err)
+		return nil, fmt.Errorf("NEWSLETTER_ADDR %s: %w", a.cfg.Addr, err)
 	}
-	servers := []*http.Server{newHTTPServer(handler)}
+	s := &serving{servers: []*http.Server{newHTTPServer(handler)}, listen: ln.Addr().String()}
 	listeners := []net.Listener{ln}
-	metricsListen := ln.Addr().String()
+	s.metricsListen = s.listen
 	if a.cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", a.cfg.MetricsAddr)
 		if err != nil {
 			_ = ln.Close() // nothing served on it yet
-			return fmt.Errorf("NEWSLETTER_METRICS_ADDR %s: %w", a.cfg.MetricsAddr, err)
+			return nil, fmt.Errorf("NEWSLETTER_METRICS_ADDR %s: %w", a.cfg.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsHandler)
-		servers, listeners = append(servers, newHTTPServer(mux)), append(listeners, mln)
-		metricsListen = mln.Addr().String()
+		s.servers, listeners = append(s.servers, newHTTPServer(mux)), append(listeners, mln)
+		s.metricsListen = mln.Addr().String()
 	}
-	serveErr := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { serveErr <- srv.Serve(listeners[i]) }()
+	s.errs = make(chan error, len(s.servers))
+	for i, srv := range s.servers {
+		go func() { s.errs <- srv.Serve(listeners[i]) }()
 	}
+	return s, nil
+}
 
-	if wrk != nil {
-		if err := wrk.Start(); err != nil {
-			return err
+// shutdown stops accepting requests and gives open ones 10 s.
+func (s *serving) shutdown(a *app) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			a.log.Warn("http server: requests still open at shutdown were cut", "err", err)
 		}
-		a.log.Info("worker started", "lanes", strings.Join(wrk.Lanes(), ","))
-		relay.Start()
 	}
-	if emailLane && a.cfg.EmailTransport != config.TransportSES && a.cfg.SMTP != nil {
+}
+
+// startBackground starts the worker and its relay, the SMTP check, the
+// bounce intake and the scheduler, as the roles say. stop ends the ones
+// that end at shutdown (the worker stops after the HTTP side, in serveCmd).
+func startBackground(ctx context.Context, a *app, r roles, l *lanes, client *asynq.Client) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	if l.worker != nil {
+		if err := l.worker.Start(); err != nil {
+			return nil, err
+		}
+		a.log.Info("worker started", "lanes", strings.Join(l.worker.Lanes(), ","))
+		l.relay.Start()
+	}
+	if l.email && a.cfg.EmailTransport != config.TransportSES && a.cfg.SMTP != nil {
 		probeCtx, cancelProbe := context.WithCancel(ctx)
 		probed := make(chan struct{})
 		go func() { defer close(probed); probeSMTPAtStart(probeCtx, a.cfg, a.log) }()
-		defer func() { cancelProbe(); <-probed }()
+		stops = append(stops, func() { cancelProbe(); <-probed })
 	}
 	if r.bounces || (r.api && r.worker && a.cfg.BounceSMTPAddr != "") {
 		stopIntake, err := startIntake(a, client)
 		if err != nil {
-			return err
+			stop()
+			if l.worker != nil {
+				l.relay.Stop()
+				l.worker.Shutdown()
+			}
+			return nil, err
 		}
-		defer stopIntake()
+		stops = append(stops, stopIntake)
 	}
 	if r.scheduler {
 		sched := &schedule.Scheduler{Schedule: a.cfg.DigestSchedule, Queue: client, Log: a.log}
@@ -251,10 +354,15 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 			sched.FeedsInterval = a.cfg.FeedsInterval
 		}
 		sched.Start()
-		defer sched.Stop()
+		stops = append(stops, sched.Stop)
 	}
-	a.banner(r, ln.Addr().String(), metricsListen, mailbox != nil)
+	return stop, nil
+}
 
+// waitForStop returns on SIGINT or SIGTERM (ctx) or when a listener
+// stops on its own. SIGTSTP stops the worker taking new tasks and waits
+// on.
+func waitForStop(ctx context.Context, a *app, tstp <-chan os.Signal, serveErr <-chan error, wrk *worker.Worker) {
 	for {
 		select {
 		case <-tstp:
@@ -262,30 +370,16 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 				a.log.Info("SIGTSTP: no new tasks will be started; running ones finish")
 				wrk.Stop()
 			}
-			continue
 		case err := <-serveErr:
 			if !errors.Is(err, http.ErrServerClosed) {
 				a.log.Error("http server stopped", "err", err)
 			}
+			return
 		case <-ctx.Done():
 			a.log.Info("shutting down")
-		}
-		break
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			a.log.Warn("http server: requests still open at shutdown were cut", "err", err)
+			return
 		}
 	}
-	if wrk != nil {
-		relay.Stop()
-		wrk.Stop() // take no new tasks while running ones finish
-		wrk.Shutdown()
-	}
-	a.log.Info("stopped")
-	return nil
 }
 
 // newHTTPServer serves h with the timeouts every listener of the service
