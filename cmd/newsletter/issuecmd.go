@@ -36,95 +36,111 @@ func issueCmd(ctx context.Context, args []string, getenv func(string) string, st
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("issue "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	run := func(fn func(*app) error) error { return withApp(ctx, getenv, stdout, stderr, fn) }
 	switch sub {
 	case "create":
-		subject := fs.String("subject", "", "the subject (one line, at most 200 characters)")
-		preheader := fs.String("preheader", "", "the line shown after the subject in the inbox")
-		var topicList multiFlag
-		fs.Var(&topicList, "topic", "a topic of the audience (repeat for more)")
-		pos, err := parseAnywhere(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return errors.New("give one Markdown file\n" + issueUsage)
-		}
-		body, err := readBody(pos[0])
-		if err != nil {
-			return err
-		}
-		c := store.IssueContent{Subject: strings.TrimSpace(*subject), Preheader: strings.TrimSpace(*preheader), Body: body, Topics: topicList}
-		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			if err := issues.CheckContent(a.cfg.Topics, c); err != nil {
-				return err
-			}
-			is, err := a.store.CreateIssue(ctx, c, "")
-			if err != nil {
-				return err
-			}
-			a.note(ctx, audit.IssueCreated, "issue:"+strconv.FormatInt(is.ID, 10), is.Slug)
-			fmt.Fprintln(stdout, is.ID)
-			return nil
-		})
+		return issueCreateCmd(ctx, fs, args, stdout, run)
 	case "send":
-		at := fs.String("at", "", "send at this time (RFC 3339), not now")
-		local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
-		force := fs.Bool("force", false, "send even when the issue would reach 0 readers")
-		confirm := fs.Int64("confirm-audience", -1, "refuse the send unless it reaches exactly this many readers")
-		id, err := issueID(fs, args)
-		if err != nil {
-			return err
-		}
-		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			jobs := tasks.NewDispatcher(a.newClient(), a.store, a.log)
-			defer jobs.Close()
-			is, err := a.store.Issue(ctx, id)
-			if err != nil {
-				return err
-			}
-			opt := issues.SendOptions{Force: *force}
-			if *confirm >= 0 {
-				opt.ConfirmAudience = confirm
-			}
-			when := issues.When{At: *at, LocalTime: *local}
-			svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log}
-			is, n, err := svc.Send(ctx, is, when, opt)
-			if err != nil {
-				return err
-			}
-			a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), fmt.Sprintf("%s (command), to %d readers", when.Detail(), n))
-			fmt.Fprintf(stdout, "issue %d %s to %d readers; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, n, is.ID)
-			return nil
-		})
+		return issueSendCmd(ctx, fs, args, stdout, run)
 	case "preview":
-		topic := fs.String("topic", "", "as a reader of this topic gets it (default: the issue's first)")
-		format := fs.String("format", "html", "html, text or eml (the whole message as it goes out)")
-		out := fs.String("out", "", "write the preview to this file, only when it succeeds (default: stdout)")
-		id, err := issueID(fs, args)
-		if err != nil {
-			return err
-		}
-		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			is, err := a.store.Issue(ctx, id)
-			if err != nil {
-				return err
-			}
-			r, err := a.issuePreviewer(*format)
-			if err != nil {
-				return err
-			}
-			_, body, err := api.PreviewIssue(ctx, r, is, *topic, *format)
-			if err != nil {
-				return err
-			}
-			if *out != "" {
-				return writeWhole(*out, body)
-			}
-			_, err = stdout.Write(body)
-			return err
-		})
+		return issuePreviewCmd(ctx, fs, args, stdout, run)
 	}
 	return fmt.Errorf("unknown subcommand %q\n%s", sub, issueUsage)
+}
+
+// issueCreateCmd is `issue create`: a draft from a Markdown file.
+func issueCreateCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout io.Writer, run func(func(*app) error) error) error {
+	subject := fs.String("subject", "", "the subject (one line, at most 200 characters)")
+	preheader := fs.String("preheader", "", "the line shown after the subject in the inbox")
+	var topicList multiFlag
+	fs.Var(&topicList, "topic", "a topic of the audience (repeat for more)")
+	pos, err := parseAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("give one Markdown file\n" + issueUsage)
+	}
+	body, err := readBody(pos[0])
+	if err != nil {
+		return err
+	}
+	c := store.IssueContent{Subject: strings.TrimSpace(*subject), Preheader: strings.TrimSpace(*preheader), Body: body, Topics: topicList}
+	return run(func(a *app) error {
+		if err := issues.CheckContent(a.cfg.Topics, c); err != nil {
+			return err
+		}
+		is, err := a.store.CreateIssue(ctx, c, "")
+		if err != nil {
+			return err
+		}
+		a.note(ctx, audit.IssueCreated, "issue:"+strconv.FormatInt(is.ID, 10), is.Slug)
+		fmt.Fprintln(stdout, is.ID)
+		return nil
+	})
+}
+
+// issueSendCmd is `issue send`: now, at a time, or at a local hour.
+func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout io.Writer, run func(func(*app) error) error) error {
+	at := fs.String("at", "", "send at this time (RFC 3339), not now")
+	local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
+	force := fs.Bool("force", false, "send even when the issue would reach 0 readers")
+	confirm := fs.Int64("confirm-audience", -1, "refuse the send unless it reaches exactly this many readers")
+	id, err := issueID(fs, args)
+	if err != nil {
+		return err
+	}
+	return run(func(a *app) error {
+		jobs := tasks.NewDispatcher(a.newClient(), a.store, a.log)
+		defer jobs.Close()
+		is, err := a.store.Issue(ctx, id)
+		if err != nil {
+			return err
+		}
+		opt := issues.SendOptions{Force: *force}
+		if *confirm >= 0 {
+			opt.ConfirmAudience = confirm
+		}
+		when := issues.When{At: *at, LocalTime: *local}
+		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log}
+		is, n, err := svc.Send(ctx, is, when, opt)
+		if err != nil {
+			return err
+		}
+		a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), fmt.Sprintf("%s (command), to %d readers", when.Detail(), n))
+		fmt.Fprintf(stdout, "issue %d %s to %d readers; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, n, is.ID)
+		return nil
+	})
+}
+
+// issuePreviewCmd is `issue preview`: the mail as a reader gets it.
+func issuePreviewCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout io.Writer, run func(func(*app) error) error) error {
+	topic := fs.String("topic", "", "as a reader of this topic gets it (default: the issue's first)")
+	format := fs.String("format", "html", "html, text or eml (the whole message as it goes out)")
+	out := fs.String("out", "", "write the preview to this file, only when it succeeds (default: stdout)")
+	id, err := issueID(fs, args)
+	if err != nil {
+		return err
+	}
+	return run(func(a *app) error {
+		is, err := a.store.Issue(ctx, id)
+		if err != nil {
+			return err
+		}
+		r, err := a.issuePreviewer(*format)
+		if err != nil {
+			return err
+		}
+		_, body, err := api.PreviewIssue(ctx, r, is, *topic, *format)
+		if err != nil {
+			return err
+		}
+		if *out != "" {
+			return writeWhole(*out, body)
+		}
+		_, err = stdout.Write(body)
+		return err
+	})
 }
 
 // withApp runs fn on the service's Redis. The embedded Redis would be a
