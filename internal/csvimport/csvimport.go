@@ -204,60 +204,7 @@ func CountLines(r io.Reader) (int64, error) {
 // ErrIncomplete: the file's line count does not match the lines read.
 // The rows before it are stored.
 func (im *Importer) Run(ctx context.Context, r io.Reader, lines int64, from Progress) (Progress, error) {
-	now := im.Now
-	if now == nil {
-		now = time.Now
-	}
-	set := im.Topics
-	if set == nil {
-		set = topics.Default(0)
-	}
-	batch := im.Batch
-	if batch <= 0 {
-		batch = Batch
-	}
-	p := from.clone()
-	im.update(&p)
-	zones := map[string]bool{}
-	var reqs []store.SubscribeRequest
-	var reqLines []int64
-	var jobs []tasks.Job
-	// The columns by position, or by the header row's names.
-	col := map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}
-	field := func(rec []string, name string) string {
-		if i, ok := col[name]; ok && i < len(rec) {
-			return strings.TrimSpace(rec[i])
-		}
-		return ""
-	}
-	reject := func(line int64, reason string) {
-		if len(p.Rejected) < MaxListedRejects {
-			p.Rejected = append(p.Rejected, Rejection{Line: line, Reason: reason})
-		} else {
-			p.RejectedMore++
-		}
-	}
-	// flush stores the batch and saves the checkpoint: after it, every
-	// line up to p.Line is accounted for.
-	sinceCheckpoint := 0
-	flush := func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := im.flush(ctx, &p, reqs, reqLines, jobs); err != nil {
-			return err
-		}
-		reqs, reqLines, jobs = reqs[:0], reqLines[:0], jobs[:0]
-		sinceCheckpoint = 0
-		im.update(&p)
-		if err := p.check(); err != nil {
-			return err
-		}
-		if im.Checkpoint != nil {
-			return im.Checkpoint(ctx, p.clone())
-		}
-		return nil
-	}
+	ir := im.newRun(from)
 	lr := newLineReader(r)
 	var line int64
 	for {
@@ -266,73 +213,153 @@ func (im *Importer) Run(ctx context.Context, r io.Reader, lines int64, from Prog
 			break
 		}
 		if err != nil {
-			return p, fmt.Errorf("read line %d: %w", line+1, err)
+			return ir.p, fmt.Errorf("read line %d: %w", line+1, err)
 		}
 		line++
-		if line == 1 {
-			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a spreadsheet's byte order mark
-		}
-		var rec []string
-		reason := ""
-		switch {
-		case tooLong:
-			reason = fmt.Sprintf("line longer than %d KiB", MaxLine>>10)
-		case len(bytes.TrimSpace(text)) == 0:
-		default:
-			rec, reason = parseLine(text)
-		}
-		// The header row is read again on a resume: the columns come
-		// from it.
-		if line == 1 && reason == "" && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
-			col = map[string]int{}
-			for i, h := range rec {
-				col[strings.ToLower(strings.TrimSpace(h))] = i
-			}
-			if line > p.Line {
-				p.Header, p.Line = 1, line
-			}
-			continue
-		}
-		if line <= p.Line {
-			continue // accounted for before the checkpoint
-		}
-		p.Line = line
-		sinceCheckpoint++
-		switch {
-		case !tooLong && rec == nil && reason == "":
-			p.Blank++
-		case reason != "":
-			p.Read++
-			reject(line, reason)
-		default:
-			p.Read++
-			req, why := im.row(rec, field, set, zones)
-			if why != "" {
-				reject(line, why)
-				break
-			}
-			if im.Pending {
-				job := tasks.NewConfirm(req.Email, now())
-				req.Outbox = job.Outbox()
-				jobs = append(jobs, job)
-			}
-			reqs, reqLines = append(reqs, req), append(reqLines, line)
-		}
-		if len(reqs) == batch || sinceCheckpoint >= batch {
-			if err := flush(); err != nil {
-				return p, err
-			}
-		} else {
-			im.update(&p)
+		if err := ir.take(ctx, line, text, tooLong); err != nil {
+			return ir.p, err
 		}
 	}
-	if err := flush(); err != nil {
-		return p, err
+	if err := ir.flush(ctx); err != nil {
+		return ir.p, err
 	}
-	if p.Line != lines {
-		return p, fmt.Errorf("%w: the file has %d lines, %d were read", ErrIncomplete, lines, p.Line)
+	if ir.p.Line != lines {
+		return ir.p, fmt.Errorf("%w: the file has %d lines, %d were read", ErrIncomplete, lines, ir.p.Line)
 	}
-	return p, nil
+	return ir.p, nil
+}
+
+// importRun is one Run: the counters, the columns and the batch not yet
+// stored.
+type importRun struct {
+	im    *Importer
+	now   func() time.Time
+	set   *topics.Set
+	batch int
+	p     Progress
+	zones map[string]bool
+	// col is the columns by position, or by the header row's names.
+	col      map[string]int
+	reqs     []store.SubscribeRequest
+	reqLines []int64
+	jobs     []tasks.Job
+	// sinceCheckpoint is the lines read since the last checkpoint.
+	sinceCheckpoint int
+}
+
+func (im *Importer) newRun(from Progress) *importRun {
+	ir := &importRun{im: im, now: im.Now, set: im.Topics, batch: im.Batch, p: from.clone(), zones: map[string]bool{},
+		col: map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}}
+	if ir.now == nil {
+		ir.now = time.Now
+	}
+	if ir.set == nil {
+		ir.set = topics.Default(0)
+	}
+	if ir.batch <= 0 {
+		ir.batch = Batch
+	}
+	im.update(&ir.p)
+	return ir
+}
+
+// take reads line number line, stores the batch when it is full.
+func (ir *importRun) take(ctx context.Context, line int64, text []byte, tooLong bool) error {
+	if line == 1 {
+		text = bytes.TrimPrefix(text, []byte("\ufeff")) // a spreadsheet's byte order mark
+	}
+	var rec []string
+	reason := ""
+	switch {
+	case tooLong:
+		reason = fmt.Sprintf("line longer than %d KiB", MaxLine>>10)
+	case len(bytes.TrimSpace(text)) == 0:
+	default:
+		rec, reason = parseLine(text)
+	}
+	// The header row is read again on a resume: the columns come from it.
+	if line == 1 && reason == "" && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
+		ir.col = map[string]int{}
+		for i, h := range rec {
+			ir.col[strings.ToLower(strings.TrimSpace(h))] = i
+		}
+		if line > ir.p.Line {
+			ir.p.Header, ir.p.Line = 1, line
+		}
+		return nil
+	}
+	if line <= ir.p.Line {
+		return nil // accounted for before the checkpoint
+	}
+	ir.p.Line = line
+	ir.sinceCheckpoint++
+	switch {
+	case !tooLong && rec == nil && reason == "":
+		ir.p.Blank++
+	case reason != "":
+		ir.p.Read++
+		ir.reject(line, reason)
+	default:
+		ir.p.Read++
+		ir.add(line, rec)
+	}
+	if len(ir.reqs) == ir.batch || ir.sinceCheckpoint >= ir.batch {
+		return ir.flush(ctx)
+	}
+	ir.im.update(&ir.p)
+	return nil
+}
+
+// add takes one row to the batch, or rejects it with its reason.
+func (ir *importRun) add(line int64, rec []string) {
+	req, why := ir.im.row(rec, ir.field, ir.set, ir.zones)
+	if why != "" {
+		ir.reject(line, why)
+		return
+	}
+	if ir.im.Pending {
+		job := tasks.NewConfirm(req.Email, ir.now())
+		req.Outbox = job.Outbox()
+		ir.jobs = append(ir.jobs, job)
+	}
+	ir.reqs, ir.reqLines = append(ir.reqs, req), append(ir.reqLines, line)
+}
+
+// field is the named column of rec, trimmed; "" where it has none.
+func (ir *importRun) field(rec []string, name string) string {
+	if i, ok := ir.col[name]; ok && i < len(rec) {
+		return strings.TrimSpace(rec[i])
+	}
+	return ""
+}
+
+func (ir *importRun) reject(line int64, reason string) {
+	if len(ir.p.Rejected) < MaxListedRejects {
+		ir.p.Rejected = append(ir.p.Rejected, Rejection{Line: line, Reason: reason})
+	} else {
+		ir.p.RejectedMore++
+	}
+}
+
+// flush stores the batch and saves the checkpoint: after it, every line
+// up to p.Line is accounted for.
+func (ir *importRun) flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ir.im.flush(ctx, &ir.p, ir.reqs, ir.reqLines, ir.jobs); err != nil {
+		return err
+	}
+	ir.reqs, ir.reqLines, ir.jobs = ir.reqs[:0], ir.reqLines[:0], ir.jobs[:0]
+	ir.sinceCheckpoint = 0
+	ir.im.update(&ir.p)
+	if err := ir.p.check(); err != nil {
+		return err
+	}
+	if ir.im.Checkpoint != nil {
+		return ir.im.Checkpoint(ctx, ir.p.clone())
+	}
+	return nil
 }
 
 // parseLine reads one line as one CSV record, or says why it cannot.
