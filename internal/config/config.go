@@ -235,6 +235,20 @@ func Load(getenv func(string) string) (*Config, error) {
 		getenv = os.Getenv
 	}
 	p := parser{getenv: getenv}
+	c := p.read()
+	p.providers(c)
+	p.listeners(c)
+	p.identity(c)
+	p.templates(c)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+// read reads every variable with its default; the checks across
+// variables come after it.
+func (p *parser) read() *Config {
 	c := &Config{
 		Addr:               p.str("NEWSLETTER_ADDR", ""),
 		MetricsAddr:        p.str("NEWSLETTER_METRICS_ADDR", ""),
@@ -301,6 +315,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	if lerr != nil {
 		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_LANES: %w", lerr))
 	}
+	return c
+}
+
+// providers checks the bounce address and the providers' keys.
+func (p *parser) providers(c *Config) {
 	for _, arn := range strings.Split(p.str("NEWSLETTER_SES_TOPIC_ARNS", ""), ",") {
 		if arn = strings.TrimSpace(arn); arn != "" {
 			p.check("NEWSLETTER_SES_TOPIC_ARNS", strings.HasPrefix(arn, "arn:aws:sns:") || strings.HasPrefix(arn, "arn:aws-cn:sns:"), "comma-separated SNS topic ARNs (arn:aws:sns:region:account:topic)")
@@ -318,6 +337,10 @@ func Load(getenv func(string) string) (*Config, error) {
 		_, err := feedback.ParseSendGridKey(c.SendGridPublicKey)
 		p.check("NEWSLETTER_SENDGRID_PUBLIC_KEY", err == nil, "the verification key SendGrid shows (base64 DER of an ECDSA public key)")
 	}
+}
+
+// listeners checks the addresses the service listens on and connects to.
+func (p *parser) listeners(c *Config) {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 		if c.Embedded() {
@@ -343,6 +366,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		p.check("NEWSLETTER_SMTP_URL", err == nil, "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
 		c.SMTP = &srv
 	}
+}
+
+// identity checks who the service is (From, the base URL, HELO, DKIM),
+// its secrets and who may do what.
+func (p *parser) identity(c *Config) {
 	from, fromErr := mail.ParseAddress(c.From)
 	p.check("NEWSLETTER_FROM", fromErr == nil, `an address such as "Newsletter <news@example.com>"`)
 	u, err := url.Parse(c.BaseURL)
@@ -381,6 +409,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	if fromErr == nil {
 		p.dkim(c, address.Domain(from.Address))
 	}
+}
+
+// templates loads the topics file and checks the templates its steps
+// name.
+func (p *parser) templates(c *Config) {
 	var terr error
 	if c.Topics, terr = topics.Load(c.TopicsFile, c.WelcomeDelay); terr != nil {
 		p.errs = append(p.errs, terr) // one line per mistake, each naming the variable
@@ -389,10 +422,6 @@ func Load(getenv func(string) string) (*Config, error) {
 		// renders them: a step without one is found at start-up.
 		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR / NEWSLETTER_TOPICS_FILE: %w", err))
 	}
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
-	}
-	return c, nil
 }
 
 // sesRegion is the form of an AWS region name: us-east-1, eu-central-2,
