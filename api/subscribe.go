@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -36,38 +37,19 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		s.accepted(w, r, "", !s.cfg.DoubleOptIn)
 		return
 	}
-	email, err := address.Normalize(in.get("email"))
-	if err != nil {
-		s.refuseSignup(w, r, in, "please enter a valid e-mail address")
+	req, ok := s.signupRequest(w, r, in)
+	if !ok {
 		return
 	}
-	name, tz, err := profile(in)
-	if err != nil {
-		s.refuseSignup(w, r, in, err.Error())
-		return
-	}
-	chosen, err := s.chosenTopics(in)
-	if err != nil {
-		s.refuseSignup(w, r, in, err.Error())
-		return
-	}
-
+	email := req.Email
 	now := s.deps.Now()
 	confirmation := tasks.NewConfirm(email, now)
 	job := confirmation
 	if !s.cfg.DoubleOptIn {
 		job = s.firstStep(email, now)
 	}
+	req.Outbox = job.Outbox()
 	ctx := r.Context()
-	// The consent's source: the signup form, or a program posting JSON.
-	source := store.SourceForm
-	if wantsJSON(r) {
-		source = store.SourceAPI
-	}
-	req := store.SubscribeRequest{
-		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn, Outbox: job.Outbox(),
-		Hold: s.cfg.ConfirmHold, Topics: chosen, Source: source,
-	}
 	sub, err := s.deps.Store.Subscribe(ctx, req)
 	if errors.Is(err, store.ErrSuppressed) && req.Activate {
 		// The address bounced or complained: a signup never lifts that,
@@ -99,6 +81,46 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not confirm your subscription was saved; subscribing again is safe")
 		return
 	}
+	s.dispatchSignup(ctx, job)
+	if req.Activate && sub.Status == store.Active {
+		// Without double opt-in the signup is the confirmation.
+		s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, ""))
+	}
+	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
+}
+
+// signupRequest is the signup form checked, as the store takes it (the
+// outbox is the caller's); a form it refuses is answered here.
+func (s *Server) signupRequest(w http.ResponseWriter, r *http.Request, in input) (store.SubscribeRequest, bool) {
+	email, err := address.Normalize(in.get("email"))
+	if err != nil {
+		s.refuseSignup(w, r, in, "please enter a valid e-mail address")
+		return store.SubscribeRequest{}, false
+	}
+	name, tz, err := profile(in)
+	if err != nil {
+		s.refuseSignup(w, r, in, err.Error())
+		return store.SubscribeRequest{}, false
+	}
+	chosen, err := s.chosenTopics(in)
+	if err != nil {
+		s.refuseSignup(w, r, in, err.Error())
+		return store.SubscribeRequest{}, false
+	}
+	// The consent's source: the signup form, or a program posting JSON.
+	source := store.SourceForm
+	if wantsJSON(r) {
+		source = store.SourceAPI
+	}
+	return store.SubscribeRequest{
+		Email: email, Name: name, Timezone: tz, Activate: !s.cfg.DoubleOptIn,
+		Hold: s.cfg.ConfirmHold, Topics: chosen, Source: source,
+	}, true
+}
+
+// dispatchSignup enqueues the signup's first mail; one that fails is the
+// relay's to send from the outbox.
+func (s *Server) dispatchSignup(ctx context.Context, job tasks.Job) {
 	dup, err := s.deps.Jobs.Dispatch(ctx, job)
 	switch {
 	case err != nil:
@@ -106,11 +128,6 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	case dup:
 		s.deps.Log.Info("subscribe: task already queued", "task", job.ID)
 	}
-	if req.Activate && sub.Status == store.Active {
-		// Without double opt-in the signup is the confirmation.
-		s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, ""))
-	}
-	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
 }
 
 // accepted is the 202 of a signup, the same whatever happened behind it.
