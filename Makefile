@@ -45,31 +45,31 @@ fuzz: ## a longer fuzz run of address normalisation
 bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
-	$(GO) run ./internal/bench/subscribe
+	$(GO) run ./bench/subscribe
 
 clean:
 	rm -rf bin
 
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
-	$(GO) run ./internal/bench/send
+	$(GO) run ./bench/send
 
 bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 from the API role alone (cached pages), next to /healthz (needs a Redis, default 127.0.0.1:6379 db 15)
-	$(GO) run ./internal/bench/archive
+	$(GO) run ./bench/archive
 
 bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 15)
-	N=$(FANOUT_N) $(GO) run ./internal/bench/fanout
+	N=$(FANOUT_N) $(GO) run ./bench/fanout
 
 bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy and beside a hung push service, alternated: the e-mail lane's time in each (ISOLATION_ROUNDS, default 3)
 	ROUNDS=$(ISOLATION_ROUNDS) $(GO) test -run='^$$' -bench=LaneIsolation -benchtime=1x -count=1 ./cmd/newsletter
 
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
-	$(GO) run ./internal/bench/push
+	$(GO) run ./bench/push
 
 bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed)
-	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./internal/bench/digest
+	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./bench/digest
 
 bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest topic of N subscribers (default 1000000) through bench-digest's harness, beside a 20-item digest in the same run: mails/s, worker and Redis CPU per mail, and how often the Markdown was rendered
-	N=$(or $(N),1000000) ITEMS=20 UPDATES_ONLY=$(UPDATES_ONLY) ISSUE=1 $(GO) run ./internal/bench/digest
+	N=$(or $(N),1000000) ITEMS=20 UPDATES_ONLY=$(UPDATES_ONLY) ISSUE=1 $(GO) run ./bench/digest
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

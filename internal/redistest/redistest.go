@@ -24,7 +24,7 @@ const EnvURL = "NEWSLETTER_TEST_REDIS_URL"
 
 // DB numbers reserved per package. Each package that talks to Redis takes
 // one, so packages tested in parallel never see each other's keys. The
-// benchmarks use db 15 (internal/bench), above every number here.
+// benchmarks use db 15 (bench), above every number here.
 const (
 	DBStore = 1 + iota
 	DBTasks

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/bench"
+	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/mailer"
 )
 

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/bench"
+	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/pushtest"

@@ -50,7 +50,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/bench"
+	"github.com/newsletter/newsletter/bench"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/bench"
+	"github.com/newsletter/newsletter/bench"
 )
 
 func main() {

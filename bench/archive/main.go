@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/bench"
+	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/store"
 )
 

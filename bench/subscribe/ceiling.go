@@ -12,8 +12,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/internal/autopipe"
-	"github.com/newsletter/newsletter/internal/bench"
 )
 
 // enqueueOnly serves POST /subscribe as the thinnest API that still enqueues
