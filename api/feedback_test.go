@@ -19,7 +19,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/logtest"
+	"github.com/newsletter/newsletter/internal/testkit/logtest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

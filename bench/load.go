@@ -72,9 +72,10 @@ func Load(workers int, d time.Duration, op func(n int64) error) Result {
 
 // RedisURL is the benchmark's Redis: NEWSLETTER_BENCH_REDIS_URL, or the
 // local server on db 15. The tests' databases count up from 1
-// (internal/redistest) and each test empties its own, so a benchmark on
-// one of them loses its data to a test run beside it: db 7 did, and a
-// million-reader bench-issue waited for mails that were flushed away.
+// (internal/testkit/redistest) and each test empties its own, so a
+// benchmark on one of them loses its data to a test run beside it: db 7
+// did, and a million-reader bench-issue waited for mails that were flushed
+// away.
 func RedisURL() string {
 	if u := os.Getenv("NEWSLETTER_BENCH_REDIS_URL"); u != "" {
 		return u

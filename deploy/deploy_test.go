@@ -26,7 +26,7 @@ import (
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // receivedTo is the To header of a message as received: its field

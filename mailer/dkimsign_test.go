@@ -13,7 +13,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // msgauthBodyHash is go-msgauth's relaxed body hash of body: the bh= of a

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // A mail names no software: a library's banner (X-Mailer, User-Agent)

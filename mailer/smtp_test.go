@@ -11,7 +11,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 func newTestSMTP(t *testing.T, srv *smtptest.Server, pool int) *SMTP {

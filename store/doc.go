@@ -8,8 +8,8 @@
 // browsers for web push); Store is all of them. Redis implements it (every
 // state change one Lua script, scripts.go; the key layout in keys.go) and
 // passes the contract suite (store/storetest). It is the one store: tests
-// run on it over Redis or miniredis, with internal/redisfault to take Redis
-// away.
+// run on it over Redis or miniredis, with internal/testkit/redisfault to
+// take Redis away.
 //
 // # Delivery marks and the one duplicate window
 //

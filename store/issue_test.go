@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 // TestDigestIssueSlug: a digest issue's slug is a slug the archive serves

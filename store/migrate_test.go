@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 // testdata/v1-layout.json was written by the store of layout 1 (commit

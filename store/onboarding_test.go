@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 // The onboarding index holds who had the sequence's first step scheduled:

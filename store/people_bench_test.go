@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/storetest"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 // TestBatchClaimsWithColdScriptCache: concurrent pipelines right after the

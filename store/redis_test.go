@@ -3,7 +3,7 @@ package store_test
 import (
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/storetest"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
 )
 
 func TestUnavailable(t *testing.T) {

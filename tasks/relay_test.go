@@ -10,7 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/redisfault"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redisfault"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 )

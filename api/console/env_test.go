@@ -23,7 +23,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

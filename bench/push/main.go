@@ -32,7 +32,7 @@ import (
 	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 )
 
 // childEnv carries a sender's job to a child process.

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 func runCheck(t *testing.T, env map[string]string) (int, string, string) {

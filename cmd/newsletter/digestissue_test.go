@@ -13,8 +13,8 @@ import (
 	"github.com/mmcdole/gofeed"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

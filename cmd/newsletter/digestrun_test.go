@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/tasks"
 )
 

@@ -22,8 +22,8 @@ import (
 	"github.com/emersion/go-msgauth/dkim"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // writeKey writes key as a PKCS #8 PEM file and returns its path and the

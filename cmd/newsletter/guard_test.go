@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/config"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 // TestRightTokenAfterTenWrongOnes: a neighbour behind the same address

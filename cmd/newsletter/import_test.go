@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

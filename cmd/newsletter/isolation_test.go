@@ -21,9 +21,9 @@ import (
 
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

@@ -16,9 +16,9 @@ import (
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/sestest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/sestest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // awsTestCredentials puts the SES stand-in's key into the environment,

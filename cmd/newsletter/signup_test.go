@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/redistest"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 )
 

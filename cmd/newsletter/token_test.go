@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 )
 
 // `newsletter vapid generate` prints exactly the two lines of an env file,

@@ -30,8 +30,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/nettest"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 var testTags = NewTagger([]byte("0123456789abcdef"))

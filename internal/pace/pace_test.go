@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
 func TestDomainThrottle(t *testing.T) {

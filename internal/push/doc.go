@@ -11,7 +11,7 @@
 // expiry option, signs a fresh JWT for every message, pads every message to
 // 4 KB and pulls in a JWT module for one ES256 signature. What the RFCs ask
 // is small; the tests hold it to RFC 8291's worked example, and the test
-// push service (internal/pushtest) decrypts every message with the
+// push service (internal/testkit/pushtest) decrypts every message with the
 // browser's keys by code of its own.
 //
 // The answers of a push service map onto what a caller does next: 404 and

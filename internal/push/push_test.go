@@ -13,7 +13,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 )
 
 func b64(t *testing.T, s string) []byte {

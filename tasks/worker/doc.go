@@ -16,7 +16,7 @@
 //   - EventSender and Aggregator: a person's events bundled into one mail.
 //
 // Handlers depend on small interfaces of the store and the mailer. Their
-// tests run on store.Redis over Redis or miniredis (internal/redisfault
-// takes Redis away for the outage tests), and the delivery paths over real
-// SMTP.
+// tests run on store.Redis over Redis or miniredis
+// (internal/testkit/redisfault takes Redis away for the outage tests), and
+// the delivery paths over real SMTP.
 package worker

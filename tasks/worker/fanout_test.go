@@ -12,7 +12,7 @@ import (
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/pushtest"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/nettest"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

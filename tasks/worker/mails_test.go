@@ -17,8 +17,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/redisfault"
-	"github.com/newsletter/newsletter/internal/redistest"
+	"github.com/newsletter/newsletter/internal/testkit/redisfault"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/logtest"
+	"github.com/newsletter/newsletter/internal/testkit/logtest"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/feedback"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 )

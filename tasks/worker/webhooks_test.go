@@ -18,9 +18,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/nettest"
 	"github.com/newsletter/newsletter/internal/poll"
-	"github.com/newsletter/newsletter/internal/smtptest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/nettest"
 )
 
 // The address refuses connections, and its port stays held: nothing else
