@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 

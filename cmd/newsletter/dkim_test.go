@@ -21,7 +21,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )

@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // TestHungRedisAnswersInTime freezes Redis with SIGSTOP (it keeps its

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/testkit/logtest"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // waitExit waits for a started command to end and returns how it ended.

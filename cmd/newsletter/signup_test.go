@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"

@@ -18,8 +18,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/poll"
 	"github.com/newsletter/newsletter/internal/testkit/nettest"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webhook"

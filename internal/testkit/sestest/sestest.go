@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/poll"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // The credentials a client must sign with.
