@@ -89,7 +89,7 @@ func (b neverEnding) Read(p []byte) (int, error) {
 // 100 Continue, and a chunked body over the cap with 413 too.
 func TestBodyOverCapIs413BeforeContinue(t *testing.T) {
 	e := newEnvWith(t, Config{AdminToken: feedbackAdmin, VAPIDPublicKey: "BKey"}, func(d *Deps) {
-		d.Webhooks = map[string]feedback.Webhook{"postmark": &feedback.Postmark{Token: "postmark-token-0123456789"}}
+		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: "postmark-token-0123456789"}}
 	})
 	addr := e.srv.Listener.Addr().String()
 	const big = 2 << 20

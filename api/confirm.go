@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/internal/token"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // confirmPage handles GET (and HEAD) /confirm?token=: a page whose button

@@ -24,19 +24,20 @@ const maxWebhookBody = 1 << 20
 // feedbackRoutes mounts each configured provider's webhook, the generic
 // one (admin token) and the suppression list.
 func (s *Server) feedbackRoutes() {
-	for name, wh := range s.deps.Webhooks {
-		s.mux.HandleFunc("POST /webhooks/"+name, s.webhook(name, wh))
+	for name, wh := range s.deps.ProviderWebhooks {
+		s.mux.HandleFunc("POST /webhooks/"+name, s.providerWebhook(name, wh))
 	}
-	s.mux.Handle("POST /webhooks/bounce", s.Admin(s.webhook("api", genericWebhook{})))
+	s.mux.Handle("POST /webhooks/bounce", s.Admin(s.providerWebhook("api", genericWebhook{})))
 	s.mux.Handle("GET /api/suppressions", s.Viewer(http.HandlerFunc(s.listSuppressions)))
 	s.mux.Handle("DELETE /api/suppressions/{email}", s.Admin(http.HandlerFunc(s.liftSuppression)))
 }
 
-// webhook verifies a provider's request and enqueues one feedback task per
-// event; the worker applies them, so the provider gets its answer at once.
-// Unverified: 401 and nothing queued. The queue down: 503, and the
-// provider delivers again later.
-func (s *Server) webhook(source string, wh feedback.Webhook) http.HandlerFunc {
+// providerWebhook verifies a provider's request (bounces and complaints
+// coming in) and enqueues one feedback task per event; the worker applies
+// them, so the provider gets its answer at once. Unverified: 401 and
+// nothing queued. The queue down: 503, and the provider delivers again
+// later.
+func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := httpbody.Limit(w, r, maxWebhookBody)
 		var body []byte

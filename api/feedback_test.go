@@ -68,7 +68,7 @@ func (e *env) queuedFeedback(t *testing.T) []tasks.FeedbackPayload {
 func TestWebhooksQueueVerifiedEventsOnly(t *testing.T) {
 	key := []byte("mailgun-signing-key")
 	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
-		d.Webhooks = map[string]feedback.Webhook{"mailgun": &feedback.Mailgun{SigningKey: key}}
+		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key}}
 	})
 	mailgun := func(key []byte) string {
 		ts := fmt.Sprint(time.Now().Unix())
@@ -136,7 +136,7 @@ func TestMailgunReplayRefused(t *testing.T) {
 	key := []byte("mailgun-signing-key")
 	seen := &nonces{used: map[string]string{}}
 	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
-		d.Webhooks = map[string]feedback.Webhook{"mailgun": &feedback.Mailgun{SigningKey: key, Nonces: seen}}
+		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key, Nonces: seen}}
 	})
 	ts := fmt.Sprint(time.Now().Unix())
 	mac := hmac.New(sha256.New, key)
@@ -216,7 +216,7 @@ func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 	const secret = "postmark-token-0123456789"
 	var holds []time.Duration
 	e := newEnvWith(t, Config{}, func(d *Deps) {
-		d.Webhooks = map[string]feedback.Webhook{"postmark": &feedback.Postmark{Token: secret}}
+		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: secret}}
 		d.Guard = adminauth.New("", func(*http.Request) string { return "client" }, nil).
 			WithHold(func(d time.Duration) { holds = append(holds, d) })
 	})
@@ -254,7 +254,7 @@ func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 func TestWebhookLogsClipClientValues(t *testing.T) {
 	var logs logtest.Buffer
 	e := newEnvWith(t, Config{}, func(d *Deps) {
-		d.Webhooks = map[string]feedback.Webhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}
+		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}
 		d.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	topic := "arn:aws:sns:" + strings.Repeat("x", 900<<10)

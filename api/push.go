@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -125,10 +125,10 @@ type Deps struct {
 	// Tokens are the stored tokens a Guard made here accepts (nil: only
 	// Config.AdminToken).
 	Tokens adminauth.TokenStore
-	// Webhooks are the providers' bounce and complaint webhooks by name
-	// (ses, sendgrid, mailgun, postmark), each at POST /webhooks/<name>;
-	// one not configured has no route.
-	Webhooks map[string]feedback.Webhook
+	// ProviderWebhooks are the providers' bounce and complaint webhooks
+	// (coming in) by name (ses, sendgrid, mailgun, postmark), each at POST
+	// /webhooks/<name>; one not configured has no route.
+	ProviderWebhooks map[string]feedback.ProviderWebhook
 	// Notify queues the webhook events of the changes the API makes
 	// (confirmed, unsubscribed); nil queues none.
 	Notify *tasks.WebhookNotifier

@@ -11,8 +11,8 @@ import (
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // The outgoing webhook endpoints (admin): register, list, remove, enable.

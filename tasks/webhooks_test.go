@@ -14,8 +14,8 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // queued records what is enqueued.

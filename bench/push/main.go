@@ -31,8 +31,8 @@ import (
 
 	"github.com/newsletter/newsletter/bench"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
+	"github.com/newsletter/newsletter/push"
 )
 
 // childEnv carries a sender's job to a child process.

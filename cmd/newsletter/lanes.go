@@ -10,8 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
-	"github.com/newsletter/newsletter/internal/webhook"
+	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/webhook"
 
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/tasks"

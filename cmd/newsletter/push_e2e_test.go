@@ -14,12 +14,12 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 

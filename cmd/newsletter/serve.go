@@ -30,12 +30,12 @@ import (
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/schedule"
 	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // roles selects what a process runs.
@@ -248,7 +248,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	}, api.Deps{
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
-		Webhooks: webhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
+		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
 		Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 	}.WithIssues(apiStore, render))
@@ -483,9 +483,11 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	}
 }
 
-// webhooks are the providers' webhooks that are configured.
-func webhooks(a *app) map[string]feedback.Webhook {
-	w := map[string]feedback.Webhook{}
+// providerWebhooks are the providers' bounce and complaint webhooks that
+// are configured (coming in; the webhooks this service sends are
+// package webhook's).
+func providerWebhooks(a *app) map[string]feedback.ProviderWebhook {
+	w := map[string]feedback.ProviderWebhook{}
 	if len(a.cfg.SESTopicARNs) > 0 {
 		w["ses"] = &feedback.SES{TopicARNs: a.cfg.SESTopicARNs, Tags: a.tags, Log: a.log}
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/newsletter/newsletter/internal/config"
-	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/push"
 )
 
 // vapidCmd is `newsletter vapid generate`: a new VAPID key pair for web

@@ -10,8 +10,8 @@ import (
 
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
+	"github.com/newsletter/newsletter/push"
 )
 
 // `newsletter vapid generate` prints exactly the two lines of an env file,

@@ -10,10 +10,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // FeedbackRecorder applies bounce and complaint reports, whatever their

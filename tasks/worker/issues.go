@@ -15,10 +15,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // DefaultIssueCheckInterval is how often a running batch looks at its

@@ -8,7 +8,7 @@
 // connections and never answer.
 //
 // The decryption and the JWT check are written here from RFC 8291, RFC
-// 8188 and RFC 8292, sharing no code with internal/push.
+// 8188 and RFC 8292, sharing no code with package push.
 package pushtest
 
 import (
@@ -36,7 +36,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/push"
 )
 
 // Message is one message the service took: decrypted, its headers read.

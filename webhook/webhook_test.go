@@ -16,8 +16,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/webhook"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // The official Standard Webhooks library (libraries/go of the

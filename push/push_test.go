@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/push"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
+	"github.com/newsletter/newsletter/push"
 )
 
 func b64(t *testing.T, s string) []byte {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/newsletter/newsletter/internal/push"
+	"github.com/newsletter/newsletter/push"
 )
 
 // A point on P-256 (RFC 8291's browser key) and a valid secret.

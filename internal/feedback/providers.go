@@ -35,8 +35,10 @@ import (
 // from a source not configured: answer 401 and apply nothing.
 var ErrUnauthorized = errors.New("webhook request not verified")
 
-// A Webhook verifies one provider's request and reads its events.
-type Webhook interface {
+// A ProviderWebhook verifies one provider's request (its bounce and
+// complaint events, coming in) and reads its events. Not to be confused
+// with package webhook, the events this service sends out.
+type ProviderWebhook interface {
 	// Events verifies r (whose body is body) and returns its reports. An
 	// ErrUnauthorized error means 401; any other error a request that
 	// verified but could not be read (400).
@@ -150,7 +152,7 @@ func (m *snsMessage) stringToSign() string {
 	return b.String()
 }
 
-// Events implements Webhook.
+// Events implements ProviderWebhook.
 func (s *SES) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
 	var m snsMessage
 	if err := json.Unmarshal(body, &m); err != nil || m.Type == "" || m.Signature == "" {
@@ -432,7 +434,7 @@ const (
 	SendGridTimestampHeader = "X-Twilio-Email-Event-Webhook-Timestamp"
 )
 
-// Events implements Webhook.
+// Events implements ProviderWebhook.
 func (s *SendGrid) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
 	ts := r.Header.Get(SendGridTimestampHeader)
 	sig, err := base64.StdEncoding.DecodeString(r.Header.Get(SendGridSignatureHeader))
@@ -502,7 +504,7 @@ type Mailgun struct {
 	Now    func() time.Time
 }
 
-// Events implements Webhook.
+// Events implements ProviderWebhook.
 func (m *Mailgun) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
 	var b struct {
 		Signature struct {
@@ -577,7 +579,7 @@ type Postmark struct {
 	Tags  *Tagger
 }
 
-// Events implements Webhook.
+// Events implements ProviderWebhook.
 func (p *Postmark) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
 	user, pass, ok := r.BasicAuth()
 	if !ok || subtle.ConstantTimeCompare([]byte(user+"\x00"+pass), []byte("postmark\x00"+p.Token)) != 1 {
