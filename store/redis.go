@@ -16,7 +16,8 @@ import (
 )
 
 // Redis is the Store on a Redis server (or miniredis). Every state change is
-// one Lua script (scripts.go); the keys are laid out in keys.go.
+// one Lua script (scripts.go, or beside its part: redis_issue.go, push.go,
+// tokens.go, webhooks.go); the keys are laid out in keys.go.
 type Redis struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
