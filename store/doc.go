@@ -6,9 +6,8 @@
 // Subscribers (the list and its state changes), Outbox, Marks (delivery
 // marks), Digests, Suppressions and PushSubscriptions (each subscriber's
 // browsers for web push); Store is all of them. Redis implements it (every
-// state change one Lua script, in scripts.go or beside its part:
-// redis_issue.go, push.go, tokens.go, webhooks.go; the key layout in
-// keys.go) and passes the contract suite (store/storetest). It is the one
+// state change one Lua script, above the method that runs it; the
+// preludes they share in scripts.go; the key layout in keys.go) and passes the contract suite (store/storetest). It is the one
 // store: tests run on it over Redis or miniredis, with
 // internal/testkit/redisfault to take Redis away.
 //

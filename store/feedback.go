@@ -95,6 +95,95 @@ type Suppressions interface {
 	LiftSuppression(ctx context.Context, email string) (Subscriber, error)
 }
 
+// feedbackScript applies one bounce or complaint report to a subscriber,
+// once: hard bounce → bounced; soft bounce → counted, bounced at the limit
+// within the window; complaint → complained (which nothing overrides).
+//
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyLatestRun   period of the latest digest run
+//	ARGV[1]  email, or "" (then ARGV[2])
+//	ARGV[2]  subscriber id, or "" (then ARGV[1]); both: they must agree
+//	ARGV[3]  'hard', 'soft' or 'complaint'
+//	ARGV[4]  now, unix ms
+//	ARGV[5]  now, unix ms base 36 (the record's ended field)
+//	ARGV[6]  report id ("" : not deduplicated)
+//	ARGV[7]  soft bounces that make a bounce
+//	ARGV[8]  soft-bounce window, ms
+//	ARGV[9]  "1": count it against the latest digest run
+//	ARGV[10] every topic id, comma-separated
+//	ARGV[11] the issue the mail was, or "": count it against that issue
+//	KEYS[3]  today's counters (prefixDay)
+//
+// Keeps the report in the person's history (logfeedback) and counts the
+// day's bounce or complaint when the status changes. Writes the seen key of the report (30 days), the soft-bounce zset, the
+// status, ended, the suppression lists, the active bit, a cancelled
+// reconfirmation (cancelreconfirm), the topics (an ended subscription has
+// none, as after endScript), and the run's or the issue's bounces or
+// complaints counter (an issue that no longer exists counts nothing).
+// Answers 'duplicate', 'notfound', or 'ok' / 'changed' with the id, the
+// record, the soft-bounce count and the topics.
+var feedbackScript = subscriberScript(fmt.Sprintf(`
+local SEEN, RUN, ISSUE = %q, %q, %q
+DAY = KEYS[3]
+local now = tonumber(ARGV[4])
+if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
+  return {'duplicate'}
+end
+local id, r
+if ARGV[2] ~= '' then
+  local v = redis.call('HGET', subkey(ARGV[2]), ARGV[2])
+  if v then
+    id, r = ARGV[2], unpackrec(v)
+    if ARGV[1] ~= '' and r[5] ~= ARGV[1] then id = nil end
+  end
+else
+  id, r = find(ARGV[1])
+end
+if not id then return {'notfound'} end
+logfeedback(id, ARGV[3], ARGV[4])
+local to, soft = nil, 0
+if ARGV[3] == 'complaint' then
+  to = 'c'
+elseif ARGV[3] == 'hard' then
+  to = 'b'
+else
+  local k = SOFT .. id
+  local member = ARGV[6] ~= '' and ARGV[6] or tostring(now)
+  redis.call('ZADD', k, now, member)
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now - tonumber(ARGV[8]))
+  redis.call('PEXPIRE', k, ARGV[8])
+  soft = redis.call('ZCARD', k)
+  if soft >= tonumber(ARGV[7]) then to = 'b' end
+end
+local code = 'ok'
+-- A report about the confirmation mailed to a suppressed address (or any
+-- that suppresses) voids that confirmation.
+if to then cancelreconfirm(id) end
+if to and r[1] ~= 'c' and r[1] ~= to then
+  r[1], r[4] = to, ARGV[5]
+  save(id, r)
+  -- save cleared the active bit only if the record was active; this
+  -- clears it whatever the status was, as endScript does: a suppressed id
+  -- must be in no audience even if a stray bit was left behind.
+  redis.call('SETBIT', KEYS[1], id, 0)
+  redis.call('ZADD', SUPP .. to, id, id)
+  if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
+  count(to == 'c' and 'complaint' or 'bounce')
+  code = 'changed'
+end
+if r[1] == 'b' or r[1] == 'c' then settopics(id, ARGV[10], '') end
+if ARGV[9] == '1' then
+  local period = redis.call('GET', KEYS[2])
+  if period then
+    redis.call('HINCRBY', RUN .. period, ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
+  end
+end
+if ARGV[11] ~= '' and redis.call('EXISTS', ISSUE .. ARGV[11]) == 1 then
+  redis.call('HINCRBY', ISSUE .. ARGV[11], ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
+end
+return {code, id, packrec(r), tostring(soft), topicsof(id, ARGV[10])}
+`, prefixSeen, prefixRun, prefixIssue))
+
 // RecordFeedback implements Suppressions.
 func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy) (FeedbackResult, error) {
 	if !f.Type.Valid() {
@@ -188,6 +277,38 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 	}
 	return out, nil
 }
+
+// liftScript takes an address off the suppression list by hand. A bounced
+// address that had confirmed is active again (a bounce is no choice of the
+// person); a complaint is theirs, so that address becomes unsubscribed and
+// only its own confirmation brings it back. The suppression took the
+// topics away; the address made active again gets the default ones.
+//
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
+//	ARGV[1]  email
+//	ARGV[2]  every topic id, comma-separated
+//	ARGV[3]  the default topics, comma-separated
+//
+// Writes the status, the active bit, the topics, the suppression lists
+// and forgets the soft bounces and any confirmation asked for (the address
+// is out of the suppression's rules now). Answers 'ok', 'notsuppressed' or
+// 'notfound', then the id, the record and the topics.
+var liftScript = subscriberScript(`
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r), topicsof(id, ARGV[2])} end
+if r[1] == 'b' and r[3] ~= '' then
+  r[1], r[4] = 'a', ''
+  settopics(id, ARGV[2], ARGV[3])
+else
+  r[1] = 'u'
+  settopics(id, ARGV[2], '')
+end
+save(id, r)
+unsuppress(id)
+redis.call('DEL', RECONF .. id)
+return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
+`)
 
 // LiftSuppression implements Suppressions.
 func (r *Redis) LiftSuppression(ctx context.Context, email string) (Subscriber, error) {

@@ -58,6 +58,22 @@ func (r *Redis) Migrate(ctx context.Context, log *slog.Logger) error {
 	}
 }
 
+// migrateScript moves the layout-1 subscribers with ids in a range to
+// layout 2 (migrate.go). A subscriber already moved has no layout-1 key
+// left, so a range run again changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it moved.
+var migrateScript = subscriberScript(`
+local n = 0
+for id = tonumber(ARGV[1]), tonumber(ARGV[2]) do
+  if migrate(tostring(id)) then n = n + 1 end
+end
+return n
+`)
+
 func (r *Redis) migrate(ctx context.Context, owner string, log *slog.Logger) error {
 	last, err := r.rdb.Get(ctx, keySeq).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -113,6 +129,29 @@ func (r *Redis) fill(ctx context.Context, log *slog.Logger) error {
 	return r.fillStatus(ctx, log)
 }
 
+// fillStatusScript sets the status bits of the subscribers of a range of
+// ids written before the status bitmaps existed (migrate.go). save()
+// keeps them from then on; a bit set twice changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it looked at.
+var fillStatusScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local id = tonumber(f[i])
+    if id >= tonumber(ARGV[1]) and id <= tonumber(ARGV[2]) then
+      redis.call('SETBIT', statuskey(f[i + 1]:sub(1, 1)), id, 1)
+      n = n + 1
+    end
+  end
+end
+return n
+`)
+
 // fillStatus sets the status bitmaps (prefixStatus) of every subscriber
 // from before them, once (keyStatusFilled): the console lists and counts
 // by them. Beside a live service it is safe: each chunk reads the records
@@ -147,6 +186,38 @@ func (r *Redis) fillStatus(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
+// fillTopicsScript gives the subscribers of a range of ids who have no
+// topics written yet (those from before topics existed) the default
+// topics when pending or active, and records every one it looked at as
+// known: a subscriber whose topics a person chose since is never
+// touched, and a range run again changes nothing (migrate.go).
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4]  the default topics, comma-separated
+//
+// Answers how many it gave topics.
+var fillTopicsScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local id = tonumber(f[i])
+    if id >= tonumber(ARGV[1]) and id <= tonumber(ARGV[2]) and redis.call('GETBIT', KNOWN, id) == 0 then
+      local st = f[i + 1]:sub(1, 1)
+      if st == 'a' or st == 'p' then
+        settopics(id, ARGV[3], ARGV[4])
+        n = n + 1
+      else
+        settopics(id, ARGV[3], '')
+      end
+    end
+  end
+end
+return n
+`)
+
 // fillTopics gives every subscriber from before topics existed (pending or
 // active) the default topics, once (keyTopicsFilled): those signed up
 // since chose theirs and are never touched (keyTopicKnown), so running it
@@ -180,6 +251,29 @@ func (r *Redis) fillTopics(ctx context.Context, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// fillSuppressionsScript puts the bounced and complained subscribers of a
+// range of ids on the suppression lists: those written by a version that
+// had no lists (migrate.go). Adding one twice changes nothing.
+//
+//	ARGV[1]  first id
+//	ARGV[2]  last id
+//
+// Answers how many it found.
+var fillSuppressionsScript = subscriberScript(`
+local n = 0
+for b = math.floor(tonumber(ARGV[1]) / PER), math.floor(tonumber(ARGV[2]) / PER) do
+  local f = redis.call('HGETALL', SUBS .. b)
+  for i = 1, #f, 2 do
+    local st = f[i + 1]:sub(1, 1)
+    if st == 'b' or st == 'c' then
+      redis.call('ZADD', SUPP .. st, f[i], f[i])
+      n = n + 1
+    end
+  end
+end
+return n
+`)
 
 // fillSuppressions puts the subscribers bounced before the suppression
 // lists existed on them, once (keySuppFilled): a few seconds per million

@@ -195,6 +195,85 @@ func statusBitmap(st Status) string {
 	return prefixStatus + codeByStatus[st]
 }
 
+// listScript reads one page of subscribers in id order after a cursor
+// (ListSubscribers). With filters it walks the filters' bitmaps a stretch
+// at a time (a status's, a topic's, or both ANDed), skipping empty bytes
+// in C (string.find), so a page of a million costs what a page of a
+// thousand does; without, it walks the record buckets from the cursor.
+//
+//	KEYS[1]  the first filter's bitmap (statusBitmap or a topic's), or none
+//	KEYS[2]  the second filter's bitmap, ANDed with the first, or none
+//	ARGV[1]  after: the last id of the previous page (0 from the start)
+//	ARGV[2]  limit
+//	ARGV[3]  every topic id, comma-separated
+//
+// Writes nothing. Answers, per subscriber, its id, record and topics.
+var listScript = subscriberScript(fmt.Sprintf(`
+local SEQ = %q
+local after, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out, n = {}, 0
+local function emit(id)
+  local sid = tostring(id)
+  local v = redis.call('HGET', subkey(sid), sid)
+  if v then
+    out[#out + 1] = sid
+    out[#out + 1] = v
+    out[#out + 1] = topicsof(sid, ARGV[3])
+    n = n + 1
+  end
+end
+if #KEYS == 0 then
+  local last = tonumber(redis.call('GET', SEQ) or '0')
+  local b = math.floor((after + 1) / PER)
+  while n < limit and b * PER <= last do
+    local f = redis.call('HGETALL', SUBS .. b)
+    local ids = {}
+    for i = 1, #f, 2 do
+      local id = tonumber(f[i])
+      if id > after then ids[#ids + 1] = id end
+    end
+    table.sort(ids)
+    for _, id in ipairs(ids) do
+      if n >= limit then break end
+      emit(id)
+    end
+    b = b + 1
+  end
+  return out
+end
+-- bit 0 is the high bit of the first byte
+local weight = {128, 64, 32, 16, 8, 4, 2, 1}
+local CHUNK = 4096
+local stop = redis.call('STRLEN', KEYS[1])
+if #KEYS == 2 then stop = math.min(stop, redis.call('STRLEN', KEYS[2])) end
+local first = math.floor((after + 1) / 8)
+for at = first, stop - 1, CHUNK do
+  if n >= limit then break end
+  local a = redis.call('GETRANGE', KEYS[1], at, at + CHUNK - 1)
+  local t = nil
+  if #KEYS == 2 then t = redis.call('GETRANGE', KEYS[2], at, at + CHUNK - 1) end
+  local i = 1
+  while n < limit do
+    i = a:find('[^%%z]', i)
+    if not i then break end
+    local x, y = a:byte(i), 255
+    if t then y = t:byte(i) or 0 end
+    if y ~= 0 then
+      local base = (at + i - 1) * 8
+      for k = 1, 8 do
+        if n >= limit then break end
+        local w = weight[k]
+        if math.floor(x / w) %% 2 == 1 and math.floor(y / w) %% 2 == 1 and base + k - 1 > after then
+          emit(base + k - 1)
+        end
+      end
+    end
+    i = i + 1
+  end
+end
+return out
+`, keySeq))
+
 // ListSubscribers implements People.
 func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
 	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 {
@@ -313,6 +392,59 @@ func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]Sen
 
 func consentKey(id int64) string { return prefixConsent + strconv.FormatInt(id/subsPerBucket, 10) }
 
+// eraseScript forgets one person (Erase): everything keyed by their id or
+// address goes, and only the address's keyed hash stays.
+//
+//	KEYS[1]  keyOutbox
+//	KEYS[2]  keyOutboxDue
+//	KEYS[3]  today's counters (prefixDay)
+//	KEYS[4]  keyErased
+//	KEYS[5…8] the mailbox's allowances: confirm cooldown and day, unsubscribe cooldown and day (holdKeys)
+//	ARGV[1]  email
+//	ARGV[2]  the address's keyed hash
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4…] outbox ids to drop (the person's pending tasks)
+//
+// Deletes the record, its address index entry, its status and topic
+// bits, the topics-known bit, the consent, the mail and feedback logs,
+// the soft bounces, the reconfirmation, the push subscriptions, the
+// onboarding and suppression entries, the allowances and the outbox
+// entries; adds the hash to keyErased and counts the day's erasure. The
+// shared delivery marks keep the id's bit: an id is never given again,
+// and a bit names nobody. Answers 'ok', the id and the record as they
+// were, or 'notfound'.
+var eraseScript = subscriberScript(`
+DAY = KEYS[3]
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+local ix, f = ixloc(ARGV[1])
+local keep = {}
+for x in (redis.call('HGET', ix, f) or ''):gmatch('[^,]+') do
+  if x ~= id then keep[#keep + 1] = x end
+end
+if #keep == 0 then redis.call('HDEL', ix, f) else redis.call('HSET', ix, f, table.concat(keep, ',')) end
+redis.call('SETBIT', statuskey(r[1]), id, 0)
+-- The active bit too, whatever the status (statuskey covers it only for
+-- an active record): an erased id must be in no audience.
+redis.call('SETBIT', ACTIVE, id, 0)
+redis.call('HDEL', subkey(id), id)
+settopics(id, ARGV[3], '')
+redis.call('SETBIT', KNOWN, id, 0)
+redis.call('HDEL', consentkey(id), id)
+redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id)
+redis.call('ZREM', ONBOARD, id)
+redis.call('ZREM', SUPP .. 'b', id)
+redis.call('ZREM', SUPP .. 'c', id)
+redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+for i = 4, #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+redis.call('SADD', KEYS[4], ARGV[2])
+count('erase')
+return {'ok', id, packrec(r)}
+`)
+
 // Erase implements People.
 func (r *Redis) Erase(ctx context.Context, email string, outbox ...string) (Subscriber, error) {
 	confirmCool, confirmDay := holdKeys(HoldConfirm, email)
@@ -328,6 +460,30 @@ func (r *Redis) Erase(ctx context.Context, email string, outbox ...string) (Subs
 	}
 	return decodeResult(res)
 }
+
+// statsScript counts the subscribers of each status and topic (Stats):
+// BITCOUNT of each bitmap, and of each topic's AND the active one (in a
+// scratch key, deleted before the script ends).
+//
+//	KEYS[1…n]  the status bitmaps (statusBitmap)
+//	KEYS[n+1…] the topic bitmaps
+//	ARGV[1]    n
+//	ARGV[2]    keyActiveSet
+//
+// Answers the n status counts, then per topic its count and its active
+// count.
+var statsScript = redis.NewScript(fmt.Sprintf(`
+local SCRATCH = %q
+local out, ns = {}, tonumber(ARGV[1])
+for i = 1, ns do out[#out + 1] = redis.call('BITCOUNT', KEYS[i]) end
+for i = ns + 1, #KEYS do
+  out[#out + 1] = redis.call('BITCOUNT', KEYS[i])
+  redis.call('BITOP', 'AND', SCRATCH, KEYS[i], ARGV[2])
+  out[#out + 1] = redis.call('BITCOUNT', SCRATCH)
+end
+redis.call('DEL', SCRATCH)
+return out
+`, keyStatsScratch))
 
 // Stats implements People.
 func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {

@@ -16,8 +16,8 @@ import (
 )
 
 // Redis is the Store on a Redis server (or miniredis). Every state change is
-// one Lua script (scripts.go, or beside its part: redis_issue.go, push.go,
-// tokens.go, webhooks.go); the keys are laid out in keys.go.
+// one Lua script, above the method that runs it (the preludes they share
+// are in scripts.go); the keys are laid out in keys.go.
 type Redis struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
@@ -63,6 +63,131 @@ func (r *Redis) WithTopics(s *topics.Set) *Redis {
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 func msTime(s string) time.Time { return unixMilli(s, 10) }
+
+// subscribeScript adds an address or re-opens its ended subscription, and
+// writes the outbox entry of the mail that the change calls for.
+//
+//	KEYS[1]  keySeq        id counter
+//	KEYS[2]  keyActiveSet  bitmap of active ids (declared: save writes it as ACTIVE)
+//	KEYS[3]  keyOutbox     hash outbox id -> body
+//	KEYS[4]  keyOutboxDue  zset outbox id by due time
+//	KEYS[5]  the mailbox's confirmation cooldown (holdKeys)
+//	KEYS[6]  the mailbox's confirmations of the day (holdKeys)
+//	ARGV[1]  email (normalised)
+//	ARGV[2]  name, or ""
+//	ARGV[3]  time zone, or ""
+//	ARGV[4]  now, unix ms base 36
+//	ARGV[5]  "1": activate at once (no double opt-in, import)
+//	ARGV[6]  outbox id, or "": no outbox entry
+//	ARGV[7]  outbox body
+//	ARGV[8]  outbox due, unix ms
+//	ARGV[9]  "1": only a new address (import); an existing one answers 'exists'
+//	ARGV[10] confirmation cooldown, seconds; "0": none
+//	ARGV[11] confirmations a day at most; "0": no cap
+//	ARGV[12] every topic id, comma-separated
+//	ARGV[13] the chosen topics, comma-separated
+//	ARGV[14] now, unix ms (the onboarding index's score)
+//	ARGV[15] ReconfirmWindow, ms
+//	ARGV[16] the address's keyed hash (the erased marker, keyErased)
+//	ARGV[17] the consent source: form, import, api, or ""
+//	KEYS[7]  today's counters (prefixDay)
+//
+// An address not on the list whose hash is in keyErased was erased: an
+// import (ARGV[9]) answers 'erased' and writes nothing; a signup goes on,
+// and its activation (here, or by confirmScript) takes the hash off.
+//
+// Writes the topics (of a new, pending or ended subscription), the
+// onboarding index when activated with the sequence's first step, the
+// record (a new one: created now, the index entry; a re-opened one:
+// confirmed and ended cleared), name and time zone when given (not for a
+// pending one asked to confirm again: see below), the status
+// and, when activated, confirmed and the active bit. Answers a code ('ok',
+// 'active', 'exists', 'held', 'suppressed'), then the id, the packed
+// record, the topics and whether the subscriber is reconfirming ('1').
+// Also writes the consent (source, requested now) and counts the day's
+// signup or import, and confirmation when activated (not for an import).
+//
+// A confirmation (not activated, with an outbox entry) is held when the
+// mailbox's allowance says so (holdLua): the script then writes nothing at
+// all, not even a new address, so repeated signups send no mail and cannot
+// change the name the welcome will use.
+//
+// A pending subscriber signed up again without activation keeps its name,
+// time zone, topics and consent: the signup only writes the confirmation
+// again (within the allowance). Its choices change only by the person's
+// own confirmation of them, so a stranger who knows the address cannot
+// rewrite what the person's first link confirms.
+//
+// A suppressed subscriber (b, c) is never activated nor made pending
+// here: a confirmation for it is written at most once per ReconfirmWindow
+// (prefixReconfirm, which keeps the name, time zone and topics for the
+// confirmation to apply); anything else answers 'suppressed'.
+var subscribeScript = subscriberScript(`
+DAY = KEYS[7]
+local email = ARGV[1]
+local confirm = ARGV[5] ~= '1' and ARGV[6] ~= ''
+local id, r = find(email)
+if not id and ARGV[9] == '1' and ARGV[16] ~= '' and redis.call('SISMEMBER', ERASED, ARGV[16]) == 1 then
+  return {'erased'}
+end
+local suppressed = false
+if id then
+  if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
+  suppressed = r[1] == 'b' or r[1] == 'c'
+  if suppressed and not confirm then return {'suppressed', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  if suppressed and redis.call('EXISTS', RECONF .. id) == 1 then
+    return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)}
+  end
+end
+if confirm and not takehold(KEYS[5], KEYS[6], ARGV[10], ARGV[11]) then
+  if id then return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  return {'held'}
+end
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
+end
+if suppressed then
+  redis.call('SET', RECONF .. id, table.concat({'1', ARGV[2], ARGV[3], ARGV[13], ARGV[17], ARGV[4]}, SEP), 'PX', ARGV[15])
+  count('signup')
+  return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '1'}
+end
+local fresh = not id
+-- A pending subscriber signed up again (by the person, or by anyone who
+-- knows the address) gets the confirmation again, of the choices it has:
+-- they change only with the person's own confirmation, never by a signup
+-- whose confirmation is still to come.
+local keep = id and r[1] == 'p' and ARGV[5] ~= '1'
+if id then
+  r[3], r[4] = '', ''
+else
+  id = tostring(redis.call('INCR', KEYS[1]))
+  r = {'p', ARGV[4], '', '', email, '', ''}
+  index(email, id)
+end
+if ARGV[2] ~= '' and not keep then r[6] = ARGV[2] end
+if ARGV[3] ~= '' and not keep then r[7] = ARGV[3] end
+if ARGV[5] == '1' then
+  r[1], r[3] = 'a', ARGV[4]
+  if ARGV[6] ~= '' then redis.call('ZADD', ONBOARD, ARGV[14], id) end
+else
+  r[1] = 'p'
+end
+save(id, r)
+if keep then
+  count('signup')
+  return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
+end
+settopics(id, ARGV[12], ARGV[13], fresh)
+consent(id, ARGV[17], ARGV[4])
+count(ARGV[17] == 'import' and 'import' or 'signup')
+if ARGV[5] == '1' and ARGV[9] ~= '1' then
+  count('confirm')
+  if ARGV[16] ~= '' then redis.call('SREM', ERASED, ARGV[16]) end
+end
+return {'ok', id, packrec(r), ARGV[13], '0'}
+`)
 
 // Subscribe implements Subscribers.
 func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber, error) {
@@ -115,6 +240,19 @@ func holdSeconds(h ConfirmHold) int64 {
 	return max(int64(h.Every/time.Second), 1)
 }
 
+// takeHoldScript counts one mail against a mailbox's allowance (holdLua).
+//
+//	KEYS[1]  the mailbox's cooldown (holdKeys)
+//	KEYS[2]  the mailbox's count of the day (holdKeys)
+//	ARGV[1]  cooldown, seconds
+//	ARGV[2]  mails a day at most; "0": no cap
+//
+// Writes both keys when it counts. Answers 1 (counted) or 0 (held).
+var takeHoldScript = redis.NewScript(holdLua + `
+if takehold(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 1 end
+return 0
+`)
+
 // TakeHold implements MailHolds.
 func (r *Redis) TakeHold(ctx context.Context, kind, email string, h ConfirmHold) (bool, error) {
 	if h.Every <= 0 {
@@ -128,6 +266,26 @@ func (r *Redis) TakeHold(ctx context.Context, kind, email string, h ConfirmHold)
 	return n == 1, nil
 }
 
+// giveBackHoldScript undoes the last count of a mailbox's allowance: the
+// mail was never sent. For a confirmation it also gives a suppressed
+// subscriber's reconfirmation window back.
+//
+//	KEYS[1]  the mailbox's cooldown (holdKeys)
+//	KEYS[2]  the mailbox's count of the day (holdKeys)
+//	ARGV[1]  the address whose reconfirmation to forget, or ""
+//
+// Deletes the cooldown, decrements the count (not below 0), deletes the
+// reconfirmation key of a suppressed subscriber. Answers 1.
+var giveBackHoldScript = subscriberScript(`
+redis.call('DEL', KEYS[1])
+if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+if ARGV[1] ~= '' then
+  local id, r = find(ARGV[1])
+  if id and (r[1] == 'b' or r[1] == 'c') then redis.call('DEL', RECONF .. id) end
+end
+return 1
+`)
+
 // GiveBackHold implements MailHolds.
 func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 	cool, day := holdKeys(kind, email)
@@ -140,6 +298,62 @@ func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 	}
 	return nil
 }
+
+// confirmScript activates a pending subscription, or a suppressed one
+// whose confirmation was asked for (prefixReconfirm: its name, time zone
+// and topics apply now, and it leaves the suppression list), and writes
+// the welcome's outbox entry.
+//
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
+//	ARGV[1]  email
+//	ARGV[2]  now, unix ms base 36
+//	ARGV[3]  welcome outbox id
+//	ARGV[4]  welcome outbox body
+//	ARGV[5]  welcome due, unix ms
+//	ARGV[6]  every topic id, comma-separated
+//	ARGV[7]  now, unix ms (the onboarding index's score)
+//	ARGV[8]  the address's keyed hash (the erased marker), or ""
+//	KEYS[4]  today's counters (prefixDay)
+//
+// Writes status a, confirmed, the active bit and the onboarding index,
+// counts the day's confirmation, takes the address off keyErased (the
+// person's own confirmation brings them back after an erasure);
+// for a suppressed one also name, time zone, topics, ended cleared, off
+// the suppression lists, the reconfirmation key deleted. Answers 'ok',
+// 'active' (already), 'notpending' or 'notfound', then the id, the record
+// and the topics.
+var confirmScript = subscriberScript(`
+DAY = KEYS[4]
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[6])} end
+if r[1] == 'b' or r[1] == 'c' then
+  local v = redis.call('GET', RECONF .. id)
+  if not v or v == '' then return {'notpending', id, packrec(r), topicsof(id, ARGV[6])} end
+  local f = unpackrec(v)
+  if f[2] ~= '' then r[6] = f[2] end
+  if f[3] ~= '' then r[7] = f[3] end
+  settopics(id, ARGV[6], f[4] or '')
+  if f[6] then consent(id, f[5] or '', f[6]) end
+  unsuppress(id)
+  redis.call('DEL', RECONF .. id)
+  r[4] = ''
+elseif r[1] ~= 'p' then
+  return {'notpending', id, packrec(r), topicsof(id, ARGV[6])}
+end
+r[1], r[3] = 'a', ARGV[2]
+save(id, r)
+count('confirm')
+if ARGV[8] ~= '' then redis.call('SREM', ERASED, ARGV[8]) end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
+  redis.call('ZADD', ONBOARD, ARGV[7], id)
+end
+return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
+`)
 
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
@@ -162,6 +376,55 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 	return err
 }
 
+// endScript moves a subscription to unsubscribed or bounced and drops the
+// outbox entries of mails that must no longer go. Bounced wins over
+// unsubscribed: an address that bounced must not be mailed even if the
+// person later asks to leave. Complained wins over both.
+//
+//	KEYS[1]  keyActiveSet
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
+//	ARGV[1]  email
+//	ARGV[2]  now, unix ms base 36
+//	ARGV[3]  the new status: 'u' or 'b'
+//	ARGV[4]  every topic id, comma-separated
+//	ARGV[5…] outbox ids to drop
+//	KEYS[4]  today's counters (prefixDay)
+//
+// Counts the day's unsubscribe or bounce when the status changes. Writes
+// the status, ended, the suppression list (bounced), and clears the
+// active bit and the topics; a confirmation asked for a suppressed address
+// is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
+// for web push (a bounce keeps them unused: it was no choice of the
+// person). Answers 'ok' or 'notfound', then the id, the record, the (no)
+// topics, an empty field (not reconfirming), and '1' when this call changed the status
+// ('0' when it was already ended so): the caller tells news from a link
+// used again by that, not by the time.
+var endScript = subscriberScript(`
+DAY = KEYS[4]
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+cancelreconfirm(id)
+local changed = '0'
+if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
+  if r[1] ~= ARGV[3] then
+    count(ARGV[3] == 'b' and 'bounce' or 'unsubscribe')
+    changed = '1'
+  end
+  r[1], r[4] = ARGV[3], ARGV[2]
+  save(id, r)
+  if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
+end
+redis.call('SETBIT', KEYS[1], id, 0)
+settopics(id, ARGV[4], '')
+if ARGV[3] == 'u' then redis.call('DEL', PUSH .. id) end
+for i = 5, #ARGV do
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
+end
+return {'ok', id, packrec(r), '', '', changed}
+`)
+
 func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string) (Subscriber, error) {
 	args := []any{email, at36(r.now()), codeByStatus[to], r.topics.all}
 	for _, id := range cancel {
@@ -174,6 +437,20 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 	return decodeResult(res)
 }
 
+// getScript looks a subscriber up by address (migrating a layout-1 one on
+// the way).
+//
+//	ARGV[1]  email
+//	ARGV[2]  every topic id, comma-separated
+//
+// Answers 'ok', the id, the record, the topics and whether it is
+// reconfirming, or 'notfound'.
+var getScript = subscriberScript(`
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
+`)
+
 // Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	res, err := getScript.Run(ctx, r.rdb, nil, email, r.topics.all).StringSlice()
@@ -182,6 +459,22 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	}
 	return decodeResult(res)
 }
+
+// getByIDScript looks a subscriber up by id (migrating a layout-1 one on
+// the way), answering as getScript does.
+//
+//	ARGV[1]  id
+//	ARGV[2]  every topic id, comma-separated
+//
+// Answers 'ok', the id, the record, the topics and whether a confirmation
+// of a suppressed address waits, or 'notfound'.
+var getByIDScript = subscriberScript(`
+local id = ARGV[1]
+local v = redis.call('HGET', subkey(id), id)
+if not v and migrate(id) then v = redis.call('HGET', subkey(id), id) end
+if not v then return {'notfound'} end
+return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v))}
+`)
 
 // GetByID implements Subscribers.
 func (r *Redis) GetByID(ctx context.Context, id int64) (Subscriber, error) {
@@ -207,6 +500,58 @@ func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences,
 func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error) {
 	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel)
 }
+
+// topicsScript changes an active subscriber's topics: replaces them, or
+// turns one off. No topic left ends the subscription, as endScript does
+// for 'u'; leaving the sequence's topic drops its outbox entries.
+//
+//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
+//	KEYS[2]  keyOutbox
+//	KEYS[3]  keyOutboxDue
+//	ARGV[1]  email
+//	ARGV[2]  now, unix ms base 36
+//	ARGV[3]  every topic id, comma-separated
+//	ARGV[4]  'set': ARGV[5] is the new choice; 'leave': ARGV[5] is the topic to turn off
+//	ARGV[5]  topics, comma-separated
+//	ARGV[6]  the sequence's topic
+//	ARGV[7]  'set': the name
+//	ARGV[8]  'set': the time zone
+//	ARGV[9…] the sequence's outbox ids
+//	KEYS[4]  today's counters (prefixDay)
+//
+// Writes the topics, with 'set' the name and time zone, and, with no topic
+// left, status u, ended, the active bit and the browsers for web push.
+// Answers 'ok', 'notactive' or 'notfound', then the id, the record and the
+// topics.
+var topicsScript = subscriberScript(`
+DAY = KEYS[4]
+local id, r = find(ARGV[1])
+if not id then return {'notfound'} end
+if r[1] ~= 'a' then return {'notactive', id, packrec(r), topicsof(id, ARGV[3])} end
+local chosen = ARGV[5]
+if ARGV[4] == 'leave' then
+  local keep = {}
+  for t in topicsof(id, ARGV[3]):gmatch('[^,]+') do
+    if t ~= ARGV[5] then keep[#keep + 1] = t end
+  end
+  chosen = table.concat(keep, ',')
+end
+settopics(id, ARGV[3], chosen)
+if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
+if chosen == '' then
+  r[1], r[4] = 'u', ARGV[2]
+  count('unsubscribe')
+  redis.call('DEL', PUSH .. id)
+end
+save(id, r)
+if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then
+  for i = 9, #ARGV do
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    redis.call('ZREM', KEYS[3], ARGV[i])
+  end
+end
+return {'ok', id, packrec(r), chosen}
+`)
 
 func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel) (Subscriber, error) {
 	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic, name, tz}

@@ -14,6 +14,28 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 )
 
+// addItemScript numbers and stores a digest item in one step, so items
+// become visible in id order and a run never skips an id that appears
+// later.
+//
+//	KEYS[1]  keyItemSeq   item id counter
+//	KEYS[2]  the item's topic's zset of item ids (keyItems for the digest)
+//	ARGV[1]  prefixItem
+//	ARGV[2]  title
+//	ARGV[3]  url
+//	ARGV[4]  summary
+//	ARGV[5]  published, unix ms
+//	ARGV[6]  topic
+//
+// Writes the item hash: t title, u url, s summary, p published, tp topic.
+// Answers the new id.
+var addItemScript = redis.NewScript(`
+local id = redis.call('INCR', KEYS[1])
+redis.call('HSET', ARGV[1] .. id, 't', ARGV[2], 'u', ARGV[3], 's', ARGV[4], 'p', ARGV[5], 'tp', ARGV[6])
+redis.call('ZADD', KEYS[2], id, id)
+return id
+`)
+
 // AddItem implements Digests.
 func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 	it.PublishedAt = r.now().UTC().Truncate(time.Millisecond)
@@ -50,6 +72,44 @@ func (r *Redis) ItemsAfter(ctx context.Context, topic string, after int64, limit
 	}
 	return r.items(ctx, ids)
 }
+
+// startRunScript creates a period's digest run once, fixing its items
+// (those after the last item any run took) and its audience.
+//
+//	KEYS[1]  prefixRun .. period   the run hash
+//	KEYS[2]  keyLastItem           highest item id any run took
+//	KEYS[3]  keyItems
+//	KEYS[4]  keyActiveSet          bitmap of active ids
+//	KEYS[5]  keyLatestRun          period of the latest run
+//	KEYS[6]  prefixTopic .. digest bitmap of the digest topic's ids
+//	KEYS[7]  a scratch key, deleted before the script ends
+//	ARGV[1]  now, unix ms
+//	ARGV[2]  period
+//
+// Writes the run hash: items (comma-separated ids), created, audience (the
+// active subscribers of the digest topic), cursor, planned, state, and
+// as_issue (the run is sent as an issue: DigestRun.AsIssue). Answers
+// 1 when it created the run, 0 when the run existed.
+var startRunScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local last = redis.call('GET', KEYS[2]) or '0'
+local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. last, '+inf')
+local state = 'planning'
+if #ids == 0 then
+  state = 'empty'
+else
+  redis.call('SET', KEYS[2], ids[#ids])
+end
+-- Counting the intersection takes a copy of the bitmaps' size (an
+-- eighth of a byte per subscriber) for the length of this script only.
+redis.call('BITOP', 'AND', KEYS[7], KEYS[4], KEYS[6])
+local audience = redis.call('BITCOUNT', KEYS[7])
+redis.call('DEL', KEYS[7])
+redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
+  'audience', audience, 'cursor', 0, 'planned', 0, 'state', state, 'as_issue', 1)
+redis.call('SET', KEYS[5], ARGV[2])
+return 1
+`)
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
@@ -143,6 +203,30 @@ func (r *Redis) LatestDigestPeriod(ctx context.Context) (string, error) {
 	}
 	return p, wrapErr("latest digest", err)
 }
+
+// advanceRunScript saves the planner's progress after a page, once: a page
+// whose cursor is not past the saved one was counted already (the planner
+// sent it again after a lost answer, or a second planner ran it), and only
+// its done flag still counts.
+//
+//	KEYS[1]  prefixRun .. period   the run hash
+//	ARGV[1]  cursor (the page's last id)
+//	ARGV[2]  recipients in the page
+//	ARGV[3]  RunPlanned when planning is done, else ""
+//	ARGV[4]  now, unix ms
+//
+// Writes the run hash's cursor, planned and, when done, state and
+// planned_at.
+var advanceRunScript = redis.NewScript(`
+if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[1])
+  redis.call('HINCRBY', KEYS[1], 'planned', ARGV[2])
+end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'planned_at', ARGV[4])
+end
+return 1
+`)
 
 // AdvanceDigestRun implements Digests.
 func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error {
@@ -273,6 +357,112 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 	}
 	return out, nil
 }
+
+// claimScript claims delivery marks (see markKeys), all of a batch in one
+// call. A shared mark's claim is a field of one hash per kind and key
+// whose value is its expiry and owner: a key with its own expiry per
+// recipient cost Redis more than all else a digest mail needs of it.
+//
+//	KEYS[2i-1]  mark i's sent mark: a bitmap for shared marks, a string otherwise
+//	KEYS[2i]    mark i's claim: the claims hash for shared marks, a string
+//	            "<owner>" with an expiry otherwise
+//	ARGV[1]     now, unix ms
+//	ARGV[2]     claim ttl, ms
+//	ARGV[3]     owner (the asynq task ID; "" for none)
+//	ARGV[2i+2]  "1": mark i is shared (bit and field ARGV[2i+3])
+//	ARGV[2i+3]  mark i's subscriber id
+//
+// Writes the claims it takes, and gives each claims hash an expiry of
+// twice the ttl past its latest claim. Answers one code per mark: 0
+// claimed, 1 already sent, 2 held by another run (the store.Claim values).
+var claimScript = redis.NewScript(claimLua + `
+local out, hashes = {}, {}
+for i = 1, #KEYS / 2 do
+  local sent, claim, id = KEYS[2*i-1], KEYS[2*i], ARGV[2*i+3]
+  local code
+  if ARGV[2*i+2] == '1' then
+    if redis.call('GETBIT', sent, id) == 1 then
+      code = 1
+    elseif held(redis.call('HGET', claim, id)) then
+      code = 2
+    else
+      redis.call('HSET', claim, id, (now + ttl) .. ':' .. owner)
+      hashes[claim] = true
+      code = 0
+    end
+  elseif redis.call('EXISTS', sent) == 1 then
+    code = 1
+  elseif redis.call('SET', claim, owner, 'NX', 'PX', ttl) then
+    code = 0
+  elseif owner ~= '' and redis.call('GET', claim) == owner then
+    redis.call('SET', claim, owner, 'PX', ttl)
+    code = 0
+  else
+    code = 2
+  end
+  out[i] = code
+end
+for h in pairs(hashes) do redis.call('PEXPIRE', h, 2 * ttl) end
+return out
+`)
+
+// claimSharedScript is claimScript for a batch of shared marks of one kind
+// and key (a digest batch): three calls for the whole batch instead of
+// three per mark. It reads the batch's stretch of the sent bitmap at once
+// (ids of a batch are close together; far apart, it asks bit by bit). The
+// ids must be distinct.
+//
+//	KEYS[1]  the sent bitmap
+//	KEYS[2]  the claims hash
+//	ARGV[1]  now, unix ms
+//	ARGV[2]  claim ttl, ms
+//	ARGV[3]  owner (the asynq task ID; "" for none)
+//	ARGV[4…] subscriber ids
+//
+// Writes the claims it takes and gives the claims hash an expiry of twice
+// the ttl. Answers one code per id, as claimScript.
+var claimSharedScript = redis.NewScript(claimLua + `
+local n = #ARGV - 3
+local ids, lo, hi = {}, math.huge, -1
+for i = 1, n do
+  local id = tonumber(ARGV[i + 3])
+  ids[i] = id
+  if id < lo then lo = id end
+  if id > hi then hi = id end
+end
+local first, last = math.floor(lo / 8), math.floor(hi / 8)
+local bytes
+if last - first < 65536 then bytes = redis.call('GETRANGE', KEYS[1], first, last) end
+local exps = redis.call('HMGET', KEYS[2], unpack(ARGV, 4))
+-- bit 0 is the high bit of the first byte
+local weight = {128, 64, 32, 16, 8, 4, 2, 1}
+-- Every claim taken now has the same value: made once, not per id.
+local value = (now + ttl) .. ':' .. owner
+local out, take = {}, {}
+for i = 1, n do
+  local id, sent = ids[i], false
+  if bytes then
+    local b = bytes:byte(math.floor(id / 8) - first + 1)
+    sent = b ~= nil and math.floor(b / weight[id % 8 + 1]) % 2 == 1
+  else
+    sent = redis.call('GETBIT', KEYS[1], id) == 1
+  end
+  if sent then
+    out[i] = 1
+  elseif held(exps[i]) then
+    out[i] = 2
+  else
+    out[i] = 0
+    take[#take + 1] = ARGV[i + 3]
+    take[#take + 1] = value
+  end
+end
+if #take > 0 then
+  redis.call('HSET', KEYS[2], unpack(take))
+  redis.call('PEXPIRE', KEYS[2], 2 * ttl)
+end
+return out
+`)
 
 // ClaimMarks implements Marks: one script call for all the marks. The
 // script is atomic, so an error means no claim was taken.
