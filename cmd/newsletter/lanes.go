@@ -10,12 +10,11 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/webhook"
-
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/webhook"
 )
 
 // workerFlags reads `newsletter worker [--lanes email,push,webhook]`: the

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/robfig/cron/v3"
+	"golang.org/x/net/publicsuffix"
+
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
@@ -27,8 +30,6 @@ import (
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
-	"github.com/robfig/cron/v3"
-	"golang.org/x/net/publicsuffix"
 )
 
 // Config is every setting of the service. Zero values are never used: Load

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/newsletter/newsletter/tasks"
 	"github.com/robfig/cron/v3"
+
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // Scheduler enqueues the digest plan on NEWSLETTER_DIGEST_CRON (UTC).

@@ -15,8 +15,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/embedded"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/internal/embedded"
 )
 
 // EnvURL names the variable that points tests at a real Redis.
