@@ -136,11 +136,14 @@ func (d *Deliverer) log() *slog.Logger {
 // (redisaway.go).
 func (d *Deliverer) away() redisWait { return redisWait{For: d.RedisWait, Log: d.log()} }
 
+// awaited is the Deliverer's store waiting out an unreachable Redis.
+func (d *Deliverer) awaited() awaitDelivery {
+	return awaitDelivery{awaitMarks: awaitMarks{s: d.Store, w: d.away()}, s: d.Store}
+}
+
 // subscriber reads one subscriber, waiting out a Redis outage.
 func (d *Deliverer) subscriber(ctx context.Context, email string) (store.Subscriber, error) {
-	return awaitRedis(ctx, d.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
-		return d.Store.Get(ctx, email)
-	})
+	return d.awaited().Get(ctx, email)
 }
 
 // Recipient re-reads the subscriber right before sending. ok is false when
@@ -160,9 +163,7 @@ func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Stat
 // RecipientByID is Recipient for a task that names its subscriber by id
 // (an erased one is not found: skipped).
 func (d *Deliverer) RecipientByID(ctx context.Context, id int64, want store.Status) (sub store.Subscriber, ok bool, err error) {
-	sub, err = awaitRedis(ctx, d.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
-		return d.Store.GetByID(ctx, id)
-	})
+	sub, err = d.awaited().GetByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		d.log().Info("skip: unknown subscriber", "subscriber", id)
 		return sub, false, nil
@@ -230,9 +231,7 @@ func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (
 	// claiming again after a lost answer takes over what the first try
 	// took.
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := awaitRedis(ctx, d.away(), "delivery claims", func(ctx context.Context) ([]store.Claim, error) {
-		return d.Store.ClaimMarks(ctx, owner, marks, d.claimTTL())
-	})
+	claims, err := d.awaited().ClaimMarks(ctx, owner, marks, d.claimTTL())
 	if err != nil {
 		return nil, 0, fmt.Errorf("claim delivery: %w", err)
 	}
@@ -380,7 +379,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.marks.add(mail.Mark, marked)
 		return nil
 	}
-	if err := untilRedis(ctx, d.away(), "sent mark", func(ctx context.Context) error { return d.Store.MarkSent(ctx, mail.Mark) }); err != nil {
+	if err := d.awaited().MarkSent(ctx, mail.Mark); err != nil {
 		// The mail is out. Returning an error would retry and could send
 		// it again once the claim expires; a missing mark costs nothing
 		// more than that, so log and succeed.
@@ -440,7 +439,7 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 	if len(marks) == 0 {
 		return why
 	}
-	if err := untilRedis(ctx, d.away(), "release of delivery claims", func(ctx context.Context) error { return d.Store.ReleaseMarks(ctx, marks) }); err != nil {
+	if err := d.awaited().ReleaseMarks(ctx, marks); err != nil {
 		d.log().Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
 		if why == nil {
 			return err
@@ -477,7 +476,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 	switch se.Class {
 	case mailer.Throttled:
 		if d.Pace != nil {
-			if err := untilRedis(ctx, d.away(), "domain pause", func(ctx context.Context) error { return d.Pace.Throttle(ctx, se.Domain, d.throttle()) }); err != nil {
+			if err := (awaitPacer{p: d.Pace, w: d.away()}).Throttle(ctx, se.Domain, d.throttle()); err != nil {
 				d.log().Warn("pause domain", "domain", se.Domain, "err", err)
 			}
 		}

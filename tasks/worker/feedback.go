@@ -62,16 +62,11 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 		ID: p.ID, SubscriberID: p.SubscriberID, Email: p.Email, Type: typ,
 		Digest: p.Kind == "" || p.Kind == mailer.KindDigest, Issue: p.IssueID,
 	}
-	apply := func(ctx context.Context) (store.FeedbackResult, error) {
-		return f.Store.RecordFeedback(ctx, report, f.Policy)
-	}
-	var res store.FeedbackResult
-	var err error
+	st := f.Store
 	if away != nil {
-		res, err = awaitRedis(ctx, *away, "feedback record", apply)
-	} else {
-		res, err = apply(ctx)
+		st = awaitFeedback{s: st, w: *away}
 	}
+	res, err := st.RecordFeedback(ctx, report, f.Policy)
 	log := f.log().With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -37,17 +36,16 @@ import (
 // and costs no throughput, since on a busy worker the CPU the senders do
 // not use while they wait goes to the others.
 type markWriter struct {
+	// store waits out an unreachable Redis (awaitMarks; past its bound
+	// the marks are given up, logged: their claims then keep other runs
+	// out until they expire, and the same task's retry takes them over
+	// and sends those mails again), each attempt bounded (markAttempts).
 	store  store.Marks
 	log    *slog.Logger
 	slots  chan struct{}
 	in     chan pendingMark
 	kick   chan struct{}
 	linger time.Duration
-	// away is how a flush waits for an unreachable Redis (past its
-	// bound the marks are given up, logged: their claims then keep
-	// other runs out until they expire, and the same task's retry takes
-	// them over and sends those mails again).
-	away redisWait
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -64,9 +62,9 @@ const markLinger = time.Millisecond
 
 func newMarkWriter(s store.Marks, window int, linger time.Duration, away redisWait) *markWriter {
 	w := &markWriter{
-		store: s, log: away.log(), slots: make(chan struct{}, max(window, 1)),
+		store: awaitMarks{s: markAttempts{s}, w: away}, log: away.log(), slots: make(chan struct{}, max(window, 1)),
 		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
-		linger: linger, away: away, stop: make(chan struct{}),
+		linger: linger, stop: make(chan struct{}),
 	}
 	w.wg.Add(1)
 	go w.loop()
@@ -165,11 +163,18 @@ func (w *markWriter) flush(batch []pendingMark) {
 // and their marks must be written even when the task that sent them was
 // cancelled.
 func (w *markWriter) write(marks []store.Mark) error {
-	return untilRedis(context.Background(), w.away, fmt.Sprintf("%d sent marks", len(marks)), func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return w.store.MarkSent(ctx, marks...)
-	})
+	return w.store.MarkSent(context.Background(), marks...)
+}
+
+// markAttempts bounds each attempt to write marks to 10 s: the writer's
+// context is never done, and a Redis that hangs rather than refuses must
+// not hold the marks past the wait's bound.
+type markAttempts struct{ store.Marks }
+
+func (m markAttempts) MarkSent(ctx context.Context, marks ...store.Mark) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return m.Marks.MarkSent(ctx, marks...)
 }
 
 // close stops the writer. Every sender waits for its own marks before its

@@ -43,8 +43,7 @@ const maxInlineWait = time.Second
 // no failure, so on its last attempt a task waits in place, whatever the
 // wait (the task's own timeout bounds it).
 type pacer struct {
-	limits  Pacer // nil: no pacing
-	away    redisWait
+	limits  Pacer // nil: no pacing; else waiting out Redis (awaitPacer)
 	domains map[string]time.Duration
 	budget  int
 	last    bool
@@ -56,7 +55,10 @@ type pacer struct {
 func newPacer(ctx context.Context, limits Pacer, away redisWait) *pacer {
 	retried, ok1 := asynq.GetRetryCount(ctx)
 	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
-	return &pacer{limits: limits, away: away, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
+	if limits != nil {
+		limits = awaitPacer{p: limits, w: away}
+	}
+	return &pacer{limits: limits, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
 }
 
 // domainPause is how long domain asked us to pause, looked up once a task.
@@ -67,9 +69,7 @@ func (p *pacer) domainPause(ctx context.Context, domain string) (time.Duration, 
 	pause, ok := p.domains[domain]
 	if !ok {
 		var err error
-		if pause, err = awaitRedis(ctx, p.away, "domain pause", func(ctx context.Context) (time.Duration, error) {
-			return p.limits.DomainWait(ctx, domain)
-		}); err != nil {
+		if pause, err = p.limits.DomainWait(ctx, domain); err != nil {
 			return 0, fmt.Errorf("pace: %w", err)
 		}
 		p.domains[domain] = pause
@@ -108,13 +108,7 @@ func (p *pacer) take(ctx context.Context, want int) error {
 		return nil
 	}
 	for p.budget == 0 {
-		// Asking again after a lost answer may take slots twice: a
-		// little less sent this second, nothing sent twice.
-		var wait time.Duration
-		n, err := awaitRedis(ctx, p.away, "send rate", func(ctx context.Context) (n int, err error) {
-			n, wait, err = p.limits.TakeN(ctx, max(want, 1))
-			return n, err
-		})
+		n, wait, err := p.limits.TakeN(ctx, max(want, 1))
 		if err != nil {
 			return fmt.Errorf("pace: %w", err)
 		}

@@ -60,6 +60,9 @@ func (h *PushSender) log() *slog.Logger {
 
 func (h *PushSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
 
+// awaited is the push sender's store waiting out an unreachable Redis.
+func (h *PushSender) awaited() awaitPush { return awaitPush{s: h.Store, w: h.away()} }
+
 func (h *PushSender) claimTTL() time.Duration {
 	if h.ClaimTTL > 0 {
 		return h.ClaimTTL
@@ -88,9 +91,7 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 	if p.Key == "" || p.SubscriberID <= 0 || p.Title == "" {
 		return errMissing(t, "key, subscriber and title")
 	}
-	sub, err := awaitRedis(ctx, h.away(), "re-read of the subscriber", func(ctx context.Context) (store.Subscriber, error) {
-		return h.Store.GetByID(ctx, p.SubscriberID)
-	})
+	sub, err := h.awaited().GetByID(ctx, p.SubscriberID)
 	if errors.Is(err, store.ErrNotFound) {
 		h.count("dropped")
 		return nil
@@ -103,9 +104,7 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 		h.count("dropped")
 		return nil
 	}
-	browsers, err := awaitRedis(ctx, h.away(), "read of the browsers", func(ctx context.Context) ([]store.PushSubscription, error) {
-		return h.Store.PushSubscriptions(ctx, sub.ID)
-	})
+	browsers, err := h.awaited().PushSubscriptions(ctx, sub.ID)
 	if err != nil {
 		return fmt.Errorf("push: load browsers: %w", err)
 	}
@@ -123,9 +122,7 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 		marks[i] = pushMark(p.Key, sub.ID, b.Endpoint)
 	}
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := awaitRedis(ctx, h.away(), "push claims", func(ctx context.Context) ([]store.Claim, error) {
-		return h.Store.ClaimMarks(ctx, owner, marks, h.claimTTL())
-	})
+	claims, err := h.awaited().ClaimMarks(ctx, owner, marks, h.claimTTL())
 	if err != nil {
 		return fmt.Errorf("push: claim: %w", err)
 	}
@@ -142,9 +139,7 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 		if err == nil {
 			// Not under the task's context: the notification is out, and
 			// its mark must be written even if the task was cancelled.
-			if merr := untilRedis(context.Background(), h.away(), "push mark", func(ctx context.Context) error {
-				return h.Store.MarkSent(ctx, marks[i])
-			}); merr != nil {
+			if merr := h.awaited().MarkSent(context.Background(), marks[i]); merr != nil {
 				h.log().Error("push: mark sent failed after delivery", "subscriber", sub.ID, "err", merr)
 			}
 			h.count("sent")
