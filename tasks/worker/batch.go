@@ -50,6 +50,12 @@ func (h *BatchSender) now() time.Time {
 	return time.Now()
 }
 
+// awaited is the batch's store and queue waiting out an unreachable Redis
+// as long as its delivery does.
+func (h *BatchSender) awaited() awaitBatch {
+	return awaitBatch{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, s: h.Store}
+}
+
 func (h *BatchSender) log() *slog.Logger {
 	if h.Log != nil {
 		return h.Log
@@ -76,9 +82,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 		return err
 	}
 	// The re-read of the whole batch, in one round trip.
-	subs, err := awaitRedis(ctx, h.Deliver.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
-		return h.Store.SubscribersByID(ctx, p.IDs)
-	})
+	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
@@ -137,14 +141,12 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) erro
 // setOutcome records recipients' outcome, waiting out a Redis outage (a
 // bitmap: recording twice is recording once).
 func (h *BatchSender) setOutcome(ctx context.Context, period, outcome string, ids []int64) error {
-	return untilRedis(ctx, h.Deliver.away(), "record of "+outcome+" recipients", func(ctx context.Context) error {
-		return h.Store.SetOutcome(ctx, period, outcome, ids...)
-	})
+	return h.awaited().SetOutcome(ctx, period, outcome, ids...)
 }
 
 func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[time.Time][]int64) error {
 	for until, ids := range held {
-		if err := enqueueOnce(ctx, h.Deliver.away(), h.Queue, tasks.NewQuietDigestBatch(period, ids, until)); err != nil {
+		if err := h.awaited().Enqueue(ctx, tasks.NewQuietDigestBatch(period, ids, until)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 		h.log().Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())
@@ -195,9 +197,7 @@ func (h *BatchSender) digestEntries(ctx context.Context, period string) ([]maile
 	if e, ok := h.entries[period]; ok {
 		return e, nil
 	}
-	run, err := awaitRedis(ctx, h.Deliver.away(), "read of the digest run", func(ctx context.Context) (store.DigestRun, error) {
-		return h.Store.DigestRun(ctx, period)
-	})
+	run, err := h.awaited().DigestRun(ctx, period)
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, fmt.Errorf("digest %s has no run record: %w", period, asynq.SkipRetry)
 	}

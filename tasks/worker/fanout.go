@@ -73,7 +73,11 @@ func (h *FanoutSender) log() *slog.Logger {
 	return slog.Default()
 }
 
-func (h *FanoutSender) away() redisWait { return h.Deliver.away() }
+// awaited is the fan-out's store and queue waiting out an unreachable
+// Redis as long as its delivery does.
+func (h *FanoutSender) awaited() awaitFanout {
+	return awaitFanout{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, s: h.Store}
+}
 
 // HandleFanout fans an event or an issue's notifications out. An event
 // for one person goes to their bundled events mail and their browsers; an
@@ -126,15 +130,13 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 	if size <= 0 {
 		size = DefaultFanoutPage
 	}
-	audience := awaitingAudience{h.Store, h.away()}
+	st := h.awaited()
 	var cursor int64
 	for {
 		if p.IssueID > 0 {
 			// A paused or cancelled issue notifies nobody more; a resume
 			// fans out again in its own round.
-			is, err := awaitRedis(ctx, h.away(), "read of the issue's status", func(ctx context.Context) (store.IssueStatus, error) {
-				return h.Store.IssueStatus(ctx, p.IssueID)
-			})
+			is, err := st.IssueStatus(ctx, p.IssueID)
 			if errors.Is(err, store.ErrNoIssue) {
 				return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 			}
@@ -146,7 +148,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 				return nil
 			}
 		}
-		ids, err := audienceAny(ctx, audience, topicIDs, cursor, size)
+		ids, err := audienceAny(ctx, st, topicIDs, cursor, size)
 		if err != nil {
 			return err
 		}
@@ -168,9 +170,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		// get a task, so only they need a mark. Most readers have none,
 		// and looking for browsers first spares them two commands each
 		// (the mark's read and write) on every issue.
-		have, err := awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
-			return h.Store.HavePushSubscriptions(ctx, ids)
-		})
+		have, err := h.awaited().HavePushSubscriptions(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -190,9 +190,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	for i, id := range ids {
 		marks[i] = store.Mark{Kind: tasks.FanoutMarkKind, Key: key, SubscriberID: id, Shared: true}
 	}
-	done, err := awaitRedis(ctx, h.away(), "read of the fan-out marks", func(ctx context.Context) ([]bool, error) {
-		return h.Store.SentMarks(ctx, marks)
-	})
+	done, err := h.awaited().SentMarks(ctx, marks)
 	if err != nil {
 		return err
 	}
@@ -229,9 +227,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	// to those above, so only an event's are looked up here.
 	var have []bool
 	if p.IssueID == 0 {
-		if have, err = awaitRedis(ctx, h.away(), "look for browsers", func(ctx context.Context) ([]bool, error) {
-			return h.Store.HavePushSubscriptions(ctx, todo)
-		}); err != nil {
+		if have, err = h.awaited().HavePushSubscriptions(ctx, todo); err != nil {
 			return err
 		}
 	}
@@ -252,13 +248,11 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	if err := h.enqueue(ctx, queue); err != nil {
 		return err
 	}
-	return untilRedis(ctx, h.away(), "write of the fan-out marks", func(ctx context.Context) error {
-		return h.Store.MarkSent(ctx, todoMarks...)
-	})
+	return h.awaited().MarkSent(ctx, todoMarks...)
 }
 
 // enqueue puts the tasks in their queues, a few at a time, each waiting
-// out an outage (enqueueOnce: a TaskID conflict is a task an earlier run
+// out an outage (awaitQueue.Enqueue: a TaskID conflict is a task an earlier run
 // queued, done).
 func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 	work := make(chan *asynq.Task)
@@ -271,7 +265,7 @@ func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 				if first != nil {
 					continue
 				}
-				if err := enqueueOnce(ctx, h.away(), h.Queue, t); err != nil {
+				if err := h.awaited().Enqueue(ctx, t); err != nil {
 					first = fmt.Errorf("fanout: %w", err)
 				}
 			}
@@ -304,9 +298,7 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, t *asynq.Task) error
 	if p.ID == "" || p.Topic == "" || len(p.IDs) == 0 {
 		return errMissing(t, "event, topic and recipients")
 	}
-	subs, err := awaitRedis(ctx, h.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
-		return h.Store.SubscribersByID(ctx, p.IDs)
-	})
+	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
@@ -336,7 +328,7 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, t *asynq.Task) error
 	for until, ids := range held {
 		later := p
 		later.IDs = ids
-		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewEventMail(later, until, true)); err != nil {
+		if err := h.awaited().Enqueue(ctx, tasks.NewEventMail(later, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -376,7 +368,7 @@ func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int)
 	if n.URL == "" {
 		n.URL = h.Links.BaseURL
 	}
-	err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewFanout(tasks.FanoutPayload{
+	err := h.awaited().Enqueue(ctx, tasks.NewFanout(tasks.FanoutPayload{
 		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.now().UTC(),
 	}))
 	if err != nil {

@@ -116,19 +116,21 @@ func (h *IssueSender) now() time.Time {
 // an outcome is a bit).
 func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
 
+// awaited is the sender's store and queue waiting out an outage as away
+// says.
+func (h *IssueSender) awaited() awaitIssues {
+	return awaitIssues{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store}
+}
+
 // issue reads the issue, waiting out an outage.
 func (h *IssueSender) issue(ctx context.Context, id int64) (store.Issue, error) {
-	return awaitRedis(ctx, h.away(), "read of the issue", func(ctx context.Context) (store.Issue, error) {
-		return h.Store.Issue(ctx, id)
-	})
+	return h.awaited().Issue(ctx, id)
 }
 
 // status reads the issue's status, round and version, waiting out an
 // outage.
 func (h *IssueSender) status(ctx context.Context, id int64) (store.IssueStatus, error) {
-	return awaitRedis(ctx, h.away(), "read of the issue's status", func(ctx context.Context) (store.IssueStatus, error) {
-		return h.Store.IssueStatus(ctx, id)
-	})
+	return h.awaited().IssueStatus(ctx, id)
 }
 
 // content is the issue at st (its status and round from st), read whole
@@ -178,9 +180,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 		size = DefaultDigestBatch
 	}
 	room := &Planner{Depth: h.Depth, MaxPendingBatches: h.MaxPendingBatches, RedisWait: h.RedisWait, Log: h.Log}
-	prog, err := awaitRedis(ctx, h.away(), "read of the issue's progress", func(ctx context.Context) (store.IssueProgress, error) {
-		return h.Store.IssueProgress(ctx, p.IssueID)
-	})
+	prog, err := h.awaited().IssueProgress(ctx, p.IssueID)
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 	}
@@ -216,9 +216,8 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 				return notYetError{early}
 			}
 			// Its time came: from now on it is frozen.
-			if is, err = awaitRedis(ctx, h.away(), "start of the issue's sending", func(ctx context.Context) (store.Issue, error) {
-				return h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{Round: p.Round})
-			}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
+			if is, err = h.awaited().TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
+				store.IssueChange{Round: p.Round}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
 				continue
 			} else if err != nil {
 				return err
@@ -259,7 +258,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			if !at.IsZero() {
 				task = tasks.NewIssueBatch(is.ID, p.Round, part, at, true)
 			}
-			if err := enqueueOnce(ctx, h.away(), h.Queue, task); err != nil {
+			if err := h.awaited().Enqueue(ctx, task); err != nil {
 				return err
 			}
 		}
@@ -279,9 +278,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 // advance saves the planner's place after a page, waiting out an outage
 // (the store counts a page once, so saving it again is safe).
 func (h *IssueSender) advance(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
-	return untilRedis(ctx, h.away(), "save of the issue planner's cursor", func(ctx context.Context) error {
-		return h.Store.AdvanceIssuePlan(ctx, id, round, cursor, n, done)
-	})
+	return h.awaited().AdvanceIssuePlan(ctx, id, round, cursor, n, done)
 }
 
 // audienceAny is the keyset walk over the union of topics' audiences: up
@@ -289,25 +286,12 @@ func (h *IssueSender) advance(ctx context.Context, id int64, round int, cursor i
 // Every id up to the smallest last id of a full page is in the pages read,
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
-	return audienceAny(ctx, awaitingAudience{h.Store, h.away()}, topicIDs, cursor, limit)
+	return audienceAny(ctx, h.awaited(), topicIDs, cursor, limit)
 }
 
 // audienceReader reads one page of a topic's audience.
 type audienceReader interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
-}
-
-// awaitingAudience reads pages of audiences waiting out a Redis outage,
-// as every other step of the issue planner (and of the fan-out) does.
-type awaitingAudience struct {
-	s audienceReader
-	w redisWait
-}
-
-func (a awaitingAudience) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
-	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
-		return a.s.AudienceAfter(ctx, topic, cursor, limit)
-	})
 }
 
 // audienceAny is IssueSender.audienceAny for any reader of audiences (the
@@ -362,9 +346,7 @@ func LocalDue(now time.Time, hhmm, tz string, def *time.Location) (time.Time, er
 // byLocalTime groups a page by the time each reader is due. A time not
 // later than now is sent now (the zero key).
 func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64) (map[time.Time][]int64, error) {
-	subs, err := awaitRedis(ctx, h.away(), "read of the readers' time zones", func(ctx context.Context) ([]store.Subscriber, error) {
-		return h.Store.SubscribersByID(ctx, ids)
-	})
+	subs, err := h.awaited().SubscribersByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -494,9 +476,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if err != nil {
 		return err
 	}
-	subs, err := awaitRedis(ctx, h.away(), "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
-		return h.Store.SubscribersByID(ctx, p.IDs)
-	})
+	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
@@ -546,7 +526,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		}
 	}
 	for until, ids := range held {
-		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
+		if err := h.awaited().Enqueue(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -593,18 +573,14 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 // setOutcome records readers' outcome, waiting out an outage (a bitmap:
 // recording twice is recording once).
 func (h *IssueSender) setOutcome(ctx context.Context, key, outcome string, ids []int64) error {
-	return untilRedis(ctx, h.away(), "record of "+outcome+" readers", func(ctx context.Context) error {
-		return h.Store.SetOutcome(ctx, key, outcome, ids...)
-	})
+	return h.awaited().SetOutcome(ctx, key, outcome, ids...)
 }
 
 // finish marks the issue sent once every planned reader is done, and
 // tells the webhook endpoints that asked (issue.sent) the one time it
 // does.
 func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
-	done, err := awaitRedis(ctx, h.away(), "end of the issue's sending", func(ctx context.Context) (bool, error) {
-		return h.Store.FinishIssue(ctx, is.ID)
-	})
+	done, err := h.awaited().FinishIssue(ctx, is.ID)
 	if err != nil || !done {
 		return err
 	}

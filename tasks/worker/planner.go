@@ -70,6 +70,12 @@ type Planner struct {
 // batch's TaskID conflicts, a page's advance counts once).
 func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
 
+// awaited is the planner's store, the digest's issue, the queue and its
+// depth waiting out an outage as away says.
+func (h *Planner) awaited() awaitPlanner {
+	return awaitPlanner{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store, issues: h.Issues, depth: h.Depth}
+}
+
 func (h *Planner) log() *slog.Logger {
 	if h.Log != nil {
 		return h.Log
@@ -91,11 +97,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 	if !tasks.ValidPeriod(p.Period) {
 		return errMissing(t, "valid period")
 	}
-	var created bool
-	run, err := awaitRedis(ctx, h.away(), "start of the digest run", func(ctx context.Context) (run store.DigestRun, err error) {
-		run, created, err = h.Store.StartDigestRun(ctx, p.Period)
-		return run, err
-	})
+	run, created, err := h.awaited().StartDigestRun(ctx, p.Period)
 	if err != nil {
 		return err
 	}
@@ -118,9 +120,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 		if err := h.waitForRoom(ctx); err != nil {
 			return err
 		}
-		ids, err := awaitRedis(ctx, h.away(), "read of the audience", func(ctx context.Context) ([]int64, error) {
-			return h.Store.AudienceAfter(ctx, topics.Digest, cursor, size)
-		})
+		ids, err := h.awaited().AudienceAfter(ctx, topics.Digest, cursor, size)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
 			h.log().Info("digest: planned", "period", p.Period, "cursor", cursor)
 			return h.advance(ctx, p.Period, cursor, 0, true)
 		}
-		if err := enqueueOnce(ctx, h.away(), h.Queue, tasks.NewDigestBatch(p.Period, ids)); err != nil {
+		if err := h.awaited().Enqueue(ctx, tasks.NewDigestBatch(p.Period, ids)); err != nil {
 			return err
 		}
 		cursor = ids[len(ids)-1]
@@ -151,25 +151,19 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 		return fmt.Errorf("digest %s: %v: %w", run.Period, err, asynq.SkipRetry)
 	}
 	content := store.IssueContent{Subject: subject, Body: body, Topics: []string{topics.Digest}}
-	is, err := awaitRedis(ctx, h.away(), "the digest's issue", func(ctx context.Context) (store.Issue, error) {
-		return h.Issues.DigestIssue(ctx, run.Period, content)
-	})
+	is, err := h.awaited().DigestIssue(ctx, run.Period, content)
 	if err != nil {
 		return err
 	}
 	if is.Status == store.IssueDraft {
 		job := tasks.NewIssuePlan(is.ID, is.Round, h.now())
-		sent, err := awaitRedis(ctx, h.away(), "send of the digest's issue", func(ctx context.Context) (store.Issue, error) {
-			return h.Issues.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
-				store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
-		})
+		sent, err := h.awaited().TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
+			store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
 		switch {
 		case (errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale)):
 			// Sent already: by another planner of the period, or by
 			// this one before an answer was lost. Read where it is.
-			sent, err = awaitRedis(ctx, h.away(), "the digest's issue", func(ctx context.Context) (store.Issue, error) {
-				return h.Issues.DigestIssue(ctx, run.Period, content)
-			})
+			sent, err = h.awaited().DigestIssue(ctx, run.Period, content)
 			if err != nil {
 				return err
 			}
@@ -184,9 +178,7 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 	}
 	// The outbox entry would do (the relay), but at once is better; a
 	// plan queued or done already makes this a conflict or a no-op.
-	_, err = awaitRedis(ctx, h.away(), "enqueue of the issue's plan", func(ctx context.Context) (bool, error) {
-		return tasks.Dispatch(ctx, h.Queue, h.Issues, tasks.NewIssuePlan(is.ID, is.Round, h.now()))
-	})
+	_, err = h.awaited().Dispatch(ctx, tasks.NewIssuePlan(is.ID, is.Round, h.now()))
 	if err != nil && !errors.Is(err, tasks.ErrOutboxLeft) {
 		return err
 	}
@@ -202,9 +194,7 @@ func (h *Planner) now() time.Time {
 }
 
 func (h *Planner) advance(ctx context.Context, period string, cursor int64, n int, done bool) error {
-	return untilRedis(ctx, h.away(), "save of the planner's cursor", func(ctx context.Context) error {
-		return h.Store.AdvanceDigestRun(ctx, period, cursor, n, done)
-	})
+	return h.awaited().AdvanceDigestRun(ctx, period, cursor, n, done)
 }
 
 // waitForRoom is the planner's back pressure: while the critical queue
@@ -220,9 +210,7 @@ func (h *Planner) waitForRoom(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(planWaitLimit)
 	for {
-		pending, err := awaitRedis(ctx, h.away(), "read of the queue's depth", func(ctx context.Context) (int, error) {
-			return h.Depth.Pending(ctx, tasks.QueueCritical)
-		})
+		pending, err := h.awaited().Pending(ctx, tasks.QueueCritical)
 		if err != nil {
 			if ctx.Err() != nil {
 				// The task's time ran out while it waited: hand it back

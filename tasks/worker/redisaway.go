@@ -78,21 +78,6 @@ func untilRedis(ctx context.Context, w redisWait, what string, op func(context.C
 	return err
 }
 
-// enqueueOnce queues task on q, waiting out an unreachable Redis as
-// awaitRedis does. Every task the worker queues has a TaskID, so sending
-// it again after an answer lost with the connection is safe, and the
-// asynq.ErrTaskIDConflict it then gets means an earlier attempt (or an
-// earlier run of the handler) queued it: success, not an error.
-func enqueueOnce(ctx context.Context, w redisWait, q tasks.Enqueuer, task *asynq.Task, opts ...asynq.Option) error {
-	_, err := awaitRedis(ctx, w, "enqueue of "+task.Type(), func(ctx context.Context) (*asynq.TaskInfo, error) {
-		return q.EnqueueContext(ctx, task, opts...)
-	})
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue %s: %w", task.Type(), err)
-	}
-	return nil
-}
-
 func (w redisWait) log() *slog.Logger {
 	if w.Log != nil {
 		return w.Log

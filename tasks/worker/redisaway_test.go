@@ -251,15 +251,15 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	}
 }
 
-// TestEnqueueOnce: an enqueue that meets an unreachable Redis waits for it
+// TestEnqueueOnce: an enqueue (awaitQueue) that meets an unreachable Redis waits for it
 // and queues the task once; a TaskID conflict is a task queued already,
 // success; an outage past the bound is returned.
 func TestEnqueueOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newAwayEnv(t, 10*time.Second)
-	w := redisWait{For: 10 * time.Second, Log: discard}
+	q := awaitQueue{q: e.queue, w: redisWait{For: 10 * time.Second, Log: discard}}
 	e.flakyRedis(2)
-	if err := enqueueOnce(ctx, w, e.queue, tasks.NewDigestBatch("p", []int64{1})); err != nil {
+	if err := q.Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1})); err != nil {
 		t.Fatal(err)
 	}
 	e.rodeOut(t)
@@ -273,14 +273,14 @@ func TestEnqueueOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := e.away.Calls("evalsha")
-	if err := enqueueOnce(ctx, w, e.queue, tasks.NewDigestBatch("p", []int64{1})); err != nil || e.away.Calls("evalsha") != sent+1 {
+	if err := q.Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1})); err != nil || e.away.Calls("evalsha") != sent+1 {
 		t.Fatalf("a conflict: %v after %d enqueues", err, e.away.Calls("evalsha")-sent)
 	}
 	if got := e.take(t); len(got) != 1 {
 		t.Fatalf("%d tasks under one TaskID", len(got))
 	}
 	e.away.Down()
-	err := enqueueOnce(ctx, redisWait{For: 100 * time.Millisecond, Log: discard}, e.queue, tasks.NewDigestBatch("p", []int64{1}))
+	err := (awaitQueue{q: e.queue, w: redisWait{For: 100 * time.Millisecond, Log: discard}}).Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1}))
 	e.away.Heal()
 	// (asynq hands the outage over as text: only its message tells.)
 	if got := e.take(t); !store.Unavailable(err) || len(got) != 0 {

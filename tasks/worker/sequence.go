@@ -59,6 +59,13 @@ const (
 // StepOutcomes lists the outcome label's values.
 var StepOutcomes = []string{StepSent, StepLeft, StepSuperseded}
 
+// awaited is the step's reads (its progress among the delivery marks, the
+// latest digest) and its queue waiting out an unreachable Redis as long as
+// its delivery does.
+func (h *SequenceSender) awaited() awaitSequence {
+	return awaitSequence{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, marks: h.Deliver.Store, digests: h.Digests}
+}
+
 func (h *SequenceSender) now() time.Time {
 	if h.Now != nil {
 		return h.Now()
@@ -114,9 +121,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	for i, st := range seq.Steps {
 		marks[i] = stepMark(st.Template, sub.ID)
 	}
-	sent, err := awaitRedis(ctx, h.Deliver.away(), "read of sequence progress", func(ctx context.Context) ([]bool, error) {
-		return h.Deliver.Store.SentMarks(ctx, marks)
-	})
+	sent, err := h.awaited().SentMarks(ctx, marks)
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
@@ -166,13 +171,11 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 // latestEntries are the items of the latest digest run (none before the
 // first run).
 func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, error) {
-	period, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", h.Digests.LatestDigestPeriod)
+	period, err := h.awaited().LatestDigestPeriod(ctx)
 	if err != nil || period == "" {
 		return nil, err
 	}
-	run, err := awaitRedis(ctx, h.Deliver.away(), "read of the latest digest", func(ctx context.Context) (store.DigestRun, error) {
-		return h.Digests.DigestRun(ctx, period)
-	})
+	run, err := h.awaited().DigestRun(ctx, period)
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, nil
 	}
@@ -250,8 +253,8 @@ func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i i
 		job = tasks.NewStep(sub.Email, st.Template, due)
 	}
 	// The step's TaskID makes scheduling it again after a lost answer a
-	// conflict, which is success (enqueueOnce).
-	if err := enqueueOnce(ctx, h.Deliver.away(), h.Queue, job.Task, job.Options()...); err != nil {
+	// conflict, which is success (awaitQueue.Enqueue).
+	if err := h.awaited().Enqueue(ctx, job.Task, job.Options()...); err != nil {
 		return fmt.Errorf("schedule step %s: %w", st.Template, err)
 	}
 	return nil
