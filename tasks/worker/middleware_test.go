@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestObserveLogsAndCounts(t *testing.T) {

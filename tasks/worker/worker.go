@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/newsletter/newsletter/tasks"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // Config configures the worker role: one asynq server per lane.
