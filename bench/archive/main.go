@@ -43,34 +43,79 @@ func run() error {
 		return err
 	}
 	defer func() { bench.Warn("close redis", rdb.Close()) }()
-	st := store.NewRedis(rdb)
-	// Twenty sent issues, so the feed carries a full page of entries.
+	slug, err := seedIssues(ctx, store.NewRedis(rdb))
+	if err != nil {
+		return err
+	}
+	srv, stop, err := startAPI(url, workers)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	tool := "Go load generator (install wrk for a leaner one)"
+	if bench.HaveWrk() {
+		tool = "wrk"
+	}
+	page, err := srv.measure("/archive/"+slug, dur)
+	if err != nil {
+		return err
+	}
+	feed, err := srv.measure("/archive/feed.atom", dur)
+	if err != nil {
+		return err
+	}
+	health, err := srv.measure("/healthz", dur/2)
+	if err != nil {
+		return err
+	}
+	report(url, workers, dur, tool, page, feed, health)
+	return nil
+}
+
+// seedIssues stores twenty sent issues, so the feed carries a full page of
+// entries, and returns the last one's slug for the page to fetch.
+func seedIssues(ctx context.Context, st *store.Redis) (string, error) {
 	var slug string
 	for i := range 20 {
 		is, err := st.CreateIssue(ctx, store.IssueContent{Subject: fmt.Sprintf("Letter %d", i+1), Preheader: "This month", Body: body, Topics: []string{"digest"}}, "")
 		if err != nil {
-			return err
+			return "", err
 		}
 		if _, err := st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
-			return err
+			return "", err
 		}
 		if err := st.AdvanceIssuePlan(ctx, is.ID, 1, 0, 0, true); err != nil {
-			return err
+			return "", err
 		}
 		if _, err := st.FinishIssue(ctx, is.ID); err != nil {
-			return err
+			return "", err
 		}
 		slug = is.Slug
 	}
+	return slug, nil
+}
 
+// apiServer is the API role running in a process of its own, so the load
+// generator's CPU is not the server's, and a client sized for the load.
+type apiServer struct {
+	base    string
+	stderr  *bytes.Buffer // the process's log, shown when it fails
+	hc      *http.Client
+	workers int
+}
+
+// startAPI builds the binary and starts `newsletter api` on a free port
+// against url, waiting until it answers. stop ends the process, then
+// removes the binary.
+func startAPI(url string, workers int) (srv *apiServer, stop func(), err error) {
 	bin, cleanup, err := bench.BuildBinary()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer cleanup()
 	addr, err := bench.FreeAddr()
 	if err != nil {
-		return err
+		cleanup()
+		return nil, nil, err
 	}
 	base := "http://" + addr
 	api := exec.Command(bin, "api")
@@ -79,39 +124,37 @@ func run() error {
 	var apiErr bytes.Buffer
 	api.Stderr = &apiErr
 	if err := api.Start(); err != nil {
-		return err
+		cleanup()
+		return nil, nil, err
 	}
-	defer bench.Stop(api)
+	stop = func() {
+		bench.Stop(api)
+		cleanup()
+	}
 	if err := bench.WaitHTTP(base + "/healthz"); err != nil {
-		return fmt.Errorf("%w\n%s", err, apiErr.String())
+		stop()
+		return nil, nil, fmt.Errorf("%w\n%s", err, apiErr.String())
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
-	tool := "Go load generator (install wrk for a leaner one)"
+	return &apiServer{base: base, stderr: &apiErr, hc: hc, workers: workers}, stop, nil
+}
+
+// measure loads path for d with wrk if installed, else the Go load
+// generator.
+func (s *apiServer) measure(path string, d time.Duration) (bench.Result, error) {
+	// The first request fills the cache; it is not measured.
+	if err := expect(s.hc.Get(s.base + path)); err != nil {
+		return bench.Result{}, fmt.Errorf("%s: %w\n%s", path, err, s.stderr.String())
+	}
 	if bench.HaveWrk() {
-		tool = "wrk"
+		return bench.Wrk(s.base+path, "", s.workers, d)
 	}
-	measure := func(path string, d time.Duration) (bench.Result, error) {
-		// The first request fills the cache; it is not measured.
-		if err := expect(hc.Get(base + path)); err != nil {
-			return bench.Result{}, fmt.Errorf("%s: %w\n%s", path, err, apiErr.String())
-		}
-		if bench.HaveWrk() {
-			return bench.Wrk(base+path, "", workers, d)
-		}
-		return bench.Load(workers, d, func(int64) error { return expect(hc.Get(base + path)) }), nil
-	}
-	page, err := measure("/archive/"+slug, dur)
-	if err != nil {
-		return err
-	}
-	feed, err := measure("/archive/feed.atom", dur)
-	if err != nil {
-		return err
-	}
-	health, err := measure("/healthz", dur/2)
-	if err != nil {
-		return err
-	}
+	return bench.Load(s.workers, d, func(int64) error { return expect(s.hc.Get(s.base + path)) }), nil
+}
+
+// report prints the three results and how the page and the feed fare
+// against their targets.
+func report(url string, workers int, dur time.Duration, tool string, page, feed, health bench.Result) {
 	fmt.Printf("redis %s, %d concurrent clients, %s each, HTTP load from %s\n", url, workers, dur, tool)
 	fmt.Printf("GET /archive/{slug}      %s\n", page)
 	fmt.Printf("GET /archive/feed.atom   %s  (20 entries)\n", feed)
@@ -122,7 +165,6 @@ func run() error {
 	}{{"page", page}, {"feed", feed}} {
 		fmt.Printf("%-4s target 5000/s and p99 < 20ms: %.0f/s (%v), p99 %s (%v)\n", r.name, r.res.Rate(), r.res.Rate() >= 5000, r.res.P99.Round(time.Millisecond/10), r.res.P99 < 20*time.Millisecond)
 	}
-	return nil
 }
 
 // expect turns an HTTP round trip into an error unless it answered 200.
