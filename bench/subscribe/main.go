@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/bench"
 )
@@ -41,6 +42,49 @@ func run() error {
 	}
 	defer func() { bench.Warn("close redis", rdb.Close()) }()
 
+	var r results
+	if r.raw, err = rawEnqueue(ctx, rdb, workers, dur); err != nil {
+		return err
+	}
+	base, stop, err := startAPI(url)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	l := newLoader(workers)
+	if r.sub, err = l.subscribe(base, dur); err != nil {
+		return err
+	}
+	if r.health, err = l.healthz(base, dur/2); err != nil {
+		return err
+	}
+	// Count the real endpoint's confirmations before the ceiling's tasks
+	// join them in the same queue. Unreadable, the count is only left out
+	// of the report.
+	r.queued, _ = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("transactional")
+	thin, err := startEnqueueOnly(url)
+	if err != nil {
+		return err
+	}
+	r.ceiling, err = l.subscribe(thin.URL, dur)
+	thin.Close()
+	if err != nil {
+		return err
+	}
+	r.print(url, workers, dur, l.tool())
+	return nil
+}
+
+// results are the run's measurements, in the order they are taken.
+type results struct {
+	raw, sub, health, ceiling bench.Result
+	queued                    *asynq.QueueInfo // the real endpoint's confirmations; nil: unknown
+}
+
+// rawEnqueue measures a plain asynq client enqueueing confirmations into
+// the same Redis, the figure the endpoint is held against, then empties
+// the database so the endpoint starts from the same state.
+func rawEnqueue(ctx context.Context, rdb *redis.Client, workers int, dur time.Duration) (bench.Result, error) {
 	client := asynq.NewClientFromRedisClient(rdb)
 	payload := []byte(`{"email":"someone@example.com","nonce":"0123456789abcdef"}`)
 	raw := bench.Load(workers, dur, func(n int64) error {
@@ -48,18 +92,21 @@ func run() error {
 		_, err := client.EnqueueContext(ctx, asynq.NewTask("email:confirm", payload), asynq.Queue("transactional"), asynq.TaskID(id))
 		return err
 	})
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		return err
-	}
+	return raw, rdb.FlushDB(ctx).Err()
+}
 
+// startAPI builds the binary and starts `newsletter api` on a free port
+// against url, with double opt-in on and no rate limit, waiting until it
+// answers. stop ends the process, then removes the binary.
+func startAPI(url string) (base string, stop func(), err error) {
 	bin, cleanup, err := bench.BuildBinary()
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer cleanup()
 	addr, err := bench.FreeAddr()
 	if err != nil {
-		return err
+		cleanup()
+		return "", nil, err
 	}
 	api := exec.Command(bin, "api")
 	api.Env = append(os.Environ(),
@@ -68,56 +115,69 @@ func run() error {
 	var apiErr bytes.Buffer
 	api.Stderr = &apiErr
 	if err := api.Start(); err != nil {
-		return err
+		cleanup()
+		return "", nil, err
 	}
-	defer bench.Stop(api)
-	base := "http://" + addr
+	stop = func() {
+		bench.Stop(api)
+		cleanup()
+	}
+	base = "http://" + addr
 	if err := bench.WaitHTTP(base + "/healthz"); err != nil {
-		return fmt.Errorf("%w\n%s", err, apiErr.String())
+		stop()
+		return "", nil, fmt.Errorf("%w\n%s", err, apiErr.String())
 	}
+	return base, stop, nil
+}
 
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
-	haveWrk := bench.HaveWrk()
-	tool := "Go load generator (install wrk for a leaner one)"
-	if haveWrk {
-		tool = "wrk"
-	}
-	subscribe := func(base string, d time.Duration) (bench.Result, error) {
-		if haveWrk {
-			return bench.Wrk(base+"/subscribe", wrkSubscribe, workers, d)
-		}
-		runID := time.Now().UnixNano()
-		return bench.Load(workers, d, func(n int64) error {
-			body := fmt.Sprintf(`{"email":"b%d-%d@example.com"}`, runID, n)
-			return expect(hc.Post(base+"/subscribe", "application/json", bytes.NewBufferString(body)))(http.StatusAccepted)
-		}), nil
-	}
-	sub, err := subscribe(base, dur)
-	if err != nil {
-		return err
-	}
-	var health bench.Result
-	if haveWrk {
-		health, err = bench.Wrk(base+"/healthz", "", workers, dur/2)
-	} else {
-		health = bench.Load(workers, dur/2, func(int64) error { return expect(hc.Get(base + "/healthz"))(http.StatusOK) })
-	}
-	if err != nil {
-		return err
-	}
-	// Count the real endpoint's confirmations before the ceiling's tasks
-	// join them in the same queue.
-	queued, _ := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("transactional")
-	thin, err := startEnqueueOnly(url)
-	if err != nil {
-		return err
-	}
-	ceiling, err := subscribe(thin.URL, dur)
-	thin.Close()
-	if err != nil {
-		return err
-	}
+// loader generates the HTTP load: with wrk if installed, which costs the
+// machine less, else with the Go load generator.
+type loader struct {
+	hc      *http.Client
+	workers int
+	haveWrk bool
+}
 
+func newLoader(workers int) *loader {
+	return &loader{
+		hc:      &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}},
+		workers: workers,
+		haveWrk: bench.HaveWrk(),
+	}
+}
+
+func (l *loader) tool() string {
+	if l.haveWrk {
+		return "wrk"
+	}
+	return "Go load generator (install wrk for a leaner one)"
+}
+
+// subscribe posts a new address per request to base's /subscribe for d.
+func (l *loader) subscribe(base string, d time.Duration) (bench.Result, error) {
+	if l.haveWrk {
+		return bench.Wrk(base+"/subscribe", wrkSubscribe, l.workers, d)
+	}
+	runID := time.Now().UnixNano()
+	return bench.Load(l.workers, d, func(n int64) error {
+		body := fmt.Sprintf(`{"email":"b%d-%d@example.com"}`, runID, n)
+		return expect(l.hc.Post(base+"/subscribe", "application/json", bytes.NewBufferString(body)))(http.StatusAccepted)
+	}), nil
+}
+
+// healthz loads base's /healthz (no I/O) for d: the ceiling of HTTP and
+// the load generator.
+func (l *loader) healthz(base string, d time.Duration) (bench.Result, error) {
+	if l.haveWrk {
+		return bench.Wrk(base+"/healthz", "", l.workers, d)
+	}
+	return bench.Load(l.workers, d, func(int64) error { return expect(l.hc.Get(base + "/healthz"))(http.StatusOK) }), nil
+}
+
+// print reports the rates side by side and the endpoint against its
+// targets, relative to raw enqueue and to the enqueue-only ceiling.
+func (r results) print(url string, workers int, dur time.Duration, tool string) {
+	raw, sub, health, ceiling, queued := r.raw, r.sub, r.health, r.ceiling, r.queued
 	ratio := sub.Rate() / raw.Rate()
 	fmt.Printf("redis %s, %d concurrent clients, %s each, HTTP load from %s\n", url, workers, dur, tool)
 	fmt.Printf("raw asynq enqueue      %s\n", raw)
@@ -132,7 +192,6 @@ func run() error {
 	fmt.Printf("ratio                  %.2f of raw enqueue (target >= 0.50), p99 %s (target < 50ms)\n", ratio, sub.P99.Round(time.Millisecond/10))
 	fmt.Printf("enqueue-only ratio     %.2f of raw enqueue: what an endpoint doing nothing but one enqueue reaches here;\n", ceiling.Rate()/raw.Rate())
 	fmt.Printf("                       the signup does %.2f of that\n", sub.Rate()/ceiling.Rate())
-	return nil
 }
 
 // wrkSubscribe posts a new address per request; each wrk thread gets its own
