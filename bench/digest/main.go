@@ -83,27 +83,9 @@ type figures struct {
 }
 
 func run() error {
-	n := 100000
-	if v, err := strconv.Atoi(os.Getenv("N")); err == nil && v > 0 {
-		n = v
-	}
-	var itemCounts []int
-	for _, f := range strings.Split(cmp.Or(os.Getenv("ITEMS"), "1,20"), ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || k < 0 {
-			return fmt.Errorf("ITEMS=%q: want item counts such as 1,20 (0: the import alone)", os.Getenv("ITEMS"))
-		}
-		if k > 0 {
-			itemCounts = append(itemCounts, k)
-		}
-	}
-	every := 5
-	if v, err := strconv.Atoi(os.Getenv("UPDATES_ONLY")); err == nil && v >= 0 {
-		every = v
-	}
-	audience := n
-	if every > 0 {
-		audience = n - (n+every-1)/every
+	cfg, err := readConfig()
+	if err != nil {
+		return err
 	}
 	ctx := context.Background()
 	url := bench.RedisURL()
@@ -125,76 +107,167 @@ func run() error {
 
 	dir, _ := os.MkdirTemp("", "bench-digest")
 	defer func() { bench.Warn("remove temp folder", os.RemoveAll(dir)) }()
-	csv := filepath.Join(dir, "subscribers.csv")
-	if err := writeCSV(csv, n, every); err != nil {
-		return err
+	h := &harness{
+		ctx: ctx, bin: bin, dir: dir, rdb: rdb, sink: sink, audience: cfg.audience,
+		env:        append(os.Environ(), "NEWSLETTER_REDIS_URL="+url, "NEWSLETTER_SECRET=benchmark-secret-0123456789"),
+		profileDir: os.Getenv("NEWSLETTER_BENCH_PROFILE"), // a folder: CPU profiles of the worker, one per digest
 	}
-	env := append(os.Environ(), "NEWSLETTER_REDIS_URL="+url, "NEWSLETTER_SECRET=benchmark-secret-0123456789")
-	memBefore := usedMemory(ctx, rdb)
-	start := time.Now()
-	imp := exec.Command(bin, "import", "--quiet", csv)
-	imp.Env, imp.Stderr = env, os.Stderr
-	out, err := imp.Output()
-	if err != nil {
-		return fmt.Errorf("import: %v\n%s", err, out)
-	}
-	importTook := time.Since(start)
-	baseMem := usedMemory(ctx, rdb)
-
-	profileDir := os.Getenv("NEWSLETTER_BENCH_PROFILE") // a folder: CPU profiles of the worker, one per digest
-	w, err := startWorker(bin, env, sink, profileDir)
+	importTook, subscribersMem, err := h.importSubscribers(cfg.n, cfg.every)
 	if err != nil {
 		return err
 	}
-	defer func() { w.stop() }()
+	if h.w, err = startWorker(bin, h.env, sink, h.profileDir); err != nil {
+		return err
+	}
+	// The DKIM runs replace the worker: stop whichever runs last.
+	defer func() { h.w.stop() }()
 
-	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", n)
-	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", n, importTook.Round(time.Millisecond), float64(n)/importTook.Seconds())
-	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(baseMem-memBefore), float64(baseMem-memBefore)/float64(n))
-	fmt.Printf("digest audience           %d of %d subscribers (the digest topic's; every %dth has updates only)\n", audience, n, every)
-	if len(itemCounts) == 0 {
+	fmt.Printf("%d subscribers, one digest per item count through `newsletter worker` (concurrency 16, 16 SMTP connections) into a loopback sink\n", cfg.n)
+	fmt.Printf("import of %d rows        %s (%.0f rows/s)\n", cfg.n, importTook.Round(time.Millisecond), float64(cfg.n)/importTook.Seconds())
+	fmt.Printf("redis used_memory         %.1f MB for the subscribers: %.0f bytes per subscriber\n", mb(subscribersMem), float64(subscribersMem)/float64(cfg.n))
+	fmt.Printf("digest audience           %d of %d subscribers (the digest topic's; every %dth has updates only)\n", cfg.audience, cfg.n, cfg.every)
+	if len(cfg.itemCounts) == 0 {
 		return nil
 	}
+	runs, err := h.sendDigests(cfg.itemCounts)
+	if err != nil {
+		return err
+	}
+	peak := peakRSS(h.w.cmd.Process.Pid)
+	signed, peak, err := h.sendSigned(cfg.itemCounts[len(cfg.itemCounts)-1], peak)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, signed...)
+	printTable(runs)
+	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peak))
+	printRedis(runs)
+	// What signing costs, measured apart on a mail the sink took.
+	return printDKIMCost(runs[len(cfg.itemCounts)-1].sample)
+}
+
+// config is what the environment asks of a run.
+type config struct {
+	n          int   // subscribers, N
+	itemCounts []int // one digest per count, ITEMS; none: the import alone
+	every      int   // every every-th reader has updates only, UPDATES_ONLY; 0: none
+	audience   int   // the digest topic's readers among the n
+}
+
+func readConfig() (config, error) {
+	c := config{n: 100000, every: 5}
+	if v, err := strconv.Atoi(os.Getenv("N")); err == nil && v > 0 {
+		c.n = v
+	}
+	for _, f := range strings.Split(cmp.Or(os.Getenv("ITEMS"), "1,20"), ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 0 {
+			return c, fmt.Errorf("ITEMS=%q: want item counts such as 1,20 (0: the import alone)", os.Getenv("ITEMS"))
+		}
+		if k > 0 {
+			c.itemCounts = append(c.itemCounts, k)
+		}
+	}
+	if v, err := strconv.Atoi(os.Getenv("UPDATES_ONLY")); err == nil && v >= 0 {
+		c.every = v
+	}
+	c.audience = c.n
+	if c.every > 0 {
+		c.audience = c.n - (c.n+c.every-1)/c.every
+	}
+	return c, nil
+}
+
+// harness is what every sending of a run shares: the binary, the Redis,
+// the sink and the worker sending into it.
+type harness struct {
+	ctx        context.Context
+	bin, dir   string // dir: a temporary folder for the CSV and DKIM keys
+	env        []string
+	rdb        *redis.Client
+	sink       *bench.Sink
+	w          *worker
+	profileDir string // a folder for the worker's CPU profiles, "" : none
+	audience   int
+	baseMem    int64 // Redis's used_memory after the import
+}
+
+// importSubscribers writes n readers to a CSV and times `newsletter
+// import` of it, returning how long it took and the Redis memory the
+// subscribers took; it records the memory after it as the base that each
+// run's peak is measured over.
+func (h *harness) importSubscribers(n, every int) (time.Duration, int64, error) {
+	csv := filepath.Join(h.dir, "subscribers.csv")
+	if err := writeCSV(csv, n, every); err != nil {
+		return 0, 0, err
+	}
+	memBefore := usedMemory(h.ctx, h.rdb)
+	start := time.Now()
+	imp := exec.Command(h.bin, "import", "--quiet", csv)
+	imp.Env, imp.Stderr = h.env, os.Stderr
+	out, err := imp.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("import: %v\n%s", err, out)
+	}
+	importTook := time.Since(start)
+	h.baseMem = usedMemory(h.ctx, h.rdb)
+	return importTook, h.baseMem - memBefore, nil
+}
+
+// sendDigests runs one digest per item count and, with ISSUE set, an
+// issue of the last digest's size, all through the same worker.
+func (h *harness) sendDigests(itemCounts []int) ([]figures, error) {
 	var runs []figures
 	for _, k := range itemCounts {
-		f, err := digest(ctx, bin, env, rdb, sink, w, audience, k, "")
+		f, err := digest(h.ctx, h.bin, h.env, h.rdb, h.sink, h.w, h.audience, k, "")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		f.baseMem = baseMem
+		f.baseMem = h.baseMem
 		runs = append(runs, f)
 	}
 	if os.Getenv("ISSUE") != "" {
 		// bench-issue: an issue of the last digest's size to the same
 		// readers, through the same worker (issue.go).
-		f, err := sendIssue(ctx, bin, dir, env, rdb, sink, w, audience, itemCounts[len(itemCounts)-1])
+		f, err := sendIssue(h.ctx, h.bin, h.dir, h.env, h.rdb, h.sink, h.w, h.audience, itemCounts[len(itemCounts)-1])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		f.baseMem = baseMem
+		f.baseMem = h.baseMem
 		runs = append(runs, f)
 	}
-	peak := peakRSS(w.cmd.Process.Pid)
-	// DKIM=rsa,ed25519: the last digest again through a worker that signs.
+	return runs, nil
+}
+
+// sendSigned, for DKIM=rsa,ed25519: the digest of k items again through
+// a worker that signs, one per key kind, each replacing the last. It
+// returns their figures and the worker peak RSS so far, peak included.
+func (h *harness) sendSigned(k int, peak int64) ([]figures, int64, error) {
+	var runs []figures
 	for _, alg := range strings.FieldsFunc(os.Getenv("DKIM"), func(r rune) bool { return r == ',' }) {
-		w.stop()
-		keyEnv, err := dkimEnv(dir, alg)
+		h.w.stop()
+		keyEnv, err := dkimEnv(h.dir, alg)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		signing, err := startWorker(bin, append(env, keyEnv...), sink, profileDir)
+		signing, err := startWorker(h.bin, append(h.env, keyEnv...), h.sink, h.profileDir)
 		if err != nil {
-			return fmt.Errorf("worker signing with DKIM %s: %w", alg, err)
+			return nil, 0, fmt.Errorf("worker signing with DKIM %s: %w", alg, err)
 		}
-		w = signing
-		f, err := digest(ctx, bin, env, rdb, sink, w, audience, itemCounts[len(itemCounts)-1], alg)
+		h.w = signing
+		f, err := digest(h.ctx, h.bin, h.env, h.rdb, h.sink, h.w, h.audience, k, alg)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		f.baseMem = baseMem
+		f.baseMem = h.baseMem
 		runs = append(runs, f)
-		peak = max(peak, peakRSS(w.cmd.Process.Pid))
+		peak = max(peak, peakRSS(h.w.cmd.Process.Pid))
 	}
+	return runs, peak, nil
+}
+
+// printTable prints the runs side by side as a Markdown table.
+func printTable(runs []figures) {
 	fmt.Println()
 	fmt.Println("| items | mail size | mails/s | worker CPU/mail | Redis CPU/mail | bare loop CPU/mail (same size) | worker/bare | sink CPU/mail | Redis peak over base |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -210,7 +283,10 @@ func run() error {
 			f.workerCPU.Microseconds(), f.redisCPU.Microseconds(), f.bareCPU.Microseconds(),
 			float64(f.workerCPU)/float64(f.bareCPU), f.sinkCPU.Microseconds(), mb(f.peakMem-f.baseMem))
 	}
-	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peak))
+}
+
+// printRedis prints what Redis did per mail in each run.
+func printRedis(runs []figures) {
 	for _, f := range runs {
 		if f.issue {
 			fmt.Printf("Redis for the issue: %s\n", f.redis.PerMail(f.mails, 6))
@@ -219,18 +295,23 @@ func run() error {
 		}
 		fmt.Printf("Redis at %2d item(s)%s: %s\n", f.items, map[bool]string{true: " DKIM " + f.dkim}[f.dkim != ""], f.redis.PerMail(f.mails, 6))
 	}
-	// What signing costs, measured apart on a mail the sink took.
-	if mail := runs[len(itemCounts)-1].sample; len(mail) > 0 {
-		fmt.Printf("DKIM signature of a %.1f KB mail, CPU each (a process of its own):", float64(len(mail))/1000)
-		for _, alg := range []string{"rsa", "ed25519"} {
-			cpu, err := bench.DKIMCPU(mail, alg, 2*time.Second)
-			if err != nil {
-				return err
-			}
-			fmt.Printf(" %s %d µs", dkimName(alg), cpu.Microseconds())
-		}
-		fmt.Println()
+}
+
+// printDKIMCost prints the CPU of one RSA and one Ed25519 signature of
+// mail, each in a process of its own; no mail: nothing.
+func printDKIMCost(mail []byte) error {
+	if len(mail) == 0 {
+		return nil
 	}
+	fmt.Printf("DKIM signature of a %.1f KB mail, CPU each (a process of its own):", float64(len(mail))/1000)
+	for _, alg := range []string{"rsa", "ed25519"} {
+		cpu, err := bench.DKIMCPU(mail, alg, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Printf(" %s %d µs", dkimName(alg), cpu.Microseconds())
+	}
+	fmt.Println()
 	return nil
 }
 
