@@ -105,7 +105,10 @@ func run() error {
 	}
 	defer sink.Close()
 
-	dir, _ := os.MkdirTemp("", "bench-digest")
+	dir, err := os.MkdirTemp("", "bench-digest")
+	if err != nil {
+		return err
+	}
 	defer func() { bench.Warn("remove temp folder", os.RemoveAll(dir)) }()
 	h := &harness{
 		ctx: ctx, bin: bin, dir: dir, rdb: rdb, sink: sink, audience: cfg.audience,
