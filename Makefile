@@ -6,18 +6,21 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
 # It says before it builds that the first build takes minutes: a fresh
 # machine downloads and compiles every dependency, silently.
+help: ## this list: every target and what it does
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /\1\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
+
 run: ## the service on its embedded default (in-memory Redis, dev mailbox)
 	@echo "make run: building $(BIN) first. The first build on a machine downloads and compiles the dependencies: a few minutes with no output. Later builds take seconds."
 	@$(MAKE) --no-print-directory build
 	exec $(BIN) serve
 
-build:
+build: ## a static binary in bin/ (BIN=path puts it elsewhere)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/newsletter
 
 # -timeout: go test's default of 10 minutes a package is near the command
@@ -42,12 +45,12 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation ## every benchmark, one after another
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./bench/subscribe
 
-clean:
+clean: ## remove bin/
 	rm -rf bin
 
 bench-send: ## mails/s through the SMTP pool (1, 4, 16 connections) vs a bare SMTP loop, loopback sink
@@ -57,7 +60,7 @@ bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 
 	$(GO) run ./bench/archive
 
 bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 15)
-	N=$(FANOUT_N) $(GO) run ./bench/fanout
+	N=$(or $(N),$(FANOUT_N)) $(GO) run ./bench/fanout
 
 bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy and beside a hung push service, alternated: the e-mail lane's time in each (ISOLATION_ROUNDS, default 3)
 	ROUNDS=$(ISOLATION_ROUNDS) $(GO) test -run='^$$' -bench=LaneIsolation -benchtime=1x -count=1 ./cmd/newsletter
@@ -75,11 +78,11 @@ up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build
 	@echo "form http://localhost:8080  mail http://localhost:8025  prometheus http://localhost:9090  grafana http://localhost:3000"
 
-down:
+down: ## stop the docker compose stack
 	docker compose down
 
-logs:
+logs: ## follow the docker compose stack's logs
 	docker compose logs -f newsletter
 
-e2e: ## the signup pages in headless Chromium (Debian's chromium; skipped when none is installed)
+e2e: ## the TestE2E browser tests (the signup pages, an issue's archive page, web push) in headless Chromium (Debian's chromium; skipped when none is installed)
 	$(GO) test -count=1 -run TestE2E -v ./cmd/newsletter

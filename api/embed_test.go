@@ -10,7 +10,7 @@ import (
 	"github.com/newsletter/newsletter/store"
 )
 
-// TestSignupFormOnAnotherSite is what the README's "Embedding the signup
+// TestSignupFormOnAnotherSite is what docs/publishing.md's "Embedding the signup
 // form on another site" promises: a plain HTML form elsewhere posts to
 // /subscribe and the visitor gets the service's own page; the service's
 // pages cannot be framed; a script on another origin gets no CORS answer
@@ -34,7 +34,7 @@ func TestSignupFormOnAnotherSite(t *testing.T) {
 		return resp, string(b)
 	}
 
-	// The README's snippet: email, topics_shown, one ticked topic, the
+	// The guide's snippet: email, topics_shown, one ticked topic, the
 	// empty honeypot.
 	resp, body := post(url.Values{"email": {"reader@example.com"}, "topics_shown": {"1"}, "topics": {"digest"}, "website": {""}})
 	if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, "Check your inbox") {

@@ -4,7 +4,7 @@ package mailer
 // output byte for byte, but the encoder's state (the line being built, and
 // whether a CR was just seen) can be copied. A prepared mail encodes the
 // text shared by all its readers once, keeps the state where a reader's
-// value starts, and encodes only from there for each reader (wire.go).
+// value starts, and encodes only from there for each reader (encode.go).
 //
 // Quoted-printable output depends on where a line stands (a soft line
 // break every 76 columns), so a value spliced into already-encoded text

@@ -168,7 +168,7 @@ func (b *consoleBrowser) signOut() {
 // topics, lifts a suppression, exports a person (the download) and
 // erases them (then find says nobody), imports a CSV, makes a token and
 // reads all of it in the audit log. With NEWSLETTER_E2E_SCREENSHOTS set
-// it saves the README's screenshots there.
+// it saves the guides' screenshots there.
 func TestConsoleInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a browser walk through a running service: not under -short")

@@ -112,7 +112,7 @@ func (b browser) heading(want string) {
 }
 
 // shot saves a screenshot when NEWSLETTER_E2E_SCREENSHOTS names a folder
-// (how the README's pictures are made).
+// (how the guides' pictures are made; an absolute folder).
 func (b browser) shot(name string) {
 	b.t.Helper()
 	dir := os.Getenv("NEWSLETTER_E2E_SCREENSHOTS")
@@ -123,7 +123,12 @@ func (b browser) shot(name string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+	// go test runs in the package's folder: a relative folder is taken
+	// from there, so a path that does not exist fails rather than
+	// writing nothing.
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatalf("the screenshot %s: %v (NEWSLETTER_E2E_SCREENSHOTS wants an absolute folder, such as $PWD/docs/screenshots)", name, err)
+	}
 }
 
 // TestE2ESignupInBrowser drives the pages as a person does, in headless
@@ -222,7 +227,7 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	b.do(chromedp.Navigate(svc.base + "/confirm?token=nope"))
 	b.heading("This link is not valid")
 
-	// The operator's view, for the README's picture.
+	// The operator's view, for the guides' picture.
 	if os.Getenv("NEWSLETTER_E2E_SCREENSHOTS") != "" {
 		u := strings.Replace(svc.base, "http://", "http://admin:e2e-admin-token-0123@", 1)
 		b.do(chromedp.EmulateViewport(1280, 860), chromedp.Navigate(u+"/monitoring/"),

@@ -34,7 +34,7 @@ Tell us what you would like to read about: reply to this mail, or see the
 // TestE2EArchivePageInBrowser sends an issue and opens its archive page
 // in headless Chromium, as a reader who follows "view in the browser":
 // the subject, the Markdown's headings, list and links, and nothing
-// personal. With NEWSLETTER_E2E_SCREENSHOTS it is the README's picture
+// personal. With NEWSLETTER_E2E_SCREENSHOTS it is the guide's picture
 // (7-archive.png).
 func TestE2EArchivePageInBrowser(t *testing.T) {
 	b := browser{t: t, ctx: newBrowser(t)}

@@ -263,7 +263,7 @@ func TestIssuePreviewEMLNeedsNoTransport(t *testing.T) {
 	}
 }
 
-// TestIssuePreviewOut: the README's steps (create for two topics, preview
+// TestIssuePreviewOut: docs/publishing.md's steps (create for two topics, preview
 // as a reader of the second into a file) work, and --out writes the file
 // only when the preview succeeds: a refused preview leaves no empty file,
 // and an earlier preview in that file stays as it was.

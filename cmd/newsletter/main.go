@@ -42,7 +42,8 @@ commands:
                print a new VAPID key pair for web push, as the two lines
                NEWSLETTER_VAPID_PUBLIC_KEY=… and NEWSLETTER_VAPID_PRIVATE_KEY=…
 
-Configuration comes from NEWSLETTER_* environment variables; see README.md.
+Configuration comes from NEWSLETTER_* environment variables; docs/reference.md
+lists every one.
 `
 
 func main() {

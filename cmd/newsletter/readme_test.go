@@ -105,7 +105,7 @@ func headingAnchorBefore(text []byte, offset int) string {
 	return anchor
 }
 
-// TestSettingsFileIsIgnored: the settings file the README writes holds the
+// TestSettingsFileIsIgnored: the settings file docs/operating.md writes holds the
 // secret and the admin token; a copy in the checkout is never committed.
 func TestSettingsFileIsIgnored(t *testing.T) {
 	gitPath, err := exec.LookPath("git")

@@ -8,7 +8,7 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// TestEmptyWeekSendsNothing is what the README says of a week without
+// TestEmptyWeekSendsNothing is what docs/publishing.md says of a week without
 // items: the run is recorded as empty and plans no batch; that period is
 // then done, so an item added later waits for the next run, which takes
 // it (here a second period named by hand).
