@@ -124,78 +124,102 @@ func New(rdb redis.UniversalClient, cfg Config, h Handlers) *Worker {
 	}
 	lanes := cfg.Lanes
 	if len(lanes) == 0 {
-		// Without a lane list (tests, embedders): e-mail, and webhooks
-		// in a small pool of their own when there is a sender for them.
-		lanes = []Lane{{Name: tasks.LaneEmail, Concurrency: cfg.Concurrency}}
-		if h.Push != nil {
-			lanes = append(lanes, Lane{Name: tasks.LanePush, Concurrency: max(1, cfg.Concurrency/2)})
-		}
-		if h.Webhooks != nil {
-			lanes = append(lanes, Lane{Name: tasks.LaneWebhook, Concurrency: max(1, cfg.Concurrency/2)})
-		}
+		lanes = defaultLanes(cfg, h)
 	}
 	w := &Worker{handlers: h}
 	for _, l := range lanes {
-		if l.Queues == nil {
-			l.Queues = tasks.LaneQueues[l.Name]
-		}
-		if len(l.Queues) == 0 {
-			panic(fmt.Sprintf("worker: lane %q has no queues", l.Name))
-		}
-		if l.Name == tasks.LaneEmail && l.Handlers == nil {
-			l.Handlers = h.email()
-		}
-		if l.Name == tasks.LaneWebhook && l.Handlers == nil && h.Webhooks != nil {
-			// Webhooks retry on their own schedule (a day, the
-			// endpoint's Retry-After), not the mail's.
-			l.Handlers = map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(h.Webhooks.HandleWebhook)}
-			l.Retry = h.Webhooks.RetryDelay
-		}
-		if l.Name == tasks.LanePush && l.Handlers == nil && h.Push != nil {
-			// Push services ask for their own waits (Retry-After).
-			l.Handlers = map[string]asynq.Handler{tasks.TypePush: asynq.HandlerFunc(h.Push.HandlePush)}
-			l.Retry = h.Push.RetryDelay
-		}
+		l = h.completeLane(l, retryDelay)
 		if len(l.Handlers) == 0 {
 			log.Info("lane not served: this worker has no handlers for its tasks; they wait in its queues", "lane", l.Name)
 			continue
 		}
-		if l.Retry == nil {
-			l.Retry = retryDelay
-		}
-		if l.IsFailure == nil {
-			l.IsFailure = IsFailure
-		}
-		acfg := asynq.Config{
-			Concurrency:     l.Concurrency,
-			Queues:          l.Queues,
-			ShutdownTimeout: cfg.ShutdownTimeout,
-			RetryDelayFunc:  l.Retry,
-			IsFailure:       l.IsFailure,
-			Logger:          asynqLogger{log.With("component", "asynq", "lane", l.Name)},
-			LogLevel:        asynq.WarnLevel,
-
-			DelayedTaskCheckInterval: cfg.PollInterval,
-			TaskCheckInterval:        min(cfg.PollInterval, time.Second),
-		}
-		if l.Name == tasks.LaneEmail {
-			acfg.GroupAggregator = Aggregator(log)
-			acfg.GroupGracePeriod = cfg.GroupGrace
-			acfg.GroupMaxDelay = cfg.GroupMaxDelay
-			acfg.GroupMaxSize = cfg.GroupMaxSize
-		}
-		mux := asynq.NewServeMux()
-		mux.Use(Observe(log, h.Metrics))
-		if l.Pace != nil {
-			mux.Use(paceLane(l.Pace, redisWait{Log: log}))
-		}
-		for typ, handler := range l.Handlers {
-			mux.Handle(typ, handler)
-			h.Metrics.forType(typ)
-		}
-		w.pools = append(w.pools, pool{lane: l.Name, srv: asynq.NewServerFromRedisClient(rdb, acfg), mux: mux})
+		w.pools = append(w.pools, h.newPool(rdb, cfg, log, l))
 	}
 	return w
+}
+
+// defaultLanes are the lanes of a worker configured without a lane list
+// (tests, embedders): e-mail, and webhooks and push in a small pool of
+// their own when there is a sender for them.
+func defaultLanes(cfg Config, h Handlers) []Lane {
+	lanes := []Lane{{Name: tasks.LaneEmail, Concurrency: cfg.Concurrency}}
+	if h.Push != nil {
+		lanes = append(lanes, Lane{Name: tasks.LanePush, Concurrency: max(1, cfg.Concurrency/2)})
+	}
+	if h.Webhooks != nil {
+		lanes = append(lanes, Lane{Name: tasks.LaneWebhook, Concurrency: max(1, cfg.Concurrency/2)})
+	}
+	return lanes
+}
+
+// completeLane fills in what the lane's configuration leaves out: its
+// queues, the handlers this worker has for its tasks and their retry
+// policy. It panics on a lane without queues (see New). A lane left
+// without handlers is not served by this worker.
+func (h Handlers) completeLane(l Lane, retryDelay asynq.RetryDelayFunc) Lane {
+	if l.Queues == nil {
+		l.Queues = tasks.LaneQueues[l.Name]
+	}
+	if len(l.Queues) == 0 {
+		panic(fmt.Sprintf("worker: lane %q has no queues", l.Name))
+	}
+	if l.Name == tasks.LaneEmail && l.Handlers == nil {
+		l.Handlers = h.email()
+	}
+	if l.Name == tasks.LaneWebhook && l.Handlers == nil && h.Webhooks != nil {
+		// Webhooks retry on their own schedule (a day, the
+		// endpoint's Retry-After), not the mail's.
+		l.Handlers = map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(h.Webhooks.HandleWebhook)}
+		l.Retry = h.Webhooks.RetryDelay
+	}
+	if l.Name == tasks.LanePush && l.Handlers == nil && h.Push != nil {
+		// Push services ask for their own waits (Retry-After).
+		l.Handlers = map[string]asynq.Handler{tasks.TypePush: asynq.HandlerFunc(h.Push.HandlePush)}
+		l.Retry = h.Push.RetryDelay
+	}
+	if len(l.Handlers) == 0 {
+		return l
+	}
+	if l.Retry == nil {
+		l.Retry = retryDelay
+	}
+	if l.IsFailure == nil {
+		l.IsFailure = IsFailure
+	}
+	return l
+}
+
+// newPool is the asynq server and handler chain of one served lane.
+func (h Handlers) newPool(rdb redis.UniversalClient, cfg Config, log *slog.Logger, l Lane) pool {
+	acfg := asynq.Config{
+		Concurrency:     l.Concurrency,
+		Queues:          l.Queues,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		RetryDelayFunc:  l.Retry,
+		IsFailure:       l.IsFailure,
+		Logger:          asynqLogger{log.With("component", "asynq", "lane", l.Name)},
+		LogLevel:        asynq.WarnLevel,
+
+		DelayedTaskCheckInterval: cfg.PollInterval,
+		TaskCheckInterval:        min(cfg.PollInterval, time.Second),
+	}
+	if l.Name == tasks.LaneEmail {
+		// Grouped tasks (one person's events, made one mail) are e-mail.
+		acfg.GroupAggregator = Aggregator(log)
+		acfg.GroupGracePeriod = cfg.GroupGrace
+		acfg.GroupMaxDelay = cfg.GroupMaxDelay
+		acfg.GroupMaxSize = cfg.GroupMaxSize
+	}
+	mux := asynq.NewServeMux()
+	mux.Use(Observe(log, h.Metrics))
+	if l.Pace != nil {
+		mux.Use(paceLane(l.Pace, redisWait{Log: log}))
+	}
+	for typ, handler := range l.Handlers {
+		mux.Handle(typ, handler)
+		h.Metrics.forType(typ)
+	}
+	return pool{lane: l.Name, srv: asynq.NewServerFromRedisClient(rdb, acfg), mux: mux}
 }
 
 // email is the e-mail lane's task types and handlers.
