@@ -91,18 +91,9 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 	if p.Key == "" || p.SubscriberID <= 0 || p.Title == "" {
 		return errMissing(t, "key, subscriber and title")
 	}
-	sub, err := h.awaited().GetByID(ctx, p.SubscriberID)
-	if errors.Is(err, store.ErrNotFound) {
-		h.count("dropped")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("push: load subscriber: %w", err)
-	}
-	if sub.Status != store.Active || !slices.ContainsFunc(p.Topics, func(tp string) bool { return slices.Contains(sub.Topics, tp) }) {
-		h.log().Info("push: skip, subscriber not active or topic off", "subscriber", sub.ID, "status", sub.Status)
-		h.count("dropped")
-		return nil
+	sub, ok, err := h.recipient(ctx, p)
+	if err != nil || !ok {
+		return err
 	}
 	browsers, err := h.awaited().PushSubscriptions(ctx, sub.ID)
 	if err != nil {
@@ -135,40 +126,67 @@ func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
 			retry = firstErr(retry, ErrDeliveryBusy)
 			continue
 		}
-		err := h.Push.Send(ctx, push.Subscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}, payload, push.Options{})
-		if err == nil {
-			// Not under the task's context: the notification is out, and
-			// its mark must be written even if the task was cancelled.
-			if merr := h.awaited().MarkSent(context.Background(), marks[i]); merr != nil {
-				h.log().Error("push: mark sent failed after delivery", "subscriber", sub.ID, "err", merr)
-			}
-			h.count("sent")
-			continue
-		}
-		if rerr := h.Store.ReleaseMarks(context.Background(), marks[i:i+1]); rerr != nil {
-			// The claim expires on its own (ClaimTTL); the retry of this
-			// same task takes it over sooner (a claim names its task).
-			h.log().Warn("push: claim not released", "err", rerr)
-		}
-		switch {
-		case errors.Is(err, push.ErrGone):
-			if derr := h.Store.DeletePushSubscription(ctx, sub.ID, b.Endpoint); derr != nil {
-				// Retried: the push service says gone again, and the
-				// delete is tried again.
-				retry = firstErr(retry, fmt.Errorf("push: delete a gone subscription: %w", derr))
-				continue
-			}
-			h.log().Info("push: subscription gone, deleted", "subscriber", sub.ID, "host", hostOf(b.Endpoint))
-			h.count("dropped")
-		case push.Permanent(err):
-			h.log().Warn("push: refused, not retried", "subscriber", sub.ID, "host", hostOf(b.Endpoint), "err", err)
-			h.count("dead")
-		default:
-			h.count("retry")
-			retry = firstErr(retry, &deliveryFailure{msg: err.Error(), wait: push.RetryAfter(err)})
-		}
+		retry = firstErr(retry, h.notifyBrowser(ctx, sub.ID, b, marks[i], payload))
 	}
 	return retry
+}
+
+// recipient loads the notification's reader. Not ok with a nil error
+// means the notification is dropped (counted): the reader is gone, not
+// active, or no longer follows any of its topics.
+func (h *PushSender) recipient(ctx context.Context, p tasks.PushPayload) (sub store.Subscriber, ok bool, err error) {
+	sub, err = h.awaited().GetByID(ctx, p.SubscriberID)
+	if errors.Is(err, store.ErrNotFound) {
+		h.count("dropped")
+		return sub, false, nil
+	}
+	if err != nil {
+		return sub, false, fmt.Errorf("push: load subscriber: %w", err)
+	}
+	if sub.Status != store.Active || !slices.ContainsFunc(p.Topics, func(tp string) bool { return slices.Contains(sub.Topics, tp) }) {
+		h.log().Info("push: skip, subscriber not active or topic off", "subscriber", sub.ID, "status", sub.Status)
+		h.count("dropped")
+		return sub, false, nil
+	}
+	return sub, true, nil
+}
+
+// notifyBrowser sends the payload to one of the reader's browsers, whose
+// mark the task has claimed, and settles the mark. It returns the error
+// the task retries on (nil: sent, or dropped for good).
+func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.PushSubscription, mark store.Mark, payload []byte) error {
+	err := h.Push.Send(ctx, push.Subscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}, payload, push.Options{})
+	if err == nil {
+		// Not under the task's context: the notification is out, and
+		// its mark must be written even if the task was cancelled.
+		if merr := h.awaited().MarkSent(context.Background(), mark); merr != nil {
+			h.log().Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
+		}
+		h.count("sent")
+		return nil
+	}
+	if rerr := h.Store.ReleaseMarks(context.Background(), []store.Mark{mark}); rerr != nil {
+		// The claim expires on its own (ClaimTTL); the retry of this
+		// same task takes it over sooner (a claim names its task).
+		h.log().Warn("push: claim not released", "err", rerr)
+	}
+	switch {
+	case errors.Is(err, push.ErrGone):
+		if derr := h.Store.DeletePushSubscription(ctx, subID, b.Endpoint); derr != nil {
+			// Retried: the push service says gone again, and the
+			// delete is tried again.
+			return fmt.Errorf("push: delete a gone subscription: %w", derr)
+		}
+		h.log().Info("push: subscription gone, deleted", "subscriber", subID, "host", hostOf(b.Endpoint))
+		h.count("dropped")
+	case push.Permanent(err):
+		h.log().Warn("push: refused, not retried", "subscriber", subID, "host", hostOf(b.Endpoint), "err", err)
+		h.count("dead")
+	default:
+		h.count("retry")
+		return &deliveryFailure{msg: err.Error(), wait: push.RetryAfter(err)}
+	}
+	return nil
 }
 
 // RetryDelay is the push lane's asynq RetryDelayFunc: the lane's backoff,
