@@ -170,15 +170,9 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		// get a task, so only they need a mark. Most readers have none,
 		// and looking for browsers first spares them two commands each
 		// (the mark's read and write) on every issue.
-		have, err := h.awaited().HavePushSubscriptions(ctx, ids)
+		with, err := h.withBrowsers(ctx, ids)
 		if err != nil {
 			return err
-		}
-		var with []int64
-		for i, id := range ids {
-			if have[i] {
-				with = append(with, id)
-			}
 		}
 		if len(with) == 0 {
 			return nil
@@ -186,27 +180,64 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		ids = with
 	}
 	key := p.Key()
+	todo, todoMarks, err := h.notQueued(ctx, key, ids)
+	if err != nil {
+		return err
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	queue := h.mailTasks(p, ids, todo)
+	pushes, err := h.pushTasks(ctx, p, key, todo)
+	if err != nil {
+		return err
+	}
+	queue = append(queue, pushes...)
+	if err := h.enqueue(ctx, queue); err != nil {
+		return err
+	}
+	return h.awaited().MarkSent(ctx, todoMarks...)
+}
+
+// withBrowsers is the readers among ids with a browser to notify.
+func (h *FanoutSender) withBrowsers(ctx context.Context, ids []int64) ([]int64, error) {
+	have, err := h.awaited().HavePushSubscriptions(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var with []int64
+	for i, id := range ids {
+		if have[i] {
+			with = append(with, id)
+		}
+	}
+	return with, nil
+}
+
+// notQueued is the readers among ids whose tasks no earlier run of the
+// fan-out (key) queued, and their marks, written once their tasks are.
+func (h *FanoutSender) notQueued(ctx context.Context, key string, ids []int64) (todo []int64, todoMarks []store.Mark, err error) {
 	marks := make([]store.Mark, len(ids))
 	for i, id := range ids {
 		marks[i] = store.Mark{Kind: tasks.FanoutMarkKind, Key: key, SubscriberID: id, Shared: true}
 	}
 	done, err := h.awaited().SentMarks(ctx, marks)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var todo []int64
-	var todoMarks []store.Mark
 	for i, id := range ids {
 		if !done[i] {
 			todo, todoMarks = append(todo, id), append(todoMarks, marks[i])
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
+	return todo, todoMarks, nil
+}
+
+// mailTasks are the e-mail tasks for the readers todo (of the page ids):
+// one person's event joins their bundle; a topic's goes in batches. An
+// issue's mail is its planner's.
+func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64) []*asynq.Task {
 	var queue []*asynq.Task
-	// E-mail: one person's event joins their bundle; a topic's goes in
-	// batches. An issue's mail is its planner's.
 	switch {
 	case p.IssueID > 0:
 	case p.SubscriberID > 0 || p.Email != "":
@@ -223,12 +254,18 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 			}, h.now(), false))
 		}
 	}
-	// Push: one task per reader with a browser. An issue's ids were cut
-	// to those above, so only an event's are looked up here.
+	return queue
+}
+
+// pushTasks are the push tasks for the readers todo: one per reader with
+// a browser. An issue's readers were cut to those already (page), so
+// only an event's are looked up here.
+func (h *FanoutSender) pushTasks(ctx context.Context, p tasks.FanoutPayload, key string, todo []int64) ([]*asynq.Task, error) {
 	var have []bool
 	if p.IssueID == 0 {
+		var err error
 		if have, err = h.awaited().HavePushSubscriptions(ctx, todo); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	topicsOf := p.Topics
@@ -238,6 +275,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	case p.Topic != "":
 		topicsOf = []string{p.Topic}
 	}
+	var queue []*asynq.Task
 	for i, id := range todo {
 		if p.IssueID > 0 || have[i] {
 			queue = append(queue, tasks.NewPush(tasks.PushPayload{
@@ -245,10 +283,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 			}))
 		}
 	}
-	if err := h.enqueue(ctx, queue); err != nil {
-		return err
-	}
-	return h.awaited().MarkSent(ctx, todoMarks...)
+	return queue, nil
 }
 
 // enqueue puts the tasks in their queues, a few at a time, each waiting
