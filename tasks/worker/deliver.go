@@ -222,112 +222,155 @@ func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (
 	if d.marks != nil {
 		defer d.marks.wait(&marked)
 	}
-	marks := make([]store.Mark, len(mails))
-	for i, m := range mails {
-		marks[i] = m.Mark
+	b := &gatedBatch{d: d, mails: mails, gate: gate, marked: &marked, mailer: d.Mailer}
+	if err := b.claim(ctx); err != nil {
+		return nil, 0, err
 	}
-	// The claims name the task: its retry takes them over at once when
-	// this attempt dies without releasing them (Redis away, say), and
-	// claiming again after a lost answer takes over what the first try
-	// took.
-	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := d.awaited().ClaimMarks(ctx, owner, marks, d.claimTTL())
-	if err != nil {
-		return nil, 0, fmt.Errorf("claim delivery: %w", err)
-	}
-	// giveBack releases the claims this run still holds from index i on,
-	// when it stops early and hands those mails to a retry.
-	giveBack := func(i int, why error) error {
-		var held []store.Mark
-		for j := i; j < len(mails); j++ {
-			if claims[j] == store.Claimed {
-				held = append(held, marks[j])
-			}
-		}
-		return d.release(ctx, held, why)
-	}
-
-	m := d.Mailer
-	if o, ok := d.Mailer.(mailer.Opener); ok && countClaimed(claims) > 0 {
+	if o, ok := d.Mailer.(mailer.Opener); ok && countClaimed(b.claims) > 0 {
 		sess, err := o.Open(ctx)
 		if err != nil {
-			return nil, 0, giveBack(0, err)
+			return nil, 0, b.giveBack(ctx, 0, err)
 		}
 		defer func() {
 			if cerr := sess.Close(); cerr != nil {
 				d.log().Warn("close SMTP session", "err", cerr)
 			}
 		}()
-		m = sess
+		b.mailer = sess
 	}
 
-	p, confirms := newPacer(ctx, d.Pace, d.away()), newPacer(ctx, d.ConfirmPace, d.away())
+	b.pace, b.confirms = newPacer(ctx, d.Pace, d.away()), newPacer(ctx, d.ConfirmPace, d.away())
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
-	stopAt := time.Now().Add(d.claimTTL() / 2)
-	var retry error
-	for i, mail := range mails {
-		switch claims[i] {
-		case store.AlreadySent:
-			d.log().Info("skip: already sent", "kind", mail.Mark.Kind, "subscriber", mail.To.ID)
-			continue
-		case store.Busy:
-			retry = firstErr(retry, fmt.Errorf("%s to subscriber %d: %w", mail.Mark.Kind, mail.To.ID, ErrDeliveryBusy))
-			continue
-		}
-		if time.Now().After(stopAt) {
-			return failed, 0, giveBack(i, firstErr(retry, &Deferred{Reason: "delivery ran for half its claim time", In: time.Second}))
-		}
-		domain := address.Domain(mail.To.Email)
-		pause, err := p.domainPause(ctx, domain)
-		if err == nil && pause > maxInlineWait && !p.last {
-			// This receiver asked us to slow down: leave its mail to the
-			// retry and carry on with the others.
-			if err := d.release(ctx, []store.Mark{mail.Mark}, nil); err != nil {
-				return failed, 0, giveBack(i+1, err)
-			}
-			retry = firstErr(retry, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
-			continue
-		}
-		personal := transactional(mail.Mark.Kind)
-		if err == nil {
-			err = p.wait(ctx, domain, !personal, len(mails)-i)
-		}
-		if err == nil && personal {
-			err = confirms.take(ctx, 1)
-		}
-		if err != nil {
-			// Hand the rest back; the retry sends only to them.
-			return failed, 0, giveBack(i, err)
-		}
-		if gate != nil {
-			stop, err := gate(ctx)
-			if err != nil {
-				return failed, 0, giveBack(i, firstErr(retry, err))
-			}
-			if stop {
-				return failed, countClaimed(claims[i:]), giveBack(i, retry)
-			}
-		}
-		switch err := d.send(ctx, m, mail, &marked); {
-		case err == nil:
-		case errors.Is(err, asynq.SkipRetry):
-			failed = append(failed, Failure{SubscriberID: mail.To.ID, Err: err})
-		default:
-			if mailer.AsPaused(err) != nil {
-				// The transport refuses every mail for now: hand the
-				// rest back and let the task wait out the pause, not
-				// counted as a failure (PausedError.RetryAfter).
-				d.paused(1)
-				return failed, 0, giveBack(i+1, err)
-			}
-			if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
-				p.domains[domain] = max(d.throttle(), time.Second)
-			}
-			retry = firstErr(retry, err)
+	b.stopAt = time.Now().Add(d.claimTTL() / 2)
+	for i := range mails {
+		if done, stopped, err := b.deliver(ctx, i); done {
+			return b.failed, stopped, err
 		}
 	}
-	return failed, 0, retry
+	return b.failed, 0, b.retry
+}
+
+// gatedBatch is one DeliverGated run: the batch's mails and their
+// claims, the session and pacers they go out through, and what the run
+// has found so far (the mails failed for good, the error to retry on).
+type gatedBatch struct {
+	d      *Deliverer
+	mails  []Mail
+	gate   Gate
+	marked *sync.WaitGroup
+
+	marks          []store.Mark
+	claims         []store.Claim
+	mailer         mailer.Mailer
+	pace, confirms *pacer
+	stopAt         time.Time
+	failed         []Failure
+	retry          error
+}
+
+// claim claims the marks of all the batch's mails in one round trip.
+func (b *gatedBatch) claim(ctx context.Context) error {
+	b.marks = make([]store.Mark, len(b.mails))
+	for i, m := range b.mails {
+		b.marks[i] = m.Mark
+	}
+	// The claims name the task: its retry takes them over at once when
+	// this attempt dies without releasing them (Redis away, say), and
+	// claiming again after a lost answer takes over what the first try
+	// took.
+	owner, _ := asynq.GetTaskID(ctx)
+	claims, err := b.d.awaited().ClaimMarks(ctx, owner, b.marks, b.d.claimTTL())
+	if err != nil {
+		return fmt.Errorf("claim delivery: %w", err)
+	}
+	b.claims = claims
+	return nil
+}
+
+// giveBack releases the claims this run still holds from index i on,
+// when it stops early and hands those mails to a retry.
+func (b *gatedBatch) giveBack(ctx context.Context, i int, why error) error {
+	var held []store.Mark
+	for j := i; j < len(b.mails); j++ {
+		if b.claims[j] == store.Claimed {
+			held = append(held, b.marks[j])
+		}
+	}
+	return b.d.release(ctx, held, why)
+}
+
+// deliver paces, gates and sends the batch's mail i. done says the run
+// ends here, returning stopped and err (with the failures so far).
+func (b *gatedBatch) deliver(ctx context.Context, i int) (done bool, stopped int, err error) {
+	d, mail, p := b.d, b.mails[i], b.pace
+	switch b.claims[i] {
+	case store.AlreadySent:
+		d.log().Info("skip: already sent", "kind", mail.Mark.Kind, "subscriber", mail.To.ID)
+		return false, 0, nil
+	case store.Busy:
+		b.retry = firstErr(b.retry, fmt.Errorf("%s to subscriber %d: %w", mail.Mark.Kind, mail.To.ID, ErrDeliveryBusy))
+		return false, 0, nil
+	}
+	if time.Now().After(b.stopAt) {
+		return true, 0, b.giveBack(ctx, i, firstErr(b.retry, &Deferred{Reason: "delivery ran for half its claim time", In: time.Second}))
+	}
+	domain := address.Domain(mail.To.Email)
+	pause, err := p.domainPause(ctx, domain)
+	if err == nil && pause > maxInlineWait && !p.last {
+		// This receiver asked us to slow down: leave its mail to the
+		// retry and carry on with the others.
+		if err := d.release(ctx, []store.Mark{mail.Mark}, nil); err != nil {
+			return true, 0, b.giveBack(ctx, i+1, err)
+		}
+		b.retry = firstErr(b.retry, &Deferred{Reason: "receiver " + domain + " asked us to slow down", In: pause})
+		return false, 0, nil
+	}
+	personal := transactional(mail.Mark.Kind)
+	if err == nil {
+		err = p.wait(ctx, domain, !personal, len(b.mails)-i)
+	}
+	if err == nil && personal {
+		err = b.confirms.take(ctx, 1)
+	}
+	if err != nil {
+		// Hand the rest back; the retry sends only to them.
+		return true, 0, b.giveBack(ctx, i, err)
+	}
+	if b.gate != nil {
+		stop, err := b.gate(ctx)
+		if err != nil {
+			return true, 0, b.giveBack(ctx, i, firstErr(b.retry, err))
+		}
+		if stop {
+			return true, countClaimed(b.claims[i:]), b.giveBack(ctx, i, b.retry)
+		}
+	}
+	return b.sent(ctx, i, domain, d.send(ctx, b.mailer, mail, b.marked))
+}
+
+// sent records the outcome err of sending the batch's mail i to domain:
+// a failure for good, a throttled receiver, an error to retry on, or a
+// paused transport that ends the run (done, returning err).
+func (b *gatedBatch) sent(ctx context.Context, i int, domain string, err error) (done bool, stopped int, _ error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, asynq.SkipRetry):
+		b.failed = append(b.failed, Failure{SubscriberID: b.mails[i].To.ID, Err: err})
+	default:
+		if mailer.AsPaused(err) != nil {
+			// The transport refuses every mail for now: hand the
+			// rest back and let the task wait out the pause, not
+			// counted as a failure (PausedError.RetryAfter).
+			b.d.paused(1)
+			return true, 0, b.giveBack(ctx, i+1, err)
+		}
+		if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
+			b.pace.domains[domain] = max(b.d.throttle(), time.Second)
+		}
+		b.retry = firstErr(b.retry, err)
+	}
+	return false, 0, nil
 }
 
 // paused sets the e-mail lane's newsletter_transport_paused.
