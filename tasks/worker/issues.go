@@ -194,34 +194,13 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 	fannedOut := false
 	var is store.Issue
 	for {
-		// The whole issue once, then its status alone before each page:
-		// while it is sending in this round its content and schedule
-		// stay as read (a resume starts a new round).
+		var again bool
 		var err error
-		if is.ID == 0 || is.Status != store.IssueSending {
-			is, err = h.issue(ctx, p.IssueID)
-		} else {
-			var st store.IssueStatus
-			st, err = h.status(ctx, p.IssueID)
-			is.Status, is.Round = st.Status, st.Round
-		}
-		if err != nil {
+		if is, again, err = h.planningIssue(ctx, p, is); err != nil {
 			return err
 		}
-		if is.Status == store.IssueScheduled && is.Round == p.Round {
-			// Never before its time: asynq keeps due times in whole
-			// seconds, and a relay or a clock apart can start a plan
-			// early. It comes back when the time is there.
-			if early := is.SendAt.Sub(h.now()); early > 0 {
-				return notYetError{early}
-			}
-			// Its time came: from now on it is frozen.
-			if is, err = h.awaited().TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
-				store.IssueChange{Round: p.Round}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
-				continue
-			} else if err != nil {
-				return err
-			}
+		if again {
+			continue
 		}
 		if is.Status != store.IssueSending || is.Round != p.Round {
 			h.log().Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
@@ -247,32 +226,85 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error 
 			}
 			return h.finish(ctx, is)
 		}
-		due := map[time.Time][]int64{{}: ids}
-		if is.LocalTime != "" {
-			if due, err = h.byLocalTime(ctx, is.LocalTime, ids); err != nil {
-				return err
-			}
+		if err := h.enqueuePage(ctx, is, p.Round, ids); err != nil {
+			return err
 		}
-		for at, part := range due {
-			task := tasks.NewIssueBatch(is.ID, p.Round, part, h.now(), false)
-			if !at.IsZero() {
-				task = tasks.NewIssueBatch(is.ID, p.Round, part, at, true)
-			}
-			if err := h.awaited().Enqueue(ctx, task); err != nil {
-				return err
-			}
-		}
-		n := 0
-		for _, id := range ids {
-			if id > maxCursor {
-				n++
-			}
-		}
+		n := countAbove(ids, maxCursor)
 		cursor, maxCursor = ids[len(ids)-1], max(maxCursor, ids[len(ids)-1])
 		if err := h.advance(ctx, is.ID, p.Round, cursor, n, false); err != nil {
 			return err
 		}
 	}
+}
+
+// planningIssue reads the issue before the planner's next page: the
+// whole issue once, then its status alone before each page (while it is
+// sending in this round its content and schedule stay as read; a resume
+// starts a new round). A scheduled issue whose time came is moved to
+// sending here; again says another run moved it first (or changed it),
+// and the issue is to be read again.
+func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayload, is store.Issue) (_ store.Issue, again bool, err error) {
+	if is.ID == 0 || is.Status != store.IssueSending {
+		is, err = h.issue(ctx, p.IssueID)
+	} else {
+		var st store.IssueStatus
+		st, err = h.status(ctx, p.IssueID)
+		is.Status, is.Round = st.Status, st.Round
+	}
+	if err != nil {
+		return is, false, err
+	}
+	if is.Status == store.IssueScheduled && is.Round == p.Round {
+		// Never before its time: asynq keeps due times in whole
+		// seconds, and a relay or a clock apart can start a plan
+		// early. It comes back when the time is there.
+		if early := is.SendAt.Sub(h.now()); early > 0 {
+			return is, false, notYetError{early}
+		}
+		// Its time came: from now on it is frozen.
+		if is, err = h.awaited().TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
+			store.IssueChange{Round: p.Round}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
+			return is, true, nil
+		} else if err != nil {
+			return is, false, err
+		}
+	}
+	return is, false, nil
+}
+
+// enqueuePage queues the batches of one page of readers ids: due now, or
+// at the issue's local hour in each reader's time zone.
+func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int, ids []int64) error {
+	due := map[time.Time][]int64{{}: ids}
+	if is.LocalTime != "" {
+		var err error
+		if due, err = h.byLocalTime(ctx, is.LocalTime, ids); err != nil {
+			return err
+		}
+	}
+	for at, part := range due {
+		task := tasks.NewIssueBatch(is.ID, round, part, h.now(), false)
+		if !at.IsZero() {
+			task = tasks.NewIssueBatch(is.ID, round, part, at, true)
+		}
+		if err := h.awaited().Enqueue(ctx, task); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countAbove is how many of ids are above cursor: by how much a page
+// grows the issue's planned count, so that readers planned by an earlier
+// walk (a killed planner, an earlier round) are not counted twice.
+func countAbove(ids []int64, cursor int64) int {
+	n := 0
+	for _, id := range ids {
+		if id > cursor {
+			n++
+		}
+	}
+	return n
 }
 
 // advance saves the planner's place after a page, waiting out an outage
