@@ -513,44 +513,9 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		return err
 	}
 	outcomes := store.IssueOutcomeKey(is.ID)
-	key := strconv.FormatInt(is.ID, 10)
-	countAs := ""
-	if is.Period != "" {
-		countAs = mailer.KindDigest // the weekly digest's issue
-	}
-	now := h.now()
-	var skipped []int64
-	var mails []Mail
-	held := map[time.Time][]int64{}
-	// The batch's readers get the issue as one of a few topics: each
-	// topic's mail is fetched from h.prepare once per batch, not once per
-	// reader under the lock every batch of the worker shares.
-	byTopic := map[string]preparedIssue{}
-	for i, s := range subs {
-		topic, has := IssueTopic(is, s)
-		switch until := h.Quiet.Until(s.Timezone, now); {
-		case s.ID == 0 || s.Status != store.Active || !has:
-			skipped = append(skipped, p.IDs[i])
-		case !until.IsZero():
-			held[until] = append(held[until], s.ID)
-		default:
-			shared, ok := byTopic[topic]
-			if !ok {
-				stream, prep, err := h.prepare(is, topic)
-				if err != nil {
-					return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
-				}
-				shared = preparedIssue{data: stream, prep: prep}
-				byTopic[topic] = shared
-			}
-			mails = append(mails, Mail{
-				To:       s,
-				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(shared.data, s, topic),
-				Prepared: shared.prep,
-				CountAs:  countAs,
-			})
-		}
+	mails, skipped, held, err := h.sortRecipients(is, p.IDs, subs)
+	if err != nil {
+		return err
 	}
 	if len(skipped) > 0 {
 		if err := h.setOutcome(ctx, outcomes, store.OutcomeSkipped, skipped); err != nil {
@@ -565,24 +530,8 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 	if len(mails) == 0 {
 		return h.finish(ctx, is)
 	}
-	interval := h.CheckInterval
-	if interval <= 0 {
-		interval = DefaultIssueCheckInterval
-	}
-	// Asked before every mail, it reads Redis once an interval.
-	seen := st
-	gate := func(ctx context.Context) (bool, error) {
-		if h.now().Sub(checked) < interval {
-			return false, nil
-		}
-		cur, err := h.status(ctx, is.ID)
-		if err != nil {
-			return false, err
-		}
-		checked, seen = h.now(), cur
-		return cur.Status != store.IssueSending || cur.Round != p.Round, nil
-	}
-	failed, stopped, retry := h.Deliver.DeliverGated(ctx, mails, gate)
+	gate := h.newStatusGate(is.ID, p.Round, st, checked)
+	failed, stopped, retry := h.Deliver.DeliverGated(ctx, mails, gate.check)
 	if len(failed) > 0 {
 		ids := make([]int64, len(failed))
 		for i, f := range failed {
@@ -593,13 +542,94 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error
 		}
 	}
 	if stopped > 0 {
-		h.log().Info("issue: batch stopped", "issue", is.ID, "status", seen.Status, "round", seen.Round, "unsent", stopped)
+		h.log().Info("issue: batch stopped", "issue", is.ID, "status", gate.seen.Status, "round", gate.seen.Round, "unsent", stopped)
 		return retry
 	}
 	if retry != nil {
 		return retry
 	}
 	return h.finish(ctx, is)
+}
+
+// sortRecipients sorts a batch's readers subs (loaded for ids, in their
+// order) into the mails to send now, the readers skipped (gone, not
+// active, or no longer following any of the issue's topics) and the
+// readers held for the end of their quiet hours (by the time it ends).
+func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber) (mails []Mail, skipped []int64, held map[time.Time][]int64, err error) {
+	key := strconv.FormatInt(is.ID, 10)
+	countAs := ""
+	if is.Period != "" {
+		countAs = mailer.KindDigest // the weekly digest's issue
+	}
+	now := h.now()
+	held = map[time.Time][]int64{}
+	// The batch's readers get the issue as one of a few topics: each
+	// topic's mail is fetched from h.prepare once per batch, not once per
+	// reader under the lock every batch of the worker shares.
+	byTopic := map[string]preparedIssue{}
+	for i, s := range subs {
+		topic, has := IssueTopic(is, s)
+		switch until := h.Quiet.Until(s.Timezone, now); {
+		case s.ID == 0 || s.Status != store.Active || !has:
+			skipped = append(skipped, ids[i])
+		case !until.IsZero():
+			held[until] = append(held[until], s.ID)
+		default:
+			shared, ok := byTopic[topic]
+			if !ok {
+				stream, prep, err := h.prepare(is, topic)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+				}
+				shared = preparedIssue{data: stream, prep: prep}
+				byTopic[topic] = shared
+			}
+			mails = append(mails, Mail{
+				To:       s,
+				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
+				Data:     h.Links.To(shared.data, s, topic),
+				Prepared: shared.prep,
+				CountAs:  countAs,
+			})
+		}
+	}
+	return mails, skipped, held, nil
+}
+
+// statusGate is an issue batch's Gate. Asked before every mail, it reads
+// the issue's status from Redis once an interval (CheckInterval), and
+// stops the batch once the issue is no longer sending in the batch's
+// round (paused, cancelled, or resumed in a new one).
+type statusGate struct {
+	h        *IssueSender
+	issue    int64
+	round    int
+	interval time.Duration
+	// checked is when the status was last read; seen is what it was.
+	checked time.Time
+	seen    store.IssueStatus
+}
+
+// newStatusGate starts a gate from the status st, read at checked.
+func (h *IssueSender) newStatusGate(issue int64, round int, st store.IssueStatus, checked time.Time) *statusGate {
+	interval := h.CheckInterval
+	if interval <= 0 {
+		interval = DefaultIssueCheckInterval
+	}
+	return &statusGate{h: h, issue: issue, round: round, interval: interval, checked: checked, seen: st}
+}
+
+// check is the Gate.
+func (g *statusGate) check(ctx context.Context) (bool, error) {
+	if g.h.now().Sub(g.checked) < g.interval {
+		return false, nil
+	}
+	cur, err := g.h.status(ctx, g.issue)
+	if err != nil {
+		return false, err
+	}
+	g.checked, g.seen = g.h.now(), cur
+	return cur.Status != store.IssueSending || cur.Round != g.round, nil
 }
 
 // setOutcome records readers' outcome, waiting out an outage (a bitmap:
