@@ -70,6 +70,14 @@ func Load(workers int, d time.Duration, op func(n int64) error) Result {
 	return r
 }
 
+// Duration is how long a measured phase runs: BENCH_DURATION, or def.
+func Duration(def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
+		return d
+	}
+	return def
+}
+
 // RedisURL is the benchmark's Redis: NEWSLETTER_BENCH_REDIS_URL, or the
 // local server on db 15. The tests' databases count up from 1
 // (internal/testkit/redistest) and each test empties its own, so a

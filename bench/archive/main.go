@@ -32,10 +32,7 @@ var body = strings.Repeat("## A section\n\nSome **news** with [a link](https://e
 
 func run() error {
 	ctx := context.Background()
-	dur := 10 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
-		dur = d
-	}
+	dur := bench.Duration(10 * time.Second)
 	workers := 64
 	url := bench.RedisURL()
 	rdb, err := bench.Redis(ctx, url)

@@ -63,10 +63,7 @@ func main() {
 }
 
 func run() error {
-	dur := 5 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
-		dur = d
-	}
+	dur := bench.Duration(5 * time.Second)
 	workers := 32 // NEWSLETTER_PUSH_CONCURRENCY's default
 	if n, err := strconv.Atoi(os.Getenv("BENCH_WORKERS")); err == nil && n > 0 {
 		workers = n

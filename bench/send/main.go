@@ -24,10 +24,7 @@ func main() {
 }
 
 func run() error {
-	dur := 5 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
-		dur = d
-	}
+	dur := bench.Duration(5 * time.Second)
 	sink, err := bench.StartSink()
 	if err != nil {
 		return err

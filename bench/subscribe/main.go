@@ -30,10 +30,7 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	dur := 10 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil {
-		dur = d
-	}
+	dur := bench.Duration(10 * time.Second)
 	workers := 64
 	url := bench.RedisURL()
 	rdb, err := bench.Redis(ctx, url)

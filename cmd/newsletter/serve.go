@@ -99,7 +99,7 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	if a.cfg.MetricsAddr != "" {
 		publicMetrics = nil
 	}
-	handler := opsHandler(a, publicMetrics, l.mailbox)
+	var handler http.Handler
 	if r.api {
 		h, closeAPI, err := buildAPI(a, l, publicMetrics)
 		if err != nil {
@@ -107,6 +107,8 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 		}
 		defer closeAPI()
 		handler = h
+	} else {
+		handler = opsHandler(a, publicMetrics, l.mailbox)
 	}
 	srv, err := listen(a, handler, metricsHandler)
 	if err != nil {
