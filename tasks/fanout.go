@@ -70,14 +70,9 @@ func FanoutTaskID(p FanoutPayload) string {
 	return "fanout:" + p.Key()
 }
 
-// NewFanout is the ingress task of an event or an issue's notifications.
-// It is kept a day once done, so the same event id handed in again within
-// the day is a conflict, not a second fan-out.
-func NewFanout(p FanoutPayload) *asynq.Task {
-	return asynq.NewTask(TypeFanout, mustJSON(p),
-		asynq.Queue(queueOf[TypeFanout]), asynq.TaskID(FanoutTaskID(p)),
-		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute), asynq.Retention(24*time.Hour))
-}
+// NewFanout is the ingress task of an event or an issue's notifications
+// (Fanout).
+func NewFanout(p FanoutPayload) *asynq.Task { return Fanout.New(p) }
 
 // NewEventID makes an event's id.
 func NewEventID() string { return "ev_" + newNonce() }
@@ -86,8 +81,8 @@ func NewEventID() string { return "ev_" + newNonce() }
 // (TypeEvent, grouped by subscriber: EventGroup), under the fan-out's
 // event id: a second enqueue while it waits for its bundle is a conflict.
 func NewPersonEvent(id string, subscriber int64, title, url string, at time.Time) *asynq.Task {
-	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: id, SubscriberID: subscriber, Title: title, URL: url, At: at.UTC()}),
-		asynq.Queue(queueOf[TypeEvent]), asynq.Group(EventGroup(subscriber)), asynq.TaskID("event:"+id))
+	return Event.New(EventPayload{ID: id, SubscriberID: subscriber, Title: title, URL: url, At: at.UTC()},
+		asynq.Group(EventGroup(subscriber)), asynq.TaskID("event:"+id))
 }
 
 // eventGroupPrefix starts the group of a subscriber's events; a group
@@ -124,13 +119,11 @@ type EventMailPayload struct {
 // the end of their quiet hours when held is true: then the time is part
 // of its id, as for an issue's held batches).
 func NewEventMail(p EventMailPayload, due time.Time, held bool) *asynq.Task {
-	tid := fmt.Sprintf("event:%s:%d", p.ID, p.IDs[0])
+	opts := []asynq.Option{asynq.ProcessAt(due)}
 	if held {
-		tid = fmt.Sprintf("%s:t%d", tid, due.Unix())
+		opts = append(opts, asynq.TaskID(fmt.Sprintf("%s:t%d", EventMail.ID(p), due.Unix())))
 	}
-	return asynq.NewTask(TypeEventMail, mustJSON(p),
-		asynq.Queue(queueOf[TypeEventMail]), asynq.TaskID(tid),
-		asynq.MaxRetry(20), asynq.Timeout(10*time.Minute), asynq.ProcessAt(due))
+	return EventMail.New(p, opts...)
 }
 
 // PushPayload is the payload of TypePush: one person's notification, to
@@ -156,12 +149,5 @@ func PushTaskID(key string, id int64) string { return fmt.Sprintf("push:%s:%d", 
 // push client's own timeout) and the store's round trips.
 const pushTimeout = 5 * time.Minute
 
-// NewPush is the notification of p in the push lane. A push service that
-// keeps failing is retried with the lane's backoff for about a day
-// (MaxRetry 20 on a backoff doubling to an hour); after that the task is
-// a dead letter in the push queue's archive.
-func NewPush(p PushPayload) *asynq.Task {
-	return asynq.NewTask(TypePush, mustJSON(p),
-		asynq.Queue(queueOf[TypePush]), asynq.TaskID(PushTaskID(p.Key, p.SubscriberID)),
-		asynq.MaxRetry(20), asynq.Timeout(pushTimeout))
-}
+// NewPush is the notification of p in the push lane (Push).
+func NewPush(p PushPayload) *asynq.Task { return Push.New(p) }

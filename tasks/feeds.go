@@ -30,9 +30,8 @@ func FeedsPollTaskID(slot time.Time) string {
 // that fires late does not poll again; the poll gives up (Timeout) before
 // the next slot's starts.
 func NewFeedsPoll(slot time.Time, interval time.Duration) *asynq.Task {
-	return asynq.NewTask(TypeFeedsPoll, mustJSON(FeedsPollPayload{Slot: slot.UTC()}),
-		asynq.Queue(queueOf[TypeFeedsPoll]), asynq.TaskID(FeedsPollTaskID(slot)),
-		asynq.MaxRetry(2), asynq.Timeout(max(interval, time.Minute)), asynq.Retention(interval))
+	return FeedsPoll.New(FeedsPollPayload{Slot: slot.UTC()},
+		asynq.Timeout(max(interval, time.Minute)), asynq.Retention(interval))
 }
 
 // EnqueueFeedsPoll enqueues the poll of the slot now falls in. A TaskID

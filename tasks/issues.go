@@ -48,13 +48,7 @@ func IssueBatchTaskID(id int64, round int, firstID int64) string {
 // with the status change that calls for it, so a crash between the two
 // cannot leave an issue "sending" with nobody planning it.
 func NewIssuePlan(id int64, round int, due time.Time) Job {
-	return issuePlanJob(mustJSON(IssuePlanPayload{IssueID: id, Round: round}), id, round, due)
-}
-
-func issuePlanJob(payload []byte, id int64, round int, due time.Time) Job {
-	tid := IssuePlanTaskID(id, round)
-	return Job{ID: tid, Due: due, Task: asynq.NewTask(TypeIssuePlan, payload,
-		asynq.Queue(queueOf[TypeIssuePlan]), asynq.TaskID(tid), asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))}
+	return IssuePlan.Job(IssuePlanPayload{IssueID: id, Round: round}, due)
 }
 
 // NewIssueBatch is a batch of an issue's recipients due at due (now, a
@@ -62,11 +56,10 @@ func issuePlanJob(payload []byte, id int64, round int, due time.Time) Job {
 // its id when it is not now, so the parts of one page held to different
 // times are different tasks.
 func NewIssueBatch(id int64, round int, ids []int64, due time.Time, held bool) *asynq.Task {
-	tid := IssueBatchTaskID(id, round, ids[0])
+	p := IssueBatchPayload{IssueID: id, Round: round, IDs: ids}
+	opts := []asynq.Option{asynq.ProcessAt(due)}
 	if held {
-		tid = fmt.Sprintf("%s:t%d", tid, due.Unix())
+		opts = append(opts, asynq.TaskID(fmt.Sprintf("%s:t%d", IssueEmail.ID(p), due.Unix())))
 	}
-	return asynq.NewTask(TypeIssueEmail, mustJSON(IssueBatchPayload{IssueID: id, Round: round, IDs: ids}),
-		asynq.Queue(queueOf[TypeIssueEmail]), asynq.TaskID(tid),
-		asynq.MaxRetry(20), asynq.Timeout(10*time.Minute), asynq.ProcessAt(due))
+	return IssueEmail.New(p, opts...)
 }

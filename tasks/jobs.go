@@ -38,13 +38,7 @@ func WelcomeTaskID(email string) string { return "welcome:" + email }
 
 // NewConfirm is the confirmation mail for email, due now.
 func NewConfirm(email string, now time.Time) Job {
-	return confirmJob(mustJSON(ConfirmPayload{Email: email, Nonce: newNonce()}), email, now)
-}
-
-func confirmJob(payload []byte, email string, due time.Time) Job {
-	id := ConfirmTaskID(email)
-	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeConfirmEmail, payload,
-		asynq.Queue(queueOf[TypeConfirmEmail]), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(time.Minute))}
+	return ConfirmEmail.Job(ConfirmPayload{Email: email, Nonce: newNonce()}, now)
 }
 
 // NewWelcome is the sequence's first step (the welcome) for email, due
@@ -55,13 +49,7 @@ func NewWelcome(email string, now time.Time, delay time.Duration) Job {
 
 // NewWelcomeAt is the sequence's first step for email, due at due.
 func NewWelcomeAt(email string, due time.Time) Job {
-	return welcomeJob(mustJSON(WelcomePayload{Email: email}), email, due)
-}
-
-func welcomeJob(payload []byte, email string, due time.Time) Job {
-	id := WelcomeTaskID(email)
-	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeWelcomeEmail, payload,
-		asynq.Queue(queueOf[TypeWelcomeEmail]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+	return WelcomeEmail.Job(WelcomePayload{Email: email}, due)
 }
 
 // StepTaskID is the id under which email's step (by template) waits: each
@@ -72,17 +60,15 @@ func StepTaskID(email, template string) string { return "step:" + email + ":" + 
 // NewStep is the later step template of the sequence for email, due at
 // due (now when that is past).
 func NewStep(email, template string, due time.Time) Job {
-	id := StepTaskID(email, template)
-	return Job{ID: id, Due: due, Task: asynq.NewTask(TypeSequenceStep, mustJSON(StepPayload{Email: email, Step: template}),
-		asynq.Queue(queueOf[TypeSequenceStep]), asynq.TaskID(id), asynq.MaxRetry(5), asynq.Timeout(2*time.Minute))}
+	return SequenceStep.Job(StepPayload{Email: email, Step: template}, due)
 }
 
 // SequenceTasks are the tasks that may hold email's pending step of seq:
 // the first step (the welcome task) and each later one.
 func SequenceTasks(email string, seq topics.Sequence) []TaskRef {
-	refs := []TaskRef{{Queue: queueOf[TypeWelcomeEmail], ID: WelcomeTaskID(email)}}
+	refs := []TaskRef{{Queue: WelcomeEmail.Queue, ID: WelcomeTaskID(email)}}
 	for _, st := range seq.Steps[min(1, len(seq.Steps)):] {
-		refs = append(refs, TaskRef{Queue: queueOf[TypeSequenceStep], ID: StepTaskID(email, st.Template)})
+		refs = append(refs, TaskRef{Queue: SequenceStep.Queue, ID: StepTaskID(email, st.Template)})
 	}
 	return refs
 }
@@ -105,9 +91,7 @@ func UnsubscribeLinkTaskID(email string) string { return "unsubscribe:" + email 
 // outbox entry: nothing changes in the store, and a lost one is asked for
 // again by the person.
 func NewUnsubscribeLink(email string) *asynq.Task {
-	return asynq.NewTask(TypeUnsubscribeEmail, mustJSON(UnsubscribeLinkPayload{Email: email, Nonce: newNonce()}),
-		asynq.Queue(queueOf[TypeUnsubscribeEmail]), asynq.TaskID(UnsubscribeLinkTaskID(email)),
-		asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+	return UnsubscribeEmail.New(UnsubscribeLinkPayload{Email: email, Nonce: newNonce()})
 }
 
 // FeedbackSources are the places a bounce or complaint report comes from,
@@ -132,11 +116,7 @@ func NewFeedback(p FeedbackPayload) (*asynq.Task, error) {
 	if p.Email == "" && p.SubscriberID <= 0 {
 		return nil, errors.New("feedback names no address")
 	}
-	opts := []asynq.Option{asynq.Queue(queueOf[TypeFeedback]), asynq.MaxRetry(20), asynq.Timeout(30 * time.Second)}
-	if p.ID != "" {
-		opts = append(opts, asynq.TaskID(FeedbackTaskID(p.ID)))
-	}
-	return asynq.NewTask(TypeFeedback, mustJSON(p), opts...), nil
+	return Feedback.New(p), nil
 }
 
 // TaskRef names one task in one queue, for the Inspector.
@@ -147,14 +127,14 @@ type TaskRef struct{ Queue, ID string }
 // their outbox entries and deletes them from the queue; the handlers'
 // re-check covers a task that is already running.
 func PendingMails(email string, seq topics.Sequence) []TaskRef {
-	return append([]TaskRef{{Queue: queueOf[TypeConfirmEmail], ID: ConfirmTaskID(email)}}, SequenceTasks(email, seq)...)
+	return append([]TaskRef{{Queue: ConfirmEmail.Queue, ID: ConfirmTaskID(email)}}, SequenceTasks(email, seq)...)
 }
 
 // PersonTasks are the tasks named after email that may hold their
 // address: PendingMails and the unsubscribe link mailed on request. An
 // erasure deletes them.
 func PersonTasks(email string, seq topics.Sequence) []TaskRef {
-	return append(PendingMails(email, seq), TaskRef{Queue: queueOf[TypeUnsubscribeEmail], ID: UnsubscribeLinkTaskID(email)})
+	return append(PendingMails(email, seq), TaskRef{Queue: UnsubscribeEmail.Queue, ID: UnsubscribeLinkTaskID(email)})
 }
 
 // DigestPlanTaskID is the id of a period's plan task: every scheduler
@@ -173,57 +153,44 @@ func QuietBatchTaskID(period string, until time.Time, firstID int64) string {
 	return fmt.Sprintf("digest:%s:q%d:%d", period, until.Unix(), firstID)
 }
 
-// NewDigestPlan is the planning task of period. It runs as long as the
-// sending takes (it waits for room in the queue), so its timeout is long;
-// it saves its cursor after every page, so a retry resumes.
+// NewDigestPlan is the planning task of period (DigestPlan).
 func NewDigestPlan(period string) *asynq.Task {
-	return asynq.NewTask(TypeDigestPlan, mustJSON(DigestPlanPayload{Period: period}),
-		asynq.Queue(queueOf[TypeDigestPlan]), asynq.TaskID(DigestPlanTaskID(period)),
-		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
+	return DigestPlan.New(DigestPlanPayload{Period: period})
 }
 
 // NewDigestBatch is a batch of recipients of period, due now.
 func NewDigestBatch(period string, ids []int64) *asynq.Task {
-	return digestBatch(period, ids, DigestBatchTaskID(period, ids[0]))
+	return DigestEmail.New(DigestBatchPayload{Period: period, IDs: ids})
 }
 
 // NewQuietDigestBatch is the part of a batch held by quiet hours: the same
 // mail to ids, due when the quiet hours end.
 func NewQuietDigestBatch(period string, ids []int64, until time.Time) *asynq.Task {
-	return digestBatch(period, ids, QuietBatchTaskID(period, until, ids[0]), asynq.ProcessAt(until))
-}
-
-func digestBatch(period string, ids []int64, id string, extra ...asynq.Option) *asynq.Task {
-	opts := append([]asynq.Option{asynq.Queue(queueOf[TypeDigestEmail]), asynq.TaskID(id),
-		asynq.MaxRetry(20), asynq.Timeout(10 * time.Minute)}, extra...)
-	return asynq.NewTask(TypeDigestEmail, mustJSON(DigestBatchPayload{Period: period, IDs: ids}), opts...)
+	return DigestEmail.New(DigestBatchPayload{Period: period, IDs: ids},
+		asynq.TaskID(QuietBatchTaskID(period, until, ids[0])), asynq.ProcessAt(until))
 }
 
 // NewEvent is one notification for email, grouped by address so the
 // worker's aggregator bundles a person's events into one mail.
 func NewEvent(email, title, url string, now time.Time) *asynq.Task {
-	return asynq.NewTask(TypeEvent, mustJSON(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()}),
-		asynq.Queue(queueOf[TypeEvent]), asynq.Group(email))
+	return Event.New(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()}, asynq.Group(email))
 }
 
 // NewEventsEmail is one subscriber's bundle as one mail. The aggregator
-// makes it; asynq puts it in the group's queue and drops any other option
-// given to the events, so these are its only options.
+// makes it; asynq drops any option given to the events, so the kind's
+// are its only options.
 func NewEventsEmail(bundle EventsPayload) *asynq.Task {
-	return asynq.NewTask(TypeEventsEmail, mustJSON(bundle), asynq.MaxRetry(10), asynq.Timeout(2*time.Minute))
+	return EventsEmail.New(bundle)
 }
 
 // ImportRunTaskID is the id of the task of import job id: the job is run
 // by one task at a time.
 func ImportRunTaskID(id string) string { return "import:" + id }
 
-// NewImportRun is the task that reads the uploaded import job id. It saves
-// a checkpoint after every batch, so a retry (or a worker that takes it
-// over after a restart) resumes; a large file takes minutes.
+// NewImportRun is the task that reads the uploaded import job id
+// (ImportRun).
 func NewImportRun(id string) *asynq.Task {
-	return asynq.NewTask(TypeImportRun, mustJSON(ImportRunPayload{ID: id}),
-		asynq.Queue(queueOf[TypeImportRun]), asynq.TaskID(ImportRunTaskID(id)),
-		asynq.MaxRetry(25), asynq.Timeout(30*time.Minute))
+	return ImportRun.New(ImportRunPayload{ID: id})
 }
 
 // mustJSON encodes a payload struct of this package; they have no field

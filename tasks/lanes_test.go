@@ -28,9 +28,9 @@ func TestLaneQueues(t *testing.T) {
 	if len(seen) != len(Queues) {
 		t.Errorf("Queues %v, lanes' queues %v", Queues, seen)
 	}
-	for typ, q := range queueOf {
-		if LaneOf(q) == "" {
-			t.Errorf("%s runs in %s, which no lane serves", typ, q)
+	for typ, k := range kinds {
+		if q := k.queue; LaneOf(q) == "" {
+			t.Errorf("%s runs in %s, which no lane serves", typ, k.queue)
 		}
 	}
 	if got := QueuesOf(LaneEmail); !slices.Equal(got, []string{QueueTransactional, QueueCritical, QueueDefault, QueueLow}) {

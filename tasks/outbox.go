@@ -27,25 +27,13 @@ func JobFromOutbox(e store.OutboxEntry) (Job, error) {
 	if err := json.Unmarshal(e.Body, &b); err != nil {
 		return Job{}, fmt.Errorf("decode outbox entry %s: %w", e.ID, err)
 	}
-	switch b.Type {
-	case TypeConfirmEmail:
-		var p ConfirmPayload
-		if err := json.Unmarshal(b.Payload, &p); err != nil || p.Email == "" {
-			return Job{}, fmt.Errorf("decode outbox entry %s: bad confirm payload", e.ID)
-		}
-		return confirmJob(b.Payload, p.Email, e.Due), nil
-	case TypeWelcomeEmail:
-		var p WelcomePayload
-		if err := json.Unmarshal(b.Payload, &p); err != nil || p.Email == "" {
-			return Job{}, fmt.Errorf("decode outbox entry %s: bad welcome payload", e.ID)
-		}
-		return welcomeJob(b.Payload, p.Email, e.Due), nil
-	case TypeIssuePlan:
-		var p IssuePlanPayload
-		if err := json.Unmarshal(b.Payload, &p); err != nil || p.IssueID <= 0 {
-			return Job{}, fmt.Errorf("decode outbox entry %s: bad issue plan payload", e.ID)
-		}
-		return issuePlanJob(b.Payload, p.IssueID, p.Round, e.Due), nil
+	k, ok := kinds[b.Type]
+	if !ok || k.job == nil {
+		return Job{}, fmt.Errorf("outbox entry %s: unknown task type %q", e.ID, b.Type)
 	}
-	return Job{}, fmt.Errorf("outbox entry %s: unknown task type %q", e.ID, b.Type)
+	j, err := k.job(b.Payload, e.Due)
+	if err != nil {
+		return Job{}, fmt.Errorf("decode outbox entry %s: %w", e.ID, err)
+	}
+	return j, nil
 }

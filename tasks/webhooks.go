@@ -37,16 +37,8 @@ func WebhookTaskID(endpoint, id string) string { return "webhook:" + endpoint + 
 // store's round trips around it.
 const webhookTimeout = webhook.DefaultTimeout + 15*time.Second
 
-// NewWebhook is the delivery of p. It is retried for a day
-// (webhook.DefaultBackoff; the handler ends it at the window, MaxRetry is
-// only asynq's ceiling) and kept that long once done, so the same event
-// reported again within the day finds its id taken and is not sent twice.
-func NewWebhook(p WebhookPayload) *asynq.Task {
-	return asynq.NewTask(TypeWebhook, mustJSON(p),
-		asynq.Queue(queueOf[TypeWebhook]), asynq.TaskID(WebhookTaskID(p.Endpoint, p.ID)),
-		asynq.MaxRetry(webhook.DefaultBackoff.MaxRetry()), asynq.Timeout(webhookTimeout),
-		asynq.Retention(webhook.DefaultBackoff.Window))
-}
+// NewWebhook is the delivery of p (Webhook).
+func NewWebhook(p WebhookPayload) *asynq.Task { return Webhook.New(p) }
 
 // WebhookEndpoints lists the endpoints (store.Webhooks).
 type WebhookEndpoints interface {

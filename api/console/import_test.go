@@ -26,8 +26,8 @@ func startImportWorker(t *testing.T, e *env) {
 	runner := &worker.ImportRunner{Jobs: csvimport.NewJobs(e.rdb), Store: e.st, Queue: client, Log: quietLog(),
 		Audit: audit.NewTrail(e.st, logredact.New([]byte("test-secret")), quietLog(), nil)}
 	w := worker.New(e.rdb, worker.Config{ShutdownTimeout: time.Second, PollInterval: 50 * time.Millisecond, Log: quietLog(),
-		Lanes: []worker.Lane{{Name: tasks.LaneEmail, Concurrency: 1, Handlers: map[string]asynq.Handler{tasks.TypeImportRun: asynq.HandlerFunc(runner.HandleImportRun)}}}},
-		worker.Handlers{})
+		Lanes: []worker.Lane{{Name: tasks.LaneEmail, Concurrency: 1}}},
+		worker.Handlers{Imports: runner})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -104,9 +104,7 @@ func newFanoutSender(rdb *redis.Client, st *store.Redis) (*worker.FanoutSender, 
 		return nil, err
 	}
 	log := slog.New(slog.DiscardHandler)
-	return &worker.FanoutSender{
-		Store: st, Deliver: &worker.Deliverer{Store: st, Render: render, Log: log}, Queue: client, Log: log,
-	}, nil
+	return worker.NewHandlers(worker.Deps{Store: st, Render: render, Queue: client, Log: log}).Fanout, nil
 }
 
 // measureRound runs the fan-out once and prints what it cost Redis, per
@@ -122,7 +120,7 @@ func measureRound(ctx context.Context, rdb *redis.Client, h *worker.FanoutSender
 		return err
 	}
 	start := time.Now()
-	if err := h.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+	if err := h.HandleFanout(ctx, p); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)

@@ -7,14 +7,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // workerFlags reads `newsletter worker [--lanes email,push,webhook]`: the
@@ -62,23 +59,20 @@ func withLanes(getenv func(string) string, lanes string) func(string) string {
 // workerConfig is the worker's configuration with one pool per configured
 // lane (NEWSLETTER_LANES, --lanes): each with its own concurrency, and the
 // push and webhook lanes with their own shared rates (the e-mail lane
-// paces each mail in its handlers, by NEWSLETTER_SEND_RATE).
-func workerConfig(a *app, m *worker.Metrics) worker.Config {
+// paces each mail in its handlers, by NEWSLETTER_SEND_RATE). Each lane
+// runs the handlers whose tasks are in its queues.
+func workerConfig(a *app) worker.Config {
 	cfg := worker.Config{
 		Concurrency: a.cfg.Concurrency, ShutdownTimeout: a.cfg.Shutdown, Log: a.log,
 		PollInterval: a.cfg.PollInterval,
 		Retry:        worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 		GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
 	}
-	senders := laneSenders(a, m)
 	for _, name := range a.cfg.Lanes {
-		l := worker.Lane{Name: name}
+		l := worker.Lane{Name: name, Concurrency: a.cfg.LaneConcurrency(name)}
 		if name != tasks.LaneEmail {
-			l = senders[name]
-			l.Name = name
 			l.Pace = pace.NewLane(a.rdb, name, a.cfg.LaneRate(name))
 		}
-		l.Concurrency = a.cfg.LaneConcurrency(name)
 		cfg.Lanes = append(cfg.Lanes, l)
 	}
 	return cfg
@@ -89,28 +83,12 @@ func workerConfig(a *app, m *worker.Metrics) worker.Config {
 // task is retried on the lane's backoff.
 var pushLimits = netguard.Limits{Timeout: 15 * time.Second, MaxResponse: 4096}
 
-// laneSenders are the push and webhook lanes' handlers, by lane: the seam
-// where their senders plug in. Each sets Handlers (task type → handler)
-// and, where the lane's backoff differs from the default, Retry and
-// IsFailure; workerConfig adds the name, the pool size and the shared
-// rate. A lane without handlers is not started: its tasks wait in its
-// queue for a worker that has them (web push without VAPID keys).
-func laneSenders(a *app, m *worker.Metrics) map[string]worker.Lane {
-	lanes := map[string]worker.Lane{}
-	if a.cfg.VAPID != nil {
-		ps := worker.NewPushSender(a.store, push.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits)),
-			worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL}, a.cfg.ClaimTTL, m, a.log)
-		lanes[tasks.LanePush] = worker.Lane{
-			Handlers: map[string]asynq.Handler{tasks.TypePush: asynq.HandlerFunc(ps.HandlePush)},
-			Retry:    ps.RetryDelay,
-		}
+// pushSender is the web push client, nil without VAPID keys: the push
+// lane then runs nothing and its tasks wait in its queue for a worker
+// that has them.
+func pushSender(a *app) push.Sender {
+	if a.cfg.VAPID == nil {
+		return nil
 	}
-	// The webhook lane's handler is the same whether or not this worker
-	// serves e-mail (a `--lanes webhook` worker has no e-mail handlers).
-	ws := &worker.WebhookSender{Store: a.store, Post: webhook.NewSender(a.cfg.Endpoints()), Metrics: m, Log: a.log}
-	lanes[tasks.LaneWebhook] = worker.Lane{
-		Handlers: map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(ws.HandleWebhook)},
-		Retry:    ws.RetryDelay,
-	}
-	return lanes
+	return push.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
 }

@@ -155,15 +155,10 @@ func buildLanes(ctx context.Context, a *app, r roles, client *asynq.Client) (*la
 			return nil, err
 		}
 	}
-	switch {
-	case r.worker && !l.email:
-		m := worker.NewMetrics(a.reg)
-		l.worker = worker.New(a.rdb, workerConfig(a, m), worker.Handlers{Metrics: m})
-	case r.worker:
-		l.worker = emailWorker(ctx, a, l, client)
-	default:
+	if !r.worker {
 		return l, nil
 	}
+	l.worker = newWorker(ctx, a, l, client)
 	l.relay = &tasks.Relay{Store: a.store, Queue: client, Log: a.log}
 	return l, nil
 }
@@ -192,29 +187,39 @@ func (l *lanes) setUpMail(ctx context.Context, a *app) error {
 	return nil
 }
 
-// emailWorker is the worker with every lane's handlers.
-func emailWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
+// newWorker is the worker of the lanes this process serves, wired once
+// whichever they are: every component is built (worker.NewHandlers) and
+// each lane runs the ones whose tasks are in its queues. Without the
+// e-mail lane (`worker --lanes push`) there is no mail transport: its
+// handlers are built without one and never run.
+func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
 	metrics := worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates())
-	h := worker.NewHandlers(worker.Deps{
-		Store: a.store, Mailer: l.issues.mail, Render: l.issues.render, Log: a.log, Metrics: metrics,
-		Links: l.links,
-		Pace:  pace.New(a.rdb, a.cfg.SendRate), ConfirmPace: confirmPace(a),
-		Queue: client, Depth: worker.RedisQueueDepth{Redis: a.rdb}, Quiet: quiet.New(a.cfg.Quiet),
-		DigestBatch: a.cfg.DigestBatch, MaxPendingBatches: a.cfg.DigestMaxPending,
+	d := worker.Deps{
+		Store: a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
 		ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
-		Tags: a.tags, Feedback: store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit},
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
-		Feeds:       &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()},
-		Imports:     csvimport.NewJobs(a.rdb), ImportStore: a.store, Audit: a.audit,
-	})
-	// An edited sequence reaches the people in the middle of it.
-	if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
-		a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
-	} else if n > 0 {
-		a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
+		Push:        pushSender(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
-	return worker.New(a.rdb, workerConfig(a, metrics), h)
+	if l.email {
+		d.Mailer, d.Render = l.issues.mail, l.issues.render
+		d.Pace, d.ConfirmPace = pace.New(a.rdb, a.cfg.SendRate), confirmPace(a)
+		d.Depth, d.Quiet = worker.RedisQueueDepth{Redis: a.rdb}, quiet.New(a.cfg.Quiet)
+		d.DigestBatch, d.MaxPendingBatches = a.cfg.DigestBatch, a.cfg.DigestMaxPending
+		d.Tags, d.Feedback = a.tags, store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit}
+		d.Feeds = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()}
+		d.Imports, d.ImportStore, d.Audit = csvimport.NewJobs(a.rdb), a.store, a.audit
+	}
+	h := worker.NewHandlers(d)
+	if l.email {
+		// An edited sequence reaches the people in the middle of it.
+		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
+			a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
+		} else if n > 0 {
+			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
+		}
+	}
+	return worker.New(a.rdb, workerConfig(a), h)
 }
 
 // buildAPI is the API role's handler: the API, the console, asynqmon and

@@ -69,14 +69,7 @@ func (h *BatchSender) log() *slog.Logger {
 // end. Each mail claims its mark first, so a retried batch sends only to
 // the rest; a temporary failure for one recipient does not hold the others
 // and retries the batch at the end.
-func (h *BatchSender) HandleDigestBatch(ctx context.Context, t *asynq.Task) error {
-	var p tasks.DigestBatchPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if !tasks.ValidPeriod(p.Period) || len(p.IDs) == 0 {
-		return errMissing(t, "period and recipients")
-	}
+func (h *BatchSender) HandleDigestBatch(ctx context.Context, p tasks.DigestBatchPayload) error {
 	entries, err := h.digestEntries(ctx, p.Period)
 	if err != nil {
 		return err

@@ -90,8 +90,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Concurrency: concurrency, ShutdownTimeout: 5 * time.Second, Log: discard, PollInterval: 20 * time.Millisecond,
 		RetryDelay: func(n int, err error, task *asynq.Task) time.Duration {
 			delay := policy.Delay(n, err, task)
-			var p tasks.WelcomePayload
-			_ = decode(task, &p) // only welcome tasks are recorded by address
+			p, _ := tasks.WelcomeEmail.Decode(task.Payload()) // only welcome tasks are recorded by address
 			d.mu.Lock()
 			d.delays[p.Email] = append(d.delays[p.Email], delay)
 			d.mu.Unlock()

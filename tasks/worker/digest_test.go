@@ -166,7 +166,7 @@ func TestPlannerKilledHalfwayResumes(t *testing.T) {
 
 			planner := &Planner{Store: d.store, Log: discard, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, BatchSize: 50}
 			task := tasks.NewDigestPlan("2026-W50")
-			if err := planner.HandleDigestPlan(ctx, task); !errors.Is(err, errKilled) {
+			if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, task); !errors.Is(err, errKilled) {
 				t.Fatalf("first planner: %v", err)
 			}
 			run, _ := d.store.DigestRun(ctx, "2026-W50")
@@ -175,7 +175,7 @@ func TestPlannerKilledHalfwayResumes(t *testing.T) {
 			}
 			// A new planner (the retry) picks up at the saved cursor.
 			planner.Queue = d.client
-			if err := planner.HandleDigestPlan(ctx, task); err != nil {
+			if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, task); err != nil {
 				t.Fatal(err)
 			}
 			d.waitRun(t, "2026-W50", 500)
@@ -242,7 +242,7 @@ func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb}, BatchSize: 50, MaxPendingBatches: 4}
 	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err := planner.HandleDigestPlan(tctx, tasks.NewDigestPlan("bp"))
+	err := runTask(tctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("bp"))
 	var def *Deferred
 	if !errors.As(err, &def) {
 		t.Fatalf("planner with a full queue: %v", err)
@@ -263,11 +263,11 @@ func TestDigestSkipsWhoLeftAfterPlanning(t *testing.T) {
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
 	st.StartDigestRun(ctx, "p1")
 	st.Unsubscribe(ctx, "leave@x.org")
-	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
+	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
 		t.Fatal(err)
 	}
 	// Twice, as a retried batch would run.
-	h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID}))
+	runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID}))
 	run, _ := st.DigestRun(ctx, "p1")
 	if rec.count() != 1 || rec.sent[0].To != "stay@x.org" || run.Sent != 1 || run.Skipped != 1 {
 		t.Fatalf("%d mails, run %+v", rec.count(), run)
@@ -290,7 +290,7 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	h := NewHandlers(Deps{Store: d.store, Mailer: rec, Render: render, Log: discard, Queue: d.client, Quiet: quiet.New(&window),
 		Links: newHandlersLinks(), Now: func() time.Time { return clock }})
 	ids, _ := d.store.AudienceAfter(ctx, "", 0, 10)
-	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("q1", ids)); err != nil {
+	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("q1", ids)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 || rec.sent[0].To != "utc0000@example.org" {
@@ -306,7 +306,7 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	}
 	// At 08:00 local the deferred batch sends.
 	clock = morning
-	if err := h.Batches.HandleDigestBatch(ctx, asynq.NewTask(tasks.TypeDigestEmail, held[0].Payload)); err != nil {
+	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, asynq.NewTask(tasks.TypeDigestEmail, held[0].Payload)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 2 || rec.sent[1].To != "night0000@example.org" {
@@ -330,7 +330,7 @@ func TestDigestTemplateErrorFailsWithoutRetry(t *testing.T) {
 	sub := activate(t, st, "a@x.org")
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
 	st.StartDigestRun(ctx, "p")
-	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p", []int64{sub.ID})); err != nil {
+	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", []int64{sub.ID})); err != nil {
 		t.Fatalf("a template error asked for a retry: %v", err)
 	}
 	run, _ := st.DigestRun(ctx, "p")

@@ -112,7 +112,7 @@ func TestDigestIsAnIssue(t *testing.T) {
 	if _, err := tasks.EnqueueDigestPlan(ctx, d.client, "2026-W49"); err != nil {
 		t.Fatal(err)
 	}
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W49")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W49")); err != nil {
 		t.Fatal(err)
 	}
 	d.idle(t)
@@ -132,10 +132,10 @@ func TestDigestIsAnIssue(t *testing.T) {
 	if err != nil || draft.Status != store.IssueDraft {
 		t.Fatalf("%+v %v", draft, err)
 	}
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W50")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W50")); err != nil {
 		t.Fatal(err)
 	}
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W50")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W50")); err != nil {
 		t.Fatal(err)
 	}
 	d.waitIssueSent(t, draft.ID)
@@ -148,7 +148,7 @@ func TestDigestIsAnIssue(t *testing.T) {
 	}
 
 	// An empty week: no issue, no mail.
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W51")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W51")); err != nil {
 		t.Fatal(err)
 	}
 	if run, err := d.store.DigestRun(ctx, "2026-W51"); err != nil || run.State != store.RunEmpty || run.Issue != 0 {

@@ -26,7 +26,7 @@ func TestEmptyWeekSendsNothing(t *testing.T) {
 		return info.Pending
 	}
 
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W49")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W49")); err != nil {
 		t.Fatal(err)
 	}
 	run, err := d.store.DigestRun(ctx, "2026-W49")
@@ -35,14 +35,14 @@ func TestEmptyWeekSendsNothing(t *testing.T) {
 	}
 
 	d.store.AddItem(ctx, store.Item{Title: "Late", URL: "https://example.com/late"})
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W49")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W49")); err != nil {
 		t.Fatal(err)
 	}
 	if run, _ := d.store.DigestRun(ctx, "2026-W49"); run.State != store.RunEmpty || batches() != 0 {
 		t.Fatalf("the empty period ran again: %+v, %d batches", run, batches())
 	}
 
-	if err := planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("2026-W49b")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W49b")); err != nil {
 		t.Fatal(err)
 	}
 	if run, _ := d.store.DigestRun(ctx, "2026-W49b"); run.State != store.RunPlanned || len(run.Items) != 1 || run.Planned != 30 || batches() != 1 {

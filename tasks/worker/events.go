@@ -74,14 +74,7 @@ func (h *EventSender) now() time.Time {
 
 // HandleEventsEmail sends the bundle. Inside quiet hours it waits for
 // their end.
-func (h *EventSender) HandleEventsEmail(ctx context.Context, t *asynq.Task) error {
-	var p tasks.EventsPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if (p.SubscriberID <= 0 && p.Email == "") || len(p.Events) == 0 {
-		return errMissing(t, "subscriber and events")
-	}
+func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPayload) error {
 	var sub store.Subscriber
 	var ok bool
 	var err error

@@ -109,7 +109,7 @@ func TestAggregatedTaskTwiceSendsOnce(t *testing.T) {
 	again := agg.Aggregate("a@x.org", []*asynq.Task{events[2], events[0], events[1]})
 	ctx := context.Background()
 	for _, b := range []*asynq.Task{bundle, again} {
-		if err := h.Events.HandleEventsEmail(ctx, b); err != nil {
+		if err := runTask(ctx, tasks.EventsEmail, h.Events.HandleEventsEmail, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +120,7 @@ func TestAggregatedTaskTwiceSendsOnce(t *testing.T) {
 	if _, err := st.Unsubscribe(ctx, "a@x.org"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Events.HandleEventsEmail(ctx, agg.Aggregate("a@x.org", []*asynq.Task{tasks.NewEvent("a@x.org", "late", "https://x/l", time.Now())})); err != nil {
+	if err := runTask(ctx, tasks.EventsEmail, h.Events.HandleEventsEmail, agg.Aggregate("a@x.org", []*asynq.Task{tasks.NewEvent("a@x.org", "late", "https://x/l", time.Now())})); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 {

@@ -85,16 +85,10 @@ func (h *FanoutSender) awaited() awaitFanout {
 // reader's browsers; an issue to its readers' browsers (its mail is the
 // issue planner's). Only active readers with the topic (updates, for one
 // person) get anything; each channel's handler checks again when it runs.
-func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
-	var p tasks.FanoutPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
+func (h *FanoutSender) HandleFanout(ctx context.Context, p tasks.FanoutPayload) error {
 	switch {
 	case p.IssueID > 0:
 		return h.walk(ctx, p, p.Topics)
-	case p.ID == "" || p.Title == "":
-		return errMissing(t, "event id and title")
 	case p.SubscriberID > 0 || p.Email != "":
 		sub, ok, err := h.person(ctx, p)
 		if !ok {
@@ -105,10 +99,9 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, t *asynq.Task) error {
 			return nil
 		}
 		return h.page(ctx, p, []int64{sub.ID})
-	case p.Topic != "":
+	default: // a topic: tasks.Fanout's Check lets nothing else through
 		return h.walk(ctx, p, []string{p.Topic})
 	}
-	return errMissing(t, "email, topic or issue")
 }
 
 // person is the one active subscriber of an event: by id, or by the
@@ -325,14 +318,7 @@ func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 // re-queued batch sends only what is missing. A reader who left or turned
 // the topic off since is skipped; one inside quiet hours moves to a batch
 // of their own due when they end.
-func (h *FanoutSender) HandleEventMail(ctx context.Context, t *asynq.Task) error {
-	var p tasks.EventMailPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.ID == "" || p.Topic == "" || len(p.IDs) == 0 {
-		return errMissing(t, "event, topic and recipients")
-	}
+func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPayload) error {
 	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err

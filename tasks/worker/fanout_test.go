@@ -105,7 +105,7 @@ func TestFanoutTopicEventEachChannelOnce(t *testing.T) {
 	rec := &recordQueue{}
 	again := *d.fanout()
 	again.Queue = rec
-	if err := again.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+	if err := runTask(ctx, tasks.Fanout, again.HandleFanout, tasks.NewFanout(p)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.tasks) != 0 {
@@ -142,7 +142,7 @@ func TestPushStopsWithTheTopic(t *testing.T) {
 	for range 2 {
 		for _, s := range subs {
 			task := tasks.NewPush(tasks.PushPayload{Key: "ev:x", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hello"})
-			if err := h.HandlePush(ctx, task); err != nil {
+			if err := runTask(ctx, tasks.Push, h.HandlePush, task); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -167,7 +167,7 @@ func TestPushUnavailableRetriesAfterRetryAfter(t *testing.T) {
 	h := NewPushSender(d.store, client, RetryPolicy{Base: time.Millisecond, Max: time.Second}, 0, d.metrics, discard)
 	task := tasks.NewPush(tasks.PushPayload{Key: "ev:y", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hi"})
 	svc.Answer(http.StatusServiceUnavailable, "120")
-	err := h.HandlePush(ctx, task)
+	err := runTask(ctx, tasks.Push, h.HandlePush, task)
 	if err == nil || !IsFailure(err) || redisAway(err) {
 		t.Fatalf("503: %v, want a counted failure", err)
 	}
@@ -175,7 +175,7 @@ func TestPushUnavailableRetriesAfterRetryAfter(t *testing.T) {
 		t.Fatalf("retry in %s, want at least the Retry-After of 2m", wait)
 	}
 	svc.Answer(0, "")
-	if err := h.HandlePush(ctx, task); err != nil || len(svc.Received()) != 1 {
+	if err := runTask(ctx, tasks.Push, h.HandlePush, task); err != nil || len(svc.Received()) != 1 {
 		t.Fatalf("retry: %v, %d received", err, len(svc.Received()))
 	}
 }
@@ -206,7 +206,7 @@ func TestIssueFanoutPushesReadersWithABrowserOnce(t *testing.T) {
 		rec := &recordQueue{}
 		f := d.fanout()
 		f.Page, f.Queue = 8, rec // several pages
-		if err := f.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+		if err := runTask(ctx, tasks.Fanout, f.HandleFanout, tasks.NewFanout(p)); err != nil {
 			t.Fatal(err)
 		}
 		got := map[int64]int{}
@@ -268,7 +268,7 @@ func TestPersonEventByIDAndByAddress(t *testing.T) {
 		rec := &recordQueue{}
 		h := *d.fanout()
 		h.Queue = rec
-		if err := h.HandleFanout(ctx, tasks.NewFanout(p)); err != nil {
+		if err := runTask(ctx, tasks.Fanout, h.HandleFanout, tasks.NewFanout(p)); err != nil {
 			t.Fatal(err)
 		}
 		if len(rec.tasks) != 1 || rec.tasks[0].Type() != tasks.TypeEvent {
@@ -287,7 +287,7 @@ func TestPersonEventByIDAndByAddress(t *testing.T) {
 		deliver := *h.Deliver
 		deliver.Mailer = mails
 		events := &EventSender{Deliver: &deliver, Links: h.Links}
-		if err := events.HandleEventsEmail(ctx, bundle); err != nil {
+		if err := runTask(ctx, tasks.EventsEmail, events.HandleEventsEmail, bundle); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,11 +40,7 @@ type FeedbackStore interface {
 }
 
 // HandleFeedback handles TypeFeedback.
-func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, t *asynq.Task) error {
-	var p tasks.FeedbackPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("feedback payload: %v: %w", err, asynq.SkipRetry)
-	}
+func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, p tasks.FeedbackPayload) error {
 	return f.Record(ctx, p, nil)
 }
 

@@ -32,7 +32,7 @@ func TestFeedbackSuppressesAndCountsOnce(t *testing.T) {
 	sub := activate(t, st, "ann@example.com")
 	complaint := tasks.FeedbackPayload{ID: "arf-1", SubscriberID: sub.ID, Email: sub.Email, Type: "complaint", Source: "smtp", Kind: mailer.KindDigest}
 	for range 2 {
-		if err := h.Feedback.HandleFeedback(ctx, feedbackTask(t, complaint)); err != nil {
+		if err := runTask(ctx, tasks.Feedback, h.Feedback.HandleFeedback, feedbackTask(t, complaint)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,12 +42,12 @@ func TestFeedbackSuppressesAndCountsOnce(t *testing.T) {
 	if n := testutil.ToFloat64(h.Metrics.Complaints.WithLabelValues("smtp")); n != 1 {
 		t.Fatalf("one complaint delivered twice counted %v times", n)
 	}
-	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(sub.Email, sub.CreatedAt, 0).Task); err != nil || rec.count() != 0 {
+	if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome(sub.Email, sub.CreatedAt, 0).Task); err != nil || rec.count() != 0 {
 		t.Fatalf("a welcome after the complaint: %v, %d mails", err, rec.count())
 	}
 
 	stranger := tasks.FeedbackPayload{ID: "dsn-9", Email: "who@example.com", Type: "hard", Source: "ses"}
-	if err := h.Feedback.HandleFeedback(ctx, feedbackTask(t, stranger)); err != nil {
+	if err := runTask(ctx, tasks.Feedback, h.Feedback.HandleFeedback, feedbackTask(t, stranger)); err != nil {
 		t.Fatalf("a report about a stranger must not retry: %v", err)
 	}
 	if n := testutil.ToFloat64(h.Metrics.FeedbackUnmatched.WithLabelValues("ses")); n != 1 {
@@ -56,7 +56,7 @@ func TestFeedbackSuppressesAndCountsOnce(t *testing.T) {
 	if n := testutil.ToFloat64(h.Metrics.Bounces.WithLabelValues("hard", "ses")); n != 0 {
 		t.Fatalf("a stranger's bounce was counted: %v", n)
 	}
-	if err := h.Feedback.HandleFeedback(ctx, asynq.NewTask(tasks.TypeFeedback, []byte("{"))); !errors.Is(err, asynq.SkipRetry) {
+	if err := runTask(ctx, tasks.Feedback, h.Feedback.HandleFeedback, asynq.NewTask(tasks.TypeFeedback, []byte("{"))); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("unreadable payload: %v", err)
 	}
 	for _, bad := range []tasks.FeedbackPayload{

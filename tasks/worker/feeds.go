@@ -2,13 +2,10 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-
-	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -48,11 +45,7 @@ type FeedPoller struct {
 }
 
 // HandleFeedsPoll handles TypeFeedsPoll.
-func (p *FeedPoller) HandleFeedsPoll(ctx context.Context, t *asynq.Task) error {
-	var pl tasks.FeedsPollPayload
-	if err := json.Unmarshal(t.Payload(), &pl); err != nil {
-		return fmt.Errorf("feeds poll payload: %v: %w", err, asynq.SkipRetry)
-	}
+func (p *FeedPoller) HandleFeedsPoll(ctx context.Context, pl tasks.FeedsPollPayload) error {
 	return p.PollAll(ctx)
 }
 

@@ -107,7 +107,7 @@ func TestFeedsBecomeItemsOnce(t *testing.T) {
 
 	// The first poll, through the task: the blog's history is not news;
 	// the Atom entry dated after registration is. Bad feeds: counted.
-	if err := p.HandleFeedsPoll(ctx, tasks.NewFeedsPoll(tasks.FeedsSlot(time.Now(), time.Minute), time.Minute)); err != nil {
+	if err := runTask(ctx, tasks.FeedsPoll, p.HandleFeedsPoll, tasks.NewFeedsPoll(tasks.FeedsSlot(time.Now(), time.Minute), time.Minute)); err != nil {
 		t.Fatalf("a poll with bad feeds failed: %v", err)
 	}
 	if got := titles(t, p.Store.(store.Digests), "research"); len(got) != 0 {

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,11 +41,7 @@ type ImportRunner struct {
 // checkpoint (rows stored after it count as already present, never twice);
 // a file whose lines do not add up, and the last retry, end the job as
 // failed. The audit entry is written by the run that ends the job.
-func (r *ImportRunner) HandleImportRun(ctx context.Context, t *asynq.Task) error {
-	var p tasks.ImportRunPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.ID == "" {
-		return fmt.Errorf("import payload: %v: %w", err, asynq.SkipRetry)
-	}
+func (r *ImportRunner) HandleImportRun(ctx context.Context, p tasks.ImportRunPayload) error {
 	st, err := r.Jobs.Status(ctx, p.ID)
 	if errors.Is(err, csvimport.ErrNoJob) {
 		return fmt.Errorf("import %s: expired or deleted: %w", p.ID, asynq.SkipRetry)

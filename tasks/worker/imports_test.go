@@ -85,8 +85,8 @@ func (e *importEnv) startWorker(t *testing.T, s csvimport.Store, batch int) *Wor
 	t.Helper()
 	runner := &ImportRunner{Jobs: e.jobs, Store: s, Queue: e.client, Audit: e.trail, Log: discard, Batch: batch}
 	w := New(e.rdb, Config{ShutdownTimeout: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond, Log: discard,
-		Lanes: []Lane{{Name: tasks.LaneEmail, Concurrency: 2, Handlers: map[string]asynq.Handler{tasks.TypeImportRun: asynq.HandlerFunc(runner.HandleImportRun)}}}},
-		Handlers{})
+		Lanes: []Lane{{Name: tasks.LaneEmail, Concurrency: 2}}},
+		Handlers{Imports: runner})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,8 +57,8 @@ func (d *delivery) heldIssueBatches(t *testing.T) []heldBatch {
 		if ti.Type != tasks.TypeIssueEmail {
 			continue
 		}
-		var p tasks.IssueBatchPayload
-		if err := decode(asynq.NewTask(ti.Type, ti.Payload), &p); err != nil {
+		p, err := tasks.IssueEmail.Decode(ti.Payload)
+		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, heldBatch{id: ti.ID, due: ti.NextProcessAt.UTC(), ids: p.IDs})

@@ -85,7 +85,7 @@ func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
 		}
 	}}
 	h.Issues.Deliver.Mailer = mail
-	if err := h.Issues.HandleIssueBatch(ctx, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
 		t.Fatal(err)
 	}
 	if mail.count() != 5 {
@@ -102,7 +102,7 @@ func TestIssueBatchSeesPauseWithinCheckInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	mail.hook = func(int) {}
-	if err := h.Issues.HandleIssueBatch(ctx, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
@@ -134,7 +134,7 @@ func TestIssueBatchOfAnEarlierRoundStops(t *testing.T) {
 		}
 	}}
 	h.Issues.Deliver.Mailer = mail
-	if err := h.Issues.HandleIssueBatch(ctx, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, tasks.NewIssueBatch(is.ID, is.Round, ids, clk.now(), false)); err != nil {
 		t.Fatal(err)
 	}
 	if mail.count() != 1 {

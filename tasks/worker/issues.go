@@ -167,14 +167,7 @@ func (h *IssueSender) log() *slog.Logger {
 // once) and enqueues their batches: due now, or at the issue's local hour
 // in each reader's time zone. The cursor is saved after each page, so a
 // killed planner resumes; a paused or cancelled issue stops the walk.
-func (h *IssueSender) HandleIssuePlan(ctx context.Context, t *asynq.Task) error {
-	var p tasks.IssuePlanPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.IssueID <= 0 {
-		return errMissing(t, "issue id")
-	}
+func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayload) error {
 	size := h.BatchSize
 	if size <= 0 {
 		size = DefaultDigestBatch
@@ -479,14 +472,7 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 // cancelled issue (or one resumed since, in a new round) has the rest
 // handed back unsent (a resume plans them again; the marks skip whoever
 // got it).
-func (h *IssueSender) HandleIssueBatch(ctx context.Context, t *asynq.Task) error {
-	var p tasks.IssueBatchPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.IssueID <= 0 || len(p.IDs) == 0 {
-		return errMissing(t, "issue and recipients")
-	}
+func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPayload) error {
 	st, err := h.status(ctx, p.IssueID)
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)

@@ -2,12 +2,9 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-
-	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -102,14 +99,7 @@ func (h *Mails) giveBack(ctx context.Context, kind, email string, err error) err
 }
 
 // HandleConfirm sends the confirmation mail to a pending subscriber.
-func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
-	var p tasks.ConfirmPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Email == "" || p.Nonce == "" {
-		return errMissing(t, "email or nonce")
-	}
+func (h *Mails) HandleConfirm(ctx context.Context, p tasks.ConfirmPayload) error {
 	sub, ok, err := h.Deliver.Recipient(ctx, p.Email, store.Pending)
 	if !ok {
 		return err
@@ -128,14 +118,7 @@ func (h *Mails) HandleConfirm(ctx context.Context, t *asynq.Task) error {
 // who asked to leave by typing the address. Only someone who can read the
 // mailbox can use it, so nobody else can unsubscribe them. An unknown or
 // ended address gets nothing (the API answered the same either way).
-func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error {
-	var p tasks.UnsubscribeLinkPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Email == "" || p.Nonce == "" {
-		return errMissing(t, "email or nonce")
-	}
+func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLinkPayload) error {
 	sub, err := h.Deliver.subscriber(ctx, p.Email)
 	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active && sub.Status != store.Pending {
 		return nil
@@ -148,18 +131,4 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, t *asynq.Task) error 
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
 		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub, "")},
 	}))
-}
-
-// decode unmarshals a payload; failure is wrapped in SkipRetry because no
-// retry can fix it.
-func decode(t *asynq.Task, v any) error {
-	if err := json.Unmarshal(t.Payload(), v); err != nil {
-		return fmt.Errorf("decode %s payload: %v: %w", t.Type(), err, asynq.SkipRetry)
-	}
-	return nil
-}
-
-// errMissing marks a payload without the fields a handler needs.
-func errMissing(t *asynq.Task, field string) error {
-	return fmt.Errorf("%s payload has no %s: %w", t.Type(), field, asynq.SkipRetry)
 }

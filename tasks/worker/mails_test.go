@@ -90,7 +90,7 @@ func activate(t *testing.T, st store.Store, email string) store.Subscriber {
 func TestWelcomeToActiveSubscriber(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	activate(t, st, "ann@example.com")
-	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
+	if err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("ann@example.com", time.Now(), 0).Task); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 {
@@ -121,16 +121,16 @@ func TestLinksNameNoAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(ctx, tasks.NewConfirm(email, time.Now()).Task); err != nil {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, tasks.NewConfirm(email, time.Now()).Task); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Confirm(ctx, email, tasks.NewWelcome(email, time.Now(), 0).Outbox()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
+	if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleUnsubscribeLink(ctx, tasks.NewUnsubscribeLink(email)); err != nil {
+	if err := runTask(ctx, tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink, tasks.NewUnsubscribeLink(email)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 3 {
@@ -179,7 +179,7 @@ func TestWelcomeTwiceSendsOnce(t *testing.T) {
 	activate(t, st, "ann@example.com")
 	task := tasks.NewWelcome("ann@example.com", time.Now(), 0).Task
 	for i := 0; i < 3; i++ {
-		if err := h.Sequence.HandleWelcome(context.Background(), task); err != nil {
+		if err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, task); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,7 +194,7 @@ func TestSkipWhenNotActive(t *testing.T) {
 	activate(t, st, "gone@example.com")
 	st.Unsubscribe(ctx, "gone@example.com")
 	for _, email := range []string{"gone@example.com", "never@example.com"} {
-		if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
+		if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome(email, time.Now(), 0).Task); err != nil {
 			t.Fatalf("%s: %v, want nil (skip)", email, err)
 		}
 	}
@@ -208,21 +208,21 @@ func TestConfirmOnlyWhilePending(t *testing.T) {
 	ctx := context.Background()
 	job := tasks.NewConfirm("p@example.com", time.Now())
 	st.Subscribe(ctx, store.SubscribeRequest{Email: "p@example.com", Outbox: job.Outbox()})
-	if err := h.Mails.HandleConfirm(ctx, job.Task); err != nil || rec.count() != 1 {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("pending: %v, %d mails", err, rec.count())
 	}
 	if rec.sent[0].UnsubscribeURL != "" {
 		t.Fatal("a confirmation is transactional: no unsubscribe header")
 	}
 	// Re-running the same task (a retry after a lost ack) sends nothing.
-	h.Mails.HandleConfirm(ctx, job.Task)
+	runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task)
 	// A new request (the first mail was lost) sends again.
-	h.Mails.HandleConfirm(ctx, tasks.NewConfirm("p@example.com", time.Now()).Task)
+	runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, tasks.NewConfirm("p@example.com", time.Now()).Task)
 	if rec.count() != 2 {
 		t.Fatalf("%d confirmations, want 2 (one per request)", rec.count())
 	}
 	st.Confirm(ctx, "p@example.com", tasks.NewWelcome("p@example.com", time.Now(), 0).Outbox())
-	h.Mails.HandleConfirm(ctx, tasks.NewConfirm("p@example.com", time.Now()).Task)
+	runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, tasks.NewConfirm("p@example.com", time.Now()).Task)
 	if rec.count() != 2 {
 		t.Fatal("confirmation sent to an active subscriber")
 	}
@@ -231,8 +231,8 @@ func TestConfirmOnlyWhilePending(t *testing.T) {
 func TestBadPayloadSkipsRetry(t *testing.T) {
 	h, _, _ := newHandlers(t)
 	for _, p := range []string{"{", `{"email":""}`, `[]`} {
-		for name, fn := range map[string]asynq.HandlerFunc{"welcome": h.Sequence.HandleWelcome, "confirm": h.Mails.HandleConfirm} {
-			err := fn(context.Background(), asynq.NewTask("x", []byte(p)))
+		for name, r := range map[string]route{"welcome": on(tasks.WelcomeEmail, h.Sequence.HandleWelcome), "confirm": on(tasks.ConfirmEmail, h.Mails.HandleConfirm)} {
+			err := r.handler.ProcessTask(context.Background(), asynq.NewTask("x", []byte(p)))
 			if !errors.Is(err, asynq.SkipRetry) {
 				t.Errorf("%s %q: %v, want SkipRetry", name, p, err)
 			}
@@ -256,7 +256,7 @@ func TestSendFailureClasses(t *testing.T) {
 		h, st, rec := newHandlers(t)
 		activate(t, st, "a@x.org")
 		rec.fail = &mailer.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
-		err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+		err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 		if err == nil || errors.Is(err, asynq.SkipRetry) != c.skipRetry {
 			t.Errorf("%s: err %v, want SkipRetry=%v", c.class, err, c.skipRetry)
 		}
@@ -267,7 +267,7 @@ func TestSendFailureClasses(t *testing.T) {
 		// The claim was released: a retry that succeeds sends the mail.
 		rec.fail = nil
 		if c.class == mailer.Temporary {
-			if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+			if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 				t.Errorf("retry after temporary failure: %v, %d mails", err, rec.count())
 			}
 		}
@@ -281,7 +281,7 @@ func TestBusyClaimIsNotAFailure(t *testing.T) {
 	if _, err := st.ClaimMarks(ctx, "", []store.Mark{{Kind: mailer.KindWelcome, SubscriberID: sub.ID, Shared: true}}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+	err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	if !errors.Is(err, ErrDeliveryBusy) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("held claim: %v (failure=%v), %d mails", err, IsFailure(err), rec.count())
 	}
@@ -342,7 +342,7 @@ func TestUnsubscribeLinkGoesOnlyToSubscribers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, email := range []string{"on@example.com", "gone@example.com", "never@example.com"} {
-		if err := h.Mails.HandleUnsubscribeLink(context.Background(), tasks.NewUnsubscribeLink(email)); err != nil {
+		if err := runTask(context.Background(), tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink, tasks.NewUnsubscribeLink(email)); err != nil {
 			t.Fatalf("%s: %v", email, err)
 		}
 	}

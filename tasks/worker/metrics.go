@@ -147,7 +147,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.Failed.WithLabelValues(kind, c.String())
 		}
 	}
-	for _, typ := range tasks.HandledTypes {
+	for _, typ := range tasks.HandledTypes() {
 		m.forType(typ)
 	}
 	if reg != nil {

@@ -47,7 +47,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 		t.Fatalf("tasks_total{deferred} = %v", got)
 	}
 	// The run outside asynq (queue "") adds a series to those made ahead.
-	if n := testutil.CollectAndCount(m.TaskDuration); n != len(tasks.HandledTypes)+1 {
+	if n := testutil.CollectAndCount(m.TaskDuration); n != len(tasks.HandledTypes())+1 {
 		t.Fatalf("duration series: %d", n)
 	}
 	// The SkipRetry with no mail error is an invalid task, archived.
@@ -66,8 +66,8 @@ func TestCountersExistFromStart(t *testing.T) {
 	}{
 		"sent":     {testutil.CollectAndCount(m.Sent), kinds},
 		"failed":   {testutil.CollectAndCount(m.Failed), kinds * classes},
-		"tasks":    {testutil.CollectAndCount(m.Tasks), len(tasks.HandledTypes) * len(Results)},
-		"archived": {testutil.CollectAndCount(m.Archived), len(tasks.HandledTypes) * len(ArchiveCauses)},
+		"tasks":    {testutil.CollectAndCount(m.Tasks), len(tasks.HandledTypes()) * len(Results)},
+		"archived": {testutil.CollectAndCount(m.Archived), len(tasks.HandledTypes()) * len(ArchiveCauses)},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %d series at start, want %d", name, c.got, c.want)

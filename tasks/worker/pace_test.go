@@ -55,7 +55,7 @@ func TestRateLimitDefersWithoutFailure(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{5 * time.Second}}
 	sub := activate(t, st, "a@x.org")
-	err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
+	err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 	var d *Deferred
 	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("%v (failure=%v), %d mails", err, IsFailure(err), rec.count())
@@ -73,7 +73,7 @@ func TestShortRateWaitIsInline(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{20 * time.Millisecond, 0}}
 	activate(t, st, "a@x.org")
-	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
+	if err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 		t.Fatalf("%v, %d mails", err, rec.count())
 	}
 }
@@ -83,7 +83,7 @@ func TestConfirmationNotHeldByBulkRate(t *testing.T) {
 	h.Mails.Deliver.Pace = &fakePacer{take: []time.Duration{time.Hour}}
 	job := tasks.NewConfirm("p@x.org", time.Now())
 	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "p@x.org", Outbox: job.Outbox()})
-	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+	if err := runTask(context.Background(), tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("confirmation held by the bulk rate: %v, %d mails", err, rec.count())
 	}
 }
@@ -94,7 +94,7 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	h.Mails.Deliver.Pace, h.Mails.Deliver.Throttle = p, 3*time.Minute
 	activate(t, st, "a@x.org")
 	rec.fail = &mailer.SendError{Class: mailer.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
-	if err := h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
+	if err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
 		t.Fatal("throttled send reported success")
 	}
 	if p.throttled["x.org"] != 3*time.Minute {
@@ -105,7 +105,7 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	job := tasks.NewConfirm("q@x.org", time.Now())
 	st.Subscribe(context.Background(), store.SubscribeRequest{Email: "q@x.org", Outbox: job.Outbox()})
 	var d *Deferred
-	if err := h.Mails.HandleConfirm(context.Background(), job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
+	if err := runTask(context.Background(), tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task); !errors.As(err, &d) || d.In != 2*time.Minute {
 		t.Fatalf("send to a paused domain: %v", err)
 	}
 }
@@ -121,13 +121,13 @@ func TestConfirmationRateHoldsAnAttack(t *testing.T) {
 	if _, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: "c@x.org", Outbox: job.Outbox()}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.Mails.HandleConfirm(context.Background(), job.Task)
+	err := runTask(context.Background(), tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task)
 	var d *Deferred
 	if !errors.As(err, &d) || IsFailure(err) || rec.count() != 0 {
 		t.Fatalf("over the confirmation rate: %v (failure %v), %d mails", err, IsFailure(err), rec.count())
 	}
 	h.Mails.Deliver.ConfirmPace = &fakePacer{take: []time.Duration{0}}
-	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+	if err := runTask(context.Background(), tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("under the rate: %v, %d mails", err, rec.count())
 	}
 }
@@ -140,7 +140,7 @@ func TestConfirmationCarriesNoTextOfTheRequester(t *testing.T) {
 	if _, err := st.Subscribe(context.Background(), store.SubscribeRequest{Email: "v@x.org", Name: "WIN a prize at https://evil.example/", Outbox: job.Outbox()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(context.Background(), job.Task); err != nil || rec.count() != 1 {
+	if err := runTask(context.Background(), tasks.ConfirmEmail, h.Mails.HandleConfirm, job.Task); err != nil || rec.count() != 1 {
 		t.Fatalf("%v, %d mails", err, rec.count())
 	}
 	m := rec.sent[0]

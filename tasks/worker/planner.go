@@ -89,14 +89,7 @@ func (h *Planner) log() *slog.Logger {
 // cursor is saved after each page, so a killed planner resumes where it
 // stopped, and a page planned twice is a TaskID conflict or, if that batch
 // already finished, a batch whose delivery marks say "sent".
-func (h *Planner) HandleDigestPlan(ctx context.Context, t *asynq.Task) error {
-	var p tasks.DigestPlanPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if !tasks.ValidPeriod(p.Period) {
-		return errMissing(t, "valid period")
-	}
+func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayload) error {
 	run, created, err := h.awaited().StartDigestRun(ctx, p.Period)
 	if err != nil {
 		return err

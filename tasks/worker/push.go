@@ -83,14 +83,7 @@ func pushMark(key string, id int64, endpoint string) store.Mark {
 // whose push service answers 404 or 410 is deleted; any other refusal
 // drops that browser's notification (retrying cannot help); a 429, a 5xx,
 // a timeout or a network error retries the task for the browsers left.
-func (h *PushSender) HandlePush(ctx context.Context, t *asynq.Task) error {
-	var p tasks.PushPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Key == "" || p.SubscriberID <= 0 || p.Title == "" {
-		return errMissing(t, "key, subscriber and title")
-	}
+func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error {
 	sub, ok, err := h.recipient(ctx, p)
 	if err != nil || !ok {
 		return err

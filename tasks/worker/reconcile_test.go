@@ -50,12 +50,12 @@ func TestReconcileSequence(t *testing.T) {
 			t.Fatal(err)
 		}
 		now = at.Add(time.Hour)
-		if err := seq.HandleWelcome(ctx, tasks.NewWelcomeAt(email, now).Task); err != nil {
+		if err := runTask(ctx, tasks.WelcomeEmail, seq.HandleWelcome, tasks.NewWelcomeAt(email, now).Task); err != nil {
 			t.Fatal(err)
 		}
 		if name == "cat" {
 			now = at.Add(168 * time.Hour)
-			if err := seq.HandleStep(ctx, tasks.NewStep(email, "best-of", now).Task); err != nil {
+			if err := runTask(ctx, tasks.SequenceStep, seq.HandleStep, tasks.NewStep(email, "best-of", now).Task); err != nil {
 				t.Fatal(err)
 			}
 		}

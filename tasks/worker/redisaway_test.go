@@ -135,7 +135,7 @@ func TestBatchRidesOutRedisOutage(t *testing.T) {
 	}
 	startRun(t, mem, "p")
 	e.flakyRedis(2)
-	if err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p", ids)); err != nil {
+	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", ids)); err != nil {
 		t.Fatalf("the batch handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -164,7 +164,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 	}
 	e.take(t) // the welcomes' outbox is not the planner's
 	e.flakyRedis(2)
-	if err := h.Planner.HandleDigestPlan(ctx, tasks.NewDigestPlan("p")); err != nil {
+	if err := runTask(ctx, tasks.DigestPlan, h.Planner.HandleDigestPlan, tasks.NewDigestPlan("p")); err != nil {
 		t.Fatalf("the planner handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -174,7 +174,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 		t.Fatalf("the digest queued %v, want its issue's plan", taskTypes(queued))
 	}
 	e.flakyRedis(2)
-	if err := h.Issues.HandleIssuePlan(ctx, queued[0]); err != nil {
+	if err := runTask(ctx, tasks.IssuePlan, h.Issues.HandleIssuePlan, queued[0]); err != nil {
 		t.Fatalf("the issue's planner handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -190,7 +190,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 		t.Fatalf("issues %+v", list)
 	}
 	e.flakyRedis(2)
-	if err := h.Sequence.HandleWelcome(ctx, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil {
+	if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil {
 		t.Fatalf("the welcome handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -210,7 +210,7 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	startRun(t, mem, "p")
 	before := e.away.Seen()
 	e.away.Down()
-	err := h.Batches.HandleDigestBatch(ctx, tasks.NewDigestBatch("p", []int64{sub.ID}))
+	err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", []int64{sub.ID}))
 	if err == nil || IsFailure(err) || (RetryPolicy{}).Delay(0, err, nil) != DefaultRedisAwayRetry || rec.count() != 0 {
 		t.Fatalf("after the bound: %v (failure %v), %d mails", err, IsFailure(err), rec.count())
 	}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
@@ -74,26 +72,12 @@ func (h *SequenceSender) now() time.Time {
 }
 
 // HandleWelcome runs the first step.
-func (h *SequenceSender) HandleWelcome(ctx context.Context, t *asynq.Task) error {
-	var p tasks.WelcomePayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Email == "" {
-		return errMissing(t, "email")
-	}
+func (h *SequenceSender) HandleWelcome(ctx context.Context, p tasks.WelcomePayload) error {
 	return h.run(ctx, p.Email, 0, "")
 }
 
 // HandleStep runs a later step.
-func (h *SequenceSender) HandleStep(ctx context.Context, t *asynq.Task) error {
-	var p tasks.StepPayload
-	if err := decode(t, &p); err != nil {
-		return err
-	}
-	if p.Email == "" || p.Step == "" {
-		return errMissing(t, "email and step")
-	}
+func (h *SequenceSender) HandleStep(ctx context.Context, p tasks.StepPayload) error {
 	return h.run(ctx, p.Email, -1, p.Step)
 }
 

@@ -115,9 +115,9 @@ func (e *sequenceEnv) use(set *topics.Set) {
 func (e *sequenceEnv) run(t *testing.T, step string) error {
 	t.Helper()
 	if step == "" {
-		return e.h.Sequence.HandleWelcome(context.Background(), tasks.NewWelcomeAt("s@x.io", e.now).Task)
+		return runTask(context.Background(), tasks.WelcomeEmail, e.h.Sequence.HandleWelcome, tasks.NewWelcomeAt("s@x.io", e.now).Task)
 	}
-	return e.h.Sequence.HandleStep(context.Background(), tasks.NewStep("s@x.io", step, e.now).Task)
+	return runTask(context.Background(), tasks.SequenceStep, e.h.Sequence.HandleStep, tasks.NewStep("s@x.io", step, e.now).Task)
 }
 
 func (e *sequenceEnv) subjects() []string {

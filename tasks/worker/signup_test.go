@@ -35,13 +35,13 @@ func TestConfirmationIsAddressedToTheBareAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(ctx, task); err != nil || rec.count() != 1 {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, task); err != nil || rec.count() != 1 {
 		t.Fatalf("confirm: %v, %d mails", err, rec.count())
 	}
 	if m := rec.sent[0]; m.To != "victim@example.com" || m.ToName != "" {
 		t.Fatalf("the confirmation is addressed to %q <%s>: the requester's text reached the victim", m.ToName, m.To)
 	}
-	if err := h.Mails.HandleUnsubscribeLink(ctx, tasks.NewUnsubscribeLink("victim@example.com")); err != nil || rec.count() != 2 {
+	if err := runTask(ctx, tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink, tasks.NewUnsubscribeLink("victim@example.com")); err != nil || rec.count() != 2 {
 		t.Fatalf("unsubscribe link: %v, %d mails", err, rec.count())
 	}
 	if m := rec.sent[1]; m.ToName != "" {
@@ -62,14 +62,14 @@ func TestConfirmationToASuppressedAddressOnlyWhenAsked(t *testing.T) {
 	if _, err := st.RecordFeedback(ctx, store.Feedback{Email: "c@example.com", Type: store.Complaint}, store.FeedbackPolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(ctx, old); err != nil || rec.count() != 0 {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, old); err != nil || rec.count() != 0 {
 		t.Fatalf("a confirmation queued before the complaint: %v, %d mails", err, rec.count())
 	}
 	asked, err := signup(t, st, "c@example.com", "", store.ConfirmHold{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(ctx, asked); err != nil || rec.count() != 1 {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, asked); err != nil || rec.count() != 1 {
 		t.Fatalf("the confirmation a signup asked for: %v, %d mails", err, rec.count())
 	}
 }
@@ -108,7 +108,7 @@ func TestUnrenderableMailGivesTheAllowanceBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Mails.HandleConfirm(ctx, task); !errors.Is(err, asynq.SkipRetry) || !Unrenderable(err) {
+			if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, task); !errors.Is(err, asynq.SkipRetry) || !Unrenderable(err) {
 				t.Fatalf("an unrenderable confirmation: %v, want a final failure", err)
 			}
 			if _, err := signup(t, st, "v+2@example.com", "", hold); err != nil {
@@ -117,7 +117,7 @@ func TestUnrenderableMailGivesTheAllowanceBack(t *testing.T) {
 			if ok, err := st.TakeHold(ctx, store.HoldUnsubscribe, "v@example.com", hold); err != nil || !ok {
 				t.Fatal(ok, err)
 			}
-			if err := h.Mails.HandleUnsubscribeLink(ctx, tasks.NewUnsubscribeLink("v+1@example.com")); !Unrenderable(err) {
+			if err := runTask(ctx, tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink, tasks.NewUnsubscribeLink("v+1@example.com")); !Unrenderable(err) {
 				t.Fatalf("an unrenderable unsubscribe link: %v", err)
 			}
 			if ok, err := st.TakeHold(ctx, store.HoldUnsubscribe, "v@example.com", hold); err != nil || !ok {
@@ -131,7 +131,7 @@ func TestUnrenderableMailGivesTheAllowanceBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Mails.HandleConfirm(ctx, task); err != nil {
+	if err := runTask(ctx, tasks.ConfirmEmail, h.Mails.HandleConfirm, task); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := signup(t, st, "w+2@example.com", "", hold); !errors.Is(err, store.ErrConfirmHeld) {

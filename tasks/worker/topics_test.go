@@ -96,7 +96,7 @@ func TestEventsOnlyToUpdates(t *testing.T) {
 		}
 	}
 	bundle := func(email string) error {
-		return h.Events.HandleEventsEmail(ctx, tasks.NewEventsEmail(tasks.EventsPayload{Email: email, Events: []tasks.EventPayload{
+		return runTask(ctx, tasks.EventsEmail, h.Events.HandleEventsEmail, tasks.NewEventsEmail(tasks.EventsPayload{Email: email, Events: []tasks.EventPayload{
 			{ID: fmt.Sprint(time.Now().UnixNano()), Email: email, Title: "t", URL: "https://x.io"}}}))
 	}
 	if err := bundle("u@x.io"); err != nil || rec.count() != 1 {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,11 +40,7 @@ type WebhookSender struct {
 }
 
 // HandleWebhook handles TypeWebhook.
-func (h *WebhookSender) HandleWebhook(ctx context.Context, t *asynq.Task) error {
-	var p tasks.WebhookPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.Endpoint == "" || p.ID == "" {
-		return fmt.Errorf("webhook payload: %v: %w", err, asynq.SkipRetry)
-	}
+func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayload) error {
 	log := h.log().With("endpoint", p.Endpoint, "event", p.ID, "type", p.Type)
 	ep, err := h.Store.GetWebhook(ctx, p.Endpoint)
 	if errors.Is(err, store.ErrWebhookNotFound) {

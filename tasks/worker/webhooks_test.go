@@ -276,7 +276,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 	ctx := context.Background()
 	first := r.task("crm", 1)
 	for i := 1; i <= 3; i++ { // 0, 20 and 40 minutes: failing, not for long enough
-		err := r.h.HandleWebhook(ctx, first)
+		err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, first)
 		if err == nil || errors.Is(err, asynq.SkipRetry) {
 			t.Fatalf("attempt %d: %v, want a retry", i, err)
 		}
@@ -285,7 +285,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 		}
 		r.clock = r.clock.Add(20 * time.Minute)
 	}
-	if err := r.h.HandleWebhook(ctx, first); !dead(err) {
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, first); !dead(err) {
 		t.Fatalf("after an hour of failing: %v, want a dead letter", err)
 	}
 	w, _ := r.mem.GetWebhook(ctx, "crm")
@@ -297,7 +297,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 	}
 	// Later events: dead letters at once, the endpoint is not called.
 	before := len(ep.hits())
-	if err := r.h.HandleWebhook(ctx, r.task("crm", 2)); !dead(err) || len(ep.hits()) != before {
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("crm", 2)); !dead(err) || len(ep.hits()) != before {
 		t.Fatalf("an event for a disabled endpoint: %v, %d requests", err, len(ep.hits())-before)
 	}
 	if r.count("retry") != 3 || r.count("dead") != 2 || r.count("sent") != 0 {
@@ -308,7 +308,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 	if _, err := r.mem.EnableWebhook(ctx, "crm"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.h.HandleWebhook(ctx, first); err != nil {
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, first); err != nil {
 		t.Fatalf("the re-run dead letter: %v", err)
 	}
 	if w, _ := r.mem.GetWebhook(ctx, "crm"); w.State != store.WebhookActive || w.Failures != 0 {
@@ -326,11 +326,11 @@ func TestWebhookGivenUpAfterTheWindow(t *testing.T) {
 	ctx := context.Background()
 	task := r.task("crm", 1)
 	r.clock = r.clock.Add(119 * time.Minute)
-	if err := r.h.HandleWebhook(ctx, task); err == nil || errors.Is(err, asynq.SkipRetry) {
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, task); err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("within the window: %v, want a retry", err)
 	}
 	r.clock = r.clock.Add(time.Minute)
-	if err := r.h.HandleWebhook(ctx, task); !dead(err) {
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, task); !dead(err) {
 		t.Fatalf("at the window's end: %v, want a dead letter", err)
 	}
 	if w, _ := r.mem.GetWebhook(ctx, "crm"); w.Failures != 2 || w.FailingSince.IsZero() || w.State != store.WebhookActive {
@@ -343,7 +343,7 @@ func TestWebhookGoneDisablesAtOnce(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{})
 	ep := newEndpoint(t, func(int) int { return http.StatusGone })
 	register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
-	if err := r.h.HandleWebhook(context.Background(), r.task("crm", 1)); !dead(err) {
+	if err := runTask(context.Background(), tasks.Webhook, r.h.HandleWebhook, r.task("crm", 1)); !dead(err) {
 		t.Fatalf("410: %v, want a dead letter", err)
 	}
 	if w, _ := r.mem.GetWebhook(context.Background(), "crm"); w.State != store.WebhookDisabled {
@@ -360,7 +360,7 @@ func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
 	if err := r.mem.DeleteWebhook(context.Background(), "crm"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.h.HandleWebhook(context.Background(), task); err != nil || len(ep.hits()) != 0 || r.count("dropped") != 1 {
+	if err := runTask(context.Background(), tasks.Webhook, r.h.HandleWebhook, task); err != nil || len(ep.hits()) != 0 || r.count("dropped") != 1 {
 		t.Fatalf("an event of a removed endpoint: %v, %d requests, dropped %v", err, len(ep.hits()), r.count("dropped"))
 	}
 }
@@ -375,7 +375,7 @@ func TestWebhookRetryDelay(t *testing.T) {
 	// Nothing listens there, nor will during the test: connection refused.
 	register(t, r.mem, "down", "http://"+nettest.RefusedAddr(t), webhook.SubscriberConfirmed)
 
-	failed := r.h.HandleWebhook(ctx, r.task("busy", 1))
+	failed := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("busy", 1))
 	if d := r.h.RetryDelay(3, failed, nil); d < 4*time.Minute || d > 8*time.Minute {
 		t.Fatalf("fourth retry after a 503: %s, want 4 to 8 minutes", d)
 	}
@@ -385,13 +385,13 @@ func TestWebhookRetryDelay(t *testing.T) {
 	}))
 	defer slow.Close()
 	register(t, r.mem, "slow", slow.URL, webhook.SubscriberConfirmed)
-	if d := r.h.RetryDelay(0, r.h.HandleWebhook(ctx, r.task("slow", 1)), nil); d != 90*time.Minute {
+	if d := r.h.RetryDelay(0, runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("slow", 1)), nil); d != 90*time.Minute {
 		t.Fatalf("Retry-After 5400: %s", d)
 	}
 	// A refused connection is the endpoint's failure: counted against the
 	// retries and retried on the backoff, not in the seconds a Redis
 	// outage gets.
-	refused := r.h.HandleWebhook(ctx, r.task("down", 1))
+	refused := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("down", 1))
 	if refused == nil || !IsFailure(refused) || errors.Is(refused, asynq.SkipRetry) {
 		t.Fatalf("a refused connection: %v (counted: %v)", refused, IsFailure(refused))
 	}
@@ -422,7 +422,7 @@ func TestFeedbackIsAWebhookEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.HandleFeedback(ctx, task); err != nil {
+		if err := runTask(ctx, tasks.Feedback, f.HandleFeedback, task); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -163,18 +163,17 @@ func (h Handlers) completeLane(l Lane, retryDelay asynq.RetryDelayFunc) Lane {
 	if len(l.Queues) == 0 {
 		panic(fmt.Sprintf("worker: lane %q has no queues", l.Name))
 	}
-	if l.Name == tasks.LaneEmail && l.Handlers == nil {
-		l.Handlers = h.email()
+	if l.Handlers == nil {
+		l.Handlers = h.lane(l.Name)
 	}
-	if l.Name == tasks.LaneWebhook && l.Handlers == nil && h.Webhooks != nil {
+	switch {
+	case l.Retry != nil:
+	case l.Name == tasks.LaneWebhook && h.Webhooks != nil:
 		// Webhooks retry on their own schedule (a day, the
 		// endpoint's Retry-After), not the mail's.
-		l.Handlers = map[string]asynq.Handler{tasks.TypeWebhook: asynq.HandlerFunc(h.Webhooks.HandleWebhook)}
 		l.Retry = h.Webhooks.RetryDelay
-	}
-	if l.Name == tasks.LanePush && l.Handlers == nil && h.Push != nil {
+	case l.Name == tasks.LanePush && h.Push != nil:
 		// Push services ask for their own waits (Retry-After).
-		l.Handlers = map[string]asynq.Handler{tasks.TypePush: asynq.HandlerFunc(h.Push.HandlePush)}
 		l.Retry = h.Push.RetryDelay
 	}
 	if len(l.Handlers) == 0 {
@@ -220,35 +219,6 @@ func (h Handlers) newPool(rdb redis.UniversalClient, cfg Config, log *slog.Logge
 		h.Metrics.forType(typ)
 	}
 	return pool{lane: l.Name, srv: asynq.NewServerFromRedisClient(rdb, acfg), mux: mux}
-}
-
-// email is the e-mail lane's task types and handlers.
-func (h Handlers) email() map[string]asynq.Handler {
-	m := map[string]asynq.Handler{
-		tasks.TypeConfirmEmail:     asynq.HandlerFunc(h.Mails.HandleConfirm),
-		tasks.TypeWelcomeEmail:     asynq.HandlerFunc(h.Sequence.HandleWelcome),
-		tasks.TypeSequenceStep:     asynq.HandlerFunc(h.Sequence.HandleStep),
-		tasks.TypeUnsubscribeEmail: asynq.HandlerFunc(h.Mails.HandleUnsubscribeLink),
-		tasks.TypeDigestPlan:       asynq.HandlerFunc(h.Planner.HandleDigestPlan),
-		tasks.TypeDigestEmail:      asynq.HandlerFunc(h.Batches.HandleDigestBatch),
-		tasks.TypeEventsEmail:      asynq.HandlerFunc(h.Events.HandleEventsEmail),
-		tasks.TypeFeedback:         asynq.HandlerFunc(h.Feedback.HandleFeedback),
-	}
-	if h.Issues != nil {
-		m[tasks.TypeIssuePlan] = asynq.HandlerFunc(h.Issues.HandleIssuePlan)
-		m[tasks.TypeIssueEmail] = asynq.HandlerFunc(h.Issues.HandleIssueBatch)
-	}
-	if h.Feeds != nil {
-		m[tasks.TypeFeedsPoll] = asynq.HandlerFunc(h.Feeds.HandleFeedsPoll)
-	}
-	if h.Imports != nil {
-		m[tasks.TypeImportRun] = asynq.HandlerFunc(h.Imports.HandleImportRun)
-	}
-	if h.Fanout != nil {
-		m[tasks.TypeFanout] = asynq.HandlerFunc(h.Fanout.HandleFanout)
-		m[tasks.TypeEventMail] = asynq.HandlerFunc(h.Fanout.HandleEventMail)
-	}
-	return m
 }
 
 // Lanes are the lanes this worker serves, in the order configured.
