@@ -23,8 +23,8 @@ import (
 func startImportWorker(t *testing.T, e *env) {
 	t.Helper()
 	client := asynq.NewClientFromRedisClient(e.rdb)
-	runner := &worker.ImportRunner{Jobs: csvimport.NewJobs(e.rdb), Store: e.st, Queue: client, Log: quietLog(),
-		Audit: audit.NewTrail(e.st, logredact.New([]byte("test-secret")), quietLog(), nil)}
+	runner := worker.NewHandlers(worker.Deps{Imports: csvimport.NewJobs(e.rdb), ImportStore: e.st, Queue: client, Log: quietLog(),
+		Audit: audit.NewTrail(e.st, logredact.New([]byte("test-secret")), quietLog(), nil)}).Imports
 	w := worker.New(e.rdb, worker.Config{ShutdownTimeout: time.Second, PollInterval: 50 * time.Millisecond, Log: quietLog(),
 		Lanes: []worker.Lane{{Name: tasks.LaneEmail, Concurrency: 1}}},
 		worker.Handlers{Imports: runner})

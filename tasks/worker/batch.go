@@ -43,24 +43,10 @@ type BatchSender struct {
 	prepared  map[string]*mailer.Prepared
 }
 
-func (h *BatchSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
 // awaited is the batch's store and queue waiting out an unreachable Redis
 // as long as its delivery does.
 func (h *BatchSender) awaited() awaitBatch {
 	return awaitBatch{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, s: h.Store}
-}
-
-func (h *BatchSender) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
 }
 
 // HandleDigestBatch sends the period's digest to each recipient of the
@@ -85,7 +71,7 @@ func (h *BatchSender) HandleDigestBatch(ctx context.Context, p tasks.DigestBatch
 	if err != nil {
 		return fmt.Errorf("prepare digest: %v: %w", err, asynq.SkipRetry)
 	}
-	now := h.now()
+	now := h.Now()
 	var skipped []int64
 	var mails []Mail
 	held := map[time.Time][]int64{}
@@ -142,7 +128,7 @@ func (h *BatchSender) deferQuiet(ctx context.Context, period string, held map[ti
 		if err := h.awaited().Enqueue(ctx, tasks.NewQuietDigestBatch(period, ids, until)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
-		h.log().Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())
+		h.Log.Info("digest: quiet hours", "period", period, "recipients", len(ids), "until", until.UTC())
 	}
 	return nil
 }

@@ -111,30 +111,9 @@ type Failure struct {
 	Err          error
 }
 
-func (d *Deliverer) claimTTL() time.Duration {
-	if d.ClaimTTL > 0 {
-		return d.ClaimTTL
-	}
-	return DefaultClaimTTL
-}
-
-func (d *Deliverer) throttle() time.Duration {
-	if d.Throttle > 0 {
-		return d.Throttle
-	}
-	return DefaultThrottle
-}
-
-func (d *Deliverer) log() *slog.Logger {
-	if d.Log != nil {
-		return d.Log
-	}
-	return slog.Default()
-}
-
 // away is how the deliverer's Redis steps wait out an outage
 // (redisaway.go).
-func (d *Deliverer) away() redisWait { return redisWait{For: d.RedisWait, Log: d.log()} }
+func (d *Deliverer) away() redisWait { return redisWait{For: d.RedisWait, Log: d.Log} }
 
 // awaited is the Deliverer's store waiting out an unreachable Redis.
 func (d *Deliverer) awaited() awaitDelivery {
@@ -154,7 +133,7 @@ func (d *Deliverer) subscriber(ctx context.Context, email string) (store.Subscri
 func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Status) (sub store.Subscriber, ok bool, err error) {
 	sub, err = d.subscriber(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
-		d.log().Info("skip: unknown subscriber", "domain", address.Domain(email))
+		d.Log.Info("skip: unknown subscriber", "domain", address.Domain(email))
 		return sub, false, nil
 	}
 	return d.recipient(sub, err, want)
@@ -165,7 +144,7 @@ func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Stat
 func (d *Deliverer) RecipientByID(ctx context.Context, id int64, want store.Status) (sub store.Subscriber, ok bool, err error) {
 	sub, err = d.awaited().GetByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		d.log().Info("skip: unknown subscriber", "subscriber", id)
+		d.Log.Info("skip: unknown subscriber", "subscriber", id)
 		return sub, false, nil
 	}
 	return d.recipient(sub, err, want)
@@ -176,7 +155,7 @@ func (d *Deliverer) recipient(sub store.Subscriber, err error, want store.Status
 		return sub, false, fmt.Errorf("load subscriber: %w", err)
 	}
 	if sub.Status != want && !(want == store.Pending && sub.Reconfirming) {
-		d.log().Info("skip: subscription not "+string(want), "subscriber", sub.ID, "status", sub.Status)
+		d.Log.Info("skip: subscription not "+string(want), "subscriber", sub.ID, "status", sub.Status)
 		return sub, false, nil
 	}
 	return sub, true, nil
@@ -233,7 +212,7 @@ func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (
 		}
 		defer func() {
 			if cerr := sess.Close(); cerr != nil {
-				d.log().Warn("close SMTP session", "err", cerr)
+				d.Log.Warn("close SMTP session", "err", cerr)
 			}
 		}()
 		b.mailer = sess
@@ -242,7 +221,7 @@ func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (
 	b.pace, b.confirms = newPacer(ctx, d.Pace, d.away()), newPacer(ctx, d.ConfirmPace, d.away())
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
-	b.stopAt = time.Now().Add(d.claimTTL() / 2)
+	b.stopAt = time.Now().Add(d.ClaimTTL / 2)
 	for i := range mails {
 		if done, stopped, err := b.deliver(ctx, i); done {
 			return b.failed, stopped, err
@@ -280,7 +259,7 @@ func (b *gatedBatch) claim(ctx context.Context) error {
 	// claiming again after a lost answer takes over what the first try
 	// took.
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := b.d.awaited().ClaimMarks(ctx, owner, b.marks, b.d.claimTTL())
+	claims, err := b.d.awaited().ClaimMarks(ctx, owner, b.marks, b.d.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("claim delivery: %w", err)
 	}
@@ -306,7 +285,7 @@ func (b *gatedBatch) deliver(ctx context.Context, i int) (done bool, stopped int
 	d, mail, p := b.d, b.mails[i], b.pace
 	switch b.claims[i] {
 	case store.AlreadySent:
-		d.log().Info("skip: already sent", "kind", mail.Mark.Kind, "subscriber", mail.To.ID)
+		d.Log.Info("skip: already sent", "kind", mail.Mark.Kind, "subscriber", mail.To.ID)
 		return false, 0, nil
 	case store.Busy:
 		b.retry = firstErr(b.retry, fmt.Errorf("%s to subscriber %d: %w", mail.Mark.Kind, mail.To.ID, ErrDeliveryBusy))
@@ -366,7 +345,7 @@ func (b *gatedBatch) sent(ctx context.Context, i int, domain string, err error) 
 			return true, 0, b.giveBack(ctx, i+1, err)
 		}
 		if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
-			b.pace.domains[domain] = max(b.d.throttle(), time.Second)
+			b.pace.domains[domain] = max(b.d.Throttle, time.Second)
 		}
 		b.retry = firstErr(b.retry, err)
 	}
@@ -375,9 +354,7 @@ func (b *gatedBatch) sent(ctx context.Context, i int, domain string, err error) 
 
 // paused sets the e-mail lane's newsletter_transport_paused.
 func (d *Deliverer) paused(v float64) {
-	if d.Metrics != nil {
-		d.Metrics.TransportPaused.WithLabelValues(LaneEmail).Set(v)
-	}
+	d.Metrics.TransportPaused.WithLabelValues(LaneEmail).Set(v)
 }
 
 // send renders one mail, sends it through m and records the outcome: the
@@ -414,9 +391,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		// after DATA): keeping the claim would only delay the same retry.
 		return d.release(ctx, []store.Mark{mail.Mark}, d.sendFailed(ctx, mail, err))
 	}
-	if d.Metrics != nil {
-		d.Metrics.Sent.WithLabelValues(mail.countAs()).Inc()
-	}
+	d.Metrics.Sent.WithLabelValues(mail.countAs()).Inc()
 	d.paused(0)
 	if d.marks != nil {
 		d.marks.add(mail.Mark, marked)
@@ -426,7 +401,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		// The mail is out. Returning an error would retry and could send
 		// it again once the claim expires; a missing mark costs nothing
 		// more than that, so log and succeed.
-		d.log().Error("mark sent failed after delivery", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "err", err)
+		d.Log.Error("mark sent failed after delivery", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "err", err)
 	}
 	return nil
 }
@@ -467,14 +442,6 @@ func sendTimeBounce(mail Mail, se *mailer.SendError) tasks.FeedbackPayload {
 	}
 }
 
-// feedback is the recorder of bounces at sending.
-func (d *Deliverer) feedback() *FeedbackRecorder {
-	if d.Feedback != nil {
-		return d.Feedback
-	}
-	return &FeedbackRecorder{Store: d.Store, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify}
-}
-
 // release gives claims back after a failed or abandoned send and returns
 // why (the error the caller goes on with). A failed release is joined to
 // it: those claims then block their mails until they expire.
@@ -483,7 +450,7 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 		return why
 	}
 	if err := d.awaited().ReleaseMarks(ctx, marks); err != nil {
-		d.log().Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
+		d.Log.Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
 		if why == nil {
 			return err
 		}
@@ -496,9 +463,7 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 }
 
 func (d *Deliverer) countFailure(kind string, c mailer.Class) {
-	if d.Metrics != nil {
-		d.Metrics.Failed.WithLabelValues(kind, c.String()).Inc()
-	}
+	d.Metrics.Failed.WithLabelValues(kind, c.String()).Inc()
 }
 
 // sendFailed decides between retry, suppression and alerting.
@@ -510,17 +475,17 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 	kind := mail.Mark.Kind
 	if pe := mailer.AsPaused(err); pe != nil {
 		// Held, not failed: newsletter_transport_paused tells.
-		d.log().Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
+		d.Log.Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
 		return se
 	}
 	d.countFailure(mail.countAs(), se.Class)
-	d.log().Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
+	d.Log.Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
 	switch se.Class {
 	case mailer.Throttled:
 		if d.Pace != nil {
-			if err := (awaitPacer{p: d.Pace, w: d.away()}).Throttle(ctx, se.Domain, d.throttle()); err != nil {
-				d.log().Warn("pause domain", "domain", se.Domain, "err", err)
+			if err := (awaitPacer{p: d.Pace, w: d.away()}).Throttle(ctx, se.Domain, d.Throttle); err != nil {
+				d.Log.Warn("pause domain", "domain", se.Domain, "err", err)
 			}
 		}
 	case mailer.Bounced:
@@ -529,7 +494,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		// the mail's issue or digest run, and says whether it changed the
 		// subscriber (only then is subscriber.bounced sent).
 		away := d.away()
-		if err := d.feedback().Record(ctx, sendTimeBounce(mail, se), &away); err != nil {
+		if err := d.Feedback.Record(ctx, sendTimeBounce(mail, se), &away); err != nil {
 			return fmt.Errorf("record bounce after %v: %w", se, err) // retry; the next try bounces again
 		}
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)

@@ -164,7 +164,7 @@ func TestPlannerKilledHalfwayResumes(t *testing.T) {
 			d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
 			d.startWorker(t, 100000, 4)
 
-			planner := &Planner{Store: d.store, Log: discard, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, BatchSize: 50}
+			planner := NewHandlers(Deps{Store: d.store, Log: discard, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, DigestBatch: 50}).Planner
 			task := tasks.NewDigestPlan("2026-W50")
 			if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, task); !errors.Is(err, errKilled) {
 				t.Fatalf("first planner: %v", err)
@@ -239,7 +239,7 @@ func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 
 	// No worker is running: the planner must stop at the limit, not
 	// enqueue the whole audience.
-	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb}, BatchSize: 50, MaxPendingBatches: 4}
+	planner := NewHandlers(Deps{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MaxPendingBatches: 4}).Planner
 	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	err := runTask(tctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("bp"))

@@ -175,7 +175,7 @@ func TestIssueRenderedOncePerVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMetrics(nil)
-	h := &IssueSender{Deliver: &Deliverer{Render: render}, Links: newHandlersLinks(), Metrics: m}
+	h := NewHandlers(Deps{Render: render, Links: newHandlersLinks(), Metrics: m}).Issues
 	renders := func() float64 { return testutil.ToFloat64(m.IssueRenders) }
 	is := store.Issue{ID: 7, Slug: "s", Version: 1, IssueContent: store.IssueContent{Subject: "S", Body: "Hello **you**", Topics: []string{topics.Digest, topics.Updates}}}
 	_, a, err := h.prepare(is, topics.Digest)

@@ -16,7 +16,7 @@ func TestEmptyWeekSendsNothing(t *testing.T) {
 	d := newDelivery(t)
 	ctx := context.Background()
 	seed(t, d.store, "e", 30)
-	planner := &Planner{Store: d.store, Log: discard, Queue: d.client, BatchSize: 50}
+	planner := NewHandlers(Deps{Store: d.store, Log: discard, Queue: d.client, DigestBatch: 50}).Planner
 	batches := func() int {
 		t.Helper()
 		info, err := d.insp.GetQueueInfo(tasks.QueueCritical)

@@ -65,13 +65,6 @@ type EventSender struct {
 	Now     func() time.Time
 }
 
-func (h *EventSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
 // HandleEventsEmail sends the bundle. Inside quiet hours it waits for
 // their end.
 func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPayload) error {
@@ -87,10 +80,10 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 		return err
 	}
 	if !slices.Contains(sub.Topics, topics.Updates) {
-		h.Deliver.log().Info("skip: events to a subscriber without updates", "subscriber", sub.ID)
+		h.Deliver.Log.Info("skip: events to a subscriber without updates", "subscriber", sub.ID)
 		return nil
 	}
-	now := h.now()
+	now := h.Now()
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
 	}

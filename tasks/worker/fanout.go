@@ -59,20 +59,6 @@ type FanoutSender struct {
 	prepared map[string]*mailer.Prepared
 }
 
-func (h *FanoutSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
-func (h *FanoutSender) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
-
 // awaited is the fan-out's store and queue waiting out an unreachable
 // Redis as long as its delivery does.
 func (h *FanoutSender) awaited() awaitFanout {
@@ -95,7 +81,7 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, p tasks.FanoutPayload) 
 			return err
 		}
 		if !slices.Contains(sub.Topics, topics.Updates) {
-			h.log().Info("skip: event for a subscriber without updates", "subscriber", sub.ID)
+			h.Log.Info("skip: event for a subscriber without updates", "subscriber", sub.ID)
 			return nil
 		}
 		return h.page(ctx, p, []int64{sub.ID})
@@ -120,9 +106,6 @@ func (h *FanoutSender) person(ctx context.Context, p tasks.FanoutPayload) (store
 // blip costs one page's read again, not the whole union's.
 func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string) error {
 	size := h.Page
-	if size <= 0 {
-		size = DefaultFanoutPage
-	}
 	st := h.awaited()
 	var cursor int64
 	for {
@@ -137,7 +120,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 				return err
 			}
 			if is.Status != store.IssueSending || is.Round != p.Round {
-				h.log().Info("fanout: issue not sending; notifications stopped", "issue", p.IssueID, "status", is.Status)
+				h.Log.Info("fanout: issue not sending; notifications stopped", "issue", p.IssueID, "status", is.Status)
 				return nil
 			}
 		}
@@ -237,14 +220,10 @@ func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64) []*as
 		// ids[0] is the person, whichever shape named them.
 		queue = append(queue, tasks.NewPersonEvent(p.ID, ids[0], p.Title, p.URL, p.At))
 	default:
-		batch := h.MailBatch
-		if batch <= 0 {
-			batch = DefaultDigestBatch
-		}
-		for part := range slices.Chunk(todo, batch) {
+		for part := range slices.Chunk(todo, h.MailBatch) {
 			queue = append(queue, tasks.NewEventMail(tasks.EventMailPayload{
 				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, IDs: part,
-			}, h.now(), false))
+			}, h.Now(), false))
 		}
 	}
 	return queue
@@ -329,7 +308,7 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPay
 	if err != nil {
 		return fmt.Errorf("prepare event mail: %v: %w", err, asynq.SkipRetry)
 	}
-	now := h.now()
+	now := h.Now()
 	var mails []Mail
 	held := map[time.Time][]int64{}
 	for _, s := range subs {
@@ -390,7 +369,7 @@ func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int)
 		n.URL = h.Links.BaseURL
 	}
 	err := h.awaited().Enqueue(ctx, tasks.NewFanout(tasks.FanoutPayload{
-		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.now().UTC(),
+		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.Now().UTC(),
 	}))
 	if err != nil {
 		return fmt.Errorf("the issue's push fan-out: %w", err)

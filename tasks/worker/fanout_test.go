@@ -116,7 +116,7 @@ func TestFanoutTopicEventEachChannelOnce(t *testing.T) {
 // fanout is a FanoutSender on d's store, for calling the handler directly.
 func (d *delivery) fanout() *FanoutSender {
 	render, _ := mailer.NewRenderer("")
-	return &FanoutSender{Store: d.store, Deliver: &Deliverer{Store: d.store, Render: render, Log: discard}, Queue: d.client, Links: newHandlersLinks(), Log: discard}
+	return NewHandlers(Deps{Store: d.store, Render: render, Queue: d.client, Links: newHandlersLinks(), Log: discard}).Fanout
 }
 
 // TestPushStopsWithTheTopic: a person who turns the topic off (or leaves)
@@ -138,7 +138,7 @@ func TestPushStopsWithTheTopic(t *testing.T) {
 	if _, err := d.store.Unsubscribe(ctx, emails[2]); err != nil {
 		t.Fatal(err)
 	}
-	h := NewPushSender(d.store, client, RetryPolicy{}, 0, d.metrics, discard)
+	h := NewHandlers(Deps{Store: d.store, Push: client, Metrics: d.metrics, Log: discard}).Push
 	for range 2 {
 		for _, s := range subs {
 			task := tasks.NewPush(tasks.PushPayload{Key: "ev:x", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hello"})
@@ -164,7 +164,7 @@ func TestPushUnavailableRetriesAfterRetryAfter(t *testing.T) {
 	svc, client := newPushService(t)
 	ctx := context.Background()
 	s, _ := addBrowser(t, d.store, svc, seed(t, d.store, "u", 1)[0])
-	h := NewPushSender(d.store, client, RetryPolicy{Base: time.Millisecond, Max: time.Second}, 0, d.metrics, discard)
+	h := NewHandlers(Deps{Store: d.store, Push: client, PushRetry: RetryPolicy{Base: time.Millisecond, Max: time.Second}, Metrics: d.metrics, Log: discard}).Push
 	task := tasks.NewPush(tasks.PushPayload{Key: "ev:y", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hi"})
 	svc.Answer(http.StatusServiceUnavailable, "120")
 	err := runTask(ctx, tasks.Push, h.HandlePush, task)
@@ -284,9 +284,7 @@ func TestPersonEventByIDAndByAddress(t *testing.T) {
 		if strings.Contains(string(bundle.Payload()), reader) {
 			t.Fatalf("the bundle holds the address: %s", bundle.Payload())
 		}
-		deliver := *h.Deliver
-		deliver.Mailer = mails
-		events := &EventSender{Deliver: &deliver, Links: h.Links}
+		events := NewHandlers(Deps{Store: d.store, Mailer: mails, Render: h.Deliver.Render, Links: h.Links, Log: discard}).Events
 		if err := runTask(ctx, tasks.EventsEmail, events.HandleEventsEmail, bundle); err != nil {
 			t.Fatal(err)
 		}

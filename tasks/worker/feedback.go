@@ -62,15 +62,13 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 		st = awaitFeedback{s: st, w: *away}
 	}
 	res, err := st.RecordFeedback(ctx, report, f.Policy)
-	log := f.log().With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
+	log := f.Log.With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// Not on the list (any more), or a tag and an address that do
 		// not agree: nothing to change, and nothing to retry.
 		log.Info("feedback about an address not on the list", "subscriber", p.SubscriberID)
-		if f.Metrics != nil {
-			f.Metrics.FeedbackUnmatched.WithLabelValues(p.Source).Inc()
-		}
+		f.Metrics.FeedbackUnmatched.WithLabelValues(p.Source).Inc()
 		return nil
 	case err != nil:
 		return fmt.Errorf("record feedback: %w", err)
@@ -78,12 +76,10 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 		log.Info("feedback report seen before: ignored", "report", p.ID)
 		return nil
 	}
-	if f.Metrics != nil {
-		if typ == store.Complaint {
-			f.Metrics.Complaints.WithLabelValues(p.Source).Inc()
-		} else {
-			f.Metrics.Bounces.WithLabelValues(p.Type, p.Source).Inc()
-		}
+	if typ == store.Complaint {
+		f.Metrics.Complaints.WithLabelValues(p.Source).Inc()
+	} else {
+		f.Metrics.Bounces.WithLabelValues(p.Type, p.Source).Inc()
 	}
 	if res.Changed {
 		typ := webhook.SubscriberBounced
@@ -95,11 +91,4 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 	log.Info("feedback recorded", "subscriber", res.Subscriber.ID, "status", res.Subscriber.Status,
 		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "issue", p.IssueID, "reason", p.Reason)
 	return nil
-}
-
-func (f *FeedbackRecorder) log() *slog.Logger {
-	if f.Log != nil {
-		return f.Log
-	}
-	return slog.Default()
 }

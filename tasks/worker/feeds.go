@@ -82,7 +82,7 @@ func (p *FeedPoller) PollAll(ctx context.Context) error {
 
 // Poll polls one feed. It answers an error only when the store failed.
 func (p *FeedPoller) Poll(ctx context.Context, f topics.Feed) error {
-	log := p.log().With("topic", f.Topic, "feed", f.URL)
+	log := p.Log.With("topic", f.Topic, "feed", f.URL)
 	st, err := p.Store.FeedState(ctx, f.Topic, f.URL)
 	if err != nil {
 		p.count(FeedStoreError, 0)
@@ -124,16 +124,6 @@ func (p *FeedPoller) Poll(ctx context.Context, f topics.Feed) error {
 }
 
 func (p *FeedPoller) count(result string, items int) {
-	if p.Metrics == nil {
-		return
-	}
 	p.Metrics.FeedPolls.WithLabelValues(result).Inc()
 	p.Metrics.FeedItems.Add(float64(items))
-}
-
-func (p *FeedPoller) log() *slog.Logger {
-	if p.Log != nil {
-		return p.Log
-	}
-	return slog.Default()
 }

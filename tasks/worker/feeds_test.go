@@ -100,7 +100,7 @@ func TestFeedsBecomeItemsOnce(t *testing.T) {
 	}
 	metrics := NewMetrics(nil)
 	newPoller := func() *FeedPoller { // a worker process: its own store and fetcher on the shared Redis
-		return &FeedPoller{Store: store.NewRedis(rdb), Topics: set, Fetcher: &feeds.Fetcher{MaxBytes: 32 << 10, Timeout: 10 * time.Second, Guard: netguard.Guard{AllowPrivate: true}}, Metrics: metrics, Log: discard}
+		return NewHandlers(Deps{Store: store.NewRedis(rdb), Links: Links{Topics: set}, Feeds: &feeds.Fetcher{MaxBytes: 32 << 10, Timeout: 10 * time.Second, Guard: netguard.Guard{AllowPrivate: true}}, Metrics: metrics, Log: discard}).Feeds
 	}
 	polls := func(result string) int { return int(testutil.ToFloat64(metrics.FeedPolls.WithLabelValues(result))) }
 	p := newPoller()

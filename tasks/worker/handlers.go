@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
@@ -97,8 +99,45 @@ type Deps struct {
 	Audit       Auditor
 }
 
-// NewHandlers builds every component from d.
+// withDefaults is d with every setting left zero given its default: the
+// one place the components' defaults are set, so no component checks for
+// a missing clock, log or limit when it runs.
+func (d Deps) withDefaults() Deps {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(nil) // counted, not exported
+	}
+	if d.Links.Topics == nil {
+		d.Links.Topics = topics.Default(0)
+	}
+	if d.DefaultZone == nil {
+		d.DefaultZone = time.UTC
+	}
+	d.ClaimTTL = cmp.Or(d.ClaimTTL, DefaultClaimTTL)
+	d.RedisWait = cmp.Or(d.RedisWait, DefaultRedisWait)
+	d.Throttle = cmp.Or(d.Throttle, DefaultThrottle)
+	d.DigestBatch = cmp.Or(d.DigestBatch, DefaultDigestBatch)
+	d.MaxPendingBatches = cmp.Or(d.MaxPendingBatches, DefaultMaxPendingBatches)
+	if d.Feeds == nil {
+		d.Feeds = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
+	}
+	if d.WebhookPost == nil {
+		d.WebhookPost = webhook.NewSender(netguard.Guard{})
+	}
+	if d.WebhookBackoff == (webhook.Backoff{}) {
+		d.WebhookBackoff = webhook.DefaultBackoff
+	}
+	return d
+}
+
+// NewHandlers builds every component from d, with d's defaults.
 func NewHandlers(d Deps) Handlers {
+	d = d.withDefaults()
 	// One recorder for every bounce and complaint: the reports' tasks and
 	// the receivers' answers at sending.
 	recorder := &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify}
@@ -107,25 +146,12 @@ func NewHandlers(d Deps) Handlers {
 		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
 		Notify: d.Notify, Feedback: recorder,
 	}
-	post := d.WebhookPost
-	if post == nil {
-		post = webhook.NewSender(netguard.Guard{})
-	}
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
 	}
-	fetcher := d.Feeds
-	if fetcher == nil {
-		fetcher = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
-	}
-	pushes := NewPushSender(d.Store, d.Push, d.PushRetry, d.ClaimTTL, d.Metrics, d.Log)
-	if pushes != nil {
-		// The push lane waits out Redis as long as every other handler
-		// built from d. Set here rather than as an argument: the
-		// command's push lane calls NewPushSender too and has no
-		// RedisWait to give (it uses the default, as the command's
-		// other handlers do).
-		pushes.RedisWait = d.RedisWait
+	var pushes *PushSender // nil: web push is off, the push lane runs nothing
+	if d.Push != nil {
+		pushes = &PushSender{Store: d.Store, Push: d.Push, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
 	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
@@ -150,31 +176,23 @@ func NewHandlers(d Deps) Handlers {
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
 			Now: d.Now, Log: d.Log, Metrics: d.Metrics, DefaultZone: d.DefaultZone,
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify, RedisWait: d.RedisWait,
+			CheckInterval: DefaultIssueCheckInterval,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: recorder,
-		Feeds:    &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: fetcher, Metrics: d.Metrics, Log: d.Log},
+		Feeds:    &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: d.Feeds, Metrics: d.Metrics, Log: d.Log},
 		Webhooks: &WebhookSender{
-			Store: d.Store, Post: post, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
+			Store: d.Store, Post: d.WebhookPost, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
 			Metrics: d.Metrics, Log: d.Log, Now: d.Now,
 		},
 		Fanout: &FanoutSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
-			MailBatch: d.DigestBatch, Now: d.Now, Log: d.Log,
+			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log,
 		},
 		Push:    pushes,
 		Imports: imports,
 		Metrics: d.Metrics,
 	}
-}
-
-// NewPushSender is the push lane's handler (nil when send is nil: web
-// push is off).
-func NewPushSender(s PushStore, send push.Sender, retry RetryPolicy, claimTTL time.Duration, m *Metrics, log *slog.Logger) *PushSender {
-	if send == nil {
-		return nil
-	}
-	return &PushSender{Store: s, Push: send, Retry: retry, ClaimTTL: claimTTL, Metrics: m, Log: log}
 }
 
 // Close stops what the handlers run in the background (the mark writer).

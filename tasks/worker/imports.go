@@ -70,17 +70,10 @@ func (r *ImportRunner) HandleImportRun(ctx context.Context, p tasks.ImportRunPay
 	if ctx.Err() == nil {
 		// Shown on the page while the retry waits; the checkpoint stays.
 		if cerr := r.Jobs.Checkpoint(context.WithoutCancel(ctx), p.ID, im.Progress(), err.Error()); cerr != nil {
-			r.log().Warn("import: the retry's reason was not saved", "import", p.ID, "err", cerr)
+			r.Log.Warn("import: the retry's reason was not saved", "import", p.ID, "err", cerr)
 		}
 	}
 	return fmt.Errorf("import %s (resumes from its checkpoint): %w", p.ID, err)
-}
-
-func (r *ImportRunner) log() *slog.Logger {
-	if r.Log == nil {
-		return slog.Default()
-	}
-	return r.Log
 }
 
 // finish ends the job, done or failed with runErr, and audits its counts.
@@ -88,7 +81,7 @@ func (r *ImportRunner) finish(ctx context.Context, st csvimport.Status, prog csv
 	state, problem := csvimport.StateDone, ""
 	if runErr != nil {
 		state, problem = csvimport.StateFailed, runErr.Error()
-		r.log().Error("import stopped", "import", st.ID, "err", runErr)
+		r.Log.Error("import stopped", "import", st.ID, "err", runErr)
 	}
 	ended, err := r.Jobs.Finish(ctx, st.ID, prog, state, problem)
 	if err != nil {

@@ -83,7 +83,8 @@ func newImportEnv(t *testing.T) *importEnv {
 // startWorker runs a worker with the import handler on s.
 func (e *importEnv) startWorker(t *testing.T, s csvimport.Store, batch int) *Worker {
 	t.Helper()
-	runner := &ImportRunner{Jobs: e.jobs, Store: s, Queue: e.client, Audit: e.trail, Log: discard, Batch: batch}
+	runner := NewHandlers(Deps{Imports: e.jobs, ImportStore: s, Queue: e.client, Audit: e.trail, Log: discard}).Imports
+	runner.Batch = batch
 	w := New(e.rdb, Config{ShutdownTimeout: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond, Log: discard,
 		Lanes: []Lane{{Name: tasks.LaneEmail, Concurrency: 2}}},
 		Handlers{Imports: runner})

@@ -103,18 +103,11 @@ type preparedIssue struct {
 // maxPrepared bounds the cache: a worker sends a few issues at a time.
 const maxPrepared = 64
 
-func (h *IssueSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
 // away is how the sender's Redis steps wait out an outage (redisaway.go):
 // each is safe to run twice (a transition refused as already done is
 // read again, a page's advance counts once, a batch's TaskID conflicts,
 // an outcome is a bit).
-func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
+func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
 // awaited is the sender's store and queue waiting out an outage as away
 // says.
@@ -156,23 +149,13 @@ func (h *IssueSender) content(ctx context.Context, id int64, st store.IssueStatu
 	return is, nil
 }
 
-func (h *IssueSender) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
-
 // HandleIssuePlan walks the readers of any of the issue's topics (each
 // once) and enqueues their batches: due now, or at the issue's local hour
 // in each reader's time zone. The cursor is saved after each page, so a
 // killed planner resumes; a paused or cancelled issue stops the walk.
 func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayload) error {
 	size := h.BatchSize
-	if size <= 0 {
-		size = DefaultDigestBatch
-	}
-	room := &Planner{Depth: h.Depth, MaxPendingBatches: h.MaxPendingBatches, RedisWait: h.RedisWait, Log: h.Log}
+	room := backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
 	prog, err := h.awaited().IssueProgress(ctx, p.IssueID)
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
@@ -196,7 +179,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 			continue
 		}
 		if is.Status != store.IssueSending || is.Round != p.Round {
-			h.log().Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
+			h.Log.Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
 			return nil
 		}
 		if !fannedOut {
@@ -206,7 +189,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 			}
 			fannedOut = true
 		}
-		if err := room.waitForRoom(ctx); err != nil {
+		if err := room.wait(ctx); err != nil {
 			return err
 		}
 		ids, err := h.audienceAny(ctx, is.Topics, cursor, size)
@@ -251,7 +234,7 @@ func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayloa
 		// Never before its time: asynq keeps due times in whole
 		// seconds, and a relay or a clock apart can start a plan
 		// early. It comes back when the time is there.
-		if early := is.SendAt.Sub(h.now()); early > 0 {
+		if early := is.SendAt.Sub(h.Now()); early > 0 {
 			return is, false, notYetError{early}
 		}
 		// Its time came: from now on it is frozen.
@@ -276,7 +259,7 @@ func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int
 		}
 	}
 	for at, part := range due {
-		task := tasks.NewIssueBatch(is.ID, round, part, h.now(), false)
+		task := tasks.NewIssueBatch(is.ID, round, part, h.Now(), false)
 		if !at.IsZero() {
 			task = tasks.NewIssueBatch(is.ID, round, part, at, true)
 		}
@@ -375,7 +358,7 @@ func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64)
 	if err != nil {
 		return nil, err
 	}
-	now := h.now()
+	now := h.Now()
 	out := map[time.Time][]int64{}
 	for i, s := range subs {
 		due, err := LocalDue(now, hhmm, s.Timezone, h.DefaultZone)
@@ -407,7 +390,7 @@ func (l Links) ArchiveURL(is store.Issue) string {
 		return ""
 	}
 	for _, t := range is.Topics {
-		if !l.topics().Public(t) {
+		if !l.Topics.Public(t) {
 			return ""
 		}
 	}
@@ -449,9 +432,7 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 		if body, err = mailer.RenderMarkdown(is.Body); err != nil {
 			return mailer.Data{}, nil, fmt.Errorf("render issue %d: %w", is.ID, err)
 		}
-		if h.Metrics != nil {
-			h.Metrics.IssueRenders.Inc()
-		}
+		h.Metrics.IssueRenders.Inc()
 	}
 	data := IssueData(h.Links, is, topic, body)
 	prep, err := h.Deliver.Render.Prepare(mailer.KindIssue, data)
@@ -480,7 +461,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 	if err != nil {
 		return err
 	}
-	checked := h.now()
+	checked := h.Now()
 	if st.Status != store.IssueSending || p.Round != st.Round {
 		// Paused, cancelled or done; or a batch of an earlier round: a
 		// resume plans everyone its rounds had not sent again, so a held
@@ -528,7 +509,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 		}
 	}
 	if stopped > 0 {
-		h.log().Info("issue: batch stopped", "issue", is.ID, "status", gate.seen.Status, "round", gate.seen.Round, "unsent", stopped)
+		h.Log.Info("issue: batch stopped", "issue", is.ID, "status", gate.seen.Status, "round", gate.seen.Round, "unsent", stopped)
 		return retry
 	}
 	if retry != nil {
@@ -547,7 +528,7 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 	if is.Period != "" {
 		countAs = mailer.KindDigest // the weekly digest's issue
 	}
-	now := h.now()
+	now := h.Now()
 	held = map[time.Time][]int64{}
 	// The batch's readers get the issue as one of a few topics: each
 	// topic's mail is fetched from h.prepare once per batch, not once per
@@ -598,23 +579,19 @@ type statusGate struct {
 
 // newStatusGate starts a gate from the status st, read at checked.
 func (h *IssueSender) newStatusGate(issue int64, round int, st store.IssueStatus, checked time.Time) *statusGate {
-	interval := h.CheckInterval
-	if interval <= 0 {
-		interval = DefaultIssueCheckInterval
-	}
-	return &statusGate{h: h, issue: issue, round: round, interval: interval, checked: checked, seen: st}
+	return &statusGate{h: h, issue: issue, round: round, interval: h.CheckInterval, checked: checked, seen: st}
 }
 
 // check is the Gate.
 func (g *statusGate) check(ctx context.Context) (bool, error) {
-	if g.h.now().Sub(g.checked) < g.interval {
+	if g.h.Now().Sub(g.checked) < g.interval {
 		return false, nil
 	}
 	cur, err := g.h.status(ctx, g.issue)
 	if err != nil {
 		return false, err
 	}
-	g.checked, g.seen = g.h.now(), cur
+	g.checked, g.seen = g.h.Now(), cur
 	return cur.Status != store.IssueSending || cur.Round != g.round, nil
 }
 
@@ -632,7 +609,7 @@ func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
 	if err != nil || !done {
 		return err
 	}
-	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.now()))
+	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.Now()))
 	return nil
 }
 

@@ -25,13 +25,6 @@ type Links struct {
 	ListID string
 }
 
-func (l Links) topics() *topics.Set {
-	if l.Topics != nil {
-		return l.Topics
-	}
-	return topics.Default(0)
-}
-
 // Confirm is the confirmation link for sub. Every link names the
 // subscriber by id, never by address: links are seen by proxies,
 // analytics and link scanners (internal/token).
@@ -53,11 +46,11 @@ func (l Links) Preferences(sub store.Subscriber) string {
 // Stream is what every mail of topic shares: its name and List-Id.
 func (l Links) Stream(topic string) mailer.Data {
 	d := mailer.Data{}
-	if t, ok := l.topics().Topic(topic); ok {
+	if t, ok := l.Topics.Topic(topic); ok {
 		d.Topic = t.Name
 	}
 	if l.ListID != "" {
-		d.ListID = l.topics().ListID(topic, l.ListID)
+		d.ListID = l.Topics.ListID(topic, l.ListID)
 	}
 	return d
 }
@@ -93,7 +86,7 @@ func (h *Mails) giveBack(ctx context.Context, kind, email string, err error) err
 		return err
 	}
 	if gerr := h.Holds.GiveBackHold(ctx, kind, email); gerr != nil {
-		h.Deliver.log().Warn("give back the allowance of an unrenderable mail", "kind", kind, "err", gerr)
+		h.Deliver.Log.Warn("give back the allowance of an unrenderable mail", "kind", kind, "err", gerr)
 	}
 	return err
 }

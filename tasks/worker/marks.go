@@ -62,7 +62,7 @@ const markLinger = time.Millisecond
 
 func newMarkWriter(s store.Marks, window int, linger time.Duration, away redisWait) *markWriter {
 	w := &markWriter{
-		store: awaitMarks{s: markAttempts{s}, w: away}, log: away.log(), slots: make(chan struct{}, max(window, 1)),
+		store: awaitMarks{s: markAttempts{s}, w: away}, log: away.Log, slots: make(chan struct{}, max(window, 1)),
 		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
 		linger: linger, stop: make(chan struct{}),
 	}

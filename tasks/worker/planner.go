@@ -68,19 +68,12 @@ type Planner struct {
 // away is how the planner's Redis steps wait out an outage
 // (redisaway.go): each is safe to run twice (the run is created once, a
 // batch's TaskID conflicts, a page's advance counts once).
-func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
+func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
 // awaited is the planner's store, the digest's issue, the queue and its
-// depth waiting out an outage as away says.
+// waiting out an outage as away says.
 func (h *Planner) awaited() awaitPlanner {
-	return awaitPlanner{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store, issues: h.Issues, depth: h.Depth}
-}
-
-func (h *Planner) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
+	return awaitPlanner{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store, issues: h.Issues}
 }
 
 // HandleDigestPlan walks the active subscribers by id in pages and enqueues
@@ -95,22 +88,19 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayloa
 		return err
 	}
 	if created {
-		h.log().Info("digest: run started", "period", p.Period, "items", len(run.Items), "audience", run.Audience)
+		h.Log.Info("digest: run started", "period", p.Period, "items", len(run.Items), "audience", run.Audience)
 	}
 	if run.State != store.RunPlanning {
-		h.log().Info("digest: nothing to plan", "period", p.Period, "state", run.State)
+		h.Log.Info("digest: nothing to plan", "period", p.Period, "state", run.State)
 		return nil
 	}
 	if run.AsIssue && h.Issues != nil && h.Render != nil {
 		return h.sendAsIssue(ctx, run)
 	}
 	size := h.BatchSize
-	if size <= 0 {
-		size = DefaultDigestBatch
-	}
 	cursor := run.Cursor
 	for {
-		if err := h.waitForRoom(ctx); err != nil {
+		if err := h.room().wait(ctx); err != nil {
 			return err
 		}
 		ids, err := h.awaited().AudienceAfter(ctx, topics.Digest, cursor, size)
@@ -118,7 +108,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayloa
 			return err
 		}
 		if len(ids) == 0 {
-			h.log().Info("digest: planned", "period", p.Period, "cursor", cursor)
+			h.Log.Info("digest: planned", "period", p.Period, "cursor", cursor)
 			return h.advance(ctx, p.Period, cursor, 0, true)
 		}
 		if err := h.awaited().Enqueue(ctx, tasks.NewDigestBatch(p.Period, ids)); err != nil {
@@ -149,7 +139,7 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 		return err
 	}
 	if is.Status == store.IssueDraft {
-		job := tasks.NewIssuePlan(is.ID, is.Round, h.now())
+		job := tasks.NewIssuePlan(is.ID, is.Round, h.Now())
 		sent, err := h.awaited().TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
 			store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
 		switch {
@@ -166,44 +156,49 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 		is = sent
 	}
 	if is.Status != store.IssueSending {
-		h.log().Info("digest: its issue is not sending; left as it is", "period", run.Period, "issue", is.ID, "status", is.Status)
+		h.Log.Info("digest: its issue is not sending; left as it is", "period", run.Period, "issue", is.ID, "status", is.Status)
 		return nil
 	}
 	// The outbox entry would do (the relay), but at once is better; a
 	// plan queued or done already makes this a conflict or a no-op.
-	_, err = h.awaited().Dispatch(ctx, tasks.NewIssuePlan(is.ID, is.Round, h.now()))
+	_, err = h.awaited().Dispatch(ctx, tasks.NewIssuePlan(is.ID, is.Round, h.Now()))
 	if err != nil && !errors.Is(err, tasks.ErrOutboxLeft) {
 		return err
 	}
-	h.log().Info("digest: sent as an issue", "period", run.Period, "issue", is.ID, "slug", is.Slug, "items", len(run.Items))
+	h.Log.Info("digest: sent as an issue", "period", run.Period, "issue", is.ID, "slug", is.Slug, "items", len(run.Items))
 	return nil
-}
-
-func (h *Planner) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
 }
 
 func (h *Planner) advance(ctx context.Context, period string, cursor int64, n int, done bool) error {
 	return h.awaited().AdvanceDigestRun(ctx, period, cursor, n, done)
 }
 
-// waitForRoom is the planner's back pressure: while the critical queue
-// holds MaxPendingBatches or more waiting tasks it waits, so Redis holds the
+// backPressure holds a planner (the digest's, an issue's) while the
+// critical queue holds limit or more waiting tasks, so Redis holds the
 // batches in flight, not the whole audience.
-func (h *Planner) waitForRoom(ctx context.Context) error {
-	if h.Depth == nil {
+type backPressure struct {
+	depth QueueDepth // nil: no back pressure
+	limit int
+	away  redisWait
+}
+
+// room is the planner's back pressure.
+func (h *Planner) room() backPressure {
+	return backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
+}
+
+// wait returns once the queue has room, waiting in place up to
+// planWaitLimit; longer, the planner hands itself back to the queue (its
+// cursor is saved) as Deferred.
+func (b backPressure) wait(ctx context.Context) error {
+	if b.depth == nil {
 		return nil
-	}
-	limit := h.MaxPendingBatches
-	if limit <= 0 {
-		limit = DefaultMaxPendingBatches
 	}
 	deadline := time.Now().Add(planWaitLimit)
 	for {
-		pending, err := h.awaited().Pending(ctx, tasks.QueueCritical)
+		pending, err := awaitRedis(ctx, b.away, "read of the queue's depth", func(ctx context.Context) (int, error) {
+			return b.depth.Pending(ctx, tasks.QueueCritical)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				// The task's time ran out while it waited: hand it back
@@ -212,7 +207,7 @@ func (h *Planner) waitForRoom(ctx context.Context) error {
 			}
 			return err
 		}
-		if pending < limit {
+		if pending < b.limit {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -54,14 +54,14 @@ func (failingDepth) Pending(ctx context.Context, _ string) (int, error) {
 // while it waited for room is deferred (cursor saved), not failed; a
 // Redis error with time left is an error.
 func TestPlannerHandsItselfBackWhenItsTimeIsUp(t *testing.T) {
-	p := &Planner{Depth: failingDepth{}}
+	p := backPressure{depth: failingDepth{}, limit: DefaultMaxPendingBatches, away: redisWait{Log: discard}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var d *Deferred
-	if err := p.waitForRoom(ctx); !errors.As(err, &d) || IsFailure(err) {
+	if err := p.wait(ctx); !errors.As(err, &d) || IsFailure(err) {
 		t.Fatalf("time up: %v, want a deferral", err)
 	}
-	if err := p.waitForRoom(context.Background()); err == nil || errors.As(err, &d) {
+	if err := p.wait(context.Background()); err == nil || errors.As(err, &d) {
 		t.Fatalf("a Redis error with time left: %v, want the error", err)
 	}
 }

@@ -51,24 +51,10 @@ type PushSender struct {
 	Log       *slog.Logger
 }
 
-func (h *PushSender) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
-
-func (h *PushSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.log()} }
+func (h *PushSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
 // awaited is the push sender's store waiting out an unreachable Redis.
 func (h *PushSender) awaited() awaitPush { return awaitPush{s: h.Store, w: h.away()} }
-
-func (h *PushSender) claimTTL() time.Duration {
-	if h.ClaimTTL > 0 {
-		return h.ClaimTTL
-	}
-	return DefaultClaimTTL
-}
 
 // pushMark is the delivery mark of key's notification to one browser of
 // subscriber id (the endpoint hashed: it is long, and a URL is no key).
@@ -106,7 +92,7 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 		marks[i] = pushMark(p.Key, sub.ID, b.Endpoint)
 	}
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := h.awaited().ClaimMarks(ctx, owner, marks, h.claimTTL())
+	claims, err := h.awaited().ClaimMarks(ctx, owner, marks, h.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("push: claim: %w", err)
 	}
@@ -137,7 +123,7 @@ func (h *PushSender) recipient(ctx context.Context, p tasks.PushPayload) (sub st
 		return sub, false, fmt.Errorf("push: load subscriber: %w", err)
 	}
 	if sub.Status != store.Active || !slices.ContainsFunc(p.Topics, func(tp string) bool { return slices.Contains(sub.Topics, tp) }) {
-		h.log().Info("push: skip, subscriber not active or topic off", "subscriber", sub.ID, "status", sub.Status)
+		h.Log.Info("push: skip, subscriber not active or topic off", "subscriber", sub.ID, "status", sub.Status)
 		h.count("dropped")
 		return sub, false, nil
 	}
@@ -153,7 +139,7 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 		// Not under the task's context: the notification is out, and
 		// its mark must be written even if the task was cancelled.
 		if merr := h.awaited().MarkSent(context.Background(), mark); merr != nil {
-			h.log().Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
+			h.Log.Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
 		}
 		h.count("sent")
 		return nil
@@ -161,7 +147,7 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 	if rerr := h.Store.ReleaseMarks(context.Background(), []store.Mark{mark}); rerr != nil {
 		// The claim expires on its own (ClaimTTL); the retry of this
 		// same task takes it over sooner (a claim names its task).
-		h.log().Warn("push: claim not released", "err", rerr)
+		h.Log.Warn("push: claim not released", "err", rerr)
 	}
 	switch {
 	case errors.Is(err, push.ErrGone):
@@ -170,10 +156,10 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 			// delete is tried again.
 			return fmt.Errorf("push: delete a gone subscription: %w", derr)
 		}
-		h.log().Info("push: subscription gone, deleted", "subscriber", subID, "host", hostOf(b.Endpoint))
+		h.Log.Info("push: subscription gone, deleted", "subscriber", subID, "host", hostOf(b.Endpoint))
 		h.count("dropped")
 	case push.Permanent(err):
-		h.log().Warn("push: refused, not retried", "subscriber", subID, "host", hostOf(b.Endpoint), "err", err)
+		h.Log.Warn("push: refused, not retried", "subscriber", subID, "host", hostOf(b.Endpoint), "err", err)
 		h.count("dead")
 	default:
 		h.count("retry")
@@ -194,7 +180,5 @@ func (h *PushSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 }
 
 func (h *PushSender) count(result string) {
-	if h.Metrics != nil {
-		h.Metrics.Notifications.WithLabelValues(LanePush, result).Inc()
-	}
+	h.Metrics.Notifications.WithLabelValues(LanePush, result).Inc()
 }

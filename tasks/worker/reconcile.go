@@ -45,13 +45,13 @@ const reconcilePage = 200
 // whose time passed before it existed was passed, and is not sent. Several
 // workers starting at once do the same work; the TaskIDs make it one.
 func (h *SequenceSender) ReconcileSequence(ctx context.Context, st ReconcileStore, insp TaskDeleter) (scheduled int, err error) {
-	seq := h.Links.topics().Sequence
+	seq := h.Links.Topics.Sequence
 	version := sequenceVersion(seq)
 	old, err := st.SequenceVersion(ctx)
 	if err != nil || old == version {
 		return 0, err
 	}
-	now := h.now()
+	now := h.Now()
 	// Who confirmed before the longest delay has every step behind them.
 	since := now.Add(-seq.Steps[len(seq.Steps)-1].After - time.Minute)
 	if err := st.TrimOnboarding(ctx, since); err != nil {
@@ -118,7 +118,7 @@ func (h *SequenceSender) realign(ctx context.Context, st ReconcileStore, insp Ta
 	refs := tasks.SequenceTasks(sub.Email, seq)
 	for i := next + 1; i < len(seq.Steps); i++ {
 		if err := insp.DeleteTask(refs[i].Queue, refs[i].ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-			h.Deliver.log().Info("sequence: a later step's task not deleted; it schedules the right one when it runs", "err", err)
+			h.Deliver.Log.Info("sequence: a later step's task not deleted; it schedules the right one when it runs", "err", err)
 		}
 	}
 	return true, h.schedule(ctx, sub, next)

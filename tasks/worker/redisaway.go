@@ -50,16 +50,16 @@ func awaitRedis[T any](ctx context.Context, w redisWait, what string, op func(co
 	for attempt := 1; ; attempt++ {
 		v, err := op(ctx)
 		if err == nil && attempt > 1 {
-			w.log().Info("Redis is back: "+what+" goes on", "attempts", attempt)
+			w.Log.Info("Redis is back: "+what+" goes on", "attempts", attempt)
 		}
 		if err == nil || !store.Unavailable(err) || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
 			if err != nil && attempt > 1 {
-				w.log().Warn("Redis still away: "+what+" gives up", "attempts", attempt, "err", err)
+				w.Log.Warn("Redis still away: "+what+" gives up", "attempts", attempt, "err", err)
 			}
 			return v, err
 		}
 		if attempt == 1 {
-			w.log().Warn("Redis away: "+what+" waits for it", "up_to", bound, "err", err)
+			w.Log.Warn("Redis away: "+what+" waits for it", "up_to", bound, "err", err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -76,13 +76,6 @@ func awaitRedis[T any](ctx context.Context, w redisWait, what string, op func(co
 func untilRedis(ctx context.Context, w redisWait, what string, op func(context.Context) error) error {
 	_, err := awaitRedis(ctx, w, what, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) })
 	return err
-}
-
-func (w redisWait) log() *slog.Logger {
-	if w.Log != nil {
-		return w.Log
-	}
-	return slog.Default()
 }
 
 // The await* types below are the handlers' stores, pacers and queues as
@@ -384,13 +377,13 @@ func (a awaitIssues) SetOutcome(ctx context.Context, key, outcome string, ids ..
 	})
 }
 
-// awaitPlanner is the digest planner's store, the digest's issue, the
-// queue and its depth waiting out an unreachable Redis.
+// awaitPlanner is the digest planner's store, the digest's issue and the
+// queue waiting out an unreachable Redis (its back pressure is
+// backPressure's).
 type awaitPlanner struct {
 	awaitQueue
 	s      PlanStore
 	issues DigestIssueStore
-	depth  QueueDepth
 }
 
 func (a awaitPlanner) StartDigestRun(ctx context.Context, period string) (run store.DigestRun, created bool, err error) {
@@ -431,12 +424,5 @@ func (a awaitPlanner) TransitionIssue(ctx context.Context, id int64, from []stri
 func (a awaitPlanner) Dispatch(ctx context.Context, job tasks.Job) (duplicate bool, err error) {
 	return awaitRedis(ctx, a.w, "enqueue of the issue's plan", func(ctx context.Context) (bool, error) {
 		return tasks.Dispatch(ctx, a.q, a.issues, job)
-	})
-}
-
-// Pending is the depth of queue (the planner's back pressure).
-func (a awaitPlanner) Pending(ctx context.Context, queue string) (int, error) {
-	return awaitRedis(ctx, a.w, "read of the queue's depth", func(ctx context.Context) (int, error) {
-		return a.depth.Pending(ctx, queue)
 	})
 }

@@ -64,13 +64,6 @@ func (h *SequenceSender) awaited() awaitSequence {
 	return awaitSequence{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, marks: h.Deliver.Store, digests: h.Digests}
 }
 
-func (h *SequenceSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
 // HandleWelcome runs the first step.
 func (h *SequenceSender) HandleWelcome(ctx context.Context, p tasks.WelcomePayload) error {
 	return h.run(ctx, p.Email, 0, "")
@@ -84,7 +77,7 @@ func (h *SequenceSender) HandleStep(ctx context.Context, p tasks.StepPayload) er
 // run is the task of step index (the first step: 0) or, for a later one,
 // of step template.
 func (h *SequenceSender) run(ctx context.Context, email string, index int, template string) error {
-	seq := h.Links.topics().Sequence
+	seq := h.Links.Topics.Sequence
 	label := template
 	if index == 0 && len(seq.Steps) > 0 {
 		label = seq.Steps[0].Template
@@ -97,7 +90,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		return err
 	}
 	if !slices.Contains(sub.Topics, seq.Topic) {
-		h.Deliver.log().Info("skip: sequence topic is off", "subscriber", sub.ID, "topic", seq.Topic)
+		h.Deliver.Log.Info("skip: sequence topic is off", "subscriber", sub.ID, "topic", seq.Topic)
 		h.count(label, StepLeft)
 		return nil
 	}
@@ -109,7 +102,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
-	now := h.now()
+	now := h.Now()
 	next, due := nextStep(seq, sub.ConfirmedAt, sent, now)
 	if next < 0 {
 		return nil // every step is behind the person
@@ -223,13 +216,13 @@ func stepMark(template string, id int64) store.Mark {
 // schedule queues step i of the sequence for sub at its time (now, when
 // that is past); past the last step, nothing.
 func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i int) error {
-	seq := h.Links.topics().Sequence
+	seq := h.Links.Topics.Sequence
 	if i >= len(seq.Steps) {
 		return nil
 	}
 	st := seq.Steps[i]
 	due := sub.ConfirmedAt.Add(st.After)
-	if now := h.now(); due.Before(now) {
+	if now := h.Now(); due.Before(now) {
 		due = now
 	}
 	job := tasks.NewWelcomeAt(sub.Email, due)
@@ -245,7 +238,7 @@ func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i i
 }
 
 func (h *SequenceSender) count(step, outcome string) {
-	if h.Metrics != nil && step != "" {
+	if step != "" {
 		h.Metrics.Steps.WithLabelValues(step, outcome).Inc()
 	}
 }

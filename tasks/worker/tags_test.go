@@ -47,7 +47,7 @@ func TestEveryMailCarriesItsTag(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	st := newStore(t)
 	tags := feedback.NewTagger([]byte("0123456789abcdef"))
-	d := &Deliverer{Store: st, Mailer: m, Render: render, Tags: tags, Log: discard}
+	d := NewHandlers(Deps{Store: st, Mailer: m, Render: render, Tags: tags, Log: discard}).Mails.Deliver
 
 	kinds := mailer.Kinds()
 	for _, s := range steps {

@@ -75,7 +75,7 @@ func TestPausedTransportStopsTheBatch(t *testing.T) {
 	render, _ := mailer.NewRenderer("")
 	metrics := NewMetrics(nil)
 	counted := &countingMailer{Mailer: sesMailer(t, srv, pause)}
-	d := &Deliverer{Store: st, Mailer: counted, Render: render, Metrics: metrics, Log: discard}
+	d := NewHandlers(Deps{Store: st, Mailer: counted, Render: render, Metrics: metrics, Log: discard}).Mails.Deliver
 	var mails []Mail
 	for i := range 5 {
 		email := fmt.Sprintf("p%d@example.org", i)

@@ -41,7 +41,7 @@ type WebhookSender struct {
 
 // HandleWebhook handles TypeWebhook.
 func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayload) error {
-	log := h.log().With("endpoint", p.Endpoint, "event", p.ID, "type", p.Type)
+	log := h.Log.With("endpoint", p.Endpoint, "event", p.ID, "type", p.Type)
 	ep, err := h.Store.GetWebhook(ctx, p.Endpoint)
 	if errors.Is(err, store.ErrWebhookNotFound) {
 		log.Info("webhook: the endpoint was removed; event dropped")
@@ -90,9 +90,9 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayloa
 		h.count("dead")
 		return fmt.Errorf("webhook: %w: endpoint disabled: %w: %w", err, ErrNotificationDead, asynq.SkipRetry)
 	}
-	if h.backoff().Expired(p.Queued, h.now()) {
+	if h.Backoff.Expired(p.Queued, h.Now()) {
 		h.count("dead")
-		return fmt.Errorf("webhook: %w: retried for %s: %w: %w", err, h.backoff().Window, ErrNotificationDead, asynq.SkipRetry)
+		return fmt.Errorf("webhook: %w: retried for %s: %w: %w", err, h.Backoff.Window, ErrNotificationDead, asynq.SkipRetry)
 	}
 	if lastTry(ctx) {
 		h.count("dead")
@@ -134,7 +134,7 @@ func (h *WebhookSender) RetryDelay(n int, err error, _ *asynq.Task) time.Duratio
 	if errors.As(err, &f) {
 		wait = f.wait
 	}
-	return h.backoff().Delay(n, wait)
+	return h.Backoff.Delay(n, wait)
 }
 
 // lastTry tells a failing run that asynq will not retry.
@@ -144,37 +144,12 @@ func lastTry(ctx context.Context) bool {
 	return ok1 && ok2 && retried >= maxRetry
 }
 
-func (h *WebhookSender) backoff() webhook.Backoff {
-	if h.Backoff == (webhook.Backoff{}) {
-		return webhook.DefaultBackoff
-	}
-	return h.Backoff
-}
-
-func (h *WebhookSender) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
 func (h *WebhookSender) count(result string) {
-	if h.Metrics != nil {
-		h.Metrics.Notifications.WithLabelValues(LaneWebhook, result).Inc()
-	}
+	h.Metrics.Notifications.WithLabelValues(LaneWebhook, result).Inc()
 }
 
 func (h *WebhookSender) disabled() {
-	if h.Metrics != nil {
-		h.Metrics.WebhooksDisabled.Inc()
-	}
-}
-
-func (h *WebhookSender) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
+	h.Metrics.WebhooksDisabled.Inc()
 }
 
 // hostOf is the host of an endpoint's URL, for logs: its path and query

@@ -240,8 +240,8 @@ type handlerRun struct {
 func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff webhook.Backoff) *handlerRun {
 	r := &handlerRun{t: t, clock: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
 	r.mem = newStore(t).WithClock(func() time.Time { return r.clock })
-	r.h = &WebhookSender{Store: r.mem, Post: loopbackSender, Policy: policy, Backoff: backoff,
-		Metrics: NewMetrics(nil), Log: discard, Now: func() time.Time { return r.clock }}
+	r.h = NewHandlers(Deps{Store: r.mem, WebhookPost: loopbackSender, WebhookPolicy: policy, WebhookBackoff: backoff,
+		Log: discard, Now: func() time.Time { return r.clock }}).Webhooks
 	return r
 }
 
@@ -415,7 +415,7 @@ func TestFeedbackIsAWebhookEvent(t *testing.T) {
 	}
 	register(t, mem, "crm", "https://crm.example.com/hooks", webhook.SubscriberBounced, webhook.SubscriberComplained)
 	q := &recordQueue{}
-	f := &FeedbackRecorder{Store: mem, Log: discard, Notify: &tasks.WebhookNotifier{Endpoints: mem, Queue: q}}
+	f := NewHandlers(Deps{Store: mem, Log: discard, Notify: &tasks.WebhookNotifier{Endpoints: mem, Queue: q}}).Feedback
 	run := func(p tasks.FeedbackPayload) {
 		t.Helper()
 		task, err := tasks.NewFeedback(p)
