@@ -15,22 +15,22 @@ const (
 	keyActiveSet  = "nl:act"         // bitmap: bit id is set while subscriber id is active
 	keyOutbox     = "nl:outbox"      // hash outbox id -> body
 	keyOutboxDue  = "nl:outbox:due"  // zset of outbox ids, score = due (unix ms)
-	keySchema     = "nl:schema"      // the layout version, "2" once migrated (migrate.go)
+	keySchema     = "nl:schema"      // the layout version, Layout (version.go)
 	prefixSent    = "nl:sent:"       // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
 	prefixClaim   = "nl:claim:"      // + kind:key:id: a claim string with an expiry (other marks)
 	prefixClaims  = "nl:claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
 	prefixSupp    = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
 	prefixSoft    = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
 	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
-	keySuppFilled = "nl:supp:filled" // set once the suppression lists hold the subscribers bounced before they existed
+	keySuppFilled = "nl:supp:filled" // set once the suppression lists held the subscribers bounced before they existed (version.go)
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk
 	// reads its topic's bitmap beside the active one, a batch's stretch
 	// at a time.
 	prefixTopic     = "nl:t:"      // + topic id: bitmap, bit id set while subscriber id has the topic on
-	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or the migration)
-	keyTopicsFilled = "nl:tfilled" // set once every subscriber from before topics has the default ones (migrate.go)
+	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or, in an earlier release, the back-fill)
+	keyTopicsFilled = "nl:tfilled" // set once every subscriber from before topics had the default ones (version.go)
 
 	// The onboarding sequence: who confirmed lately (so a step added to
 	// the file reaches them), and which sequence the waiting steps follow.
@@ -67,13 +67,6 @@ const (
 	// the confirmation; "" once cancelled (the address left or bounced
 	// again), which still holds the window.
 	prefixReconfirm = "nl:reconfirm:" // + id
-)
-
-// Layout 1's keys, read only by the migration (migrate.go).
-const (
-	v1EmailIndex = "nl:email"  // hash email -> id
-	v1Active     = "nl:active" // zset of active ids
-	v1PrefixSub  = "nl:sub:"   // + id: hash id, e, n, tz, s, c, cf, u
 )
 
 // subsPerBucket is how many subscribers share one hash. Redis keeps a hash
@@ -131,7 +124,7 @@ const (
 	// bit id is set while subscriber id has that status. The scripts'
 	// save() keeps them, so every status change moves one bit.
 	prefixStatus    = "nl:st:"       // + status code p, u, b or c
-	keyStatusFilled = "nl:st:filled" // set once the status bitmaps hold every subscriber from before them (migrate.go)
+	keyStatusFilled = "nl:st:filled" // set once the status bitmaps held every subscriber from before them (version.go)
 	// The consent record of each subscription, packed as the subscribers
 	// are (subsPerBucket to a hash): how the person came in and when
 	// they asked. The confirmation time is the record's.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,62 +13,6 @@ import (
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
-
-func TestMigrateFillsStatusBitmaps(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBStore)
-	ctx := context.Background()
-	s := NewRedis(rdb)
-	if err := s.Migrate(ctx, quietLog); err != nil {
-		t.Fatal(err)
-	}
-	want := map[Status][]int64{}
-	for i := range 5 {
-		email := fmt.Sprintf("st%d@x.io", i)
-		sub, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Activate: i > 0, Outbox: OutboxEntry{ID: "c" + email, Due: time.Now()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch i {
-		case 2:
-			_, err = s.Unsubscribe(ctx, email)
-		case 3:
-			err = s.MarkBounced(ctx, email)
-		case 4:
-			_, err = s.RecordFeedback(ctx, Feedback{Email: email, Type: Complaint}, FeedbackPolicy{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Get(ctx, email)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[got.Status] = append(want[got.Status], sub.ID)
-	}
-	// As an earlier version left it: records and the active bitmap, no
-	// other status bitmaps.
-	if err := rdb.Del(ctx, prefixStatus+"p", prefixStatus+"u", prefixStatus+"b", prefixStatus+"c", keyStatusFilled).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := s.Migrate(ctx, quietLog); err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range Statuses {
-			page, err := s.ListSubscribers(ctx, SubscriberQuery{Status: st, Limit: 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []int64
-			for _, sub := range page.Subscribers {
-				got = append(got, sub.ID)
-			}
-			if !slices.Equal(got, want[st]) {
-				t.Fatalf("%s after the fill: %v, want %v", st, got, want[st])
-			}
-		}
-	}
-}
 
 // dumpAll reads every key of the database and every value in it, as text
 // (binary bitmaps included), by SCAN: what someone holding a copy of the
@@ -126,7 +69,7 @@ func TestEraseLeavesNoTrace(t *testing.T) {
 	rdb, _ := redistest.New(t, redistest.DBStore)
 	ctx := context.Background()
 	s := NewRedis(rdb).WithErasure(logredact.New([]byte("test secret")).Hash)
-	if err := s.Migrate(ctx, quietLog); err != nil {
+	if err := s.CheckVersion(ctx, quietLog); err != nil {
 		t.Fatal(err)
 	}
 	const email, name, nameAfter = "zoe.quartermaine@example.org", "Zoë Quartermaine", "Zoë Q. Marine"

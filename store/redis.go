@@ -437,8 +437,7 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 	return decodeResult(res)
 }
 
-// getScript looks a subscriber up by address (migrating a layout-1 one on
-// the way).
+// getScript looks a subscriber up by address.
 //
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
@@ -460,8 +459,8 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 	return decodeResult(res)
 }
 
-// getByIDScript looks a subscriber up by id (migrating a layout-1 one on
-// the way), answering as getScript does.
+// getByIDScript looks a subscriber up by id, answering as getScript
+// does.
 //
 //	ARGV[1]  id
 //	ARGV[2]  every topic id, comma-separated
@@ -471,7 +470,6 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 var getByIDScript = subscriberScript(`
 local id = ARGV[1]
 local v = redis.call('HGET', subkey(id), id)
-if not v and migrate(id) then v = redis.call('HGET', subkey(id), id) end
 if not v then return {'notfound'} end
 return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v))}
 `)

@@ -20,14 +20,10 @@ import (
 // Sentinel-managed primary), never on a Cluster.
 
 // subscriberLua is the prelude of the scripts that read or write
-// subscribers: the record format and the address index of keys.go, and the
-// migration of one layout-1 subscriber, so that a subscriber the migration
-// has not reached yet is found (and migrated) by the first script that
-// looks for it.
+// subscribers: the record format and the address index of keys.go.
 var subscriberLua = fmt.Sprintf(`
 local SEP = '\31'
 local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
-local V1INDEX, V1ACTIVE, V1SUB = %q, %q, %q
 local RECONF, SUPP, SOFT = %q, %q, %q
 local TOPIC, KNOWN, ONBOARD = %q, %q, %q
 local PUSH = %q
@@ -71,7 +67,7 @@ local function packrec(r) return table.concat(r, SEP, 1, 7) end
 -- here, so the bitmaps list the subscribers by status exactly, the active
 -- one (ACTIVE) included. r.was is the status stored before (unpackrec);
 -- nil for a record built by hand, which must be one that is not stored
--- yet (a new id, or a layout-1 subscriber being moved).
+-- yet (a new id).
 local function save(id, r)
   if r.was ~= r[1] then
     if r.was then redis.call('SETBIT', statuskey(r.was), id, 0) end
@@ -99,31 +95,6 @@ local function index(email, id)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
   if ids then redis.call('HSET', ix, f, ids .. ',' .. id) else redis.call('HSET', ix, f, id) end
-end
-local function b36(s)
-  if not s or s == '' then return '' end
-  local n, d, out = tonumber(s), '0123456789abcdefghijklmnopqrstuvwxyz', ''
-  repeat
-    local k = n %% 36
-    out = d:sub(k + 1, k + 1) .. out
-    n = math.floor(n / 36)
-  until n == 0
-  return out
-end
-local CODES = {pending = 'p', active = 'a', unsubscribed = 'u', bounced = 'b'}
-local function migrate(id)
-  local key = V1SUB .. id
-  local f = redis.call('HGETALL', key)
-  if #f == 0 then return false end
-  local h = {}
-  for i = 1, #f, 2 do h[f[i]] = f[i + 1] end
-  local r = {CODES[h.s] or 'p', b36(h.c), b36(h.cf), b36(h.u), h.e, h.n or '', h.tz or ''}
-  save(id, r)
-  index(h.e, id)
-  redis.call('DEL', key)
-  redis.call('HDEL', V1INDEX, h.e)
-  redis.call('ZREM', V1ACTIVE, id)
-  return true
 end
 -- unsuppress takes id off the suppression lists and forgets its soft
 -- bounces: it is about to be mailed again, or may be.
@@ -176,11 +147,9 @@ local function find(email)
       end
     end
   end
-  local old = redis.call('HGET', V1INDEX, email)
-  if old and migrate(old) then return find(email) end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, v1EmailIndex, v1Active, v1PrefixSub, prefixReconfirm, prefixSupp, prefixSoft,
+`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, prefixReconfirm, prefixSupp, prefixSoft,
 	prefixTopic, keyTopicKnown, keyOnboarding, prefixPush,
 	prefixStatus, prefixConsent, prefixMailLog, prefixFeedbackLog, keyErased,
 	int64(dayCounterTTL/time.Second), feedbackLogCap) + holdLua

@@ -110,9 +110,10 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		return nil, fmt.Errorf("redis at %s: %w", redactURL(cfg.RedisURL), err)
 	}
 	a.store = store.NewRedis(rdb).WithTopics(cfg.Topics).WithErasure(a.redact.Hash)
-	// Every role and tool brings an earlier version's Redis to this
-	// layout first (once; the others wait for it, and it is a no-op after).
-	if err := a.store.Migrate(ctx, a.log); err != nil {
+	// Every role and tool checks the data's version first: it stamps an
+	// empty Redis and refuses data older or newer than this code reads,
+	// with the way out in the error (store.CheckVersion).
+	if err := a.store.CheckVersion(ctx, a.log); err != nil {
 		a.close()
 		return nil, fmt.Errorf("redis layout: %w", err)
 	}

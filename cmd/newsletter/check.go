@@ -20,7 +20,7 @@ const checkTimeout = 30 * time.Second
 
 // checkCmd is `newsletter check`: the configuration, Redis and the mail
 // transport, each on a line, as the service would meet them. It changes
-// nothing (no migration, no mail) and fails if any check fails.
+// nothing (no data version stamped, no mail) and fails if any check fails.
 func checkCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
