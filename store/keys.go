@@ -15,14 +15,14 @@ const (
 	keyActiveSet  = "nl:act"         // bitmap: bit id is set while subscriber id is active
 	keyOutbox     = "nl:outbox"      // hash outbox id -> body
 	keyOutboxDue  = "nl:outbox:due"  // zset of outbox ids, score = due (unix ms)
-	keySchema     = "nl:schema"      // the layout version, Layout (version.go)
+	keySchema     = "nl:schema"      // the layout version, Layout; start-up checks it (version.go)
 	prefixSent    = "nl:sent:"       // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
 	prefixClaim   = "nl:claim:"      // + kind:key:id: a claim string with an expiry (other marks)
 	prefixClaims  = "nl:claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
 	prefixSupp    = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
 	prefixSoft    = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
 	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
-	keySuppFilled = "nl:supp:filled" // set once the suppression lists held the subscribers bounced before they existed (version.go)
+	keySuppFilled = "nl:supp:filled" // set by an earlier release once it put the subscribers bounced before the lists on them; start-up requires it (version.go)
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk
@@ -30,7 +30,7 @@ const (
 	// at a time.
 	prefixTopic     = "nl:t:"      // + topic id: bitmap, bit id set while subscriber id has the topic on
 	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or, in an earlier release, the back-fill)
-	keyTopicsFilled = "nl:tfilled" // set once every subscriber from before topics had the default ones (version.go)
+	keyTopicsFilled = "nl:tfilled" // set by an earlier release once it gave the subscribers from before topics the default ones; start-up requires it (version.go)
 
 	// The onboarding sequence: who confirmed lately (so a step added to
 	// the file reaches them), and which sequence the waiting steps follow.
@@ -124,7 +124,7 @@ const (
 	// bit id is set while subscriber id has that status. The scripts'
 	// save() keeps them, so every status change moves one bit.
 	prefixStatus    = "nl:st:"       // + status code p, u, b or c
-	keyStatusFilled = "nl:st:filled" // set once the status bitmaps held every subscriber from before them (version.go)
+	keyStatusFilled = "nl:st:filled" // set by an earlier release once it put the subscribers from before them in the bitmaps; start-up requires it (version.go)
 	// The consent record of each subscription, packed as the subscribers
 	// are (subsPerBucket to a hash): how the person came in and when
 	// they asked. The confirmation time is the record's.
