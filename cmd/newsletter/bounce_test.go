@@ -127,7 +127,7 @@ func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
 		"NEWSLETTER_ADMIN_TOKEN":      bounceAdminToken,
 		"NEWSLETTER_SMTP_HELO":        "news.example.com",
 	}), "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	readers := []string{"gone@example.org", "spam@example.org", "stay@example.org"}
 	for _, e := range readers {

@@ -176,7 +176,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b := newConsoleBrowser(t)
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	const adminTok, editorTok, viewerTok = "console-admin-token-0123", "console-editor-token-0123", "console-viewer-token-0123"
 	for _, p := range []struct {

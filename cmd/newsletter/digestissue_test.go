@@ -59,7 +59,7 @@ func TestDigestAsIssueEndToEnd(t *testing.T) {
 	smtpSrv := smtptest.Start(t)
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{"NEWSLETTER_ADMIN_TOKEN": digestIssueAdmin, "NEWSLETTER_WELCOME_DELAY": "1h"})
 	svc := startService(t, env, "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	ctx := context.Background()
 	readers := []string{"ann@example.org", "bob@example.org", "cid@example.org"}

@@ -31,7 +31,7 @@ func runImport(t *testing.T, redisURL string, args ...string) (int, string) {
 
 func TestImport(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	st.Subscribe(ctx, store.SubscribeRequest{Email: "left@example.com", Activate: true})
 	st.Unsubscribe(ctx, "left@example.com")
@@ -100,7 +100,7 @@ func TestImport(t *testing.T) {
 // put the columns in any order.
 func TestImportTopics(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "list.csv")
 	os.WriteFile(file, []byte(strings.Join([]string{
@@ -173,7 +173,7 @@ func TestHelpListsImportColumns(t *testing.T) {
 func TestImportSkipsErased(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	// The service's store: erased addresses keyed as the binary keys them.
-	st := store.NewRedis(rdb).WithErasure(logredact.New([]byte("import-test-secret-01")).Hash)
+	st := versionedStore(t, rdb).WithErasure(logredact.New([]byte("import-test-secret-01")).Hash)
 	ctx := context.Background()
 	if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "gone@example.com", Name: "Gone", Activate: true}); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestImportUsesTheServiceTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewRedis(rdb).WithTopics(set)
+	st := versionedStore(t, rdb).WithTopics(set)
 	if _, err := st.Get(context.Background(), "essay@example.com"); err == nil {
 		t.Fatal("a refused import stored a row")
 	}

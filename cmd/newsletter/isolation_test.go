@@ -55,7 +55,7 @@ func TestLaneIsolation(t *testing.T) {
 	const subscribers, concurrency = 2000, 4
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 
 	pub, priv, err := push.GenerateVAPIDKeys()
@@ -360,7 +360,7 @@ func isolationMailTime(b *testing.B, hang bool) time.Duration {
 	const subscribers = 2000
 	rdb, redisURL := redistest.New(b, redistest.DBCommand)
 	smtpSrv := smtptest.Start(b)
-	st := store.NewRedis(rdb)
+	st := versionedStore(b, rdb)
 	ctx := context.Background()
 	pub, priv, err := push.GenerateVAPIDKeys()
 	if err != nil {

@@ -170,7 +170,7 @@ func TestIssueToOneTopicOfThreeOverSMTP(t *testing.T) {
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_TOPICS_FILE": threeTopicsFile(t),
 		"NEWSLETTER_SEND_RATE": "100000", "NEWSLETTER_DIGEST_BATCH": "20",
 	}), "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	digestOnly := seedReaders(t, st, "d", 60, "digest")
 	updatesOnly := seedReaders(t, st, "u", 50, "updates")
 	essaysOnly := seedReaders(t, st, "e", 40, "essays")
@@ -292,7 +292,7 @@ func TestIssuePreviewIsTheSentMail(t *testing.T) {
 		"NEWSLETTER_DKIM_DOMAIN": "example.com", "NEWSLETTER_DKIM_KEY_FILE": keyFile, "NEWSLETTER_DKIM_SELECTOR": "s1",
 		"NEWSLETTER_BOUNCE_ADDRESS": "bounces@news.example.com",
 	}), "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	reader := seedReaders(t, st, "p", 1, "updates", "essays")[0]
 
 	id := svc.createIssue(t, "Spring notes: what changed", "Three changes and a quote", issueMarkdown, "essays", "updates")
@@ -335,7 +335,7 @@ func TestWorkerKilledMidIssue(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetDelay(2 * time.Millisecond)
-	emails := seedReaders(t, store.NewRedis(rdb), "k", readers, "updates")
+	emails := seedReaders(t, versionedStore(t, rdb), "k", readers, "updates")
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
 		"NEWSLETTER_CLAIM_TTL": "30m", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
@@ -382,7 +382,7 @@ func TestIssuePausedAtHalfThenResumed(t *testing.T) {
 	const readers = 2000
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	emails := seedReaders(t, store.NewRedis(rdb), "h", readers, "digest")
+	emails := seedReaders(t, versionedStore(t, rdb), "h", readers, "digest")
 	// Slow enough (400 mails/s) to pause midway on any machine.
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_SEND_RATE": "400", "NEWSLETTER_CONCURRENCY": "8",

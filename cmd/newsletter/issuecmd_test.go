@@ -56,7 +56,7 @@ func issuesIn(t *testing.T, st *store.Redis) string {
 // send queues its plan, a second send is refused; preview prints the mail.
 func TestIssueCommands(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	env := issueEnv(redisURL)
 	md := writeFile(t, "march.md", "Hello **readers**, see [the notes](https://example.com/notes).\n\n<script>alert(1)</script>\n")
@@ -137,7 +137,7 @@ func TestIssueCommands(t *testing.T) {
 // exit, and nothing stored or queued.
 func TestIssueCommandsBadInput(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	env := issueEnv(redisURL)
 	md := writeFile(t, "ok.md", "Hello")
 	big := writeFile(t, "big.md", strings.Repeat("a", 512<<10+1))

@@ -64,7 +64,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetDelay(2 * time.Millisecond)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	readers := seedDigest(t, st, "k", subscribers)
 

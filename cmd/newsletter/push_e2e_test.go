@@ -55,7 +55,7 @@ func TestE2EWebPushInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	sub, err := st.Get(context.Background(), "reader@example.com")
 	if err != nil || sub.Status != store.Active {
 		t.Fatalf("subscriber: %+v %v", sub, err)

@@ -95,7 +95,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetDelay(2 * time.Millisecond)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	readers := seedDigest(t, st, "r", subscribers)
 

@@ -59,7 +59,7 @@ func TestSignupAbuseOverSMTP(t *testing.T) {
 		"NEWSLETTER_SUBSCRIBE_RATE":       "0",
 		"NEWSLETTER_UNSUBSCRIBE_BY_EMAIL": "confirm",
 	}), "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	post := func(path string, body map[string]string) {
 		t.Helper()

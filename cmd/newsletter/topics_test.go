@@ -47,7 +47,7 @@ func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
 		"NEWSLETTER_ADMIN_TOKEN": topicsAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",
 		"NEWSLETTER_GROUP_GRACE": "1s", "NEWSLETTER_GROUP_MAX_DELAY": "2s",
 	}), "serve")
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	ctx := context.Background()
 	// reader leaves topic by topic; witness stays and marks when each
@@ -239,7 +239,7 @@ func TestLateWelcomeStillGoesFirst(t *testing.T) {
 	}
 	api := startService(t, env(), "api")
 	api.post(t, "/subscribe", `{"email":"late@example.com"}`, "", http.StatusAccepted)
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	sub, err := st.Get(context.Background(), "late@example.com")
 	if err != nil || sub.ConfirmedAt.IsZero() {
 		t.Fatalf("subscriber %+v: %v", sub, err)
@@ -285,7 +285,7 @@ func TestSequenceSurvivesKill(t *testing.T) {
 	// in Redis, scheduled by the killed process. They are due 30 s after
 	// the signups, so on a busy machine none is in flight at the kill
 	// (with 6 s, one was, and went out twice: a kill's known window).
-	st := store.NewRedis(rdb)
+	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	poll.True(t, poll.BusyMachine, "every welcome sent and marked", func() bool {
 		for _, e := range emails {

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
@@ -33,4 +36,17 @@ func TestOlderDataStopsStartUp(t *testing.T) {
 	if n, err := rdb.Exists(ctx, "nl:schema").Result(); err != nil || n != 0 {
 		t.Fatalf("the refused start-up recorded a layout version: %d %v", n, err)
 	}
+}
+
+// versionedStore is the store of a test that writes to Redis itself,
+// often before any role has started on it: it records the data version
+// first, as a role's start does on an empty Redis, so the roles the test
+// starts then do not take its subscribers for an older version's data.
+func versionedStore(t testing.TB, rdb *redis.Client) *store.Redis {
+	t.Helper()
+	st := store.NewRedis(rdb)
+	if err := st.CheckVersion(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
