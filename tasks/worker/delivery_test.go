@@ -191,8 +191,10 @@ func TestHardBounceSuppressesTheAddress(t *testing.T) {
 	if sub.Status != store.Bounced {
 		t.Fatalf("status %s, want bounced", sub.Status)
 	}
-	if _, err := d.rdb.ZScore(context.Background(), "nl:active", fmt.Sprint(sub.ID)).Result(); !errors.Is(err, redis.Nil) {
-		t.Fatal("a bounced subscriber is still in the active set the digest walks")
+	// The active bitmap (store/keys.go's nl:act) is what every audience
+	// walk reads.
+	if bit, err := d.rdb.GetBit(context.Background(), "nl:act", sub.ID).Result(); err != nil || bit != 0 {
+		t.Fatalf("a bounced subscriber is still in the active bitmap the audience walks read (bit %d, %v)", bit, err)
 	}
 	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "bounced")); got != 1 {
 		t.Fatalf("failed{bounced} = %v", got)
