@@ -170,12 +170,6 @@ func NewQuietDigestBatch(period string, ids []int64, until time.Time) *asynq.Tas
 		asynq.TaskID(QuietBatchTaskID(period, until, ids[0])), asynq.ProcessAt(until))
 }
 
-// NewEvent is one notification for email, grouped by address so the
-// worker's aggregator bundles a person's events into one mail.
-func NewEvent(email, title, url string, now time.Time) *asynq.Task {
-	return Event.New(EventPayload{ID: newNonce(), Email: email, Title: title, URL: url, At: now.UTC()}, asynq.Group(email))
-}
-
 // NewEventsEmail is one subscriber's bundle as one mail. The aggregator
 // makes it; asynq drops any option given to the events, so the kind's
 // are its only options.
