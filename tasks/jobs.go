@@ -141,33 +141,9 @@ func PersonTasks(email string, seq topics.Sequence) []TaskRef {
 // replica and every manual run of the period meet on it.
 func DigestPlanTaskID(period string) string { return "digest:" + period }
 
-// DigestBatchTaskID names a batch of period by its first recipient, so a
-// re-planned page is a conflict, not a second batch.
-func DigestBatchTaskID(period string, firstID int64) string {
-	return fmt.Sprintf("digest:%s:%d", period, firstID)
-}
-
-// QuietBatchTaskID names the batch of recipients of period held by quiet
-// hours until the given time.
-func QuietBatchTaskID(period string, until time.Time, firstID int64) string {
-	return fmt.Sprintf("digest:%s:q%d:%d", period, until.Unix(), firstID)
-}
-
 // NewDigestPlan is the planning task of period (DigestPlan).
 func NewDigestPlan(period string) *asynq.Task {
 	return DigestPlan.New(DigestPlanPayload{Period: period})
-}
-
-// NewDigestBatch is a batch of recipients of period, due now.
-func NewDigestBatch(period string, ids []int64) *asynq.Task {
-	return DigestEmail.New(DigestBatchPayload{Period: period, IDs: ids})
-}
-
-// NewQuietDigestBatch is the part of a batch held by quiet hours: the same
-// mail to ids, due when the quiet hours end.
-func NewQuietDigestBatch(period string, ids []int64, until time.Time) *asynq.Task {
-	return DigestEmail.New(DigestBatchPayload{Period: period, IDs: ids},
-		asynq.TaskID(QuietBatchTaskID(period, until, ids[0])), asynq.ProcessAt(until))
 }
 
 // NewEventsEmail is one subscriber's bundle as one mail. The aggregator

@@ -64,16 +64,6 @@ var DigestPlan = define(Kind[DigestPlanPayload]{
 	Check: func(p DigestPlanPayload) error { return need(ValidPeriod(p.Period), "valid period") },
 })
 
-// DigestEmail is a batch of a period's digest, planned by a run an older
-// version began.
-var DigestEmail = define(Kind[DigestBatchPayload]{
-	Type: TypeDigestEmail, Queue: QueueCritical, MaxRetry: 20, Timeout: 10 * time.Minute,
-	ID: func(p DigestBatchPayload) string { return DigestBatchTaskID(p.Period, p.IDs[0]) },
-	Check: func(p DigestBatchPayload) error {
-		return need(ValidPeriod(p.Period) && len(p.IDs) > 0, "period and recipients")
-	},
-})
-
 // Event is one notification for one person, grouped so the aggregator
 // bundles a person's events into one EventsEmail.
 var Event = define(Kind[EventPayload]{Type: TypeEvent, Queue: QueueDefault, Grouped: true})

@@ -41,13 +41,6 @@ type DigestPlanPayload struct {
 	Period string `json:"period"`
 }
 
-// DigestBatchPayload is the payload of TypeDigestEmail: up to
-// NEWSLETTER_DIGEST_BATCH recipients by id.
-type DigestBatchPayload struct {
-	Period string  `json:"period"`
-	IDs    []int64 `json:"ids"`
-}
-
 // EventPayload is the payload of TypeEvent: one notification for one
 // subscriber.
 type EventPayload struct {

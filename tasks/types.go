@@ -10,7 +10,6 @@ const (
 	TypeWelcomeEmail = "email:welcome"
 	TypeSequenceStep = "email:step"
 	TypeDigestPlan   = "digest:plan"
-	TypeDigestEmail  = "email:digest"
 	TypeEvent        = "event:notify"
 	TypeEventsEmail  = "email:events"
 	// TypeUnsubscribeEmail mails a one-click unsubscribe link to an

@@ -16,6 +16,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -130,7 +131,7 @@ func TestDigestToActiveSubscribersOnly(t *testing.T) {
 	}
 }
 
-// cuttingQueue lets the planner enqueue `allow` batches, then fails as if
+// cuttingQueue lets the planner enqueue `allow` tasks, then fails as if
 // the process died: once before the enqueue, once right after it (before
 // the cursor was saved).
 type cuttingQueue struct {
@@ -155,6 +156,38 @@ func (q *cuttingQueue) EnqueueContext(ctx context.Context, t *asynq.Task, o ...a
 	return q.Enqueuer.EnqueueContext(ctx, t, o...)
 }
 
+// digestIssue starts period's run and makes and sends its issue as the
+// digest's planner does, without queueing the issue's plan: the plan the
+// test runs itself is the task that planner queues.
+func digestIssue(t *testing.T, st *store.Redis, period string) (*asynq.Task, store.Issue) {
+	t.Helper()
+	ctx := context.Background()
+	run, _, err := st.StartDigestRun(ctx, period)
+	if err != nil || run.State != store.RunPlanning {
+		t.Fatalf("run %+v %v", run, err)
+	}
+	render, err := mailer.NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, body, err := render.DigestIssue(period, entriesOf(run.Items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := st.DigestIssue(ctx, period, store.IssueContent{Subject: subject, Body: body, Topics: []string{topics.Digest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is, err = st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{Round: is.Round}); err != nil {
+		t.Fatal(err)
+	}
+	return tasks.NewIssuePlan(is.ID, is.Round, time.Now()).Task, is
+}
+
+// TestPlannerKilledHalfwayResumes: the digest's issue planner killed
+// after three tasks (its push fan-out and two batches), before or right
+// after an enqueue, resumes at its saved cursor when retried: each reader
+// gets the digest once, and a page planned twice counts once.
 func TestPlannerKilledHalfwayResumes(t *testing.T) {
 	for _, afterEnqueue := range []bool{false, true} {
 		t.Run(fmt.Sprintf("killed after enqueue %v", afterEnqueue), func(t *testing.T) {
@@ -162,20 +195,21 @@ func TestPlannerKilledHalfwayResumes(t *testing.T) {
 			ctx := context.Background()
 			emails := seed(t, d.store, "k", 500)
 			d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+			plan, is := digestIssue(t, d.store, "2026-W50")
 			d.startWorker(t, 100000, 4)
 
-			planner := NewHandlers(Deps{Store: d.store, Log: discard, Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, DigestBatch: 50}).Planner
-			task := tasks.NewDigestPlan("2026-W50")
-			if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, task); !errors.Is(err, errKilled) {
+			render, _ := mailer.NewRenderer("")
+			sender := NewHandlers(Deps{Store: d.store, Render: render, Log: discard, Links: newHandlersLinks(),
+				Queue: &cuttingQueue{Enqueuer: d.client, allow: 3, afterwards: afterEnqueue}, DigestBatch: 50}).Issues
+			if err := runTask(ctx, tasks.IssuePlan, sender.HandleIssuePlan, plan); !errors.Is(err, errKilled) {
 				t.Fatalf("first planner: %v", err)
 			}
-			run, _ := d.store.DigestRun(ctx, "2026-W50")
-			if run.State != store.RunPlanning || run.Planned != 150 {
-				t.Fatalf("after the kill: %+v", run)
+			if p, _ := d.store.IssueProgress(ctx, is.ID); p.PlanDone || p.Planned != 100 {
+				t.Fatalf("after the kill: %+v", p)
 			}
 			// A new planner (the retry) picks up at the saved cursor.
-			planner.Queue = d.client
-			if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, task); err != nil {
+			sender.Queue = d.client
+			if err := runTask(ctx, tasks.IssuePlan, sender.HandleIssuePlan, plan); err != nil {
 				t.Fatal(err)
 			}
 			d.waitRun(t, "2026-W50", 500)
@@ -231,18 +265,24 @@ func TestTwoSchedulersOnePlan(t *testing.T) {
 	}
 }
 
+// TestBackPressureBoundsQueuedBatches: the digest's issue planner stops
+// at the limit of waiting batches, not after the whole audience, and
+// hands itself back with its cursor saved.
 func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 	d := newDelivery(t)
 	ctx := context.Background()
 	seed(t, d.store, "p", 600)
 	d.store.AddItem(ctx, store.Item{Title: "News", URL: "https://example.com/n"})
+	plan, is := digestIssue(t, d.store, "bp")
 
 	// No worker is running: the planner must stop at the limit, not
-	// enqueue the whole audience.
-	planner := NewHandlers(Deps{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb}, DigestBatch: 50, MaxPendingBatches: 4}).Planner
+	// enqueue the whole audience. (The push fan-out it queues first is
+	// in the e-mail lane's default queue, not counted here.)
+	sender := NewHandlers(Deps{Store: d.store, Log: discard, Queue: d.client, Depth: RedisQueueDepth{Redis: d.rdb},
+		Links: newHandlersLinks(), DigestBatch: 50, MaxPendingBatches: 4}).Issues
 	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err := runTask(tctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("bp"))
+	err := runTask(tctx, tasks.IssuePlan, sender.HandleIssuePlan, plan)
 	var def *Deferred
 	if !errors.As(err, &def) {
 		t.Fatalf("planner with a full queue: %v", err)
@@ -251,29 +291,39 @@ func TestBackPressureBoundsQueuedBatches(t *testing.T) {
 	if info.Pending != 4 {
 		t.Fatalf("%d batches queued, want the limit of 4", info.Pending)
 	}
-	if run, _ := d.store.DigestRun(ctx, "bp"); run.Planned != 200 || run.Cursor == 0 {
-		t.Fatalf("cursor not saved: %+v", run)
+	if p, _ := d.store.IssueProgress(ctx, is.ID); p.Planned != 200 || p.Cursor == 0 || p.PlanDone {
+		t.Fatalf("cursor not saved: %+v", p)
 	}
 }
 
+// issueBatch is the batch of the issue's readers ids, due now.
+func issueBatch(is store.Issue, ids ...int64) *asynq.Task {
+	return tasks.NewIssueBatch(is.ID, is.Round, ids, time.Now(), false)
+}
+
+// TestDigestSkipsWhoLeftAfterPlanning: a reader who left between the plan
+// and their batch is skipped and counted so; a batch run twice sends
+// nobody twice.
 func TestDigestSkipsWhoLeftAfterPlanning(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	ctx := context.Background()
 	a, b := activate(t, st, "stay@x.org"), activate(t, st, "leave@x.org")
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
-	st.StartDigestRun(ctx, "p1")
+	_, is := digestIssue(t, st, "p1")
 	st.Unsubscribe(ctx, "leave@x.org")
-	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID})); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, a.ID, b.ID)); err != nil {
 		t.Fatal(err)
 	}
 	// Twice, as a retried batch would run.
-	runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p1", []int64{a.ID, b.ID}))
+	runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, a.ID, b.ID))
 	run, _ := st.DigestRun(ctx, "p1")
 	if rec.count() != 1 || rec.sent[0].To != "stay@x.org" || run.Sent != 1 || run.Skipped != 1 {
 		t.Fatalf("%d mails, run %+v", rec.count(), run)
 	}
 }
 
+// TestQuietHoursDeferDigestToMorning: a reader inside quiet hours is held
+// in a batch of their own due when the hours end, then sent.
 func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	d := newDelivery(t)
 	ctx := context.Background()
@@ -282,7 +332,7 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	seed(t, d.store, "night", 1, func(r *store.SubscribeRequest) { r.Timezone = "Europe/Berlin" })
 	seed(t, d.store, "utc", 1) // no time zone: not held
 	d.store.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
-	d.store.StartDigestRun(ctx, "q1")
+	_, is := digestIssue(t, d.store, "q1")
 	window, _ := quiet.Parse("22:00-08:00")
 	render, _ := mailer.NewRenderer("")
 	rec := &recorder{}
@@ -290,7 +340,7 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	h := NewHandlers(Deps{Store: d.store, Mailer: rec, Render: render, Log: discard, Queue: d.client, Quiet: quiet.New(&window),
 		Links: newHandlersLinks(), Now: func() time.Time { return clock }})
 	ids, _ := d.store.AudienceAfter(ctx, "", 0, 10)
-	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("q1", ids)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, ids...)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 1 || rec.sent[0].To != "utc0000@example.org" {
@@ -306,11 +356,14 @@ func TestQuietHoursDeferDigestToMorning(t *testing.T) {
 	}
 	// At 08:00 local the deferred batch sends.
 	clock = morning
-	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, asynq.NewTask(tasks.TypeDigestEmail, held[0].Payload)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, asynq.NewTask(held[0].Type, held[0].Payload)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.count() != 2 || rec.sent[1].To != "night0000@example.org" {
 		t.Fatalf("at 08:00 Berlin: %d mails", rec.count())
+	}
+	if run, _ := d.store.DigestRun(ctx, "q1"); run.Sent != 2 {
+		t.Fatalf("run %+v", run)
 	}
 }
 
@@ -321,16 +374,16 @@ func TestDigestTemplateErrorFailsWithoutRetry(t *testing.T) {
 	h, st, rec := newHandlers(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "digest.txt"), []byte(`{{define "subject"}}News{{end}}{{.NoSuchField}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "issue.txt"), []byte(`{{define "subject"}}News{{end}}{{.NoSuchField}}`), 0o644)
 	render, err := mailer.NewRenderer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Mails.Deliver.Render = render
+	h.Issues.Deliver.Render = render
 	sub := activate(t, st, "a@x.org")
 	st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"})
-	st.StartDigestRun(ctx, "p")
-	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", []int64{sub.ID})); err != nil {
+	_, is := digestIssue(t, st, "p")
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, sub.ID)); err != nil {
 		t.Fatalf("a template error asked for a retry: %v", err)
 	}
 	run, _ := st.DigestRun(ctx, "p")

@@ -9,10 +9,12 @@
 // mark sent. The components around it hold only what they use:
 //
 //   - Mails: the confirmation and the welcome.
-//   - Planner: digest:plan walks the audience by id and enqueues batches,
-//     with back pressure on the critical queue.
-//   - BatchSender: email:digest sends one period's digest to a batch over
-//     one SMTP session, holding those in quiet hours for later.
+//   - Planner: digest:plan records the period's run and sends its items
+//     as an issue (digest-<period>).
+//   - IssueSender: issue:plan walks an issue's audience by id and enqueues
+//     batches, with back pressure on the critical queue; email:issue sends
+//     a batch over one SMTP session, holding those in quiet hours for
+//     later.
 //   - EventSender and Aggregator: a person's events bundled into one mail.
 //
 // Handlers depend on small interfaces of the store and the mailer. Their

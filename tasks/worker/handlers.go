@@ -24,7 +24,6 @@ type Store interface {
 	DeliveryStore
 	PlanStore
 	DigestIssueStore
-	BatchStore
 	RecentDigests
 	IssueStore
 	store.Suppressions
@@ -165,12 +164,7 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Planner: &Planner{
 			Store: d.Store, Issues: d.Store, Render: d.Render, Now: d.Now,
-			Queue: d.Queue, Depth: d.Depth, Log: d.Log, RedisWait: d.RedisWait,
-			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches,
-		},
-		Batches: &BatchSender{
-			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links,
-			Quiet: d.Quiet, Now: d.Now, Log: d.Log,
+			Queue: d.Queue, Log: d.Log, RedisWait: d.RedisWait,
 		},
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,

@@ -76,7 +76,7 @@ func TestCountersExistFromStart(t *testing.T) {
 	if got := testutil.ToFloat64(m.Failed.WithLabelValues(mailer.KindWelcome, mailer.Rejected.String())); got != 0 {
 		t.Fatalf("failed{welcome,rejected} = %v at start", got)
 	}
-	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.LaneEmail, tasks.TypeDigestEmail, tasks.QueueCritical, "bounced")); got != 0 {
-		t.Fatalf("archived{digest,critical,bounced} = %v at start", got)
+	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.LaneEmail, tasks.TypeIssueEmail, tasks.QueueCritical, "bounced")); got != 0 {
+		t.Fatalf("archived{issue,critical,bounced} = %v at start", got)
 	}
 }

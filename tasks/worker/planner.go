@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -15,11 +17,12 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// Digest planning defaults; zero values in Planner take these.
+// Bulk planning defaults (the issue sender's: the digest is sent as an
+// issue); zero values in Deps take these.
 const (
 	DefaultDigestBatch       = 100
 	DefaultMaxPendingBatches = 50
-	// planWaitLimit is how long the planner waits in place for room in the
+	// planWaitLimit is how long a planner waits in place for room in the
 	// queue before handing itself back to it (cursor saved).
 	planWaitLimit = 30 * time.Second
 )
@@ -27,8 +30,6 @@ const (
 // PlanStore is what the planner needs of the store.
 type PlanStore interface {
 	StartDigestRun(ctx context.Context, period string) (run store.DigestRun, created bool, err error)
-	AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error
-	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 }
 
 // DigestIssueStore is what sending the digest as an issue needs of the
@@ -42,23 +43,16 @@ type DigestIssueStore interface {
 // Planner handles digest:plan. A run sends its items as an issue (slug
 // digest-<period>) that the issue sender plans and sends: one path, one
 // set of marks, progress and archive for the digest and the publisher's
-// issues. A run an older version began walks the audience itself into
-// digest batches, as it began.
+// issues. (A run an older version began, walked into email:digest
+// batches, is no longer sent here: start-up refuses data that still has
+// one under way, store.OlderDigestRuns.)
 type Planner struct {
 	Store PlanStore
-	// Issues and Render make the run's issue; without them (handler
-	// tests of the older path) every run is planned into digest batches.
+	// Issues and Render make the run's issue.
 	Issues DigestIssueStore
 	Render *mailer.Renderer
 	Now    func() time.Time
 	Queue  tasks.Enqueuer
-	// Depth, when set, is watched for back pressure.
-	Depth QueueDepth
-	// BatchSize is recipients per batch (DefaultDigestBatch);
-	// MaxPendingBatches is how many may wait in the queue before the
-	// planner pauses (DefaultMaxPendingBatches).
-	BatchSize         int
-	MaxPendingBatches int
 	// RedisWait bounds how long each Redis step of the planner waits for
 	// a Redis that cannot be reached (DefaultRedisWait).
 	RedisWait time.Duration
@@ -66,8 +60,8 @@ type Planner struct {
 }
 
 // away is how the planner's Redis steps wait out an outage
-// (redisaway.go): each is safe to run twice (the run is created once, a
-// batch's TaskID conflicts, a page's advance counts once).
+// (redisaway.go): each is safe to run twice (the run is created once, its
+// issue made once, its send a transition only one caller wins).
 func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
 // awaited is the planner's store, the digest's issue, the queue and its
@@ -76,12 +70,10 @@ func (h *Planner) awaited() awaitPlanner {
 	return awaitPlanner{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store, issues: h.Issues}
 }
 
-// HandleDigestPlan walks the active subscribers by id in pages and enqueues
-// one batch task per page. The run record is created once per period, so
-// three schedulers or a manual run during the cron one plan it once; the
-// cursor is saved after each page, so a killed planner resumes where it
-// stopped, and a page planned twice is a TaskID conflict or, if that batch
-// already finished, a batch whose delivery marks say "sent".
+// HandleDigestPlan records the period's run once (three schedulers or a
+// manual run during the cron one meet on it) and sends a run still
+// planning as its issue. A run planned or empty is left alone, so running
+// the period again sends nothing more.
 func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayload) error {
 	run, created, err := h.awaited().StartDigestRun(ctx, p.Period)
 	if err != nil {
@@ -94,31 +86,19 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayloa
 		h.Log.Info("digest: nothing to plan", "period", p.Period, "state", run.State)
 		return nil
 	}
-	if run.AsIssue && h.Issues != nil && h.Render != nil {
-		return h.sendAsIssue(ctx, run)
+	return h.sendAsIssue(ctx, run)
+}
+
+// entriesOf is a run's items as mail entries, in the order they were
+// added.
+func entriesOf(items []store.Item) []mailer.Entry {
+	items = slices.Clone(items)
+	sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
+	entries := make([]mailer.Entry, len(items))
+	for i, it := range items {
+		entries[i] = mailer.Entry{Title: it.Title, URL: it.URL, Summary: it.Summary}
 	}
-	size := h.BatchSize
-	cursor := run.Cursor
-	for {
-		if err := h.room().wait(ctx); err != nil {
-			return err
-		}
-		ids, err := h.awaited().AudienceAfter(ctx, topics.Digest, cursor, size)
-		if err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			h.Log.Info("digest: planned", "period", p.Period, "cursor", cursor)
-			return h.advance(ctx, p.Period, cursor, 0, true)
-		}
-		if err := h.awaited().Enqueue(ctx, tasks.NewDigestBatch(p.Period, ids)); err != nil {
-			return err
-		}
-		cursor = ids[len(ids)-1]
-		if err := h.advance(ctx, p.Period, cursor, len(ids), false); err != nil {
-			return err
-		}
-	}
+	return entries
 }
 
 // sendAsIssue makes the run's issue from its items and sends it now.
@@ -169,22 +149,13 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 	return nil
 }
 
-func (h *Planner) advance(ctx context.Context, period string, cursor int64, n int, done bool) error {
-	return h.awaited().AdvanceDigestRun(ctx, period, cursor, n, done)
-}
-
-// backPressure holds a planner (the digest's, an issue's) while the
+// backPressure holds an issue's planner (the digest's too) while the
 // critical queue holds limit or more waiting tasks, so Redis holds the
 // batches in flight, not the whole audience.
 type backPressure struct {
 	depth QueueDepth // nil: no back pressure
 	limit int
 	away  redisWait
-}
-
-// room is the planner's back pressure.
-func (h *Planner) room() backPressure {
-	return backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
 }
 
 // wait returns once the queue has room, waiting in place up to

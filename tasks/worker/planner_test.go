@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -22,7 +23,7 @@ func TestRedisQueueDepthAgreesWithAsynq(t *testing.T) {
 		t.Fatalf("an unused queue: %d %v", n, err)
 	}
 	for i := 0; i < 7; i++ {
-		if _, err := d.client.EnqueueContext(ctx, tasks.NewDigestBatch("depth", []int64{int64(i + 1)})); err != nil {
+		if _, err := d.client.EnqueueContext(ctx, tasks.NewIssueBatch(1, 1, []int64{int64(i + 1)}, time.Now(), false)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -194,31 +194,6 @@ func (a awaitPacer) Throttle(ctx context.Context, domain string, d time.Duration
 	return untilRedis(ctx, a.w, "domain pause", func(ctx context.Context) error { return a.p.Throttle(ctx, domain, d) })
 }
 
-// awaitBatch is a digest batch's store and queue waiting out an
-// unreachable Redis.
-type awaitBatch struct {
-	awaitQueue
-	s BatchStore
-}
-
-func (a awaitBatch) DigestRun(ctx context.Context, period string) (store.DigestRun, error) {
-	return awaitRedis(ctx, a.w, "read of the digest run", func(ctx context.Context) (store.DigestRun, error) {
-		return a.s.DigestRun(ctx, period)
-	})
-}
-
-func (a awaitBatch) SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error) {
-	return awaitRedis(ctx, a.w, "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
-		return a.s.SubscribersByID(ctx, ids)
-	})
-}
-
-func (a awaitBatch) SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error {
-	return untilRedis(ctx, a.w, "record of "+outcome+" recipients", func(ctx context.Context) error {
-		return a.s.SetOutcome(ctx, period, outcome, ids...)
-	})
-}
-
 // awaitPush is the push sender's store waiting out an unreachable Redis.
 type awaitPush struct {
 	s PushStore
@@ -392,18 +367,6 @@ func (a awaitPlanner) StartDigestRun(ctx context.Context, period string) (run st
 		return run, err
 	})
 	return run, created, err
-}
-
-func (a awaitPlanner) AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error {
-	return untilRedis(ctx, a.w, "save of the planner's cursor", func(ctx context.Context) error {
-		return a.s.AdvanceDigestRun(ctx, period, cursor, n, done)
-	})
-}
-
-func (a awaitPlanner) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
-	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
-		return a.s.AudienceAfter(ctx, topic, cursor, limit)
-	})
 }
 
 func (a awaitPlanner) DigestIssue(ctx context.Context, period string, c store.IssueContent) (store.Issue, error) {

@@ -105,23 +105,23 @@ func (e *awayEnv) take(t *testing.T) []*asynq.Task {
 	return out
 }
 
-// startRun adds an item and starts period's digest run.
-func startRun(t *testing.T, st store.Digests, period string) {
+// startRun adds an item, starts period's digest run and makes and sends
+// its issue (digestIssue).
+func startRun(t *testing.T, st *store.Redis, period string) store.Issue {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := st.AddItem(ctx, store.Item{Title: "T", URL: "https://x/t"}); err != nil {
+	if _, err := st.AddItem(context.Background(), store.Item{Title: "T", URL: "https://x/t"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.StartDigestRun(ctx, period); err != nil {
-		t.Fatal(err)
-	}
+	_, is := digestIssue(t, st, period)
+	return is
 }
 
-// TestBatchRidesOutRedisOutage: every Redis step of a digest batch (the
-// run, the re-read, the outcome of who left, the claims, the domain pause,
-// the send rate, the marks) meets an unreachable Redis, and waits for it
-// rather than hand the batch back: the batch succeeds, each mail goes out
-// once and is recorded.
+// TestBatchRidesOutRedisOutage: every Redis step of a batch of the
+// digest's issue (its status and content, the re-read, the outcome of
+// who left, the claims, the domain pause, the send rate, the marks, the
+// finish) meets an unreachable Redis, and waits for it rather than hand
+// the batch back: the batch succeeds, each mail goes out once and is
+// recorded.
 func TestBatchRidesOutRedisOutage(t *testing.T) {
 	e := newAwayEnv(t, 10*time.Second)
 	h, mem, rec := e.h, e.st, e.rec
@@ -133,9 +133,9 @@ func TestBatchRidesOutRedisOutage(t *testing.T) {
 	if _, err := mem.Unsubscribe(ctx, "gone@x.org"); err != nil {
 		t.Fatal(err)
 	}
-	startRun(t, mem, "p")
+	is := startRun(t, mem, "p")
 	e.flakyRedis(2)
-	if err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", ids)); err != nil {
+	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, ids...)); err != nil {
 		t.Fatalf("the batch handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -207,14 +207,14 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	h, mem, rec := e.h, e.st, e.rec
 	ctx := context.Background()
 	sub := activate(t, mem, "a@x.org")
-	startRun(t, mem, "p")
+	is := startRun(t, mem, "p")
 	before := e.away.Seen()
 	e.away.Down()
-	err := runTask(ctx, tasks.DigestEmail, h.Batches.HandleDigestBatch, tasks.NewDigestBatch("p", []int64{sub.ID}))
+	err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, sub.ID))
 	if err == nil || IsFailure(err) || (RetryPolicy{}).Delay(0, err, nil) != DefaultRedisAwayRetry || rec.count() != 0 {
 		t.Fatalf("after the bound: %v (failure %v), %d mails", err, IsFailure(err), rec.count())
 	}
-	// The batch's first step (the run) is the only one it reached: it
+	// The batch's first step (the issue's status) is the only one it reached: it
 	// was tried again within its bound.
 	sent := 0
 	for cmd, s := range e.away.Seen() {
@@ -259,7 +259,7 @@ func TestEnqueueOnce(t *testing.T) {
 	e := newAwayEnv(t, 10*time.Second)
 	q := awaitQueue{q: e.queue, w: redisWait{For: 10 * time.Second, Log: discard}}
 	e.flakyRedis(2)
-	if err := q.Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1})); err != nil {
+	if err := q.Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil {
 		t.Fatal(err)
 	}
 	e.rodeOut(t)
@@ -269,18 +269,18 @@ func TestEnqueueOnce(t *testing.T) {
 	}
 	// The same TaskID again, while the first is still queued: asynq
 	// answers a conflict, once.
-	if _, err := e.queue.EnqueueContext(ctx, tasks.NewDigestBatch("p", []int64{1})); err != nil {
+	if _, err := e.queue.EnqueueContext(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil {
 		t.Fatal(err)
 	}
 	sent := e.away.Calls("evalsha")
-	if err := q.Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1})); err != nil || e.away.Calls("evalsha") != sent+1 {
+	if err := q.Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil || e.away.Calls("evalsha") != sent+1 {
 		t.Fatalf("a conflict: %v after %d enqueues", err, e.away.Calls("evalsha")-sent)
 	}
 	if got := e.take(t); len(got) != 1 {
 		t.Fatalf("%d tasks under one TaskID", len(got))
 	}
 	e.away.Down()
-	err := (awaitQueue{q: e.queue, w: redisWait{For: 100 * time.Millisecond, Log: discard}}).Enqueue(ctx, tasks.NewDigestBatch("p", []int64{1}))
+	err := (awaitQueue{q: e.queue, w: redisWait{For: 100 * time.Millisecond, Log: discard}}).Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1))
 	e.away.Heal()
 	// (asynq hands the outage over as text: only its message tells.)
 	if got := e.take(t); !store.Unavailable(err) || len(got) != 0 {

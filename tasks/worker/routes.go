@@ -42,7 +42,6 @@ func (h Handlers) routes() []route {
 	add(h.Mails != nil, on(tasks.ConfirmEmail, h.Mails.HandleConfirm), on(tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink))
 	add(h.Sequence != nil, on(tasks.WelcomeEmail, h.Sequence.HandleWelcome), on(tasks.SequenceStep, h.Sequence.HandleStep))
 	add(h.Planner != nil, on(tasks.DigestPlan, h.Planner.HandleDigestPlan))
-	add(h.Batches != nil, on(tasks.DigestEmail, h.Batches.HandleDigestBatch))
 	add(h.Events != nil, on(tasks.EventsEmail, h.Events.HandleEventsEmail))
 	add(h.Feedback != nil, on(tasks.Feedback, h.Feedback.HandleFeedback))
 	add(h.Issues != nil, on(tasks.IssuePlan, h.Issues.HandleIssuePlan), on(tasks.IssueEmail, h.Issues.HandleIssueBatch))

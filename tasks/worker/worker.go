@@ -81,7 +81,6 @@ type Handlers struct {
 	// Sequence sends the onboarding steps (email:welcome, email:step).
 	Sequence *SequenceSender
 	Planner  *Planner     // digest:plan
-	Batches  *BatchSender // email:digest
 	Events   *EventSender // email:events
 	// Issues plans and sends a publisher's issues (issue:plan, email:issue).
 	Issues *IssueSender
