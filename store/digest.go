@@ -52,9 +52,11 @@ type DigestRun struct {
 	// for an empty run.
 	Issue int64 `json:"issue,omitempty"`
 	// AsIssue: the run was started by a version that sends the digest as
-	// an issue. A run an older version started, still under way at an
-	// upgrade, finishes its own way (digest batches under digest marks),
-	// so nobody of it gets the week twice.
+	// an issue. A run an older version started went out as email:digest
+	// batches under digest marks, which this version no longer sends:
+	// start-up refuses data with such a run still under way
+	// (Redis.OlderDigestRuns), so the older version finishes it and nobody
+	// of it gets the week twice.
 	AsIssue bool `json:"-"`
 }
 

@@ -117,6 +117,10 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		a.close()
 		return nil, fmt.Errorf("redis layout: %w", err)
 	}
+	if err := refuseOlderDigestRuns(ctx, a.store); err != nil {
+		a.close()
+		return nil, err
+	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
 	a.tags = feedback.NewTagger([]byte(cfg.Secret))
 	// The stored tokens (newsletter token create) beside the configured
