@@ -446,9 +446,9 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 	return data, prep, nil
 }
 
-// HandleIssueBatch sends an issue to a batch of readers, the digest
-// batch's way (the whole batch claimed, paced and sent over one SMTP
-// session, marks, quiet hours), reading the issue's status before the
+// HandleIssueBatch sends an issue to a batch of readers (the whole batch
+// claimed, paced and sent over one SMTP session, marks, quiet hours),
+// reading the issue's status before the
 // first mail and again every CheckInterval while it sends: a paused or
 // cancelled issue (or one resumed since, in a new round) has the rest
 // handed back unsent (a resume plans them again; the marks skip whoever
