@@ -117,7 +117,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		a.close()
 		return nil, fmt.Errorf("redis layout: %w", err)
 	}
-	if err := refuseOlderDigestRuns(ctx, a.store); err != nil {
+	if err := refuseOlderDigestRuns(ctx, a); err != nil {
 		a.close()
 		return nil, err
 	}
