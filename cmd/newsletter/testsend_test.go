@@ -7,6 +7,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -36,7 +37,7 @@ func TestTestSendCarriesItsOwnTag(t *testing.T) {
 	tags := feedback.NewTagger([]byte("0123456789abcdef"))
 	sent := &sentMail{}
 	x := &issueMail{render: render, mail: sent, tags: tags,
-		links: worker.Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0)}}
+		links: worker.Links{BaseURL: "https://news.example.com", Signer: token.NewSigner([]byte("0123456789abcdef"), 0), Topics: topics.Default(0)}}
 	is := store.Issue{ID: 9, Slug: "march", IssueContent: store.IssueContent{Subject: "March", Body: "Hello", Topics: []string{"digest"}}}
 	if err := x.SendTest(context.Background(), is, []string{"me@example.com"}); err != nil {
 		t.Fatal(err)

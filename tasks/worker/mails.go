@@ -18,7 +18,8 @@ import (
 type Links struct {
 	BaseURL string
 	Signer  *token.Signer
-	// Topics are the topics file's (nil: the built-in ones).
+	// Topics are the topics file's. NewHandlers gives the built-in ones
+	// when nil; a Links built elsewhere (a test send, a preview) sets them.
 	Topics *topics.Set
 	// ListID is the service's List-Id ("Name <newsletter.example.com>");
 	// each topic's is a sub-list of it ("" : no List-Id).
