@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -389,5 +390,33 @@ func TestDigestTemplateErrorFailsWithoutRetry(t *testing.T) {
 	run, _ := st.DigestRun(ctx, "p")
 	if rec.count() != 0 || run.Failed != 1 || run.Sent != 0 {
 		t.Fatalf("%d mails, run %+v", rec.count(), run)
+	}
+}
+
+// TestOlderRunIsNotSentAgainAsAnIssue: a run an earlier version began (no
+// as_issue: its readers are marked under the digest's marks) and left
+// planning is not sent as an issue when its plan runs here: that would
+// mail the week again to whoever its batches reached.
+func TestOlderRunIsNotSentAgainAsAnIssue(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	seed(t, d.store, "older", 3)
+	created := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
+	if err := d.rdb.HSet(ctx, "nl:digest:2026-W40", "items", "", "created", created, "audience", 3, "state", "planning").Err(); err != nil {
+		t.Fatal(err)
+	}
+	render, err := mailer.NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planner := NewHandlers(Deps{Store: d.store, Render: render, Queue: d.client, Log: discard}).Planner
+	if err := runTask(ctx, tasks.DigestPlan, planner.HandleDigestPlan, tasks.NewDigestPlan("2026-W40")); err != nil {
+		t.Fatal(err)
+	}
+	if is, err := d.store.IssueBySlug(ctx, "digest-2026-W40"); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("the older run became issue %d (%v)", is.ID, err)
+	}
+	if q, err := asynq.NewInspectorFromRedisClient(d.rdb).GetQueueInfo(tasks.QueueCritical); err == nil && q.Size != 0 {
+		t.Fatalf("%d tasks queued for the older run", q.Size)
 	}
 }

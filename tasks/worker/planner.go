@@ -86,6 +86,18 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayloa
 		h.Log.Info("digest: nothing to plan", "period", p.Period, "state", run.State)
 		return nil
 	}
+	if !run.AsIssue {
+		// An earlier version began this run as email:digest batches and
+		// marked its readers under the digest's marks, not an issue's:
+		// sending it as an issue now would mail them the week again.
+		// Start-up refuses while its tasks are queued; one whose tasks are
+		// gone stays as it ended.
+		h.Log.Warn("digest: a run an earlier version began is not sent again as an issue", "period", p.Period)
+		return nil
+	}
+	if h.Render == nil {
+		return fmt.Errorf("digest %s: this worker has no mail renderer: %w", p.Period, asynq.SkipRetry)
+	}
 	return h.sendAsIssue(ctx, run)
 }
 
