@@ -53,10 +53,10 @@ type DigestRun struct {
 	Issue int64 `json:"issue,omitempty"`
 	// AsIssue: the run was started by a version that sends the digest as
 	// an issue. A run an older version started went out as email:digest
-	// batches under digest marks, which this version no longer sends:
-	// start-up refuses data with such a run still under way
-	// (Redis.OlderDigestRuns), so the older version finishes it and nobody
-	// of it gets the week twice.
+	// batches under digest marks, which this version no longer sends nor
+	// sends again as an issue: start-up refuses while a task of such a run
+	// is still queued (cmd/newsletter/olderdata.go), so the older version
+	// finishes it and nobody of it gets the week twice.
 	AsIssue bool `json:"-"`
 }
 

@@ -2,55 +2,98 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
+// olderDigestType is the task type of an earlier version's digest batches
+// (email:digest): this version has no handler for it.
+const olderDigestType = "email:digest"
+
 // refuseOlderDigestRuns stops every role and tool at start-up while the
-// data holds a digest run an earlier version began and has not finished,
-// and a task of that run is still in the queue: that run goes out as
-// email:digest batches, which this version no longer sends, so starting
-// would leave the rest of the run's readers without their week. The one
-// line says the way out. A run whose counts say unfinished but whose
-// tasks are all gone (a dead batch the operator deleted) cannot go on
-// under any version: it is logged and taken as ended, so it never blocks
-// start-up for good.
+// critical queue holds a task only an earlier version can run: one of its
+// digest batches (email:digest), or the plan of a digest run it began
+// (its run without as_issue), pending, scheduled, waiting for a retry or
+// running. Starting would leave those readers without their week (this
+// version drops the batches and does not send such a run again), so the
+// one line says the way out. Dead (archived) tasks do not count: no
+// version runs them on its own.
+//
+// It lists the critical queue through asynq's Inspector, so it costs what
+// that queue holds (batches in flight and those held to a later hour),
+// not the whole keyspace.
 func refuseOlderDigestRuns(ctx context.Context, a *app) error {
-	periods, err := a.store.OlderDigestRuns(ctx)
+	insp := asynq.NewInspectorFromRedisClient(a.rdb)
+	period, err := olderDigestTask(ctx, insp, a.store)
 	if err != nil {
-		return fmt.Errorf("redis layout: %w", err)
+		return fmt.Errorf("redis layout: look for an earlier version's digest tasks: %w", err)
 	}
-	for _, p := range periods {
-		queued, err := olderDigestTasks(ctx, a.rdb, p)
-		if err != nil {
-			return fmt.Errorf("redis layout: look for the tasks of digest run %s: %w", p, err)
-		}
-		if queued {
-			return fmt.Errorf("digest run %s was begun by an earlier version and still has tasks in the %s queue: let the previous release finish them (progress: GET /api/digests/%s; a dead one can be deleted in /monitoring), then start this one", p, tasks.QueueCritical, p)
-		}
-		a.log.Warn("digest: a run an earlier version began counts fewer mails than it planned, but none of its tasks is left: it is taken as ended", "period", p)
+	if period == "" {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("digest run %s was begun by an earlier version and still has tasks in the %s queue: let the previous release finish them (progress: GET /api/digests/%s), then start this one", period, tasks.QueueCritical, period)
 }
 
-// olderDigestTasks tells whether a task of period's older run is still in
-// the queue, in any state (pending, scheduled, retry, active or archived):
-// its plan (TaskID digest:<period>) or a batch (digest:<period>:<first
-// id>). asynq keeps each task as the hash asynq:{<queue>}:t:<TaskID>, so
-// the plan is one EXISTS and the batches one SCAN for their names; this
-// runs only when such a run was found, once at start-up.
-func olderDigestTasks(ctx context.Context, rdb redis.UniversalClient, period string) (bool, error) {
-	prefix := "asynq:{" + tasks.QueueCritical + "}:t:" + tasks.DigestPlanTaskID(period)
-	n, err := rdb.Exists(ctx, prefix).Result()
-	if err != nil || n > 0 {
-		return n > 0, err
+// olderDigestTask is the period of the first task in the critical queue
+// that only an earlier version runs ("" when there is none).
+func olderDigestTask(ctx context.Context, insp *asynq.Inspector, runs store.Digests) (string, error) {
+	lists := []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){
+		insp.ListPendingTasks, insp.ListScheduledTasks, insp.ListRetryTasks, insp.ListActiveTasks,
 	}
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	if iter.Next(ctx) {
-		return true, nil
+	for _, list := range lists {
+		for page := 1; ; page++ {
+			infos, err := list(tasks.QueueCritical, asynq.PageSize(1000), asynq.Page(page))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				return "", nil // nothing was ever queued there
+			}
+			if err != nil {
+				return "", err
+			}
+			for _, ti := range infos {
+				if period, err := olderPeriod(ctx, ti, runs); period != "" || err != nil {
+					return period, err
+				}
+			}
+			if len(infos) < 1000 {
+				break
+			}
+		}
 	}
-	return false, iter.Err()
+	return "", nil
+}
+
+// olderPeriod is the period of ti when it is an earlier version's digest
+// batch or the plan of a run that version began, else "".
+func olderPeriod(ctx context.Context, ti *asynq.TaskInfo, runs store.Digests) (string, error) {
+	var p struct {
+		Period string `json:"period"`
+	}
+	switch ti.Type {
+	case olderDigestType:
+		if err := json.Unmarshal(ti.Payload, &p); err != nil || p.Period == "" {
+			return "(unreadable)", nil
+		}
+		return p.Period, nil
+	case tasks.TypeDigestPlan:
+		if err := json.Unmarshal(ti.Payload, &p); err != nil || p.Period == "" {
+			return "", nil // this version's handler drops it
+		}
+		run, err := runs.DigestRun(ctx, p.Period)
+		if errors.Is(err, store.ErrNoRun) {
+			return "", nil // not begun yet: this version begins it
+		}
+		if err != nil {
+			return "", err
+		}
+		if !run.AsIssue && run.State == store.RunPlanning {
+			return p.Period, nil
+		}
+	}
+	return "", nil
 }
