@@ -22,8 +22,9 @@ import (
 type Kind[P any] struct {
 	Type  string
 	Queue string
-	// MaxRetry and Timeout are asynq's; Retention keeps a finished task
-	// (and so its TaskID) that long (0: not kept).
+	// MaxRetry and Timeout are asynq's (0: asynq's default, 25 retries
+	// and 30 minutes; a kind cannot ask for no retry); Retention keeps a
+	// finished task (and so its TaskID) that long (0: not kept).
 	MaxRetry  int
 	Timeout   time.Duration
 	Retention time.Duration
@@ -44,6 +45,11 @@ type Kind[P any] struct {
 // come after them and so may override them (a held batch's own TaskID, a
 // due time).
 func (k Kind[P]) New(p P, opts ...asynq.Option) *asynq.Task {
+	return asynq.NewTask(k.Type, mustJSON(p), append(k.options(p), opts...)...)
+}
+
+// options are the kind's asynq options for a task carrying p.
+func (k Kind[P]) options(p P) []asynq.Option {
 	base := []asynq.Option{asynq.Queue(k.Queue)}
 	if k.MaxRetry > 0 {
 		base = append(base, asynq.MaxRetry(k.MaxRetry))
@@ -59,7 +65,7 @@ func (k Kind[P]) New(p P, opts ...asynq.Option) *asynq.Task {
 			base = append(base, asynq.TaskID(id))
 		}
 	}
-	return asynq.NewTask(k.Type, mustJSON(p), append(base, opts...)...)
+	return base
 }
 
 // Job is p as an outbox job due at due, under the kind's TaskID.
@@ -103,12 +109,15 @@ func define[P any](k Kind[P]) Kind[P] {
 	}
 	info := kindInfo{queue: k.Queue, grouped: k.Grouped}
 	if k.ID != nil {
+		// The outbox's bytes are the task's payload as written: decoded
+		// only to check them and to name the task, so nothing a later
+		// version added to the payload is lost on the way.
 		info.job = func(payload []byte, due time.Time) (Job, error) {
 			p, err := k.Decode(payload)
 			if err != nil {
 				return Job{}, err
 			}
-			return k.Job(p, due), nil
+			return Job{ID: k.ID(p), Due: due, Task: asynq.NewTask(k.Type, payload, k.options(p)...)}, nil
 		}
 	}
 	kinds[k.Type] = info

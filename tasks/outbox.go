@@ -28,8 +28,11 @@ func JobFromOutbox(e store.OutboxEntry) (Job, error) {
 		return Job{}, fmt.Errorf("decode outbox entry %s: %w", e.ID, err)
 	}
 	k, ok := kinds[b.Type]
-	if !ok || k.job == nil {
+	if !ok {
 		return Job{}, fmt.Errorf("outbox entry %s: unknown task type %q", e.ID, b.Type)
+	}
+	if k.job == nil {
+		return Job{}, fmt.Errorf("outbox entry %s: task type %q has no TaskID, so it never goes through the outbox", e.ID, b.Type)
 	}
 	j, err := k.job(b.Payload, e.Due)
 	if err != nil {
