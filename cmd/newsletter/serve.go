@@ -193,15 +193,19 @@ func (l *lanes) setUpMail(ctx context.Context, a *app) error {
 // e-mail lane (`worker --lanes push`) there is no mail transport: its
 // handlers are built without one and never run.
 func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
-	metrics := worker.NewMetrics(a.reg).ForSteps(a.cfg.Topics.Templates())
+	metrics := worker.NewMetrics(a.reg)
 	d := worker.Deps{
 		Store: a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
-		ClaimTTL: a.cfg.ClaimTTL, MarkWindow: a.cfg.Concurrency,
+		ClaimTTL:    a.cfg.ClaimTTL,
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
 		Push:        pushSender(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
 	if l.email {
+		// The sequence's steps are counted, and mails marked in a window
+		// as wide as the lane's pool, only where mail is sent.
+		metrics.ForSteps(a.cfg.Topics.Templates())
+		d.MarkWindow = a.cfg.Concurrency
 		d.Mailer, d.Render = l.issues.mail, l.issues.render
 		d.Pace, d.ConfirmPace = pace.New(a.rdb, a.cfg.SendRate), confirmPace(a)
 		d.Depth, d.Quiet = worker.RedisQueueDepth{Redis: a.rdb}, quiet.New(a.cfg.Quiet)

@@ -17,7 +17,11 @@
 //     later.
 //   - EventSender and Aggregator: a person's events bundled into one mail.
 //
-// Handlers depend on small interfaces of the store and the mailer. Their
+// The components are built by NewHandlers alone, which gives every
+// setting left zero its default once (Deps.withDefaults), so their fields
+// are set when they run and never checked for nil; routes.go registers
+// each one's task types. Handlers depend on small interfaces of the store
+// and the mailer. Their
 // tests run on store.Redis over Redis or miniredis
 // (internal/testkit/redisfault takes Redis away for the outage tests), and
 // the delivery paths over real SMTP.

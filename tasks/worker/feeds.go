@@ -38,7 +38,7 @@ type FeedPoller struct {
 	Store   store.Feeds
 	Topics  *topics.Set
 	Fetcher *feeds.Fetcher
-	Metrics *Metrics // nil: not counted
+	Metrics *Metrics
 	Log     *slog.Logger
 	// Parallel is how many feeds are fetched at once (default 4).
 	Parallel int

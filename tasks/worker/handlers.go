@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -117,11 +116,12 @@ func (d Deps) withDefaults() Deps {
 	if d.DefaultZone == nil {
 		d.DefaultZone = time.UTC
 	}
-	d.ClaimTTL = cmp.Or(d.ClaimTTL, DefaultClaimTTL)
-	d.RedisWait = cmp.Or(d.RedisWait, DefaultRedisWait)
-	d.Throttle = cmp.Or(d.Throttle, DefaultThrottle)
-	d.DigestBatch = cmp.Or(d.DigestBatch, DefaultDigestBatch)
-	d.MaxPendingBatches = cmp.Or(d.MaxPendingBatches, DefaultMaxPendingBatches)
+	// Zero or less is unset: none of these can be used as a bound.
+	d.ClaimTTL = positiveOr(d.ClaimTTL, DefaultClaimTTL)
+	d.RedisWait = positiveOr(d.RedisWait, DefaultRedisWait)
+	d.Throttle = positiveOr(d.Throttle, DefaultThrottle)
+	d.DigestBatch = positiveOr(d.DigestBatch, DefaultDigestBatch)
+	d.MaxPendingBatches = positiveOr(d.MaxPendingBatches, DefaultMaxPendingBatches)
 	if d.Feeds == nil {
 		d.Feeds = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
 	}
@@ -132,6 +132,14 @@ func (d Deps) withDefaults() Deps {
 		d.WebhookBackoff = webhook.DefaultBackoff
 	}
 	return d
+}
+
+// positiveOr is v when it is above zero, else def.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // NewHandlers builds every component from d, with d's defaults.

@@ -32,7 +32,7 @@ type ImportRunner struct {
 	Topics *topics.Set
 	Audit  Auditor // nil: no entry
 	Now    func() time.Time
-	Log    *slog.Logger // nil: slog.Default
+	Log    *slog.Logger
 	// Batch is the importer's batch (0: csvimport.Batch).
 	Batch int
 }

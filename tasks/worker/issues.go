@@ -56,7 +56,7 @@ type IssueSender struct {
 	Quiet   *quiet.Hours
 	Now     func() time.Time
 	Log     *slog.Logger
-	Metrics *Metrics // nil: none
+	Metrics *Metrics
 	// DefaultZone is the time zone of readers without one, for local-hour
 	// sending (nil: UTC).
 	DefaultZone       *time.Location

@@ -51,10 +51,10 @@ func (failingDepth) Pending(ctx context.Context, _ string) (int, error) {
 	return 0, errors.New("redis: connection refused")
 }
 
-// TestPlannerHandsItselfBackWhenItsTimeIsUp: a planner whose time ran out
+// TestBackPressureHandsThePlannerBackWhenItsTimeIsUp: a planner whose time ran out
 // while it waited for room is deferred (cursor saved), not failed; a
 // Redis error with time left is an error.
-func TestPlannerHandsItselfBackWhenItsTimeIsUp(t *testing.T) {
+func TestBackPressureHandsThePlannerBackWhenItsTimeIsUp(t *testing.T) {
 	p := backPressure{depth: failingDepth{}, limit: DefaultMaxPendingBatches, away: redisWait{Log: discard}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

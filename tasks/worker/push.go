@@ -45,8 +45,8 @@ type PushSender struct {
 	// Retry is the lane's backoff; a push service's Retry-After wins when
 	// it asks for longer.
 	Retry     RetryPolicy
-	ClaimTTL  time.Duration // DefaultClaimTTL
-	RedisWait time.Duration // DefaultRedisWait
+	ClaimTTL  time.Duration
+	RedisWait time.Duration
 	Metrics   *Metrics
 	Log       *slog.Logger
 }

@@ -33,10 +33,10 @@ type WebhookSender struct {
 	Store   store.Webhooks
 	Post    WebhookPoster
 	Policy  store.WebhookPolicy
-	Backoff webhook.Backoff // zero: webhook.DefaultBackoff
+	Backoff webhook.Backoff
 	Metrics *Metrics
 	Log     *slog.Logger
-	Now     func() time.Time // nil: time.Now
+	Now     func() time.Time
 }
 
 // HandleWebhook handles TypeWebhook.

@@ -47,10 +47,10 @@ type Lane struct {
 	// Queues is the lane's asynq Queues map (nil: tasks.LaneQueues[Name]).
 	Queues      map[string]int
 	Concurrency int
-	// Handlers are the lane's task types. The e-mail lane's come from the
-	// worker's Handlers when nil here. A lane without handlers is not
-	// started (New logs it): its tasks wait in its queues for a worker
-	// that has them, rather than failing as unknown types.
+	// Handlers are the lane's task types (nil: the worker's Handlers'
+	// routes whose queues are this lane's, routes.go). A lane without
+	// handlers is not started (New logs it): its tasks wait in its queues
+	// for a worker that has them, rather than failing as unknown types.
 	Handlers map[string]asynq.Handler
 	// Pace is the lane's rate shared by all its workers
 	// (pace.NewLane): every task takes one slot before it runs, waiting
@@ -58,8 +58,10 @@ type Lane struct {
 	// not as a failure, for a long one. nil: none (the e-mail lane paces
 	// each mail in its handlers, by receiving domain).
 	Pace RateLimiter
-	// Retry is the lane's backoff (nil: the Config's); IsFailure says
-	// which errors count against a task's retries (nil: IsFailure).
+	// Retry is the lane's backoff (nil: the webhook and push lanes' own
+	// senders', which honour the endpoint's Retry-After; the Config's for
+	// the e-mail lane); IsFailure says which errors count against a
+	// task's retries (nil: IsFailure).
 	Retry     asynq.RetryDelayFunc
 	IsFailure func(error) bool
 }
