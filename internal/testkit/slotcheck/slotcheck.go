@@ -37,14 +37,14 @@ type Violation struct {
 	// and first line; for a transaction "multi(" and its commands' names,
 	// sorted, joined by "+" ")".
 	Name    string
-	Command string // the lower-case command ("evalsha", "del"; "multi" for a transaction)
+	Command string // the first crossing call's lower-case command ("eval", "evalsha", "del"; "multi" for a transaction)
 	SHA     string // a script's SHA1 (EVAL's computed from its source)
 	// Source is a script's first line, when its source was seen (EVAL,
 	// which go-redis sends after EVALSHA answers NOSCRIPT).
 	Source string
 	Keys   []string // the keys of the first crossing call
 	Slots  []int    // their slots, in the order of Keys
-	Calls  int      // how many crossing calls were seen
+	Calls  int      // how many crossing calls were seen (an EVALSHA answered NOSCRIPT is none: its EVAL is)
 }
 
 func (v Violation) String() string {
@@ -223,15 +223,20 @@ func (c *Check) record(id, cmd, sha string, keys []string) {
 	v.Calls++
 }
 
-// one checks a command on its own and returns its id and keys.
-func (c *Check) one(cmd redis.Cmder) (id string, keys []string) {
+// one checks a command on its own, once it was answered (err), and
+// returns its id and keys. An EVALSHA answered NOSCRIPT is not counted:
+// go-redis sends the script again as EVAL, which is, so one run of a
+// script is one call.
+func (c *Check) one(cmd redis.Cmder, err error) (id string, keys []string) {
 	args := cmd.Args()
 	if len(args) == 0 {
 		return "", nil
 	}
 	id, name, sha := c.id(args)
 	keys = Keys(args)
-	c.record(id, name, sha, keys)
+	if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		c.record(id, name, sha, keys)
+	}
 	return id, keys
 }
 
@@ -241,12 +246,16 @@ func (c *Check) many(cmds []redis.Cmder) {
 	tx := len(cmds) > 0 && strings.EqualFold(cmds[0].Name(), "multi")
 	var ids, keys []string
 	for _, cmd := range cmds {
-		id, k := c.one(cmd)
+		id, k := c.one(cmd, cmd.Err())
 		if id == "" || id == "multi" || id == "exec" {
 			continue
 		}
 		ids = append(ids, id)
-		keys = append(keys, k...)
+		for _, k := range k {
+			if !slices.Contains(keys, k) { // each key once, for a readable report
+				keys = append(keys, k)
+			}
+		}
 	}
 	if !tx {
 		return
@@ -263,8 +272,11 @@ func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.c.one(cmd)
-		return next(ctx, cmd)
+		// The error next returns, not cmd.Err(): go-redis sets the
+		// command's error only once the hooks have returned.
+		err := next(ctx, cmd)
+		h.c.one(cmd, err)
+		return err
 	}
 }
 
@@ -272,8 +284,9 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // transactions (whose first command is MULTI).
 func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		h.c.many(cmds)
-		return next(ctx, cmds)
+		return err
 	}
 }
 

@@ -136,7 +136,15 @@ func TestHook(t *testing.T) {
 	must(named.Run(ctx, c, []string{k1, k2}).Err())
 	must(named.Run(ctx, c, []string{t1, t2}).Err()) // the same script in one slot
 	must(unnamed.Run(ctx, c, []string{k1, t1}).Err())
+	fresh := redis.NewScript("return 2 -- fresh")
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fresh.EvalSha(ctx, p, []string{k1, k2}) // NOSCRIPT: not counted
+		return nil
+	})
+	if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		t.Fatalf("EVALSHA of a script not loaded: %v, want NOSCRIPT", err)
+	}
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k1, 1, 0)
 		p.Set(ctx, k2, 1, 0) // a plain pipeline is split by slot: fine
 		p.Exists(ctx, t1, k2)
@@ -164,7 +172,7 @@ func TestHook(t *testing.T) {
 		got[v.Name] = v
 	}
 	unnamedName := fmt.Sprintf("script %.12s (touches two keys)", unnamed.Hash())
-	want := []string{"del", "exists", "multi(incr+script namedScript+set)", "script namedScript", unnamedName}
+	want := []string{"del", "exists", "multi(incr+script namedScript+set)", unnamedName, "script namedScript"}
 	if names := check.Names(); !slices.Equal(names, want) {
 		t.Fatalf("Names() = %q, want %q\n%v", names, want, check.Violations())
 	}
@@ -172,10 +180,10 @@ func TestHook(t *testing.T) {
 		!slices.Equal(v.Slots, []int{slotcheck.Slot(k1), slotcheck.Slot(k2)}) {
 		t.Errorf("del: %+v", v)
 	}
-	if v := got["script namedScript"]; v.Calls != 1 || v.SHA != named.Hash() || v.Command != "evalsha" {
+	if v := got["script namedScript"]; v.Calls != 1 || v.SHA != named.Hash() || v.Command != "eval" {
 		t.Errorf("namedScript: %+v (the call in one slot is no violation)", v)
 	}
-	if v := got[unnamedName]; v.Source != "touches two keys" {
-		t.Errorf("unnamed script: %+v, want its first comment line as Source", v)
+	if v := got[unnamedName]; v.Source != "touches two keys" || v.Calls != 1 {
+		t.Errorf("unnamed script: %+v, want one call (its EVALSHA answered NOSCRIPT) and its first comment line as Source", v)
 	}
 }
