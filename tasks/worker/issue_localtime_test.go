@@ -258,3 +258,46 @@ func issueWork(insp *asynq.Inspector) string {
 	}
 	return strings.Join(left, ", ")
 }
+
+// TestScheduledPlanNeverStartsEarly: a plan that runs before its issue's
+// time (a relay or a clock apart) leaves the issue scheduled and comes
+// back at that time, not counted as a failure.
+func TestScheduledPlanNeverStartsEarly(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	clock := &testClock{at: time.Date(2099, time.January, 15, 5, 0, 7, 0, time.UTC)}
+	d.now = clock.Now
+	seed(t, d.store, "early", 2, func(r *store.SubscribeRequest) { r.Topics = []string{topics.Updates} })
+	d.startWorker(t, 100000, 2)
+	is, err := d.store.CreateIssue(ctx, store.IssueContent{Subject: "Early", Body: "text", Topics: []string{topics.Updates}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := clock.Now().Add(time.Hour)
+	if _, err := d.store.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueScheduled,
+		store.IssueChange{Round: 1, SetSchedule: true, SendAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	// Due now in real time: asynq runs it at once, an hour early on the
+	// worker's clock.
+	if _, err := d.client.Enqueue(tasks.NewIssuePlan(is.ID, 1, time.Now()).Task); err != nil {
+		t.Fatal(err)
+	}
+	var info *asynq.TaskInfo
+	poll.Until(t, poll.BusyMachine, func() error {
+		info, err = d.insp.GetTaskInfo(tasks.QueueCritical, tasks.IssuePlanTaskID(is.ID, 1))
+		if err == nil && info.State == asynq.TaskStateRetry {
+			return nil
+		}
+		return fmt.Errorf("the early plan: %+v %v", info, err)
+	})
+	if !strings.Contains(info.LastErr, "time is") || info.NextProcessAt.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("the early plan comes back %s (%q), want about an hour later", info.NextProcessAt, info.LastErr)
+	}
+	if got, _ := d.store.Issue(ctx, is.ID); got.Status != store.IssueScheduled {
+		t.Fatalf("an early plan moved the issue to %s", got.Status)
+	}
+	if n := len(d.smtp.Messages()); n != 0 {
+		t.Fatalf("%d mails before the issue's time", n)
+	}
+}
