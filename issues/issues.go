@@ -23,6 +23,11 @@
 // their statuses it is in when they run. A plan task of
 // an earlier round finds its round gone and does nothing, so a move never
 // needs to find and delete the task it replaces.
+//
+// Its model-based test is model_test.go: random sequences of these moves,
+// clock steps and worker restarts, through this service and a real worker
+// over SMTP, checked after every step against a plain model of the states
+// above (docs/development.md).
 package issues
 
 import (

@@ -40,7 +40,7 @@ const (
 	DBConsole
 	DBDeploy
 	DBRedisFault
-	DBSlotCheck
+	DBIssues
 )
 
 // New returns a client on an empty database and the URL that reaches it

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/embedded"
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
-	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/slotcheck"
 )
 
@@ -116,7 +116,15 @@ const (
 )
 
 func TestHook(t *testing.T) {
-	c, _ := redistest.New(t, redistest.DBSlotCheck)
+	// The hook works on the client, so any Redis serves: an in-process
+	// one, which needs no database number of its own.
+	m, err := embedded.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
 	named := redis.NewScript("return #KEYS -- named")
 	unnamed := redis.NewScript(scriptSh)
 	check := slotcheck.New(slotcheck.ScriptNames(map[string]*redis.Script{"namedScript": named}))
@@ -137,7 +145,7 @@ func TestHook(t *testing.T) {
 	must(named.Run(ctx, c, []string{t1, t2}).Err()) // the same script in one slot
 	must(unnamed.Run(ctx, c, []string{k1, t1}).Err())
 	fresh := redis.NewScript("return 2 -- fresh")
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fresh.EvalSha(ctx, p, []string{k1, k2}) // NOSCRIPT: not counted
 		return nil
 	})

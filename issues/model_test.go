@@ -1,4 +1,4 @@
-package worker
+package issues_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/tasks/worker"
 )
 
 // issueModel is the reference an issue's moves are checked against: the
@@ -89,7 +90,7 @@ func TestIssueLifecycleModel(t *testing.T) {
 	var readers []string
 	zoneOf := map[string]string{}
 	for i, zone := range zones {
-		for _, e := range seed2(t, d.store, fmt.Sprintf("z%d", i), 3, zone) {
+		for _, e := range seedReaders(t, d.store, fmt.Sprintf("z%d", i), 3, zone) {
 			readers = append(readers, e)
 			zoneOf[e] = zone
 		}
@@ -130,7 +131,7 @@ func TestIssueLifecycleModel(t *testing.T) {
 				t.Fatalf("%s: %s got issue %d without version %d's text (the version when sending began)", step, to, id, m.frozen)
 			}
 			if m.localTime != "" {
-				due, err := LocalDue(m.began, m.localTime, zoneOf[to], d.zone)
+				due, err := worker.LocalDue(m.began, m.localTime, zoneOf[to], d.zone)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -348,9 +349,4 @@ func avoidRound(t time.Time) time.Time {
 		return t.Add(time.Second)
 	}
 	return t
-}
-
-// seed2 makes n active readers of the updates topic in zone.
-func seed2(t *testing.T, s *store.Redis, prefix string, n int, zone string) []string {
-	return seed(t, s, prefix, n, func(r *store.SubscribeRequest) { r.Timezone, r.Topics = zone, []string{topics.Updates} })
 }
