@@ -26,6 +26,8 @@ var Scripts = map[string]*redis.Script{
 	"getScript":             getScript,
 	"giveBackHoldScript":    giveBackHoldScript,
 	"issueAudienceScript":   issueAudienceScript,
+	"outboxDoneScript":      outboxDoneScript,
+	"renameScript":          renameScript,
 	"liftScript":            liftScript,
 	"listScript":            listScript,
 	"revokeTokenScript":     revokeTokenScript,

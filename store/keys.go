@@ -44,15 +44,15 @@ const (
 	// subscriber, deleted when the person leaves.
 	prefixPush = "nl:push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
 
-	keyItemSeq    = "nl:item:seq"        // counter for item ids
-	keyItems      = "nl:items"           // zset of the digest topic's item ids, score = id
-	prefixItems   = "nl:items:"          // + topic other than digest: zset of its item ids, score = id
-	prefixItem    = "nl:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
-	prefixFeed    = "nl:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
-	prefixRun     = "nl:digest:"         // + period: the run hash
-	keyLastItem   = "nl:digest:lastitem" // highest item id any run took
-	keyLatestRun  = "nl:digest:latest"   // period of the latest run
-	prefixOutcome = "nl:digest:outcome:" // + period:outcome: bitmap of ids
+	keyItemSeq    = "nl:{pub}:item:seq"        // counter for item ids
+	keyItems      = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id
+	prefixItems   = "nl:{pub}:items:"          // + topic other than digest: zset of its item ids, score = id
+	prefixItem    = "nl:{pub}:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
+	prefixFeed    = "nl:{pub}:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
+	prefixRun     = "nl:{pub}:digest:"         // + period: the run hash
+	keyLastItem   = "nl:{pub}:digest:lastitem" // highest item id any run took
+	keyLatestRun  = "nl:{pub}:digest:latest"   // period of the latest run
+	prefixOutcome = "nl:digest:outcome:"       // + period:outcome: bitmap of ids
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of
@@ -101,14 +101,14 @@ const (
 // since (the first of them), disabled and created (times in unix ms; since
 // and disabled absent when zero).
 const (
-	keyWebhooks   = "nl:wh"    // zset of endpoint ids, score = created (unix ms)
-	prefixWebhook = "nl:wh:e:" // + id: the endpoint's hash
+	keyWebhooks   = "nl:{wh}"    // zset of endpoint ids, score = created (unix ms)
+	prefixWebhook = "nl:{wh}:e:" // + id: the endpoint's hash
 )
 
 // The stored tokens (tokens.go): two hashes kept together by its scripts.
 const (
-	keyTokens     = "nl:tok"      // hash sha256(token) -> role SEP created (unix ms, base 36) SEP name
-	keyTokenNames = "nl:tok:name" // hash name -> sha256(token)
+	keyTokens     = "nl:{tok}"      // hash sha256(token) -> role SEP created (unix ms, base 36) SEP name
+	keyTokenNames = "nl:{tok}:name" // hash name -> sha256(token)
 )
 
 // The audit log (audit.go): a stream of entries with the fields at (unix

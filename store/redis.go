@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -567,29 +568,83 @@ func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz st
 	return sub, err
 }
 
-// OutboxDone implements Outbox.
+// outbox is one outbox: its entries' bodies and their due times. The
+// subscribers' scripts write theirs and the issues' scripts theirs, each
+// in the hash slot of the keys it changes with it (Redis Cluster), so the
+// relay reads every outbox (outboxes).
+type outbox struct{ hash, due string }
+
+var (
+	subscriberOutbox = outbox{keyOutbox, keyOutboxDue}
+	issueOutbox      = outbox{keyIssueOutbox, keyIssueOutboxDue}
+)
+
+// outboxes are every outbox, in the order OutboxDue reads them.
+func outboxes() []outbox { return []outbox{subscriberOutbox, issueOutbox} }
+
+// outboxDoneScript drops entries from one outbox.
+//
+//	KEYS[1]  the outbox's hash   KEYS[2]  its due zset
+//	ARGV     the entry ids
+//
+// Deletes each id from both (ids of other outboxes are not there).
+var outboxDoneScript = redis.NewScript(`
+for i = 1, #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+return 1
+`)
+
+// OutboxDone implements Outbox: the ids go from every outbox, one script
+// each (an id is in one of them), in one pipeline.
 func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	members := make([]any, len(ids))
+	args := make([]any, len(ids))
 	for i, id := range ids {
-		members[i] = id
+		args[i] = id
 	}
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HDel(ctx, keyOutbox, ids...)
-		p.ZRem(ctx, keyOutboxDue, members...)
-		return nil
-	})
+	boxes := outboxes()
+	all := make([][]any, len(boxes))
+	for i := range boxes {
+		all[i] = args
+	}
+	cmds, err := runPipelined(ctx, r.rdb, outboxDoneScript, func(i int) []string { return []string{boxes[i].hash, boxes[i].due} }, all)
+	if err == nil {
+		for _, c := range cmds {
+			if err = c.Err(); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("clear %d outbox entries: %w", len(ids), err)
 	}
 	return nil
 }
 
-// OutboxDue implements Outbox.
+// OutboxDue implements Outbox: the earliest limit entries of every outbox
+// together.
 func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error) {
-	zs, err := r.rdb.ZRangeByScoreWithScores(ctx, keyOutboxDue, &redis.ZRangeBy{
+	var out []OutboxEntry
+	for _, b := range outboxes() {
+		es, err := r.outboxDue(ctx, b, before, limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	slices.SortStableFunc(out, func(a, b OutboxEntry) int { return a.Due.Compare(b.Due) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (r *Redis) outboxDue(ctx context.Context, b outbox, before time.Time, limit int) ([]OutboxEntry, error) {
+	zs, err := r.rdb.ZRangeByScoreWithScores(ctx, b.due, &redis.ZRangeBy{
 		Min: "-inf", Max: ms(before), Count: int64(limit),
 	}).Result()
 	if err != nil || len(zs) == 0 {
@@ -599,13 +654,13 @@ func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]O
 	for i, z := range zs {
 		ids[i] = z.Member.(string)
 	}
-	bodies, err := r.rdb.HMGet(ctx, keyOutbox, ids...).Result()
+	bodies, err := r.rdb.HMGet(ctx, b.hash, ids...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	out := make([]OutboxEntry, 0, len(ids))
-	for i, b := range bodies {
-		s, ok := b.(string)
+	for i, v := range bodies {
+		s, ok := v.(string)
 		if !ok { // removed between the two reads: its task is enqueued
 			continue
 		}

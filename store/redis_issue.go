@@ -19,12 +19,16 @@ import (
 // status, counters and content (a JSON document, replaced whole on each
 // save, the previous one pushed on the versions list).
 const (
-	keyIssueSeq     = "nl:issue:seq"   // counter for issue ids
-	keyIssues       = "nl:issues"      // zset of issue ids, score = id
-	keyIssueSlugs   = "nl:issue:slugs" // hash slug -> id
-	prefixIssue     = "nl:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
-	suffixIssueVers = ":versions"      // + on the issue's key: list of previous docs
-	keyArchiveGen   = "nl:archive:gen" // counter: grows each time an issue becomes sent
+	keyIssueSeq     = "nl:{pub}:issue:seq"   // counter for issue ids
+	keyIssues       = "nl:{pub}:issues"      // zset of issue ids, score = id
+	keyIssueSlugs   = "nl:{pub}:issue:slugs" // hash slug -> id
+	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
+	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs
+	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent
+	// The issues' own outbox (the plan tasks their moves call for),
+	// beside the subscribers' (outboxes).
+	keyIssueOutbox    = "nl:{pub}:outbox"     // hash outbox id -> body
+	keyIssueOutboxDue = "nl:{pub}:outbox:due" // zset of outbox ids, score = due (unix ms)
 	// + random hex: a scratch bitmap that lives only inside one run of
 	// issueAudienceScript.
 	keyAudienceScratch = "nl:issue:audience:"
@@ -132,7 +136,7 @@ return 'ok'
 // transitionIssueScript moves an issue between statuses. It never writes
 // the content (doc): an edit saved in between is kept.
 //
-//	KEYS[1] the issue's hash   KEYS[2] keyOutbox   KEYS[3] keyOutboxDue
+//	KEYS[1] the issue's hash   KEYS[2] keyIssueOutbox   KEYS[3] keyIssueOutboxDue
 //	ARGV[1] to   ARGV[2] allowed from, comma-separated
 //	ARGV[3] "1": write the schedule, ARGV[9] and ARGV[10]
 //	ARGV[4] "1": a new round (round+1, cursor 0, walk not done)
@@ -474,7 +478,7 @@ func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to
 	if !ch.SendAt.IsZero() {
 		sendAt = ms(ch.SendAt)
 	}
-	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyOutbox, keyOutboxDue},
+	res, err := transitionIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyIssueOutbox, keyIssueOutboxDue},
 		to, strings.Join(from, ","), flag(ch.SetSchedule), flag(ch.NewRound), ch.Outbox.ID, ch.Outbox.Body, ms(ch.Outbox.Due),
 		num(ch.Round), sendAt, ch.LocalTime, num(ch.Version), ms(r.now())).Text()
 	if err != nil {

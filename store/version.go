@@ -12,8 +12,12 @@ import (
 )
 
 // Layout is the key layout this code reads and writes (keys.go), recorded
-// in keySchema.
-const Layout = 2
+// in keySchema. Start-up brings layout 2 data (at the minimum below) up to
+// it (upgrade.go).
+const Layout = 3
+
+// minLayout is the oldest layout start-up upgrades.
+const minLayout = 2
 
 // The minimum data version this code reads: layout 2 with what later
 // versions keep beside it filled for the subscribers from before them,
@@ -61,7 +65,7 @@ func (e *versionError) Unwrap() error { return e.kind }
 // tooOld is the refusal of data below the minimum, with the upgrade path.
 func tooOld(found string) error {
 	return &versionError{ErrDataTooOld, fmt.Sprintf("%s, older than this version reads (layout %d with the suppression lists, topics and status bitmaps filled): "+
-		"start any role of the release of commit %s once (it brings the data up before it serves), then stop it and start this one", found, Layout, UpgradeFrom)}
+		"start any role of the release of commit %s once (it brings the data up before it serves), then stop it and start this one", found, minLayout, UpgradeFrom)}
 }
 
 // checkVersionScript reads what CheckVersion judges in one go, and stamps
@@ -113,40 +117,46 @@ func (r *Redis) CheckVersion(ctx context.Context, log *slog.Logger) error {
 	if len(res) != 3 {
 		return fmt.Errorf("read the data version: unexpected answer %q", res)
 	}
-	return judgeVersion(res[0], res[1] != "0", res[2])
+	from, err := judgeVersion(res[0], res[1] != "0", res[2])
+	if err != nil || from == Layout {
+		return err
+	}
+	_, err = r.upgradeTo3(ctx, log)
+	return err
 }
 
 // judgeVersion decides on what checkVersionScript found in a Redis that
 // was not empty: the layout version recorded ("" for none), whether
-// layout-1 keys exist and which minimumMarkers are missing.
-func judgeVersion(schema string, v1 bool, missing string) error {
+// layout-1 keys exist and which minimumMarkers are missing. It answers the
+// data's layout when this code reads it (Layout) or upgrades it.
+func judgeVersion(schema string, v1 bool, missing string) (int, error) {
 	if schema == "" {
 		// Not empty (the script stamps an empty Redis), and every
 		// release since layout 2 records the version at start, before
 		// it writes anything: data without it was written by layout 1.
-		return tooOld("the data is in layout 1 (no layout version in " + keySchema + ")")
+		return 0, tooOld("the data is in layout 1 (no layout version in " + keySchema + ")")
 	}
 	n, err := strconv.Atoi(schema)
 	if err != nil || n < 1 {
-		return &versionError{ErrDataTooNew, fmt.Sprintf("%s holds %q, a layout no release of this service wrote (this version reads layout %d): "+
+		return 0, &versionError{ErrDataTooNew, fmt.Sprintf("%s holds %q, a layout no release of this service wrote (this version reads layout %d): "+
 			"check that NEWSLETTER_REDIS_URL names this service's Redis and database", keySchema, schema, Layout)}
 	}
 	if n > Layout {
-		return &versionError{ErrDataTooNew, fmt.Sprintf("the data is in layout %d, newer than this version reads (layout %d): "+
+		return 0, &versionError{ErrDataTooNew, fmt.Sprintf("the data is in layout %d, newer than this version reads (layout %d): "+
 			"run the release that wrote it, or a later one", n, Layout)}
 	}
-	if n < Layout {
-		return tooOld(fmt.Sprintf("the data is in layout %d", n))
+	if n < minLayout {
+		return 0, tooOld(fmt.Sprintf("the data is in layout %d", n))
 	}
 	if v1 {
 		// UpgradeFrom moves layout-1 data only while no layout version
 		// is recorded: a layout-1 role that wrote after the migration
 		// left data it would not move on its own.
-		return &versionError{ErrDataTooOld, fmt.Sprintf("layout-1 keys (%s, %s) are beside layout %d, written by a role of a layout-1 version after the migration: "+
-			"stop it, delete %s, start any role of the release of commit %s once to move them, then stop that and start this one", v1EmailIndex, v1Active, Layout, keySchema, UpgradeFrom)}
+		return 0, &versionError{ErrDataTooOld, fmt.Sprintf("layout-1 keys (%s, %s) are beside layout %d, written by a role of a layout-1 version after the migration: "+
+			"stop it, delete %s, start any role of the release of commit %s once to move them, then stop that and start this one", v1EmailIndex, v1Active, n, keySchema, UpgradeFrom)}
 	}
 	if missing != "" {
-		return tooOld(fmt.Sprintf("the data is in layout %d without its back-fills done (no %s)", Layout, strings.ReplaceAll(missing, ",", ", ")))
+		return 0, tooOld(fmt.Sprintf("the data is in layout %d without its back-fills done (no %s)", n, strings.ReplaceAll(missing, ",", ", ")))
 	}
-	return nil
+	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,6 +29,8 @@ type fixtureKey struct {
 	Bytes  []byte            `json:"bytes"` // a string that may not be text (a bitmap)
 	Hash   map[string]string `json:"hash"`
 	ZSet   map[string]int64  `json:"zset"`
+	List   []string          `json:"list"`
+	Set    []string          `json:"set"`
 }
 
 func loadFixture(t *testing.T, rdb *redis.Client, file string) {
@@ -58,6 +61,10 @@ func loadFixture(t *testing.T, rdb *redis.Client, file string) {
 				zs = append(zs, redis.Z{Member: m, Score: float64(s)})
 			}
 			err = rdb.ZAdd(ctx, k.Key, zs...).Err()
+		case "list":
+			err = rdb.RPush(ctx, k.Key, anys(k.List)...).Err()
+		case "set":
+			err = rdb.SAdd(ctx, k.Key, anys(k.Set)...).Err()
 		default:
 			err = fmt.Errorf("fixture key %s of type %s", k.Key, k.Type)
 		}
@@ -65,6 +72,14 @@ func loadFixture(t *testing.T, rdb *redis.Client, file string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // refused checks that CheckVersion refuses the data as kind, with a
@@ -91,9 +106,8 @@ func refused(t *testing.T, rdb *redis.Client, kind error, want ...string) {
 	}
 }
 
-// An empty Redis is stamped with the minimum, markers included, so this
-// version and the release before both read it as complete; stamped, it
-// goes on.
+// An empty Redis is stamped with this layout, the markers of the minimum
+// included; stamped, it goes on.
 func TestCheckVersionStampsEmptyRedis(t *testing.T) {
 	rdb, _ := redistest.New(t, redistest.DBStore)
 	ctx := context.Background()
@@ -101,8 +115,8 @@ func TestCheckVersionStampsEmptyRedis(t *testing.T) {
 	if err := s.CheckVersion(ctx, quietLog); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := rdb.Get(ctx, keySchema).Result(); err != nil || v != "2" {
-		t.Fatalf("layout version %q %v, want 2", v, err)
+	if v, err := rdb.Get(ctx, keySchema).Result(); err != nil || v != strconv.Itoa(Layout) {
+		t.Fatalf("layout version %q %v, want %d", v, err, Layout)
 	}
 	for _, k := range minimumMarkers {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 1 {
@@ -114,9 +128,9 @@ func TestCheckVersionStampsEmptyRedis(t *testing.T) {
 	}
 }
 
-// Data at the minimum goes on, and the check writes nothing: no
+// Data in this layout goes on, and the check writes nothing: no
 // per-subscriber work at start.
-func TestCheckVersionLayout2GoesOn(t *testing.T) {
+func TestCheckVersionCurrentGoesOn(t *testing.T) {
 	rdb, _ := redistest.New(t, redistest.DBStore)
 	ctx := context.Background()
 	s := NewRedis(rdb)
@@ -133,7 +147,7 @@ func TestCheckVersionLayout2GoesOn(t *testing.T) {
 	}
 	before := dumpAll(t, rdb)
 	if err := s.CheckVersion(ctx, quietLog); err != nil {
-		t.Fatalf("layout 2 refused: %v", err)
+		t.Fatalf("layout %d refused: %v", Layout, err)
 	}
 	if after := dumpAll(t, rdb); !maps.Equal(before, after) {
 		t.Fatalf("the check wrote to Redis:\nbefore %v\nafter  %v", before, after)
@@ -200,7 +214,7 @@ func TestCheckVersionRefusesOlder(t *testing.T) {
 func TestCheckVersionRefusesNewer(t *testing.T) {
 	ctx := context.Background()
 	for v, want := range map[string]string{
-		"3":  "the data is in layout 3, newer than this version reads (layout 2)",
+		"4":  "the data is in layout 4, newer than this version reads (layout 3)",
 		"2b": `holds "2b", a layout no release of this service wrote`,
 	} {
 		t.Run(v, func(t *testing.T) {

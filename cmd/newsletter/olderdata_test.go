@@ -29,11 +29,11 @@ func TestDigestOfAnEarlierVersionRefusesStart(t *testing.T) {
 	// The run as an earlier version's startRunScript wrote it: planned to
 	// two readers, without as_issue.
 	created := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
-	if err := rdb.HSet(ctx, "nl:digest:2026-W49", "items", "", "created", created, "audience", 2,
+	if err := rdb.HSet(ctx, "nl:{pub}:digest:2026-W49", "items", "", "created", created, "audience", 2,
 		"cursor", 2, "planned", 2, "state", "planned", "planned_at", created).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Set(ctx, "nl:digest:latest", "2026-W49", 0).Err(); err != nil {
+	if err := rdb.Set(ctx, "nl:{pub}:digest:latest", "2026-W49", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	client := asynq.NewClientFromRedisClient(rdb)
@@ -50,7 +50,7 @@ func TestDigestOfAnEarlierVersionRefusesStart(t *testing.T) {
 		if code == 0 || !strings.HasSuffix(msg, want) || strings.Count(msg, "\n") != 0 {
 			t.Fatalf("%s: exit %d, stderr %q; want one line ending %q", step, code, msg, want)
 		}
-		if n, err := rdb.Exists(ctx, "nl:digest:2026-W50").Result(); err != nil || n != 0 || out != "" {
+		if n, err := rdb.Exists(ctx, "nl:{pub}:digest:2026-W50").Result(); err != nil || n != 0 || out != "" {
 			t.Fatalf("%s: the refused start did something: run %d %v, stdout %q", step, n, err, out)
 		}
 	}
@@ -74,7 +74,7 @@ func TestDigestOfAnEarlierVersionRefusesStart(t *testing.T) {
 
 	// A run the earlier version began and was still planning, with its
 	// plan queued: refused; this version's own run of a period is not.
-	if err := rdb.HSet(ctx, "nl:digest:2026-W48", "items", "", "created", created, "audience", 2, "state", "planning").Err(); err != nil {
+	if err := rdb.HSet(ctx, "nl:{pub}:digest:2026-W48", "items", "", "created", created, "audience", 2, "state", "planning").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.Enqueue(tasks.NewDigestPlan("2026-W48"), asynq.ProcessIn(time.Hour)); err != nil {

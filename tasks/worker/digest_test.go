@@ -402,7 +402,7 @@ func TestOlderRunIsNotSentAgainAsAnIssue(t *testing.T) {
 	ctx := context.Background()
 	seed(t, d.store, "older", 3)
 	created := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
-	if err := d.rdb.HSet(ctx, "nl:digest:2026-W40", "items", "", "created", created, "audience", 3, "state", "planning").Err(); err != nil {
+	if err := d.rdb.HSet(ctx, "nl:{pub}:digest:2026-W40", "items", "", "created", created, "audience", 3, "state", "planning").Err(); err != nil {
 		t.Fatal(err)
 	}
 	render, err := mailer.NewRenderer("")
