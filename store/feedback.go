@@ -99,8 +99,8 @@ type Suppressions interface {
 // once: hard bounce → bounced; soft bounce → counted, bounced at the limit
 // within the window; complaint → complained (which nothing overrides).
 //
-//	KEYS[1]  keyActiveSet
-//	KEYS[2]  keyLatestRun   period of the latest digest run
+//	KEYS[1]  the shard's anchor (anchor, visit; the id's shard when ARGV[2] is given)
+//	KEYS[2]  today's counters (sfxDay)
 //	ARGV[1]  email, or "" (then ARGV[2])
 //	ARGV[2]  subscriber id, or "" (then ARGV[1]); both: they must agree
 //	ARGV[3]  'hard', 'soft' or 'complaint'
@@ -109,37 +109,36 @@ type Suppressions interface {
 //	ARGV[6]  report id ("" : not deduplicated)
 //	ARGV[7]  soft bounces that make a bounce
 //	ARGV[8]  soft-bounce window, ms
-//	ARGV[9]  "1": count it against the latest digest run
 //	ARGV[10] every topic id, comma-separated
-//	ARGV[11] the issue the mail was, or "": count it against that issue
-//	KEYS[3]  today's counters (prefixDay)
 //
 // Keeps the report in the person's history (logfeedback) and counts the
 // day's bounce or complaint when the status changes. Writes the seen key of the report (30 days), the soft-bounce zset, the
 // status, ended, the suppression lists, the active bit, a cancelled
 // reconfirmation (cancelreconfirm), the topics (an ended subscription has
-// none, as after endScript), and the run's or the issue's bounces or
-// complaints counter (an issue that no longer exists counts nothing).
+// none, as after endScript). The run's or the issue's bounces or
+// complaints counter is the caller's (RecordFeedback), in their own slot.
 // Answers 'duplicate', 'notfound', or 'ok' / 'changed' with the id, the
-// record, the soft-bounce count and the topics.
-var feedbackScript = subscriberScript(fmt.Sprintf(`
-local SEEN, RUN, ISSUE = %q, %q, %q
-DAY = KEYS[3]
+// record, the soft-bounce count and the topics ('away' and 'gone' as
+// byAddress takes them, before anything is written).
+var feedbackScript = subscriberScript(`
+DAY = KEYS[2]
 local now = tonumber(ARGV[4])
-if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
-  return {'duplicate'}
-end
-local id, r
+local id, r, miss
 if ARGV[2] ~= '' then
   local v = redis.call('HGET', subkey(ARGV[2]), ARGV[2])
   if v then
     id, r = ARGV[2], unpackrec(v)
     if ARGV[1] ~= '' and r[5] ~= ARGV[1] then id = nil end
   end
+  if not id then miss = {'notfound'} end
 else
-  id, r = find(ARGV[1])
+  id, r, miss = lookup(ARGV[1])
 end
-if not id then return {'notfound'} end
+if miss and miss[1] ~= 'notfound' then return miss end
+if ARGV[6] ~= '' and not redis.call('SET', SEEN .. ARGV[6], '1', 'NX', 'EX', 2592000) then
+  return {'duplicate'}
+end
+if miss then return miss end
 logfeedback(id, ARGV[3], ARGV[4])
 local to, soft = nil, 0
 if ARGV[3] == 'complaint' then
@@ -165,24 +164,37 @@ if to and r[1] ~= 'c' and r[1] ~= to then
   -- save cleared the active bit only if the record was active; this
   -- clears it whatever the status was, as endScript does: a suppressed id
   -- must be in no audience even if a stray bit was left behind.
-  redis.call('SETBIT', KEYS[1], id, 0)
+  redis.call('SETBIT', ACTIVE, slot(id), 0)
   redis.call('ZADD', SUPP .. to, id, id)
   if to == 'c' then redis.call('ZREM', SUPP .. 'b', id) end
   count(to == 'c' and 'complaint' or 'bounce')
   code = 'changed'
 end
 if r[1] == 'b' or r[1] == 'c' then settopics(id, ARGV[10], '') end
-if ARGV[9] == '1' then
-  local period = redis.call('GET', KEYS[2])
-  if period then
-    redis.call('HINCRBY', RUN .. period, ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
-  end
-end
-if ARGV[11] ~= '' and redis.call('EXISTS', ISSUE .. ARGV[11]) == 1 then
-  redis.call('HINCRBY', ISSUE .. ARGV[11], ARGV[3] == 'complaint' and 'complaints' or 'bounces', 1)
-end
 return {code, id, packrec(r), tostring(soft), topicsof(id, ARGV[10])}
-`, prefixSeen, prefixRun, prefixIssue))
+`)
+
+// countFeedbackScript counts a report against the latest digest run or
+// an issue (RecordFeedback), after the subscriber's shard applied it.
+//
+//	KEYS[1]  keyLatestRun
+//	ARGV[1]  'bounces' or 'complaints'
+//	ARGV[2]  "1": count it against the latest digest run
+//	ARGV[3]  the issue's key, or "": count it against that issue
+//	ARGV[4]  prefixRun
+//
+// Writes the run's or the issue's counter (an issue that no longer exists
+// counts nothing). Answers 1.
+var countFeedbackScript = redis.NewScript(`
+if ARGV[2] == '1' then
+  local period = redis.call('GET', KEYS[1])
+  if period then redis.call('HINCRBY', ARGV[4] .. period, ARGV[1], 1) end
+end
+if ARGV[3] ~= '' and redis.call('EXISTS', ARGV[3]) == 1 then
+  redis.call('HINCRBY', ARGV[3], ARGV[1], 1)
+end
+return 1
+`)
 
 // RecordFeedback implements Suppressions.
 func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy) (FeedbackResult, error) {
@@ -198,11 +210,33 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 	if f.SubscriberID > 0 {
 		id = strconv.FormatInt(f.SubscriberID, 10)
 	}
-	res, err := feedbackScript.Run(ctx, r.rdb, []string{keyActiveSet, keyLatestRun, r.dayKey()},
-		f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
-		p.SoftLimit, p.SoftWindow.Milliseconds(), boolArg(f.Digest), r.topics.all, issueArg(f.Issue)).StringSlice()
+	args := []any{f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
+		p.SoftLimit, p.SoftWindow.Milliseconds(), "", r.topics.all}
+	var res []string
+	var err error
+	if f.SubscriberID > 0 {
+		s := idShard(f.SubscriberID)
+		res, err = feedbackScript.Run(ctx, r.rdb, r.withDay(anchor(s), s), args...).StringSlice()
+	} else {
+		res, _, err = r.byAddress(ctx, feedbackScript, f.Email, r.withDay, args)
+	}
 	if err != nil {
 		return FeedbackResult{}, fmt.Errorf("record %s feedback: %w", f.Type, err)
+	}
+	if len(res) == 5 && (f.Digest || f.Issue > 0) {
+		// Applied (not a duplicate): the run's or issue's figure, in
+		// their slot. A crash between the two loses this one count, never
+		// the person's state; the report sent again is a duplicate.
+		field, issue := "bounces", ""
+		if f.Type == Complaint {
+			field = "complaints"
+		}
+		if f.Issue > 0 {
+			issue = issueKey(f.Issue)
+		}
+		if err := countFeedbackScript.Run(ctx, r.rdb, []string{keyLatestRun}, field, boolArg(f.Digest), issue, prefixRun).Err(); err != nil {
+			return FeedbackResult{}, fmt.Errorf("count %s feedback: %w", f.Type, err)
+		}
 	}
 	switch {
 	case len(res) == 1 && res[0] == "duplicate":
@@ -242,15 +276,25 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 	if limit <= 0 {
 		return nil, nil
 	}
-	var ids []int64
-	for _, c := range codes {
-		got, err := r.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
-			Key: prefixSupp + c, ByScore: true, Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(limit),
-		}).Result()
-		if err != nil {
-			return nil, fmt.Errorf("list suppressions: %w", err)
+	// Each shard's lists give their first limit ids after the cursor, in
+	// one round trip; the first limit of them all are the page.
+	var lists []*redis.StringSliceCmd
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, sh := range everyShard() {
+			for _, c := range codes {
+				lists = append(lists, p.ZRangeArgs(ctx, redis.ZRangeArgs{
+					Key: sh.key(sfxSupp + c), ByScore: true, Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(limit),
+				}))
+			}
 		}
-		for _, s := range got {
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list suppressions: %w", err)
+	}
+	var ids []int64
+	for _, l := range lists {
+		for _, s := range l.Val() {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("list suppressions: member %q", s)
@@ -284,7 +328,7 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 // only its own confirmation brings it back. The suppression took the
 // topics away; the address made active again gets the default ones.
 //
-//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
+//	KEYS[1]  the shard's anchor (anchor, visit)
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //	ARGV[3]  the default topics, comma-separated
@@ -294,8 +338,8 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 // is out of the suppression's rules now). Answers 'ok', 'notsuppressed' or
 // 'notfound', then the id, the record and the topics.
 var liftScript = subscriberScript(`
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
 if r[1] ~= 'b' and r[1] ~= 'c' then return {'notsuppressed', id, packrec(r), topicsof(id, ARGV[2])} end
 if r[1] == 'b' and r[3] ~= '' then
   r[1], r[4] = 'a', ''
@@ -312,7 +356,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
 
 // LiftSuppression implements Suppressions.
 func (r *Redis) LiftSuppression(ctx context.Context, email string) (Subscriber, error) {
-	res, err := liftScript.Run(ctx, r.rdb, []string{keyActiveSet}, email, r.topics.all, r.topics.defaults).StringSlice()
+	res, _, err := r.byAddress(ctx, liftScript, email, anchorOnly, []any{email, r.topics.all, r.topics.defaults})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("lift suppression: %w", err)
 	}

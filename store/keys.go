@@ -2,39 +2,50 @@ package store
 
 import "time"
 
-// The Redis keys, layout 2. A million subscribers cost about a third of
-// layout 1's bytes (one hash per subscriber, an address index holding every
-// address a second time, a sorted set of active ids): subscribers are
-// packed into small hashes that Redis keeps in its compact listpack
-// encoding, the address index holds a 48-bit hash of the address instead
-// of the address, and the active set is a bitmap.
+// The Redis keys, layout 4. The subscribers are spread over Shards
+// logical shards (shard.go): every key of theirs is a shard's, named
+// shard.key(suffix) ("nl:{sNN}:" + suffix), its hash tag keeping the
+// shard in one Redis Cluster slot. Within a shard, subscribers are packed
+// into small hashes that Redis keeps in its compact listpack encoding, the
+// address index holds a 48-bit hash of the address instead of the
+// address, and the statuses and topics are bitmaps indexed by idSlot (an
+// id divided by Shards). Global figures are sums over the shards; walks
+// read every shard's bitmaps side by side, in id order.
+//
+// The publisher's content (issues, runs, items, feeds) lives under the
+// tag {pub}, the stored tokens under {tok}, the webhook endpoints under
+// {wh}: slots of their own, apart from the subscribers'.
 const (
-	keySeq        = "nl:seq"         // counter for subscriber ids
-	prefixSubs    = "nl:s:"          // + id/64: hash id -> packed subscriber record (below)
-	prefixIndex   = "nl:ix:"         // + a 14-bit bucket of sha1(address): hash 48 more bits of it -> id[,id…]
-	keyActiveSet  = "nl:act"         // bitmap: bit id is set while subscriber id is active
-	keyOutbox     = "nl:outbox"      // hash outbox id -> body
-	keyOutboxDue  = "nl:outbox:due"  // zset of outbox ids, score = due (unix ms)
 	keySchema     = "nl:schema"      // the layout version, Layout; start-up checks it (version.go)
-	prefixSent    = "nl:sent:"       // + kind:key: a bitmap of ids (shared marks); + kind:key:id: a string
-	prefixClaim   = "nl:claim:"      // + kind:key:id: a claim string with an expiry (other marks)
-	prefixClaims  = "nl:claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
-	prefixSupp    = "nl:supp:"       // + status code b or c: zset of suppressed ids, score = id
-	prefixSoft    = "nl:soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
-	prefixSeen    = "nl:fb:seen:"    // + report id: a bounce or complaint report already applied (30 days)
 	keySuppFilled = "nl:supp:filled" // set by an earlier release once it put the subscribers bounced before the lists on them; start-up requires it (version.go)
+
+	// A shard's keys (shard.key(sfx…)). The record: see below.
+	sfxSeq     = "seq"    // counter: the shard's n-th id is n*Shards + the shard (newIDLua); also the anchor every shard script is given
+	sfxVisit   = "visit"  // the anchor of a script sent to the shard by another's index (visit); never stored
+	sfxSubs    = "s:"     // + idSlot/64: hash id -> packed subscriber record (below)
+	sfxIndex   = "ix:"    // + 8 bits of sha1(address): hash 48 more bits of it -> id[,id…] (the address's home shard; an id of another shard is a pointer, byAddress)
+	sfxActive  = "act"    // bitmap: bit idSlot set while the subscriber is active
+	sfxOutbox  = "outbox" // hash outbox id -> body, the mails the shard's scripts called for
+	sfxDue     = "outbox:due"
+	sfxSent    = "sent:"    // + kind:key: a bitmap by idSlot (shared marks); + kind:key:id: a string
+	sfxClaim   = "claim:"   // + kind:key:id: a claim string with an expiry (other marks)
+	sfxClaims  = "claims:"  // + kind:key: hash id -> claim expiry, unix ms (shared marks)
+	sfxSupp    = "supp:"    // + status code b or c: zset of suppressed ids, score = id
+	sfxSoft    = "soft:"    // + id: zset of soft-bounce report ids, score = unix ms (30 days)
+	sfxSeen    = "fbseen:"  // + report id: a bounce or complaint report already applied (30 days)
+	sfxOutcome = "outcome:" // + kind:key:outcome (a digest's period, an issue): bitmap by idSlot of those skipped or failed
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk
 	// reads its topic's bitmap beside the active one, a batch's stretch
 	// at a time.
-	prefixTopic     = "nl:t:"      // + topic id: bitmap, bit id set while subscriber id has the topic on
-	keyTopicKnown   = "nl:tknown"  // bitmap: bit id set once subscriber id's topics were written (by a choice or, in an earlier release, the back-fill)
+	sfxTopic        = "t:"         // + topic id: bitmap, bit idSlot set while the subscriber has the topic on
+	sfxKnown        = "tknown"     // bitmap: bit idSlot set once the subscriber's topics were written
 	keyTopicsFilled = "nl:tfilled" // set by an earlier release once it gave the subscribers from before topics the default ones; start-up requires it (version.go)
 
 	// The onboarding sequence: who confirmed lately (so a step added to
 	// the file reaches them), and which sequence the waiting steps follow.
-	keyOnboarding  = "nl:onboard"    // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
+	sfxOnboard     = "onboard"       // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
 	keySequenceVer = "nl:seqversion" // the fingerprint of the sequence the waiting steps were scheduled by
 	// The topics the service runs with (servicetopics.go): the commands
 	// that write subscribers use them when they have no topics file.
@@ -42,31 +53,29 @@ const (
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.
-	prefixPush = "nl:push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
+	sfxPush = "push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
 
-	keyItemSeq    = "nl:{pub}:item:seq"        // counter for item ids
-	keyItems      = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id
-	prefixItems   = "nl:{pub}:items:"          // + topic other than digest: zset of its item ids, score = id
-	prefixItem    = "nl:{pub}:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
-	prefixFeed    = "nl:{pub}:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
-	prefixRun     = "nl:{pub}:digest:"         // + period: the run hash
-	keyLastItem   = "nl:{pub}:digest:lastitem" // highest item id any run took
-	keyLatestRun  = "nl:{pub}:digest:latest"   // period of the latest run
-	prefixOutcome = "nl:digest:outcome:"       // + period:outcome: bitmap of ids
+	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids
+	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id
+	prefixItems  = "nl:{pub}:items:"          // + topic other than digest: zset of its item ids, score = id
+	prefixItem   = "nl:{pub}:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
+	prefixFeed   = "nl:{pub}:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
+	prefixRun    = "nl:{pub}:digest:"         // + period: the run hash
+	keyLastItem  = "nl:{pub}:digest:lastitem" // highest item id any run took
+	keyLatestRun = "nl:{pub}:digest:latest"   // period of the latest run
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of
-// address.Mailbox, so victim+1@… and victim@… count together. (Before,
-// they were keyed on the subscriber id, nl:hold:<id> and nl:hold:day:<id>;
-// those expire within a day.)
+// address.Mailbox in the mailbox's home shard, so victim+1@… and victim@…
+// count together.
 const (
-	prefixMailHold    = "nl:mhold:"     // + kind:hash: a mail of kind went to the mailbox within the cooldown (expires with it)
-	prefixMailHoldDay = "nl:mhold:day:" // + kind:hash: mails of kind to the mailbox in the last day
+	sfxHold    = "mhold:"     // + kind:hash: a mail of kind went to the mailbox within the cooldown (expires with it)
+	sfxHoldDay = "mhold:day:" // + kind:hash: mails of kind to the mailbox in the last day
 	// A suppressed subscriber whose confirmation someone asked for
 	// (ReconfirmWindow): "1" SEP name SEP time zone SEP topics, applied by
 	// the confirmation; "" once cancelled (the address left or bounced
 	// again), which still holds the window.
-	prefixReconfirm = "nl:reconfirm:" // + id
+	sfxReconfirm = "reconfirm:" // + id
 )
 
 // subsPerBucket is how many subscribers share one hash. Redis keeps a hash
@@ -120,33 +129,35 @@ const keyAudit = "nl:audit"
 // without reading every record, each person's consent and history, the
 // erased addresses, and the daily counters of the console's overview.
 const (
-	// One bitmap per status besides the active one (keyActiveSet):
-	// bit id is set while subscriber id has that status. The scripts'
+	// One bitmap per status besides the active one (sfxActive): bit
+	// idSlot is set while the subscriber has that status. The scripts'
 	// save() keeps them, so every status change moves one bit.
-	prefixStatus    = "nl:st:"       // + status code p, u, b or c
+	sfxStatus       = "st:"          // + status code p, u, b or c
 	keyStatusFilled = "nl:st:filled" // set by an earlier release once it put the subscribers from before them in the bitmaps; start-up requires it (version.go)
 	// The consent record of each subscription, packed as the subscribers
 	// are (subsPerBucket to a hash): how the person came in and when
 	// they asked. The confirmation time is the record's.
-	prefixConsent = "nl:cs:" // + id/64: hash id -> source SEP requested (unix ms, base 36)
+	sfxConsent = "cs:" // + idSlot/64: hash id -> source SEP requested (unix ms, base 36)
 	// The shared delivery marks' keys (a digest period, an issue, a
 	// sequence step), so a person's mails are found by asking each key's
 	// bitmap for their bit, never by listing keys.
-	keySentKeys = "nl:sentkeys" // zset of "kind:key", score = last marked (unix ms); keyless marks score sentKeyForever
+	sfxSentKeys = "sentkeys" // zset of "kind:key", score = last marked (unix ms); keyless marks score sentKeyForever
 	// Each subscriber's own marks (confirmations, unsubscribe links,
 	// event bundles): they are keys of their own named by a nonce, so
 	// the person's list of them is kept beside (capped, expiring as the
 	// marks do).
-	prefixMailLog = "nl:ml:" // + id: zset of "kind:key", score = sent (unix ms)
+	sfxMailLog = "ml:" // + id: zset of "kind:key", score = sent (unix ms)
 	// Each subscriber's bounce and complaint reports, newest first.
-	prefixFeedbackLog = "nl:fbh:" // + id: list of "type SEP unix ms" (capped)
-	// The keyed hashes of erased addresses: an import skips them; the
-	// person's own confirmation takes theirs off.
-	keyErased = "nl:erased" // set of keyed hashes (WithErasure)
-	// The overview's daily counters, kept dayCounterTTL.
-	prefixDay = "nl:day:" // + YYYY-MM-DD (UTC): hash signup, import, confirm, unsubscribe, bounce, complaint, erase -> count
+	sfxFeedbackLog = "fbh:" // + id: list of "type SEP unix ms" (capped)
+	// The keyed hashes of erased addresses (in the address's home
+	// shard): an import skips them; the person's own confirmation takes
+	// theirs off.
+	sfxErased = "erased" // set of keyed hashes (WithErasure)
+	// The overview's daily counters, kept dayCounterTTL; the day's
+	// figure is the sum over the shards.
+	sfxDay = "day:" // + YYYY-MM-DD (UTC): hash signup, import, confirm, unsubscribe, bounce, complaint, erase -> count
 	// Stats ANDs each topic with the active bitmap here, inside one script.
-	keyStatsScratch = "nl:stats:scratch"
+	sfxScratch = "scratch"
 )
 
 // Caps and lifetimes of the people's keys.

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,24 +23,54 @@ import (
 // confirmed at or after since, in confirmation order. The index is
 // trimmed to the sequence's length, so walking it by offset stays short.
 func (r *Redis) Onboarding(ctx context.Context, since time.Time, offset, limit int) ([]int64, error) {
-	zs, err := r.rdb.ZRangeByScore(ctx, keyOnboarding, &redis.ZRangeBy{Min: ms(since), Max: "+inf", Offset: int64(offset), Count: int64(limit)}).Result()
+	// Each shard keeps its own index: the page is the merge of every
+	// shard's first offset+limit entries, in (confirmed, id) order.
+	cmds := make([]*redis.ZSliceCmd, Shards)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range everyShard() {
+			cmds[i] = p.ZRangeByScoreWithScores(ctx, s.key(sfxOnboard), &redis.ZRangeBy{Min: ms(since), Max: "+inf", Count: int64(offset + limit)})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list onboarding: %w", err)
 	}
-	out := make([]int64, 0, len(zs))
-	for _, z := range zs {
-		id, err := strconv.ParseInt(z, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("onboarding index: %q is no id", z)
+	type entry struct {
+		at float64
+		id int64
+	}
+	var all []entry
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			id, err := strconv.ParseInt(z.Member.(string), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("onboarding index: %q is no id", z.Member)
+			}
+			all = append(all, entry{z.Score, id})
 		}
-		out = append(out, id)
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]int64, 0, limit)
+	for i := offset; i < len(all) && len(out) < limit; i++ {
+		out = append(out, all[i].id)
 	}
 	return out, nil
 }
 
 // TrimOnboarding drops the entries confirmed before t.
 func (r *Redis) TrimOnboarding(ctx context.Context, before time.Time) error {
-	return wrapErr("trim onboarding", r.rdb.ZRemRangeByScore(ctx, keyOnboarding, "-inf", "("+ms(before)).Err())
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range everyShard() {
+			p.ZRemRangeByScore(ctx, s.key(sfxOnboard), "-inf", "("+ms(before))
+		}
+		return nil
+	})
+	return wrapErr("trim onboarding", err)
 }
 
 // SequenceVersion is the fingerprint of the sequence the waiting steps

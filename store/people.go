@@ -184,129 +184,62 @@ func (r *Redis) WithErasure(h ErasureHash) *Redis {
 	return &c
 }
 
-// dayKey is the key of today's counters.
-func (r *Redis) dayKey() string { return prefixDay + r.now().UTC().Format(time.DateOnly) }
+// dayKey is the key of shard s's counters of today.
+func (r *Redis) dayKey(s shard) string { return s.key(sfxDay + r.now().UTC().Format(time.DateOnly)) }
 
-// statusBitmap is the bitmap of the subscribers with status st.
+// statusBitmap is the suffix of the shards' bitmap of the subscribers
+// with status st.
 func statusBitmap(st Status) string {
 	if st == Active {
-		return keyActiveSet
+		return sfxActive
 	}
-	return prefixStatus + codeByStatus[st]
+	return sfxStatus + codeByStatus[st]
 }
 
-// listScript reads one page of subscribers in id order after a cursor
-// (ListSubscribers). With filters it walks the filters' bitmaps a stretch
-// at a time (a status's, a topic's, or both ANDed), skipping empty bytes
-// in C (string.find), so a page of a million costs what a page of a
-// thousand does; without, it walks the record buckets from the cursor.
-//
-//	KEYS[1]  the first filter's bitmap (statusBitmap or a topic's), or none
-//	KEYS[2]  the second filter's bitmap, ANDed with the first, or none
-//	ARGV[1]  after: the last id of the previous page (0 from the start)
-//	ARGV[2]  limit
-//	ARGV[3]  every topic id, comma-separated
-//
-// Writes nothing. Answers, per subscriber, its id, record and topics.
-var listScript = subscriberScript(fmt.Sprintf(`
-local SEQ = %q
-local after, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local out, n = {}, 0
-local function emit(id)
-  local sid = tostring(id)
-  local v = redis.call('HGET', subkey(sid), sid)
-  if v then
-    out[#out + 1] = sid
-    out[#out + 1] = v
-    out[#out + 1] = topicsof(sid, ARGV[3])
-    n = n + 1
-  end
-end
-if #KEYS == 0 then
-  local last = tonumber(redis.call('GET', SEQ) or '0')
-  local b = math.floor((after + 1) / PER)
-  while n < limit and b * PER <= last do
-    local f = redis.call('HGETALL', SUBS .. b)
-    local ids = {}
-    for i = 1, #f, 2 do
-      local id = tonumber(f[i])
-      if id > after then ids[#ids + 1] = id end
-    end
-    table.sort(ids)
-    for _, id in ipairs(ids) do
-      if n >= limit then break end
-      emit(id)
-    end
-    b = b + 1
-  end
-  return out
-end
--- bit 0 is the high bit of the first byte
-local weight = {128, 64, 32, 16, 8, 4, 2, 1}
-local CHUNK = 4096
-local stop = redis.call('STRLEN', KEYS[1])
-if #KEYS == 2 then stop = math.min(stop, redis.call('STRLEN', KEYS[2])) end
-local first = math.floor((after + 1) / 8)
-for at = first, stop - 1, CHUNK do
-  if n >= limit then break end
-  local a = redis.call('GETRANGE', KEYS[1], at, at + CHUNK - 1)
-  local t = nil
-  if #KEYS == 2 then t = redis.call('GETRANGE', KEYS[2], at, at + CHUNK - 1) end
-  local i = 1
-  while n < limit do
-    i = a:find('[^%%z]', i)
-    if not i then break end
-    local x, y = a:byte(i), 255
-    if t then y = t:byte(i) or 0 end
-    if y ~= 0 then
-      local base = (at + i - 1) * 8
-      for k = 1, 8 do
-        if n >= limit then break end
-        local w = weight[k]
-        if math.floor(x / w) %% 2 == 1 and math.floor(y / w) %% 2 == 1 and base + k - 1 > after then
-          emit(base + k - 1)
-        end
-      end
-    end
-    i = i + 1
-  end
-end
-return out
-`, keySeq))
-
-// ListSubscribers implements People.
+// ListSubscribers implements People: the shards' status and topic
+// bitmaps are walked side by side in id order (walkIDs), so a page of a
+// million costs what a page of a thousand does; without a status, the
+// walk reads every status's bitmap (a subscriber has exactly one).
 func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
 	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 {
 		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d", ErrBadQuery, q.Limit, MaxSubscriberPage, q.After)
 	}
-	var keys []string
+	var terms [][]string
 	if q.Status != "" {
 		if !q.Status.Valid() {
 			return SubscriberPage{}, fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
 		}
-		keys = append(keys, statusBitmap(q.Status))
+		terms = append(terms, []string{statusBitmap(q.Status)})
+	} else {
+		var any []string
+		for _, st := range Statuses {
+			any = append(any, statusBitmap(st))
+		}
+		terms = append(terms, any)
 	}
 	if q.Topic != "" {
 		if !slices.Contains(r.topics.ids, q.Topic) {
 			return SubscriberPage{}, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
 		}
-		keys = append(keys, prefixTopic+q.Topic)
+		terms = append(terms, []string{sfxTopic + q.Topic})
 	}
-	res, err := listScript.Run(ctx, r.rdb, keys, q.After, q.Limit, r.topics.all).StringSlice()
+	ids, err := r.walkIDs(ctx, terms, q.After, q.Limit)
 	if err != nil {
 		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
 	}
-	page := SubscriberPage{Subscribers: make([]Subscriber, 0, len(res)/3)}
-	for i := 0; i+2 < len(res); i += 3 {
-		sub, err := decodeRecord(res[i], res[i+1])
-		if err != nil {
-			return SubscriberPage{}, err
-		}
-		sub.Topics = splitTopics(res[i+2])
-		page.Subscribers = append(page.Subscribers, sub)
+	subs, err := r.SubscribersByID(ctx, ids)
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
 	}
-	if len(page.Subscribers) == q.Limit {
-		page.Next = page.Subscribers[len(page.Subscribers)-1].ID
+	page := SubscriberPage{Subscribers: make([]Subscriber, 0, len(subs))}
+	for _, sub := range subs {
+		// A bit without its record: erased between the two reads.
+		if sub.ID != 0 {
+			page.Subscribers = append(page.Subscribers, sub)
+		}
+	}
+	if len(ids) == q.Limit {
+		page.Next = ids[len(ids)-1]
 	}
 	return page, nil
 }
@@ -317,18 +250,18 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	if err != nil {
 		return PersonalData{}, err
 	}
-	id := strconv.FormatInt(sub.ID, 10)
+	id, sh := strconv.FormatInt(sub.ID, 10), idShard(sub.ID)
 	now := r.now()
 	p := r.rdb.Pipeline()
 	// Shared marks' keys expire 120 days after their last mark: their
 	// entries may go then too.
-	p.ZRemRangeByScore(ctx, keySentKeys, "-inf", "("+ms(now.Add(-sharedSentTTL)))
-	sharedKeys := p.ZRange(ctx, keySentKeys, 0, -1)
+	p.ZRemRangeByScore(ctx, sh.key(sfxSentKeys), "-inf", "("+ms(now.Add(-sharedSentTTL)))
+	sharedKeys := p.ZRange(ctx, sh.key(sfxSentKeys), 0, -1)
 	consent := p.HGet(ctx, consentKey(sub.ID), id)
-	own := p.ZRangeWithScores(ctx, prefixMailLog+id, 0, -1)
-	fb := p.LRange(ctx, prefixFeedbackLog+id, 0, -1)
-	soft := p.ZCount(ctx, prefixSoft+id, ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
-	onboard := p.ZScore(ctx, keyOnboarding, id)
+	own := p.ZRangeWithScores(ctx, sh.key(sfxMailLog+id), 0, -1)
+	fb := p.LRange(ctx, sh.key(sfxFeedbackLog+id), 0, -1)
+	soft := p.ZCount(ctx, sh.key(sfxSoft+id), ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
+	onboard := p.ZScore(ctx, sh.key(sfxOnboard), id)
 	if err := pipeErr(p.Exec(ctx)); err != nil {
 		return PersonalData{}, fmt.Errorf("personal data of subscriber %d: %w", sub.ID, err)
 	}
@@ -374,7 +307,7 @@ func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]Sen
 	}
 	p := r.rdb.Pipeline()
 	for _, k := range keys {
-		p.GetBit(ctx, prefixSent+k, id)
+		p.GetBit(ctx, idShard(id).key(sfxSent+k), idSlot(id))
 	}
 	cmds, err := p.Exec(ctx)
 	if err != nil {
@@ -390,16 +323,16 @@ func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]Sen
 	return out, nil
 }
 
-func consentKey(id int64) string { return prefixConsent + strconv.FormatInt(id/subsPerBucket, 10) }
+func consentKey(id int64) string {
+	return idShard(id).key(sfxConsent + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
+}
 
 // eraseScript forgets one person (Erase): everything keyed by their id or
 // address goes, and only the address's keyed hash stays.
 //
-//	KEYS[1]  keyOutbox
-//	KEYS[2]  keyOutboxDue
-//	KEYS[3]  today's counters (prefixDay)
-//	KEYS[4]  keyErased
-//	KEYS[5…8] the mailbox's allowances: confirm cooldown and day, unsubscribe cooldown and day (holdKeys)
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  today's counters (sfxDay)
+//	KEYS[3…6] the mailbox's allowances: confirm cooldown and day, unsubscribe cooldown and day (holdKeys)
 //	ARGV[1]  email
 //	ARGV[2]  the address's keyed hash
 //	ARGV[3]  every topic id, comma-separated
@@ -409,114 +342,138 @@ func consentKey(id int64) string { return prefixConsent + strconv.FormatInt(id/s
 // bits, the topics-known bit, the consent, the mail and feedback logs,
 // the soft bounces, the reconfirmation, the push subscriptions, the
 // onboarding and suppression entries, the allowances and the outbox
-// entries; adds the hash to keyErased and counts the day's erasure. The
+// entries; adds the hash to the erased set and counts the day's erasure. The
 // shared delivery marks keep the id's bit: an id is never given again,
 // and a bit names nobody. Answers 'ok', the id and the record as they
 // were, or 'notfound'.
 var eraseScript = subscriberScript(`
-DAY = KEYS[3]
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
-local ix, f = ixloc(ARGV[1])
-local keep = {}
-for x in (redis.call('HGET', ix, f) or ''):gmatch('[^,]+') do
-  if x ~= id then keep[#keep + 1] = x end
-end
-if #keep == 0 then redis.call('HDEL', ix, f) else redis.call('HSET', ix, f, table.concat(keep, ',')) end
-redis.call('SETBIT', statuskey(r[1]), id, 0)
+DAY = KEYS[2]
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
+unindex(ARGV[1], id)
+redis.call('SETBIT', statuskey(r[1]), slot(id), 0)
 -- The active bit too, whatever the status (statuskey covers it only for
 -- an active record): an erased id must be in no audience.
-redis.call('SETBIT', ACTIVE, id, 0)
+redis.call('SETBIT', ACTIVE, slot(id), 0)
 redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
-redis.call('SETBIT', KNOWN, id, 0)
+redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
 redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id)
 redis.call('ZREM', ONBOARD, id)
 redis.call('ZREM', SUPP .. 'b', id)
 redis.call('ZREM', SUPP .. 'c', id)
-redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-for i = 4, #ARGV do
-  redis.call('HDEL', KEYS[1], ARGV[i])
-  redis.call('ZREM', KEYS[2], ARGV[i])
-end
-redis.call('SADD', KEYS[4], ARGV[2])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+dropoutbox({unpack(ARGV, 4)})
+redis.call('SADD', ERASED, ARGV[2])
 count('erase')
 return {'ok', id, packrec(r)}
 `)
 
 // Erase implements People.
 func (r *Redis) Erase(ctx context.Context, email string, outbox ...string) (Subscriber, error) {
-	confirmCool, confirmDay := holdKeys(HoldConfirm, email)
-	unsubCool, unsubDay := holdKeys(HoldUnsubscribe, email)
 	args := []any{email, r.erasure(email), r.topics.all}
 	for _, id := range outbox {
 		args = append(args, id)
 	}
-	res, err := eraseScript.Run(ctx, r.rdb, []string{keyOutbox, keyOutboxDue, r.dayKey(), keyErased,
-		confirmCool, confirmDay, unsubCool, unsubDay}, args...).StringSlice()
+	res, s, err := r.byAddress(ctx, eraseScript, email, func(a string, s shard) []string {
+		confirmCool, confirmDay := holdKeys(s, HoldConfirm, email)
+		unsubCool, unsubDay := holdKeys(s, HoldUnsubscribe, email)
+		return []string{a, r.dayKey(s), confirmCool, confirmDay, unsubCool, unsubDay}
+	}, args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("erase a subscriber: %w", err)
 	}
-	return decodeResult(res)
+	sub, err := decodeResult(res)
+	if home := homeShard(email); err == nil && s != home {
+		// A subscriber from before the shards, erased in its own shard:
+		// its home shard still points to it, and is where an import
+		// looks for the erased hash and a signup takes a new id.
+		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			unpointScript.Eval(ctx, p, []string{anchor(home)}, email, sub.ID)
+			p.SAdd(ctx, home.key(sfxErased), r.erasure(email))
+			return nil
+		})
+		if err != nil {
+			return Subscriber{}, fmt.Errorf("erase a subscriber: %w", err)
+		}
+	}
+	return sub, err
 }
 
-// statsScript counts the subscribers of each status and topic (Stats):
-// BITCOUNT of each bitmap, and of each topic's AND the active one (in a
-// scratch key, deleted before the script ends).
+// statsScript counts one shard's subscribers of each status and topic
+// (Stats): BITCOUNT of each bitmap, and of each topic's AND the active one
+// (in a scratch key, deleted before the script ends).
 //
-//	KEYS[1…n]  the status bitmaps (statusBitmap)
-//	KEYS[n+1…] the topic bitmaps
-//	ARGV[1]    n
-//	ARGV[2]    keyActiveSet
+//	KEYS[1]    the shard's anchor
+//	ARGV[1]    n, the number of statuses
+//	ARGV[2…n+1] the status bitmaps' suffixes (statusBitmap)
+//	ARGV[n+2…] the topic bitmaps' suffixes
 //
 // Answers the n status counts, then per topic its count and its active
 // count.
-var statsScript = redis.NewScript(fmt.Sprintf(`
-local SCRATCH = %q
+var statsScript = subscriberScript(`
+local SCRATCH = PFX .. 'scratch'
 local out, ns = {}, tonumber(ARGV[1])
-for i = 1, ns do out[#out + 1] = redis.call('BITCOUNT', KEYS[i]) end
-for i = ns + 1, #KEYS do
-  out[#out + 1] = redis.call('BITCOUNT', KEYS[i])
-  redis.call('BITOP', 'AND', SCRATCH, KEYS[i], ARGV[2])
+for i = 2, ns + 1 do out[#out + 1] = redis.call('BITCOUNT', PFX .. ARGV[i]) end
+for i = ns + 2, #ARGV do
+  out[#out + 1] = redis.call('BITCOUNT', PFX .. ARGV[i])
+  redis.call('BITOP', 'AND', SCRATCH, PFX .. ARGV[i], ACTIVE)
   out[#out + 1] = redis.call('BITCOUNT', SCRATCH)
 end
 redis.call('DEL', SCRATCH)
 return out
-`, keyStatsScratch))
+`)
 
-// Stats implements People.
+// Stats implements People: each shard counts its own (statsScript), the
+// day's counters are summed over the shards, all in one round trip.
 func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	if ndays < 0 || ndays > MaxStatsDays {
 		return Stats{}, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
 	}
-	keys := make([]string, 0, len(Statuses)+len(r.topics.ids))
+	args := []any{len(Statuses)}
 	for _, st := range Statuses {
-		keys = append(keys, statusBitmap(st))
+		args = append(args, statusBitmap(st))
 	}
 	for _, t := range r.topics.ids {
-		keys = append(keys, prefixTopic+t)
+		args = append(args, sfxTopic+t)
 	}
 	today := r.now().UTC()
 	dayKeys := make([]string, ndays)
 	for i := range ndays {
 		dayKeys[i] = today.AddDate(0, 0, i-ndays+1).Format(time.DateOnly)
 	}
-	n, err := statsScript.Run(ctx, r.rdb, keys, len(Statuses), keyActiveSet).Int64Slice()
+	shards := everyShard()
+	counts := make([]*redis.Cmd, len(shards))
+	days := make([][]*redis.MapStringStringCmd, len(shards))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range shards {
+			counts[i] = statsScript.EvalSha(ctx, p, []string{anchor(s)}, args...)
+			for _, d := range dayKeys {
+				days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
+			}
+		}
+		return nil
+	})
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		// The first call since Redis started: load the script, then
+		// ask again.
+		if err = statsScript.Load(ctx, r.rdb).Err(); err == nil {
+			return r.Stats(ctx, ndays)
+		}
+	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
-	if len(n) != len(Statuses)+2*len(r.topics.ids) {
-		return Stats{}, fmt.Errorf("stats: %d counts for %d statuses and %d topics", len(n), len(Statuses), len(r.topics.ids))
-	}
-	days := make([]*redis.MapStringStringCmd, len(dayKeys))
-	p := r.rdb.Pipeline()
-	for i, d := range dayKeys {
-		days[i] = p.HGetAll(ctx, prefixDay+d)
-	}
-	if len(dayKeys) > 0 {
-		if _, err := p.Exec(ctx); err != nil {
-			return Stats{}, fmt.Errorf("stats: daily counters: %w", err)
+	want := len(Statuses) + 2*len(r.topics.ids)
+	n := make([]int64, want)
+	for _, c := range counts {
+		got, err := c.Int64Slice()
+		if err != nil || len(got) != want {
+			return Stats{}, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
+		}
+		for i, v := range got {
+			n[i] += v
 		}
 	}
 	out := Stats{ByStatus: map[Status]int64{}, ByTopic: []TopicCount{}, Days: make([]DayCount, 0, ndays)}
@@ -527,12 +484,17 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 		j := len(Statuses) + 2*i
 		out.ByTopic = append(out.ByTopic, TopicCount{Topic: t, Subscribers: n[j], Active: n[j+1]})
 	}
-	for i, d := range dayKeys {
-		f := days[i].Val()
-		num := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
-		out.Days = append(out.Days, DayCount{Day: d, Signups: num("signup"), Imports: num("import"),
-			Confirmations: num("confirm"), Unsubscribes: num("unsubscribe"), Bounces: num("bounce"),
-			Complaints: num("complaint"), Erasures: num("erase")})
+	for k, d := range dayKeys {
+		sum := map[string]int64{}
+		for i := range shards {
+			for f, v := range days[i][k].Val() {
+				x, _ := strconv.ParseInt(v, 10, 64)
+				sum[f] += x
+			}
+		}
+		out.Days = append(out.Days, DayCount{Day: d, Signups: sum["signup"], Imports: sum["import"],
+			Confirmations: sum["confirm"], Unsubscribes: sum["unsubscribe"], Bounces: sum["bounce"],
+			Complaints: sum["complaint"], Erasures: sum["erase"]})
 	}
 	return out, nil
 }

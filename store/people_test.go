@@ -146,7 +146,7 @@ func TestEraseLeavesNoTrace(t *testing.T) {
 	}
 	_, err = s.Confirm(ctx, email, OutboxEntry{})
 	step("confirm after erase", err)
-	if n, err := rdb.SCard(ctx, keyErased).Result(); err != nil || n != 0 {
+	if n, err := rdb.SCard(ctx, homeShard(email).key(sfxErased)).Result(); err != nil || n != 0 {
 		t.Fatalf("the confirmation left %d erased markers (%v)", n, err)
 	}
 }

@@ -57,7 +57,7 @@ type PushSubscriptions interface {
 // subscriber's browsers (the eviction takes the lowest), the time it
 // subscribed, and its keys (base64url), separated by spaces.
 
-func pushKey(id int64) string { return prefixPush + strconv.FormatInt(id, 10) }
+func pushKey(id int64) string { return idShard(id).key(sfxPush + strconv.FormatInt(id, 10)) }
 
 func encodePush(p PushSubscription) string {
 	enc := base64.RawURLEncoding
@@ -81,8 +81,8 @@ func decodePush(endpoint, v string) (PushSubscription, int64, error) {
 // addPushScript stores one browser of an active subscriber and evicts the
 // oldest past the cap.
 //
-//	KEYS[1]  keyActiveSet
-//	KEYS[2]  prefixPush + id
+//	KEYS[1]  the id's shard's anchor
+//	KEYS[2]  the subscriber's browsers (pushKey)
 //	ARGV[1]  subscriber id
 //	ARGV[2]  endpoint
 //	ARGV[3]  created (unix ms), p256dh and auth, space-separated
@@ -93,7 +93,7 @@ func decodePush(endpoint, v string) (PushSubscription, int64, error) {
 // the cap. Answers 'ok', 'notactive' or 'notfound'.
 var addPushScript = subscriberScript(`
 local id = ARGV[1]
-if redis.call('GETBIT', KEYS[1], id) == 0 then
+if redis.call('GETBIT', ACTIVE, slot(id)) == 0 then
   if redis.call('HEXISTS', subkey(id), id) == 0 then return 'notfound' end
   return 'notactive'
 end
@@ -119,7 +119,7 @@ func (r *Redis) AddPushSubscription(ctx context.Context, id int64, p PushSubscri
 		return fmt.Errorf("push subscription of %d: no endpoint", id)
 	}
 	p.CreatedAt = r.now()
-	res, err := addPushScript.Run(ctx, r.rdb, []string{keyActiveSet, pushKey(id)}, id, p.Endpoint, encodePush(p), MaxPushSubscriptions).Text()
+	res, err := addPushScript.Run(ctx, r.rdb, []string{anchor(idShard(id)), pushKey(id)}, id, p.Endpoint, encodePush(p), MaxPushSubscriptions).Text()
 	if err != nil {
 		return fmt.Errorf("store a push subscription of %d: %w", id, err)
 	}

@@ -1,9 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/topics"
 )
 
@@ -68,12 +68,10 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 // subscribeScript adds an address or re-opens its ended subscription, and
 // writes the outbox entry of the mail that the change calls for.
 //
-//	KEYS[1]  keySeq        id counter
-//	KEYS[2]  keyActiveSet  bitmap of active ids (declared: save writes it as ACTIVE)
-//	KEYS[3]  keyOutbox     hash outbox id -> body
-//	KEYS[4]  keyOutboxDue  zset outbox id by due time
-//	KEYS[5]  the mailbox's confirmation cooldown (holdKeys)
-//	KEYS[6]  the mailbox's confirmations of the day (holdKeys)
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  the mailbox's confirmation cooldown (holdKeys)
+//	KEYS[3]  the mailbox's confirmations of the day (holdKeys)
+//	KEYS[4]  today's counters (sfxDay)
 //	ARGV[1]  email (normalised)
 //	ARGV[2]  name, or ""
 //	ARGV[3]  time zone, or ""
@@ -91,9 +89,12 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 //	ARGV[15] ReconfirmWindow, ms
 //	ARGV[16] the address's keyed hash (the erased marker, keyErased)
 //	ARGV[17] the consent source: form, import, api, or ""
-//	KEYS[7]  today's counters (prefixDay)
 //
-// An address not on the list whose hash is in keyErased was erased: an
+// The address is looked up in the shard (find): away, the script answers
+// 'away' and the id; a new subscriber is only made in its home shard
+// (away from it, a miss answers 'gone'). Both write nothing.
+//
+// An address not on the list whose hash is in the erased set was erased: an
 // import (ARGV[9]) answers 'erased' and writes nothing; a signup goes on,
 // and its activation (here, or by confirmScript) takes the hash off.
 //
@@ -124,10 +125,12 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 // (prefixReconfirm, which keeps the name, time zone and topics for the
 // confirmation to apply); anything else answers 'suppressed'.
 var subscribeScript = subscriberScript(`
-DAY = KEYS[7]
+DAY = KEYS[4]
 local email = ARGV[1]
 local confirm = ARGV[5] ~= '1' and ARGV[6] ~= ''
-local id, r = find(email)
+local id, r, away = find(email)
+if away then return {'away', away} end
+if not id and not HOME then return {'gone'} end
 if not id and ARGV[9] == '1' and ARGV[16] ~= '' and redis.call('SISMEMBER', ERASED, ARGV[16]) == 1 then
   return {'erased'}
 end
@@ -141,14 +144,11 @@ if id then
     return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)}
   end
 end
-if confirm and not takehold(KEYS[5], KEYS[6], ARGV[10], ARGV[11]) then
+if confirm and not takehold(KEYS[2], KEYS[3], ARGV[10], ARGV[11]) then
   if id then return {'held', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
   return {'held'}
 end
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
-  redis.call('ZADD', KEYS[4], ARGV[8], ARGV[6])
-end
+if ARGV[6] ~= '' then outbox(ARGV[6], ARGV[7], ARGV[8]) end
 if suppressed then
   redis.call('SET', RECONF .. id, table.concat({'1', ARGV[2], ARGV[3], ARGV[13], ARGV[17], ARGV[4]}, SEP), 'PX', ARGV[15])
   count('signup')
@@ -163,7 +163,7 @@ local keep = id and r[1] == 'p' and ARGV[5] ~= '1'
 if id then
   r[3], r[4] = '', ''
 else
-  id = tostring(redis.call('INCR', KEYS[1]))
+  id = newid()
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
 end
@@ -196,7 +196,7 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	res, err := subscribeScript.Run(ctx, r.rdb, r.subscribeKeys(req.Email), args...).StringSlice()
+	res, _, err := r.byAddress(ctx, subscribeScript, req.Email, r.subscribeKeys(req.Email), args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
@@ -217,19 +217,24 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 		r.erasure(req.Email), string(req.Source)}, nil
 }
 
-// subscribeKeys are the KEYS of subscribeScript for email.
-func (r *Redis) subscribeKeys(email string) []string {
-	cool, day := holdKeys(HoldConfirm, email)
-	return []string{keySeq, keyActiveSet, keyOutbox, keyOutboxDue, cool, day, r.dayKey()}
+// subscribeKeys are the KEYS of subscribeScript for email in a shard.
+func (r *Redis) subscribeKeys(email string) func(a string, s shard) []string {
+	return func(a string, s shard) []string {
+		cool, day := holdKeys(s, HoldConfirm, email)
+		return []string{a, cool, day, r.dayKey(s)}
+	}
 }
 
 // holdKeys are the keys of the allowance of kind for email's mailbox
-// (address.Mailbox): its cooldown and its count of the day. The mailbox
-// is hashed: the keys need not show addresses to whoever lists them.
-func holdKeys(kind, email string) (cool, day string) {
-	sum := sha256.Sum256([]byte(address.Mailbox(email)))
+// (address.Mailbox) in shard s: its cooldown and its count of the day.
+// The mailbox is hashed: the keys need not show addresses to whoever
+// lists them. They are kept in the mailbox's home shard, but for a
+// subscriber from before the shards whose id lives in another, in that
+// one, where its scripts run.
+func holdKeys(s shard, kind, email string) (cool, day string) {
+	sum := mailboxSum(email)
 	h := hex.EncodeToString(sum[:12])
-	return prefixMailHold + kind + ":" + h, prefixMailHoldDay + kind + ":" + h
+	return s.key(sfxHold + kind + ":" + h), s.key(sfxHoldDay + kind + ":" + h)
 }
 
 // holdSeconds is h's cooldown as the scripts take it: whole seconds, at
@@ -259,7 +264,7 @@ func (r *Redis) TakeHold(ctx context.Context, kind, email string, h ConfirmHold)
 	if h.Every <= 0 {
 		return true, nil
 	}
-	cool, day := holdKeys(kind, email)
+	cool, day := holdKeys(homeShard(email), kind, email)
 	n, err := takeHoldScript.Run(ctx, r.rdb, []string{cool, day}, holdSeconds(h), h.PerDay).Int()
 	if err != nil {
 		return false, fmt.Errorf("take the %s allowance: %w", kind, err)
@@ -269,32 +274,44 @@ func (r *Redis) TakeHold(ctx context.Context, kind, email string, h ConfirmHold)
 
 // giveBackHoldScript undoes the last count of a mailbox's allowance: the
 // mail was never sent. For a confirmation it also gives a suppressed
-// subscriber's reconfirmation window back.
+// subscriber's reconfirmation window back; it runs by address then
+// (byAddress), where subscribeScript took the allowance.
 //
-//	KEYS[1]  the mailbox's cooldown (holdKeys)
-//	KEYS[2]  the mailbox's count of the day (holdKeys)
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  the mailbox's cooldown (holdKeys)
+//	KEYS[3]  the mailbox's count of the day (holdKeys)
 //	ARGV[1]  the address whose reconfirmation to forget, or ""
 //
 // Deletes the cooldown, decrements the count (not below 0), deletes the
-// reconfirmation key of a suppressed subscriber. Answers 1.
+// reconfirmation key of a suppressed subscriber. Answers 'ok' (or 'away',
+// 'gone' with nothing written).
 var giveBackHoldScript = subscriberScript(`
-redis.call('DEL', KEYS[1])
-if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+local id, r, away = nil, nil, nil
 if ARGV[1] ~= '' then
-  local id, r = find(ARGV[1])
-  if id and (r[1] == 'b' or r[1] == 'c') then redis.call('DEL', RECONF .. id) end
+  id, r, away = find(ARGV[1])
+  if away then return {'away', away} end
+  if not id and not HOME then return {'gone'} end
 end
-return 1
+redis.call('DEL', KEYS[2])
+if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[3]) end
+if id and (r[1] == 'b' or r[1] == 'c') then redis.call('DEL', RECONF .. id) end
+return {'ok'}
 `)
 
 // GiveBackHold implements MailHolds.
 func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
-	cool, day := holdKeys(kind, email)
-	who := ""
-	if kind == HoldConfirm {
-		who = email
+	keys := func(a string, s shard) []string {
+		cool, day := holdKeys(s, kind, email)
+		return []string{a, cool, day}
 	}
-	if err := giveBackHoldScript.Run(ctx, r.rdb, []string{cool, day}, who).Err(); err != nil {
+	var err error
+	if kind == HoldConfirm {
+		_, _, err = r.byAddress(ctx, giveBackHoldScript, email, keys, []any{email})
+	} else {
+		home := homeShard(email)
+		err = giveBackHoldScript.Run(ctx, r.rdb, keys(anchor(home), home), "").Err()
+	}
+	if err != nil {
 		return fmt.Errorf("give back the %s allowance: %w", kind, err)
 	}
 	return nil
@@ -305,9 +322,8 @@ func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 // and topics apply now, and it leaves the suppression list), and writes
 // the welcome's outbox entry.
 //
-//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
-//	KEYS[2]  keyOutbox
-//	KEYS[3]  keyOutboxDue
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  today's counters (sfxDay)
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  welcome outbox id
@@ -316,19 +332,18 @@ func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 //	ARGV[6]  every topic id, comma-separated
 //	ARGV[7]  now, unix ms (the onboarding index's score)
 //	ARGV[8]  the address's keyed hash (the erased marker), or ""
-//	KEYS[4]  today's counters (prefixDay)
 //
 // Writes status a, confirmed, the active bit and the onboarding index,
-// counts the day's confirmation, takes the address off keyErased (the
+// counts the day's confirmation, takes the address off the erased set (the
 // person's own confirmation brings them back after an erasure);
 // for a suppressed one also name, time zone, topics, ended cleared, off
 // the suppression lists, the reconfirmation key deleted. Answers 'ok',
 // 'active' (already), 'notpending' or 'notfound', then the id, the record
 // and the topics.
 var confirmScript = subscriberScript(`
-DAY = KEYS[4]
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
+DAY = KEYS[2]
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
 if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[6])} end
 if r[1] == 'b' or r[1] == 'c' then
   local v = redis.call('GET', RECONF .. id)
@@ -349,8 +364,7 @@ save(id, r)
 count('confirm')
 if ARGV[8] ~= '' then redis.call('SREM', ERASED, ARGV[8]) end
 if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
+  outbox(ARGV[3], ARGV[4], ARGV[5])
   redis.call('ZADD', ONBOARD, ARGV[7], id)
 end
 return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
@@ -358,8 +372,8 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
-	res, err := confirmScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()},
-		email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now()), r.erasure(email)).StringSlice()
+	res, _, err := r.byAddress(ctx, confirmScript, email, r.withDay,
+		[]any{email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now()), r.erasure(email)})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}
@@ -382,15 +396,13 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 // unsubscribed: an address that bounced must not be mailed even if the
 // person later asks to leave. Complained wins over both.
 //
-//	KEYS[1]  keyActiveSet
-//	KEYS[2]  keyOutbox
-//	KEYS[3]  keyOutboxDue
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  today's counters (sfxDay)
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  the new status: 'u' or 'b'
 //	ARGV[4]  every topic id, comma-separated
 //	ARGV[5…] outbox ids to drop
-//	KEYS[4]  today's counters (prefixDay)
 //
 // Counts the day's unsubscribe or bounce when the status changes. Writes
 // the status, ended, the suppression list (bounced), and clears the
@@ -402,9 +414,9 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 // ('0' when it was already ended so): the caller tells news from a link
 // used again by that, not by the time.
 var endScript = subscriberScript(`
-DAY = KEYS[4]
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
+DAY = KEYS[2]
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
 cancelreconfirm(id)
 local changed = '0'
 if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
@@ -416,13 +428,10 @@ if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
   save(id, r)
   if ARGV[3] == 'b' then redis.call('ZADD', SUPP .. 'b', id, id) end
 end
-redis.call('SETBIT', KEYS[1], id, 0)
+redis.call('SETBIT', ACTIVE, slot(id), 0)
 settopics(id, ARGV[4], '')
 if ARGV[3] == 'u' then redis.call('DEL', PUSH .. id) end
-for i = 5, #ARGV do
-  redis.call('HDEL', KEYS[2], ARGV[i])
-  redis.call('ZREM', KEYS[3], ARGV[i])
-end
+dropoutbox({unpack(ARGV, 5)})
 return {'ok', id, packrec(r), '', '', changed}
 `)
 
@@ -431,7 +440,7 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 	for _, id := range cancel {
 		args = append(args, id)
 	}
-	res, err := endScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()}, args...).StringSlice()
+	res, _, err := r.byAddress(ctx, endScript, email, r.withDay, args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("mark %s %s: %w", email, to, err)
 	}
@@ -440,20 +449,21 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 
 // getScript looks a subscriber up by address.
 //
+//	KEYS[1]  the shard's anchor (anchor, visit)
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //
 // Answers 'ok', the id, the record, the topics and whether it is
 // reconfirming, or 'notfound'.
 var getScript = subscriberScript(`
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
 return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
 `)
 
 // Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
-	res, err := getScript.Run(ctx, r.rdb, nil, email, r.topics.all).StringSlice()
+	res, _, err := r.byAddress(ctx, getScript, email, anchorOnly, []any{email, r.topics.all})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %s: %w", email, err)
 	}
@@ -463,6 +473,7 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 // getByIDScript looks a subscriber up by id, answering as getScript
 // does.
 //
+//	KEYS[1]  the id's shard's anchor
 //	ARGV[1]  id
 //	ARGV[2]  every topic id, comma-separated
 //
@@ -480,7 +491,7 @@ func (r *Redis) GetByID(ctx context.Context, id int64) (Subscriber, error) {
 	if id <= 0 {
 		return Subscriber{}, ErrNotFound
 	}
-	res, err := getByIDScript.Run(ctx, r.rdb, nil, id, r.topics.all).StringSlice()
+	res, err := getByIDScript.Run(ctx, r.rdb, []string{anchor(idShard(id))}, id, r.topics.all).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %d: %w", id, err)
 	}
@@ -504,9 +515,8 @@ func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Canc
 // turns one off. No topic left ends the subscription, as endScript does
 // for 'u'; leaving the sequence's topic drops its outbox entries.
 //
-//	KEYS[1]  keyActiveSet (declared: save writes it as ACTIVE)
-//	KEYS[2]  keyOutbox
-//	KEYS[3]  keyOutboxDue
+//	KEYS[1]  the shard's anchor (anchor, visit)
+//	KEYS[2]  today's counters (sfxDay)
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  every topic id, comma-separated
@@ -516,16 +526,15 @@ func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Canc
 //	ARGV[7]  'set': the name
 //	ARGV[8]  'set': the time zone
 //	ARGV[9…] the sequence's outbox ids
-//	KEYS[4]  today's counters (prefixDay)
 //
 // Writes the topics, with 'set' the name and time zone, and, with no topic
 // left, status u, ended, the active bit and the browsers for web push.
 // Answers 'ok', 'notactive' or 'notfound', then the id, the record and the
 // topics.
 var topicsScript = subscriberScript(`
-DAY = KEYS[4]
-local id, r = find(ARGV[1])
-if not id then return {'notfound'} end
+DAY = KEYS[2]
+local id, r, miss = lookup(ARGV[1])
+if miss then return miss end
 if r[1] ~= 'a' then return {'notactive', id, packrec(r), topicsof(id, ARGV[3])} end
 local chosen = ARGV[5]
 if ARGV[4] == 'leave' then
@@ -544,10 +553,7 @@ if chosen == '' then
 end
 save(id, r)
 if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then
-  for i = 9, #ARGV do
-    redis.call('HDEL', KEYS[2], ARGV[i])
-    redis.call('ZREM', KEYS[3], ARGV[i])
-  end
+  dropoutbox({unpack(ARGV, 9)})
 end
 return {'ok', id, packrec(r), chosen}
 `)
@@ -557,7 +563,7 @@ func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz st
 	for _, id := range cancel.Outbox {
 		args = append(args, id)
 	}
-	res, err := topicsScript.Run(ctx, r.rdb, []string{keyActiveSet, keyOutbox, keyOutboxDue, r.dayKey()}, args...).StringSlice()
+	res, _, err := r.byAddress(ctx, topicsScript, email, r.withDay, args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("change the topics of %s: %w", email, err)
 	}
@@ -574,13 +580,15 @@ func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz st
 // relay reads every outbox (outboxes).
 type outbox struct{ hash, due string }
 
-var (
-	subscriberOutbox = outbox{keyOutbox, keyOutboxDue}
-	issueOutbox      = outbox{keyIssueOutbox, keyIssueOutboxDue}
-)
-
-// outboxes are every outbox, in the order OutboxDue reads them.
-func outboxes() []outbox { return []outbox{subscriberOutbox, issueOutbox} }
+// outboxes are every outbox, in the order OutboxDue reads them: each
+// shard's, then the issues'.
+func outboxes() []outbox {
+	out := make([]outbox, 0, Shards+1)
+	for _, s := range everyShard() {
+		out = append(out, outbox{s.key(sfxOutbox), s.key(sfxDue)})
+	}
+	return append(out, outbox{keyIssueOutbox, keyIssueOutboxDue})
+}
 
 // outboxDoneScript drops entries from one outbox.
 //
@@ -626,48 +634,65 @@ func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
 }
 
 // OutboxDue implements Outbox: the earliest limit entries of every outbox
-// together.
+// together, their due times read in one round trip and their bodies in
+// a second.
 func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error) {
-	var out []OutboxEntry
-	for _, b := range outboxes() {
-		es, err := r.outboxDue(ctx, b, before, limit)
-		if err != nil {
-			return nil, err
+	boxes := outboxes()
+	dues := make([]*redis.ZSliceCmd, len(boxes))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range boxes {
+			dues[i] = p.ZRangeByScoreWithScores(ctx, b.due, &redis.ZRangeBy{Min: "-inf", Max: ms(before), Count: int64(limit)})
 		}
-		out = append(out, es...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list outbox: %w", err)
 	}
-	slices.SortStableFunc(out, func(a, b OutboxEntry) int { return a.Due.Compare(b.Due) })
-	if len(out) > limit {
-		out = out[:limit]
+	type due struct {
+		box int
+		z   redis.Z
+	}
+	var all []due
+	for i, c := range dues {
+		for _, z := range c.Val() {
+			all = append(all, due{i, z})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b due) int { return cmp.Compare(a.z.Score, b.z.Score) })
+	all = all[:min(len(all), limit)]
+	if len(all) == 0 {
+		return nil, nil
+	}
+	bodies := make([]*redis.StringCmd, len(all))
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, d := range all {
+			bodies[i] = p.HGet(ctx, boxes[d.box].hash, d.z.Member.(string))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	out := make([]OutboxEntry, 0, len(all))
+	for i, d := range all {
+		b, err := bodies[i].Result()
+		if errors.Is(err, redis.Nil) { // removed between the two reads: its task is enqueued
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		out = append(out, OutboxEntry{ID: d.z.Member.(string), Due: time.UnixMilli(int64(d.z.Score)), Body: []byte(b)})
 	}
 	return out, nil
 }
 
-func (r *Redis) outboxDue(ctx context.Context, b outbox, before time.Time, limit int) ([]OutboxEntry, error) {
-	zs, err := r.rdb.ZRangeByScoreWithScores(ctx, b.due, &redis.ZRangeBy{
-		Min: "-inf", Max: ms(before), Count: int64(limit),
-	}).Result()
-	if err != nil || len(zs) == 0 {
-		return nil, wrapErr("list outbox", err)
-	}
-	ids := make([]string, len(zs))
-	for i, z := range zs {
-		ids[i] = z.Member.(string)
-	}
-	bodies, err := r.rdb.HMGet(ctx, b.hash, ids...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
-	}
-	out := make([]OutboxEntry, 0, len(ids))
-	for i, v := range bodies {
-		s, ok := v.(string)
-		if !ok { // removed between the two reads: its task is enqueued
-			continue
-		}
-		out = append(out, OutboxEntry{ID: ids[i], Due: time.UnixMilli(int64(zs[i].Score)), Body: []byte(s)})
-	}
-	return out, nil
-}
+// withDay is the KEYS of a subscriber script that counts: the anchor and
+// the shard's counters of today.
+func (r *Redis) withDay(a string, s shard) []string { return []string{a, r.dayKey(s)} }
+
+// anchorOnly is the KEYS of a subscriber script that takes no other.
+func anchorOnly(a string, _ shard) []string { return []string{a} }
 
 func wrapErr(what string, err error) error {
 	if err == nil {
@@ -676,15 +701,16 @@ func wrapErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// markKeys are a mark's sent key (a bitmap for shared marks) and its
-// claim: a hash of claims for shared marks, a key of its own otherwise.
+// markKeys are a mark's sent key (a bitmap by idSlot for shared marks)
+// and its claim: a hash of claims for shared marks, a key of its own
+// otherwise; both in the subscriber's shard.
 func markKeys(m Mark) (sent, claim string) {
-	base := m.Kind + ":" + m.Key
+	s, base := idShard(m.SubscriberID), m.Kind+":"+m.Key
 	if m.Shared {
-		return prefixSent + base, prefixClaims + base
+		return s.key(sfxSent + base), s.key(sfxClaims + base)
 	}
 	id := strconv.FormatInt(m.SubscriberID, 10)
-	return prefixSent + base + ":" + id, prefixClaim + base + ":" + id
+	return s.key(sfxSent + base + ":" + id), s.key(sfxClaim + base + ":" + id)
 }
 
 // MarkSent implements Marks: one pipeline for all the marks. Each mark's
@@ -710,13 +736,13 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 			if !m.Shared {
 				p.Set(ctx, sent, "1", sentTTL)
 				p.Del(ctx, claim)
-				log := prefixMailLog + strconv.FormatInt(m.SubscriberID, 10)
+				log := idShard(m.SubscriberID).key(sfxMailLog + strconv.FormatInt(m.SubscriberID, 10))
 				p.ZAdd(ctx, log, redis.Z{Score: float64(now.UnixMilli()), Member: m.Kind + ":" + m.Key})
 				p.ZRemRangeByRank(ctx, log, 0, -mailLogCap-1)
 				p.Expire(ctx, log, sentTTL)
 				continue
 			}
-			p.SetBit(ctx, sent, m.SubscriberID, 1)
+			p.SetBit(ctx, sent, idSlot(m.SubscriberID), 1)
 			if _, seen := done[claim]; !seen {
 				hashes = append(hashes, claim)
 				score := float64(sentKeyForever)
@@ -724,7 +750,7 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 					p.Expire(ctx, sent, sharedSentTTL)
 					score = float64(now.UnixMilli())
 				}
-				p.ZAdd(ctx, keySentKeys, redis.Z{Score: score, Member: m.Kind + ":" + m.Key})
+				p.ZAdd(ctx, idShard(m.SubscriberID).key(sfxSentKeys), redis.Z{Score: score, Member: m.Kind + ":" + m.Key})
 			}
 			done[claim] = append(done[claim], strconv.FormatInt(m.SubscriberID, 10))
 		}
@@ -746,7 +772,7 @@ func (r *Redis) SentMarks(ctx context.Context, marks []Mark) ([]bool, error) {
 		for i, m := range marks {
 			sent, _ := markKeys(m)
 			if m.Shared {
-				cmds[i] = p.GetBit(ctx, sent, m.SubscriberID)
+				cmds[i] = p.GetBit(ctx, sent, idSlot(m.SubscriberID))
 			} else {
 				cmds[i] = p.Exists(ctx, sent)
 			}
@@ -786,13 +812,22 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	if len(args) == 0 {
 		return errs, nil
 	}
-	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string { return r.subscribeKeys(reqs[at[j]].Email) }, args)
+	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string {
+		email := reqs[at[j]].Email
+		home := homeShard(email)
+		return r.subscribeKeys(email)(anchor(home), home)
+	}, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
 	}
 	for j, c := range cmds {
 		i := at[j]
 		res, err := c.StringSlice()
+		if err == nil && len(res) == 2 && res[0] == "away" {
+			// A subscriber from before the shards: its own shard
+			// answers, one call.
+			res, _, err = r.byAddress(ctx, subscribeScript, reqs[i].Email, r.subscribeKeys(reqs[i].Email), args[j])
+		}
 		if err == nil {
 			_, err = decodeResult(res)
 		}

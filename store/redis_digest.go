@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,12 +78,11 @@ func (r *Redis) ItemsAfter(ctx context.Context, topic string, after int64, limit
 //	KEYS[1]  prefixRun .. period   the run hash
 //	KEYS[2]  keyLastItem           highest item id any run took
 //	KEYS[3]  keyItems
-//	KEYS[4]  keyActiveSet          bitmap of active ids
-//	KEYS[5]  keyLatestRun          period of the latest run
-//	KEYS[6]  prefixTopic .. digest bitmap of the digest topic's ids
-//	KEYS[7]  a scratch key, deleted before the script ends
+//	KEYS[4]  keyLatestRun          period of the latest run
 //	ARGV[1]  now, unix ms
 //	ARGV[2]  period
+//	ARGV[3]  the audience: the digest topic's active subscribers, counted
+//	         over the shards just before (audience)
 //
 // Writes the run hash: items (comma-separated ids), created, audience (the
 // active subscribers of the digest topic), cursor, planned, state, and
@@ -100,22 +98,20 @@ if #ids == 0 then
 else
   redis.call('SET', KEYS[2], ids[#ids])
 end
--- Counting the intersection takes a copy of the bitmaps' size (an
--- eighth of a byte per subscriber) for the length of this script only.
-redis.call('BITOP', 'AND', KEYS[7], KEYS[4], KEYS[6])
-local audience = redis.call('BITCOUNT', KEYS[7])
-redis.call('DEL', KEYS[7])
 redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
-  'audience', audience, 'cursor', 0, 'planned', 0, 'state', state, 'as_issue', 1)
-redis.call('SET', KEYS[5], ARGV[2])
+  'audience', ARGV[3], 'cursor', 0, 'planned', 0, 'state', state, 'as_issue', 1)
+redis.call('SET', KEYS[4], ARGV[2])
 return 1
 `)
 
 // StartDigestRun implements Digests.
 func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
-	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyActiveSet, keyLatestRun,
-		prefixTopic + topics.Digest, prefixRun + period + ":audience"},
-		ms(r.now()), period).Int()
+	audience, err := r.audience(ctx, []string{topics.Digest})
+	if err != nil {
+		return DigestRun{}, false, fmt.Errorf("start digest %s: count its audience: %w", period, err)
+	}
+	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyLatestRun},
+		ms(r.now()), period, audience).Int()
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
 	}
@@ -125,26 +121,22 @@ func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, b
 
 // DigestRun implements Digests.
 func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error) {
-	var h *redis.MapStringStringCmd
-	var sent, skipped, failed *redis.IntCmd
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		h = p.HGetAll(ctx, prefixRun+period)
-		sent = p.BitCount(ctx, prefixSent+DigestMarkKind+":"+period, nil)
-		skipped = p.BitCount(ctx, prefixOutcome+period+":"+OutcomeSkipped, nil)
-		failed = p.BitCount(ctx, prefixOutcome+period+":"+OutcomeFailed, nil)
-		return nil
-	})
+	f, err := r.rdb.HGetAll(ctx, prefixRun+period).Result()
 	if err != nil {
 		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
 	}
-	f := h.Val()
 	if len(f) == 0 {
 		return DigestRun{}, ErrNoRun
 	}
 	run := DigestRun{
 		Period: period, State: f["state"], CreatedAt: msTime(f["created"]), PlannedAt: msTime(f["planned_at"]),
-		Sent: sent.Val(), Skipped: skipped.Val(), Failed: failed.Val(), Items: []Item{},
+		Items: []Item{},
 	}
+	n, err := r.bitCounts(ctx, sfxSent+DigestMarkKind+":"+period, outcomeKey(period, OutcomeSkipped), outcomeKey(period, OutcomeFailed))
+	if err != nil {
+		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
+	}
+	run.Sent, run.Skipped, run.Failed = n[0], n[1], n[2]
 	run.Audience, _ = strconv.ParseInt(f["audience"], 10, 64)
 	run.Cursor, _ = strconv.ParseInt(f["cursor"], 10, 64)
 	run.Planned, _ = strconv.ParseInt(f["planned"], 10, 64)
@@ -238,64 +230,24 @@ func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int6
 	return wrapErr("advance digest "+period, err)
 }
 
-// AudienceAfter implements Digests: it reads the bitmaps of active ids and
-// of the topic's ids from the byte that holds cursor+1 on, in growing
-// slices (both in one round trip), until it has limit ids or the active
-// bitmap ends. Nothing is written: the walk costs Redis no memory.
+// AudienceAfter implements Digests: the shards' active and topic
+// bitmaps walked side by side (walkIDs). Nothing is written: the walk
+// costs Redis no memory.
 func (r *Redis) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
-	out := make([]int64, 0, limit)
-	start := (cursor + 1) / 8
-	size := int64(max(limit/4, 64)) // bytes; about limit ids where most are active
-	for len(out) < limit {
-		var act, tp *redis.StringCmd
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			act = p.GetRange(ctx, keyActiveSet, start, start+size-1)
-			if topic != "" {
-				tp = p.GetRange(ctx, prefixTopic+topic, start, start+size-1)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("audience of %q after %d: %w", topic, cursor, err)
-		}
-		chunk := act.Val()
-		var mask string
-		if tp != nil {
-			mask = tp.Val()
-		}
-		for i := 0; i < len(chunk) && len(out) < limit; i++ {
-			b := chunk[i]
-			if tp != nil {
-				if i >= len(mask) {
-					break // the topic's bitmap ends here: nobody further has it
-				}
-				b &= mask[i]
-			}
-			for bit := 0; b != 0 && bit < 8; bit++ {
-				// Redis numbers a bitmap's bits from the high bit of
-				// its first byte.
-				if b&(0x80>>bit) == 0 {
-					continue
-				}
-				if id := (start+int64(i))*8 + int64(bit); id > cursor {
-					out = append(out, id)
-					if len(out) == limit {
-						break
-					}
-				}
-			}
-		}
-		if int64(len(chunk)) < size {
-			break // the end of the bitmap
-		}
-		start += size
-		size = min(size*2, 64<<10)
+	terms := [][]string{{sfxActive}}
+	if topic != "" {
+		terms = append(terms, []string{sfxTopic + topic})
 	}
-	return out, nil
+	ids, err := r.walkIDs(ctx, terms, cursor, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audience of %q after %d: %w", topic, cursor, err)
+	}
+	return ids, nil
 }
 
-// SubscribersByID implements Digests: one HMGET per bucket of the ids,
-// in one pipeline (a batch of consecutive ids spans one or two buckets).
+// SubscribersByID implements Digests: one HMGET per record bucket of the
+// ids, and each topic's bitmap over the stretch of each shard the ids
+// cover (a batch's ids are close together), all in one pipeline.
 func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -304,30 +256,41 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		fields []string
 		at     []int
 	}
-	var order []int64
-	buckets := map[int64]*bucket{}
+	type stretch struct{ lo, hi int64 } // bytes of the shard's bitmaps
+	var order []string
+	buckets := map[string]*bucket{}
+	stretches := map[shard]*stretch{}
 	for i, id := range ids {
-		n := id / subsPerBucket
-		b, ok := buckets[n]
+		if id <= 0 {
+			continue // no such subscriber: ID 0
+		}
+		s := idShard(id)
+		key := s.key(sfxSubs + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
+		b, ok := buckets[key]
 		if !ok {
 			b = &bucket{}
-			buckets[n] = b
-			order = append(order, n)
+			buckets[key] = b
+			order = append(order, key)
 		}
 		b.fields = append(b.fields, strconv.FormatInt(id, 10))
 		b.at = append(b.at, i)
-	}
-	// The topics: each topic's bitmap over the ids' stretch (a batch's
-	// ids are close together), in the same round trip.
-	lo, hi := slices.Min(ids)/8, slices.Max(ids)/8
-	cmds := make([]*redis.SliceCmd, len(order))
-	tps := make([]*redis.StringCmd, len(r.topics.ids))
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for j, n := range order {
-			cmds[j] = p.HMGet(ctx, prefixSubs+strconv.FormatInt(n, 10), buckets[n].fields...)
+		at := idSlot(id) / 8
+		if st, ok := stretches[s]; !ok {
+			stretches[s] = &stretch{at, at}
+		} else {
+			st.lo, st.hi = min(st.lo, at), max(st.hi, at)
 		}
-		for k, t := range r.topics.ids {
-			tps[k] = p.GetRange(ctx, prefixTopic+t, lo, hi)
+	}
+	cmds := make([]*redis.SliceCmd, len(order))
+	tps := map[shard][]*redis.StringCmd{}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, key := range order {
+			cmds[j] = p.HMGet(ctx, key, buckets[key].fields...)
+		}
+		for s, st := range stretches {
+			for _, t := range r.topics.ids {
+				tps[s] = append(tps[s], p.GetRange(ctx, s.key(sfxTopic+t), st.lo, st.hi))
+			}
 		}
 		return nil
 	})
@@ -335,8 +298,8 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		return nil, fmt.Errorf("load %d subscribers: %w", len(ids), err)
 	}
 	out := make([]Subscriber, len(ids))
-	for j, n := range order {
-		b := buckets[n]
+	for j, key := range order {
+		b := buckets[key]
 		for k, v := range cmds[j].Val() {
 			rec, ok := v.(string)
 			if !ok {
@@ -346,9 +309,10 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			if err != nil {
 				return nil, err
 			}
+			s := idShard(sub.ID)
 			sub.Topics = []string{}
-			for t, c := range tps {
-				if bitAt(c.Val(), sub.ID-lo*8) {
+			for t, c := range tps[s] {
+				if bitAt(c.Val(), idSlot(sub.ID)-stretches[s].lo*8) {
 					sub.Topics = append(sub.Topics, r.topics.ids[t])
 				}
 			}
@@ -363,7 +327,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 // whose value is its expiry and owner: a key with its own expiry per
 // recipient cost Redis more than all else a digest mail needs of it.
 //
-//	KEYS[2i-1]  mark i's sent mark: a bitmap for shared marks, a string otherwise
+//	KEYS[2i-1]  mark i's sent mark: a bitmap by idSlot for shared marks, a string otherwise
 //	KEYS[2i]    mark i's claim: the claims hash for shared marks, a string
 //	            "<owner>" with an expiry otherwise
 //	ARGV[1]     now, unix ms
@@ -375,13 +339,14 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 // Writes the claims it takes, and gives each claims hash an expiry of
 // twice the ttl past its latest claim. Answers one code per mark: 0
 // claimed, 1 already sent, 2 held by another run (the store.Claim values).
-var claimScript = redis.NewScript(claimLua + `
+var claimScript = redis.NewScript(claimLua + fmt.Sprintf(`
+local NSH = %d
 local out, hashes = {}, {}
 for i = 1, #KEYS / 2 do
   local sent, claim, id = KEYS[2*i-1], KEYS[2*i], ARGV[2*i+3]
   local code
   if ARGV[2*i+2] == '1' then
-    if redis.call('GETBIT', sent, id) == 1 then
+    if redis.call('GETBIT', sent, math.floor(tonumber(id) / NSH)) == 1 then
       code = 1
     elseif held(redis.call('HGET', claim, id)) then
       code = 2
@@ -404,7 +369,7 @@ for i = 1, #KEYS / 2 do
 end
 for h in pairs(hashes) do redis.call('PEXPIRE', h, 2 * ttl) end
 return out
-`)
+`, Shards))
 
 // claimSharedScript is claimScript for a batch of shared marks of one kind
 // and key (a digest batch): three calls for the whole batch instead of
@@ -412,7 +377,7 @@ return out
 // (ids of a batch are close together; far apart, it asks bit by bit). The
 // ids must be distinct.
 //
-//	KEYS[1]  the sent bitmap
+//	KEYS[1]  the sent bitmap (of one shard: the ids are all of it)
 //	KEYS[2]  the claims hash
 //	ARGV[1]  now, unix ms
 //	ARGV[2]  claim ttl, ms
@@ -421,11 +386,13 @@ return out
 //
 // Writes the claims it takes and gives the claims hash an expiry of twice
 // the ttl. Answers one code per id, as claimScript.
-var claimSharedScript = redis.NewScript(claimLua + `
+var claimSharedScript = redis.NewScript(claimLua + fmt.Sprintf(`
+local NSH = %d
 local n = #ARGV - 3
 local ids, lo, hi = {}, math.huge, -1
 for i = 1, n do
-  local id = tonumber(ARGV[i + 3])
+  -- the id's bit: its slot in the shard's bitmap
+  local id = math.floor(tonumber(ARGV[i + 3]) / NSH)
   ids[i] = id
   if id < lo then lo = id end
   if id > hi then hi = id end
@@ -443,7 +410,7 @@ for i = 1, n do
   local id, sent = ids[i], false
   if bytes then
     local b = bytes:byte(math.floor(id / 8) - first + 1)
-    sent = b ~= nil and math.floor(b / weight[id % 8 + 1]) % 2 == 1
+    sent = b ~= nil and math.floor(b / weight[id %% 8 + 1]) %% 2 == 1
   else
     sent = redis.call('GETBIT', KEYS[1], id) == 1
   end
@@ -462,45 +429,93 @@ if #take > 0 then
   redis.call('PEXPIRE', KEYS[2], 2 * ttl)
 end
 return out
-`)
+`, Shards))
 
-// ClaimMarks implements Marks: one script call for all the marks. The
-// script is atomic, so an error means no claim was taken.
+// ClaimMarks implements Marks: one script call for each shard's marks,
+// all in one pipeline. Each call is atomic; an error leaves the claims of
+// the shards that answered taken, which the same owner takes over on its
+// retry (claimLua) and which expire with ttl otherwise.
 func (r *Redis) ClaimMarks(ctx context.Context, owner string, marks []Mark, ttl time.Duration) ([]Claim, error) {
 	if len(marks) == 0 {
 		return nil, nil
 	}
-	var codes []int64
-	var err error
-	if sent, claims, ok := oneSharedKey(marks); ok {
-		args := make([]any, 0, 3+len(marks))
-		args = append(args, r.now().UnixMilli(), ttl.Milliseconds(), owner)
-		for _, m := range marks {
-			args = append(args, m.SubscriberID)
+	groups := byShard(marks)
+	scripts := make([]*redis.Script, len(groups))
+	keys := make([][]string, len(groups))
+	args := make([][]any, len(groups))
+	for g, at := range groups {
+		ms := make([]Mark, len(at))
+		for i, j := range at {
+			ms[i] = marks[j]
 		}
-		codes, err = claimSharedScript.Run(ctx, r.rdb, []string{sent, claims}, args...).Int64Slice()
-	} else {
-		keys := make([]string, 0, 2*len(marks))
-		args := make([]any, 0, 3+2*len(marks))
-		args = append(args, r.now().UnixMilli(), ttl.Milliseconds(), owner)
-		for _, m := range marks {
-			sent, claim := markKeys(m)
-			keys = append(keys, sent, claim)
-			args = append(args, boolArg(m.Shared), m.SubscriberID)
+		a := []any{r.now().UnixMilli(), ttl.Milliseconds(), owner}
+		if sent, claims, ok := oneSharedKey(ms); ok {
+			scripts[g], keys[g] = claimSharedScript, []string{sent, claims}
+			for _, m := range ms {
+				a = append(a, m.SubscriberID)
+			}
+		} else {
+			scripts[g] = claimScript
+			for _, m := range ms {
+				sent, claim := markKeys(m)
+				keys[g] = append(keys[g], sent, claim)
+				a = append(a, boolArg(m.Shared), m.SubscriberID)
+			}
 		}
-		codes, err = claimScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
-	}
-	if len(codes) != len(marks) {
-		return nil, fmt.Errorf("claim %d marks: %d answers", len(marks), len(codes))
+		args[g] = a
 	}
 	out := make([]Claim, len(marks))
-	for i, c := range codes {
-		out[i] = Claim(c)
+	for _, script := range []*redis.Script{claimSharedScript, claimScript} {
+		var idx []int
+		for g := range groups {
+			if scripts[g] == script {
+				idx = append(idx, g)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		sub := make([][]any, len(idx))
+		for i, g := range idx {
+			sub[i] = args[g]
+		}
+		cmds, err := runPipelined(ctx, r.rdb, script, func(i int) []string { return keys[idx[i]] }, sub)
+		if err != nil {
+			return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
+		}
+		for i, c := range cmds {
+			codes, err := c.Int64Slice()
+			at := groups[idx[i]]
+			if err == nil && len(codes) != len(at) {
+				err = fmt.Errorf("%d answers", len(codes))
+			}
+			if err != nil {
+				return nil, fmt.Errorf("claim %d marks: %w", len(marks), err)
+			}
+			for k, j := range at {
+				out[j] = Claim(codes[k])
+			}
+		}
 	}
 	return out, nil
+}
+
+// byShard groups the marks' positions by their subscriber's shard, in
+// the order the shards first appear.
+func byShard(marks []Mark) [][]int {
+	var out [][]int
+	at := map[shard]int{}
+	for i, m := range marks {
+		s := idShard(m.SubscriberID)
+		g, ok := at[s]
+		if !ok {
+			g = len(out)
+			at[s] = g
+			out = append(out, nil)
+		}
+		out[g] = append(out[g], i)
+	}
+	return out
 }
 
 // oneSharedKey tells whether marks are shared marks of one kind and key
@@ -543,17 +558,26 @@ func (r *Redis) ReleaseMarks(ctx context.Context, marks []Mark) error {
 	return wrapErr("release marks", err)
 }
 
+// outcomeKey is the suffix of the shards' bitmaps of the readers of key
+// (a period, IssueOutcomeKey) with an outcome.
+func outcomeKey(key, outcome string) string { return sfxOutcome + key + ":" + outcome }
+
 // SetOutcome implements Digests.
 func (r *Redis) SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error {
 	if outcome != OutcomeSkipped && outcome != OutcomeFailed {
 		return errors.New("unknown outcome " + outcome)
 	}
-	key := prefixOutcome + period + ":" + outcome
+	sfx := outcomeKey(period, outcome)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		touched := map[shard]bool{}
 		for _, id := range ids {
-			p.SetBit(ctx, key, id, 1)
+			s := idShard(id)
+			p.SetBit(ctx, s.key(sfx), idSlot(id), 1)
+			touched[s] = true
 		}
-		p.Expire(ctx, key, sharedSentTTL)
+		for s := range touched {
+			p.Expire(ctx, s.key(sfx), sharedSentTTL)
+		}
 		return nil
 	})
 	return wrapErr("record "+outcome, err)

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,10 +27,7 @@ const (
 	// beside the subscribers' (outboxes).
 	keyIssueOutbox    = "nl:{pub}:outbox"     // hash outbox id -> body
 	keyIssueOutboxDue = "nl:{pub}:outbox:due" // zset of outbox ids, score = due (unix ms)
-	// + random hex: a scratch bitmap that lives only inside one run of
-	// issueAudienceScript.
-	keyAudienceScratch = "nl:issue:audience:"
-	issueListMaxScan   = 1000 // issues read per page of a filtered list
+	issueListMaxScan  = 1000                  // issues read per page of a filtered list
 )
 
 func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) }
@@ -203,9 +198,10 @@ return 1
 // finishIssueScript marks a sending issue sent when everyone planned is
 // accounted for.
 //
-//	KEYS[1] the issue's hash   KEYS[2] sent bitmap   KEYS[3] skipped bitmap   KEYS[4] failed bitmap
-//	KEYS[5] keyArchiveGen
+//	KEYS[1] the issue's hash   KEYS[2] keyArchiveGen
 //	ARGV[1] now (unix ms): its sent_at
+//	ARGV[2] the readers sent, skipped or failed, counted over the shards
+//	        just before (FinishIssue; the count only grows)
 //
 // Returns 1 when it marked the issue sent (and bumped the archive's
 // generation in the same step, so no cache can miss the new issue); 0
@@ -215,27 +211,10 @@ local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return -1 end
 if st ~= 'sending' or redis.call('HGET', KEYS[1], 'plandone') ~= '1' then return 0 end
 local planned = tonumber(redis.call('HGET', KEYS[1], 'planned') or '0')
-local done = redis.call('BITCOUNT', KEYS[2]) + redis.call('BITCOUNT', KEYS[3]) + redis.call('BITCOUNT', KEYS[4])
-if done < planned then return 0 end
+if tonumber(ARGV[2]) < planned then return 0 end
 redis.call('HSET', KEYS[1], 'status', 'sent', 'sent_at', ARGV[1])
-redis.call('INCR', KEYS[5])
+redis.call('INCR', KEYS[2])
 return 1
-`)
-
-// issueAudienceScript counts the active readers of any of the topics.
-//
-//	KEYS[1] keyActiveSet   KEYS[2] a scratch key   KEYS[3…] the topics' bitmaps
-//
-// ORs the topics' bitmaps into the scratch key, ANDs the active bitmap
-// in, counts, and deletes the scratch key, in one step. Returns the count.
-var issueAudienceScript = redis.NewScript(`
-local topics = {}
-for i = 3, #KEYS do topics[#topics + 1] = KEYS[i] end
-redis.call('BITOP', 'OR', KEYS[2], unpack(topics))
-redis.call('BITOP', 'AND', KEYS[2], KEYS[2], KEYS[1])
-local n = redis.call('BITCOUNT', KEYS[2])
-redis.call('DEL', KEYS[2])
-return n
 `)
 
 func scriptState(res string, id int64) error {
@@ -490,10 +469,11 @@ func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to
 	return r.Issue(ctx, id)
 }
 
-func issueMarkKeys(id int64) (sent, skipped, failed string) {
+// issueMarkKeys are the suffixes of the shards' bitmaps of an issue's
+// readers sent, skipped and failed.
+func issueMarkKeys(id int64) []string {
 	key := IssueOutcomeKey(id)
-	return prefixSent + IssueMarkKind + ":" + strconv.FormatInt(id, 10),
-		prefixOutcome + key + ":" + OutcomeSkipped, prefixOutcome + key + ":" + OutcomeFailed
+	return []string{sfxSent + IssueMarkKind + ":" + strconv.FormatInt(id, 10), outcomeKey(key, OutcomeSkipped), outcomeKey(key, OutcomeFailed)}
 }
 
 // progressFields are the fields of an issue's hash that IssueProgress
@@ -503,20 +483,12 @@ var progressFields = []string{"status", "planned", "bounces", "complaints", "cur
 
 // IssueProgress implements Issues.
 func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, error) {
-	sentKey, skipKey, failKey := issueMarkKeys(id)
-	var h *redis.SliceCmd
-	var sent, skipped, failed *redis.IntCmd
-	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		h = p.HMGet(ctx, issueKey(id), progressFields...)
-		sent = p.BitCount(ctx, sentKey, nil)
-		skipped = p.BitCount(ctx, skipKey, nil)
-		failed = p.BitCount(ctx, failKey, nil)
-		return nil
-	}); err != nil {
+	h, err := r.rdb.HMGet(ctx, issueKey(id), progressFields...).Result()
+	if err != nil {
 		return IssueProgress{}, fmt.Errorf("issue %d progress: %w", id, err)
 	}
 	f := make(map[string]string, len(progressFields))
-	for i, v := range h.Val() {
+	for i, v := range h {
 		if s, ok := v.(string); ok {
 			f[progressFields[i]] = s
 		}
@@ -526,8 +498,12 @@ func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, err
 	if _, ok := f["status"]; !ok {
 		return IssueProgress{}, ErrNoIssue
 	}
+	done, err := r.bitCounts(ctx, issueMarkKeys(id)...)
+	if err != nil {
+		return IssueProgress{}, fmt.Errorf("issue %d progress: %w", id, err)
+	}
 	n := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
-	return IssueProgress{Status: f["status"], Planned: n("planned"), Sent: sent.Val(), Skipped: skipped.Val(), Failed: failed.Val(),
+	return IssueProgress{Status: f["status"], Planned: n("planned"), Sent: done[0], Skipped: done[1], Failed: done[2],
 		Bounces: n("bounces"), Complaints: n("complaints"), Cursor: n("cursor"), MaxCursor: n("maxcursor"),
 		PlanDone: f["plandone"] == "1", Round: int(n("round"))}, nil
 }
@@ -543,11 +519,25 @@ func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, curso
 }
 
 // FinishIssue implements Issues. Every batch of an issue asks, and all
-// but the last are told no: one small script either way.
+// but the last are told no: while the plan runs, by one read of the
+// issue's hash; once it is done, by counting the shards' marks and a
+// small script.
 func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
-	sentKey, skipKey, failKey := issueMarkKeys(id)
-	keys := []string{issueKey(id), sentKey, skipKey, failKey, keyArchiveGen}
-	n, err := finishIssueScript.Run(ctx, r.rdb, keys, ms(r.now())).Int()
+	f, err := r.rdb.HMGet(ctx, issueKey(id), "status", "plandone").Result()
+	if err != nil {
+		return false, fmt.Errorf("finish issue %d: %w", id, err)
+	}
+	if f[0] == nil {
+		return false, ErrNoIssue
+	}
+	if f[0] != "sending" || f[1] != "1" {
+		return false, nil
+	}
+	done, err := r.bitCounts(ctx, issueMarkKeys(id)...)
+	if err != nil {
+		return false, fmt.Errorf("finish issue %d: %w", id, err)
+	}
+	n, err := finishIssueScript.Run(ctx, r.rdb, []string{issueKey(id), keyArchiveGen}, ms(r.now()), done[0]+done[1]+done[2]).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish issue %d: %w", id, err)
 	}
@@ -557,20 +547,10 @@ func (r *Redis) FinishIssue(ctx context.Context, id int64) (bool, error) {
 	return n == 1, nil
 }
 
-// IssueAudience implements Issues.
+// IssueAudience implements Issues: every shard counts its own
+// (audience).
 func (r *Redis) IssueAudience(ctx context.Context, topicIDs []string) (int64, error) {
-	if len(topicIDs) == 0 {
-		return 0, nil
-	}
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("issue audience: %w", err)
-	}
-	keys := []string{keyActiveSet, keyAudienceScratch + hex.EncodeToString(b[:])}
-	for _, t := range topicIDs {
-		keys = append(keys, prefixTopic+t)
-	}
-	n, err := issueAudienceScript.Run(ctx, r.rdb, keys).Int64()
+	n, err := r.audience(ctx, topicIDs)
 	if err != nil {
 		return 0, fmt.Errorf("issue audience: %w", err)
 	}

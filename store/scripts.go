@@ -14,26 +14,41 @@ import (
 // file holds the Lua they share. The key layout and the subscriber record
 // are in keys.go.
 //
-// The subscriber scripts find a subscriber's keys themselves (the record's
-// bucket from its id, the index bucket from a hash of the address), from
-// the helpers of subscriberLua: the store runs on one Redis (or a
-// Sentinel-managed primary), never on a Cluster.
+// The subscriber scripts run in one shard (shard.go): KEYS[1] is the
+// shard's anchor (anchor), and they build every other key of the shard
+// themselves from its prefix (the record's bucket from an id, the index
+// bucket from a hash of the address), so on a Redis Cluster they touch
+// keys of one slot only. A subscriber's id carries its shard; one of
+// another shard is never read here (find answers it as away).
 
 // subscriberLua is the prelude of the scripts that read or write
 // subscribers: the record format and the address index of keys.go.
 var subscriberLua = fmt.Sprintf(`
 local SEP = '\31'
-local SUBS, INDEX, PER, ACTIVE = %q, %q, %d, %q
-local RECONF, SUPP, SOFT = %q, %q, %q
-local TOPIC, KNOWN, ONBOARD = %q, %q, %q
-local PUSH = %q
-local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = %q, %q, %q, %q, %q
+local PFX = string.match(KEYS[1], '^nl:{s%%d+}:')
+local SH = tonumber(string.match(PFX, '{s(%%d+)}'))
+-- HOME: the shard is the address's home (KEYS[1] is its id counter),
+-- not one its index pointed to (KEYS[1] is the visit anchor, anchor()).
+local HOME = KEYS[1] == PFX .. %q
+local NSH, PER = %d, %d
+local SUBS, INDEX, ACTIVE = PFX .. %q, PFX .. %q, PFX .. %q
+local RECONF, SUPP, SOFT = PFX .. %q, PFX .. %q, PFX .. %q
+local TOPIC, KNOWN, ONBOARD = PFX .. %q, PFX .. %q, PFX .. %q
+local PUSH, SEEN = PFX .. %q, PFX .. %q
+local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
+local OUTBOX, DUE, SEQ = PFX .. %q, PFX .. %q, PFX .. %q
 local DAYTTL, FBCAP = %d, %d
--- DAY is the key of today's counters (prefixDay), set by the scripts that
+-- DAY is the key of today's counters (sfxDay), set by the scripts that
 -- count (count); nil counts nothing.
 local DAY = nil
-local function subkey(id) return SUBS .. math.floor(tonumber(id) / PER) end
-local function consentkey(id) return CONSENT .. math.floor(tonumber(id) / PER) end
+-- slot is an id's bit in the shard's bitmaps; mine tells an id of this
+-- shard.
+local function slot(id) return math.floor(tonumber(id) / NSH) end
+local function mine(id) return tonumber(id) %% NSH == SH end
+local function subkey(id) return SUBS .. math.floor(slot(id) / PER) end
+local function consentkey(id) return CONSENT .. math.floor(slot(id) / PER) end
+-- newid takes the shard's next id: the n-th is n * NSH + SH.
+local function newid() return tostring(redis.call('INCR', SEQ) * NSH + SH) end
 -- statuskey is the bitmap of a status code (the active one is ACTIVE).
 local function statuskey(code)
   if code == 'a' then return ACTIVE end
@@ -49,7 +64,18 @@ local function count(field)
 end
 local function ixloc(email)
   local h = redis.sha1hex(email)
-  return INDEX .. (tonumber(h:sub(1, 4), 16) %% 16384), h:sub(5, 16)
+  return INDEX .. tonumber(h:sub(1, 2), 16), h:sub(3, 14)
+end
+-- outbox writes an entry of the shard's outbox; dropoutbox drops some.
+local function outbox(id, body, due)
+  redis.call('HSET', OUTBOX, id, body)
+  redis.call('ZADD', DUE, due, id)
+end
+local function dropoutbox(ids)
+  for _, id in ipairs(ids) do
+    redis.call('HDEL', OUTBOX, id)
+    redis.call('ZREM', DUE, id)
+  end
 end
 -- unpackrec also keeps the status the record was stored with (r.was), so
 -- that save knows which status bit to move without reading the record
@@ -70,8 +96,8 @@ local function packrec(r) return table.concat(r, SEP, 1, 7) end
 -- yet (a new id).
 local function save(id, r)
   if r.was ~= r[1] then
-    if r.was then redis.call('SETBIT', statuskey(r.was), id, 0) end
-    redis.call('SETBIT', statuskey(r[1]), id, 1)
+    if r.was then redis.call('SETBIT', statuskey(r.was), slot(id), 0) end
+    redis.call('SETBIT', statuskey(r[1]), slot(id), 1)
   end
   redis.call('HSET', subkey(id), id, packrec(r))
   r.was = r[1]
@@ -96,6 +122,15 @@ local function index(email, id)
   local ids = redis.call('HGET', ix, f)
   if ids then redis.call('HSET', ix, f, ids .. ',' .. id) else redis.call('HSET', ix, f, id) end
 end
+-- unindex takes id off the address's index entry.
+local function unindex(email, id)
+  local ix, f = ixloc(email)
+  local keep = {}
+  for x in (redis.call('HGET', ix, f) or ''):gmatch('[^,]+') do
+    if x ~= tostring(id) then keep[#keep + 1] = x end
+  end
+  if #keep == 0 then redis.call('HDEL', ix, f) else redis.call('HSET', ix, f, table.concat(keep, ',')) end
+end
 -- unsuppress takes id off the suppression lists and forgets its soft
 -- bounces: it is about to be mailed again, or may be.
 local function unsuppress(id)
@@ -107,16 +142,17 @@ end
 -- the topics file (all), or a choice among them. fresh: a new id, whose
 -- bits are all still 0.
 local function settopics(id, all, chosen, fresh)
+  local b = slot(id)
   if not fresh then
-    for t in all:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 0) end
+    for t in all:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, b, 0) end
   end
-  for t in chosen:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, id, 1) end
-  redis.call('SETBIT', KNOWN, id, 1)
+  for t in chosen:gmatch('[^,]+') do redis.call('SETBIT', TOPIC .. t, b, 1) end
+  redis.call('SETBIT', KNOWN, b, 1)
 end
 local function topicsof(id, all)
-  local out = {}
+  local out, b = {}, slot(id)
   for t in all:gmatch('[^,]+') do
-    if redis.call('GETBIT', TOPIC .. t, id) == 1 then out[#out + 1] = t end
+    if redis.call('GETBIT', TOPIC .. t, b) == 1 then out[#out + 1] = t end
   end
   return table.concat(out, ',')
 end
@@ -135,23 +171,45 @@ local function cancelreconfirm(id)
   local ttl = redis.call('PTTL', k)
   if ttl > 0 then redis.call('SET', k, '', 'PX', ttl) end
 end
+-- find looks an address up in the shard's index. An id of another shard
+-- there (a subscriber from before the shards, whose home shard points to
+-- it) comes back as away: the script answers {'away', away} before it
+-- writes anything, and the store runs it again in that shard (byAddress).
 local function find(email)
   local ix, f = ixloc(email)
   local ids = redis.call('HGET', ix, f)
   if ids then
     for id in ids:gmatch('[^,]+') do
-      local v = redis.call('HGET', subkey(id), id)
-      if v then
-        local r = unpackrec(v)
-        if r[5] == email then return id, r end
+      if mine(id) then
+        local v = redis.call('HGET', subkey(id), id)
+        if v then
+          local r = unpackrec(v)
+          if r[5] == email then return id, r end
+        end
+      else
+        -- A pointer names the address only by its hash: the shard it
+        -- points to checks the address.
+        return nil, nil, id
       end
     end
   end
   return nil
 end
-`, prefixSubs, prefixIndex, subsPerBucket, keyActiveSet, prefixReconfirm, prefixSupp, prefixSoft,
-	prefixTopic, keyTopicKnown, keyOnboarding, prefixPush,
-	prefixStatus, prefixConsent, prefixMailLog, prefixFeedbackLog, keyErased,
+-- lookup is find for the scripts that only read or change a subscriber:
+-- it answers what the script must answer when there is none here (nil
+-- when there is one). Away from the address's home shard (HOME), a miss
+-- means the pointer that sent it here is stale.
+local function lookup(email)
+  local id, r, away = find(email)
+  if away then return nil, nil, {'away', away} end
+  if not id and not HOME then return nil, nil, {'gone'} end
+  if not id then return nil, nil, {'notfound'} end
+  return id, r, nil
+end
+`, sfxSeq, Shards, subsPerBucket, sfxSubs, sfxIndex, sfxActive, sfxReconfirm, sfxSupp, sfxSoft,
+	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen,
+	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
+	sfxOutbox, sfxDue, sfxSeq,
 	int64(dayCounterTTL/time.Second), feedbackLogCap) + holdLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys

@@ -12,9 +12,9 @@ import (
 )
 
 // Layout is the key layout this code reads and writes (keys.go), recorded
-// in keySchema. Start-up brings layout 2 data (at the minimum below) up to
-// it (upgrade.go).
-const Layout = 3
+// in keySchema. Start-up brings layout 2 and 3 data (at the minimum
+// below) up to it (upgrade.go, upgrade4.go).
+const Layout = 4
 
 // minLayout is the oldest layout start-up upgrades.
 const minLayout = 2
@@ -73,7 +73,7 @@ func tooOld(found string) error {
 // comes between finding it empty and stamping it.
 //
 //	KEYS[1]     keySchema
-//	KEYS[2]     keySeq        (present once any subscriber was written)
+//	KEYS[2]     v3Seq         (present once any subscriber was written, up to layout 3)
 //	KEYS[3..4]  v1EmailIndex, v1Active
 //	KEYS[5..]   minimumMarkers
 //	ARGV[1]     Layout
@@ -105,7 +105,35 @@ return {schema or '', tostring(v1), table.concat(missing, ',')}
 // one-line way out. Stop the roles of an older version before starting
 // this one: whatever they write is not checked again.
 func (r *Redis) CheckVersion(ctx context.Context, log *slog.Logger) error {
-	keys := append([]string{keySchema, keySeq, v1EmailIndex, v1Active}, minimumMarkers...)
+	if _, ok := r.rdb.(*redis.ClusterClient); ok {
+		// A Redis Cluster only ever holds data in this layout (older
+		// data lived on one Redis): its version alone tells, or an
+		// empty cluster is stamped (the keys the script below reads sit
+		// in slots of their own, which one script cannot read).
+		if v, err := r.rdb.Get(ctx, keySchema).Result(); err == nil && v == strconv.Itoa(Layout) {
+			return nil
+		} else if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("read the data version: %w", err)
+		}
+		stamped, err := r.rdb.SetNX(ctx, keySchema, Layout, 0).Result()
+		if err != nil {
+			return fmt.Errorf("record the data version: %w", err)
+		}
+		if stamped {
+			log.Info("store: empty Redis Cluster, recorded the data version", "layout", Layout)
+			return nil
+		}
+		v, err := r.rdb.Get(ctx, keySchema).Result()
+		if err != nil {
+			return fmt.Errorf("read the data version: %w", err)
+		}
+		_, err = judgeVersion(v, false, "")
+		if err == nil {
+			err = tooOld(fmt.Sprintf("a Redis Cluster holds data in layout %s, which only ever lived on one Redis", v))
+		}
+		return err
+	}
+	keys := append([]string{keySchema, v3Seq, v1EmailIndex, v1Active}, minimumMarkers...)
 	res, err := checkVersionScript.Run(ctx, r.rdb, keys, Layout).StringSlice()
 	if err != nil {
 		return fmt.Errorf("read the data version: %w", err)
@@ -121,7 +149,12 @@ func (r *Redis) CheckVersion(ctx context.Context, log *slog.Logger) error {
 	if err != nil || from == Layout {
 		return err
 	}
-	_, err = r.upgradeTo3(ctx, log)
+	if from < 3 {
+		if _, err := r.upgradeTo3(ctx, log); err != nil {
+			return err
+		}
+	}
+	_, err = r.upgradeTo4(ctx, log)
 	return err
 }
 

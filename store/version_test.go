@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,6 +32,7 @@ type fixtureKey struct {
 	ZSet   map[string]int64  `json:"zset"`
 	List   []string          `json:"list"`
 	Set    []string          `json:"set"`
+	TTL    int64             `json:"ttl_ms"`
 }
 
 func loadFixture(t *testing.T, rdb *redis.Client, file string) {
@@ -68,18 +70,13 @@ func loadFixture(t *testing.T, rdb *redis.Client, file string) {
 		default:
 			err = fmt.Errorf("fixture key %s of type %s", k.Key, k.Type)
 		}
+		if err == nil && k.TTL > 0 {
+			err = rdb.PExpire(ctx, k.Key, time.Duration(k.TTL)*time.Millisecond).Err()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-}
-
-func anys(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
 
 // refused checks that CheckVersion refuses the data as kind, with a
@@ -185,7 +182,7 @@ func TestCheckVersionRefusesOlder(t *testing.T) {
 			}
 		}, []string{"layout 1", UpgradeFrom}},
 		{"layout version 1", func(t *testing.T, rdb *redis.Client) {
-			if err := rdb.MSet(ctx, keySchema, "1", keySeq, "4").Err(); err != nil {
+			if err := rdb.MSet(ctx, keySchema, "1", v3Seq, "4").Err(); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"layout 1", UpgradeFrom}},
@@ -214,7 +211,7 @@ func TestCheckVersionRefusesOlder(t *testing.T) {
 func TestCheckVersionRefusesNewer(t *testing.T) {
 	ctx := context.Background()
 	for v, want := range map[string]string{
-		"4":  "the data is in layout 4, newer than this version reads (layout 3)",
+		"5":  "the data is in layout 5, newer than this version reads (layout 4)",
 		"2b": `holds "2b", a layout no release of this service wrote`,
 	} {
 		t.Run(v, func(t *testing.T) {

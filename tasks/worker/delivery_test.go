@@ -191,9 +191,10 @@ func TestHardBounceSuppressesTheAddress(t *testing.T) {
 	if sub.Status != store.Bounced {
 		t.Fatalf("status %s, want bounced", sub.Status)
 	}
-	// The active bitmap (store/keys.go's nl:act) is what every audience
-	// walk reads.
-	if bit, err := d.rdb.GetBit(context.Background(), "nl:act", sub.ID).Result(); err != nil || bit != 0 {
+	// The active bitmap of the subscriber's shard (store/keys.go's
+	// sfxActive, bit id/Shards) is what every audience walk reads.
+	key := fmt.Sprintf("nl:{s%02d}:act", sub.ID%store.Shards)
+	if bit, err := d.rdb.GetBit(context.Background(), key, sub.ID/store.Shards).Result(); err != nil || bit != 0 {
 		t.Fatalf("a bounced subscriber is still in the active bitmap the audience walks read (bit %d, %v)", bit, err)
 	}
 	if got := testutil.ToFloat64(d.metrics.Failed.WithLabelValues("welcome", "bounced")); got != 1 {
