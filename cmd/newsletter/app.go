@@ -107,7 +107,11 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		a.close()
-		return nil, fmt.Errorf("redis at %s: %w", redisWhere(cfg), err)
+		where := redisWhere(cfg)
+		if a.emb != nil {
+			where = a.emb.URL() // no variable names it
+		}
+		return nil, fmt.Errorf("redis at %s: %w", where, err)
 	}
 	a.store = store.NewRedis(rdb).WithTopics(cfg.Topics).WithErasure(a.redact.Hash)
 	// Every role and tool checks the data's version first: it stamps an
