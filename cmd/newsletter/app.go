@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"net/mail"
-	"runtime"
 	"strings"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/newsletter/newsletter/internal/embedded"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -97,9 +97,9 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	for _, lane := range cfg.Lanes {
 		workers += cfg.LaneConcurrency(lane)
 	}
-	rdb, err := redisClient(opt, workers)
+	rdb, err := redisconn.Client(opt, workers)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", cfg.RedisVar(), err)
 	}
 	a.rdb, a.redisOpt = rdb, opt
 	a.closers = append(a.closers, func() { closeLogged(a.log, "redis client", rdb) })
@@ -107,7 +107,11 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		a.close()
-		return nil, fmt.Errorf("redis at %s: %w", redactURL(cfg.RedisURL), err)
+		where := redisWhere(cfg)
+		if a.emb != nil {
+			where = a.emb.URL() // no variable names it
+		}
+		return nil, fmt.Errorf("redis at %s: %w", where, err)
 	}
 	a.store = store.NewRedis(rdb).WithTopics(cfg.Topics).WithErasure(a.redact.Hash)
 	// Every role and tool checks the data's version first: it stamps an
@@ -137,9 +141,9 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 // the API's request path is independent round trips that no caller can
 // pipeline itself.
 func (a *app) batchedRedis() (redis.UniversalClient, error) {
-	c, err := redisClient(a.redisOpt, a.cfg.Concurrency)
+	c, err := redisconn.Client(a.redisOpt, a.cfg.Concurrency)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", a.cfg.RedisVar(), err)
 	}
 	h := autopipe.New(a.rdb, 4)
 	c.AddHook(h)
@@ -172,7 +176,7 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 		// The dev mailbox shows every confirm and unsubscribe link: on a
 		// real Redis only when asked for, and behind the admin token.
 		if a.emb == nil && !a.cfg.DevMailbox {
-			return nil, nil, errors.New("NEWSLETTER_SMTP_URL: want an SMTP server whenever NEWSLETTER_REDIS_URL is set (or NEWSLETTER_DEV_MAILBOX=true to keep mail in the dev mailbox, behind the admin token)")
+			return nil, nil, errors.New("NEWSLETTER_SMTP_URL: want an SMTP server whenever NEWSLETTER_REDIS_URL or NEWSLETTER_REDIS_CLUSTER_ADDRS is set (or NEWSLETTER_DEV_MAILBOX=true to keep mail in the dev mailbox, behind the admin token)")
 		}
 		box := mailer.NewMailbox(0)
 		if a.emb == nil {
@@ -255,33 +259,6 @@ func dkimSigner(cfg *config.Config) (*mailer.DKIM, error) {
 	return d, nil
 }
 
-// redisClient connects like asynq would, but speaks RESP2: RESP3 makes
-// go-redis look for push notifications around every command, which cost a
-// tenth of the API's CPU in the subscribe benchmark, and nothing here uses
-// them. The pool is sized for the API's parallel requests plus the
-// worker's concurrency. Context deadlines bound its socket waits
-// (ContextTimeoutEnabled; go-redis ignores them otherwise), so a request's
-// timeout or a probe's budget holds when Redis hangs.
-func redisClient(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient, error) {
-	pool := 10*runtime.GOMAXPROCS(0) + concurrency
-	switch o := opt.(type) {
-	case asynq.RedisClientOpt:
-		return redis.NewClient(&redis.Options{
-			Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
-			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2, ContextTimeoutEnabled: true,
-		}), nil
-	case asynq.RedisFailoverClientOpt:
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: o.MasterName, SentinelAddrs: o.SentinelAddrs, SentinelUsername: o.SentinelUsername,
-			SentinelPassword: o.SentinelPassword, Username: o.Username, Password: o.Password, DB: o.DB,
-			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-			TLSConfig: o.TLSConfig, PoolSize: pool, Protocol: 2, ContextTimeoutEnabled: true,
-		}), nil
-	}
-	return nil, fmt.Errorf("NEWSLETTER_REDIS_URL: unsupported connection type %T", opt)
-}
-
 // listID is the RFC 2919 List-Id for the From address: the display name
 // and "newsletter.<domain>", so filters can tell our list from other mail
 // of the same sender.
@@ -309,6 +286,15 @@ func closeLogged(log *slog.Logger, what string, c io.Closer) {
 	if err := c.Close(); err != nil {
 		log.Warn("close "+what, "err", err)
 	}
+}
+
+// redisWhere names the configured Redis for messages, without its
+// password: the variable in use and what it says.
+func redisWhere(cfg *config.Config) string {
+	if cl, ok := cfg.Redis.(redisconn.Cluster); ok {
+		return cfg.RedisVar() + " " + cl.String()
+	}
+	return cfg.RedisVar() + " " + redactURL(cfg.RedisURL)
 }
 
 // redactURL hides a password in a Redis URL for logs.

@@ -7,10 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/newsletter/newsletter/internal/config"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/mailer"
 )
 
@@ -47,22 +53,66 @@ func checkCmd(ctx context.Context, getenv func(string) string, stdout io.Writer)
 	return nil
 }
 
-// checkRedis pings the configured Redis.
+// checkRedis pings the configured Redis: one Redis (or Sentinel's
+// primary), or every primary of a cluster.
 func checkRedis(ctx context.Context, cfg *config.Config) (string, error) {
 	if cfg.Embedded() {
-		return "none configured (NEWSLETTER_REDIS_URL unset): the service would run on an in-memory Redis that forgets everything at exit", nil
+		return "none configured (NEWSLETTER_REDIS_URL and NEWSLETTER_REDIS_CLUSTER_ADDRS unset): the service would run on an in-memory Redis that forgets everything at exit", nil
 	}
-	rdb, err := redisClient(cfg.Redis, 0)
+	rdb, err := redisconn.Client(cfg.Redis, 0)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", cfg.RedisVar(), err)
 	}
 	defer func() { _ = rdb.Close() }() // a client that only pinged: nothing to lose
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
+	if cl, ok := rdb.(*redis.ClusterClient); ok {
+		primaries, err := checkCluster(ctx, cl)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", redisWhere(cfg), err)
+		}
+		return fmt.Sprintf("cluster at %s: PING answered by its %d primaries (%s), cluster_state ok", redisWhere(cfg), len(primaries), strings.Join(primaries, ", ")), nil
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return "", fmt.Errorf("NEWSLETTER_REDIS_URL %s: %w", redactURL(cfg.RedisURL), err)
+		return "", fmt.Errorf("%s: %w", redisWhere(cfg), err)
 	}
 	return "PING answered at " + redactURL(cfg.RedisURL), nil
+}
+
+// checkCluster pings every primary the cluster names, and asks each
+// whether the cluster is whole (cluster_state:ok): a cluster with slots
+// no primary serves answers PING and refuses those slots' keys. It
+// returns the primaries' addresses, sorted.
+func checkCluster(ctx context.Context, rdb *redis.ClusterClient) ([]string, error) {
+	var (
+		mu        sync.Mutex
+		primaries []string
+	)
+	err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		addr := m.Options().Addr
+		if err := m.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("primary %s: %w", addr, err)
+		}
+		info, err := m.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("primary %s: CLUSTER INFO: %w", addr, err)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			return fmt.Errorf("primary %s: the cluster is not whole (cluster_state is not ok: a slot has no primary)", addr)
+		}
+		mu.Lock()
+		primaries = append(primaries, addr)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(primaries) == 0 {
+		return nil, errors.New("the seeds name no primary")
+	}
+	slices.Sort(primaries)
+	return primaries, nil
 }
 
 // checkMail checks the mail transport the worker would send through.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/testkit/nettest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
@@ -105,5 +106,33 @@ func TestStartSaysWhatIsWrongWithSMTP(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// TestCheckCluster: with NEWSLETTER_REDIS_CLUSTER_ADDRS, `newsletter check`
+// names the cluster by its seeds (the password hidden) and answers for
+// every primary; seeds that are not there fail the line, naming the
+// variable.
+func TestCheckCluster(t *testing.T) {
+	t.Parallel()
+	c := rediscluster.Start(t)
+	seeds := c.Addrs()
+	env := realEnv("", "", map[string]string{
+		"NEWSLETTER_REDIS_CLUSTER_ADDRS": "redis://" + seeds[0] + "," + strings.Join(seeds[1:], ","),
+		"NEWSLETTER_DEV_MAILBOX":         "true", "NEWSLETTER_ADMIN_TOKEN": "check-test-admin-token-0123456789",
+	})
+	code, out, errOut := runCheck(t, env)
+	want := "redis   ok    cluster at NEWSLETTER_REDIS_CLUSTER_ADDRS " + strings.Join(seeds, ",") + ": PING answered by its 3 primaries ("
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "cluster_state ok") {
+		t.Errorf("exit %d, want 0 and %q in:\n%s\n%s", code, want, out, errOut)
+	}
+	t.Logf("the report on the cluster:\n%s", out)
+
+	refused := nettest.RefusedAddr(t)
+	env["NEWSLETTER_REDIS_CLUSTER_ADDRS"] = "redis://user:hidden-pw@" + refused
+	code, out, errOut = runCheck(t, env)
+	want = "redis   FAIL  NEWSLETTER_REDIS_CLUSTER_ADDRS " + refused + ":"
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out+errOut, "hidden-pw") {
+		t.Errorf("exit %d, want 1 and %q without the password in:\n%s\n%s", code, want, out, errOut)
 	}
 }

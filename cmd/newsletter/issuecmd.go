@@ -146,8 +146,8 @@ func issuePreviewCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdou
 // withApp runs fn on the service's Redis. The embedded Redis would be a
 // throwaway one nobody sends from: the commands refuse it.
 func withApp(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, fn func(*app) error) error {
-	if getenv("NEWSLETTER_REDIS_URL") == "" {
-		return errors.New("NEWSLETTER_REDIS_URL: the issue commands work on the service's Redis; set it as the service has it")
+	if getenv("NEWSLETTER_REDIS_URL") == "" && getenv("NEWSLETTER_REDIS_CLUSTER_ADDRS") == "" {
+		return errors.New("NEWSLETTER_REDIS_URL: the issue commands work on the service's Redis; set it (or NEWSLETTER_REDIS_CLUSTER_ADDRS) as the service has it")
 	}
 	a, err := newApp(ctx, getenv, stdout, stderr)
 	if err != nil {

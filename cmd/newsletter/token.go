@@ -31,8 +31,8 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	if getenv("NEWSLETTER_REDIS_URL") == "" {
-		return errors.New("NEWSLETTER_REDIS_URL: the token commands work on the service's Redis; set it as the service has it")
+	if getenv("NEWSLETTER_REDIS_URL") == "" && getenv("NEWSLETTER_REDIS_CLUSTER_ADDRS") == "" {
+		return errors.New("NEWSLETTER_REDIS_URL: the token commands work on the service's Redis; set it (or NEWSLETTER_REDIS_CLUSTER_ADDRS) as the service has it")
 	}
 	switch sub {
 	case "create":

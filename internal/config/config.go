@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/mailer"
@@ -42,11 +43,18 @@ type Config struct {
 	// MetricsAddr, when set, is a second listener that serves /metrics
 	// alone, and the main one no longer does: the figures stay on an
 	// internal network while the form is public.
-	MetricsAddr  string
-	RedisURL     string             // empty: embedded in-memory Redis
-	Redis        asynq.RedisConnOpt // RedisURL parsed; nil in embedded mode
-	SMTPURL      string             // empty: dev mailbox
-	SMTP         *mailer.Server     // SMTPURL parsed; nil: dev mailbox
+	MetricsAddr string
+	RedisURL    string // empty (and no cluster): embedded in-memory Redis
+	// RedisClusterAddrs is NEWSLETTER_REDIS_CLUSTER_ADDRS as given: the
+	// seed nodes of a Redis Cluster. Set, it is the connection, whatever
+	// RedisURL says.
+	RedisClusterAddrs string
+	// Redis is the connection parsed: a redisconn.Cluster from
+	// RedisClusterAddrs, or RedisURL as asynq parses it; nil in embedded
+	// mode.
+	Redis        asynq.RedisConnOpt
+	SMTPURL      string         // empty: dev mailbox
+	SMTP         *mailer.Server // SMTPURL parsed; nil: dev mailbox
 	From         string
 	BaseURL      string
 	Secret       string // empty only in embedded mode, where a random one is made
@@ -227,7 +235,16 @@ const (
 
 // Embedded reports whether the service runs on its in-memory default, where
 // nothing is durable and missing secrets are made up at start.
-func (c *Config) Embedded() bool { return c.RedisURL == "" }
+func (c *Config) Embedded() bool { return c.RedisURL == "" && c.RedisClusterAddrs == "" }
+
+// RedisVar names the variable the Redis connection comes from, for
+// messages about it.
+func (c *Config) RedisVar() string {
+	if c.RedisClusterAddrs != "" {
+		return "NEWSLETTER_REDIS_CLUSTER_ADDRS"
+	}
+	return "NEWSLETTER_REDIS_URL"
+}
 
 // Load reads the environment through getenv (os.Getenv when nil). The error,
 // if any, has one line per bad variable.
@@ -254,6 +271,7 @@ func (p *parser) read() *Config {
 		Addr:               p.str("NEWSLETTER_ADDR", ""),
 		MetricsAddr:        p.str("NEWSLETTER_METRICS_ADDR", ""),
 		RedisURL:           p.str("NEWSLETTER_REDIS_URL", ""),
+		RedisClusterAddrs:  p.str("NEWSLETTER_REDIS_CLUSTER_ADDRS", ""),
 		SMTPURL:            p.str("NEWSLETTER_SMTP_URL", ""),
 		From:               p.str("NEWSLETTER_FROM", "Newsletter <newsletter@localhost>"),
 		BaseURL:            strings.TrimRight(p.str("NEWSLETTER_BASE_URL", "http://localhost:8080"), "/"),
@@ -357,15 +375,34 @@ func (p *parser) listeners(c *Config) {
 	if c.SMTPPool == 0 {
 		c.SMTPPool = c.Concurrency
 	}
-	if c.RedisURL != "" {
-		opt, err := asynq.ParseRedisURI(c.RedisURL)
-		p.check("NEWSLETTER_REDIS_URL", err == nil, "a redis://, rediss:// or redis-sentinel:// URL")
-		c.Redis = opt
-	}
+	p.redis(c)
 	if c.SMTPURL != "" {
 		srv, err := mailer.ParseServerURL(c.SMTPURL)
 		p.check("NEWSLETTER_SMTP_URL", err == nil, "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
 		c.SMTP = &srv
+	}
+}
+
+// redis parses the connection: the cluster when its seeds are given (the
+// URL, if set too, is not read: Warnings says so), else the URL.
+func (p *parser) redis(c *Config) {
+	password := p.getenv("NEWSLETTER_REDIS_PASSWORD") // as given: spaces may be part of it
+	if c.RedisClusterAddrs != "" {
+		cl, err := redisconn.ParseCluster(c.RedisClusterAddrs, password)
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_REDIS_CLUSTER_ADDRS: %w; want comma-separated seed nodes, each host:port, redis://host:port or rediss://host:port (TLS)", err))
+			return
+		}
+		c.Redis = cl
+		return
+	}
+	// A password that is not used would leave the service connecting
+	// without it and failing on NOAUTH, far from the mistake.
+	p.check("NEWSLETTER_REDIS_PASSWORD", password == "", "NEWSLETTER_REDIS_CLUSTER_ADDRS set too: it is the cluster's password (one Redis takes it in NEWSLETTER_REDIS_URL, redis://:password@host:port)")
+	if c.RedisURL != "" {
+		opt, err := asynq.ParseRedisURI(c.RedisURL)
+		p.check("NEWSLETTER_REDIS_URL", err == nil, "a redis://, rediss:// or redis-sentinel:// URL")
+		c.Redis = opt
 	}
 }
 
@@ -380,7 +417,7 @@ func (p *parser) identity(c *Config) {
 		c.SMTPHelo = u.Hostname()
 	}
 	p.check("NEWSLETTER_SMTP_HELO", !strings.ContainsAny(c.SMTPHelo, " \t\r\n"), "a host name such as news.example.com")
-	p.check("NEWSLETTER_SECRET", c.Secret != "" || c.Embedded(), "a secret (at least 16 characters) whenever NEWSLETTER_REDIS_URL is set")
+	p.check("NEWSLETTER_SECRET", c.Secret != "" || c.Embedded(), "a secret (at least 16 characters) whenever NEWSLETTER_REDIS_URL or NEWSLETTER_REDIS_CLUSTER_ADDRS is set")
 	p.check("NEWSLETTER_SECRET", c.Secret == "" || len(c.Secret) >= 16, "at least 16 characters")
 	var cronErr error
 	c.DigestSchedule, cronErr = cron.ParseStandard(c.DigestCron)
@@ -565,6 +602,9 @@ func (c *Config) Warnings() []string {
 	}
 	if strings.HasPrefix(c.SESEndpoint, "http://") {
 		w = append(w, "NEWSLETTER_SES_ENDPOINT is http: every mail crosses the network unencrypted (fine for a local stand-in only)")
+	}
+	if c.RedisClusterAddrs != "" && c.RedisURL != "" {
+		w = append(w, "NEWSLETTER_REDIS_CLUSTER_ADDRS and NEWSLETTER_REDIS_URL are both set: the cluster is used, NEWSLETTER_REDIS_URL is ignored")
 	}
 	if c.Embedded() {
 		w = append(w, "NEWSLETTER_REDIS_URL is empty: using an embedded in-memory Redis, nothing survives a restart")

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/tasks/worker"
 )
@@ -396,5 +399,150 @@ func TestLanes(t *testing.T) {
 	}
 	if len(lines) != 5 || !strings.Contains(err.Error(), `NEWSLETTER_LANES: unknown lane "sms": want a comma-separated list of email, push, webhook`) {
 		t.Errorf("want 5 lines, one naming the unknown lane:\n%s", err)
+	}
+}
+
+// TestClusterConfig: NEWSLETTER_REDIS_CLUSTER_ADDRS is read as seed nodes
+// in the three forms, with TLS from rediss://, credentials from a seed or
+// NEWSLETTER_REDIS_PASSWORD; it is a real Redis (not embedded, a secret
+// needed), and it wins over NEWSLETTER_REDIS_URL with a warning.
+func TestClusterConfig(t *testing.T) {
+	base := map[string]string{"NEWSLETTER_SECRET": "0123456789abcdef"}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name       string
+		env        map[string]string
+		addrs      []string
+		tls        bool
+		serverName string
+		user, pass string
+	}{
+		{name: "bare", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "10.0.0.1:7000, 10.0.0.2:7000,[fd00::3]:7000"),
+			addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000", "[fd00::3]:7000"}},
+		{name: "redis URLs and a password", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "redis://a.example:7000,b.example:7001", "NEWSLETTER_REDIS_PASSWORD", " s3cret"),
+			addrs: []string{"a.example:7000", "b.example:7001"}, pass: " s3cret"},
+		{name: "TLS with credentials in a seed", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "rediss://app:pw@node1.example:6380/0,rediss://node2.example:6380"),
+			addrs: []string{"node1.example:6380", "node2.example:6380"}, tls: true, serverName: "node1.example", user: "app", pass: "pw"},
+		{name: "TLS to IPs: each node checked at its own address", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "rediss://10.0.0.1:6380"),
+			addrs: []string{"10.0.0.1:6380"}, tls: true},
+		{name: "a user in the seed, the password beside", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "redis://app@a.example:7000", "NEWSLETTER_REDIS_PASSWORD", "pw"),
+			addrs: []string{"a.example:7000"}, user: "app", pass: "pw"},
+		{name: "the same password in both", env: with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "redis://:pw@a.example:7000", "NEWSLETTER_REDIS_PASSWORD", "pw"),
+			addrs: []string{"a.example:7000"}, pass: "pw"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Load(env(c.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, ok := cfg.Redis.(redisconn.Cluster)
+			if !ok {
+				t.Fatalf("Redis is %T, want redisconn.Cluster", cfg.Redis)
+			}
+			if !slices.Equal(cl.Addrs, c.addrs) || cl.Username != c.user || cl.Password != c.pass {
+				t.Errorf("seeds %q user %q password %q, want %q %q %q", cl.Addrs, cl.Username, cl.Password, c.addrs, c.user, c.pass)
+			}
+			if got := cl.TLSConfig != nil; got != c.tls {
+				t.Errorf("TLS %v, want %v", got, c.tls)
+			} else if c.tls && cl.TLSConfig.ServerName != c.serverName {
+				t.Errorf("TLS server name %q, want %q", cl.TLSConfig.ServerName, c.serverName)
+			}
+			if cfg.Embedded() || cfg.RedisVar() != "NEWSLETTER_REDIS_CLUSTER_ADDRS" || cfg.Addr != DefaultAddr {
+				t.Errorf("embedded %v, named %s, listening on %s: want a real Redis", cfg.Embedded(), cfg.RedisVar(), cfg.Addr)
+			}
+			if strings.Contains(cl.String(), "pw") {
+				t.Errorf("String shows the password: %s", cl)
+			}
+		})
+	}
+
+	t.Run("a secret is needed", func(t *testing.T) {
+		_, err := Load(env(map[string]string{"NEWSLETTER_REDIS_CLUSTER_ADDRS": "10.0.0.1:7000"}))
+		if err == nil || !strings.Contains(err.Error(), "NEWSLETTER_SECRET: want a secret") {
+			t.Fatalf("no secret on a cluster: %v", err)
+		}
+	})
+	t.Run("the cluster wins over the URL", func(t *testing.T) {
+		cfg, err := Load(env(with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "10.0.0.1:7000", "NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cfg.Redis.(redisconn.Cluster); !ok {
+			t.Fatalf("Redis is %T, want the cluster", cfg.Redis)
+		}
+		warned := slices.ContainsFunc(cfg.Warnings(), func(w string) bool {
+			return strings.Contains(w, "NEWSLETTER_REDIS_CLUSTER_ADDRS and NEWSLETTER_REDIS_URL are both set: the cluster is used")
+		})
+		if !warned {
+			t.Errorf("no warning about both: %q", cfg.Warnings())
+		}
+	})
+	t.Run("one Redis: nothing changes", func(t *testing.T) {
+		cfg, err := Load(env(with("NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cfg.Redis.(asynq.RedisClientOpt); !ok || cfg.RedisVar() != "NEWSLETTER_REDIS_URL" {
+			t.Fatalf("Redis is %T named %s, want asynq.RedisClientOpt from NEWSLETTER_REDIS_URL", cfg.Redis, cfg.RedisVar())
+		}
+		for _, w := range cfg.Warnings() {
+			if strings.Contains(w, "CLUSTER") {
+				t.Errorf("a warning about the cluster: %s", w)
+			}
+		}
+	})
+}
+
+// TestClusterConfigErrors: each mistake in the seeds is one line naming
+// NEWSLETTER_REDIS_CLUSTER_ADDRS and what is wrong, never showing a
+// password.
+func TestClusterConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, addrs, password string
+		want                  string
+		variable              string
+	}{
+		{"empty entry", "10.0.0.1:7000,,10.0.0.2:7000", "", "seed 2 is empty", ""},
+		{"trailing comma", "10.0.0.1:7000,", "", "seed 2 is empty", ""},
+		{"no port", "10.0.0.1", "", `"10.0.0.1": want host:port`, ""},
+		{"no host", ":7000", "", "no host", ""},
+		{"port not a number", "a.example:http", "", `port "http"`, ""},
+		{"port too high", "a.example:70000", "", `port "70000"`, ""},
+		{"URL without port", "redis://:pw@a.example", "", `"redis://***@a.example": want host:port`, ""},
+		{"other scheme", "redis-sentinel://a.example:26379", "", "want host:port, redis://host:port or rediss://host:port", ""},
+		{"a database", "redis://a.example:7000/3", "", "database 0 only", ""},
+		{"options", "redis://a.example:7000?dial_timeout=3", "", "takes no options", ""},
+		{"mixed TLS and plain", "rediss://a.example:7000,a.example:7001", "", "1 seeds are rediss:// (TLS) and 1 plain", ""},
+		{"mixed TLS and redis://", "redis://a.example:7000,rediss://a.example:7001", "", "1 seeds are rediss:// (TLS) and 1 plain", ""},
+		{"different credentials", "redis://u:pw@a.example:7000,redis://u:pw2@b.example:7000", "", "name different credentials", ""},
+		{"password twice", "redis://:pw@a.example:7000", "other", "a password other than NEWSLETTER_REDIS_PASSWORD", ""},
+		{"password without a cluster", "", "pw", "NEWSLETTER_REDIS_CLUSTER_ADDRS set too", "NEWSLETTER_REDIS_PASSWORD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{
+				"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3", "NEWSLETTER_SECRET": "0123456789abcdef",
+				"NEWSLETTER_REDIS_CLUSTER_ADDRS": c.addrs, "NEWSLETTER_REDIS_PASSWORD": c.password,
+			}))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			variable := c.variable
+			if variable == "" {
+				variable = "NEWSLETTER_REDIS_CLUSTER_ADDRS"
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], variable+": ") || !strings.Contains(lines[0], c.want) {
+				t.Errorf("error:\n%s\nwant one line %s: …%s…", err, variable, c.want)
+			}
+			if strings.Contains(err.Error(), ":pw") || strings.Contains(err.Error(), "pw2") {
+				t.Errorf("the error shows a password: %s", err)
+			}
+		})
 	}
 }
