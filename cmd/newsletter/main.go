@@ -37,6 +37,9 @@ commands:
                end the token named N at once
   check        check the configuration, Redis and the mail transport (SMTP: connect,
                EHLO, STARTTLS, AUTH) as the service would meet them; exit 1 if any fails
+  migrate --to-cluster --from redis://…
+               copy the service's one Redis into the Redis Cluster of
+               NEWSLETTER_REDIS_CLUSTER_ADDRS (every role stopped first)
   healthcheck  exit 0 when this machine's service answers /healthz (for containers)
   vapid generate
                print a new VAPID key pair for web push, as the two lines
@@ -82,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "check":
 		err = checkCmd(ctx, getenv, stdout)
+	case "migrate":
+		err = migrateCmd(ctx, args, getenv, stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, getenv)
 	case "vapid":
