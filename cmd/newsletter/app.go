@@ -133,6 +133,12 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	a.reg = prometheus.NewRegistry()
 	a.audit = audit.NewTrail(a.store, redact, a.log, a.reg)
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// What this process's start-up moved into the current layout (0 on
+	// data already in it): an operator sees the upgrade happen, and done.
+	a.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "newsletter_store_upgraded_keys_total",
+		Help: "Keys this process's start-up moved from an older Redis layout into the current one (store.CheckVersion).",
+	}, func() float64 { return float64(store.UpgradedKeys()) }))
 	return a, nil
 }
 

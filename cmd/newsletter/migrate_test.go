@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,39 @@ func stats(t *testing.T, s *store.Redis) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStartUpUpgradesAndCounts: a role started on layout-3 data (one
+// Redis, the subscribers in one keyspace) moves it into shards before it
+// serves, says how many keys it moved on /metrics, and finds the
+// subscriber where it was.
+func TestStartUpUpgradesAndCounts(t *testing.T) {
+	rdb, url := redistest.New(t, redistest.DBCommand)
+	ctx := context.Background()
+	// What layout 3 kept of one active subscriber, id 5, with the
+	// markers of the minimum.
+	rec := strings.Join([]string{"a", "1", "1", "", "old@example.org", "Old", ""}, "\x1f")
+	p := rdb.Pipeline()
+	p.Set(ctx, "nl:schema", "3", 0)
+	for _, k := range []string{"nl:supp:filled", "nl:tfilled", "nl:st:filled"} {
+		p.Set(ctx, k, "1", 0)
+	}
+	p.Set(ctx, "nl:seq", "5", 0)
+	p.HSet(ctx, "nl:s:0", "5", rec)
+	p.SetBit(ctx, "nl:act", 5, 1)
+	p.SetBit(ctx, "nl:t:digest", 5, 1)
+	p.SetBit(ctx, "nl:tknown", 5, 1)
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc := startService(t, realEnv(url, "smtp://127.0.0.1:1?tls=none", map[string]string{"NEWSLETTER_ADMIN_TOKEN": digestIssueAdmin}))
+	_, metrics := svc.get(t, "/metrics", true)
+	m := regexp.MustCompile(`(?m)^newsletter_store_upgraded_keys_total (\d+)$`).FindStringSubmatch(metrics)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("newsletter_store_upgraded_keys_total after an upgrade: %v", m)
+	}
+	sub, err := store.NewRedis(rdb).Get(ctx, "old@example.org")
+	if err != nil || sub.ID != 5 || sub.Status != store.Active || len(sub.Topics) != 1 {
+		t.Fatalf("the subscriber after the upgrade: %+v %v", sub, err)
+	}
 }
