@@ -425,8 +425,8 @@ redis.call('DEL', SCRATCH)
 return out
 `)
 
-// Stats implements People: each shard counts its own (statsScript), the
-// day's counters are summed over the shards, all in one round trip.
+// Stats implements People: each shard counts its own (statsScript), in one
+// round trip; the day's counters, summed over the shards, in a second.
 func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	if ndays < 0 || ndays > MaxStatsDays {
 		return Stats{}, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
@@ -444,26 +444,27 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 		dayKeys[i] = today.AddDate(0, 0, i-ndays+1).Format(time.DateOnly)
 	}
 	shards := everyShard()
-	counts := make([]*redis.Cmd, len(shards))
-	days := make([][]*redis.MapStringStringCmd, len(shards))
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range shards {
-			counts[i] = statsScript.EvalSha(ctx, p, []string{anchor(s)}, args...)
-			for _, d := range dayKeys {
-				days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
-			}
-		}
-		return nil
-	})
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		// The first call since Redis started: load the script, then
-		// ask again.
-		if err = statsScript.Load(ctx, r.rdb).Err(); err == nil {
-			return r.Stats(ctx, ndays)
-		}
+	all := make([][]any, len(shards))
+	for i := range all {
+		all[i] = args
 	}
+	counts, err := runPipelined(ctx, r.rdb, statsScript, func(i int) []string { return []string{anchor(shards[i])} }, all)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	days := make([][]*redis.MapStringStringCmd, len(shards))
+	if len(dayKeys) > 0 {
+		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, s := range shards {
+				for _, d := range dayKeys {
+					days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Stats{}, fmt.Errorf("stats: daily counters: %w", err)
+		}
 	}
 	want := len(Statuses) + 2*len(r.topics.ids)
 	n := make([]int64, want)
