@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/store"
 )
 
 // clusterEnv is realEnv for a service on cluster c: every role connects
@@ -98,4 +102,76 @@ func TestClusterSignupFlowOverSMTP(t *testing.T) {
 	if code := svc.stop(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, svc.stderr)
 	}
+}
+
+// clusterStore is the store on cluster c, its data version stamped (or
+// checked) as a service's start-up does, for seeding readers directly.
+func clusterStore(t *testing.T, c *rediscluster.Cluster) *store.Redis {
+	t.Helper()
+	st := store.NewRedis(c.Client(t))
+	if err := st.CheckVersion(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// clusterIssueReaders is how many readers the cluster's big issue goes
+// to: enough that every one of the 64 shards, on all three primaries,
+// holds a few hundred, and the send takes many batches.
+const clusterIssueReaders = 20000
+
+// TestClusterIssueToManyReaders: an issue through the API to 20,000
+// readers spread over the cluster's shards; each gets it exactly once,
+// and the progress route counts them all.
+func TestClusterIssueToManyReaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 20,000 mails")
+	}
+	cluster := rediscluster.Start(t)
+	smtpSrv := smtptest.Start(t)
+	emails := seedReaders(t, clusterStore(t, cluster), "c", clusterIssueReaders, "updates")
+	svc := startService(t, clusterEnv(cluster, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_SEND_RATE": "100000", "NEWSLETTER_DIGEST_BATCH": "200",
+	}), "serve")
+	began := time.Now()
+	id := svc.createIssue(t, "To the whole cluster", "", issueMarkdown, "updates")
+	svc.callJSON(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{}`, http.StatusAccepted, nil)
+	p := svc.waitSent(t, id, smtpSrv)
+	t.Logf("%d readers sent to in %s", clusterIssueReaders, time.Since(began).Round(time.Millisecond))
+	assertEachOnce(t, smtpSrv, emails, 0)
+	if p.Planned != len(emails) || p.Sent != len(emails) || p.Skipped != 0 || p.Failed != 0 {
+		t.Fatalf("progress %+v, want all %d planned and sent", p, len(emails))
+	}
+}
+
+// assertEachOnce checks that every address got the mail, and at most
+// maxDups of them twice (never more), and that nothing went anywhere
+// else; it returns the number of doubles.
+func assertEachOnce(t *testing.T, srv *smtptest.Server, emails []string, maxDups int) int {
+	t.Helper()
+	got := mailsTo(srv)
+	dups, missing := 0, 0
+	for _, e := range emails {
+		switch n := got[e]; {
+		case n == 0:
+			missing++
+			if missing <= 5 {
+				t.Errorf("%s got no mail", e)
+			}
+		case n > 2:
+			t.Errorf("%s got %d mails", e, n)
+		default:
+			dups += n - 1
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d readers got no mail", missing, len(emails))
+	}
+	if dups > maxDups {
+		t.Errorf("%d readers got it twice, more than %d", dups, maxDups)
+	}
+	if n := len(srv.Messages()); n != len(emails)+dups {
+		t.Errorf("%d mails for %d readers and %d doubles: mail to someone else", n, len(emails), dups)
+	}
+	return dups
 }
