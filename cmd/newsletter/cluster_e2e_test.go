@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // clusterEnv is realEnv for a service on cluster c: every role connects
@@ -22,7 +24,10 @@ import (
 // set, so nothing can reach a single Redis by mistake.
 func clusterEnv(c *rediscluster.Cluster, smtpURL string, extra map[string]string) map[string]string {
 	env := realEnv("", smtpURL, extra)
-	delete(env, "NEWSLETTER_REDIS_URL")
+	// Empty rather than absent: a worker process (startProcess) inherits
+	// the test's environment, and an empty value there wins over one the
+	// developer's shell may have set.
+	env["NEWSLETTER_REDIS_URL"] = ""
 	env["NEWSLETTER_REDIS_CLUSTER_ADDRS"] = strings.Join(c.Addrs(), ",")
 	return env
 }
@@ -138,18 +143,23 @@ func TestClusterIssueToManyReaders(t *testing.T) {
 	svc.callJSON(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{}`, http.StatusAccepted, nil)
 	p := svc.waitSent(t, id, smtpSrv)
 	t.Logf("%d readers sent to in %s", clusterIssueReaders, time.Since(began).Round(time.Millisecond))
-	assertEachOnce(t, smtpSrv, emails, 0)
+	assertEachOnce(t, smtpSrv.Messages(), emails, 0)
 	if p.Planned != len(emails) || p.Sent != len(emails) || p.Skipped != 0 || p.Failed != 0 {
 		t.Fatalf("progress %+v, want all %d planned and sent", p, len(emails))
 	}
 }
 
-// assertEachOnce checks that every address got the mail, and at most
-// maxDups of them twice (never more), and that nothing went anywhere
-// else; it returns the number of doubles.
-func assertEachOnce(t *testing.T, srv *smtptest.Server, emails []string, maxDups int) int {
+// assertEachOnce checks that every address got one of msgs, at most
+// maxDups of them two (never more), and that none went anywhere else; it
+// returns the number of doubles.
+func assertEachOnce(t *testing.T, msgs []smtptest.Message, emails []string, maxDups int) int {
 	t.Helper()
-	got := mailsTo(srv)
+	got := map[string]int{}
+	for _, m := range msgs {
+		for _, to := range m.To {
+			got[strings.ToLower(to)]++
+		}
+	}
 	dups, missing := 0, 0
 	for _, e := range emails {
 		switch n := got[e]; {
@@ -170,8 +180,122 @@ func assertEachOnce(t *testing.T, srv *smtptest.Server, emails []string, maxDups
 	if dups > maxDups {
 		t.Errorf("%d readers got it twice, more than %d", dups, maxDups)
 	}
-	if n := len(srv.Messages()); n != len(emails)+dups {
+	if n := len(msgs); n != len(emails)+dups {
 		t.Errorf("%d mails for %d readers and %d doubles: mail to someone else", n, len(emails), dups)
 	}
 	return dups
+}
+
+// withSubject is those of msgs whose Subject is subject: one issue's
+// mails, when a test sends several.
+func withSubject(msgs []smtptest.Message, subject string) []smtptest.Message {
+	var out []smtptest.Message
+	for _, m := range msgs {
+		if m.Header.Get("Subject") == subject {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestClusterWorkerKilledMidIssue is TestWorkerKilledMidIssue on a
+// cluster: a worker process sending an issue to 2,000 readers is killed
+// with SIGKILL, another takes over, and every reader gets the issue, at
+// most the killed worker's concurrency twice (mails it had sent and not
+// yet marked: docs/architecture.md, the delivery protocol).
+func TestClusterWorkerKilledMidIssue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
+	}
+	const readers, concurrency = 2000, 4
+	cluster := rediscluster.Start(t)
+	smtpSrv := smtptest.Start(t)
+	smtpSrv.SetDelay(2 * time.Millisecond)
+	emails := seedReaders(t, clusterStore(t, cluster), "k", readers, "updates")
+	env := clusterEnv(cluster, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
+		"NEWSLETTER_CLAIM_TTL": "30m", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
+	})
+	api := startService(t, maps.Clone(env), "api")
+	workerEnv := maps.Clone(env)
+	workerEnv["NEWSLETTER_ADDR"] = freeAddr(t)
+	first := startProcess(t, "worker", workerEnv)
+
+	id := api.createIssue(t, "Sent through a crash", "", issueMarkdown, "updates")
+	api.callJSON(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{}`, http.StatusAccepted, nil)
+	poll.True(t, poll.BusyMachine, "the first worker to send some of the issue", func() bool { return len(smtpSrv.Messages()) >= 300 })
+	if err := first.Process.Kill(); err != nil { // SIGKILL: no shutdown, no cleanup
+		t.Fatal(err)
+	}
+	_ = first.Wait() // killed: its error is the signal
+	killedAt := len(smtpSrv.Messages())
+
+	workerEnv["NEWSLETTER_ADDR"] = freeAddr(t)
+	startProcess(t, "worker", workerEnv)
+	poll.True(t, poll.BusyMachine+recoverAfter, "every reader to get the issue", func() bool { return everyoneGotMail(smtpSrv, emails) })
+	p := api.waitSent(t, id, smtpSrv)
+	dups := assertEachOnce(t, smtpSrv.Messages(), emails, concurrency)
+	t.Logf("killed after %d mails; %d mails in all, %d twice; progress %+v", killedAt, len(smtpSrv.Messages()), dups, p)
+	if p.Planned != readers || p.Sent != readers || p.Failed != 0 || p.Skipped != 0 {
+		t.Fatalf("progress %+v, want all %d planned and sent once each", p, readers)
+	}
+}
+
+// TestClusterPrimaryKilledMidIssue: the primary that serves the critical
+// queue (every issue batch, and a third of the subscribers' shards) is
+// killed while an issue goes out, and its replica takes over. The send
+// ends, every reader gets the issue, and at most the worker's
+// concurrency twice. The same readers get an issue without a fault first,
+// on the same cluster and service, so the log can say what the failover
+// cost.
+func TestClusterPrimaryKilledMidIssue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a Redis primary and may wait for asynq to recover tasks (about a minute)")
+	}
+	const readers, concurrency = 5000, 4
+	cluster := rediscluster.Start(t)
+	smtpSrv := smtptest.Start(t)
+	emails := seedReaders(t, clusterStore(t, cluster), "f", readers, "updates")
+	svc := startService(t, clusterEnv(cluster, smtpSrv.URL(), map[string]string{
+		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_CONCURRENCY": fmt.Sprint(concurrency), "NEWSLETTER_SEND_RATE": "100000",
+		"NEWSLETTER_CLAIM_TTL": "30m", "NEWSLETTER_RETRY_BASE": "100ms", "NEWSLETTER_DIGEST_BATCH": "50",
+	}), "serve")
+	// send sends an issue and returns how long it took to be sent; fault
+	// runs once its first mails are out.
+	send := func(subject string, fault func()) (int64, time.Duration) {
+		id := svc.createIssue(t, subject, "", issueMarkdown, "updates")
+		began := time.Now()
+		svc.callJSON(t, "POST", fmt.Sprintf("/api/issues/%d/send", id), `{}`, http.StatusAccepted, nil)
+		if fault != nil {
+			poll.True(t, poll.BusyMachine, "the issue's first mails", func() bool {
+				return len(withSubject(smtpSrv.Messages(), subject)) >= readers/5
+			})
+			fault()
+		}
+		var p issueProgress
+		poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
+			if p = svc.progress(t, id); p.Status == store.IssueSent {
+				return nil
+			}
+			return fmt.Errorf("issue %d: %+v; %d of its mails arrived", id, p, len(withSubject(smtpSrv.Messages(), subject)))
+		})
+		took := time.Since(began)
+		if p.Planned != readers || p.Sent != readers || p.Failed != 0 || p.Skipped != 0 {
+			t.Errorf("issue %q: progress %+v, want all %d planned and sent once each", subject, p, readers)
+		}
+		return id, took
+	}
+	_, calm := send("Before the fault", nil)
+	if n := assertEachOnce(t, withSubject(smtpSrv.Messages(), "Before the fault"), emails, 0); n != 0 || t.Failed() {
+		t.Fatalf("the run without a fault: %d doubles", n)
+	}
+	var killed string
+	var killedAt int
+	_, stormy := send("Through a failover", func() {
+		killedAt = len(withSubject(smtpSrv.Messages(), "Through a failover"))
+		killed = cluster.KillPrimaryOf(t, "asynq:{"+tasks.QueueCritical+"}:pending")
+	})
+	dups := assertEachOnce(t, withSubject(smtpSrv.Messages(), "Through a failover"), emails, concurrency)
+	t.Logf("%d readers: %s without a fault, %s with primary %s killed after %d mails (%s later); %d twice",
+		readers, calm.Round(time.Millisecond), stormy.Round(time.Millisecond), killed, killedAt, (stormy - calm).Round(time.Millisecond), dups)
 }
