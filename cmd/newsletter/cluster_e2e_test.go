@@ -308,7 +308,7 @@ func TestClusterPrimaryKilledMidIssue(t *testing.T) {
 	// What the service met of it, for whoever reads the log: its Redis
 	// steps waiting the failover out in place (worker.awaitRedis).
 	log := svc.stderr.String()
-	t.Logf("%d readers: %s without a fault, %s with primary %s killed after %d mails (%s later); %d twice; %d Redis-away waits, %d CLUSTERDOWN replies logged",
+	t.Logf("%d readers: %s without a fault, %s with primary %s killed after %d mails (a difference of %s); %d twice; %d Redis-away waits, %d CLUSTERDOWN replies logged",
 		readers, calm.Round(time.Millisecond), stormy.Round(time.Millisecond), killed, killedAt, (stormy - calm).Round(time.Millisecond), dups,
 		strings.Count(log, "Redis away: "), strings.Count(log, "CLUSTERDOWN"))
 }
