@@ -34,6 +34,10 @@ func TestUnavailable(t *testing.T) {
 		{"asynq enqueue refused", fmt.Errorf("UNKNOWN: redis eval error: %v", refused), true},
 		{"asynq enqueue loading", errors.New("UNKNOWN: redis eval error: LOADING Redis is loading the dataset in memory"), true},
 		{"asynq script error", errors.New("UNKNOWN: redis eval error: ERR user_script:1: boom"), false},
+		// Every node of a cluster between a primary's loss and its
+		// replica's promotion.
+		{"cluster failing over", fmt.Errorf("queue depth of critical: %w", reply("CLUSTERDOWN The cluster is down")), true},
+		{"asynq enqueue, cluster failing over", errors.New("UNKNOWN: redis eval error: CLUSTERDOWN The cluster is down"), true},
 		{"demoted primary", reply("READONLY You can't write against a read only replica."), true},
 		{"script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
 		{"not found", ErrNotFound, false},

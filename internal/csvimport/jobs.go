@@ -18,10 +18,22 @@ import (
 // API replica that shows it, and a worker that takes it over after a
 // restart all see the same.
 const (
-	prefixJob = "nl:import:" // + id: hash of the status (below); + id + ":data": the uploaded file
+	prefixJob = "nl:import:" // + id: hash of the status (below)
 	// JobKeep is how long a job's status is kept; its file goes when it ends.
 	JobKeep = 7 * 24 * time.Hour
 )
+
+// dataKey is where a job's uploaded file is kept: "{nl:import:<id>}:data",
+// whose hash tag is the whole status key, so on a Redis Cluster both sit in
+// one slot (a key without braces hashes whole) and the steps that write
+// or drop them together (Create's transaction, Finish's script, Delete)
+// are not refused as CROSSSLOT. The status key keeps its name.
+func dataKey(id string) string { return "{" + prefixJob + id + "}:data" }
+
+// olderDataKey is where the release before kept the file ("nl:import:<id>:data",
+// a slot of its own on a cluster): a job it created is read from there.
+// Nothing deletes it; it expires JobKeep after the upload, as it always did.
+func olderDataKey(id string) string { return prefixJob + id + ":data" }
 
 // The states of a job.
 const (
@@ -81,7 +93,7 @@ func (j *Jobs) Create(ctx context.Context, id string, job Job, data []byte) erro
 		p.HSet(ctx, key, "state", StateRunning, "file", job.File, "size", job.Size, "pending", strconv.FormatBool(job.Pending),
 			"by", job.By, "role", job.Role, "lines", job.Lines, "progress", mustProgress(Progress{}), "error", "")
 		p.Expire(ctx, key, JobKeep)
-		p.Set(ctx, key+":data", data, JobKeep)
+		p.Set(ctx, dataKey(id), data, JobKeep)
 		return nil
 	})
 	return wrap("store the import", err)
@@ -89,7 +101,7 @@ func (j *Jobs) Create(ctx context.Context, id string, job Job, data []byte) erro
 
 // Delete removes a job that never started (its task could not be queued).
 func (j *Jobs) Delete(ctx context.Context, id string) error {
-	return wrap("delete the import", j.rdb.Del(ctx, prefixJob+id, prefixJob+id+":data").Err())
+	return wrap("delete the import", j.rdb.Del(ctx, prefixJob+id, dataKey(id)).Err())
 }
 
 // Status reads a job, ErrNoJob when there is none.
@@ -114,7 +126,11 @@ func (j *Jobs) Status(ctx context.Context, id string) (Status, error) {
 
 // Data is the job's file (ErrNoJob once it is gone).
 func (j *Jobs) Data(ctx context.Context, id string) ([]byte, error) {
-	b, err := j.rdb.Get(ctx, prefixJob+id+":data").Bytes()
+	b, err := j.rdb.Get(ctx, dataKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		// A job the release before created, taken over by this one.
+		b, err = j.rdb.Get(ctx, olderDataKey(id)).Bytes()
+	}
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNoJob
 	}
@@ -132,7 +148,7 @@ func (j *Jobs) Checkpoint(ctx context.Context, id string, p Progress, problem st
 // (a task run again after its end was saved): its audit entry is written
 // once, by the run that ended it.
 func (j *Jobs) Finish(ctx context.Context, id string, p Progress, state, problem string) (ended bool, err error) {
-	n, err := whileRunning.Run(ctx, j.rdb, []string{prefixJob + id, prefixJob + id + ":data"}, state, mustProgress(p), problem).Int()
+	n, err := whileRunning.Run(ctx, j.rdb, []string{prefixJob + id, dataKey(id)}, state, mustProgress(p), problem).Int()
 	return n == 1, wrap("save the import's end", err)
 }
 
