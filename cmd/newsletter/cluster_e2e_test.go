@@ -36,6 +36,9 @@ func clusterEnv(c *rediscluster.Cluster, smtpURL string, extra map[string]string
 // Redis Cluster: subscribe over HTTP, the confirmation over SMTP, its
 // link, the welcome after the delay.
 func TestClusterSignupFlowOverSMTP(t *testing.T) {
+	// Its own cluster, ports and SMTP fake: it runs beside the other
+	// cluster tests, after the package's sequential tests.
+	t.Parallel()
 	cluster := rediscluster.Start(t)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, clusterEnv(cluster, smtpSrv.URL(), map[string]string{
@@ -129,6 +132,9 @@ const clusterIssueReaders = 20000
 // readers spread over the cluster's shards; each gets it exactly once,
 // and the progress route counts them all.
 func TestClusterIssueToManyReaders(t *testing.T) {
+	// Its own cluster, ports and SMTP fake: it runs beside the other
+	// cluster tests, after the package's sequential tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("sends 20,000 mails")
 	}
@@ -204,6 +210,9 @@ func withSubject(msgs []smtptest.Message, subject string) []smtptest.Message {
 // most the killed worker's concurrency twice (mails it had sent and not
 // yet marked: docs/architecture.md, the delivery protocol).
 func TestClusterWorkerKilledMidIssue(t *testing.T) {
+	// Its own cluster, ports and SMTP fake: it runs beside the other
+	// cluster tests, after the package's sequential tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
 	}
@@ -258,6 +267,9 @@ func TestClusterWorkerKilledMidIssue(t *testing.T) {
 // recoverer, some 100 s. store.Unavailable now counts CLUSTERDOWN as
 // Redis away, and the steps wait the failover out in place.
 func TestClusterPrimaryKilledMidIssue(t *testing.T) {
+	// Its own cluster, ports and SMTP fake: it runs beside the other
+	// cluster tests, after the package's sequential tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills a Redis primary and may wait for asynq to recover tasks (about a minute)")
 	}

@@ -27,7 +27,13 @@ import (
 // the cluster now in use is refused, as is a copy while roles run on the
 // source.
 func TestMigrateToCluster(t *testing.T) {
-	rdb, url := redistest.New(t, redistest.DBCommand)
+	// A Redis of its own, a real one whatever the tests use: the copy is
+	// DUMP and RESTORE, Redis's own serialisation, which miniredis does
+	// not speak.
+	srv := startRedisServer(t)
+	url := srv.url()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + srv.port})
+	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 	src := store.NewRedis(rdb)
 	if err := src.CheckVersion(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
