@@ -108,6 +108,9 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 	size := h.Page
 	st := h.awaited()
 	var cursor int64
+	pages := lookahead{page: size, read: func(cursor int64, limit int) ([]int64, error) {
+		return audienceAny(ctx, st, topicIDs, cursor, limit)
+	}}
 	for {
 		if p.IssueID > 0 {
 			// A paused or cancelled issue notifies nobody more; a resume
@@ -124,7 +127,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 				return nil
 			}
 		}
-		ids, err := audienceAny(ctx, st, topicIDs, cursor, size)
+		ids, err := pages.next(cursor)
 		if err != nil {
 			return err
 		}

@@ -169,6 +169,9 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
 	fannedOut := false
 	var is store.Issue
+	walk := lookahead{page: size, read: func(cursor int64, limit int) ([]int64, error) {
+		return h.audienceAny(ctx, is.Topics, cursor, limit)
+	}}
 	for {
 		var again bool
 		var err error
@@ -192,7 +195,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 		if err := room.wait(ctx); err != nil {
 			return err
 		}
-		ids, err := h.audienceAny(ctx, is.Topics, cursor, size)
+		ids, err := walk.next(cursor)
 		if err != nil {
 			return err
 		}
@@ -295,6 +298,37 @@ func (h *IssueSender) advance(ctx context.Context, id int64, round int, cursor i
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
 	return audienceAny(ctx, h.awaited(), topicIDs, cursor, limit)
+}
+
+// lookaheadPages is how many pages a lookahead reads at once.
+const lookaheadPages = 10
+
+// lookahead reads a walk several pages at a time and hands them out a page
+// at a time: a read of the sharded store's bitmaps costs a round trip of
+// one GETRANGE per shard and bitmap however long the stretch, so ten
+// pages cost what one did. A page handed out is the one a read at its
+// cursor would have given when the pages were read; readers who join or
+// leave meanwhile are as for any two reads (the batches check each
+// reader as they send). It lives for one run of the planner's task.
+type lookahead struct {
+	read func(cursor int64, limit int) ([]int64, error)
+	page int
+	buf  []int64
+	end  bool // the last read reached the walk's end
+}
+
+// next is the page after cursor.
+func (l *lookahead) next(cursor int64) ([]int64, error) {
+	i, _ := slices.BinarySearch(l.buf, cursor+1)
+	l.buf = l.buf[i:]
+	if len(l.buf) < l.page && !l.end {
+		ids, err := l.read(cursor, l.page*lookaheadPages)
+		if err != nil {
+			return nil, err
+		}
+		l.buf, l.end = ids, len(ids) < l.page*lookaheadPages
+	}
+	return l.buf[:min(len(l.buf), l.page)], nil
 }
 
 // audienceReader reads one page of a topic's audience.
