@@ -46,7 +46,9 @@ type sendFigures struct {
 	replicaCPU time.Duration   // the replicas' together
 	serviceCPU time.Duration   // the `newsletter serve` process's
 	stats      bench.RedisStats
-	idle       float64 // the primaries' CPU seconds a second with the service idle
+	idle       float64       // the primaries' CPU seconds a second with the service idle
+	fanoutTook time.Duration // from the send to the end of the issue's push fan-out
+	before     int64         // mails sent before the window opened
 }
 
 // idlePerMail is the idle CPU over the window's length, per mail: how
@@ -206,6 +208,11 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 	}
 	id := strings.TrimSpace(out)
 	sent0 := h.sink.Accepted()
+	exists0, err := existsCalls(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	sendAt := time.Now()
 	if _, err := h.cli(env, "issue", "send", id); err != nil {
 		return nil, err
 	}
@@ -218,7 +225,28 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 		}
 	}()
 
-	end := min(audience, sent0+h.cfg.warmup+h.cfg.mails) // the sink's count that closes the window at the latest
+	// The issue's push fan-out (the push lane) walks the whole audience
+	// once, beside the mails and unpaced by them, asking each reader for
+	// a browser (one EXISTS a reader: store.HavePushSubscriptions). A
+	// window that caught part of it would charge the mails with a share
+	// of a cost that is per reader of the issue, and a different share at
+	// every size (it takes longer the larger the list). The window opens
+	// once it is done; its own time is reported apart.
+	var fanoutErr error
+	if err := waitFor(ctx, 30*time.Minute, stderr, func() bool {
+		n, err := existsCalls(ctx, t)
+		if err != nil {
+			fanoutErr = err
+			return true
+		}
+		return n-exists0 >= audience
+	}); err != nil {
+		return nil, fmt.Errorf("the issue's push fan-out (one EXISTS a reader) did not finish: %w", err)
+	}
+	if fanoutErr != nil {
+		return nil, fanoutErr
+	}
+	fanoutTook := time.Since(sendAt)
 	warm := min(h.cfg.warmup, audience/10)
 	if err := waitFor(ctx, 10*time.Minute, stderr, func() bool { return h.sink.Accepted()-sent0 >= warm }); err != nil {
 		return nil, fmt.Errorf("warm-up of %d mails: %w", warm, err)
@@ -227,9 +255,10 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 	if err != nil {
 		return nil, err
 	}
+	end := min(audience+sent0, before.sent+h.cfg.mails) // the sink's count that closes the window at the latest
 	deadline := before.at.Add(h.cfg.window)
 	if err := waitFor(ctx, h.cfg.window+10*time.Minute, stderr, func() bool {
-		return h.sink.Accepted()-sent0 >= end-sent0 || time.Now().After(deadline)
+		return h.sink.Accepted() >= end || time.Now().After(deadline)
 	}); err != nil {
 		return nil, err
 	}
@@ -245,7 +274,7 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 
 	f := &sendFigures{mails: after.sent - before.sent, took: after.at.Sub(before.at),
 		replicaCPU: after.replicaCPU - before.replicaCPU, serviceCPU: after.serviceCPU - before.serviceCPU,
-		stats: after.stats.Since(before.stats), idle: idleRate}
+		stats: after.stats.Since(before.stats), idle: idleRate, fanoutTook: fanoutTook, before: before.sent - sent0}
 	for i := range after.primaryCPU {
 		f.primaryCPU = append(f.primaryCPU, after.primaryCPU[i]-before.primaryCPU[i])
 	}
@@ -253,6 +282,20 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 		return nil, fmt.Errorf("no mail in the window\n%s", stderr)
 	}
 	return f, nil
+}
+
+// existsCalls is how many EXISTS t's primaries have run (INFO
+// commandstats): the issue's push fan-out runs one a reader.
+func existsCalls(ctx context.Context, t *target) (int64, error) {
+	var n int64
+	for _, s := range t.primaries {
+		st, err := bench.ReadRedisStats(ctx, s.rdb)
+		if err != nil {
+			return 0, err
+		}
+		n += st.Commands["exists"].Calls
+	}
+	return n, nil
 }
 
 // waitFor polls done every 50 ms until it holds, ctx ends or limit
