@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-scale up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -73,6 +73,9 @@ bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest t
 
 bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest topic of N subscribers (default 1000000) through bench-digest's harness, beside a 20-item digest in the same run: mails/s, worker and Redis CPU per mail, and how often the Markdown was rendered
 	N=$(or $(N),1000000) ITEMS=20 UPDATES_ONLY=$(UPDATES_ONLY) ISSUE=1 $(GO) run ./bench/digest
+
+bench-scale: ## issue #30: N subscribers (default 1000000) on a local 3+3 Redis Cluster and a single Redis beside it (redis-server, ports 7800-7899, PORT_BASE moves them), grown through the store's bulk path to each of CHECKPOINTS (default 1000000,2000000,5000000,10000000, capped at N): import rate, Redis memory per subscriber, the issue planner's count and walk in ns per reader, Redis CPU per mail per primary sending an issue through `newsletter serve` into a loopback sink (SINGLE_MAX caps the single Redis's list, MAILS and WINDOW the send window)
+	N=$(or $(N),1000000) CHECKPOINTS=$(CHECKPOINTS) SINGLE_MAX=$(SINGLE_MAX) MAILS=$(MAILS) WINDOW=$(WINDOW) $(GO) run ./bench/scale
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

@@ -26,13 +26,18 @@ type Sink struct {
 }
 
 // StartSink listens on a free loopback port.
-func StartSink() (*Sink, error) {
+func StartSink() (*Sink, error) { return StartSinkAt("127.0.0.1:0") }
+
+// StartSinkAt listens on addr: for a benchmark confined to a port range
+// of its own (bench-scale), which a port picked by the kernel may fall
+// outside of.
+func StartSinkAt(addr string) (*Sink, error) {
 	s := &Sink{}
 	s.srv = gosmtp.NewServer(gosmtp.BackendFunc(func(*gosmtp.Conn) (gosmtp.Session, error) { return sinkSession{s}, nil }))
 	s.srv.Domain = "localhost"
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout, s.srv.WriteTimeout = time.Minute, time.Minute
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
