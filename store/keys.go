@@ -23,7 +23,7 @@ const (
 	sfxSeq     = "seq"    // counter: the shard's n-th id is n*Shards + the shard (newIDLua); also the anchor every shard script is given
 	sfxVisit   = "visit"  // the anchor of a script sent to the shard by another's index (visit); never stored
 	sfxSubs    = "s:"     // + idSlot/64: hash id -> packed subscriber record (below)
-	sfxIndex   = "ix:"    // + 8 bits of sha1(address): hash 48 more bits of it -> id[,id…] (the address's home shard; an id of another shard is a pointer, byAddress)
+	sfxIndex   = "ix:"    // + indexBuckets' bucket of sha1(address): hash 48 more bits of it -> id[,id…] (the address's home shard; an id of another shard is a pointer, byAddress)
 	sfxActive  = "act"    // bitmap: bit idSlot set while the subscriber is active
 	sfxOutbox  = "outbox" // hash outbox id -> body, the mails the shard's scripts called for
 	sfxDue     = "outbox:due"
@@ -79,10 +79,19 @@ const (
 )
 
 // subsPerBucket is how many subscribers share one hash. Redis keeps a hash
-// in listpack encoding up to hash-max-listpack-entries fields (128 by
-// default) of at most hash-max-listpack-value bytes (64): 64 records of
-// about 60 bytes stay well inside, at a cost of a few bytes each.
+// in listpack encoding up to hash-max-listpack-entries fields (512 by
+// default in Redis 7) of at most hash-max-listpack-value bytes (64): 64
+// records of about 60 bytes stay well inside, at a cost of a few bytes
+// each.
 const subsPerBucket = 64
+
+// indexBuckets is how many hashes a shard's address index is spread over.
+// Each stays a listpack (at most hash-max-listpack-entries, 512, entries
+// of a few bytes) up to 512 × 512 × Shards, some 16.8 million
+// subscribers; past that a bucket becomes a hash table, three times the
+// bytes an entry (bench-scale measured it with 256 a shard, where it came
+// at 8.4 million). Raise hash-max-listpack-entries for more.
+const indexBuckets = 512
 
 // The subscriber record, one hash value: seven fields joined by recordSep
 // (the ASCII unit separator, which no field may contain).

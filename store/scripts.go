@@ -37,7 +37,7 @@ local TOPIC, KNOWN, ONBOARD = PFX .. %q, PFX .. %q, PFX .. %q
 local PUSH, SEEN = PFX .. %q, PFX .. %q
 local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local OUTBOX, DUE, SEQ = PFX .. %q, PFX .. %q, PFX .. %q
-local DAYTTL, FBCAP = %d, %d
+local DAYTTL, FBCAP, IXBUCKETS = %d, %d, %d
 -- DAY is the key of today's counters (sfxDay), set by the scripts that
 -- count (count); nil counts nothing.
 local DAY = nil
@@ -62,9 +62,11 @@ local function count(field)
   if not DAY then return end
   if redis.call('HINCRBY', DAY, field, 1) == 1 then redis.call('EXPIRE', DAY, DAYTTL) end
 end
+-- ixloc is an address's index bucket (IXBUCKETS a shard) and field (48
+-- more bits of its hash); indexLoc in Go says the same.
 local function ixloc(email)
   local h = redis.sha1hex(email)
-  return INDEX .. tonumber(h:sub(1, 2), 16), h:sub(3, 14)
+  return INDEX .. (tonumber(h:sub(1, 3), 16) %% IXBUCKETS), h:sub(4, 15)
 end
 -- outbox writes an entry of the shard's outbox; dropoutbox drops some.
 local function outbox(id, body, due)
@@ -210,7 +212,7 @@ end
 	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
 	sfxOutbox, sfxDue, sfxSeq,
-	int64(dayCounterTTL/time.Second), feedbackLogCap) + holdLua
+	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
 // from holdKeys).

@@ -183,8 +183,8 @@ return 1
 func indexLoc(s shard, email string) (key, field string) {
 	sum := sha1.Sum([]byte(email))
 	h := hex.EncodeToString(sum[:])
-	b, _ := strconv.ParseUint(h[:2], 16, 8)
-	return s.key(sfxIndex + strconv.FormatUint(b, 10)), h[2:14]
+	b, _ := strconv.ParseUint(h[:3], 16, 16)
+	return s.key(sfxIndex + strconv.FormatUint(b%indexBuckets, 10)), h[3:15]
 }
 
 // records re-buckets the records by shard and writes the address index:
