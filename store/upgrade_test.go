@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -370,4 +371,38 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The people from before the shards, moved into layout 4 on one Redis
+// and copied into a real cluster (CopyToCluster), are found and changed
+// there as on one Redis: their home shard's pointer sends a script to the
+// node of their own shard.
+func TestUpgradedPeopleOnCluster(t *testing.T) {
+	if os.Getenv(redistest.EnvURL) == "" {
+		t.Skip("needs a real Redis to copy from (DUMP and RESTORE): set " + redistest.EnvURL)
+	}
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	loadFixture(t, rdb, "testdata/v2-people.json")
+	var exp peopleFixture
+	readJSON(t, "testdata/v2-people-expected.json", &exp)
+	if err := NewRedis(rdb).CheckVersion(ctx, quietLog); err != nil {
+		t.Fatal(err)
+	}
+	c := rediscluster.Start(t)
+	cl := c.Client(t)
+	if _, err := CopyToCluster(ctx, rdb, cl, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := NewRedis(cl).WithClock(func() time.Time { return exp.Now })
+	for email, want := range exp.People {
+		got, err := s.PersonalData(ctx, email)
+		if err != nil {
+			t.Fatalf("%s on the cluster: %v", email, err)
+		}
+		if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+			t.Errorf("%s on the cluster:\n got %s\nwant %s", email, g, w)
+		}
+	}
+	checkLegacyPeople(t, s, exp.People)
 }
