@@ -90,6 +90,10 @@ type Digests interface {
 	StartDigestRun(ctx context.Context, period string) (run DigestRun, created bool, err error)
 	// DigestRun returns the run with its counters.
 	DigestRun(ctx context.Context, period string) (DigestRun, error)
+	// DigestItems returns the run's items alone (ErrNoRun when there is
+	// no such run): what a mail that lists them needs, without the
+	// counters, which are sums over every shard.
+	DigestItems(ctx context.Context, period string) ([]Item, error)
 	// LatestDigestPeriod is the period of the most recently started run
 	// ("" before the first).
 	LatestDigestPeriod(ctx context.Context) (string, error)

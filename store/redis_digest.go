@@ -160,6 +160,23 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 	return run, nil
 }
 
+// DigestItems implements Digests: the run's item list and the items, two
+// round trips, whatever the list's size.
+func (r *Redis) DigestItems(ctx context.Context, period string) ([]Item, error) {
+	f, err := r.rdb.HMGet(ctx, prefixRun+period, "items", "created").Result()
+	if err != nil {
+		return nil, fmt.Errorf("load digest %s: %w", period, err)
+	}
+	if f[1] == nil {
+		return nil, ErrNoRun // every run has its creation time
+	}
+	ids, _ := f[0].(string)
+	if ids == "" {
+		return []Item{}, nil
+	}
+	return r.items(ctx, strings.Split(ids, ","))
+}
+
 func (r *Redis) items(ctx context.Context, ids []string) ([]Item, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

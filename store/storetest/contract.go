@@ -279,6 +279,13 @@ func testDigestRunOnceWithItsItems(t *testing.T, h Harness, s store.Store) {
 	if run.Items[1].Summary != "second" || run.Items[0].PublishedAt.IsZero() {
 		t.Fatalf("items: %+v", run.Items)
 	}
+	// The items alone, as a mail that lists them reads them.
+	if items, err := s.DigestItems(ctx, "2026-W49"); err != nil || !reflect.DeepEqual(items, run.Items) {
+		t.Fatalf("the run's items alone: %+v %v, want %+v", items, err, run.Items)
+	}
+	if _, err := s.DigestItems(ctx, "2026-W01"); !errors.Is(err, store.ErrNoRun) {
+		t.Fatalf("the items of an unknown run: %v", err)
+	}
 	// A second start (another replica, a retry) changes nothing.
 	must2(t)(s.AddItem(ctx, store.Item{Title: "Three", URL: "https://x/3"}))
 	again, created, _ := s.StartDigestRun(ctx, "2026-W49")

@@ -240,9 +240,9 @@ func (a awaitSequence) LatestDigestPeriod(ctx context.Context) (string, error) {
 	return awaitRedis(ctx, a.w, "read of the latest digest", a.digests.LatestDigestPeriod)
 }
 
-func (a awaitSequence) DigestRun(ctx context.Context, period string) (store.DigestRun, error) {
-	return awaitRedis(ctx, a.w, "read of the latest digest", func(ctx context.Context) (store.DigestRun, error) {
-		return a.digests.DigestRun(ctx, period)
+func (a awaitSequence) DigestItems(ctx context.Context, period string) ([]store.Item, error) {
+	return awaitRedis(ctx, a.w, "read of the latest digest", func(ctx context.Context) ([]store.Item, error) {
+		return a.digests.DigestItems(ctx, period)
 	})
 }
 

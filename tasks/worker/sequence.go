@@ -44,7 +44,7 @@ type SequenceSender struct {
 // digest's items.
 type RecentDigests interface {
 	LatestDigestPeriod(ctx context.Context) (string, error)
-	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
+	DigestItems(ctx context.Context, period string) ([]store.Item, error)
 }
 
 // The outcome label of newsletter_sequence_steps_total.
@@ -152,14 +152,16 @@ func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, err
 	if err != nil || period == "" {
 		return nil, err
 	}
-	run, err := h.awaited().DigestRun(ctx, period)
+	// The items alone: this is on every sequence mail's path, and the
+	// run's counters are sums over every shard of the store.
+	items, err := h.awaited().DigestItems(ctx, period)
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("latest digest %s: %w", period, err)
 	}
-	return entriesOf(run.Items), nil
+	return entriesOf(items), nil
 }
 
 // nextStep is the step a person is at: the first step after the last one
