@@ -169,12 +169,8 @@ type peopleFixture struct {
 }
 
 func TestUpgradeKeepsEveryPerson(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBStore)
+	rdb, exp, s := loadPeople(t)
 	ctx := context.Background()
-	loadFixture(t, rdb, "testdata/v2-people.json")
-	var exp peopleFixture
-	readJSON(t, "testdata/v2-people-expected.json", &exp)
-	s := NewRedis(rdb).WithClock(func() time.Time { return exp.Now })
 	if err := s.CheckVersion(ctx, quietLog); err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +181,8 @@ func TestUpgradeKeepsEveryPerson(t *testing.T) {
 // An upgrade to layout 4 stopped after some of its steps (a crash) is
 // finished by the next start-up, and nobody is lost.
 func TestUpgradeKeepsEveryPersonWhenInterrupted(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBStore)
+	rdb, exp, s := loadPeople(t)
 	ctx := context.Background()
-	loadFixture(t, rdb, "testdata/v2-people.json")
-	var exp peopleFixture
-	readJSON(t, "testdata/v2-people-expected.json", &exp)
-	s := NewRedis(rdb).WithClock(func() time.Time { return exp.Now })
 	if _, err := s.upgradeTo3(ctx, quietLog); err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +345,18 @@ func checkLegacyPeople(t *testing.T, s *Redis, people map[string]PersonalData) {
 	}
 }
 
+// loadPeople loads testdata/v2-people.json into the store's test
+// database and answers it, what the release before said about it, and
+// the store on it with that release's clock.
+func loadPeople(t *testing.T) (*redis.Client, peopleFixture, *Redis) {
+	t.Helper()
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	loadFixture(t, rdb, "testdata/v2-people.json")
+	var exp peopleFixture
+	readJSON(t, "testdata/v2-people-expected.json", &exp)
+	return rdb, exp, NewRedis(rdb).WithClock(func() time.Time { return exp.Now })
+}
+
 func readJSON(t *testing.T, file string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -381,12 +385,9 @@ func TestUpgradedPeopleOnCluster(t *testing.T) {
 	if os.Getenv(redistest.EnvURL) == "" {
 		t.Skip("needs a real Redis to copy from (DUMP and RESTORE): set " + redistest.EnvURL)
 	}
-	rdb, _ := redistest.New(t, redistest.DBStore)
+	rdb, exp, src := loadPeople(t)
 	ctx := context.Background()
-	loadFixture(t, rdb, "testdata/v2-people.json")
-	var exp peopleFixture
-	readJSON(t, "testdata/v2-people-expected.json", &exp)
-	if err := NewRedis(rdb).CheckVersion(ctx, quietLog); err != nil {
+	if err := src.CheckVersion(ctx, quietLog); err != nil {
 		t.Fatal(err)
 	}
 	c := rediscluster.Start(t)
