@@ -112,7 +112,7 @@ func (e *archiveEnv) publish(t *testing.T, subject, body string, send bool, topi
 	if _, err := e.st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.AdvanceIssuePlan(ctx, is.ID, 1, 0, 0, true); err != nil {
+	if err := e.st.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, 0, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if done, err := e.st.FinishIssue(ctx, is.ID); err != nil || !done {

@@ -32,7 +32,7 @@ type DigestRun struct {
 	State    string `json:"state"`
 	Items    []Item `json:"items"`
 	Audience int64  `json:"audience"` // active subscribers of the digest topic when the run began
-	Cursor   int64  `json:"cursor"`   // last subscriber id planned
+	Cursor   int64  `json:"cursor"`   // the planner's furthest place: a subscriber id, or a walk key (store.WalkKey) for a run sent as an issue walked by shard
 	Planned  int64  `json:"planned"`
 	Sent     int64  `json:"sent"`
 	Skipped  int64  `json:"skipped"`

@@ -107,13 +107,40 @@ type IssueProgress struct {
 	Failed     int64  `json:"failed"`
 	Bounces    int64  `json:"bounces"`
 	Complaints int64  `json:"complaints"`
-	// The planner's place: the last id planned in this round, the
-	// highest id ever planned (planned counts each reader once across
-	// rounds), whether this round's walk is done.
-	Cursor    int64 `json:"-"`
-	MaxCursor int64 `json:"-"`
-	PlanDone  bool  `json:"-"`
-	Round     int   `json:"-"`
+	// The planner's place: the last reader planned in this round, the
+	// furthest ever planned (planned counts each reader once across
+	// rounds), whether this round's walk is done. Walk says in which
+	// order the issue's readers are walked, and so what the cursors are.
+	Cursor    int64  `json:"-"`
+	MaxCursor int64  `json:"-"`
+	PlanDone  bool   `json:"-"`
+	Round     int    `json:"-"`
+	Walk      string `json:"-"`
+}
+
+// The orders an issue's planner walks its readers in (IssueProgress.Walk).
+const (
+	// WalkByShard: shard by shard (AudienceByShard); the cursors are walk
+	// keys (WalkKey). Every issue planned since layout 4's batches by
+	// shard.
+	WalkByShard = "shards"
+	// WalkByID: in id order (AudienceAfter); the cursors are ids. An
+	// issue an earlier release began to plan keeps this order in every
+	// round, so that what it counted as planned stays counted once.
+	WalkByID = "ids"
+)
+
+// WalkOf is the order an issue's readers are walked in: the one its plan
+// began in, or by shard for an issue not planned yet.
+func (p IssueProgress) WalkOf() string {
+	switch {
+	case p.Walk != "":
+		return p.Walk
+	case p.MaxCursor > 0:
+		return WalkByID // planned in part by a release before the order was kept
+	default:
+		return WalkByShard
+	}
 }
 
 // IssueChange is what a status transition sets besides the status.
@@ -181,12 +208,18 @@ type Issues interface {
 	IssueAudience(ctx context.Context, topics []string) (int64, error)
 	// IssueProgress counts the issue's sending.
 	IssueProgress(ctx context.Context, id int64) (IssueProgress, error)
-	// AdvanceIssuePlan saves the planner's cursor after a page: planned
-	// grows by n (readers above the highest id planned before); done
-	// ends the round's walk. A round other than the issue's changes
+	// AdvanceIssuePlan saves the planner's cursor after a page of a walk
+	// in order walk (WalkByShard, WalkByID; kept with the cursor):
+	// planned grows by n (readers past the furthest planned before);
+	// done ends the round's walk. A round other than the issue's changes
 	// nothing (a stale planner), nor does a page whose cursor is not
 	// past the saved one but its done flag (saving a page again is safe).
-	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
+	AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error
+	// AudienceByShard lists up to limit active readers of any of topics
+	// ("" among them: every active one) whose walk keys (WalkKey) are
+	// past after, in walk-key order: shard by shard, so that a run of
+	// them sits in one or two shards.
+	AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error)
 	// FinishIssue marks a sending issue sent once its walk is done and
 	// every planned reader is sent, skipped or failed.
 	FinishIssue(ctx context.Context, id int64) (bool, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -258,6 +259,27 @@ func (r *Redis) AudienceAfter(ctx context.Context, topic string, cursor int64, l
 	ids, err := r.walkIDs(ctx, terms, cursor, limit)
 	if err != nil {
 		return nil, fmt.Errorf("audience of %q after %d: %w", topic, cursor, err)
+	}
+	return ids, nil
+}
+
+// AudienceByShard implements Issues: the shards' active and topic
+// bitmaps walked one shard after the other (walkShards).
+func (r *Redis) AudienceByShard(ctx context.Context, topicIDs []string, after int64, limit int) ([]int64, error) {
+	if len(topicIDs) == 0 {
+		return nil, nil
+	}
+	terms := [][]string{{sfxActive}}
+	if !slices.Contains(topicIDs, "") {
+		anyOf := make([]string, len(topicIDs))
+		for i, tp := range topicIDs {
+			anyOf[i] = sfxTopic + tp
+		}
+		terms = append(terms, anyOf)
+	}
+	ids, err := r.walkShards(ctx, terms, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audience of %q after walk key %d: %w", topicIDs, after, err)
 	}
 	return ids, nil
 }

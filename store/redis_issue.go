@@ -177,13 +177,17 @@ return 'ok'
 //
 //	KEYS[1] the issue's hash
 //	ARGV[1] round   ARGV[2] cursor   ARGV[3] n   ARGV[4] "1": walk done
+//	ARGV[5] the walk's order (WalkByShard, WalkByID)
 //
-// A stale round writes nothing. A page past the saved cursor moves it and
-// counts: planned += n; maxcursor = max(maxcursor, cursor). A page not
-// past it was counted (saved again after a lost answer) and only its done
-// flag still counts. Returns 1 when written.
+// A stale round writes nothing. The order is kept with the cursor (the
+// planner of every later round walks the same way). A page past the
+// saved cursor moves it and counts: planned += n; maxcursor =
+// max(maxcursor, cursor). A page not past it was counted (saved again
+// after a lost answer) and only its done flag still counts. Returns 1
+// when written.
 var advanceIssueScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'round') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'walk', ARGV[5])
 if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
   redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'planned', ARGV[3])
@@ -479,7 +483,7 @@ func issueMarkKeys(id int64) []string {
 // progressFields are the fields of an issue's hash that IssueProgress
 // reads: not its doc (the body, JSON), which DigestRun, on the sequence
 // sender's path for every mail, would otherwise fetch each time.
-var progressFields = []string{"status", "planned", "bounces", "complaints", "cursor", "maxcursor", "plandone", "round"}
+var progressFields = []string{"status", "planned", "bounces", "complaints", "cursor", "maxcursor", "plandone", "round", "walk"}
 
 // IssueProgress implements Issues.
 func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, error) {
@@ -505,16 +509,19 @@ func (r *Redis) IssueProgress(ctx context.Context, id int64) (IssueProgress, err
 	n := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
 	return IssueProgress{Status: f["status"], Planned: n("planned"), Sent: done[0], Skipped: done[1], Failed: done[2],
 		Bounces: n("bounces"), Complaints: n("complaints"), Cursor: n("cursor"), MaxCursor: n("maxcursor"),
-		PlanDone: f["plandone"] == "1", Round: int(n("round"))}, nil
+		PlanDone: f["plandone"] == "1", Round: int(n("round")), Walk: f["walk"]}, nil
 }
 
 // AdvanceIssuePlan implements Issues.
-func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
+func (r *Redis) AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error {
+	if walk != WalkByShard && walk != WalkByID {
+		return fmt.Errorf("advance issue %d: no walk order %q", id, walk)
+	}
 	d := ""
 	if done {
 		d = "1"
 	}
-	_, err := advanceIssueScript.Run(ctx, r.rdb, []string{issueKey(id)}, round, cursor, n, d).Result()
+	_, err := advanceIssueScript.Run(ctx, r.rdb, []string{issueKey(id)}, round, cursor, n, d, walk).Result()
 	return wrapErr(fmt.Sprintf("advance issue %d", id), err)
 }
 

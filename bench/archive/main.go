@@ -81,7 +81,7 @@ func seedIssues(ctx context.Context, st *store.Redis) (string, error) {
 		if _, err := st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
 			return "", err
 		}
-		if err := st.AdvanceIssuePlan(ctx, is.ID, 1, 0, 0, true); err != nil {
+		if err := st.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, 0, 0, true); err != nil {
 			return "", err
 		}
 		if _, err := st.FinishIssue(ctx, is.ID); err != nil {

@@ -69,7 +69,7 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("list sending %+v", list)
 	}
 	// Progress: three planned, one sent, one skipped, one failed.
-	if err := s.AdvanceIssuePlan(ctx, a.ID, 1, 30, 3, true); err != nil {
+	if err := s.AdvanceIssuePlan(ctx, a.ID, 1, store.WalkByID, 30, 3, true); err != nil {
 		t.Fatal(err)
 	}
 	if done, err := s.FinishIssue(ctx, a.ID); err != nil || done {
@@ -116,7 +116,7 @@ func testIssues(t *testing.T, _ Harness, s store.Store) {
 	if _, err := s.TransitionIssue(ctx, b.ID, []string{store.IssueDraft}, store.IssuePaused, store.IssueChange{NewRound: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AdvanceIssuePlan(ctx, b.ID, 1, 50, 5, false); err != nil {
+	if err := s.AdvanceIssuePlan(ctx, b.ID, 1, store.WalkByID, 50, 5, false); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := s.IssueProgress(ctx, b.ID); p.Round != 2 || p.Planned != 0 {
@@ -211,7 +211,7 @@ func testDigestIssue(t *testing.T, _ Harness, s store.Store) {
 	}
 	// The run counts by its issue.
 	must2(t)(s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}))
-	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, sub.ID, 1, true))
+	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, sub.ID, 1, true))
 	must(t, s.MarkSent(ctx, store.Mark{Kind: store.IssueMarkKind, Key: itoa(is.ID), SubscriberID: sub.ID, Shared: true}))
 	if run, err = s.DigestRun(ctx, "2031-W02"); err != nil || run.Issue != is.ID || run.State != store.RunPlanned || run.Planned != 1 || run.Sent != 1 {
 		t.Fatalf("run by its issue %+v %v", run, err)
@@ -239,9 +239,9 @@ func testIssueAdvanceOnce(t *testing.T, _ Harness, s store.Store) {
 	is, err := s.CreateIssue(ctx, store.IssueContent{Subject: "S", Body: "b", Topics: []string{"digest"}}, "")
 	must(t, err)
 	for range 2 {
-		must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 5, false))
+		must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, 50, 5, false))
 	}
-	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, 50, 0, true))
+	must(t, s.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, 50, 0, true))
 	if p, err := s.IssueProgress(ctx, is.ID); err != nil || p.Planned != 5 || p.Cursor != 50 || !p.PlanDone {
 		t.Fatalf("a page saved twice: %+v %v", p, err)
 	}

@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentSubscribeUnsubscribe", testConcurrentSubscribeUnsubscribe},
 		{"DigestRunOnceWithItsItems", testDigestRunOnceWithItsItems},
 		{"KeysetWalkAndOutcomes", testKeysetWalkAndOutcomes},
+		{"AudienceByShard", testAudienceByShard},
 		{"ImportNeverResubscribes", testImportNeverResubscribes},
 		{"ClaimOwnerTakesOver", testClaimOwnerTakesOver},
 		{"FeedbackPolicy", testFeedbackPolicy},

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,10 @@ type IssueStore interface {
 	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
 	IssueProgress(ctx context.Context, id int64) (store.IssueProgress, error)
 	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error)
-	AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error
+	AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error
 	FinishIssue(ctx context.Context, id int64) (bool, error)
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+	AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error)
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
 }
@@ -151,8 +153,12 @@ func (h *IssueSender) content(ctx context.Context, id int64, st store.IssueStatu
 
 // HandleIssuePlan walks the readers of any of the issue's topics (each
 // once) and enqueues their batches: due now, or at the issue's local hour
-// in each reader's time zone. The cursor is saved after each page, so a
-// killed planner resumes; a paused or cancelled issue stops the walk.
+// in each reader's time zone. The walk goes shard by shard, so that a
+// batch's readers sit in one or two of the store's shards and its
+// per-shard steps run once or twice, not for nearly every shard (an
+// issue an earlier release began walks on in id order: walkOrder). The
+// cursor is saved after each page, so a killed planner resumes; a paused
+// or cancelled issue stops the walk.
 func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayload) error {
 	size := h.BatchSize
 	room := backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
@@ -169,9 +175,8 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 	cursor, maxCursor := prog.Cursor, prog.MaxCursor
 	fannedOut := false
 	var is store.Issue
-	walk := lookahead{page: size, read: func(cursor int64, limit int) ([]int64, error) {
-		return h.audienceAny(ctx, is.Topics, cursor, limit)
-	}}
+	order := prog.WalkOf()
+	walk := h.walkOrder(ctx, order, size, func() []string { return is.Topics })
 	for {
 		var again bool
 		var err error
@@ -200,7 +205,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 			return err
 		}
 		if len(ids) == 0 {
-			if err := h.advance(ctx, is.ID, p.Round, cursor, 0, true); err != nil {
+			if err := h.advance(ctx, is.ID, p.Round, order, cursor, 0, true); err != nil {
 				return err
 			}
 			return h.finish(ctx, is)
@@ -208,9 +213,10 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 		if err := h.enqueuePage(ctx, is, p.Round, ids); err != nil {
 			return err
 		}
-		n := countAbove(ids, maxCursor)
-		cursor, maxCursor = ids[len(ids)-1], max(maxCursor, ids[len(ids)-1])
-		if err := h.advance(ctx, is.ID, p.Round, cursor, n, false); err != nil {
+		n := countAbove(ids, walk.key, maxCursor)
+		last := walk.key(ids[len(ids)-1])
+		cursor, maxCursor = last, max(maxCursor, last)
+		if err := h.advance(ctx, is.ID, p.Round, order, cursor, n, false); err != nil {
 			return err
 		}
 	}
@@ -273,13 +279,28 @@ func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int
 	return nil
 }
 
-// countAbove is how many of ids are above cursor: by how much a page
-// grows the issue's planned count, so that readers planned by an earlier
-// walk (a killed planner, an earlier round) are not counted twice.
-func countAbove(ids []int64, cursor int64) int {
+// walkOrder is the planner's walk in order (store.WalkByShard, or
+// store.WalkByID for an issue an earlier release began), over the topics
+// topics gives when it reads (the issue is read after the walk is made).
+func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, topics func() []string) lookahead {
+	if order == store.WalkByID {
+		return lookahead{page: page, read: func(cursor int64, limit int) ([]int64, error) {
+			return h.audienceAny(ctx, topics(), cursor, limit)
+		}}
+	}
+	return lookahead{page: page, key: store.WalkKey, read: func(cursor int64, limit int) ([]int64, error) {
+		return h.awaited().AudienceByShard(ctx, topics(), cursor, limit)
+	}}
+}
+
+// countAbove is how many of ids are past cursor in the walk (key): by
+// how much a page grows the issue's planned count, so that readers
+// planned by an earlier walk (a killed planner, an earlier round) are
+// not counted twice.
+func countAbove(ids []int64, key func(int64) int64, cursor int64) int {
 	n := 0
 	for _, id := range ids {
-		if id > cursor {
+		if key(id) > cursor {
 			n++
 		}
 	}
@@ -288,8 +309,8 @@ func countAbove(ids []int64, cursor int64) int {
 
 // advance saves the planner's place after a page, waiting out an outage
 // (the store counts a page once, so saving it again is safe).
-func (h *IssueSender) advance(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
-	return h.awaited().AdvanceIssuePlan(ctx, id, round, cursor, n, done)
+func (h *IssueSender) advance(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error {
+	return h.awaited().AdvanceIssuePlan(ctx, id, round, walk, cursor, n, done)
 }
 
 // audienceAny is the keyset walk over the union of topics' audiences: up
@@ -311,7 +332,11 @@ const lookaheadPages = 10
 // leave meanwhile are as for any two reads (the batches check each
 // reader as they send). It lives for one run of the planner's task.
 type lookahead struct {
+	// read gives up to limit ids past cursor, in the walk's order.
 	read func(cursor int64, limit int) ([]int64, error)
+	// key is an id's place in the walk's order, which cursors are
+	// (store.WalkKey); nil: id order, the id itself.
+	key  func(id int64) int64
 	page int
 	buf  []int64
 	end  bool // the last read reached the walk's end
@@ -319,7 +344,10 @@ type lookahead struct {
 
 // next is the page after cursor.
 func (l *lookahead) next(cursor int64) ([]int64, error) {
-	i, _ := slices.BinarySearch(l.buf, cursor+1)
+	if l.key == nil {
+		l.key = func(id int64) int64 { return id }
+	}
+	i, _ := slices.BinarySearchFunc(l.buf, cursor+1, func(id, target int64) int { return cmp.Compare(l.key(id), target) })
 	l.buf = l.buf[i:]
 	if len(l.buf) < l.page && !l.end {
 		ids, err := l.read(cursor, l.page*lookaheadPages)

@@ -320,15 +320,21 @@ func (a awaitIssues) TransitionIssue(ctx context.Context, id int64, from []strin
 	})
 }
 
-func (a awaitIssues) AdvanceIssuePlan(ctx context.Context, id int64, round int, cursor int64, n int, done bool) error {
+func (a awaitIssues) AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error {
 	return untilRedis(ctx, a.w, "save of the issue planner's cursor", func(ctx context.Context) error {
-		return a.s.AdvanceIssuePlan(ctx, id, round, cursor, n, done)
+		return a.s.AdvanceIssuePlan(ctx, id, round, walk, cursor, n, done)
 	})
 }
 
 func (a awaitIssues) FinishIssue(ctx context.Context, id int64) (bool, error) {
 	return awaitRedis(ctx, a.w, "end of the issue's sending", func(ctx context.Context) (bool, error) {
 		return a.s.FinishIssue(ctx, id)
+	})
+}
+
+func (a awaitIssues) AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error) {
+	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
+		return a.s.AudienceByShard(ctx, topics, after, limit)
 	})
 }
 
