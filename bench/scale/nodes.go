@@ -16,9 +16,13 @@ import (
 )
 
 // The Redis servers of a run: a 3-primary/3-replica Redis Cluster and a
-// single Redis beside it, each a redis-server process of this program's,
-// on ports of its own (PORT_BASE: nodes at base..base+5, their cluster
-// buses at base+10..base+15, the single Redis at base+20). They keep
+// single Redis with a replica of its own beside it (as a single Redis
+// runs for real, under Sentinel: its primary feeds a replica, as each of
+// the cluster's does, so the two are compared like for like), each a
+// redis-server process of this program's, on ports of its own
+// (PORT_BASE: nodes at base..base+5, their cluster buses at
+// base+10..base+15, the single Redis at base+20, its replica at
+// base+21). They keep
 // nothing on disk (save '', no AOF) and die with this program
 // (Pdeathsig), so an interrupted run leaves no server holding gigabytes.
 
@@ -38,6 +42,8 @@ type servers struct {
 	root    string
 	cluster []*server
 	single  *server
+	// singleReplica replicates single.
+	singleReplica *server
 }
 
 // nodeConf is what every server runs with. The node timeout is Redis's
@@ -47,7 +53,7 @@ type servers struct {
 // primaries did not change). The replication backlog stays at its 1 MB
 // default: it is counted in used_memory, and the memory figure subtracts
 // it anyway (memory.go).
-func nodeConf(port int, dir string, cluster bool) string {
+func nodeConf(port int, dir string, cluster bool, replicaOf int) string {
 	conf := fmt.Sprintf(`port %d
 bind 127.0.0.1
 protected-mode no
@@ -59,6 +65,9 @@ save ""
 repl-diskless-sync yes
 repl-diskless-sync-delay 0
 `, port, dir, filepath.Join(dir, "redis.log"))
+	if replicaOf > 0 {
+		conf += fmt.Sprintf("replicaof 127.0.0.1 %d\n", replicaOf)
+	}
 	if cluster {
 		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 15000\ncluster-port %d\n", port+10)
 	}
@@ -85,13 +94,16 @@ func startServers(ctx context.Context, base int) (_ *servers, err error) {
 		}
 	}()
 	for i := range 6 {
-		s, err := startServer(ctx, base+i, filepath.Join(root, "node"+strconv.Itoa(i)), true)
+		s, err := startServer(ctx, base+i, filepath.Join(root, "node"+strconv.Itoa(i)), true, 0)
 		if err != nil {
 			return all, err
 		}
 		all.cluster = append(all.cluster, s)
 	}
-	if all.single, err = startServer(ctx, base+20, filepath.Join(root, "single"), false); err != nil {
+	if all.single, err = startServer(ctx, base+20, filepath.Join(root, "single"), false, 0); err != nil {
+		return all, err
+	}
+	if all.singleReplica, err = startServer(ctx, base+21, filepath.Join(root, "single-replica"), false, base+20); err != nil {
 		return all, err
 	}
 	args := []string{"--cluster", "create"}
@@ -107,12 +119,12 @@ func startServers(ctx context.Context, base int) (_ *servers, err error) {
 	return all, all.waitCluster(ctx)
 }
 
-func startServer(ctx context.Context, port int, dir string, cluster bool) (*server, error) {
+func startServer(ctx context.Context, port int, dir string, cluster bool, replicaOf int) (*server, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, "redis.conf")
-	if err := os.WriteFile(path, []byte(nodeConf(port, dir, cluster)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(nodeConf(port, dir, cluster, replicaOf)), 0o644); err != nil {
 		return nil, err
 	}
 	s := &server{port: port, dir: dir, exited: make(chan struct{})}
@@ -145,11 +157,18 @@ func startServer(ctx context.Context, port int, dir string, cluster bool) (*serv
 }
 
 // waitCluster polls until every node reports the cluster whole and each
-// replica is linked to its primary.
+// replica (the single Redis's too) is linked to its primary.
 func (a *servers) waitCluster(ctx context.Context) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := func() error {
+			repl, err := a.singleReplica.rdb.Info(ctx, "replication").Result()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(repl, "master_link_status:up") {
+				return fmt.Errorf("%s: the single Redis's replica not yet in sync", a.singleReplica.addr())
+			}
 			for _, s := range a.cluster {
 				info, err := s.rdb.ClusterInfo(ctx).Result()
 				if err != nil {
@@ -227,7 +246,7 @@ func (a *servers) seeds() string {
 // stop kills every server (their data is a benchmark's, nothing to
 // save) and removes their folder.
 func (a *servers) stop() {
-	for _, s := range append(append([]*server(nil), a.cluster...), a.single) {
+	for _, s := range append(append([]*server(nil), a.cluster...), a.single, a.singleReplica) {
 		if s == nil || s.cmd == nil || s.cmd.Process == nil {
 			continue
 		}

@@ -321,8 +321,8 @@ func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor
 	return audienceAny(ctx, h.awaited(), topicIDs, cursor, limit)
 }
 
-// lookaheadPages is how many pages a lookahead reads at once.
-const lookaheadPages = 10
+// LookaheadPages is how many pages a lookahead reads at once.
+const LookaheadPages = 10
 
 // lookahead reads a walk several pages at a time and hands them out a page
 // at a time: a read of the sharded store's bitmaps costs a round trip of
@@ -350,11 +350,11 @@ func (l *lookahead) next(cursor int64) ([]int64, error) {
 	i, _ := slices.BinarySearchFunc(l.buf, cursor+1, func(id, target int64) int { return cmp.Compare(l.key(id), target) })
 	l.buf = l.buf[i:]
 	if len(l.buf) < l.page && !l.end {
-		ids, err := l.read(cursor, l.page*lookaheadPages)
+		ids, err := l.read(cursor, l.page*LookaheadPages)
 		if err != nil {
 			return nil, err
 		}
-		l.buf, l.end = ids, len(ids) < l.page*lookaheadPages
+		l.buf, l.end = ids, len(ids) < l.page*LookaheadPages
 	}
 	return l.buf[:min(len(l.buf), l.page)], nil
 }

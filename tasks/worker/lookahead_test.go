@@ -42,7 +42,7 @@ func TestLookaheadPages(t *testing.T) {
 	if !slices.Equal(got, all) {
 		t.Fatalf("walked %d ids, want %d", len(got), len(all))
 	}
-	if pages := (len(all) + 99) / 100; reads > pages/lookaheadPages+2 {
+	if pages := (len(all) + 99) / 100; reads > pages/LookaheadPages+2 {
 		t.Fatalf("%d reads for %d pages", reads, pages)
 	}
 }
