@@ -53,7 +53,8 @@ const (
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.
-	sfxPush = "push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
+	sfxPush    = "push:" // + id: hash endpoint -> "seq created-ms p256dh auth"
+	sfxDevices = "dev:"  // + id: hash device id -> "seq created-ms platform token" (devices.go)
 
 	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids
 	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id

@@ -67,6 +67,7 @@ type PersonalData struct {
 	// Reconfirming: a confirmation of this suppressed address is waiting.
 	Reconfirming bool               `json:"reconfirming"`
 	Push         []PushSubscription `json:"push_subscriptions"`
+	Devices      []Device           `json:"devices"`
 	// OnboardingSince is when the person entered the onboarding sequence
 	// (zero when not in it).
 	OnboardingSince time.Time `json:"onboarding_since,omitzero"`
@@ -296,6 +297,14 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	if push != nil {
 		out.Push = push
 	}
+	devices, err := r.DevicesOf(ctx, []int64{sub.ID})
+	if err != nil {
+		return PersonalData{}, err
+	}
+	out.Devices = devices[0]
+	if out.Devices == nil {
+		out.Devices = []Device{}
+	}
 	return out, nil
 }
 
@@ -359,7 +368,7 @@ redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
 redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
-redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id)
+redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id)
 redis.call('ZREM', ONBOARD, id)
 redis.call('ZREM', SUPP .. 'b', id)
 redis.call('ZREM', SUPP .. 'c', id)

@@ -263,6 +263,7 @@ type Store interface {
 	Suppressions
 	MailHolds
 	PushSubscriptions
+	Devices
 	Webhooks
 	Tokens
 	// The audit log (audit.go).

@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"Feeds", testFeeds},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
+		{"Devices", testDevices},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},
