@@ -104,6 +104,7 @@ type Store interface {
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
+	store.Devices
 }
 
 // Deps are the API's collaborators.
@@ -224,6 +225,7 @@ func (s *Server) routes() {
 	s.archiveRoutes()
 	s.feedbackRoutes()
 	s.pushRoutes()
+	s.deviceRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()

@@ -66,6 +66,8 @@ const (
 	SubscriberErased  = "subscriber.erased"
 	SubscriberChanged = "subscriber.changed"
 	SubscriberExport  = "subscriber.exported"
+	DeviceAdded       = "device.added"
+	DeviceRemoved     = "device.removed"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).
