@@ -43,8 +43,9 @@ type PushSubscriptions interface {
 	// round trip, lined up with ids.
 	PushSubscriptionsOf(ctx context.Context, ids []int64) ([][]PushSubscription, error)
 	// HavePushSubscriptions tells, lined up with ids and in one round
-	// trip, which subscribers have a browser to notify: the fan-out's
-	// question, far cheaper than reading the browsers themselves.
+	// trip, which subscribers have a browser or an app install (Devices)
+	// to notify: the fan-out's question for the push lane, far cheaper
+	// than reading the browsers and devices themselves.
 	HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error)
 	// DeletePushSubscription forgets one browser (its push service said
 	// 404 or 410). One already gone is no error.
@@ -182,7 +183,7 @@ func (r *Redis) HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool,
 	cmds := make([]*redis.IntCmd, len(ids))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.Exists(ctx, pushKey(id))
+			cmds[i] = p.Exists(ctx, pushKey(id), deviceKey(id)) // one slot: the id's shard
 		}
 		return nil
 	})

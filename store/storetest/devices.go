@@ -37,8 +37,15 @@ func testDevices(t *testing.T, h Harness, s store.Store) {
 	if _, err := s.AddDevice(ctx, 999999, phone(1)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown id: %v, want ErrNotFound", err)
 	}
+	if have, err := s.HavePushSubscriptions(ctx, []int64{a.ID}); err != nil || have[0] {
+		t.Fatalf("no device yet: %v %v", have, err)
+	}
 	first, err := s.AddDevice(ctx, a.ID, phone(1))
 	must(t, err)
+	// The push lane's question counts app installs as browsers.
+	if have, err := s.HavePushSubscriptions(ctx, []int64{a.ID}); err != nil || !have[0] {
+		t.Fatalf("a person with an app install has nothing to notify: %v %v", have, err)
+	}
 	if first.ID != store.DeviceID(store.PlatformFCM, "tok-001") || first.CreatedAt.IsZero() {
 		t.Fatalf("stored %+v", first)
 	}
