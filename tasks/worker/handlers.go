@@ -30,6 +30,7 @@ type Store interface {
 	store.Feeds
 	store.Webhooks
 	store.PushSubscriptions
+	store.Devices
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 }
 
@@ -87,7 +88,10 @@ type Deps struct {
 
 	// Push sends web push notifications (nil: no push lane handler, web
 	// push is off); PushRetry is the push lane's backoff.
-	Push      push.Sender
+	Push push.Sender
+	// Apps send to app installs by platform (FCM, APNs; nil or empty:
+	// none), in the push lane.
+	Apps      map[string]*AppGate
 	PushRetry RetryPolicy
 
 	// Imports are the console's uploaded imports, ImportStore where they
@@ -156,9 +160,9 @@ func NewHandlers(d Deps) Handlers {
 	if d.MarkWindow > 0 {
 		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
 	}
-	var pushes *PushSender // nil: web push is off, the push lane runs nothing
-	if d.Push != nil {
-		pushes = &PushSender{Store: d.Store, Push: d.Push, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
+	var pushes *PushSender // nil: neither web push nor an app platform is on, the push lane runs nothing
+	if d.Push != nil || len(d.Apps) > 0 {
+		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
 	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -50,6 +51,10 @@ type Metrics struct {
 	// the webhook endpoints disabled for failing (or 410 Gone).
 	Notifications    *prometheus.CounterVec // lane, result
 	WebhooksDisabled prometheus.Counter
+	// AppNotifications count the push lane's notifications to app
+	// installs by platform (fcm, apns) and NotificationResults: of
+	// Notifications{lane="push"}, those that went to apps.
+	AppNotifications *prometheus.CounterVec // platform, result
 	// IssueRenders counts issue bodies rendered from Markdown: once per
 	// issue version in each worker process, however many readers it has.
 	IssueRenders prometheus.Counter
@@ -120,6 +125,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_notifications_total", Help: "Notification attempts by lane (push, webhook) and result (sent, retry, dead, dropped).",
 		}, []string{"lane", "result"}),
+		AppNotifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsletter_app_notifications_total", Help: "Push lane notifications to app installs by platform (fcm, apns) and result (sent, retry, dead, dropped).",
+		}, []string{"platform", "result"}),
 		WebhooksDisabled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_webhook_endpoints_disabled_total", Help: "Webhook endpoints disabled because they kept failing or answered 410 Gone.",
 		}),
@@ -133,6 +141,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range NotificationResults {
 		m.Notifications.WithLabelValues(LaneWebhook, r)
 		m.Notifications.WithLabelValues(LanePush, r)
+		for _, p := range []string{store.PlatformFCM, store.PlatformAPNs} {
+			m.AppNotifications.WithLabelValues(p, r)
+		}
 	}
 	m.TransportPaused.WithLabelValues(LaneEmail)
 	for _, src := range tasks.FeedbackSources {
@@ -152,7 +163,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
-			m.FeedPolls, m.FeedItems, m.Notifications, m.WebhooksDisabled, m.IssueRenders)
+			m.FeedPolls, m.FeedItems, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
 	}
 	return m
 }

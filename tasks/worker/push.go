@@ -29,6 +29,8 @@ type PushStore interface {
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 	PushSubscriptions(ctx context.Context, id int64) ([]store.PushSubscription, error)
 	DeletePushSubscription(ctx context.Context, id int64, endpoint string) error
+	DevicesOf(ctx context.Context, ids []int64) ([][]store.Device, error)
+	DeleteDevice(ctx context.Context, id int64, deviceID string) error
 	store.Marks
 }
 
@@ -42,6 +44,10 @@ type PushStore interface {
 type PushSender struct {
 	Store PushStore
 	Push  push.Sender
+	// Apps send to app installs, by platform (store.PlatformFCM,
+	// store.PlatformAPNs), each behind its own gate (apps.go); a
+	// platform without one is not notified.
+	Apps map[string]*AppGate
 	// Retry is the lane's backoff; a push service's Retry-After wins when
 	// it asks for longer.
 	Retry     RetryPolicy
@@ -74,22 +80,34 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 	if err != nil || !ok {
 		return err
 	}
-	browsers, err := h.awaited().PushSubscriptions(ctx, sub.ID)
-	if err != nil {
-		return fmt.Errorf("push: load browsers: %w", err)
+	var browsers []store.PushSubscription
+	if h.Push != nil { // web push is on
+		if browsers, err = h.awaited().PushSubscriptions(ctx, sub.ID); err != nil {
+			return fmt.Errorf("push: load browsers: %w", err)
+		}
 	}
-	if len(browsers) == 0 {
+	apps, err := h.devices(ctx, sub.ID)
+	if err != nil {
+		return err
+	}
+	if len(browsers) == 0 && len(apps) == 0 {
 		h.count("dropped")
 		return nil
 	}
-	payload, err := push.Notification{Title: p.Title, Body: p.Body, URL: p.URL}.Payload()
+	n := push.Notification{Title: p.Title, Body: p.Body, URL: p.URL}
+	payload, err := n.Payload()
 	if err != nil {
 		h.count("dead")
 		return fmt.Errorf("push: %v: %w", err, asynq.SkipRetry)
 	}
-	marks := make([]store.Mark, len(browsers))
-	for i, b := range browsers {
-		marks[i] = pushMark(p.Key, sub.ID, b.Endpoint)
+	// Every browser and every app install has a mark of its own: a
+	// retry sends only to those that have not got it.
+	marks := make([]store.Mark, 0, len(browsers)+len(apps))
+	for _, b := range browsers {
+		marks = append(marks, pushMark(p.Key, sub.ID, b.Endpoint))
+	}
+	for _, d := range apps {
+		marks = append(marks, appMark(p.Key, sub.ID, d))
 	}
 	owner, _ := asynq.GetTaskID(ctx)
 	claims, err := h.awaited().ClaimMarks(ctx, owner, marks, h.ClaimTTL)
@@ -97,7 +115,7 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 		return fmt.Errorf("push: claim: %w", err)
 	}
 	var retry error
-	for i, b := range browsers {
+	for i := range marks {
 		switch claims[i] {
 		case store.AlreadySent:
 			continue
@@ -105,7 +123,13 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 			retry = firstErr(retry, ErrDeliveryBusy)
 			continue
 		}
-		retry = firstErr(retry, h.notifyBrowser(ctx, sub.ID, b, marks[i], payload))
+		// Browsers first: a slow or failing app platform delays no
+		// browser of the person's.
+		if i < len(browsers) {
+			retry = firstErr(retry, h.notifyBrowser(ctx, sub.ID, browsers[i], marks[i], payload))
+		} else {
+			retry = firstErr(retry, h.notifyApp(ctx, sub.ID, apps[i-len(browsers)], marks[i], n))
+		}
 	}
 	return retry
 }

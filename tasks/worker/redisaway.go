@@ -212,6 +212,12 @@ func (a awaitPush) PushSubscriptions(ctx context.Context, id int64) ([]store.Pus
 	})
 }
 
+func (a awaitPush) DevicesOf(ctx context.Context, ids []int64) ([][]store.Device, error) {
+	return awaitRedis(ctx, a.w, "read of the devices", func(ctx context.Context) ([][]store.Device, error) {
+		return a.s.DevicesOf(ctx, ids)
+	})
+}
+
 func (a awaitPush) ClaimMarks(ctx context.Context, owner string, marks []store.Mark, ttl time.Duration) ([]store.Claim, error) {
 	return awaitRedis(ctx, a.w, "push claims", func(ctx context.Context) ([]store.Claim, error) {
 		return a.s.ClaimMarks(ctx, owner, marks, ttl)
