@@ -215,7 +215,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		if secs <= 0 {
 			return 0
 		}
-		return min(time.Duration(min(secs, int64(MaxRetryAfter/time.Second)))*time.Second, MaxRetryAfter)
+		return time.Duration(min(secs, int64(MaxRetryAfter/time.Second))) * time.Second
 	}
 	if at, err := http.ParseTime(v); err == nil {
 		return min(max(at.Sub(now), 0), MaxRetryAfter)
