@@ -129,6 +129,35 @@ func TestExpiredProviderTokenRefreshesOnce(t *testing.T) {
 	}
 }
 
+// Sends refused at once for the same expired token sign one new token
+// between them (Apple counts token updates), and all get through.
+func TestConcurrentExpiredShareOneNewToken(t *testing.T) {
+	srv, c, _ := setup(t)
+	if err := c.Send(context.Background(), device, apns.Notification{Title: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ExpireProviderTokens()
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- c.Send(context.Background(), device, apns.Notification{Title: "t"}) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.ProviderTokens(); got != 2 {
+		t.Errorf("%d provider tokens, want 2 (the first and one replacement)", got)
+	}
+	if got := len(srv.Received()); got != n+1 {
+		t.Errorf("%d notifications taken, want %d", got, n+1)
+	}
+}
+
 // When APNs' clock is over an hour ahead, the new token is expired too:
 // one retry, then a refusal.
 func TestExpiredProviderTokenTwice(t *testing.T) {

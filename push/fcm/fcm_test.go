@@ -130,6 +130,52 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	}
 }
 
+// Many sends refused at once with the same revoked token make one new
+// exchange between them, and all get through.
+func TestConcurrentUnauthorizedShareOneRefresh(t *testing.T) {
+	srv, c := setup(t)
+	if err := c.Send(context.Background(), device, fcm.Notification{Title: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.RevokeTokens()
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- c.Send(context.Background(), device, fcm.Notification{Title: "t"}) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ex := srv.Exchanges(); ex != 2 {
+		t.Errorf("%d exchanges, want 2 (the first and one refresh)", ex)
+	}
+	if got := len(srv.Received()); got != n+1 {
+		t.Errorf("%d messages taken, want %d", got, n+1)
+	}
+}
+
+// A token endpoint that is down makes the send ErrUnavailable (retry
+// later), not a refusal; once it is back the send goes through.
+func TestTokenEndpointUnavailable(t *testing.T) {
+	srv, c := setup(t)
+	srv.FailExchanges(1, http.StatusServiceUnavailable)
+	err := c.Send(context.Background(), device, fcm.Notification{Title: "t"})
+	if !errors.Is(err, push.ErrUnavailable) || push.Permanent(err) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if srv.Sends() != 0 {
+		t.Error("a message was sent without an access token")
+	}
+	if err := c.Send(context.Background(), device, fcm.Notification{Title: "t"}); err != nil {
+		t.Fatalf("send after the token endpoint recovered: %v", err)
+	}
+}
+
 // A 401 that persists after the refresh is a refusal, after exactly one
 // retry; THIRD_PARTY_AUTH_ERROR (the app's APNs key in Firebase) is no
 // reason to refresh ours.

@@ -80,6 +80,8 @@ type Server struct {
 	unavailable  int
 	retryAfter   string
 	unregistered map[string]bool
+	failTokens   int
+	failStatus   int
 	answers      map[string]answer // by registration token
 }
 
@@ -142,6 +144,15 @@ func New(t testing.TB) *Server {
 func (s *Server) TokenTTL(d time.Duration) {
 	s.mu.Lock()
 	s.tokenTTL = d
+	s.mu.Unlock()
+}
+
+// FailExchanges answers the next n token exchanges status (with an OAuth
+// error body), as Google's token endpoint does when it is down (5xx) or
+// refuses the account (400 invalid_grant).
+func (s *Server) FailExchanges(n, status int) {
+	s.mu.Lock()
+	s.failTokens, s.failStatus = n, status
 	s.mu.Unlock()
 }
 
@@ -254,6 +265,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	fail, status := s.failTokens > 0, s.failStatus
+	if fail {
+		s.failTokens--
+	}
+	s.mu.Unlock()
+	if fail {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "temporarily_unavailable"}) // a write error is the client's going away
 		return
 	}
 	if g := r.PostForm.Get("grant_type"); g != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
