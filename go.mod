@@ -27,6 +27,7 @@ require (
 	github.com/yuin/goldmark v1.8.2
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.63.0
+	golang.org/x/oauth2 v0.38.0
 )
 
 require (

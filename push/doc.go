@@ -23,4 +23,9 @@
 // Connections go through a netguard client: endpoints are URLs that
 // browsers (so anyone) hand in, and must not reach this machine or its
 // private network.
+//
+// Mobile apps are reached through their platforms' services instead:
+// push/fcm (Firebase Cloud Messaging, Android) and push/apns (Apple). Their
+// errors are classed as these are (ErrGone, ErrUnavailable, ErrRefused),
+// so Permanent and RetryAfter serve all three senders.
 package push

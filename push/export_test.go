@@ -8,9 +8,6 @@ import (
 // 8291's worked example.
 var EncryptWith = encrypt
 
-// ParseRetryAfter is parseRetryAfter.
-var ParseRetryAfter = parseRetryAfter
-
 // SetClock makes c read the time from now.
 func (c *Client) SetClock(now func() time.Time) { c.now = now }
 

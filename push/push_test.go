@@ -6,6 +6,7 @@ import (
 	"crypto/ecdh"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -233,6 +234,25 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := push.ParseRetryAfter(v, now); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", v, got, want)
 		}
+	}
+}
+
+// retryAfterError is an error of another sender that carries its own
+// Retry-After, as push/fcm's and push/apns's do.
+type retryAfterError struct{ wait time.Duration }
+
+func (e retryAfterError) Error() string             { return "busy" }
+func (e retryAfterError) RetryAfter() time.Duration { return e.wait }
+
+// RetryAfter reads a wrapped error with a RetryAfter method as it reads a
+// *StatusError, and says 0 of an error that carries none.
+func TestRetryAfterOfOtherErrors(t *testing.T) {
+	err := fmt.Errorf("send: %w", retryAfterError{wait: 9 * time.Second})
+	if got := push.RetryAfter(err); got != 9*time.Second {
+		t.Errorf("RetryAfter = %s, want 9s", got)
+	}
+	if got := push.RetryAfter(errors.New("plain")); got != 0 {
+		t.Errorf("RetryAfter of a plain error = %s, want 0", got)
 	}
 }
 

@@ -109,11 +109,18 @@ func Permanent(err error) bool {
 }
 
 // RetryAfter is how long the push service asked to wait before a retry
-// (0: it did not say, use the lane's own backoff).
+// (0: it did not say, use the lane's own backoff). Besides a *StatusError
+// it reads any error in err's chain with a RetryAfter method, so the
+// mobile senders (push/fcm, push/apns), whose errors carry more than a
+// status, are read the same way by the lane.
 func RetryAfter(err error) time.Duration {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.RetryAfter
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
 	}
 	return 0
 }
@@ -184,15 +191,15 @@ func (c *Client) Send(ctx context.Context, s Subscription, payload []byte, o Opt
 	detail, _ := netguard.ReadLimited(resp.Body, maxDetail) // best effort: the status is the answer
 	se := &StatusError{Status: resp.StatusCode, Detail: strings.TrimSpace(string(detail))}
 	if errors.Is(se, ErrUnavailable) {
-		se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		se.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 	}
 	return se
 }
 
-// parseRetryAfter reads a Retry-After value (RFC 9110 section 10.2.3):
+// ParseRetryAfter reads a Retry-After value (RFC 9110 section 10.2.3):
 // delay seconds or an HTTP date, capped at MaxRetryAfter; 0 when absent,
 // unreadable or past.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0

@@ -1,0 +1,24 @@
+// Package fcm sends one notification to one Android (or any Firebase)
+// app install through Firebase Cloud Messaging's HTTP v1 API: a POST of
+// the message to /v1/projects/{project}/messages:send, authorised by an
+// OAuth 2 access token that the project's service account obtains by
+// signing a JWT (RS256, with the account's key) and exchanging it at the
+// account's token_uri.
+//
+// The exchange is golang.org/x/oauth2/jwt's: it signs the assertion
+// (iss the account's e-mail, scope firebase.messaging, aud the token URI,
+// exp an hour after iat, kid the key's id) and reads the answer. The token
+// is cached by oauth2's reusing token source, which refreshes it
+// refreshEarly before it expires and lets one caller at a time refresh, so
+// a burst of sends makes one exchange. A 401 from FCM (the token revoked
+// or expired early) drops the cached token and retries the message once.
+//
+// FCM's answers map onto what a caller does next, as in package push:
+// UNREGISTERED (404) and an INVALID_ARGUMENT that names the registration
+// token are push.ErrGone (delete the token, never retry); QUOTA_EXCEEDED
+// (429), INTERNAL (500), UNAVAILABLE (503) and any other 5xx are
+// push.ErrUnavailable with the Retry-After FCM asked for
+// (push.RetryAfter); SENDER_ID_MISMATCH, THIRD_PARTY_AUTH_ERROR and any
+// other refusal are push.ErrRefused. push.Permanent works on all of them.
+// A network error or a timeout is none of these: retry it.
+package fcm

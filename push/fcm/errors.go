@@ -1,0 +1,119 @@
+package fcm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/push"
+)
+
+// Error is FCM's answer other than 2xx (or the token endpoint's). It
+// matches push.ErrGone, push.ErrUnavailable or push.ErrRefused with
+// errors.Is, and push.RetryAfter reads its Retry-After.
+type Error struct {
+	Status int
+	// Code is the FcmError errorCode when FCM gave one (UNREGISTERED,
+	// QUOTA_EXCEEDED, ...), else the google.rpc status (NOT_FOUND, ...),
+	// else the OAuth error of a token exchange.
+	Code    string
+	Message string
+
+	class      error
+	retryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("fcm answered %d %s", e.Status, http.StatusText(e.Status))
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.retryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.retryAfter)
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// Unwrap gives the class: push.ErrGone, push.ErrUnavailable or
+// push.ErrRefused.
+func (e *Error) Unwrap() error { return e.class }
+
+// RetryAfter is what a 429 or 5xx asked for in Retry-After, at most
+// push.MaxRetryAfter; 0 when it did not say.
+func (e *Error) RetryAfter() time.Duration { return e.retryAfter }
+
+// errorBody is FCM v1's error answer (google.rpc.Status as JSON).
+type errorBody struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+		Details []struct {
+			Type            string `json:"@type"`
+			ErrorCode       string `json:"errorCode"`
+			FieldViolations []struct {
+				Field string `json:"field"`
+			} `json:"fieldViolations"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+const (
+	fcmErrorType   = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
+	badRequestType = "type.googleapis.com/google.rpc.BadRequest"
+)
+
+// parseError reads an error answer; an unreadable body leaves the status
+// to decide.
+func parseError(resp *http.Response, answer []byte) *Error {
+	e := &Error{Status: resp.StatusCode}
+	var b errorBody
+	tokenField := false
+	if json.Unmarshal(answer, &b) == nil {
+		e.Message, e.Code = b.Error.Message, b.Error.Status
+		for _, d := range b.Error.Details {
+			switch d.Type {
+			case fcmErrorType:
+				if d.ErrorCode != "" {
+					e.Code = d.ErrorCode
+				}
+			case badRequestType:
+				for _, v := range d.FieldViolations {
+					tokenField = tokenField || v.Field == "message.token"
+				}
+			}
+		}
+	} else {
+		e.Message = strings.TrimSpace(string(answer[:min(len(answer), 512)]))
+	}
+	e.class = classify(e, tokenField)
+	if e.class == push.ErrUnavailable {
+		e.retryAfter = push.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+// classify maps an answer to what the caller does next. INVALID_ARGUMENT
+// covers a bad token and a bad message alike; FCM tells them apart only
+// by a field violation on message.token or by its message ("The
+// registration token is not a valid FCM registration token"), so only
+// those delete the token: a message too large must not cost a reader
+// their device.
+func classify(e *Error, tokenField bool) error {
+	switch {
+	case e.Code == "UNREGISTERED" || e.Status == http.StatusNotFound:
+		return push.ErrGone
+	case e.Code == "INVALID_ARGUMENT" && (tokenField || strings.Contains(strings.ToLower(e.Message), "registration token")):
+		return push.ErrGone
+	case e.Status == http.StatusTooManyRequests || e.Status >= 500,
+		e.Code == "QUOTA_EXCEEDED", e.Code == "UNAVAILABLE", e.Code == "INTERNAL":
+		return push.ErrUnavailable
+	default:
+		return push.ErrRefused
+	}
+}

@@ -1,0 +1,15 @@
+package fcm
+
+import "net/http"
+
+// RefreshEarly is refreshEarly.
+const RefreshEarly = refreshEarly
+
+// ParseError classes an answer of status with body and Retry-After.
+func ParseError(status int, body, retryAfter string) error {
+	resp := &http.Response{StatusCode: status, Header: http.Header{}}
+	if retryAfter != "" {
+		resp.Header.Set("Retry-After", retryAfter)
+	}
+	return parseError(resp, []byte(body))
+}
