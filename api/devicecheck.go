@@ -3,37 +3,32 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/push/apns"
+	"github.com/newsletter/newsletter/push/fcm"
 	"github.com/newsletter/newsletter/store"
 )
 
-// CheckDevice tells why platform and token cannot be a device, or nil.
-// (Each platform's own shape check is its package's; until those land
-// this holds the rule.)
+// CheckDevice tells why platform and token cannot be a device, or nil:
+// each platform's package holds the shape of its tokens.
 func CheckDevice(platform, token string) error {
+	var err error
 	switch platform {
 	case store.PlatformFCM:
-		if len(token) < 32 || len(token) > 4096 {
-			return errors.New("an FCM registration token is 32 to 4096 characters")
-		}
-		for _, c := range token {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == ':') {
-				return errors.New("an FCM registration token holds letters, digits, '_', '-' and ':' only")
-			}
-		}
-		return nil
+		err = fcm.ValidToken(token)
 	case store.PlatformAPNs:
-		if len(token) < 64 || len(token) > 200 || len(token)%2 != 0 {
-			return errors.New("an APNs device token is 64 to 200 hexadecimal digits")
-		}
-		for _, c := range token {
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return errors.New("an APNs device token is 64 to 200 hexadecimal digits")
-			}
-		}
-		return nil
+		err = apns.ValidToken(token)
 	case "":
 		return errors.New(`want "platform": "fcm" or "apns"`)
+	default:
+		return fmt.Errorf("unknown platform %q: want \"fcm\" or \"apns\"", platform)
 	}
-	return fmt.Errorf("unknown platform %q: want \"fcm\" or \"apns\"", platform)
+	if err != nil {
+		// The packages class a bad token as a gone one (a stored token
+		// of the wrong shape is deleted); to the caller it is a reason.
+		return errors.New(strings.TrimPrefix(err.Error(), push.ErrGone.Error()+": "))
+	}
+	return nil
 }

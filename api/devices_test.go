@@ -31,9 +31,9 @@ func TestDeviceRegistration(t *testing.T) {
 	}{
 		{"/api/subscribers/app@x.io/devices", `{"platform":"sms","token":"` + fcmToken + `"}`, 400, "unknown platform"},
 		{"/api/subscribers/app@x.io/devices", `{"token":"` + fcmToken + `"}`, 400, `platform\": \"fcm\" or`},
-		{"/api/subscribers/app@x.io/devices", `{"platform":"fcm","token":"short"}`, 400, "32 to 4096"},
-		{"/api/subscribers/app@x.io/devices", `{"platform":"fcm","token":"` + strings.Repeat("é", 40) + `"}`, 400, "letters, digits"},
-		{"/api/subscribers/app@x.io/devices", `{"platform":"apns","token":"` + strings.Repeat("zz", 32) + `"}`, 400, "hexadecimal"},
+		{"/api/subscribers/app@x.io/devices", `{"platform":"fcm","token":"short"}`, 400, "not an FCM registration token: 5 characters, want 32 to 1024"},
+		{"/api/subscribers/app@x.io/devices", `{"platform":"fcm","token":"` + strings.Repeat("é", 40) + `"}`, 400, "want A-Z a-z 0-9"},
+		{"/api/subscribers/app@x.io/devices", `{"platform":"apns","token":"` + strings.Repeat("zz", 32) + `"}`, 400, "not an APNs device token: character 'z' at 0 is not hex"},
 		{"/api/subscribers/app@x.io/devices", `{"platform":"apns","token":"` + apnsToken + `","extra":1}`, 400, "unknown field"},
 		{"/api/subscribers/nobody@x.io/devices", `{"platform":"apns","token":"` + apnsToken + `"}`, 404, "no subscriber"},
 		{"/api/subscribers/pending@x.io/devices", `{"platform":"apns","token":"` + apnsToken + `"}`, 409, "not an active"},

@@ -200,7 +200,7 @@ func TestErrorClasses(t *testing.T) {
 		want   error
 	}{
 		{400, "BadDeviceToken", push.ErrGone},
-		{400, "DeviceTokenNotForTopic", push.ErrGone},
+		{400, "DeviceTokenNotForTopic", push.ErrRefused}, // a wrong topic setting: no device deleted
 		{410, "ExpiredToken", push.ErrGone},
 		{400, "BadTopic", push.ErrRefused},
 		{403, "InvalidProviderToken", push.ErrRefused},

@@ -20,11 +20,13 @@
 // beyond which net/http opens another).
 //
 // APNs' answers map onto what a caller does next, as in package push:
-// 410 (Unregistered, ExpiredToken), 400 BadDeviceToken and 400
-// DeviceTokenNotForTopic are push.ErrGone (delete the token, never
-// retry); 429, 500, 503 and any other 5xx are push.ErrUnavailable with the
-// Retry-After APNs sent (push.RetryAfter); anything else (BadTopic,
-// InvalidProviderToken, PayloadTooLarge, ...) is push.ErrRefused.
+// 410 (Unregistered, ExpiredToken) and 400 BadDeviceToken are
+// push.ErrGone (delete the token, never retry); 429, 500, 503 and any
+// other 5xx are push.ErrUnavailable with the Retry-After APNs sent
+// (push.RetryAfter); anything else (BadTopic, InvalidProviderToken,
+// PayloadTooLarge, and DeviceTokenNotForTopic, which a wrong topic setting
+// makes every device answer: gone would delete them all) is
+// push.ErrRefused.
 // push.Permanent works on all of them. A network error or a timeout is
 // none of these: retry it.
 package apns

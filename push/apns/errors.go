@@ -60,8 +60,11 @@ func parseError(resp *http.Response, answer []byte, now time.Time) *Error {
 		e.Reason = strings.TrimSpace(string(answer[:min(len(answer), 200)]))
 	}
 	switch {
+	// DeviceTokenNotForTopic is refused, not gone: it answers every
+	// device alike when NEWSLETTER_APNS_TOPIC is wrong, and gone would
+	// delete every iOS device of the list for one mistyped setting.
 	case e.Status == http.StatusGone,
-		e.Status == http.StatusBadRequest && (e.Reason == "BadDeviceToken" || e.Reason == "DeviceTokenNotForTopic"):
+		e.Status == http.StatusBadRequest && e.Reason == "BadDeviceToken":
 		e.class = push.ErrGone
 	case e.Status == http.StatusTooManyRequests || e.Status >= 500:
 		e.class = push.ErrUnavailable
