@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/push/apns"
+	"github.com/newsletter/newsletter/push/fcm"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
 )
@@ -91,4 +97,45 @@ func pushSender(a *app) push.Sender {
 		return nil
 	}
 	return push.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
+}
+
+// appGates are the app platforms this process can send to (FCM, APNs:
+// each on when its settings are), each behind its own gate in the push
+// lane (worker.AppGate); nil when neither is on.
+func appGates(a *app) map[string]*worker.AppGate {
+	gates := map[string]*worker.AppGate{}
+	if a.cfg.FCM != nil {
+		c := &fcm.Client{Creds: a.cfg.FCM, BaseURL: a.cfg.FCMURL}
+		if a.cfg.PushCAs != nil {
+			c.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+				Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+				TLSClientConfig: &tls.Config{RootCAs: a.cfg.PushCAs, MinVersion: tls.VersionTLS12},
+			}}
+		}
+		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, 0, 0)
+	}
+	if k := a.cfg.APNs; k != nil {
+		c := &apns.Client{Key: k.Key, KeyID: k.KeyID, TeamID: k.TeamID, Topic: k.Topic, BaseURL: a.cfg.APNsURL,
+			HTTP: apns.NewHTTPClient(a.cfg.PushCAs)}
+		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, 0, 0)
+	}
+	if len(gates) == 0 {
+		return nil
+	}
+	return gates
+}
+
+// fcmApp and apnsApp are the platforms' clients as the push lane's
+// worker.AppSender.
+type (
+	fcmApp  struct{ c *fcm.Client }
+	apnsApp struct{ c *apns.Client }
+)
+
+func (f fcmApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
+}
+
+func (a apnsApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }

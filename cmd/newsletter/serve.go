@@ -199,7 +199,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		ClaimTTL:    a.cfg.ClaimTTL,
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
-		Push:        pushSender(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		Push:        pushSender(a), Apps: appGates(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
 	if l.email {
 		// The sequence's steps are counted, and mails marked in a window

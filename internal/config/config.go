@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +30,8 @@ import (
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/push/apns"
+	"github.com/newsletter/newsletter/push/fcm"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -151,6 +155,24 @@ type Config struct {
 	// VAPID is the web push identity (NEWSLETTER_VAPID_PUBLIC_KEY,
 	// _PRIVATE_KEY and _SUBJECT, all three or none); nil: web push off.
 	VAPID *push.VAPID
+	// FCM is Firebase Cloud Messaging for Android (and iOS through
+	// Firebase) app installs: the service account's key
+	// (NEWSLETTER_FCM_CREDENTIALS_FILE), at FCMURL (NEWSLETTER_FCM_URL,
+	// default fcm.DefaultBaseURL; tests point it at a fake); nil: off.
+	FCM    *fcm.Credentials
+	FCMURL string
+	// APNs is Apple's push service for iOS app installs: the .p8 key
+	// (NEWSLETTER_APNS_KEY_FILE) with its key id, team id and the app's
+	// bundle id as topic (NEWSLETTER_APNS_KEY_ID, _TEAM_ID, _TOPIC), at
+	// APNsURL (NEWSLETTER_APNS_URL, default apns.DefaultBaseURL); nil:
+	// off.
+	APNs    *APNs
+	APNsURL string
+	// PushCAs are the certificates the app platforms' clients trust: the
+	// system's and those of NEWSLETTER_PUSH_CA_FILE (PEM: a TLS-inspecting
+	// proxy on the way to FCM and APNs, or a local stand-in in tests);
+	// nil: the system's alone.
+	PushCAs *x509.CertPool
 	// WebhookAllowPrivate lets push and webhook endpoints be http and on
 	// loopback or private addresses (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE:
 	// tests and development only).
@@ -319,6 +341,9 @@ func (p *parser) read() *Config {
 	}
 	c.WebhookAllowPrivate = p.boolean("NEWSLETTER_WEBHOOK_ALLOW_PRIVATE", false)
 	c.VAPID = p.vapid()
+	c.FCM, c.FCMURL = p.fcm()
+	c.APNs, c.APNsURL = p.apns()
+	c.PushCAs = p.certPool("NEWSLETTER_PUSH_CA_FILE")
 	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
 	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
 	c.EmailTransport = strings.ToLower(p.str("NEWSLETTER_EMAIL_TRANSPORT", TransportSMTP))
@@ -489,6 +514,83 @@ func (p *parser) transport(c *Config) {
 	default:
 		p.check("NEWSLETTER_EMAIL_TRANSPORT", false, fmt.Sprintf("smtp or ses, got %q", c.EmailTransport))
 	}
+}
+
+// certPool is the system's certificates and those of the PEM file the
+// variable name names (nil when it is not set).
+func (p *parser) certPool(name string) *x509.CertPool {
+	path := p.str(name, "")
+	if path == "" {
+		return nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !pool.AppendCertsFromPEM(b) {
+		p.check(name, false, "a readable PEM file of one or more certificates")
+		return nil
+	}
+	return pool
+}
+
+// APNs is the APNs identity: the provider key and what names it and the
+// app.
+type APNs struct {
+	Key                  *ecdsa.PrivateKey
+	KeyID, TeamID, Topic string
+}
+
+// fcm loads FCM's service account (NEWSLETTER_FCM_CREDENTIALS_FILE; none:
+// FCM off) and its URL.
+func (p *parser) fcm() (*fcm.Credentials, string) {
+	path := p.str("NEWSLETTER_FCM_CREDENTIALS_FILE", "")
+	url := p.str("NEWSLETTER_FCM_URL", fcm.DefaultBaseURL)
+	p.check("NEWSLETTER_FCM_URL", strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://"), "an http(s) URL")
+	if path == "" {
+		return nil, url
+	}
+	c, err := fcm.LoadCredentials(path)
+	if err != nil {
+		p.check("NEWSLETTER_FCM_CREDENTIALS_FILE", false, "a Firebase service account's JSON key file: "+err.Error())
+		return nil, url
+	}
+	return c, url
+}
+
+// apns loads the APNs provider key and its names: NEWSLETTER_APNS_KEY_FILE,
+// _KEY_ID, _TEAM_ID and _TOPIC together, or none of them (APNs off).
+func (p *parser) apns() (*APNs, string) {
+	vars := [][2]string{
+		{"NEWSLETTER_APNS_KEY_FILE", p.str("NEWSLETTER_APNS_KEY_FILE", "")},
+		{"NEWSLETTER_APNS_KEY_ID", p.str("NEWSLETTER_APNS_KEY_ID", "")},
+		{"NEWSLETTER_APNS_TEAM_ID", p.str("NEWSLETTER_APNS_TEAM_ID", "")},
+		{"NEWSLETTER_APNS_TOPIC", p.str("NEWSLETTER_APNS_TOPIC", "")},
+	}
+	url := p.str("NEWSLETTER_APNS_URL", apns.DefaultBaseURL)
+	p.check("NEWSLETTER_APNS_URL", strings.HasPrefix(url, "https://"), "an https URL (APNs speaks HTTP/2 over TLS)")
+	set := 0
+	for _, v := range vars {
+		if v[1] != "" {
+			set++
+		}
+	}
+	if set == 0 {
+		return nil, url
+	}
+	if set != len(vars) {
+		for _, v := range vars {
+			p.check(v[0], v[1] != "", "set: APNs needs NEWSLETTER_APNS_KEY_FILE, _KEY_ID, _TEAM_ID and _TOPIC together (or none of them for no APNs)")
+		}
+		return nil, url
+	}
+	key, err := apns.LoadKey(vars[0][1])
+	if err != nil {
+		p.check("NEWSLETTER_APNS_KEY_FILE", false, "Apple's .p8 push key (PEM, PKCS#8 P-256): "+err.Error())
+		return nil, url
+	}
+	return &APNs{Key: key, KeyID: vars[1][1], TeamID: vars[2][1], Topic: vars[3][1]}, url
 }
 
 // vapid loads the web push identity: all three variables or none.

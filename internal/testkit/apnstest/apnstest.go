@@ -147,6 +147,12 @@ func (s *Server) RootCAs() *x509.CertPool {
 	return pool
 }
 
+// CertPEM is the server's certificate in PEM: for a service that reads
+// the certificates it trusts from a file (NEWSLETTER_PUSH_CA_FILE).
+func (s *Server) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+}
+
 // Client is an HTTP/2 client that trusts the server (httptest's own).
 func (s *Server) Client() *http.Client { return s.srv.Client() }
 
