@@ -68,6 +68,8 @@ type PersonalData struct {
 	Reconfirming bool               `json:"reconfirming"`
 	Push         []PushSubscription `json:"push_subscriptions"`
 	Devices      []Device           `json:"devices"`
+	// Phone is the person's number for SMS (nil: none).
+	Phone *Phone `json:"phone"`
 	// OnboardingSince is when the person entered the onboarding sequence
 	// (zero when not in it).
 	OnboardingSince time.Time `json:"onboarding_since,omitzero"`
@@ -305,6 +307,13 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	if out.Devices == nil {
 		out.Devices = []Device{}
 	}
+	phones, err := r.PhonesOf(ctx, []int64{sub.ID})
+	if err != nil {
+		return PersonalData{}, err
+	}
+	if phones[0].Number != "" {
+		out.Phone = &phones[0]
+	}
 	return out, nil
 }
 
@@ -368,7 +377,7 @@ redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
 redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
-redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id)
+redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id, PHONE .. id)
 redis.call('ZREM', ONBOARD, id)
 redis.call('ZREM', SUPP .. 'b', id)
 redis.call('ZREM', SUPP .. 'c', id)

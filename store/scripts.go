@@ -34,7 +34,7 @@ local NSH, PER = %d, %d
 local SUBS, INDEX, ACTIVE = PFX .. %q, PFX .. %q, PFX .. %q
 local RECONF, SUPP, SOFT = PFX .. %q, PFX .. %q, PFX .. %q
 local TOPIC, KNOWN, ONBOARD = PFX .. %q, PFX .. %q, PFX .. %q
-local PUSH, SEEN, DEVICES = PFX .. %q, PFX .. %q, PFX .. %q
+local PUSH, SEEN, DEVICES, PHONE = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local OUTBOX, DUE, SEQ = PFX .. %q, PFX .. %q, PFX .. %q
 local DAYTTL, FBCAP, IXBUCKETS = %d, %d, %d
@@ -209,7 +209,7 @@ local function lookup(email)
   return id, r, nil
 end
 `, sfxSeq, Shards, subsPerBucket, sfxSubs, sfxIndex, sfxActive, sfxReconfirm, sfxSupp, sfxSoft,
-	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen, sfxDevices,
+	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen, sfxDevices, sfxPhone,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
 	sfxOutbox, sfxDue, sfxSeq,
 	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua

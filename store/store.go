@@ -264,6 +264,7 @@ type Store interface {
 	MailHolds
 	PushSubscriptions
 	Devices
+	Phones
 	Webhooks
 	Tokens
 	// The audit log (audit.go).

@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Devices", testDevices},
+		{"Phones", testPhones},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Phone is a person's mobile number for SMS, with the consent it was
+// given under, and the number's own state.
+type Phone struct {
+	// Number is E.164 (+447400123456): the caller parsed it (sms.ParseNumber).
+	Number string `json:"number"`
+	// Source is where the consent came from: "preferences" (the person
+	// entered the code sent to it) or what the product backend recorded
+	// (the API's consent_source).
+	Source    string    `json:"consent_source"`
+	ConsentAt time.Time `json:"consent_at"`
+	// State is the number's: NumberOn, or NumberStopped (it texted STOP),
+	// or NumberRetired (the gateway said it cannot take SMS).
+	State string `json:"state"`
+}
+
+// The states of a number. They are the number's, not the person's: a STOP
+// from a phone stops it for whoever gave that number, until a START from
+// the same phone.
+const (
+	NumberOn      = "on"
+	NumberStopped = "stopped"
+	NumberRetired = "retired"
+)
+
+// ErrNoPhone: the person has no number.
+var ErrNoPhone = errors.New("no phone number")
+
+// Phones are the people's numbers and the numbers' states.
+type Phones interface {
+	// SetPhone gives the active subscriber id the number (replacing one
+	// they had) under consent from source. The number's state is left as
+	// it is: a number that texted STOP stays stopped until it texts
+	// START. Not active: ErrNotActive; no such id: ErrNotFound.
+	SetPhone(ctx context.Context, id int64, number, source string) (Phone, error)
+	// DeletePhone takes id's number away (ErrNoPhone when there was none).
+	DeletePhone(ctx context.Context, id int64) error
+	// PhonesOf reads the numbers of many people with their states, lined
+	// up with ids (a zero Phone: none), in two round trips.
+	PhonesOf(ctx context.Context, ids []int64) ([]Phone, error)
+	// SetNumberState records what the number said or the gateway said of
+	// it (NumberStopped on STOP, NumberOn on START, NumberRetired for a
+	// number that cannot take SMS).
+	SetNumberState(ctx context.Context, number, state string) error
+}
+
+func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
+
+// numberKey is a number's state, in the shard of its hash: the state is
+// the number's, whoever gave it.
+func numberKey(number string) string {
+	sum := sha256.Sum256([]byte(number))
+	return shardOfSum(sum[:]).key(sfxNumber + number)
+}
+
+// setPhoneScript gives an active subscriber a number.
+//
+//	KEYS[1]  the id's shard's anchor
+//	KEYS[2]  the subscriber's number (phoneKey)
+//	ARGV[1]  subscriber id
+//	ARGV[2]  the number (E.164)
+//	ARGV[3]  consent source
+//	ARGV[4]  now (unix ms, base 36)
+//
+// Answers 'ok', 'notactive' or 'notfound'.
+var setPhoneScript = subscriberScript(`
+local id = ARGV[1]
+if redis.call('GETBIT', ACTIVE, slot(id)) == 0 then
+  if redis.call('HEXISTS', subkey(id), id) == 0 then return 'notfound' end
+  return 'notactive'
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'number', ARGV[2], 'source', ARGV[3], 'at', ARGV[4])
+return 'ok'
+`)
+
+// SetPhone implements Phones.
+func (r *Redis) SetPhone(ctx context.Context, id int64, number, source string) (Phone, error) {
+	if number == "" || number[0] != '+' || source == "" {
+		return Phone{}, fmt.Errorf("phone of %d: an E.164 number and a consent source are needed", id)
+	}
+	now := r.now().UTC().Truncate(time.Millisecond)
+	res, err := setPhoneScript.Run(ctx, r.rdb, []string{anchor(idShard(id)), phoneKey(id)}, id, number, source, at36(now)).Text()
+	if err != nil {
+		return Phone{}, fmt.Errorf("store the phone of %d: %w", id, err)
+	}
+	switch res {
+	case "notactive":
+		return Phone{}, ErrNotActive
+	case "notfound":
+		return Phone{}, ErrNotFound
+	case "ok":
+	default:
+		return Phone{}, fmt.Errorf("store the phone of %d: answer %q", id, res)
+	}
+	all, err := r.PhonesOf(ctx, []int64{id})
+	if err != nil {
+		return Phone{}, err
+	}
+	return all[0], nil
+}
+
+// DeletePhone implements Phones.
+func (r *Redis) DeletePhone(ctx context.Context, id int64) error {
+	n, err := r.rdb.Del(ctx, phoneKey(id)).Result()
+	if err != nil {
+		return wrapErr("delete a phone", err)
+	}
+	if n == 0 {
+		return ErrNoPhone
+	}
+	return nil
+}
+
+// PhonesOf implements Phones.
+func (r *Redis) PhonesOf(ctx context.Context, ids []int64) ([]Phone, error) {
+	recs := make([]*redis.MapStringStringCmd, len(ids))
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			recs[i] = p.HGetAll(ctx, phoneKey(id))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the phones of %d subscribers: %w", len(ids), err)
+	}
+	out := make([]Phone, len(ids))
+	states := make([]*redis.StringCmd, len(ids))
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range recs {
+			f := c.Val()
+			if f["number"] == "" {
+				continue
+			}
+			out[i] = Phone{Number: f["number"], Source: f["source"], ConsentAt: time36(f["at"]), State: NumberOn}
+			states[i] = p.Get(ctx, numberKey(f["number"]))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read the numbers' states: %w", err)
+	}
+	for i, c := range states {
+		if c == nil {
+			continue
+		}
+		// A number that is on has no key (redis.Nil); any other error
+		// is one, whichever command of the pipeline met it first.
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read the state of a number: %w", err)
+		}
+		if v := c.Val(); v != "" {
+			out[i].State = v
+		}
+	}
+	return out, nil
+}
+
+// SetNumberState implements Phones. A number that is on keeps no key:
+// only a stop or a retirement is stored.
+func (r *Redis) SetNumberState(ctx context.Context, number, state string) error {
+	var err error
+	switch state {
+	case NumberOn:
+		err = r.rdb.Del(ctx, numberKey(number)).Err()
+	case NumberStopped, NumberRetired:
+		err = r.rdb.Set(ctx, numberKey(number), state, 0).Err()
+	default:
+		return fmt.Errorf("number %s: no state %q", number, state)
+	}
+	return wrapErr("set a number's state", err)
+}
