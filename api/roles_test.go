@@ -38,6 +38,8 @@ var routeRoles = map[string]struct {
 	"POST /api/subscribers/{email}/devices":        {role: adminauth.Editor},
 	"GET /api/subscribers/{email}/devices":         {role: adminauth.Editor},
 	"DELETE /api/subscribers/{email}/devices/{id}": {role: adminauth.Editor},
+	"PUT /api/subscribers/{email}/phone":           {role: adminauth.Editor},
+	"DELETE /api/subscribers/{email}/phone":        {role: adminauth.Editor},
 	"GET /api/stats":                               {role: adminauth.Viewer},
 	"GET /api/suppressions":                        {role: adminauth.Viewer},
 	"DELETE /api/suppressions/{email}":             {role: adminauth.Admin},

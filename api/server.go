@@ -105,6 +105,7 @@ type Store interface {
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
 	store.Devices
+	store.Phones
 }
 
 // Deps are the API's collaborators.
@@ -226,6 +227,7 @@ func (s *Server) routes() {
 	s.feedbackRoutes()
 	s.pushRoutes()
 	s.deviceRoutes()
+	s.phoneRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()

@@ -68,6 +68,8 @@ const (
 	SubscriberExport  = "subscriber.exported"
 	DeviceAdded       = "device.added"
 	DeviceRemoved     = "device.removed"
+	PhoneSet          = "phone.set"
+	PhoneRemoved      = "phone.removed"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).

@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// The product backend gives a person a mobile number with the consent it
+// recorded: stored in E.164 with the number's state; a number that does
+// not parse, is national, or is not a mobile, a missing consent, an
+// unknown or inactive person: refused with the reason, nothing stored.
+func TestPhoneByAPI(t *testing.T) {
+	e := newHooksEnv(t, Config{})
+	ctx := context.Background()
+	sub, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "sms@x.io", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "pending@x.io"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, body string
+		status     int
+		says       string
+	}{
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"+44 7400 123456"}`, 400, "consent_source"},
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"+44 7400 123456","consent_source":"a\nb"}`, 400, "consent_source"},
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"07400 123456","consent_source":"app"}`, 400, ""},
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"+44 20 7946 0958","consent_source":"app"}`, 400, "landline"},
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"call me","consent_source":"app"}`, 400, ""},
+		{"/api/subscribers/sms@x.io/phone", `{"phone":"+44 7400 123456","consent_source":"app","x":1}`, 400, "unknown field"},
+		{"/api/subscribers/nobody@x.io/phone", `{"phone":"+44 7400 123456","consent_source":"app"}`, 404, "no subscriber"},
+		{"/api/subscribers/pending@x.io/phone", `{"phone":"+44 7400 123456","consent_source":"app"}`, 409, "not an active"},
+	} {
+		status, body := e.hookAdmin(t, "PUT", c.path, c.body)
+		if status != c.status || !strings.Contains(body, c.says) {
+			t.Errorf("PUT %s %s: %d %s, want %d saying %q", c.path, c.body, status, body, c.status, c.says)
+		}
+	}
+	if got, _ := e.store.PhonesOf(ctx, []int64{sub.ID}); got[0].Number != "" {
+		t.Fatalf("a refused number was stored: %+v", got[0])
+	}
+	status, body := e.hookAdmin(t, "PUT", "/api/subscribers/sms@x.io/phone", `{"phone":"+44 7400 123456","consent_source":"checkout, 2026-12-04"}`)
+	var p store.Phone
+	if status != 200 || json.Unmarshal([]byte(body), &p) != nil || p.Number != "+447400123456" || p.State != store.NumberOn || p.Source != "checkout, 2026-12-04" {
+		t.Fatalf("put: %d %s", status, body)
+	}
+	if status, _ := e.hookAdmin(t, "DELETE", "/api/subscribers/sms@x.io/phone", ""); status != 204 {
+		t.Fatalf("delete: %d", status)
+	}
+	if status, body := e.hookAdmin(t, "DELETE", "/api/subscribers/sms@x.io/phone", ""); status != 404 || !strings.Contains(body, "no phone") {
+		t.Fatalf("delete again: %d %s", status, body)
+	}
+}
