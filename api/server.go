@@ -91,6 +91,9 @@ type Config struct {
 	// ArchiveRecheck is how often the archive's cache looks for newly
 	// sent issues (default DefaultArchiveRecheck).
 	ArchiveRecheck time.Duration
+	// SMSAuthToken checks the SMS gateway's signed callbacks
+	// (NEWSLETTER_SMS_AUTH_TOKEN); empty: SMS off, no callback route.
+	SMSAuthToken string
 }
 
 // Store is what the API needs of the store: the subscriber list, digest
@@ -228,6 +231,7 @@ func (s *Server) routes() {
 	s.pushRoutes()
 	s.deviceRoutes()
 	s.phoneRoutes()
+	s.smsRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()
