@@ -151,3 +151,21 @@ const pushTimeout = 5 * time.Minute
 
 // NewPush is the notification of p in the push lane (Push).
 func NewPush(p PushPayload) *asynq.Task { return Push.New(p) }
+
+// SMSPayload is the payload of TypeSMS: one text of key's (an event's) to
+// one person's number.
+type SMSPayload struct {
+	// Key is the fan-out's (FanoutPayload.Key): with the subscriber, the
+	// task's id and the delivery mark.
+	Key          string   `json:"key"`
+	SubscriberID int64    `json:"subscriber_id"`
+	Topics       []string `json:"topics"`
+	Text         string   `json:"text"`
+}
+
+// SMSTaskID is the id of key's text to subscriber id.
+func SMSTaskID(key string, id int64) string { return fmt.Sprintf("sms:%s:%d", key, id) }
+
+// NewSMS is p's task (SMS).
+func NewSMS(p SMSPayload) *asynq.Task { return SMS.New(p) }
+

@@ -155,6 +155,17 @@ var Push = define(Kind[PushPayload]{
 	},
 })
 
+// SMS texts one person's number, in the sms lane. A gateway that keeps
+// failing is retried on the lane's backoff for about a day, as push is;
+// quiet hours and the daily caps defer it (not counted as failures).
+var SMS = define(Kind[SMSPayload]{
+	Type: TypeSMS, Queue: QueueSMS, MaxRetry: 20, Timeout: pushTimeout,
+	ID: func(p SMSPayload) string { return SMSTaskID(p.Key, p.SubscriberID) },
+	Check: func(p SMSPayload) error {
+		return need(p.Key != "" && p.SubscriberID > 0 && p.Text != "", "key, subscriber and text")
+	},
+})
+
 // ImportRun reads one uploaded CSV into the list: bulk writes nobody
 // waits for by the second, so behind the mail. It saves a checkpoint after
 // every batch, so a retry (or a worker that takes it over after a

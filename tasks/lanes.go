@@ -14,6 +14,7 @@ const (
 	LaneEmail   = "email"
 	LanePush    = "push"
 	LaneWebhook = "webhook"
+	LaneSMS     = "sms"
 )
 
 // The queues of the push and webhook lanes, and the e-mail lane's lowest
@@ -22,10 +23,11 @@ const (
 	QueueLow     = "low"
 	QueuePush    = "push"
 	QueueWebhook = "webhook"
+	QueueSMS     = "sms"
 )
 
 // Lanes lists every lane, in the order they are documented and started.
-var Lanes = []string{LaneEmail, LanePush, LaneWebhook}
+var Lanes = []string{LaneEmail, LanePush, LaneWebhook, LaneSMS}
 
 // LaneQueues is each lane's asynq Queues map: which queues its pool serves
 // and with what weight. A queue belongs to exactly one lane.
@@ -33,6 +35,7 @@ var LaneQueues = map[string]map[string]int{
 	LaneEmail:   QueueWeights,
 	LanePush:    {QueuePush: 1},
 	LaneWebhook: {QueueWebhook: 1},
+	LaneSMS:     {QueueSMS: 1},
 }
 
 // laneOf is LaneQueues inverted.

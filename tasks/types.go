@@ -35,6 +35,8 @@ const (
 	TypeFanout    = "event:fanout"
 	TypeEventMail = "email:event"
 	TypePush      = "push:deliver"
+	// TypeSMS texts one person's number, in the sms lane.
+	TypeSMS = "sms:deliver"
 	// TypeImportRun reads one CSV uploaded through the console
 	// (csvimport.Jobs) into the list, saving a checkpoint after each
 	// batch, so a run taken over after a restart goes on from there.
@@ -57,4 +59,4 @@ var QueueWeights = map[string]int{QueueTransactional: 10, QueueCritical: 6, Queu
 
 // Queues lists every queue of every lane, for those who watch or scale on
 // all of them: the e-mail lane's by weight, then push and webhook.
-var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueLow, QueuePush, QueueWebhook}
+var Queues = []string{QueueTransactional, QueueCritical, QueueDefault, QueueLow, QueuePush, QueueWebhook, QueueSMS}

@@ -20,22 +20,22 @@ import (
 	"github.com/newsletter/newsletter/tasks/worker"
 )
 
-// workerFlags reads `newsletter worker [--lanes email,push,webhook]`: the
+// workerFlags reads `newsletter worker [--lanes email,push,webhook,sms]`: the
 // lanes this process serves, checked here so a typo stops start-up with
 // the flag's name ("" when not given: NEWSLETTER_LANES decides).
 func workerFlags(args []string, stderr io.Writer) (string, error) {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	lanes := fs.String("lanes", "", "comma-separated lanes this worker serves: email, push, webhook (default NEWSLETTER_LANES)")
+	lanes := fs.String("lanes", "", "comma-separated lanes this worker serves: email, push, webhook, sms (default NEWSLETTER_LANES)")
 	if err := fs.Parse(args); err != nil {
 		return "", err
 	}
 	if fs.NArg() > 0 {
-		return "", fmt.Errorf("unexpected argument %q (usage: newsletter worker [--lanes email,push,webhook])", fs.Arg(0))
+		return "", fmt.Errorf("unexpected argument %q (usage: newsletter worker [--lanes email,push,webhook,sms])", fs.Arg(0))
 	}
 	if *lanes == "" {
 		if flagGiven(fs, "lanes") {
-			return "", errors.New("--lanes: want a comma-separated list of email, push, webhook, got nothing")
+			return "", errors.New("--lanes: want a comma-separated list of email, push, webhook, sms, got nothing")
 		}
 		return "", nil
 	}

@@ -21,9 +21,9 @@ func TestUnknownLaneStopsStartUp(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"worker", "--lanes", "email,sms"}, nil, `--lanes: unknown lane "sms": want a comma-separated list of email, push, webhook`},
+		{[]string{"worker", "--lanes", "email,fax"}, nil, `--lanes: unknown lane "fax": want a comma-separated list of email, push, webhook, sms`},
 		{[]string{"worker", "--lanes="}, nil, "--lanes: want a comma-separated list"},
-		{[]string{"worker"}, map[string]string{"NEWSLETTER_LANES": "sms"}, `NEWSLETTER_LANES: unknown lane "sms"`},
+		{[]string{"worker"}, map[string]string{"NEWSLETTER_LANES": "fax"}, `NEWSLETTER_LANES: unknown lane "fax"`},
 		{[]string{"serve"}, map[string]string{"NEWSLETTER_LANES": "email,email"}, `NEWSLETTER_LANES: lane "email" named twice`},
 	} {
 		var out, errb bytes.Buffer

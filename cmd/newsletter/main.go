@@ -17,7 +17,7 @@ commands:
   serve        API, worker and scheduler in one process (default)
   api          the HTTP API only
   worker       the task worker only (sends mail, pushes, webhooks);
-               --lanes email,push,webhook: the lanes it serves (NEWSLETTER_LANES)
+               --lanes email,push,webhook,sms: the lanes it serves (NEWSLETTER_LANES)
   scheduler    the periodic scheduler only
   bounces      the bounce intake only: an SMTP server for NEWSLETTER_BOUNCE_ADDRESS (NEWSLETTER_BOUNCE_SMTP_ADDR)
   import FILE  bulk-add subscribers from a CSV file, columns ` + importColumns + `

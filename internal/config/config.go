@@ -32,6 +32,7 @@ import (
 	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/push/apns"
 	"github.com/newsletter/newsletter/push/fcm"
+	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/worker"
@@ -187,6 +188,29 @@ type Config struct {
 	WebhookConcurrency int
 	PushRate           int
 	WebhookRate        int
+	// SMS is the SMS gateway (a Twilio-compatible Messages API); nil: SMS
+	// off. SMSConcurrency and SMSRate are the sms lane's pool and shared
+	// rate.
+	SMS            *SMS
+	SMSConcurrency int
+	SMSRate        int
+}
+
+// SMS is the SMS gateway's account and the limits that protect the bill.
+type SMS struct {
+	// URL is the API's base (NEWSLETTER_SMS_URL, default Twilio's).
+	URL string
+	// AccountSID and AuthToken are the account's (the token also checks
+	// the gateway's callbacks); From is an E.164 number or a messaging
+	// service's id (MG…).
+	AccountSID, AuthToken, From string
+	// MaxSegments caps a text (NEWSLETTER_SMS_MAX_SEGMENTS, default 2).
+	MaxSegments int
+	// PerNumberDay and PerDay cap the texts a day to one number and in
+	// all (NEWSLETTER_SMS_PER_NUMBER_DAY, default 5;
+	// NEWSLETTER_SMS_PER_DAY, default 10000): past them texts wait for
+	// the next day (UTC).
+	PerNumberDay, PerDay int
 }
 
 // Endpoints is the check for the URLs that browsers (push) and admins
@@ -202,6 +226,8 @@ func (c *Config) LaneConcurrency(lane string) int {
 		return c.PushConcurrency
 	case tasks.LaneWebhook:
 		return c.WebhookConcurrency
+	case tasks.LaneSMS:
+		return c.SMSConcurrency
 	}
 	return c.Concurrency
 }
@@ -213,6 +239,8 @@ func (c *Config) LaneRate(lane string) int {
 		return c.PushRate
 	case tasks.LaneWebhook:
 		return c.WebhookRate
+	case tasks.LaneSMS:
+		return c.SMSRate
 	}
 	return c.SendRate
 }
@@ -354,6 +382,9 @@ func (p *parser) read() *Config {
 	c.WebhookConcurrency = p.integer("NEWSLETTER_WEBHOOK_CONCURRENCY", 16, 1)
 	c.PushRate = p.integer("NEWSLETTER_PUSH_RATE", 1000, 1)
 	c.WebhookRate = p.integer("NEWSLETTER_WEBHOOK_RATE", 100, 1)
+	c.SMSConcurrency = p.integer("NEWSLETTER_SMS_CONCURRENCY", 8, 1)
+	c.SMSRate = p.integer("NEWSLETTER_SMS_RATE", 10, 1)
+	c.SMS = p.sms()
 	var lerr error
 	c.Lanes, lerr = tasks.ParseLanes(p.str("NEWSLETTER_LANES", strings.Join(tasks.Lanes, ",")))
 	if lerr != nil {
@@ -533,6 +564,48 @@ func (p *parser) certPool(name string) *x509.CertPool {
 		return nil
 	}
 	return pool
+}
+
+// e164 and shortCode are the shapes of an SMS sender's number.
+var (
+	e164      = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+	shortCode = regexp.MustCompile(`^[0-9]{3,8}$`)
+)
+
+// sms reads the SMS gateway's settings: NEWSLETTER_SMS_ACCOUNT_SID,
+// _AUTH_TOKEN and _FROM together, or none of them (SMS off).
+func (p *parser) sms() *SMS {
+	c := &SMS{
+		URL:          p.str("NEWSLETTER_SMS_URL", sms.DefaultBaseURL),
+		AccountSID:   p.str("NEWSLETTER_SMS_ACCOUNT_SID", ""),
+		AuthToken:    p.str("NEWSLETTER_SMS_AUTH_TOKEN", ""),
+		From:         p.str("NEWSLETTER_SMS_FROM", ""),
+		MaxSegments:  p.integer("NEWSLETTER_SMS_MAX_SEGMENTS", 2, 1),
+		PerNumberDay: p.integer("NEWSLETTER_SMS_PER_NUMBER_DAY", 5, 1),
+		PerDay:       p.integer("NEWSLETTER_SMS_PER_DAY", 10000, 1),
+	}
+	p.check("NEWSLETTER_SMS_URL", strings.HasPrefix(c.URL, "https://") || strings.HasPrefix(c.URL, "http://"), "an http(s) URL")
+	vars := [][2]string{{"NEWSLETTER_SMS_ACCOUNT_SID", c.AccountSID}, {"NEWSLETTER_SMS_AUTH_TOKEN", c.AuthToken}, {"NEWSLETTER_SMS_FROM", c.From}}
+	set := 0
+	for _, v := range vars {
+		if v[1] != "" {
+			set++
+		}
+	}
+	if set == 0 {
+		return nil
+	}
+	if set != len(vars) {
+		for _, v := range vars {
+			p.check(v[0], v[1] != "", "set: SMS needs NEWSLETTER_SMS_ACCOUNT_SID, _AUTH_TOKEN and _FROM together (or none of them for no SMS)")
+		}
+		return nil
+	}
+	// The sender may be a toll-free number or a short code, which
+	// sms.ParseNumber (mobiles only) refuses: its shape is checked alone.
+	p.check("NEWSLETTER_SMS_FROM", strings.HasPrefix(c.From, "MG") || e164.MatchString(c.From) || shortCode.MatchString(c.From),
+		"the sending number in E.164 (+15005550006), a short code, or a messaging service's id (MG…)")
+	return c
 }
 
 // APNs is the APNs identity: the provider key and what names it and the
