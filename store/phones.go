@@ -180,3 +180,56 @@ func (r *Redis) SetNumberState(ctx context.Context, number, state string) error 
 	}
 	return wrapErr("set a number's state", err)
 }
+
+// keySMSDay counts the texts of a day (+ YYYY-MM-DD, UTC) in all: the
+// service's cap (TakeSMSAllowance). Its own slot: one INCR a text.
+const keySMSDay = "nl:sms:day:"
+
+// numberDayKey counts the texts of a day to one number, beside its state.
+func numberDayKey(number, day string) string {
+	sum := sha256.Sum256([]byte(number))
+	return shardOfSum(sum[:]).key(sfxNumber + "day:" + day + ":" + number)
+}
+
+// takeAllowanceScript counts one text against a cap for the day.
+//
+//	KEYS[1]  the day's counter
+//	ARGV[1]  the cap
+//
+// Answers 1 when counted, 0 when the cap was reached (nothing counted).
+var takeAllowanceScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], 172800) end
+if n > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return 0
+end
+return 1
+`)
+
+// TakeSMSAllowance counts one text to number on day (YYYY-MM-DD, UTC)
+// against the number's cap and the service's: false, with nothing
+// counted, when either is reached. GiveSMSAllowance takes it back (a
+// text that was not sent).
+func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error) {
+	ok, err := takeAllowanceScript.Run(ctx, r.rdb, []string{numberDayKey(number, day)}, perNumber).Int()
+	if err != nil || ok == 0 {
+		return false, wrapErr("take an SMS allowance", err)
+	}
+	ok, err = takeAllowanceScript.Run(ctx, r.rdb, []string{keySMSDay + day}, perDay).Int()
+	if err != nil || ok == 0 {
+		// The number's count goes back: the text waits for another day.
+		if derr := r.rdb.Decr(ctx, numberDayKey(number, day)).Err(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return false, wrapErr("take an SMS allowance", err)
+	}
+	return true, nil
+}
+
+// GiveSMSAllowance takes back what TakeSMSAllowance counted.
+func (r *Redis) GiveSMSAllowance(ctx context.Context, number, day string) error {
+	_, err1 := r.rdb.Decr(ctx, numberDayKey(number, day)).Result()
+	_, err2 := r.rdb.Decr(ctx, keySMSDay+day).Result()
+	return wrapErr("give back an SMS allowance", errors.Join(err1, err2))
+}

@@ -580,9 +580,9 @@ func (p *parser) sms() *SMS {
 		AccountSID:   p.str("NEWSLETTER_SMS_ACCOUNT_SID", ""),
 		AuthToken:    p.str("NEWSLETTER_SMS_AUTH_TOKEN", ""),
 		From:         p.str("NEWSLETTER_SMS_FROM", ""),
-		MaxSegments:  p.integer("NEWSLETTER_SMS_MAX_SEGMENTS", 2, 1),
-		PerNumberDay: p.integer("NEWSLETTER_SMS_PER_NUMBER_DAY", 5, 1),
-		PerDay:       p.integer("NEWSLETTER_SMS_PER_DAY", 10000, 1),
+		MaxSegments:  p.integer("NEWSLETTER_SMS_MAX_SEGMENTS", worker.DefaultSMSMaxSegments, 1),
+		PerNumberDay: p.integer("NEWSLETTER_SMS_PER_NUMBER_DAY", worker.DefaultSMSPerNumberDay, 1),
+		PerDay:       p.integer("NEWSLETTER_SMS_PER_DAY", worker.DefaultSMSPerDay, 1),
 	}
 	p.check("NEWSLETTER_SMS_URL", strings.HasPrefix(c.URL, "https://") || strings.HasPrefix(c.URL, "http://"), "an http(s) URL")
 	vars := [][2]string{{"NEWSLETTER_SMS_ACCOUNT_SID", c.AccountSID}, {"NEWSLETTER_SMS_AUTH_TOKEN", c.AuthToken}, {"NEWSLETTER_SMS_FROM", c.From}}

@@ -31,6 +31,9 @@ type Store interface {
 	store.Webhooks
 	store.PushSubscriptions
 	store.Devices
+	store.Phones
+	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
+	GiveSMSAllowance(ctx context.Context, number, day string) error
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 }
 
@@ -94,11 +97,30 @@ type Deps struct {
 	Apps      map[string]*AppGate
 	PushRetry RetryPolicy
 
+	// SMS texts through the gateway (nil: no sms lane handler, SMS is
+	// off); SMSLimits are its caps, SMSRetry the lane's backoff.
+	SMS       SMSGateway
+	SMSLimits SMSLimits
+	SMSRetry  RetryPolicy
+
 	// Imports are the console's uploaded imports, ImportStore where they
 	// write (either nil: this worker runs none); Audit records their ends.
 	Imports     *csvimport.Jobs
 	ImportStore csvimport.Store
 	Audit       Auditor
+}
+
+// The sms lane's caps unless configured.
+const (
+	DefaultSMSMaxSegments  = 2
+	DefaultSMSPerNumberDay = 5
+	DefaultSMSPerDay       = 10000
+)
+
+// SMSLimits are the sms lane's caps (NEWSLETTER_SMS_MAX_SEGMENTS,
+// _PER_NUMBER_DAY, _PER_DAY); zero values take the defaults.
+type SMSLimits struct {
+	MaxSegments, PerNumberDay, PerDay int
 }
 
 // withDefaults is d with every setting left zero given its default: the
@@ -126,6 +148,9 @@ func (d Deps) withDefaults() Deps {
 	d.Throttle = positiveOr(d.Throttle, DefaultThrottle)
 	d.DigestBatch = positiveOr(d.DigestBatch, DefaultDigestBatch)
 	d.MaxPendingBatches = positiveOr(d.MaxPendingBatches, DefaultMaxPendingBatches)
+	d.SMSLimits.MaxSegments = positiveOr(d.SMSLimits.MaxSegments, DefaultSMSMaxSegments)
+	d.SMSLimits.PerNumberDay = positiveOr(d.SMSLimits.PerNumberDay, DefaultSMSPerNumberDay)
+	d.SMSLimits.PerDay = positiveOr(d.SMSLimits.PerDay, DefaultSMSPerDay)
 	if d.Feeds == nil {
 		d.Feeds = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent}
 	}
@@ -164,6 +189,12 @@ func NewHandlers(d Deps) Handlers {
 	if d.Push != nil || len(d.Apps) > 0 {
 		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
 	}
+	var texts *SMSSender // nil: SMS is off, the sms lane runs nothing
+	if d.SMS != nil {
+		texts = &SMSSender{Store: d.Store, Gateway: d.SMS, MaxSegments: d.SMSLimits.MaxSegments,
+			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
+			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
+	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
 		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
@@ -196,6 +227,7 @@ func NewHandlers(d Deps) Handlers {
 			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log,
 		},
 		Push:    pushes,
+		SMS:     texts,
 		Imports: imports,
 		Metrics: d.Metrics,
 	}

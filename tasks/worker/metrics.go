@@ -141,6 +141,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range NotificationResults {
 		m.Notifications.WithLabelValues(LaneWebhook, r)
 		m.Notifications.WithLabelValues(LanePush, r)
+		m.Notifications.WithLabelValues(LaneSMS, r)
 		for _, p := range []string{store.PlatformFCM, store.PlatformAPNs} {
 			m.AppNotifications.WithLabelValues(p, r)
 		}

@@ -98,6 +98,9 @@ type Handlers struct {
 	// Push notifies browsers (push:deliver, the push lane); nil without
 	// web push (no VAPID keys).
 	Push *PushSender
+	// SMS texts people's numbers (sms:deliver, the sms lane); nil
+	// without an SMS gateway.
+	SMS *SMSSender
 	// Imports run the console's CSV imports (import:run); nil: none.
 	Imports *ImportRunner
 	// Metrics are written by the middleware for every task.
@@ -150,6 +153,9 @@ func defaultLanes(cfg Config, h Handlers) []Lane {
 	if h.Webhooks != nil {
 		lanes = append(lanes, Lane{Name: tasks.LaneWebhook, Concurrency: max(1, cfg.Concurrency/2)})
 	}
+	if h.SMS != nil {
+		lanes = append(lanes, Lane{Name: tasks.LaneSMS, Concurrency: max(1, cfg.Concurrency/2)})
+	}
 	return lanes
 }
 
@@ -176,6 +182,8 @@ func (h Handlers) completeLane(l Lane, retryDelay asynq.RetryDelayFunc) Lane {
 	case l.Name == tasks.LanePush && h.Push != nil:
 		// Push services ask for their own waits (Retry-After).
 		l.Retry = h.Push.RetryDelay
+	case l.Name == tasks.LaneSMS && h.SMS != nil:
+		l.Retry = h.SMS.RetryDelay
 	}
 	if len(l.Handlers) == 0 {
 		return l

@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// LaneSMS is the sms lane's label value.
+const LaneSMS = tasks.LaneSMS
+
+// SMSMarkKind is the delivery mark kind of one text to one person.
+const SMSMarkKind = "sms"
+
+// SMSGateway sends one text (sms.Client).
+type SMSGateway interface {
+	Send(ctx context.Context, to, body string) (sid string, err error)
+}
+
+// SMSStore is what the sms lane's handler needs of the store.
+type SMSStore interface {
+	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
+	PhonesOf(ctx context.Context, ids []int64) ([]store.Phone, error)
+	SetNumberState(ctx context.Context, number, state string) error
+	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
+	GiveSMSAllowance(ctx context.Context, number, day string) error
+	store.Marks
+}
+
+// SMSSender handles sms:deliver in the sms lane: one text to one person's
+// number under a delivery mark, so a retry (a 503, a timeout, a killed
+// worker) never texts twice but for a worker killed between the gateway's
+// answer and the mark. The lane's pool and shared rate (NEWSLETTER_SMS_RATE)
+// are its own: a gateway that hangs backs up this lane alone.
+type SMSSender struct {
+	Store   SMSStore
+	Gateway SMSGateway
+	// MaxSegments caps a text (a longer one is a dead letter).
+	MaxSegments int
+	// PerNumberDay and PerDay cap a day's texts to one number and in
+	// all: past them a text waits for the next day (UTC).
+	PerNumberDay, PerDay int
+	Quiet                *quiet.Hours
+	Retry                RetryPolicy
+	ClaimTTL             time.Duration
+	RedisWait            time.Duration
+	Now                  func() time.Time
+	Metrics              *Metrics
+	Log                  *slog.Logger
+}
+
+func (h *SMSSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
+
+// deferral postpones a task without counting a failure (IsFailure): quiet
+// hours, a daily cap.
+type deferral struct {
+	why  string
+	wait time.Duration
+}
+
+func (d deferral) Error() string {
+	return fmt.Sprintf("%s: again in %s", d.why, d.wait.Round(time.Second))
+}
+func (d deferral) RetryAfter() time.Duration { return max(d.wait, time.Second) }
+
+// HandleSMS handles sms:deliver. A person no longer active or without the
+// text's topics, without a number, or whose number said STOP or cannot
+// take SMS, gets nothing (dropped). A text over the segment cap is a dead
+// letter. Inside the person's quiet hours, or past a daily cap, it waits.
+// A number the gateway says is invalid or opted out is retired; another
+// refusal drops the text; a 429, a 5xx, a timeout retries it.
+func (h *SMSSender) HandleSMS(ctx context.Context, p tasks.SMSPayload) error {
+	if err := sms.CheckLength(p.Text, h.MaxSegments); err != nil {
+		h.count("dead")
+		return fmt.Errorf("sms: %v: %w", err, asynq.SkipRetry)
+	}
+	sub, err := awaitRedis(ctx, h.away(), "read of the reader", func(ctx context.Context) (store.Subscriber, error) {
+		return h.Store.GetByID(ctx, p.SubscriberID)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		h.count("dropped")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sms: load subscriber: %w", err)
+	}
+	if sub.Status != store.Active || !slices.ContainsFunc(p.Topics, func(tp string) bool { return slices.Contains(sub.Topics, tp) }) {
+		h.count("dropped")
+		return nil
+	}
+	phones, err := awaitRedis(ctx, h.away(), "read of the number", func(ctx context.Context) ([]store.Phone, error) {
+		return h.Store.PhonesOf(ctx, []int64{sub.ID})
+	})
+	if err != nil {
+		return fmt.Errorf("sms: load the number: %w", err)
+	}
+	phone := phones[0]
+	if phone.Number == "" || phone.State != store.NumberOn {
+		h.Log.Info("sms: skip, no number that takes SMS", "subscriber", sub.ID, "state", phone.State)
+		h.count("dropped")
+		return nil
+	}
+	now := h.Now()
+	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
+		return deferral{why: "the reader's quiet hours", wait: until.Sub(now)}
+	}
+	mark := store.Mark{Kind: SMSMarkKind, Key: p.Key, SubscriberID: sub.ID}
+	owner, _ := asynq.GetTaskID(ctx)
+	claims, err := awaitRedis(ctx, h.away(), "claim", func(ctx context.Context) ([]store.Claim, error) {
+		return h.Store.ClaimMarks(ctx, owner, []store.Mark{mark}, h.ClaimTTL)
+	})
+	if err != nil {
+		return fmt.Errorf("sms: claim: %w", err)
+	}
+	switch claims[0] {
+	case store.AlreadySent:
+		return nil
+	case store.Busy:
+		return ErrDeliveryBusy
+	}
+	return h.text(ctx, sub.ID, phone.Number, p.Text, mark, now)
+}
+
+// text sends the claimed text within the day's caps and settles the mark.
+func (h *SMSSender) text(ctx context.Context, subID int64, number, body string, mark store.Mark, now time.Time) error {
+	release := func() {
+		if err := h.Store.ReleaseMarks(context.Background(), []store.Mark{mark}); err != nil {
+			h.Log.Warn("sms: claim not released", "err", err) // it expires (ClaimTTL)
+		}
+	}
+	day := now.UTC().Format(time.DateOnly)
+	ok, err := h.Store.TakeSMSAllowance(ctx, number, day, h.PerNumberDay, h.PerDay)
+	if err != nil {
+		release()
+		return fmt.Errorf("sms: daily cap: %w", err)
+	}
+	if !ok {
+		release()
+		h.Log.Warn("sms: daily cap reached; the text waits for tomorrow", "subscriber", subID)
+		tomorrow := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		return deferral{why: "the day's SMS cap", wait: tomorrow.Sub(now)}
+	}
+	_, err = h.Gateway.Send(ctx, number, body)
+	if err == nil {
+		// Not under the task's context: the text is out, its mark must
+		// be written even if the task was cancelled.
+		if merr := h.Store.MarkSent(context.Background(), mark); merr != nil {
+			h.Log.Error("sms: mark sent failed after delivery", "subscriber", subID, "err", merr)
+		}
+		h.count("sent")
+		return nil
+	}
+	release()
+	if gerr := h.Store.GiveSMSAllowance(context.Background(), number, day); gerr != nil {
+		h.Log.Warn("sms: allowance not given back", "err", gerr)
+	}
+	switch {
+	case sms.Retire(err):
+		if serr := h.Store.SetNumberState(ctx, number, store.NumberRetired); serr != nil {
+			return fmt.Errorf("sms: retire the number: %w", serr)
+		}
+		h.Log.Info("sms: number cannot take SMS, retired", "subscriber", subID, "err", err)
+		h.count("dropped")
+	case sms.Permanent(err):
+		h.Log.Warn("sms: refused, not retried", "subscriber", subID, "err", err)
+		h.count("dead")
+	default:
+		h.count("retry")
+		return &deliveryFailure{msg: err.Error(), wait: sms.RetryAfter(err)}
+	}
+	return nil
+}
+
+// RetryDelay is the sms lane's asynq RetryDelayFunc: a deferral's wait,
+// the gateway's Retry-After when longer than the lane's backoff, or the
+// backoff.
+func (h *SMSSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	d := h.Retry.Delay(n, err, t)
+	var f *deliveryFailure
+	if errors.As(err, &f) && f.wait > d {
+		return f.wait
+	}
+	return d
+}
+
+func (h *SMSSender) count(result string) {
+	h.Metrics.Notifications.WithLabelValues(LaneSMS, result).Inc()
+}
