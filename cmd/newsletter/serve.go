@@ -31,6 +31,7 @@ import (
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/tasks/schedule"
@@ -200,6 +201,12 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
 		Push:        pushSender(a), Apps: appGates(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		SMSRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+	}
+	if c := a.cfg.SMS; c != nil {
+		d.SMS = &sms.Client{BaseURL: c.URL, AccountSID: c.AccountSID, AuthToken: c.AuthToken, From: c.From}
+		d.SMSLimits = worker.SMSLimits{MaxSegments: c.MaxSegments, PerNumberDay: c.PerNumberDay, PerDay: c.PerDay}
+		d.Quiet = quiet.New(a.cfg.Quiet) // the reader's quiet hours hold texts too
 	}
 	if l.email {
 		// The sequence's steps are counted, and mails marked in a window
@@ -254,7 +261,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
-		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(),
+		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg),
 		Publisher: publisher(a.cfg.From),
 	}, api.Deps{
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
@@ -561,4 +568,12 @@ func issueRenderer(r *issueMail) api.IssueRenderer {
 		return nil
 	}
 	return api.CachePreviews(r)
+}
+
+// smsAuthToken checks the SMS gateway's callbacks; empty without SMS.
+func smsAuthToken(c *config.Config) string {
+	if c.SMS == nil {
+		return ""
+	}
+	return c.SMS.AuthToken
 }
