@@ -53,10 +53,12 @@ const (
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.
-	sfxPush    = "push:"  // + id: hash endpoint -> "seq created-ms p256dh auth"
-	sfxDevices = "dev:"   // + id: hash device id -> "seq created-ms platform token" (devices.go)
-	sfxPhone   = "phone:" // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
-	sfxNumber  = "num:"   // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
+	sfxPush     = "push:"  // + id: hash endpoint -> "seq created-ms p256dh auth"
+	sfxDevices  = "dev:"   // + id: hash device id -> "seq created-ms platform token" (devices.go)
+	sfxPhone    = "phone:" // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
+	sfxChannels = "chan:"  // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
+	sfxChose    = "chose"  // bitmap: bit idSlot set once the subscriber chose channels for a topic
+	sfxNumber   = "num:"   // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
 	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids
 	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id

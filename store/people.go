@@ -70,6 +70,9 @@ type PersonalData struct {
 	Devices      []Device           `json:"devices"`
 	// Phone is the person's number for SMS (nil: none).
 	Phone *Phone `json:"phone"`
+	// Channels are the channels they chose per topic (the others have
+	// DefaultChannels).
+	Channels Channels `json:"channels"`
 	// OnboardingSince is when the person entered the onboarding sequence
 	// (zero when not in it).
 	OnboardingSince time.Time `json:"onboarding_since,omitzero"`
@@ -314,6 +317,14 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	if phones[0].Number != "" {
 		out.Phone = &phones[0]
 	}
+	chans, err := r.ChannelsOf(ctx, []int64{sub.ID})
+	if err != nil {
+		return PersonalData{}, err
+	}
+	out.Channels = chans[0]
+	if out.Channels == nil {
+		out.Channels = Channels{}
+	}
 	return out, nil
 }
 
@@ -377,7 +388,8 @@ redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
 redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
-redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id, PHONE .. id)
+redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id)
+redis.call('SETBIT', CHOSE, slot(id), 0)
 redis.call('ZREM', ONBOARD, id)
 redis.call('ZREM', SUPP .. 'b', id)
 redis.call('ZREM', SUPP .. 'c', id)

@@ -430,7 +430,10 @@ if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
 end
 redis.call('SETBIT', ACTIVE, slot(id), 0)
 settopics(id, ARGV[4], '')
-if ARGV[3] == 'u' then redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id) end
+if ARGV[3] == 'u' then
+  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id)
+  redis.call('SETBIT', CHOSE, slot(id), 0)
+end
 dropoutbox({unpack(ARGV, 5)})
 return {'ok', id, packrec(r), '', '', changed}
 `)
@@ -549,7 +552,8 @@ if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
   count('unsubscribe')
-  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id)
+  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id)
+  redis.call('SETBIT', CHOSE, slot(id), 0)
 end
 save(id, r)
 if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then

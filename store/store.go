@@ -265,6 +265,7 @@ type Store interface {
 	PushSubscriptions
 	Devices
 	Phones
+	ChannelChoices
 	Webhooks
 	Tokens
 	// The audit log (audit.go).

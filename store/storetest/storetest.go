@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Devices", testDevices},
 		{"Phones", testPhones},
+		{"Channels", testChannels},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},
