@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -115,7 +116,12 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
 		return
 	}
-	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC()}
+	channels, msg := eventChannels(in["channels"])
+	if msg != "" {
+		WriteJSON(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
+	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
 	answer := map[string]string{"id": p.ID, "status": "queued"}
 	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
 	switch {
@@ -208,4 +214,25 @@ func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, run)
+}
+
+// eventChannels reads an event's "channels": each one of
+// store.AllChannels, none twice; none given: every channel. A message
+// says what is wrong.
+func eventChannels(list []string) ([]string, string) {
+	var out []string
+	for _, c := range list {
+		c = strings.TrimSpace(c)
+		if !slices.Contains(store.AllChannels, c) {
+			return nil, fmt.Sprintf("unknown channel %q: want some of %s", c, strings.Join(store.AllChannels, ", "))
+		}
+		if slices.Contains(out, c) {
+			return nil, fmt.Sprintf("channel %q is named twice", c)
+		}
+		out = append(out, c)
+	}
+	if list != nil && len(out) == 0 {
+		return nil, "channels is empty: leave it out for every channel"
+	}
+	return out, ""
 }

@@ -54,7 +54,7 @@ var (
 	eraseFields       = fields{"token": textField, "confirm": textField}
 	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField}
 	itemFields        = fields{"title": textField, "url": textField, "summary": textField}
-	eventFields       = fields{"email": textField, "topic": textField, "title": textField, "url": textField}
+	eventFields       = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
 	digestRunFields   = fields{"period": textField}
 	bounceFields      = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
 	pushFields        = fields{"token": textField, "subscription": objectField}

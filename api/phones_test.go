@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // The product backend gives a person a mobile number with the consent it
@@ -55,5 +56,31 @@ func TestPhoneByAPI(t *testing.T) {
 	}
 	if status, body := e.hookAdmin(t, "DELETE", "/api/subscribers/sms@x.io/phone", ""); status != 404 || !strings.Contains(body, "no phone") {
 		t.Fatalf("delete again: %d %s", status, body)
+	}
+}
+
+// An event may name its channels: each one of email, push, sms, none
+// twice, not an empty list; otherwise 400 and nothing queued.
+func TestEventChannels(t *testing.T) {
+	e := newHooksEnv(t, Config{})
+	for body, says := range map[string]string{
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["fax"]}`:          "unknown channel",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","sms"]}`:    "twice",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[]}`:               "empty",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":"sms"}`:            "list",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","email"]}`: "",
+	} {
+		status, got := e.hookAdmin(t, "POST", "/api/events", body)
+		want := 400
+		if says == "" {
+			want = 202
+		}
+		if status != want || !strings.Contains(got, says) {
+			t.Errorf("%s: %d %s, want %d saying %q", body, status, got, want, says)
+		}
+	}
+	info, err := e.insp.GetQueueInfo(tasks.QueueOf(tasks.TypeFanout))
+	if err != nil || info.Size != 1 {
+		t.Fatalf("%+v %v: want the one good event's task queued", info, err)
 	}
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,14 @@ type FanoutPayload struct {
 	Body         string    `json:"body,omitempty"` // the notification's line (issues)
 	URL          string    `json:"url,omitempty"`
 	At           time.Time `json:"at"`
+	// Channels restrict an event to these channels (store.AllChannels'
+	// names; empty: every channel each reader chose).
+	Channels []string `json:"channels,omitempty"`
+}
+
+// Allows tells whether the fan-out may use channel.
+func (p FanoutPayload) Allows(channel string) bool {
+	return len(p.Channels) == 0 || slices.Contains(p.Channels, channel)
 }
 
 // Key names what is fanned out, for the fan-out and delivery marks:
@@ -168,4 +177,3 @@ func SMSTaskID(key string, id int64) string { return fmt.Sprintf("sms:%s:%d", ke
 
 // NewSMS is p's task (SMS).
 func NewSMS(p SMSPayload) *asynq.Task { return SMS.New(p) }
-

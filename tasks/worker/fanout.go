@@ -32,6 +32,7 @@ const fanoutEnqueuers = 8
 type FanoutStore interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error)
+	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
 	store.Marks
@@ -166,16 +167,68 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	if len(todo) == 0 {
 		return nil
 	}
-	queue := h.mailTasks(p, ids, todo)
-	pushes, err := h.pushTasks(ctx, p, key, todo)
+	chans, err := h.awaited().ChannelsOf(ctx, todo)
+	if err != nil {
+		return err
+	}
+	wants := func(channel string) []int64 { return chosen(p, todo, chans, channel) }
+	queue := h.mailTasks(p, ids, wants(store.ChannelEmail))
+	pushes, err := h.pushTasks(ctx, p, key, wants(store.ChannelPush))
 	if err != nil {
 		return err
 	}
 	queue = append(queue, pushes...)
+	queue = append(queue, smsTasks(p, key, wants(store.ChannelSMS))...)
 	if err := h.enqueue(ctx, queue); err != nil {
 		return err
 	}
 	return h.awaited().MarkSent(ctx, todoMarks...)
+}
+
+// fanoutTopics are the topics a fan-out's readers get it as: the one
+// person's updates, the event's topic, or the issue's topics.
+func fanoutTopics(p tasks.FanoutPayload) []string {
+	switch {
+	case p.SubscriberID > 0 || p.Email != "":
+		return []string{topics.Updates}
+	case p.Topic != "":
+		return []string{p.Topic}
+	}
+	return p.Topics
+}
+
+// chosen is the readers among todo who get p by channel: the fan-out
+// allows it, and each chose it (chans, lined up with todo) for one of
+// the topics they get it as.
+func chosen(p tasks.FanoutPayload, todo []int64, chans []store.Channels, channel string) []int64 {
+	if !p.Allows(channel) {
+		return nil
+	}
+	var out []int64
+	for i, id := range todo {
+		if slices.ContainsFunc(fanoutTopics(p), func(tp string) bool { return chans[i].Wants(tp, channel) }) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// smsTasks are the texts of an event to the readers todo who chose SMS
+// (an issue is not texted: it is a mail). The text is the event's title
+// and link; the sms lane checks the number, its state and the length.
+func smsTasks(p tasks.FanoutPayload, key string, todo []int64) []*asynq.Task {
+	if p.IssueID > 0 {
+		return nil
+	}
+	text := p.Title
+	if p.URL != "" {
+		text += " " + p.URL
+	}
+	var queue []*asynq.Task
+	for _, id := range todo {
+		queue = append(queue, tasks.NewSMS(tasks.SMSPayload{Key: key, SubscriberID: id, Topics: fanoutTopics(p), Text: text}))
+	}
+	return queue
 }
 
 // withBrowsers is the readers among ids with a browser to notify.
@@ -220,8 +273,11 @@ func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64) []*as
 	switch {
 	case p.IssueID > 0:
 	case p.SubscriberID > 0 || p.Email != "":
-		// ids[0] is the person, whichever shape named them.
-		queue = append(queue, tasks.NewPersonEvent(p.ID, ids[0], p.Title, p.URL, p.At))
+		// ids[0] is the person, whichever shape named them; todo is
+		// empty when they turned e-mail off for updates.
+		if len(todo) > 0 {
+			queue = append(queue, tasks.NewPersonEvent(p.ID, ids[0], p.Title, p.URL, p.At))
+		}
 	default:
 		for part := range slices.Chunk(todo, h.MailBatch) {
 			queue = append(queue, tasks.NewEventMail(tasks.EventMailPayload{

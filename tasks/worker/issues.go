@@ -42,6 +42,7 @@ type IssueStore interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error)
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
+	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
 }
 
@@ -459,11 +460,12 @@ func (l Links) ArchiveURL(is store.Issue) string {
 	return l.BaseURL + "/archive/" + url.PathEscape(is.Slug)
 }
 
-// IssueTopic is the topic a reader gets the issue as (its unsubscribe
-// link leaves that one): the first of the issue's topics they have.
-func IssueTopic(is store.Issue, s store.Subscriber) (string, bool) {
+// IssueTopic is the topic reader s gets issue is as by e-mail: the first
+// of the issue's topics they follow and chose e-mail for (ch, their
+// choices; e-mail is on by default). None: they are skipped.
+func IssueTopic(is store.Issue, s store.Subscriber, ch store.Channels) (string, bool) {
 	for _, tp := range is.Topics {
-		if slices.Contains(s.Topics, tp) {
+		if slices.Contains(s.Topics, tp) && ch.Wants(tp, store.ChannelEmail) {
 			return tp, true
 		}
 	}
@@ -541,8 +543,12 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 	if err != nil {
 		return err
 	}
+	chans, err := h.awaited().ChannelsOf(ctx, p.IDs)
+	if err != nil {
+		return err
+	}
 	outcomes := store.IssueOutcomeKey(is.ID)
-	mails, skipped, held, err := h.sortRecipients(is, p.IDs, subs)
+	mails, skipped, held, err := h.sortRecipients(is, p.IDs, subs, chans)
 	if err != nil {
 		return err
 	}
@@ -584,7 +590,9 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 // order) into the mails to send now, the readers skipped (gone, not
 // active, or no longer following any of the issue's topics) and the
 // readers held for the end of their quiet hours (by the time it ends).
-func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber) (mails []Mail, skipped []int64, held map[time.Time][]int64, err error) {
+// A reader who turned e-mail off for each of the issue's topics they
+// follow (chans) is skipped.
+func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber, chans []store.Channels) (mails []Mail, skipped []int64, held map[time.Time][]int64, err error) {
 	key := strconv.FormatInt(is.ID, 10)
 	countAs := ""
 	if is.Period != "" {
@@ -597,7 +605,7 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 	// reader under the lock every batch of the worker shares.
 	byTopic := map[string]preparedIssue{}
 	for i, s := range subs {
-		topic, has := IssueTopic(is, s)
+		topic, has := IssueTopic(is, s, chans[i])
 		switch until := h.Quiet.Until(s.Timezone, now); {
 		case s.ID == 0 || s.Status != store.Active || !has:
 			skipped = append(skipped, ids[i])

@@ -271,6 +271,12 @@ func (a awaitFanout) AudienceAfter(ctx context.Context, topic string, cursor int
 	})
 }
 
+func (a awaitFanout) ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error) {
+	return awaitRedis(ctx, a.w, "read of the readers' channels", func(ctx context.Context) ([]store.Channels, error) {
+		return a.s.ChannelsOf(ctx, ids)
+	})
+}
+
 func (a awaitFanout) HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error) {
 	return awaitRedis(ctx, a.w, "look for browsers", func(ctx context.Context) ([]bool, error) {
 		return a.s.HavePushSubscriptions(ctx, ids)
@@ -347,6 +353,13 @@ func (a awaitIssues) AudienceByShard(ctx context.Context, topics []string, after
 func (a awaitIssues) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
 	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
 		return a.s.AudienceAfter(ctx, topic, cursor, limit)
+	})
+}
+
+// ChannelsOf reads the channels a batch's readers chose.
+func (a awaitIssues) ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error) {
+	return awaitRedis(ctx, a.w, "read of the readers' channels", func(ctx context.Context) ([]store.Channels, error) {
+		return a.s.ChannelsOf(ctx, ids)
 	})
 }
 
