@@ -64,10 +64,10 @@ func TestPhoneByAPI(t *testing.T) {
 func TestEventChannels(t *testing.T) {
 	e := newHooksEnv(t, Config{})
 	for body, says := range map[string]string{
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["fax"]}`:          "unknown channel",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","sms"]}`:    "twice",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[]}`:               "empty",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":"sms"}`:            "list",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["fax"]}`:         "unknown channel",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","sms"]}`:   "twice",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[]}`:              "empty",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":"sms"}`:           "list",
 		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","email"]}`: "",
 	} {
 		status, got := e.hookAdmin(t, "POST", "/api/events", body)
