@@ -52,7 +52,9 @@ var (
 		"List-Unsubscribe": textField}
 	confirmFields     = fields{"token": textField}
 	eraseFields       = fields{"token": textField, "confirm": textField}
-	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField}
+	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField,
+		// the channels under each topic (channels.go)
+		"channels": listField, "channels_shown": textField}
 	itemFields        = fields{"title": textField, "url": textField, "summary": textField}
 	eventFields       = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
 	digestRunFields   = fields{"period": textField}

@@ -28,6 +28,9 @@ type pageData struct {
 	// Push, when set, offers web push on the page ("Also notify this
 	// browser"), which then loads /push.js.
 	Push *pushOffer
+	// ChannelsNote says something about the person's channels (a number
+	// that replied STOP).
+	ChannelsNote string
 	// DataRequests adds the buttons of the personal data requests
 	// (export, erase) with Token to a message page: a person whose
 	// subscription ended still has their data with us.
@@ -38,6 +41,9 @@ type pageData struct {
 type topicChoice struct {
 	topics.Topic
 	Checked bool
+	// Channels are the topic's channel checkboxes (the preference
+	// centre's; channels.go).
+	Channels []channelChoice
 }
 
 var pages = map[string]*template.Template{}

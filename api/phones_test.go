@@ -3,9 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -82,5 +85,67 @@ func TestEventChannels(t *testing.T) {
 	info, err := e.insp.GetQueueInfo(tasks.QueueOf(tasks.TypeFanout))
 	if err != nil || info.Size != 1 {
 		t.Fatalf("%+v %v: want the one good event's task queued", info, err)
+	}
+}
+
+// The preference centre shows each topic's channels (texts only with a
+// number that takes them) and saves what is ticked; a number that said
+// STOP is named with how to turn texts back on; a post that did not show
+// the channels leaves them as they were.
+func TestPreferenceCentreChannels(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com"})
+	ctx := context.Background()
+	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"c@x.io","topics":["digest","updates"]}`); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	sub, _ := e.store.Get(ctx, "c@x.io")
+	tok := e.sign(t, token.Preferences, "c@x.io")
+	_, page := e.get(t, "/preferences?token="+url.QueryEscape(tok))
+	if !strings.Contains(page, `value="updates:email" checked`) || !strings.Contains(page, `value="updates:push" checked`) || strings.Contains(page, `updates:sms`) {
+		t.Fatalf("without a number: %s", page)
+	}
+	if _, err := e.store.SetPhone(ctx, sub.ID, "+447400123456", "app"); err != nil {
+		t.Fatal(err)
+	}
+	_, page = e.get(t, "/preferences?token="+url.QueryEscape(tok))
+	if !strings.Contains(page, `value="updates:sms">`) {
+		t.Fatalf("with a number, texts are offered off: %s", page)
+	}
+	post := func(v url.Values) int {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/preferences", strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", formCT)
+		req.Header.Set("Origin", "https://news.example.com")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := url.Values{"token": {tok}, "topics": {"digest", "updates"}, "channels_shown": {"1"},
+		"channels": {"digest:email", "updates:sms", "updates:push"}}
+	if code := post(form); code != 200 {
+		t.Fatalf("save: %d", code)
+	}
+	got, _ := e.store.ChannelsOf(ctx, []int64{sub.ID})
+	if got[0].Wants("updates", store.ChannelEmail) || !got[0].Wants("updates", store.ChannelSMS) || !got[0].Wants("digest", store.ChannelEmail) || got[0].Wants("digest", store.ChannelPush) {
+		t.Fatalf("saved %+v", got[0])
+	}
+	form.Set("channels", "nonsense:sms")
+	if code := post(form); code != 400 {
+		t.Fatalf("an unknown choice: %d, want 400", code)
+	}
+	if code := post(url.Values{"token": {tok}, "topics": {"digest", "updates"}, "name": {"Cy"}}); code != 200 {
+		t.Fatalf("an older form: %d", code)
+	}
+	if again, _ := e.store.ChannelsOf(ctx, []int64{sub.ID}); !again[0].Wants("updates", store.ChannelSMS) || again[0].Wants("updates", store.ChannelEmail) {
+		t.Fatalf("a form without the channels changed them: %+v", again[0])
+	}
+	if err := e.store.SetNumberState(ctx, "+447400123456", store.NumberStopped); err != nil {
+		t.Fatal(err)
+	}
+	_, page = e.get(t, "/preferences?token="+url.QueryEscape(tok))
+	if strings.Contains(page, "updates:sms") || !strings.Contains(page, "replied STOP") || strings.Contains(page, "+447400123456") {
+		t.Fatalf("a stopped number: %s", page)
 	}
 }

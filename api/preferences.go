@@ -86,12 +86,19 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 			Lines: []string{"We send nothing to " + sub.Email + ". To get our mail again, subscribe on the front page."}})
 		return
 	}
-	s.renderPreferences(w, http.StatusOK, tok, sub, "")
+	s.renderPreferences(w, r, http.StatusOK, tok, sub, "")
 }
 
-func (s *Server) renderPreferences(w http.ResponseWriter, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
+func (s *Server) renderPreferences(w http.ResponseWriter, r *http.Request, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
 	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
 		Name: sub.Name, Timezone: sub.Timezone, Push: s.offerPush(tok)}
+	chans, sms, note, err := s.channelsOffer(r.Context(), sub)
+	if err != nil {
+		s.deps.Log.Error("preferences: read the channels", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not show your preferences just now, please try again")
+		return
+	}
+	d.Topics, d.ChannelsNote = withChannels(d.Topics, chans, sms), note
 	if saved != "" {
 		d.Lines = []string{saved}
 	}
@@ -140,9 +147,13 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		chosen, err = s.cfg.Topics.Check(in["topics"])
 	}
+	var channels map[string][]string
+	if err == nil && in.get("channels_shown") == "1" {
+		channels, err = s.chosenChannels(in["channels"])
+	}
 	if err != nil {
 		// Show the page again as it was, with what is wrong.
-		s.renderPreferences(w, http.StatusBadRequest, tok, before, "", err.Error())
+		s.renderPreferences(w, r, http.StatusBadRequest, tok, before, "", err.Error())
 		return
 	}
 	sub, err := s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: name, Timezone: tz})
@@ -159,11 +170,18 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		s.left(w, r, email)
 		return
 	}
+	if channels != nil {
+		if err := s.saveChannels(ctx, sub, channels); err != nil {
+			s.deps.Log.Error("preferences: store the channels", "err", err)
+			fail(w, r, http.StatusServiceUnavailable, "we could not save your preferences just now, please try again")
+			return
+		}
+	}
 	if wantsJSON(r) {
 		WriteJSON(w, http.StatusOK, viewOf(sub))
 		return
 	}
-	s.renderPreferences(w, http.StatusOK, tok, sub, "Saved.")
+	s.renderPreferences(w, r, http.StatusOK, tok, sub, "Saved.")
 }
 
 // left answers a person who left everything.

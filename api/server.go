@@ -109,6 +109,7 @@ type Store interface {
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
 	store.Devices
 	store.Phones
+	store.ChannelChoices
 }
 
 // Deps are the API's collaborators.

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// The preference centre's channels: under each topic, the channels the
+// person gets it by. E-mail and push are offered to everyone (push
+// reaches the browsers and apps they have); SMS only with a number that
+// takes texts (given through the product's backend, PUT
+// /api/subscribers/{email}/phone). The form posts "channels" values
+// "<topic>:<channel>" and channels_shown=1; a form without channels_shown
+// (an older page, a script) leaves the choices as they are.
+
+// channelChoice is one channel's checkbox under a topic.
+type channelChoice struct {
+	Value   string // <topic>:<channel>
+	Label   string
+	Checked bool
+}
+
+// channelLabels are the channels' names on the page.
+var channelLabels = map[string]string{store.ChannelEmail: "E-mail", store.ChannelPush: "Notifications", store.ChannelSMS: "Text message"}
+
+// channelsOffer reads what the page offers sub: their choices, and
+// whether they have a number that takes texts (and if it said STOP, a
+// line saying how to turn texts on again).
+func (s *Server) channelsOffer(ctx context.Context, sub store.Subscriber) (store.Channels, bool, string, error) {
+	chans, err := s.deps.Store.ChannelsOf(ctx, []int64{sub.ID})
+	if err != nil {
+		return nil, false, "", err
+	}
+	phones, err := s.deps.Store.PhonesOf(ctx, []int64{sub.ID})
+	if err != nil {
+		return nil, false, "", err
+	}
+	p := phones[0]
+	note := ""
+	if p.Number != "" && p.State == store.NumberStopped {
+		note = "Your number " + maskNumber(p.Number) + " replied STOP: text START to it from your phone to get texts again."
+	}
+	return chans[0], p.Number != "" && p.State == store.NumberOn, note, nil
+}
+
+// maskNumber shows a number's last three digits only.
+func maskNumber(n string) string {
+	if len(n) <= 3 {
+		return n
+	}
+	return strings.Repeat("•", 4) + n[len(n)-3:]
+}
+
+// withChannels adds each topic's channel checkboxes to the page's topics.
+func withChannels(topics []topicChoice, chans store.Channels, sms bool) []topicChoice {
+	for i := range topics {
+		for _, c := range store.AllChannels {
+			if c == store.ChannelSMS && !sms {
+				continue
+			}
+			id := topics[i].ID
+			topics[i].Channels = append(topics[i].Channels, channelChoice{Value: id + ":" + c, Label: channelLabels[c], Checked: chans.Wants(id, c)})
+		}
+	}
+	return topics
+}
+
+// chosenChannels reads the form's "channels" values into each known
+// topic's channels (a topic with none ticked: none). A value that is not
+// "<topic>:<channel>" of a known topic and channel is an error.
+func (s *Server) chosenChannels(values []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, t := range s.cfg.Topics.Topics {
+		out[t.ID] = []string{}
+	}
+	for _, v := range values {
+		topic, channel, ok := strings.Cut(v, ":")
+		if _, known := out[topic]; !ok || !known || !slices.Contains(store.AllChannels, channel) {
+			return nil, fmt.Errorf("unknown channel choice %q", v)
+		}
+		if !slices.Contains(out[topic], channel) {
+			out[topic] = append(out[topic], channel)
+		}
+	}
+	return out, nil
+}
+
+// saveChannels stores the topics' channels that changed. SMS is kept as
+// it was for a person without a number that takes texts (the page did
+// not offer it).
+func (s *Server) saveChannels(ctx context.Context, sub store.Subscriber, chosen map[string][]string) error {
+	before, sms, _, err := s.channelsOffer(ctx, sub)
+	if err != nil {
+		return err
+	}
+	for _, t := range s.cfg.Topics.Topics {
+		want := chosen[t.ID]
+		if !sms && before.Wants(t.ID, store.ChannelSMS) {
+			want = append(want, store.ChannelSMS)
+		}
+		same := true
+		for _, c := range store.AllChannels {
+			same = same && before.Wants(t.ID, c) == slices.Contains(want, c)
+		}
+		if same {
+			continue
+		}
+		if err := s.deps.Store.SetChannels(ctx, sub.ID, t.ID, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
