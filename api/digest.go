@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -120,6 +121,14 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	if msg != "" {
 		WriteJSON(w, http.StatusBadRequest, errorBody(msg))
 		return
+	}
+	// With SMS on, any reader who chose texts may be texted the title
+	// and link: one over the cap would be a dead letter each.
+	if s.cfg.SMSAuthToken != "" && (len(channels) == 0 || slices.Contains(channels, store.ChannelSMS)) {
+		if err := sms.CheckLength(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
+			WriteJSON(w, http.StatusBadRequest, errorBody("too long for a text message (title and url): "+err.Error()+`; shorten it, or leave SMS out with "channels"`))
+			return
+		}
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
 	answer := map[string]string{"id": p.ID, "status": "queued"}

@@ -55,11 +55,11 @@ var (
 	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField,
 		// the channels under each topic (channels.go)
 		"channels": listField, "channels_shown": textField}
-	itemFields        = fields{"title": textField, "url": textField, "summary": textField}
-	eventFields       = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
-	digestRunFields   = fields{"period": textField}
-	bounceFields      = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
-	pushFields        = fields{"token": textField, "subscription": objectField}
+	itemFields      = fields{"title": textField, "url": textField, "summary": textField}
+	eventFields     = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
+	digestRunFields = fields{"period": textField}
+	bounceFields    = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
+	pushFields      = fields{"token": textField, "subscription": objectField}
 )
 
 var errTooLarge = httpbody.ErrTooLarge

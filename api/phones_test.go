@@ -149,3 +149,16 @@ func TestPreferenceCentreChannels(t *testing.T) {
 		t.Fatalf("a stopped number: %s", page)
 	}
 }
+
+// With SMS on, an event whose title and link would make a text over the
+// cap is refused, unless it leaves SMS out.
+func TestEventTooLongForText(t *testing.T) {
+	e := newHooksEnv(t, Config{SMSAuthToken: "tok", SMSMaxSegments: 1})
+	long := `{"topic":"updates","title":"` + strings.Repeat("word ", 30) + `","url":"https://x.io/t"`
+	if status, body := e.hookAdmin(t, "POST", "/api/events", long+`}`); status != 400 || !strings.Contains(body, "text message") {
+		t.Fatalf("a long event: %d %s", status, body)
+	}
+	if status, body := e.hookAdmin(t, "POST", "/api/events", long+`,"channels":["email","push"]}`); status != 202 {
+		t.Fatalf("a long event without SMS: %d %s", status, body)
+	}
+}

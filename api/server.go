@@ -93,7 +93,10 @@ type Config struct {
 	ArchiveRecheck time.Duration
 	// SMSAuthToken checks the SMS gateway's signed callbacks
 	// (NEWSLETTER_SMS_AUTH_TOKEN); empty: SMS off, no callback route.
-	SMSAuthToken string
+	// SMSMaxSegments caps an event's text (its title and link), checked
+	// when the event is posted.
+	SMSAuthToken   string
+	SMSMaxSegments int
 }
 
 // Store is what the API needs of the store: the subscriber list, digest

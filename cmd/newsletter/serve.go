@@ -261,7 +261,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
-		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg),
+		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
 		Publisher: publisher(a.cfg.From),
 	}, api.Deps{
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
@@ -576,4 +576,12 @@ func smsAuthToken(c *config.Config) string {
 		return ""
 	}
 	return c.SMS.AuthToken
+}
+
+// smsMaxSegments caps an event's text at intake; 0 without SMS.
+func smsMaxSegments(c *config.Config) int {
+	if c.SMS == nil {
+		return 0
+	}
+	return c.SMS.MaxSegments
 }
