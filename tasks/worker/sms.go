@@ -61,18 +61,6 @@ type SMSSender struct {
 
 func (h *SMSSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
-// deferral postpones a task without counting a failure (IsFailure): quiet
-// hours, a daily cap.
-type deferral struct {
-	why  string
-	wait time.Duration
-}
-
-func (d deferral) Error() string {
-	return fmt.Sprintf("%s: again in %s", d.why, d.wait.Round(time.Second))
-}
-func (d deferral) RetryAfter() time.Duration { return max(d.wait, time.Second) }
-
 // HandleSMS handles sms:deliver. A person no longer active or without the
 // text's topics, without a number, or whose number said STOP or cannot
 // take SMS, gets nothing (dropped). A text over the segment cap is a dead
@@ -112,7 +100,7 @@ func (h *SMSSender) HandleSMS(ctx context.Context, p tasks.SMSPayload) error {
 	}
 	now := h.Now()
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
-		return deferral{why: "the reader's quiet hours", wait: until.Sub(now)}
+		return &Deferred{Reason: "the reader's quiet hours", In: until.Sub(now)}
 	}
 	mark := store.Mark{Kind: SMSMarkKind, Key: p.Key, SubscriberID: sub.ID}
 	owner, _ := asynq.GetTaskID(ctx)
@@ -148,7 +136,7 @@ func (h *SMSSender) text(ctx context.Context, subID int64, number, body string, 
 		release()
 		h.Log.Warn("sms: daily cap reached; the text waits for tomorrow", "subscriber", subID)
 		tomorrow := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-		return deferral{why: "the day's SMS cap", wait: tomorrow.Sub(now)}
+		return &Deferred{Reason: "the day's SMS cap", In: tomorrow.Sub(now)}
 	}
 	_, err = h.Gateway.Send(ctx, number, body)
 	if err == nil {

@@ -133,7 +133,7 @@ func TestSMSWaitsForQuietHoursAndTheDailyCap(t *testing.T) {
 	a := e.reader(t, "a@x.io", "+447400123456", "Europe/London")
 	e.now = time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC) // 23:00 in London
 	err = e.run(a, "ev:1", "Late news")
-	var d deferral
+	var d *Deferred
 	if !errors.As(err, &d) || IsFailure(err) || d.RetryAfter() != 9*time.Hour || len(e.gw.Messages()) != 0 {
 		t.Fatalf("inside quiet hours: %v, %d sent; want a wait of 9h", err, len(e.gw.Messages()))
 	}
