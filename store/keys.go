@@ -58,6 +58,7 @@ const (
 	sfxPhone    = "phone:" // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
 	sfxChannels = "chan:"  // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
 	sfxChose    = "chose"  // bitmap: bit idSlot set once the subscriber chose channels for a topic
+	sfxOrder    = "order:" // + channel:id: zset event key -> posted (unix ms), the person's events waiting on that channel (order.go)
 	sfxNumber   = "num:"   // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
 	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids

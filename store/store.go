@@ -266,6 +266,7 @@ type Store interface {
 	Devices
 	Phones
 	ChannelChoices
+	PersonOrder
 	Webhooks
 	Tokens
 	// The audit log (audit.go).

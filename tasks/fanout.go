@@ -148,6 +148,9 @@ type PushPayload struct {
 	Title        string   `json:"title"`
 	Body         string   `json:"body,omitempty"`
 	URL          string   `json:"url,omitempty"`
+	// At is when an event was posted: the person's notifications go in
+	// that order (store.PersonOrder). Zero for an issue's.
+	At time.Time `json:"at,omitzero"`
 }
 
 // PushTaskID is the id of key's notification to subscriber id.
@@ -170,6 +173,9 @@ type SMSPayload struct {
 	SubscriberID int64    `json:"subscriber_id"`
 	Topics       []string `json:"topics"`
 	Text         string   `json:"text"`
+	// At is when the event was posted: the person's texts go in that
+	// order (store.PersonOrder).
+	At time.Time `json:"at,omitzero"`
 }
 
 // SMSTaskID is the id of key's text to subscriber id.

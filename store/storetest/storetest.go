@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"Devices", testDevices},
 		{"Phones", testPhones},
 		{"Channels", testChannels},
+		{"PersonOrder", testPersonOrder},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
 		{"WebhookFailures", testWebhookFailures},

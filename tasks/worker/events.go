@@ -87,8 +87,12 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
 	}
-	entries := make([]mailer.Entry, len(p.Events))
-	for i, e := range p.Events {
+	// The bundle lists the person's events in the order they were posted,
+	// whatever order the group handed them in.
+	events := slices.Clone(p.Events)
+	slices.SortStableFunc(events, func(a, b tasks.EventPayload) int { return a.At.Compare(b.At) })
+	entries := make([]mailer.Entry, len(events))
+	for i, e := range events {
 		entries[i] = mailer.Entry{Title: e.Title, URL: e.URL}
 	}
 	data := h.Links.For(sub, topics.Updates)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,7 @@ type FanoutStore interface {
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error)
 	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
+	QueueInOrder(ctx context.Context, channel, key string, at time.Time, ids []int64) error
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
 	store.Marks
@@ -178,7 +180,11 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		return err
 	}
 	queue = append(queue, pushes...)
-	queue = append(queue, smsTasks(p, key, wants(store.ChannelSMS))...)
+	texts := smsTasks(p, key, wants(store.ChannelSMS))
+	queue = append(queue, texts...)
+	if err := h.noteOrder(ctx, p, key, pushes, texts); err != nil {
+		return err
+	}
 	if err := h.enqueue(ctx, queue); err != nil {
 		return err
 	}
@@ -226,9 +232,37 @@ func smsTasks(p tasks.FanoutPayload, key string, todo []int64) []*asynq.Task {
 	}
 	var queue []*asynq.Task
 	for _, id := range todo {
-		queue = append(queue, tasks.NewSMS(tasks.SMSPayload{Key: key, SubscriberID: id, Topics: fanoutTopics(p), Text: text}))
+		queue = append(queue, tasks.NewSMS(tasks.SMSPayload{Key: key, SubscriberID: id, Topics: fanoutTopics(p), Text: text, At: p.At}))
 	}
 	return queue
+}
+
+// noteOrder notes an event's push and SMS tasks in their people's order
+// (store.PersonOrder) before they are queued, so that none can run ahead
+// of an event posted before it. An issue's notifications are not in it.
+func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key string, pushes, texts []*asynq.Task) error {
+	if p.IssueID > 0 {
+		return nil
+	}
+	for channel, ts := range map[string][]*asynq.Task{store.ChannelPush: pushes, store.ChannelSMS: texts} {
+		if len(ts) == 0 {
+			continue
+		}
+		ids := make([]int64, len(ts))
+		for i, t := range ts {
+			var who struct {
+				SubscriberID int64 `json:"subscriber_id"`
+			}
+			if err := json.Unmarshal(t.Payload(), &who); err != nil {
+				return fmt.Errorf("fanout: %w", err)
+			}
+			ids[i] = who.SubscriberID
+		}
+		if err := h.awaited().QueueInOrder(ctx, channel, key, p.At, ids); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withBrowsers is the readers among ids with a browser to notify.
@@ -309,9 +343,11 @@ func (h *FanoutSender) pushTasks(ctx context.Context, p tasks.FanoutPayload, key
 	var queue []*asynq.Task
 	for i, id := range todo {
 		if p.IssueID > 0 || have[i] {
-			queue = append(queue, tasks.NewPush(tasks.PushPayload{
-				Key: key, SubscriberID: id, Topics: topicsOf, Title: p.Title, Body: p.Body, URL: p.URL,
-			}))
+			pp := tasks.PushPayload{Key: key, SubscriberID: id, Topics: topicsOf, Title: p.Title, Body: p.Body, URL: p.URL}
+			if p.IssueID == 0 {
+				pp.At = p.At // an event's: in the person's order
+			}
+			queue = append(queue, tasks.NewPush(pp))
 		}
 	}
 	return queue, nil

@@ -32,6 +32,8 @@ type Store interface {
 	store.PushSubscriptions
 	store.Devices
 	store.Phones
+	store.PersonOrder
+	store.ChannelChoices
 	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)

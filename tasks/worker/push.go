@@ -31,6 +31,7 @@ type PushStore interface {
 	DeletePushSubscription(ctx context.Context, id int64, endpoint string) error
 	DevicesOf(ctx context.Context, ids []int64) ([][]store.Device, error)
 	DeleteDevice(ctx context.Context, id int64, deviceID string) error
+	OrderStore
 	store.Marks
 }
 
@@ -76,6 +77,11 @@ func pushMark(key string, id int64, endpoint string) store.Mark {
 // drops that browser's notification (retrying cannot help); a 429, a 5xx,
 // a timeout or a network error retries the task for the browsers left.
 func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error {
+	return inOrder(ctx, h.Store, h.away(), store.ChannelPush, p.Key, p.SubscriberID, p.At, func() error { return h.notify(ctx, p) })
+}
+
+// notify is HandlePush once the event's turn has come for its person.
+func (h *PushSender) notify(ctx context.Context, p tasks.PushPayload) error {
 	sub, ok, err := h.recipient(ctx, p)
 	if err != nil || !ok {
 		return err

@@ -277,6 +277,13 @@ func (a awaitFanout) ChannelsOf(ctx context.Context, ids []int64) ([]store.Chann
 	})
 }
 
+func (a awaitFanout) QueueInOrder(ctx context.Context, channel, key string, at time.Time, ids []int64) error {
+	_, err := awaitRedis(ctx, a.w, "note of the people's order", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.s.QueueInOrder(ctx, channel, key, at, ids)
+	})
+	return err
+}
+
 func (a awaitFanout) HavePushSubscriptions(ctx context.Context, ids []int64) ([]bool, error) {
 	return awaitRedis(ctx, a.w, "look for browsers", func(ctx context.Context) ([]bool, error) {
 		return a.s.HavePushSubscriptions(ctx, ids)

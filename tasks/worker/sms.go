@@ -34,6 +34,7 @@ type SMSStore interface {
 	SetNumberState(ctx context.Context, number, state string) error
 	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
+	OrderStore
 	store.Marks
 }
 
@@ -68,6 +69,11 @@ func (h *SMSSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h
 // A number the gateway says is invalid or opted out is retired; another
 // refusal drops the text; a 429, a 5xx, a timeout retries it.
 func (h *SMSSender) HandleSMS(ctx context.Context, p tasks.SMSPayload) error {
+	return inOrder(ctx, h.Store, h.away(), store.ChannelSMS, p.Key, p.SubscriberID, p.At, func() error { return h.textOne(ctx, p) })
+}
+
+// textOne is HandleSMS once the event's turn has come for its person.
+func (h *SMSSender) textOne(ctx context.Context, p tasks.SMSPayload) error {
 	if err := sms.CheckLength(p.Text, h.MaxSegments); err != nil {
 		h.count("dead")
 		return fmt.Errorf("sms: %v: %w", err, asynq.SkipRetry)
