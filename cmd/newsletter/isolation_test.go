@@ -156,7 +156,7 @@ func TestLaneIsolation(t *testing.T) {
 	if later.pending["email"] != 0 {
 		t.Fatalf("e-mail lane: %d pending after every mail went out", later.pending["email"])
 	}
-	alertFires(t, first, later)
+	alertFires(t, first, later, tasks.LanePush)
 
 	// The push service recovers. A second push worker joins the lane and
 	// is killed in the middle of it.
@@ -278,9 +278,9 @@ func scrapeLanes(t *testing.T, base string) laneFigures {
 // alertFires runs the shipped alert rules in promtool over the scraped
 // figures: each lane's depth as scraped, held, and the age of its oldest
 // pending task growing from the scraped value at one second per second
-// (what a lane nobody drains does, as the two scrapes showed). The push
+// (what a lane nobody drains does, as the two scrapes showed). The stuck
 // lane's age alert must fire and nothing for the e-mail lane.
-func alertFires(t *testing.T, first, f laneFigures) {
+func alertFires(t *testing.T, first, f laneFigures, stuck string) {
 	t.Helper()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -315,9 +315,9 @@ tests:
       - expr: ALERTS{alertstate="firing",alertname=~"NewsletterLane.*"}
         eval_time: 20m
         exp_samples:
-          - labels: 'ALERTS{alertname="NewsletterLaneOldestPendingHigh",alertstate="firing",lane="push",severity="warning"}'
+          - labels: 'ALERTS{alertname="NewsletterLaneOldestPendingHigh",alertstate="firing",lane="%s",severity="warning"}'
             value: 1
-`, rules, series.String())
+`, rules, series.String(), stuck)
 	file := filepath.Join(t.TempDir(), "lanes_test.yml")
 	if err := os.WriteFile(file, []byte(test), 0o644); err != nil {
 		t.Fatal(err)

@@ -104,6 +104,9 @@ func pushSender(a *app) push.Sender {
 // lane (worker.AppGate); nil when neither is on.
 func appGates(a *app) map[string]*worker.AppGate {
 	gates := map[string]*worker.AppGate{}
+	// Each platform may hold a quarter of the push lane's workers: a slow
+	// one leaves the browsers and the other platform the rest.
+	slots := max(1, a.cfg.PushConcurrency/4)
 	if a.cfg.FCM != nil {
 		c := &fcm.Client{Creds: a.cfg.FCM, BaseURL: a.cfg.FCMURL}
 		if a.cfg.PushCAs != nil {
@@ -112,12 +115,12 @@ func appGates(a *app) map[string]*worker.AppGate {
 				TLSClientConfig: &tls.Config{RootCAs: a.cfg.PushCAs, MinVersion: tls.VersionTLS12},
 			}}
 		}
-		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, 0, 0)
+		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, slots, 0)
 	}
 	if k := a.cfg.APNs; k != nil {
 		c := &apns.Client{Key: k.Key, KeyID: k.KeyID, TeamID: k.TeamID, Topic: k.Topic, BaseURL: a.cfg.APNsURL,
 			HTTP: apns.NewHTTPClient(a.cfg.PushCAs)}
-		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, 0, 0)
+		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, slots, 0)
 	}
 	if len(gates) == 0 {
 		return nil

@@ -32,8 +32,9 @@ type AppGate struct {
 }
 
 // DefaultAppSlots is how many of a push worker's notifications one app
-// platform may have in flight at once; DefaultAppWait how long one waits
-// for a slot before it is retried.
+// platform may have in flight at once unless told (the service gives each
+// platform a quarter of NEWSLETTER_PUSH_CONCURRENCY); DefaultAppWait how
+// long one waits for a slot before it is retried.
 const (
 	DefaultAppSlots = 16
 	DefaultAppWait  = 200 * time.Millisecond
