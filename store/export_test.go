@@ -6,6 +6,11 @@ import "github.com/redis/go-redis/v9"
 // tests of package store_test that name a script by its SHA1
 // (slots_test.go checks that every script variable is here).
 var Scripts = map[string]*redis.Script{
+	"turnScript":            turnScript,
+	"takeAllowanceScript":   takeAllowanceScript,
+	"setPhoneScript":        setPhoneScript,
+	"setChannelsScript":     setChannelsScript,
+	"addDeviceScript":       addDeviceScript,
 	"addItemScript":         addItemScript,
 	"addPushScript":         addPushScript,
 	"addWebhookScript":      addWebhookScript,
