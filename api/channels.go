@@ -29,22 +29,22 @@ var channelLabels = map[string]string{store.ChannelEmail: "E-mail", store.Channe
 
 // channelsOffer reads what the page offers sub: their choices, and
 // whether they have a number that takes texts (and if it said STOP, a
-// line saying how to turn texts on again).
-func (s *Server) channelsOffer(ctx context.Context, sub store.Subscriber) (store.Channels, bool, string, error) {
+// line saying how to turn texts on again), and their number.
+func (s *Server) channelsOffer(ctx context.Context, sub store.Subscriber) (store.Channels, bool, string, store.Phone, error) {
 	chans, err := s.deps.Store.ChannelsOf(ctx, []int64{sub.ID})
 	if err != nil {
-		return nil, false, "", err
+		return nil, false, "", store.Phone{}, err
 	}
 	phones, err := s.deps.Store.PhonesOf(ctx, []int64{sub.ID})
 	if err != nil {
-		return nil, false, "", err
+		return nil, false, "", store.Phone{}, err
 	}
 	p := phones[0]
 	note := ""
 	if p.Number != "" && p.State == store.NumberStopped {
 		note = "Your number " + maskNumber(p.Number) + " replied STOP: text START to it from your phone to get texts again."
 	}
-	return chans[0], p.Number != "" && p.State == store.NumberOn, note, nil
+	return chans[0], p.Number != "" && p.State == store.NumberOn, note, p, nil
 }
 
 // maskNumber shows a number's last three digits only.
@@ -93,7 +93,7 @@ func (s *Server) chosenChannels(values []string) (map[string][]string, error) {
 // it was for a person without a number that takes texts (the page did
 // not offer it).
 func (s *Server) saveChannels(ctx context.Context, sub store.Subscriber, chosen map[string][]string) error {
-	before, sms, _, err := s.channelsOffer(ctx, sub)
+	before, sms, _, _, err := s.channelsOffer(ctx, sub)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,8 @@ var (
 	preferencesFields = fields{"token": textField, "name": textField, "timezone": textField, "topics": listField, "leave": textField,
 		// the channels under each topic (channels.go)
 		"channels": listField, "channels_shown": textField}
+	phoneFormFields = fields{"token": textField, "phone": textField, "remove": textField}
+	phoneCodeFields = fields{"token": textField, "code": textField}
 	itemFields      = fields{"title": textField, "url": textField, "summary": textField}
 	eventFields     = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
 	digestRunFields = fields{"period": textField}

@@ -31,6 +31,10 @@ type pageData struct {
 	// ChannelsNote says something about the person's channels (a number
 	// that replied STOP).
 	ChannelsNote string
+	// SMS, when set, is the preference centre's "Text messages" section
+	// (SMS is on): the person's number, or a code waiting, or the form
+	// to give one.
+	SMS *smsOffer
 	// DataRequests adds the buttons of the personal data requests
 	// (export, erase) with Token to a message page: a person whose
 	// subscription ended still has their data with us.

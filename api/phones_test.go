@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -160,5 +161,73 @@ func TestEventTooLongForText(t *testing.T) {
 	}
 	if status, body := e.hookAdmin(t, "POST", "/api/events", long+`,"channels":["email","push"]}`); status != 202 {
 		t.Fatalf("a long event without SMS: %d %s", status, body)
+	}
+}
+
+// A person gives their own number in the preference centre: a code is
+// texted to it (one a minute), a wrong code is refused, the right one
+// saves the number with the preference centre as its consent, and the
+// person can take it away again. A landline is refused with the reason.
+func TestPreferenceCentrePhoneByCode(t *testing.T) {
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com", SMSAuthToken: "tok", Publisher: "The Weekly"})
+	ctx := context.Background()
+	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"p@x.io","topics":["updates"]}`); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	sub, _ := e.store.Get(ctx, "p@x.io")
+	tok := e.sign(t, token.Preferences, "p@x.io")
+	post := func(path string, v url.Values) (int, string) {
+		v.Set("token", tok)
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", formCT)
+		req.Header.Set("Origin", "https://news.example.com")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if _, page := e.get(t, "/preferences?token="+url.QueryEscape(tok)); !strings.Contains(page, `action="/preferences/phone"`) {
+		t.Fatalf("no number form: %s", page)
+	}
+	if code, page := post("/preferences/phone", url.Values{"phone": {"+44 20 7946 0958"}}); code != 400 || !strings.Contains(page, "landline") {
+		t.Fatalf("a landline: %d", code)
+	}
+	if code, page := post("/preferences/phone", url.Values{"phone": {"+44 7400 123456"}}); code != 200 || !strings.Contains(page, "••••456") || !strings.Contains(page, `action="/preferences/phone/confirm"`) {
+		t.Fatalf("ask for a code: %d %s", code, page)
+	}
+	if code, _ := post("/preferences/phone", url.Values{"phone": {"+44 7400 123456"}}); code != http.StatusTooManyRequests {
+		t.Fatalf("a second code at once: %d, want 429", code)
+	}
+	tasksIn, err := e.insp.ListPendingTasks(tasks.QueueSMS)
+	if err != nil || len(tasksIn) != 1 {
+		t.Fatalf("%d code texts queued (%v)", len(tasksIn), err)
+	}
+	var p tasks.SMSCodePayload
+	if err := json.Unmarshal(tasksIn[0].Payload, &p); err != nil || p.Number != "+447400123456" || !strings.HasPrefix(p.Text, "The Weekly: your code is ") {
+		t.Fatalf("the code text %+v %v", p, err)
+	}
+	code := strings.Fields(strings.TrimPrefix(p.Text, "The Weekly: your code is "))[0]
+	code = strings.TrimSuffix(code, ".")
+	if status, page := post("/preferences/phone/confirm", url.Values{"code": {"000000"}}); status != 400 || !strings.Contains(page, "not the code") {
+		t.Fatalf("a wrong code: %d", status)
+	}
+	if got, _ := e.store.PhonesOf(ctx, []int64{sub.ID}); got[0].Number != "" {
+		t.Fatal("a wrong code saved the number")
+	}
+	if status, page := post("/preferences/phone/confirm", url.Values{"code": {code}}); status != 200 || !strings.Contains(page, "Your number is saved") || !strings.Contains(page, "updates:sms") {
+		t.Fatalf("the right code: %d %s", status, page)
+	}
+	got, _ := e.store.PhonesOf(ctx, []int64{sub.ID})
+	if got[0].Number != "+447400123456" || got[0].Source != "preference centre (texted code)" {
+		t.Fatalf("saved %+v", got[0])
+	}
+	if status, _ := post("/preferences/phone", url.Values{"remove": {"1"}}); status != 200 {
+		t.Fatalf("remove: %d", status)
+	}
+	if got, _ := e.store.PhonesOf(ctx, []int64{sub.ID}); got[0].Number != "" {
+		t.Fatalf("the number was kept: %+v", got[0])
 	}
 }

@@ -92,7 +92,10 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderPreferences(w http.ResponseWriter, r *http.Request, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
 	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
 		Name: sub.Name, Timezone: sub.Timezone, Push: s.offerPush(tok)}
-	chans, sms, note, err := s.channelsOffer(r.Context(), sub)
+	chans, sms, note, phone, err := s.channelsOffer(r.Context(), sub)
+	if err == nil && s.smsOn() {
+		d.SMS, err = s.smsOffer(r.Context(), sub, phone)
+	}
 	if err != nil {
 		s.deps.Log.Error("preferences: read the channels", "err", err)
 		fail(w, r, http.StatusServiceUnavailable, "we could not show your preferences just now, please try again")

@@ -236,6 +236,7 @@ func (s *Server) routes() {
 	s.deviceRoutes()
 	s.phoneRoutes()
 	s.smsRoutes()
+	s.phoneCodeRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()

@@ -6,6 +6,8 @@ import "github.com/redis/go-redis/v9"
 // tests of package store_test that name a script by its SHA1
 // (slots_test.go checks that every script variable is here).
 var Scripts = map[string]*redis.Script{
+	"checkCodeScript":       checkCodeScript,
+	"startCodeScript":       startCodeScript,
 	"turnScript":            turnScript,
 	"takeAllowanceScript":   takeAllowanceScript,
 	"setPhoneScript":        setPhoneScript,

@@ -53,13 +53,14 @@ const (
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.
-	sfxPush     = "push:"  // + id: hash endpoint -> "seq created-ms p256dh auth"
-	sfxDevices  = "dev:"   // + id: hash device id -> "seq created-ms platform token" (devices.go)
-	sfxPhone    = "phone:" // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
-	sfxChannels = "chan:"  // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
-	sfxChose    = "chose"  // bitmap: bit idSlot set once the subscriber chose channels for a topic
-	sfxOrder    = "order:" // + channel:id: zset event key -> posted (unix ms), the person's events waiting on that channel (order.go)
-	sfxNumber   = "num:"   // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
+	sfxPush      = "push:"      // + id: hash endpoint -> "seq created-ms p256dh auth"
+	sfxDevices   = "dev:"       // + id: hash device id -> "seq created-ms platform token" (devices.go)
+	sfxPhone     = "phone:"     // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
+	sfxChannels  = "chan:"      // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
+	sfxChose     = "chose"      // bitmap: bit idSlot set once the subscriber chose channels for a topic
+	sfxOrder     = "order:"     // + channel:id: zset event key -> posted (unix ms), the person's events waiting on that channel (order.go)
+	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries: a number the person gave waiting for its texted code (10 minutes)
+	sfxNumber    = "num:"       // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
 	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids
 	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id

@@ -54,6 +54,14 @@ type Phones interface {
 	// it (NumberStopped on STOP, NumberOn on START, NumberRetired for a
 	// number that cannot take SMS).
 	SetNumberState(ctx context.Context, number, state string) error
+	// NumberState is a number's state (NumberOn unless it said STOP or
+	// was retired).
+	NumberState(ctx context.Context, number string) (string, error)
+	// StartPhoneCode, CheckPhoneCode and PendingPhoneCode are a number's
+	// proof by a texted code (the preference centre).
+	StartPhoneCode(ctx context.Context, id int64, number, code string) error
+	CheckPhoneCode(ctx context.Context, id int64, code string) (string, error)
+	PendingPhoneCode(ctx context.Context, id int64) (string, error)
 }
 
 func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
@@ -232,4 +240,117 @@ func (r *Redis) GiveSMSAllowance(ctx context.Context, number, day string) error 
 	_, err1 := r.rdb.Decr(ctx, numberDayKey(number, day)).Result()
 	_, err2 := r.rdb.Decr(ctx, keySMSDay+day).Result()
 	return wrapErr("give back an SMS allowance", errors.Join(err1, err2))
+}
+
+// A number the person gives in the preference centre is theirs once they
+// enter the code texted to it: the code waits with the number, in the
+// person's shard, for PhoneCodeTTL and PhoneCodeTries attempts.
+const (
+	PhoneCodeTTL   = 10 * time.Minute
+	PhoneCodeTries = 5
+	// PhoneCodeEvery is how often a person may ask for a new code.
+	PhoneCodeEvery = time.Minute
+)
+
+// The answers of a code's check.
+var (
+	ErrCodeTooSoon = errors.New("a code was sent less than a minute ago")
+	ErrNoCode      = errors.New("no code is waiting: ask for a new one")
+	ErrWrongCode   = errors.New("that is not the code we sent")
+)
+
+func phoneCodeKey(id int64) string { return idShard(id).key(sfxPhoneCode + strconv.FormatInt(id, 10)) }
+
+// startCodeScript keeps a new code for a number.
+//
+//	KEYS[1]  the person's waiting code (phoneCodeKey)
+//	ARGV[1]  number   ARGV[2] the code's hash   ARGV[3] now (unix ms)
+//	ARGV[4]  the least time between codes (ms)   ARGV[5] ttl (ms)
+//
+// Answers 'ok' or 'soon' (nothing written).
+var startCodeScript = redis.NewScript(`
+local at = tonumber(redis.call('HGET', KEYS[1], 'at') or '0')
+if tonumber(ARGV[3]) - at < tonumber(ARGV[4]) then return 'soon' end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'number', ARGV[1], 'code', ARGV[2], 'at', ARGV[3], 'tries', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 'ok'
+`)
+
+// checkCodeScript checks an entered code.
+//
+//	KEYS[1]  the person's waiting code
+//	ARGV[1]  the entered code's hash   ARGV[2] the most tries
+//
+// Answers {'ok', number} (the code is gone), {'wrong'}, or {'none'} (no
+// code, or the last try spent: the code is gone).
+var checkCodeScript = redis.NewScript(`
+local c = redis.call('HMGET', KEYS[1], 'number', 'code')
+if not c[1] then return {'none'} end
+if c[2] == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return {'ok', c[1]}
+end
+if redis.call('HINCRBY', KEYS[1], 'tries', 1) >= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  return {'none'}
+end
+return {'wrong'}
+`)
+
+// codeHash keeps a code out of Redis as typed: a six-digit code is
+// guessed by tries, not read, and the tries are counted.
+func codeHash(id int64, code string) string {
+	sum := sha256.Sum256([]byte(strconv.FormatInt(id, 10) + ":" + code))
+	return fmt.Sprintf("%x", sum[:16])
+}
+
+// StartPhoneCode keeps code for number as subscriber id's waiting code,
+// replacing one before: ErrCodeTooSoon within PhoneCodeEvery of the last.
+func (r *Redis) StartPhoneCode(ctx context.Context, id int64, number, code string) error {
+	res, err := startCodeScript.Run(ctx, r.rdb, []string{phoneCodeKey(id)}, number, codeHash(id, code),
+		r.now().UnixMilli(), PhoneCodeEvery.Milliseconds(), PhoneCodeTTL.Milliseconds()).Text()
+	if err != nil {
+		return fmt.Errorf("keep a phone code for %d: %w", id, err)
+	}
+	if res == "soon" {
+		return ErrCodeTooSoon
+	}
+	return nil
+}
+
+// CheckPhoneCode checks code against id's waiting one: the number it was
+// sent to when it matches (the code is then spent), ErrWrongCode, or
+// ErrNoCode (none, expired, or its tries spent).
+func (r *Redis) CheckPhoneCode(ctx context.Context, id int64, code string) (string, error) {
+	res, err := checkCodeScript.Run(ctx, r.rdb, []string{phoneCodeKey(id)}, codeHash(id, code), PhoneCodeTries).StringSlice()
+	if err != nil {
+		return "", fmt.Errorf("check a phone code for %d: %w", id, err)
+	}
+	switch {
+	case len(res) == 2 && res[0] == "ok":
+		return res[1], nil
+	case len(res) == 1 && res[0] == "wrong":
+		return "", ErrWrongCode
+	}
+	return "", ErrNoCode
+}
+
+// PendingPhoneCode is the number id's waiting code was sent to ("": none).
+func (r *Redis) PendingPhoneCode(ctx context.Context, id int64) (string, error) {
+	n, err := r.rdb.HGet(ctx, phoneCodeKey(id), "number").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return n, wrapErr("read a waiting phone code", err)
+}
+
+// NumberState is a number's state (NumberOn unless it said STOP or was
+// retired).
+func (r *Redis) NumberState(ctx context.Context, number string) (string, error) {
+	v, err := r.rdb.Get(ctx, numberKey(number)).Result()
+	if errors.Is(err, redis.Nil) {
+		return NumberOn, nil
+	}
+	return v, wrapErr("read a number's state", err)
 }

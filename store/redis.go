@@ -431,7 +431,7 @@ end
 redis.call('SETBIT', ACTIVE, slot(id), 0)
 settopics(id, ARGV[4], '')
 if ARGV[3] == 'u' then
-  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id)
+  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id, PHONECODE .. id)
   redis.call('SETBIT', CHOSE, slot(id), 0)
 end
 dropoutbox({unpack(ARGV, 5)})
@@ -552,7 +552,7 @@ if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
   r[1], r[4] = 'u', ARGV[2]
   count('unsubscribe')
-  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id)
+  redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id, PHONECODE .. id)
   redis.call('SETBIT', CHOSE, slot(id), 0)
 end
 save(id, r)

@@ -35,7 +35,7 @@ local SUBS, INDEX, ACTIVE = PFX .. %q, PFX .. %q, PFX .. %q
 local RECONF, SUPP, SOFT = PFX .. %q, PFX .. %q, PFX .. %q
 local TOPIC, KNOWN, ONBOARD = PFX .. %q, PFX .. %q, PFX .. %q
 local PUSH, SEEN, DEVICES, PHONE = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
-local CHANNELS, CHOSE = PFX .. %q, PFX .. %q
+local CHANNELS, CHOSE, PHONECODE = PFX .. %q, PFX .. %q, PFX .. %q
 local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local OUTBOX, DUE, SEQ = PFX .. %q, PFX .. %q, PFX .. %q
 local DAYTTL, FBCAP, IXBUCKETS = %d, %d, %d
@@ -211,7 +211,7 @@ local function lookup(email)
 end
 `, sfxSeq, Shards, subsPerBucket, sfxSubs, sfxIndex, sfxActive, sfxReconfirm, sfxSupp, sfxSoft,
 	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen, sfxDevices, sfxPhone,
-	sfxChannels, sfxChose,
+	sfxChannels, sfxChose, sfxPhoneCode,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
 	sfxOutbox, sfxDue, sfxSeq,
 	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua

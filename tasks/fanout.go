@@ -183,3 +183,17 @@ func SMSTaskID(key string, id int64) string { return fmt.Sprintf("sms:%s:%d", ke
 
 // NewSMS is p's task (SMS).
 func NewSMS(p SMSPayload) *asynq.Task { return SMS.New(p) }
+
+// SMSCodePayload is the payload of TypeSMSCode: the code that proves a
+// number a person gave in the preference centre, texted to it.
+type SMSCodePayload struct {
+	SubscriberID int64  `json:"subscriber_id"`
+	Number       string `json:"number"`
+	Text         string `json:"text"`
+	// Until is when the code ends: a text that could not go by then is
+	// dropped.
+	Until time.Time `json:"until"`
+}
+
+// NewSMSCode is p's task (SMSCode).
+func NewSMSCode(p SMSCodePayload) *asynq.Task { return SMSCode.New(p) }

@@ -166,6 +166,18 @@ var SMS = define(Kind[SMSPayload]{
 	},
 })
 
+// SMSCode texts a number's proof code, in the sms lane: retried only
+// until the code ends.
+var SMSCode = define(Kind[SMSCodePayload]{
+	Type: TypeSMSCode, Queue: QueueSMS, MaxRetry: 5, Timeout: pushTimeout,
+	ID: func(p SMSCodePayload) string {
+		return fmt.Sprintf("smscode:%d:%d", p.SubscriberID, p.Until.UnixMilli())
+	},
+	Check: func(p SMSCodePayload) error {
+		return need(p.SubscriberID > 0 && p.Number != "" && p.Text != "" && !p.Until.IsZero(), "subscriber, number, text and end")
+	},
+})
+
 // ImportRun reads one uploaded CSV into the list: bulk writes nobody
 // waits for by the second, so behind the mail. It saves a checkpoint after
 // every batch, so a retry (or a worker that takes it over after a

@@ -35,8 +35,10 @@ const (
 	TypeFanout    = "event:fanout"
 	TypeEventMail = "email:event"
 	TypePush      = "push:deliver"
-	// TypeSMS texts one person's number, in the sms lane.
-	TypeSMS = "sms:deliver"
+	// TypeSMS texts one person's number, in the sms lane; TypeSMSCode
+	// texts the code that proves a number a person gave.
+	TypeSMS     = "sms:deliver"
+	TypeSMSCode = "sms:code"
 	// TypeImportRun reads one CSV uploaded through the console
 	// (csvimport.Jobs) into the list, saving a checkpoint after each
 	// batch, so a run taken over after a restart goes on from there.

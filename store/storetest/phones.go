@@ -85,3 +85,46 @@ func testPhones(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("a phone kept after an erasure: %+v", got[0])
 	}
 }
+
+// A number's texted code: kept with the number, at most one a minute; the
+// right code gives the number once; wrong tries are counted and the last
+// one spends the code.
+func testPhoneCodes(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	a, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "code@x.io", Activate: true})
+	must(t, err)
+	if _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("no code sent: %v", err)
+	}
+	must(t, s.StartPhoneCode(ctx, a.ID, "+447400123456", "123456"))
+	if n, err := s.PendingPhoneCode(ctx, a.ID); err != nil || n != "+447400123456" {
+		t.Fatalf("pending: %q %v", n, err)
+	}
+	if err := s.StartPhoneCode(ctx, a.ID, "+447400123457", "654321"); !errors.Is(err, store.ErrCodeTooSoon) {
+		t.Fatalf("a second code within the minute: %v", err)
+	}
+	if _, err := s.CheckPhoneCode(ctx, a.ID, "000000"); !errors.Is(err, store.ErrWrongCode) {
+		t.Fatalf("a wrong code: %v", err)
+	}
+	n, err := s.CheckPhoneCode(ctx, a.ID, "123456")
+	if err != nil || n != "+447400123456" {
+		t.Fatalf("the right code: %q %v", n, err)
+	}
+	if _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("a code used twice: %v", err)
+	}
+	b, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "guess@x.io", Activate: true})
+	must(t, err)
+	must(t, s.StartPhoneCode(ctx, b.ID, "+447400123458", "111111"))
+	for i := 1; i < store.PhoneCodeTries; i++ {
+		if _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrWrongCode) {
+			t.Fatalf("wrong try %d: %v", i, err)
+		}
+	}
+	if _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("the last wrong try: %v, want the code spent", err)
+	}
+	if _, err := s.CheckPhoneCode(ctx, b.ID, "111111"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("the right code after the tries were spent: %v", err)
+	}
+}

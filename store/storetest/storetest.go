@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Devices", testDevices},
 		{"Phones", testPhones},
+		{"PhoneCodes", testPhoneCodes},
 		{"Channels", testChannels},
 		{"PersonOrder", testPersonOrder},
 		{"Issues", testIssues},

@@ -49,7 +49,7 @@ func (h Handlers) routes() []route {
 	add(h.Fanout != nil, on(tasks.Fanout, h.Fanout.HandleFanout), on(tasks.EventMail, h.Fanout.HandleEventMail))
 	add(h.Webhooks != nil, on(tasks.Webhook, h.Webhooks.HandleWebhook))
 	add(h.Push != nil, on(tasks.Push, h.Push.HandlePush))
-	add(h.SMS != nil, on(tasks.SMS, h.SMS.HandleSMS))
+	add(h.SMS != nil, on(tasks.SMS, h.SMS.HandleSMS), on(tasks.SMSCode, h.SMS.HandleSMSCode))
 	add(h.Imports != nil, on(tasks.ImportRun, h.Imports.HandleImportRun))
 	return rs
 }

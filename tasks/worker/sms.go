@@ -32,6 +32,7 @@ type SMSStore interface {
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 	PhonesOf(ctx context.Context, ids []int64) ([]store.Phone, error)
 	SetNumberState(ctx context.Context, number, state string) error
+	NumberState(ctx context.Context, number string) (string, error)
 	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	OrderStore
@@ -189,4 +190,61 @@ func (h *SMSSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 
 func (h *SMSSender) count(result string) {
 	h.Metrics.Notifications.WithLabelValues(LaneSMS, result).Inc()
+}
+
+// HandleSMSCode texts the code that proves a number a person gave. It is
+// not an event's text: no topic or channel is asked, and no mark (a code
+// sent twice is a second text, never a wrong one). A code past its end, a
+// number that replied STOP, or a day's cap reached: dropped (the person
+// asks again). A refusal retires the number or drops the code; a 503
+// retries while the code lasts.
+func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) error {
+	now := h.Now()
+	if !now.Before(p.Until) {
+		h.count("dropped")
+		return nil
+	}
+	state, err := awaitRedis(ctx, h.away(), "read of the number's state", func(ctx context.Context) (string, error) {
+		return h.Store.NumberState(ctx, p.Number)
+	})
+	if err != nil {
+		return fmt.Errorf("sms code: %w", err)
+	}
+	if state == store.NumberStopped {
+		h.Log.Info("sms code: the number replied STOP; not sent", "subscriber", p.SubscriberID)
+		h.count("dropped")
+		return nil
+	}
+	allowed, err := awaitRedis(ctx, h.away(), "count against the day's cap", func(ctx context.Context) (bool, error) {
+		return h.Store.TakeSMSAllowance(ctx, p.Number, now.UTC().Format(time.DateOnly), h.PerNumberDay, h.PerDay)
+	})
+	if err != nil {
+		return fmt.Errorf("sms code: daily cap: %w", err)
+	}
+	if !allowed {
+		h.Log.Warn("sms code: the day's cap reached; not sent", "subscriber", p.SubscriberID)
+		h.count("dropped")
+		return nil
+	}
+	_, err = h.Gateway.Send(ctx, p.Number, p.Text)
+	switch {
+	case err == nil:
+		h.count("sent")
+		return nil
+	case sms.Retire(err):
+		if serr := h.Store.SetNumberState(ctx, p.Number, store.NumberRetired); serr != nil {
+			return fmt.Errorf("sms code: retire the number: %w", serr)
+		}
+		h.count("dropped")
+		return nil
+	case sms.Permanent(err):
+		h.Log.Warn("sms code: refused", "subscriber", p.SubscriberID, "err", err)
+		h.count("dead")
+		return nil
+	}
+	if gerr := h.Store.GiveSMSAllowance(context.Background(), p.Number, now.UTC().Format(time.DateOnly)); gerr != nil {
+		h.Log.Warn("sms code: allowance not given back", "err", gerr)
+	}
+	h.count("retry")
+	return &deliveryFailure{msg: err.Error(), wait: sms.RetryAfter(err)}
 }

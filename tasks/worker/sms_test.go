@@ -150,3 +150,26 @@ func TestSMSWaitsForQuietHoursAndTheDailyCap(t *testing.T) {
 		t.Fatalf("the next day: %v, %d sent", err, len(e.gw.Messages()))
 	}
 }
+
+// TestSMSCode: a number's proof code is texted while it lasts, not to a
+// number that replied STOP, and not past its end.
+func TestSMSCode(t *testing.T) {
+	e := newSMSEnv(t, SMSLimits{}, nil)
+	ctx := context.Background()
+	run := func(number string, until time.Time) error {
+		task := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: 7, Number: number, Text: "Your code is 123456", Until: until})
+		return runTask(ctx, tasks.SMSCode, e.h.HandleSMSCode, task)
+	}
+	if err := run("+447400123456", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 || e.gw.Messages()[0].Body != "Your code is 123456" {
+		t.Fatalf("a code: %v %+v", err, e.gw.Messages())
+	}
+	if err := e.d.store.SetNumberState(ctx, "+447400123457", store.NumberStopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("+447400123457", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 {
+		t.Fatalf("a code to a number that replied STOP: %v, %d sent", err, len(e.gw.Messages()))
+	}
+	if err := run("+447400123458", e.now.Add(-time.Second)); err != nil || len(e.gw.Messages()) != 1 {
+		t.Fatalf("a code past its end: %v, %d sent", err, len(e.gw.Messages()))
+	}
+}

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+
+	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// A person gives their own number in the preference centre: it is theirs
+// for texts once they enter the code texted to it (POST /preferences/phone,
+// then POST /preferences/phone/confirm). Texts themselves are then ticked
+// per topic.
+
+// smsOffer is the page's "Text messages" section.
+type smsOffer struct {
+	Number  string // the person's number, its last digits only ("" : none)
+	Stopped bool   // it replied STOP
+	Pending string // a number a code was texted to, waiting ("" : none)
+}
+
+// smsOn tells whether SMS is configured.
+func (s *Server) smsOn() bool { return s.cfg.SMSAuthToken != "" }
+
+func (s *Server) smsOffer(ctx context.Context, sub store.Subscriber, p store.Phone) (*smsOffer, error) {
+	o := &smsOffer{}
+	if p.Number != "" {
+		o.Number, o.Stopped = maskNumber(p.Number), p.State == store.NumberStopped
+		return o, nil
+	}
+	pending, err := s.deps.Store.PendingPhoneCode(ctx, sub.ID)
+	if pending != "" {
+		o.Pending = maskNumber(pending)
+	}
+	return o, err
+}
+
+func (s *Server) phoneCodeRoutes() {
+	if !s.smsOn() {
+		return
+	}
+	s.mux.HandleFunc("POST /preferences/phone", s.preferencesPhone)
+	s.mux.HandleFunc("POST /preferences/phone/confirm", s.preferencesPhoneConfirm)
+}
+
+// preferencesPhone handles POST /preferences/phone: token and phone texts
+// a code to the number (one a minute at most); token and remove=1 takes
+// the person's number away. A number that does not parse or is not a
+// mobile: 400 with the page and the reason.
+func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
+	in, tok, sub, ok := s.preferencesPost(w, r, phoneFormFields)
+	if !ok {
+		return
+	}
+	if sub.Status != store.Active {
+		s.ended(w, sub.Email)
+		return
+	}
+	ctx := r.Context()
+	if in.get("remove") == "1" {
+		if err := s.deps.Store.DeletePhone(ctx, sub.ID); err != nil && !errors.Is(err, store.ErrNoPhone) {
+			fail(w, r, http.StatusServiceUnavailable, "we could not remove your number just now, please try again")
+			return
+		}
+		s.renderPreferences(w, r, http.StatusOK, tok, sub, "Your number is removed: we send you no more texts.")
+		return
+	}
+	number, err := sms.ParseNumber(in.get("phone"), "")
+	if err != nil {
+		s.renderPreferences(w, r, http.StatusBadRequest, tok, sub, "", err.Error())
+		return
+	}
+	code, err := newCode()
+	if err != nil {
+		fail(w, r, http.StatusServiceUnavailable, "we could not text you a code just now, please try again")
+		return
+	}
+	switch err := s.deps.Store.StartPhoneCode(ctx, sub.ID, number, code); {
+	case errors.Is(err, store.ErrCodeTooSoon):
+		s.renderPreferences(w, r, http.StatusTooManyRequests, tok, sub, "", "We texted you a code less than a minute ago: wait a moment before asking again.")
+		return
+	case err != nil:
+		fail(w, r, http.StatusServiceUnavailable, "we could not text you a code just now, please try again")
+		return
+	}
+	job := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: sub.ID, Number: number,
+		Text:  fmt.Sprintf("%s: your code is %s. It works for %d minutes.", s.cfg.Publisher, code, int(store.PhoneCodeTTL.Minutes())),
+		Until: s.deps.Now().Add(store.PhoneCodeTTL)})
+	if _, err := s.deps.Queue.EnqueueContext(ctx, job); err != nil {
+		s.deps.Log.Error("preferences: queue a phone code", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not text you a code just now, please try again")
+		return
+	}
+	s.renderPreferences(w, r, http.StatusOK, tok, sub, "We texted a code to "+maskNumber(number)+": enter it below.")
+}
+
+// preferencesPhoneConfirm handles POST /preferences/phone/confirm: the
+// code texted to the number makes it the person's (consent source
+// "preference centre"). A wrong code: 400, and a few tries spend it; none
+// waiting: 400.
+func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request) {
+	in, tok, sub, ok := s.preferencesPost(w, r, phoneCodeFields)
+	if !ok {
+		return
+	}
+	if sub.Status != store.Active {
+		s.ended(w, sub.Email)
+		return
+	}
+	ctx := r.Context()
+	number, err := s.deps.Store.CheckPhoneCode(ctx, sub.ID, strings.TrimSpace(in.get("code")))
+	switch {
+	case errors.Is(err, store.ErrWrongCode):
+		s.renderPreferences(w, r, http.StatusBadRequest, tok, sub, "", "That is not the code we texted: try again.")
+		return
+	case errors.Is(err, store.ErrNoCode):
+		s.renderPreferences(w, r, http.StatusBadRequest, tok, sub, "", "No code is waiting (it ends after 10 minutes or 5 tries): ask for a new one.")
+		return
+	case err != nil:
+		fail(w, r, http.StatusServiceUnavailable, "we could not check your code just now, please try again")
+		return
+	}
+	if _, err := s.deps.Store.SetPhone(ctx, sub.ID, number, "preference centre (texted code)"); err != nil {
+		fail(w, r, http.StatusServiceUnavailable, "we could not save your number just now, please try again")
+		return
+	}
+	s.renderPreferences(w, r, http.StatusOK, tok, sub, "Your number is saved. Tick Text message under the topics you want by text.")
+}
+
+// newCode is a six-digit code from the system's random source.
+func newCode() (string, error) {
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%06d", n.Int64()), nil
+}
