@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-scale up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -45,7 +45,7 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation ## every benchmark, one after another
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile ## every benchmark, one after another
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./bench/subscribe
@@ -67,6 +67,12 @@ bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy an
 
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
 	$(GO) run ./bench/push
+
+bench-sms: ## issue #31: N texts (default 20000) as sms:deliver tasks through the sms lane (a worker of 16) into a local Twilio-shaped gateway, beside a bare sms.Client.Send loop of 16 goroutines: texts/s, worker CPU and Redis CPU per text (needs a Redis, default 127.0.0.1:6379 db 15)
+	N=$(or $(N),20000) $(GO) run ./bench/sms
+
+bench-mobile: ## issue #31: N app pushes (default 20000, half FCM, half APNs) as push:deliver tasks through the push lane (32 workers, 8 slots a platform) into local FCM and APNs fakes, beside bare fcm and apns Client.Send loops: pushes/s, worker CPU and Redis CPU per push (needs a Redis, default 127.0.0.1:6379 db 15)
+	N=$(or $(N),20000) $(GO) run ./bench/mobile
 
 bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed)
 	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./bench/digest
