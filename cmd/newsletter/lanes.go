@@ -116,11 +116,13 @@ func appGates(a *app) map[string]*worker.AppGate {
 			}}
 		}
 		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, slots, 0)
+		gates[store.PlatformFCM].Rate = pace.NewLane(a.rdb, "push:fcm", a.cfg.FCMRate)
 	}
 	if k := a.cfg.APNs; k != nil {
 		c := &apns.Client{Key: k.Key, KeyID: k.KeyID, TeamID: k.TeamID, Topic: k.Topic, BaseURL: a.cfg.APNsURL,
 			HTTP: apns.NewHTTPClient(a.cfg.PushCAs)}
 		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, slots, 0)
+		gates[store.PlatformAPNs].Rate = pace.NewLane(a.rdb, "push:apns", a.cfg.APNsRate)
 	}
 	if len(gates) == 0 {
 		return nil

@@ -162,6 +162,10 @@ type Config struct {
 	// default fcm.DefaultBaseURL; tests point it at a fake); nil: off.
 	FCM    *fcm.Credentials
 	FCMURL string
+	// FCMRate and APNsRate are each platform's own rate inside the push
+	// lane, shared by every push worker (NEWSLETTER_FCM_RATE,
+	// NEWSLETTER_APNS_RATE, per second).
+	FCMRate, APNsRate int
 	// APNs is Apple's push service for iOS app installs: the .p8 key
 	// (NEWSLETTER_APNS_KEY_FILE) with its key id, team id and the app's
 	// bundle id as topic (NEWSLETTER_APNS_KEY_ID, _TEAM_ID, _TOPIC), at
@@ -372,6 +376,8 @@ func (p *parser) read() *Config {
 	c.FCM, c.FCMURL = p.fcm()
 	c.APNs, c.APNsURL = p.apns()
 	c.PushCAs = p.certPool("NEWSLETTER_PUSH_CA_FILE")
+	c.FCMRate = p.integer("NEWSLETTER_FCM_RATE", 1000, 1)
+	c.APNsRate = p.integer("NEWSLETTER_APNS_RATE", 1000, 1)
 	c.DKIMEd25519KeyFile = p.str("NEWSLETTER_DKIM_ED25519_KEY_FILE", "")
 	c.DKIMEd25519Selector = p.str("NEWSLETTER_DKIM_ED25519_SELECTOR", "")
 	c.EmailTransport = strings.ToLower(p.str("NEWSLETTER_EMAIL_TRANSPORT", TransportSMTP))

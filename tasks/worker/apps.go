@@ -27,8 +27,14 @@ type AppSender interface {
 // connection: one HTTP/2 connection carries its concurrent requests.)
 type AppGate struct {
 	Sender AppSender
-	slots  chan struct{}
-	wait   time.Duration
+	// Rate, when set, is the platform's own rate, shared by every push
+	// worker (NEWSLETTER_FCM_RATE, NEWSLETTER_APNS_RATE): a notification
+	// past it waits its turn in the queue, not in a worker.
+	Rate interface {
+		TakeN(ctx context.Context, n int) (int, time.Duration, error)
+	}
+	slots chan struct{}
+	wait  time.Duration
 }
 
 // DefaultAppSlots is how many of a push worker's notifications one app
@@ -52,22 +58,30 @@ func NewAppGate(s AppSender, slots int, wait time.Duration) *AppGate {
 	return &AppGate{Sender: s, slots: make(chan struct{}, slots), wait: wait}
 }
 
-// errAppBusy: every slot of the app platform was taken for the whole
-// wait: the notification is retried after a second.
-var errAppBusy = errors.New("the app platform's slots are all in use")
-
-// send sends under a slot, or answers errAppBusy.
+// send sends under a slot and within the platform's rate, or answers a
+// *Deferred: every slot was taken for the whole wait (again in a second),
+// or the rate is spent (again when it has room). Neither counts against
+// the task's retries.
 func (g *AppGate) send(ctx context.Context, token string, n push.Notification) error {
 	t := time.NewTimer(g.wait)
 	defer t.Stop()
 	select {
 	case g.slots <- struct{}{}:
 	case <-t.C:
-		return errAppBusy
+		return &Deferred{Reason: "the app platform's slots are all in use", In: time.Second}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-g.slots }()
+	if g.Rate != nil {
+		got, wait, err := g.Rate.TakeN(ctx, 1)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			return &Deferred{Reason: "the app platform's rate", In: wait}
+		}
+	}
 	return g.Sender.SendApp(ctx, token, n)
 }
 
@@ -121,9 +135,8 @@ func (h *PushSender) notifyApp(ctx context.Context, subID int64, d store.Device,
 	case push.Permanent(err):
 		h.Log.Warn("push: refused, not retried", "subscriber", subID, "platform", d.Platform, "err", err)
 		h.countApp(d.Platform, "dead")
-	case errors.Is(err, errAppBusy):
-		h.countApp(d.Platform, "retry")
-		return &deliveryFailure{msg: d.Platform + ": " + err.Error(), wait: time.Second}
+	case errors.As(err, new(*Deferred)):
+		return err // its slots or its rate: later, not a failure
 	default:
 		h.countApp(d.Platform, "retry")
 		return &deliveryFailure{msg: d.Platform + ": " + err.Error(), wait: push.RetryAfter(err)}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/push"
@@ -150,8 +152,8 @@ func TestAppGateLetsNoPlatformHoldTheLane(t *testing.T) {
 	poll.True(t, poll.BusyMachine, "the first send takes the slot", func() bool { return len(gate.slots) == 1 })
 	task := tasks.NewPush(tasks.PushPayload{Key: "ev:g", SubscriberID: subs[1].ID, Topics: []string{topics.Updates}, Title: "Two"})
 	err := runTask(ctx, tasks.Push, h.HandlePush, task)
-	if err == nil || !IsFailure(err) || !strings.Contains(err.Error(), "slots") {
-		t.Fatalf("a send with the platform's slots taken: %v, want a retry", err)
+	if err == nil || IsFailure(err) || !strings.Contains(err.Error(), "slots") {
+		t.Fatalf("a send with the platform's slots taken: %v, want a wait that is no failure", err)
 	}
 	if got := svc.Received(); len(got) != 2 {
 		t.Fatalf("%d browsers notified, want both: a slow platform held a browser back", len(got))
@@ -162,5 +164,54 @@ func TestAppGateLetsNoPlatformHoldTheLane(t *testing.T) {
 	}
 	if err := runTask(ctx, tasks.Push, h.HandlePush, task); err != nil || len(slow.accepted()) != 2 || len(svc.Received()) != 2 {
 		t.Fatalf("the retry: %v, apps %v, browsers %d", err, slow.accepted(), len(svc.Received()))
+	}
+}
+
+// oneASecond is a platform's rate of one notification, then none.
+type oneASecond struct{ used bool }
+
+func (r *oneASecond) TakeN(context.Context, int) (int, time.Duration, error) {
+	if r.used {
+		return 0, 700 * time.Millisecond, nil
+	}
+	r.used = true
+	return 1, 0, nil
+}
+
+// TestAppRateDefersWithoutFailing: past its platform's own rate an app
+// notification waits for room (the rate's wait, not a failure), its
+// browser notified all the same, and goes once there is room.
+func TestAppRateDefersWithoutFailing(t *testing.T) {
+	d := newDelivery(t)
+	svc, client := newPushService(t)
+	ctx := context.Background()
+	emails := seed(t, d.store, "r", 2)
+	fcm := &appPlatform{}
+	gate := NewAppGate(fcm, 0, 0)
+	rate := &oneASecond{}
+	gate.Rate = rate
+	h := NewHandlers(Deps{Store: d.store, Push: client, Apps: map[string]*AppGate{store.PlatformFCM: gate},
+		PushRetry: RetryPolicy{Base: time.Millisecond, Max: time.Second}, Metrics: d.metrics, Log: discard}).Push
+	var ts []*asynq.Task
+	for i, e := range emails {
+		s, _ := addBrowser(t, d.store, svc, e)
+		if _, err := d.store.AddDevice(ctx, s.ID, store.Device{Platform: store.PlatformFCM, Token: strings.Repeat(string(rune('a'+i)), 40)}); err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tasks.NewPush(tasks.PushPayload{Key: "ev:r", SubscriberID: s.ID, Topics: []string{topics.Updates}, Title: "Hi"}))
+	}
+	if err := runTask(ctx, tasks.Push, h.HandlePush, ts[0]); err != nil {
+		t.Fatal(err)
+	}
+	err := runTask(ctx, tasks.Push, h.HandlePush, ts[1])
+	if err == nil || IsFailure(err) || h.RetryDelay(0, err, ts[1]) != 700*time.Millisecond {
+		t.Fatalf("past the platform's rate: %v, want a wait of the rate's 700ms that is no failure", err)
+	}
+	if len(svc.Received()) != 2 || len(fcm.accepted()) != 1 {
+		t.Fatalf("%d browsers, %d apps", len(svc.Received()), len(fcm.accepted()))
+	}
+	rate.used = false
+	if err := runTask(ctx, tasks.Push, h.HandlePush, ts[1]); err != nil || len(fcm.accepted()) != 2 || len(svc.Received()) != 2 {
+		t.Fatalf("with room again: %v, %d apps, %d browsers", err, len(fcm.accepted()), len(svc.Received()))
 	}
 }
