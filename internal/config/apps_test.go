@@ -18,7 +18,8 @@ import (
 // of no certificate each stop start-up with the setting's name.
 func TestAppPlatforms(t *testing.T) {
 	c, err := Load(env(nil))
-	if err != nil || c.FCM != nil || c.APNs != nil || c.PushCAs != nil || c.FCMURL != fcm.DefaultBaseURL || c.APNsURL != apns.DefaultBaseURL {
+	if err != nil || c.FCM != nil || c.APNs != nil || c.PushCAs != nil || c.FCMURL != fcm.DefaultBaseURL || c.APNsURL != apns.DefaultBaseURL ||
+		c.FCMRate != 1000 || c.APNsRate != 1000 {
 		t.Fatalf("default: fcm %v apns %v %s %s, %v", c.FCM, c.APNs, c.FCMURL, c.APNsURL, err)
 	}
 	f, a := fcmtest.New(t), apnstest.New(t)
