@@ -66,3 +66,41 @@ func TestAppPlatforms(t *testing.T) {
 		}
 	}
 }
+
+// SMS is on with its account, token and sender together, off without;
+// its caps have defaults; a partial set or a sender that is no number,
+// short code or messaging service stops start-up naming the setting.
+func TestSMSSettings(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.SMS != nil {
+		t.Fatalf("default: %+v %v", c.SMS, err)
+	}
+	c, err = Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006"}))
+	if err != nil || c.SMS == nil || c.SMS.URL != "https://api.twilio.com" || c.SMS.MaxSegments != 2 || c.SMS.PerNumberDay != 5 || c.SMS.PerDay != 10000 {
+		t.Fatalf("on: %+v %v", c.SMS, err)
+	}
+	for _, from := range []string{"MG0123456789", "12345"} {
+		if _, err := Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": from})); err != nil {
+			t.Errorf("sender %s: %v", from, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		set  map[string]string
+		want []string
+	}{
+		"partial":  {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1"}, []string{"NEWSLETTER_SMS_AUTH_TOKEN", "NEWSLETTER_SMS_FROM"}},
+		"bad from": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "our shop"}, []string{"NEWSLETTER_SMS_FROM"}},
+		"caps":     {map[string]string{"NEWSLETTER_SMS_MAX_SEGMENTS": "0", "NEWSLETTER_SMS_PER_DAY": "lots"}, []string{"NEWSLETTER_SMS_MAX_SEGMENTS", "NEWSLETTER_SMS_PER_DAY"}},
+	} {
+		_, err := Load(env(c.set))
+		if err == nil {
+			t.Errorf("%s: loaded", name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want it to name %s", name, err, w)
+			}
+		}
+	}
+}
