@@ -374,16 +374,21 @@ func median(ds []time.Duration) time.Duration {
 
 // isolationRound is one round's figures: how long from the event's 202
 // until the last mail was taken, and what the other channels' providers
-// had taken by then (the work the e-mail lane shared the machine with).
+// had been asked and had taken by then (the work the e-mail lane shared
+// the machine with, and whether the trouble was met).
 type isolationRound struct {
 	mail   time.Duration
 	others othersTaken
 }
 
-type othersTaken struct{ web, fcm, apns, texts int }
+type othersTaken struct {
+	web, fcm, apns, texts                     int // taken
+	webTried, fcmTried, apnsTried, textsTried int // requests, whatever their answer
+}
 
 func (o othersTaken) String() string {
-	return fmt.Sprintf("by then %d web pushes, %d FCM, %d APNs, %d texts taken", o.web, o.fcm, o.apns, o.texts)
+	return fmt.Sprintf("by then taken/asked: web push %d/%d, FCM %d/%d, APNs %d/%d, SMS %d/%d",
+		o.web, o.webTried, o.fcm, o.fcmTried, o.apns, o.apnsTried, o.texts, o.textsTried)
 }
 
 // isolationMailTime runs one round: a fresh database of 2,000 readers on
@@ -478,7 +483,10 @@ func isolationMailTime(b *testing.B, troubled bool) isolationRound {
 	}
 	poll.True(b, poll.BusyMachine, "every reader's mail", func() bool { return len(smtpSrv.Messages()) >= subscribers })
 	took := time.Since(start)
-	others := othersTaken{web: len(pushSvc.Received()), fcm: len(fcmSvc.Received()), apns: len(apnsSvc.Received()), texts: len(gw.Messages())}
+	others := othersTaken{
+		web: len(pushSvc.Received()), fcm: len(fcmSvc.Received()), apns: len(apnsSvc.Received()), texts: len(gw.Messages()),
+		webTried: pushSvc.Attempts(), fcmTried: fcmSvc.Sends(), apnsTried: apnsSvc.Requests(), textsTried: gw.Attempts(),
+	}
 	if troubled && others.web+others.apns+others.texts != 0 {
 		b.Fatalf("hung and failing providers took messages: %s", others)
 	}
