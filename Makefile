@@ -62,7 +62,7 @@ bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 
 bench-fanout: ## Redis CPU per recipient and channel of one event fanned out to N readers (default 20000) with e-mail and a browser each (needs a Redis, default 127.0.0.1:6379 db 15)
 	N=$(or $(N),$(FANOUT_N)) $(GO) run ./bench/fanout
 
-bench-isolation: ## the e-mail of one event to 2,000 readers beside a healthy and beside a hung push service, alternated: the e-mail lane's time in each (ISOLATION_ROUNDS, default 3)
+bench-isolation: ## issue #31: the e-mail of one event to 2,000 readers (each with a browser, an app and a number) beside healthy providers and beside every other provider in trouble (web push and SMS hung, APNs 503, FCM slow), rounds alternated: the e-mail lane's time in each round, the medians and troubled/healthy (ISOLATION_ROUNDS, default 3; embedded Redis unless NEWSLETTER_TEST_REDIS_URL)
 	ROUNDS=$(ISOLATION_ROUNDS) $(GO) test -run='^$$' -bench=LaneIsolation -benchtime=1x -count=1 ./cmd/newsletter
 
 bench-push: ## encrypted web push notifications/s and CPU per notification through push.Client (32 senders) into a local push service, vs a bare encrypt-and-post loop
