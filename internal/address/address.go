@@ -66,6 +66,13 @@ func Normalize(raw string) (string, error) {
 		}
 	}
 	domain, err := idnaProfile.ToASCII(s[at+1:])
+	if err == nil {
+		// The mapping can turn a label into one the rules refuse (U+2138
+		// DALET SYMBOL, left-to-right, maps to the Hebrew letter, which is
+		// right-to-left, beside a label that starts with a digit): the
+		// address kept must be one that normalises to itself.
+		_, err = idnaProfile.ToASCII(domain)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: the domain: %v", ErrInvalid, err)
 	}
