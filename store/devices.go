@@ -82,46 +82,14 @@ func decodeDevice(id, v string) (Device, int64, error) {
 	return Device{ID: id, Platform: f[2], Token: f[3], CreatedAt: msTime(f[1])}, seq, nil
 }
 
-// addDeviceScript stores one device of an active subscriber and evicts
-// the oldest past the cap: addPushScript's steps on the devices' hash.
-//
-//	KEYS[1]  the id's shard's anchor
-//	KEYS[2]  the subscriber's devices (deviceKey)
-//	ARGV[1]  subscriber id
-//	ARGV[2]  device id
-//	ARGV[3]  created (unix ms), platform and token, space-separated
-//	ARGV[4]  the cap
-//
-// Answers 'ok', 'notactive' or 'notfound'.
-var addDeviceScript = subscriberScript(`
-local id = ARGV[1]
-if redis.call('GETBIT', ACTIVE, slot(id)) == 0 then
-  if redis.call('HEXISTS', subkey(id), id) == 0 then return 'notfound' end
-  return 'notactive'
-end
-local all = redis.call('HGETALL', KEYS[2])
-local top, seqs = 0, {}
-for i = 1, #all, 2 do
-  if all[i] ~= ARGV[2] then
-    local n = tonumber(all[i + 1]:match('^%d+'))
-    seqs[#seqs + 1] = {n, all[i]}
-    if n > top then top = n end
-  end
-end
-redis.call('HSET', KEYS[2], ARGV[2], (top + 1) .. ' ' .. ARGV[3])
-table.sort(seqs, function(a, b) return a[1] < b[1] end)
-local over = #seqs + 1 - tonumber(ARGV[4])
-for i = 1, over do redis.call('HDEL', KEYS[2], seqs[i][2]) end
-return 'ok'
-`)
-
 // AddDevice implements Devices.
 func (r *Redis) AddDevice(ctx context.Context, id int64, d Device) (Device, error) {
 	if d.Platform == "" || d.Token == "" || strings.ContainsAny(d.Platform, " ") {
 		return Device{}, fmt.Errorf("device of %d: platform and token are needed", id)
 	}
 	d.ID, d.CreatedAt = DeviceID(d.Platform, d.Token), r.now().UTC().Truncate(time.Millisecond)
-	res, err := addDeviceScript.Run(ctx, r.rdb, []string{anchor(idShard(id)), deviceKey(id)}, id, d.ID, encodeDevice(d), MaxDevices).Text()
+	// The same steps as a browser's, on the devices' hash (addPushScript).
+	res, err := addPushScript.Run(ctx, r.rdb, []string{anchor(idShard(id)), deviceKey(id)}, id, d.ID, encodeDevice(d), MaxDevices).Text()
 	if err != nil {
 		return Device{}, fmt.Errorf("store a device of %d: %w", id, err)
 	}

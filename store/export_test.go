@@ -12,7 +12,6 @@ var Scripts = map[string]*redis.Script{
 	"takeAllowanceScript":   takeAllowanceScript,
 	"setPhoneScript":        setPhoneScript,
 	"setChannelsScript":     setChannelsScript,
-	"addDeviceScript":       addDeviceScript,
 	"addItemScript":         addItemScript,
 	"addPushScript":         addPushScript,
 	"addWebhookScript":      addWebhookScript,

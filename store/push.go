@@ -79,14 +79,15 @@ func decodePush(endpoint, v string) (PushSubscription, int64, error) {
 	return PushSubscription{Endpoint: endpoint, P256DH: p256dh, Auth: auth, CreatedAt: msTime(f[1])}, seq, nil
 }
 
-// addPushScript stores one browser of an active subscriber and evicts the
-// oldest past the cap.
+// addPushScript stores one browser (or one app install: AddDevice) of an
+// active subscriber and evicts the oldest past the cap.
 //
 //	KEYS[1]  the id's shard's anchor
-//	KEYS[2]  the subscriber's browsers (pushKey)
+//	KEYS[2]  the subscriber's browsers (pushKey) or devices (deviceKey)
 //	ARGV[1]  subscriber id
-//	ARGV[2]  endpoint
-//	ARGV[3]  created (unix ms), p256dh and auth, space-separated
+//	ARGV[2]  endpoint (a device: its id)
+//	ARGV[3]  created (unix ms) and the browser's keys (a device: its
+//	         platform and token), space-separated
 //	ARGV[4]  the cap
 //
 // Writes the browser's field (its value prefixed with a sequence number
