@@ -200,7 +200,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		ClaimTTL:    a.cfg.ClaimTTL,
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
-		Push:        pushSender(a), Apps: appGates(a), PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		Push:        pushSender(a), Apps: appGates(a), Services: &worker.ServiceGates{Slots: max(1, a.cfg.PushConcurrency/4)}, PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 		SMSRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
 	if c := a.cfg.SMS; c != nil {

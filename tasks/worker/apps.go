@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"sync"
 	"time"
 
 	"github.com/newsletter/newsletter/push"
@@ -63,26 +65,18 @@ func NewAppGate(s AppSender, slots int, wait time.Duration) *AppGate {
 // or the rate is spent (again when it has room). Neither counts against
 // the task's retries.
 func (g *AppGate) send(ctx context.Context, token string, n push.Notification) error {
-	t := time.NewTimer(g.wait)
-	defer t.Stop()
-	select {
-	case g.slots <- struct{}{}:
-	case <-t.C:
-		return &Deferred{Reason: "the app platform's slots are all in use", In: time.Second}
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-g.slots }()
-	if g.Rate != nil {
-		got, wait, err := g.Rate.TakeN(ctx, 1)
-		if err != nil {
-			return err
+	return g.hold(ctx, func() error {
+		if g.Rate != nil {
+			got, wait, err := g.Rate.TakeN(ctx, 1)
+			if err != nil {
+				return err
+			}
+			if got == 0 {
+				return &Deferred{Reason: "the app platform's rate", In: wait}
+			}
 		}
-		if got == 0 {
-			return &Deferred{Reason: "the app platform's rate", In: wait}
-		}
-	}
-	return g.Sender.SendApp(ctx, token, n)
+		return g.Sender.SendApp(ctx, token, n)
+	})
 }
 
 // appMark is the delivery mark of key's notification to one app install
@@ -152,4 +146,56 @@ func (h *PushSender) countApp(platform, result string) {
 	if h.Metrics != nil && h.Metrics.AppNotifications != nil {
 		h.Metrics.AppNotifications.WithLabelValues(platform, result).Inc()
 	}
+}
+
+// ServiceGates are the browsers' push services' gates (one per push
+// service host: Google's, Mozilla's, Apple's…), made as they are first
+// met, each with slots as an app platform has: a push service that hangs
+// holds that many of the lane's workers, not all of them, and the app
+// platforms and the other push services keep the rest.
+type ServiceGates struct {
+	Slots int
+	Wait  time.Duration
+	mu    sync.Mutex
+	gates map[string]*AppGate
+}
+
+// serviceOf names a browser's push service: its endpoint's host and port.
+func serviceOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// gate is host's gate.
+func (s *ServiceGates) gate(host string) *AppGate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gates == nil {
+		s.gates = map[string]*AppGate{}
+	}
+	g, ok := s.gates[host]
+	if !ok {
+		g = NewAppGate(nil, s.Slots, s.Wait)
+		s.gates[host] = g
+	}
+	return g
+}
+
+// hold runs send under a slot of host's gate, or answers a *Deferred
+// when every slot stayed taken for the gate's wait.
+func (g *AppGate) hold(ctx context.Context, send func() error) error {
+	t := time.NewTimer(g.wait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+	case <-t.C:
+		return &Deferred{Reason: "the push service's slots are all in use", In: time.Second}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.slots }()
+	return send()
 }

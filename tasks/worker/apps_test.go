@@ -11,7 +11,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
@@ -213,5 +215,63 @@ func TestAppRateDefersWithoutFailing(t *testing.T) {
 	rate.used = false
 	if err := runTask(ctx, tasks.Push, h.HandlePush, ts[1]); err != nil || len(fcm.accepted()) != 2 || len(svc.Received()) != 2 {
 		t.Fatalf("with room again: %v, %d apps, %d browsers", err, len(fcm.accepted()), len(svc.Received()))
+	}
+}
+
+// TestPushServiceGate: a browser push service that hangs holds its own
+// slots of the lane, no more: another browser of it waits (no failure),
+// while a browser of another push service is notified at once; once the
+// service answers again, both go.
+func TestPushServiceGate(t *testing.T) {
+	d := newDelivery(t)
+	pub, priv, err := push.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := push.NewVAPID(pub, priv, "mailto:ops@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := netguard.Guard{AllowPrivate: true}
+	client := push.NewClient(v, g.Client(netguard.Limits{Timeout: 5 * time.Second}))
+	// Two push services (two hosts) for browsers of the same site.
+	hung, other := pushtest.New(t, pub), pushtest.New(t, pub)
+	ctx := context.Background()
+	emails := seed(t, d.store, "s", 3)
+	a, _ := addBrowser(t, d.store, hung, emails[0])
+	b, _ := addBrowser(t, d.store, hung, emails[1])
+	c, _ := addBrowser(t, d.store, other, emails[2])
+	gates := &ServiceGates{Slots: 1, Wait: 20 * time.Millisecond}
+	h := NewHandlers(Deps{Store: d.store, Push: client, Services: gates,
+		PushRetry: RetryPolicy{Base: time.Millisecond, Max: time.Second}, Metrics: d.metrics, Log: discard}).Push
+	task := func(id int64) *asynq.Task {
+		return tasks.NewPush(tasks.PushPayload{Key: "ev:s", SubscriberID: id, Topics: []string{topics.Updates}, Title: "Hi"})
+	}
+	hung.Hang()
+	first := make(chan error, 1)
+	go func() { first <- runTask(ctx, tasks.Push, h.HandlePush, task(a.ID)) }()
+	poll.True(t, poll.BusyMachine, "the first push holds its service's slot", func() bool {
+		return len(gates.gate(serviceOf(hung.NewSubscription().Endpoint)).slots) == 1
+	})
+	err = runTask(ctx, tasks.Push, h.HandlePush, task(b.ID))
+	if err == nil || IsFailure(err) || !strings.Contains(err.Error(), "slots") {
+		t.Fatalf("a second browser of the hung service: %v, want a wait that is no failure", err)
+	}
+	if err := runTask(ctx, tasks.Push, h.HandlePush, task(c.ID)); err != nil || len(other.Received()) != 1 {
+		t.Fatalf("a browser of another push service: %v, %d received", err, len(other.Received()))
+	}
+	hung.Recover()
+	// The held request is answered 503 when the service recovers: that
+	// task retries, as any 503.
+	if err := <-first; err == nil || !IsFailure(err) {
+		t.Fatalf("the held push: %v, want a retry", err)
+	}
+	for _, id := range []int64{a.ID, b.ID} {
+		if err := runTask(ctx, tasks.Push, h.HandlePush, task(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(hung.Received()) != 2 {
+		t.Fatalf("%d received after the recovery, want both browsers", len(hung.Received()))
 	}
 }

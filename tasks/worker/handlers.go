@@ -97,6 +97,7 @@ type Deps struct {
 	// Apps send to app installs by platform (FCM, APNs; nil or empty:
 	// none), in the push lane.
 	Apps      map[string]*AppGate
+	Services  *ServiceGates
 	PushRetry RetryPolicy
 
 	// SMS texts through the gateway (nil: no sms lane handler, SMS is
@@ -189,7 +190,7 @@ func NewHandlers(d Deps) Handlers {
 	}
 	var pushes *PushSender // nil: neither web push nor an app platform is on, the push lane runs nothing
 	if d.Push != nil || len(d.Apps) > 0 {
-		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
+		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Services: d.Services, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
 	}
 	var texts *SMSSender // nil: SMS is off, the sms lane runs nothing
 	if d.SMS != nil {

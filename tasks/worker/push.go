@@ -49,6 +49,9 @@ type PushSender struct {
 	// store.PlatformAPNs), each behind its own gate (apps.go); a
 	// platform without one is not notified.
 	Apps map[string]*AppGate
+	// Services gate the browsers' push services, one gate per host (nil:
+	// no gate: a push service that hangs may hold every worker).
+	Services *ServiceGates
 	// Retry is the lane's backoff; a push service's Retry-After wins when
 	// it asks for longer.
 	Retry     RetryPolicy
@@ -164,7 +167,15 @@ func (h *PushSender) recipient(ctx context.Context, p tasks.PushPayload) (sub st
 // mark the task has claimed, and settles the mark. It returns the error
 // the task retries on (nil: sent, or dropped for good).
 func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.PushSubscription, mark store.Mark, payload []byte) error {
-	err := h.Push.Send(ctx, push.Subscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}, payload, push.Options{})
+	send := func() error {
+		return h.Push.Send(ctx, push.Subscription{Endpoint: b.Endpoint, P256DH: b.P256DH, Auth: b.Auth}, payload, push.Options{})
+	}
+	var err error
+	if h.Services != nil {
+		err = h.Services.gate(serviceOf(b.Endpoint)).hold(ctx, send)
+	} else {
+		err = send()
+	}
 	if err == nil {
 		// Not under the task's context: the notification is out, and
 		// its mark must be written even if the task was cancelled.
@@ -180,6 +191,8 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 		h.Log.Warn("push: claim not released", "err", rerr)
 	}
 	switch {
+	case errors.As(err, new(*Deferred)):
+		return err // its push service's slots: later, not a failure
 	case errors.Is(err, push.ErrGone):
 		if derr := h.Store.DeletePushSubscription(ctx, subID, b.Endpoint); derr != nil {
 			// Retried: the push service says gone again, and the
