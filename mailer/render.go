@@ -52,6 +52,17 @@ type Data struct {
 	ArchiveURL string
 }
 
+// layoutFuncs give the HTML layout what html/template would otherwise
+// strip: Outlook for Windows ignores max-width, so it alone is given a
+// fixed 600 px table inside conditional comments, which are HTML comments
+// to every other client.
+var layoutFuncs = htmltemplate.FuncMap{
+	"outlookOpen": func() htmltemplate.HTML {
+		return `<!--[if mso]><table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" align="center"><tr><td><![endif]-->`
+	},
+	"outlookClose": func() htmltemplate.HTML { return `<!--[if mso]></td></tr></table><![endif]-->` },
+}
+
 // Renderer holds the parsed templates for every kind.
 type Renderer struct {
 	text map[string]*texttemplate.Template
@@ -110,7 +121,7 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		if err != nil {
 			return nil, err
 		}
-		h := htmltemplate.New(k + ".html")
+		h := htmltemplate.New(k + ".html").Funcs(layoutFuncs)
 		// The subject comes from the text template, where it is defined
 		// once; the HTML title needs it too.
 		subject := r.text[k].Lookup("subject")

@@ -91,10 +91,12 @@ func TestMailboxPage(t *testing.T) {
 	}
 }
 
-// The layout holds in clients that drop <body> styles and ignore
-// max-width (Outlook for Windows): a wrapper table of fixed width carries
-// the background and the width.
-func TestLayoutIsAFixedWidthTable(t *testing.T) {
+// The layout is fluid (a card of width 100% up to max-width 600 px, so a
+// phone shows it whole: TestLayoutReadsOnAPhone measures it in Chromium);
+// Outlook for Windows, which ignores max-width, gets a fixed 600 px table
+// inside conditional comments that html/template would strip were they
+// written in the template. No styles on <body>, which clients drop.
+func TestLayoutIsFluidWithAFixedTableForOutlook(t *testing.T) {
 	r, err := NewRenderer("")
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +108,17 @@ func TestLayoutIsAFixedWidthTable(t *testing.T) {
 	if !strings.Contains(m.HTML, "<body>") || strings.Contains(m.HTML, "<body ") {
 		t.Error("the body element carries attributes or styles")
 	}
-	if strings.Contains(m.HTML, "max-width") {
-		t.Error("max-width is ignored by Outlook for Windows")
+	if !strings.Contains(m.HTML, `style="width:100%;max-width:600px;`) {
+		t.Error("no fluid card")
 	}
-	if !strings.Contains(m.HTML, `<table role="presentation" width="560"`) || !strings.Contains(m.HTML, "width:560px") {
-		t.Error("no fixed-width wrapper table")
+	if strings.Contains(m.HTML, "width:560px") {
+		t.Error("a fixed width outside Outlook's conditional comment")
+	}
+	if !strings.Contains(m.HTML, `<!--[if mso]><table role="presentation" width="600"`) || !strings.Contains(m.HTML, `<!--[if mso]></td></tr></table><![endif]-->`) {
+		t.Error("no fixed-width table for Outlook")
+	}
+	if !strings.Contains(m.HTML, "@media only screen and (max-width:620px)") {
+		t.Error("no rules for phones")
 	}
 }
 
