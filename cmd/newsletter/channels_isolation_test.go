@@ -16,7 +16,6 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/pushtest"
-	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -45,7 +44,7 @@ func TestChannelIsolation(t *testing.T) {
 		t.Skip("2,000 readers on four channels, and waits for asynq to recover a killed worker's tasks")
 	}
 	const readers, smsConcurrency = 2000, 4
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := longTestRedis(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()

@@ -332,7 +332,7 @@ func TestWorkerKilledMidIssue(t *testing.T) {
 		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
 	}
 	const readers, concurrency = 2000, 4
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := longTestRedis(t)
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetDelay(2 * time.Millisecond)
 	emails := seedReaders(t, versionedStore(t, rdb), "k", readers, "updates")

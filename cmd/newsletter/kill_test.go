@@ -12,7 +12,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -61,7 +60,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
 	}
 	const subscribers, concurrency = 2000, 4
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := longTestRedis(t)
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetDelay(2 * time.Millisecond)
 	st := versionedStore(t, rdb)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -29,6 +30,8 @@ import (
 type redisServer struct {
 	bin, dir, port string
 	cmd            *exec.Cmd
+	// ephemeral: nothing on disk (a server that is never restarted).
+	ephemeral bool
 }
 
 func startRedisServer(t *testing.T) *redisServer {
@@ -37,7 +40,12 @@ func startRedisServer(t *testing.T) *redisServer {
 	if err != nil {
 		t.Skip("redis-server not installed")
 	}
-	r := &redisServer{bin: bin, dir: t.TempDir(), port: strings.Split(freeAddr(t), ":")[1]}
+	return newRedisServer(t, bin, false)
+}
+
+func newRedisServer(t *testing.T, bin string, ephemeral bool) *redisServer {
+	t.Helper()
+	r := &redisServer{bin: bin, dir: t.TempDir(), port: strings.Split(freeAddr(t), ":")[1], ephemeral: ephemeral}
 	r.start(t)
 	t.Cleanup(func() {
 		if r.cmd != nil {
@@ -52,8 +60,13 @@ func (r *redisServer) url() string { return "redis://127.0.0.1:" + r.port + "/0"
 
 func (r *redisServer) start(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command(r.bin, "--port", r.port, "--bind", "127.0.0.1", "--dir", r.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	args := []string{"--port", r.port, "--bind", "127.0.0.1", "--dir", r.dir, "--save", ""}
+	if r.ephemeral {
+		args = append(args, "--appendonly", "no")
+	} else {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	r.cmd = exec.Command(r.bin, args...)
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +89,25 @@ func (r *redisServer) stop(t *testing.T) {
 	r.cmd = nil
 }
 
+// longTestRedis gives one of the package's long tests (a minute or two,
+// most of it waiting for asynq's recoverer) a redis-server of its own, so
+// that the long tests run side by side (t.Parallel) rather than one after
+// another. Without redis-server the test takes the package's database
+// (the embedded miniredis, or db DBCommand of NEWSLETTER_TEST_REDIS_URL)
+// and runs alone.
+func longTestRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return redistest.New(t, redistest.DBCommand)
+	}
+	t.Parallel()
+	srv := newRedisServer(t, bin, true)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + srv.port})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, srv.url()
+}
+
 // TestRedisRestartMidDigest restarts Redis (append-only file on, a few
 // seconds down) while a worker process sends a digest at a real send rate
 // through the shared limiter. The batches in flight wait for Redis at each
@@ -91,6 +123,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	}
 	const subscribers, batch, concurrency = 3000, 50, 4
 	srv := startRedisServer(t)
+	t.Parallel() // a Redis of its own, as the other long tests (longTestRedis)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + srv.port})
 	t.Cleanup(func() { _ = rdb.Close() })
 	smtpSrv := smtptest.Start(t)

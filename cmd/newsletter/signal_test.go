@@ -68,6 +68,9 @@ func TestMakeRunCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary through the Makefile")
 	}
+	// Minutes of compiling on a fresh machine: beside the long tests that
+	// wait on asynq's recoverer (longTestRedis), not before them.
+	t.Parallel()
 	makePath, err := exec.LookPath("make")
 	if err != nil {
 		t.Skip("no make on this machine")
