@@ -170,7 +170,7 @@ func TestChannelIsolation(t *testing.T) {
 	if later.pending["email"] != 0 {
 		t.Fatalf("e-mail lane: %d pending after every mail went out", later.pending["email"])
 	}
-	alertFires(t, first, later, tasks.LaneSMS)
+	alertFires(t, first, later, tasks.LaneSMS, tasks.LaneEmail, tasks.LaneWebhook)
 
 	t.Logf("sms lane backed up at %s", time.Since(began).Round(time.Second))
 	// The providers recover; a second sms worker joins and is killed.
