@@ -2,9 +2,9 @@ package topics
 
 import (
 	"errors"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
