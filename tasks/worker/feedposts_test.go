@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
@@ -282,5 +284,85 @@ func TestFeedPostsEachOnce(t *testing.T) {
 	// None of it became an item of the topic's digest.
 	if items, err := e.d.store.ItemsAfter(ctx, topics.Updates, 0, 10); err != nil || len(items) != 0 {
 		t.Fatalf("items %+v %v", items, err)
+	}
+}
+
+// TestFeedPostQuietHours: a post is an issue like any other, so quiet
+// hours hold it per reader: at 23:00 in Berlin the reader there gets it
+// at 08:00 her time, the reader without a time zone at once.
+func TestFeedPostQuietHours(t *testing.T) {
+	d := newDelivery(t)
+	ctx := context.Background()
+	blog := &postsBlog{}
+	srv := httptest.NewServer(blog)
+	defer srv.Close()
+	set, err := topics.Parse(fmt.Appendf(nil, "topics:\n- {id: digest, name: D}\n- {id: updates, name: U, feeds: [{url: %s, mode: each}]}\n", srv.URL), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, d.store, "night", 1, func(r *store.SubscribeRequest) { r.Topics, r.Timezone = []string{topics.Updates}, "Europe/Berlin" })
+	seed(t, d.store, "utc", 1, func(r *store.SubscribeRequest) { r.Topics = []string{topics.Updates} })
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	night := time.Date(2099, 12, 7, 23, 0, 0, 0, berlin) // ahead of the real clock: what is held stays scheduled
+	window, _ := quiet.Parse("22:00-08:00")
+	render, _ := mailer.NewRenderer("")
+	rec := &recorder{}
+	links := newHandlersLinks()
+	links.Topics = set
+	h := NewHandlers(Deps{Store: d.store, Mailer: rec, Render: render, Log: discard, Queue: d.client, Quiet: quiet.New(&window),
+		Links: links, Now: func() time.Time { return night },
+		Feeds: &feeds.Fetcher{Timeout: 10 * time.Second, Guard: netguard.Guard{AllowPrivate: true}}})
+
+	// The first poll sees the feed empty; then a post comes.
+	if err := h.Feeds.PollAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blog.add("late")
+	if err := h.Feeds.PollAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The issue's plan, then its batches, as the worker would run them
+	// (due at the test's clock, ahead of the real one: scheduled).
+	run := func(typ string) {
+		t.Helper()
+		pending, err := d.insp.ListPendingTasks(tasks.QueueCritical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduled, err := d.insp.ListScheduledTasks(tasks.QueueCritical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		for _, ti := range append(pending, scheduled...) {
+			if ti.Type != typ {
+				continue
+			}
+			task := asynq.NewTask(ti.Type, ti.Payload)
+			if typ == tasks.TypeIssuePlan {
+				err = runTask(ctx, tasks.IssuePlan, h.Issues.HandleIssuePlan, task)
+			} else {
+				err = runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, task)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.insp.DeleteTask(tasks.QueueCritical, ti.ID); err != nil {
+				t.Fatal(err)
+			}
+			ran++
+		}
+		if ran == 0 {
+			t.Fatalf("no %s task", typ)
+		}
+	}
+	run(tasks.TypeIssuePlan)
+	run(tasks.TypeIssueEmail)
+	if rec.count() != 1 || rec.sent[0].To != "utc0000@example.org" || rec.sent[0].Subject != "Post late" {
+		t.Fatalf("at 23:00 Berlin: %d mails %+v", rec.count(), rec.sent)
+	}
+	held, err := d.insp.ListScheduledTasks(tasks.QueueCritical)
+	if err != nil || len(held) != 1 || !held[0].NextProcessAt.Equal(time.Date(2099, 12, 8, 8, 0, 0, 0, berlin)) {
+		t.Fatalf("held batches %+v %v, want one at 08:00 Berlin", held, err)
 	}
 }
