@@ -44,12 +44,10 @@ const (
 const FeedStateTTL = 30 * 24 * time.Hour
 
 // FeedPost is an entry of a feed in mode each, made into the content of
-// the issue it becomes if it is new.
+// the issue it becomes if it is new (its slug made from the subject).
 type FeedPost struct {
 	EntryID string
 	Content IssueContent
-	// Slug is the slug wanted for its issue (-2, -3… when taken).
-	Slug string
 }
 
 // FeedRelease is what a feed in mode each has to send: the issues let out

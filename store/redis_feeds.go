@@ -156,11 +156,7 @@ func (r *Redis) SaveFeedPosts(ctx context.Context, topic, url, etag, lastModifie
 		if err != nil {
 			return 0, fmt.Errorf("save posts of %s: %w", url, err)
 		}
-		slug := p.Slug
-		if slug == "" {
-			slug = Slugify(p.Content.Subject)
-		}
-		args = append(args, p.EntryID, doc, slug)
+		args = append(args, p.EntryID, doc, Slugify(p.Content.Subject))
 	}
 	n, err := saveFeedPostsScript.Run(ctx, r.rdb, []string{key, key + sfxFeedSeen, key + sfxFeedWait, keyIssueSeq, keyIssues, keyIssueSlugs}, args...).Int()
 	if err != nil {
