@@ -74,11 +74,13 @@ type Renderer struct {
 	// digestBody makes the weekly digest issue's Markdown
 	// (digestissue.go).
 	digestBody *texttemplate.Template
+	// postBody makes the Markdown of a feed entry's issue (postissue.go).
+	postBody *texttemplate.Template
 }
 
 // NewRenderer parses the embedded templates of every kind and of the
 // sequence's steps. A file of the same name in overrideDir (KIND.txt,
-// KIND.html, layout.html or digest.md) replaces the embedded one, so an operator can
+// KIND.html, layout.html, digest.md or post.md) replaces the embedded one, so an operator can
 // restyle mails without a rebuild; a step's template may exist only there.
 // Errors name the file.
 func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
@@ -145,6 +147,13 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		return nil, fmt.Errorf("template %s: %w", DigestBodyTemplate, err)
 	}
 	if r.digestBody, err = parseDigestBody(md); err != nil {
+		return nil, err
+	}
+	post, err := read(PostBodyTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", PostBodyTemplate, err)
+	}
+	if r.postBody, err = parsePostBody(post); err != nil {
 		return nil, err
 	}
 	return r, nil

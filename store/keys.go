@@ -66,7 +66,10 @@ const (
 	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id
 	prefixItems  = "nl:{pub}:items:"          // + topic other than digest: zset of its item ids, score = id
 	prefixItem   = "nl:{pub}:item:"           // + id: item hash t, u, s, p, tp (topic; absent: digest)
-	prefixFeed   = "nl:{pub}:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base; + :seen, zset of entry ids, score = last seen (unix ms)
+	prefixFeed   = "nl:{pub}:feed:"           // + feedKey(topic, url): hash reg, etag, lm, base, day, dayn; + sfxFeed…: its zsets below
+	sfxFeedSeen  = ":seen"                    // on a feed's key: zset of entry ids, score = last seen (unix ms)
+	sfxFeedWait  = ":wait"                    // on a feed's key (mode each): zset of the issue ids of entries waiting for a day's room, score = id
+	sfxFeedOut   = ":out"                     // on a feed's key (mode each): zset of the issue ids let out (counted in their day), to send, score = id
 	prefixRun    = "nl:{pub}:digest:"         // + period: the run hash
 	keyLastItem  = "nl:{pub}:digest:lastitem" // highest item id any run took
 	keyLatestRun = "nl:{pub}:digest:latest"   // period of the latest run

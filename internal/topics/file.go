@@ -163,15 +163,26 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 // maxFeedURL bounds a feed's address (it names Redis keys and log lines).
 const maxFeedURL = 2048
 
-// feeds reads a topic's list of feed URLs: absolute http(s), no
-// credentials (they would be logged), each once.
-func (v *validator) feeds(n *yaml.Node, topic string) []string {
+// feeds reads a topic's list of feeds: each a URL (mode digest), or a
+// mapping {url, mode, max_per_day}. A URL is absolute http(s), has no
+// credentials (they would be logged), and is listed once per topic.
+func (v *validator) feeds(n *yaml.Node, topic string) []Feed {
 	if n.Kind != yaml.SequenceNode {
-		v.add(n.Line, "topic %q: feeds: want a list of feed URLs, e.g. [https://example.com/feed.xml]", topic)
+		v.add(n.Line, "topic %q: feeds: want a list of feed URLs, e.g. [https://example.com/feed.xml], or of {url, mode, max_per_day}", topic)
 		return nil
 	}
-	var out []string
-	for _, un := range n.Content {
+	var out []Feed
+	for _, fn := range n.Content {
+		f := Feed{Topic: topic, Mode: FeedDigest}
+		un := fn
+		if fn.Kind == yaml.MappingNode {
+			fields := v.mapping(fn, fmt.Sprintf("topic %q: feed", topic), "url", "mode", "max_per_day")
+			if un = fields["url"]; un == nil {
+				v.add(fn.Line, "topic %q: feed: missing url", topic)
+				continue
+			}
+			f.Mode, f.MaxPerDay = v.feedMode(fields, topic)
+		}
 		raw := v.str(un, fmt.Sprintf("topic %q: feed", topic))
 		if raw == "" {
 			if un.Kind == yaml.ScalarNode {
@@ -190,13 +201,41 @@ func (v *validator) feeds(n *yaml.Node, topic string) []string {
 		case len(raw) > maxFeedURL || strings.ContainsAny(raw, " \t"):
 			v.add(un.Line, "topic %q: feed %q: want at most %d characters and no spaces", topic, raw, maxFeedURL)
 			continue
-		case slices.Contains(out, raw):
+		case slices.ContainsFunc(out, func(o Feed) bool { return o.URL == raw }):
 			v.add(un.Line, "topic %q: feed %q: listed twice", topic, raw)
 			continue
 		}
-		out = append(out, raw)
+		f.URL = raw
+		out = append(out, f)
 	}
 	return out
+}
+
+// feedMode reads a feed mapping's mode and max_per_day: max_per_day is
+// for mode each alone (a digest feed's entries wait for the week anyway),
+// and defaults there to DefaultFeedMaxPerDay.
+func (v *validator) feedMode(fields map[string]*yaml.Node, topic string) (mode string, maxPerDay int) {
+	mode = FeedDigest
+	if mn := fields["mode"]; mn != nil {
+		mode = v.str(mn, fmt.Sprintf("topic %q: feed mode", topic))
+		if !slices.Contains(FeedModes, mode) {
+			v.add(mn.Line, "topic %q: feed mode %q: want %s (entries become digest items, the default) or %s (each entry an issue of its own)", topic, mode, FeedDigest, FeedEach)
+			mode = FeedDigest
+		}
+	}
+	mn := fields["max_per_day"]
+	switch {
+	case mn != nil && mode != FeedEach:
+		v.add(mn.Line, "topic %q: feed max_per_day: only for mode %s (a digest feed's entries wait for the digest)", topic, FeedEach)
+	case mn != nil:
+		if err := mn.Decode(&maxPerDay); err != nil || mn.Kind != yaml.ScalarNode || maxPerDay < 1 || maxPerDay > MaxFeedMaxPerDay {
+			v.add(mn.Line, "topic %q: feed max_per_day %q: want a whole number from 1 to %d (issues a day from this feed)", topic, mn.Value, MaxFeedMaxPerDay)
+			maxPerDay = DefaultFeedMaxPerDay
+		}
+	case mode == FeedEach:
+		maxPerDay = DefaultFeedMaxPerDay
+	}
+	return mode, maxPerDay
 }
 
 func (v *validator) sequence(n *yaml.Node, s *Set) Sequence {

@@ -25,9 +25,10 @@ type Topic struct {
 	// Default: ticked on the signup form, and given to subscribers who
 	// were on the list before topics existed.
 	Default bool
-	// Feeds are RSS or Atom feeds whose new entries become this topic's
-	// digest items (absolute http(s) URLs, each once per topic).
-	Feeds []string
+	// Feeds are RSS or Atom feeds whose new entries reach this topic's
+	// readers (absolute http(s) URLs, each once per topic): as items of
+	// its digest, or each as an issue of its own (Feed.Mode).
+	Feeds []Feed
 	// Private keeps the topic's sent issues out of the public archive and
 	// feed (the file's "archive: false"; topics are public by default).
 	Private bool
@@ -84,19 +85,43 @@ func (s *Set) IDs() []string {
 	return out
 }
 
+// The modes of a feed: what its new entries become.
+const (
+	// FeedDigest: each new entry is an item of the topic, listed in its
+	// digest (the default, and the only mode before modes existed).
+	FeedDigest = "digest"
+	// FeedEach: each new entry is an issue of the topic of its own, sent
+	// to the topic's readers at once, at most MaxPerDay a day.
+	FeedEach = "each"
+)
+
+// FeedModes are the values of a feed's mode, the default first.
+var FeedModes = []string{FeedDigest, FeedEach}
+
+// The bounds of a feed's max_per_day (mode each): a feed that posts more
+// is a firehose, better read as a digest.
+const (
+	DefaultFeedMaxPerDay = 3
+	MaxFeedMaxPerDay     = 24
+)
+
 // Feed is one feed of the topics file with the topic its entries go to.
 type Feed struct {
 	Topic string
 	URL   string
+	// Mode is FeedDigest or FeedEach.
+	Mode string
+	// MaxPerDay, in mode FeedEach, is how many of the feed's entries
+	// become issues sent in one UTC day; the others wait for the next
+	// day (0 in mode FeedDigest).
+	MaxPerDay int
 }
 
 // Feeds are every topic's feeds, in the file's order.
 func (s *Set) Feeds() []Feed {
 	var out []Feed
 	for _, t := range s.Topics {
-		for _, u := range t.Feeds {
-			out = append(out, Feed{Topic: t.ID, URL: u})
-		}
+		out = append(out, t.Feeds...)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,15 @@ func TestLoadTheSpecFormat(t *testing.T) {
 	if r, _ := s.Topic("research"); r.Description != "Long reads, once a month." || r.Default {
 		t.Fatalf("research %+v", r)
 	}
-	want := []Feed{{"research", "https://example.org/research/feed.xml"}, {"research", "http://blog.example.net/atom"}}
-	if got := s.Feeds(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("feeds %+v", got)
+	want := []Feed{
+		{Topic: "research", URL: "https://example.org/research/feed.xml", Mode: FeedDigest},
+		{Topic: "research", URL: "http://blog.example.net/atom", Mode: FeedDigest},
+		{Topic: "research", URL: "https://example.org/research/posts.xml", Mode: FeedEach, MaxPerDay: DefaultFeedMaxPerDay},
+		{Topic: "research", URL: "https://example.org/research/news.xml", Mode: FeedEach, MaxPerDay: 5},
+		{Topic: "research", URL: "https://example.org/research/links.xml", Mode: FeedDigest},
+	}
+	if got := s.Feeds(); !slices.Equal(got, want) {
+		t.Fatalf("feeds %+v\nwant %+v", got, want)
 	}
 }
 
@@ -45,6 +52,13 @@ func TestBadFeedsNameFileAndLine(t *testing.T) {
 		`line 12: topic "updates": feed "https://example.org/ok.xml": listed twice`,
 		`line 13: topic "updates": feed: want text`,
 		`line 14: topic "updates": feed: empty URL`,
+		`line 15: topic "updates": feed mode "every": want digest (entries become digest items, the default) or each`,
+		`line 17: topic "updates": feed max_per_day "0": want a whole number from 1 to 24`,
+		`line 20: topic "updates": feed max_per_day "many": want a whole number from 1 to 24`,
+		`line 23: topic "updates": feed max_per_day "25": want a whole number from 1 to 24`,
+		`line 25: topic "updates": feed max_per_day: only for mode each`,
+		`line 26: topic "updates": feed: missing url`,
+		`line 27: topic "updates": feed: unknown field "every" (known: url, mode, max_per_day)`,
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("the error repeats a password: %v", err)

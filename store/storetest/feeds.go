@@ -68,3 +68,77 @@ func testFeeds(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("digest run items: %+v", run.Items)
 	}
 }
+
+// FeedPosts (mode each): the first saved poll only marks the backlog
+// seen; later, each new entry becomes one draft issue of its content,
+// however often the same answer is saved; waiting issues are let out at
+// most the cap a day, oldest first, and stay out until done; one a
+// publisher moved meanwhile leaves uncounted.
+func testFeedPosts(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	const url = "https://blog.example/posts.xml"
+	post := func(id string) store.FeedPost {
+		return store.FeedPost{EntryID: id, Content: store.IssueContent{Subject: "Post " + id, Body: "Body of " + id, Topics: []string{"updates"}}}
+	}
+	_, err := s.FeedState(ctx, "updates", url)
+	must(t, err)
+	n, err := s.SaveFeedPosts(ctx, "updates", url, `"v1"`, "", []store.FeedPost{post("a"), post("b")})
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("the first poll made %d issues of the backlog", n)
+	}
+	if st, err := s.FeedState(ctx, "updates", url); err != nil || !st.Baselined || st.ETag != `"v1"` || st.Registered.IsZero() {
+		t.Fatalf("state after the first poll: %+v %v", st, err)
+	}
+	for i, want := range []int{3, 0} { // the same answer twice: made once
+		n, err = s.SaveFeedPosts(ctx, "updates", url, `"v2"`, "", []store.FeedPost{post("a"), post("b"), post("c"), post("d"), post("e")})
+		must(t, err)
+		if n != want {
+			t.Fatalf("save %d of three new entries made %d issues, want %d", i+1, n, want)
+		}
+	}
+	drafts, err := s.ListIssues(ctx, store.IssueDraft, 0, 10)
+	must(t, err)
+	if len(drafts) != 3 || drafts[2].Subject != "Post c" || drafts[0].Subject != "Post e" || drafts[2].Slug != "post-c" || drafts[2].Topics[0] != "updates" || drafts[2].Body != "Body of c" {
+		t.Fatalf("drafts: %+v", drafts)
+	}
+	c, d, e := drafts[2].ID, drafts[1].ID, drafts[0].ID
+
+	// The cap is 2 on day 1: c and d go out, e waits.
+	rel, err := s.ReleaseFeedPosts(ctx, "updates", url, "2026-03-02", 2)
+	must(t, err)
+	if len(rel.Out) != 2 || rel.Out[0] != c || rel.Out[1] != d || rel.Waiting != 1 {
+		t.Fatalf("day 1: %+v, want out [%d %d], 1 waiting", rel, c, d)
+	}
+	// Asked again the same day (a retry, a restart): the same two, no more.
+	rel, err = s.ReleaseFeedPosts(ctx, "updates", url, "2026-03-02", 2)
+	must(t, err)
+	if len(rel.Out) != 2 || rel.Waiting != 1 {
+		t.Fatalf("day 1 again: %+v", rel)
+	}
+	must(t, s.FeedPostDone(ctx, "updates", url, c))
+	must(t, s.FeedPostDone(ctx, "updates", url, d))
+	if rel, err = s.ReleaseFeedPosts(ctx, "updates", url, "2026-03-02", 2); err != nil || len(rel.Out) != 0 || rel.Waiting != 1 {
+		t.Fatalf("day 1 after both were done: %+v %v", rel, err)
+	}
+	// A publisher cancels e while it waits; a new entry f comes. Day 2
+	// lets f out, counted; e leaves the list uncounted.
+	is, err := s.Issue(ctx, e)
+	must(t, err)
+	must2(t)(s.TransitionIssue(ctx, e, []string{store.IssueDraft}, store.IssueCancelled, store.IssueChange{Round: is.Round}))
+	n, err = s.SaveFeedPosts(ctx, "updates", url, `"v3"`, "", []store.FeedPost{post("f"), post("e")})
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("one new entry made %d issues", n)
+	}
+	rel, err = s.ReleaseFeedPosts(ctx, "updates", url, "2026-03-03", 1)
+	must(t, err)
+	if len(rel.Out) != 1 || rel.Out[0] == e || rel.Waiting != 0 {
+		t.Fatalf("day 2: %+v (e, cancelled, is %d)", rel, e)
+	}
+	// The same feed in digest mode under another topic is a feed of its
+	// own: none of these entries is seen there.
+	if st, err := s.FeedState(ctx, "digest", url); err != nil || st.Baselined {
+		t.Fatalf("the digest topic's copy: %+v %v", st, err)
+	}
+}

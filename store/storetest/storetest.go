@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"Topics", testTopics},
 		{"SuppressedHaveNoTopics", testSuppressedHaveNoTopics},
 		{"Feeds", testFeeds},
+		{"FeedPosts", testFeedPosts},
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Devices", testDevices},

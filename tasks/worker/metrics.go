@@ -43,9 +43,11 @@ type Metrics struct {
 	// mail again.
 	TransportPaused *prometheus.GaugeVec // lane
 	// FeedPolls counts the polls of the topics file's feeds by result
-	// (FeedResults); FeedItems the entries that became items.
-	FeedPolls *prometheus.CounterVec // result
-	FeedItems prometheus.Counter
+	// (FeedResults); FeedItems the entries that became items, FeedIssues
+	// those (of feeds in mode each) that became issues of their own.
+	FeedPolls  *prometheus.CounterVec // result
+	FeedItems  prometheus.Counter
+	FeedIssues prometheus.Counter
 	// Notifications count the attempts of the notification lanes (web
 	// push, webhooks) by lane and NotificationResults; WebhooksDisabled
 	// the webhook endpoints disabled for failing (or 410 Gone).
@@ -122,6 +124,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FeedItems: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_feed_items_total", Help: "Feed entries that became items of their topic.",
 		}),
+		FeedIssues: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsletter_feed_issues_total", Help: "Entries of feeds in mode each that became issues of their own (sent as their day's cap allows).",
+		}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_notifications_total", Help: "Notification attempts by lane (push, webhook) and result (sent, retry, dead, dropped).",
 		}, []string{"lane", "result"}),
@@ -164,7 +169,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
-			m.FeedPolls, m.FeedItems, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
+			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
 	}
 	return m
 }
