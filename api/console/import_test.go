@@ -137,7 +137,9 @@ func TestImportBrokenQuoteThroughConsole(t *testing.T) {
 		t.Fatalf("upload: %d %s", p.code, p.body)
 	}
 	s, _ := waitImport(t, b, p.location)
-	if s.State != csvimport.StateDone || s.Lines != 2006 || s.LinesDone != 2006 || s.Read != 2005 || s.Added != 2004 || s.Present != 0 ||
+	// A busy machine may fail a batch (a Redis timeout) after it stored
+	// some rows: its retry counts those as already present.
+	if s.State != csvimport.StateDone || s.Lines != 2006 || s.LinesDone != 2006 || s.Read != 2005 || s.Added+s.Present != 2004 ||
 		s.RejectedTotal != 1 || len(s.Rejected) != 1 || s.Rejected[0].Line != 51 || !strings.Contains(s.Rejected[0].Reason, "unbalanced quote") {
 		t.Fatalf("import: %+v", s)
 	}
@@ -148,7 +150,7 @@ func TestImportBrokenQuoteThroughConsole(t *testing.T) {
 	// checkpoint: the status page can say done a moment before it.
 	poll.Until(t, poll.BusyMachine, func() error {
 		entries, err := e.st.AuditEntries(t.Context(), "", 1)
-		if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Detail, "2005 rows read: 2004 added as active, 0 already present, 0 erased skipped, 1 rejected (done)") {
+		if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Detail, fmt.Sprintf("2005 rows read: %d added as active, %d already present, 0 erased skipped, 1 rejected (done)", s.Added, s.Present)) {
 			return fmt.Errorf("audit: %+v %v", entries, err)
 		}
 		return nil

@@ -59,17 +59,26 @@ func (r *ImportRunner) HandleImportRun(ctx context.Context, p tasks.ImportRunPay
 	if err != nil {
 		return err
 	}
+	// saved is the last checkpoint: every line up to its Line is stored.
+	// The importer's running progress (im.Progress) is not: it counts the
+	// lines of the batch that failed, which the retry must read again.
+	saved := st.Progress
 	im := &csvimport.Importer{Store: r.Store, Queue: r.Queue, Pending: st.Pending, Now: r.Now, Topics: r.Topics, Batch: r.Batch,
 		Checkpoint: func(ctx context.Context, prog csvimport.Progress) error {
-			return r.Jobs.Checkpoint(ctx, p.ID, prog, "")
+			if err := r.Jobs.Checkpoint(ctx, p.ID, prog, ""); err != nil {
+				return err
+			}
+			saved = prog
+			return nil
 		}}
 	prog, err := im.Run(ctx, bytes.NewReader(data), st.Lines, st.Progress)
 	if err == nil || errors.Is(err, csvimport.ErrIncomplete) || lastTry(ctx) {
 		return r.finish(ctx, st, prog, err)
 	}
 	if ctx.Err() == nil {
-		// Shown on the page while the retry waits; the checkpoint stays.
-		if cerr := r.Jobs.Checkpoint(context.WithoutCancel(ctx), p.ID, im.Progress(), err.Error()); cerr != nil {
+		// Shown on the page while the retry waits, beside the checkpoint
+		// the retry resumes from.
+		if cerr := r.Jobs.Checkpoint(context.WithoutCancel(ctx), p.ID, saved, err.Error()); cerr != nil {
 			r.Log.Warn("import: the retry's reason was not saved", "import", p.ID, "err", cerr)
 		}
 	}
