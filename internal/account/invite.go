@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
 )
 
 // InviteTTL is how long an invite link works.
