@@ -46,6 +46,9 @@ type Account struct {
 	// LastFailure; a sign-in resets them.
 	Failures    int
 	LastFailure time.Time
+	// SessionGen grows with each password change: a session made before
+	// names an older one and has ended (AccountSessionRef).
+	SessionGen int64
 }
 
 // Invite is an open invitation, found by its token's hash.
@@ -97,7 +100,8 @@ type Accounts interface {
 	SignedIn(ctx context.Context, id int64) error
 	// SignInFailed counts a failed sign-in: the failures in a row now.
 	SignInFailed(ctx context.Context, id int64) (int, error)
-	// SetPassword replaces the password's hash.
+	// SetPassword replaces the password's hash and ends every session of
+	// the account (SessionGen grows).
 	SetPassword(ctx context.Context, id int64, hash string) error
 	// SetPendingTOTP keeps a new TOTP secret until it is confirmed.
 	SetPendingTOTP(ctx context.Context, id int64, secret string) error
@@ -309,11 +313,12 @@ func parseAccount(id int64, v map[string]string) Account {
 	ms := func(f string) time.Time { return unixMilli(v[f], 10) }
 	step, _ := strconv.ParseInt(v["step"], 10, 64)
 	fails, _ := strconv.Atoi(v["fails"])
+	gen, _ := strconv.ParseInt(v["gen"], 10, 64)
 	return Account{
 		ID: id, Email: v["email"], Role: adminauth.Role(v["role"]), PasswordHash: v["pw"],
 		TOTPSecret: v["totp"], TOTPStep: step, PendingTOTP: v["pend"],
 		Created: ms("created"), LastSignIn: ms("last"), Suspended: v["susp"] == "1",
-		Failures: fails, LastFailure: ms("failat"),
+		Failures: fails, LastFailure: ms("failat"), SessionGen: gen,
 	}
 }
 
@@ -434,9 +439,29 @@ func (r *Redis) SignInFailed(ctx context.Context, id int64) (int, error) {
 	return n, nil
 }
 
+// setPasswordScript replaces the password and ends the sessions.
+//
+//	KEYS[1]  the account's key
+//	ARGV[1]  the password's hash
+//
+// Answers 1, or 0 when there is no account.
+var setPasswordScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'pw', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'gen', 1)
+return 1
+`)
+
 // SetPassword implements Accounts.
 func (r *Redis) SetPassword(ctx context.Context, id int64, hash string) error {
-	return r.setFields(ctx, id, "pw", hash)
+	n, err := setPasswordScript.Run(ctx, r.rdb, []string{accountKey(id)}, hash).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrAccountNotFound
+	}
+	return nil
 }
 
 // SetPendingTOTP implements Accounts.
@@ -484,19 +509,28 @@ func (r *Redis) SetSuspended(ctx context.Context, id int64, suspended bool) erro
 }
 
 // SessionAccount is the prefix of a session's token field that names an
-// account instead of a token's hash ("acct:" + id): a session checks its
-// account on every request, as a token's checks the token.
+// account instead of a token's hash ("acct:" + id + ":" + SessionGen): a
+// session checks its account on every request, as a token's checks the
+// token, and ends once the account's password changed.
 const SessionAccount = "acct:"
 
-// AccountSessionRef is the session's reference to account id.
-func AccountSessionRef(id int64) string { return SessionAccount + strconv.FormatInt(id, 10) }
+// AccountSessionRef is the session's reference to a.
+func AccountSessionRef(a Account) string {
+	return SessionAccount + strconv.FormatInt(a.ID, 10) + ":" + strconv.FormatInt(a.SessionGen, 10)
+}
 
-// AccountOfSessionRef reads AccountSessionRef back.
-func AccountOfSessionRef(ref string) (int64, bool) {
+// AccountOfSessionRef reads AccountSessionRef back: the account's id and
+// the SessionGen it was made under.
+func AccountOfSessionRef(ref string) (id, gen int64, ok bool) {
 	s, ok := strings.CutPrefix(ref, SessionAccount)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil && id > 0
+	ids, gens, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	id, err1 := strconv.ParseInt(ids, 10, 64)
+	gen, err2 := strconv.ParseInt(gens, 10, 64)
+	return id, gen, err1 == nil && err2 == nil && id > 0
 }

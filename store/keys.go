@@ -193,7 +193,7 @@ const (
 	keyAccountSeq    = "nl:{acct}:seq"     // counter for account ids
 	keyAccounts      = "nl:{acct}:ids"     // zset of account ids, score = created (unix ms)
 	keyAccountEmails = "nl:{acct}:email"   // hash normalised address -> account id
-	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, fails, failat
+	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, fails, failat, gen, by
 	prefixAccountRC  = "nl:{acct}:rc:"     // + id: set of the SHA-256 of the unused recovery codes
 	keyInvites       = "nl:{acct}:invites" // zset of invite hashes, score = expiry (unix ms)
 	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp (expires with the invite)

@@ -89,7 +89,7 @@ func (h *Handler) startAccountSession(w http.ResponseWriter, r *http.Request, a 
 		h.storeAway(w, r, err)
 		return false
 	}
-	id, _, err := h.sessions.start(r.Context(), p, store.AccountSessionRef(a.ID))
+	id, _, err := h.sessions.start(r.Context(), p, store.AccountSessionRef(a))
 	if err != nil {
 		h.storeAway(w, r, err)
 		return false

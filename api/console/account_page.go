@@ -62,7 +62,8 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, code int
 }
 
 // changePassword is POST /admin/account/password: the current password,
-// and a new one that passes the rules, typed twice.
+// and a new one that passes the rules, typed twice. Every other session
+// of the account ends; this browser stays signed in.
 func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 	a, ok := h.myAccount(w, r)
 	if !ok {
@@ -96,6 +97,15 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.record(r, audit.AccountPasswordChanged, audit.Account(a.Email), "")
+	// Every session of the account ended with the change (a stolen
+	// session does not outlive the password): this one starts anew.
+	if err := h.sessions.end(r.Context(), h.sessionID(r)); err != nil {
+		h.d.Log.Warn("console: ending the session of a changed password failed", "err", err)
+	}
+	a, ok = h.myAccount(w, r)
+	if !ok || !h.startAccountSession(w, r, a, "after a password change") {
+		return
+	}
 	done(w, r, "/admin/account", "password")
 }
 

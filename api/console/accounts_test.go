@@ -328,9 +328,21 @@ func TestAccountPage(t *testing.T) {
 		}
 		mustContain(t, c.why, p, c.why)
 	}
-	if p := ed.post("/admin/account/password", url.Values{"current": {edPassword}, "password": {newPassword}, "repeat": {newPassword}}); p.code != http.StatusSeeOther {
-		t.Fatalf("change password: %d\n%s", p.code, p.body)
+	// A second session (another device) signed in before the change.
+	e.clock.add(account.TOTPPeriod * time.Second)
+	other := e.browser(t)
+	c, _ := account.Code(secret, e.clock.Now())
+	if p := other.signIn("ed@example.org", edPassword, c); p.code != http.StatusSeeOther {
+		t.Fatalf("a second session: %d", p.code)
 	}
+	changed := ed.post("/admin/account/password", url.Values{"current": {edPassword}, "password": {newPassword}, "repeat": {newPassword}})
+	if changed.code != http.StatusSeeOther {
+		t.Fatalf("change password: %d\n%s", changed.code, changed.body)
+	}
+	if p := other.get("/admin/"); p.code != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/login") {
+		t.Fatalf("another session after the password changed: %d to %q, want the sign-in page", p.code, p.location)
+	}
+	mustContain(t, "the changer's own session", ed.get(changed.location), "your other sessions have ended", `id="account-email">ed@example.org<`)
 	e.clock.add(account.TOTPPeriod * time.Second)
 	code, _ := account.Code(secret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", edPassword, code); p.code != http.StatusUnauthorized {

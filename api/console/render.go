@@ -136,7 +136,7 @@ var notices = map[string]string{
 	"revoked":    "The token was revoked; its sessions have ended.",
 	"item":       "The item was added.",
 	"signed-out": "Signed out.",
-	"password":   "Your password was changed.",
+	"password":   "Your password was changed; your other sessions have ended.",
 	"invited":    "The invite was mailed; its link works once, for 48 hours.",
 	"role":       "The role was changed; it holds from that person's next click.",
 	"suspended":  "The account was suspended: it cannot sign in, and its sessions have ended.",

@@ -100,7 +100,8 @@ func testAccounts(t *testing.T, _ Harness, s store.Store) {
 		t.Fatal(err)
 	}
 	now, err := a.Account(ctx, acct.ID)
-	if err != nil || now.Failures != 0 || now.LastSignIn.IsZero() || now.Role != adminauth.Viewer || !now.Suspended || now.PasswordHash != "pw-hash-2" {
+	if err != nil || now.Failures != 0 || now.LastSignIn.IsZero() || now.Role != adminauth.Viewer || !now.Suspended || now.PasswordHash != "pw-hash-2" ||
+		now.SessionGen != byMail.SessionGen+1 {
 		t.Fatalf("after changes: %+v %v", now, err)
 	}
 
@@ -125,6 +126,12 @@ func testAccounts(t *testing.T, _ Harness, s store.Store) {
 	}
 
 	// Nothing is made of an unknown account.
+	if id, gen, ok := store.AccountOfSessionRef(store.AccountSessionRef(now)); !ok || id != acct.ID || gen != now.SessionGen {
+		t.Fatalf("a session's reference read back: %d %d %v", id, gen, ok)
+	}
+	if err := a.SetPassword(ctx, 999, "x"); !errors.Is(err, store.ErrAccountNotFound) {
+		t.Fatalf("password of an unknown account: %v", err)
+	}
 	if err := a.SetRole(ctx, 999, adminauth.Admin); !errors.Is(err, store.ErrAccountNotFound) {
 		t.Fatalf("role of an unknown account: %v", err)
 	}
