@@ -68,6 +68,8 @@ var routeRoles = map[string]struct {
 	"POST /api/webhooks/{id}/enable":               {role: adminauth.Admin},
 	"GET /api/audit":                               {role: adminauth.Admin},
 	"GET /api/imports/{id}":                        {role: adminauth.Admin},
+	"POST /api/accounts/invites":                   {role: adminauth.Admin},
+	"GET /api/accounts":                            {role: adminauth.Admin},
 	"/monitoring/":                                 {role: adminauth.Admin, basic: true},
 }
 
@@ -104,7 +106,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	deps := Deps{
 		Store: st, Jobs: jobs, Queue: client, Tasks: asynq.NewInspectorFromRedisClient(rdb),
-		Signer: token.NewSigner([]byte("0123456789abcdef"), 0), Log: log, Tokens: st,
+		Signer: token.NewSigner([]byte("0123456789abcdef"), 0), Log: log, Tokens: st, Accounts: st,
 		MetricsHandler: http.NotFoundHandler(), Archive: st,
 		Markdown: MarkdownFunc(func(src string) (template.HTML, error) { return template.HTML(template.HTMLEscapeString(src)), nil }),
 		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},

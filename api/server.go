@@ -160,6 +160,9 @@ type Deps struct {
 	Markdown MarkdownRenderer
 	// Imports serve GET /api/imports/{id} (nil: no such route).
 	Imports ImportStatuses
+	// Accounts serve /api/accounts (the console's accounts; nil: no such
+	// routes). An invite's mail is queued on Queue.
+	Accounts AccountStore
 }
 
 // Server is the HTTP API.
@@ -241,6 +244,7 @@ func (s *Server) routes() {
 	s.auditRoutes()
 	s.peopleRoutes()
 	s.importRoutes()
+	s.accountRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

@@ -19,6 +19,9 @@ const (
 	KindUnsubscribe = "unsubscribe"
 	// KindIssue is an issue a publisher wrote (Markdown).
 	KindIssue = "issue"
+	// KindInvite invites a colleague to the console: transactional, to
+	// one person, never a list's (not among Kinds: it has no template).
+	KindInvite = "invite"
 )
 
 // Kinds lists every kind of mail.

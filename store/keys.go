@@ -186,3 +186,18 @@ const (
 	dayCounterTTL  = 100 * 24 * time.Hour // the overview shows 90 days
 	sentKeyForever = 1 << 52              // the score of a keyless shared mark's key: it never expires
 )
+
+// The console's accounts (accounts.go): people who sign in with an
+// address, a password and a TOTP code, under the tag {acct}, a slot of
+// their own. Secrets are kept only as hashes (argon2id for passwords,
+// SHA-256 for invite tokens and recovery codes); the TOTP secret is kept
+// as it is (checking a code needs it), like the webhooks' secrets.
+const (
+	keyAccountSeq    = "nl:{acct}:seq"     // counter for account ids
+	keyAccounts      = "nl:{acct}:ids"     // zset of account ids, score = created (unix ms)
+	keyAccountEmails = "nl:{acct}:email"   // hash normalised address -> account id
+	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, fails, failat, gen, by
+	prefixAccountRC  = "nl:{acct}:rc:"     // + id: set of the SHA-256 of the unused recovery codes
+	keyInvites       = "nl:{acct}:invites" // zset of invite hashes, score = expiry (unix ms)
+	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp (expires with the invite)
+)

@@ -188,6 +188,17 @@ var ImportRun = define(Kind[ImportRunPayload]{
 	Check: func(p ImportRunPayload) error { return need(p.ID != "", "job id") },
 })
 
+// AccountInvite mails an invite to the console: a person may be waiting
+// for it, like a confirmation. It is not kept once sent (its link is a
+// secret); its retries end before the link would.
+var AccountInvite = define(Kind[AccountInvitePayload]{
+	Type: TypeAccountInvite, Queue: QueueTransactional, MaxRetry: 10, Timeout: time.Minute,
+	ID: func(p AccountInvitePayload) string { return "invite:" + p.Hash },
+	Check: func(p AccountInvitePayload) error {
+		return need(p.Hash != "" && p.Email != "" && p.Link != "" && !p.Expires.IsZero(), "hash, email, link and expiry")
+	},
+})
+
 // need is a Check's answer: nil when ok, else that the payload lacks what.
 func need(ok bool, what string) error {
 	if ok {

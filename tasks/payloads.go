@@ -86,3 +86,15 @@ type FeedbackPayload struct {
 type ImportRunPayload struct {
 	ID string `json:"id"`
 }
+
+// AccountInvitePayload is the payload of TypeAccountInvite: the invite
+// link (its token is kept nowhere else but in this task until the mail is
+// sent: the store has only its hash), for whom, by whom, until when.
+type AccountInvitePayload struct {
+	Hash    string    `json:"hash"` // the token's hash: the task's id
+	Email   string    `json:"email"`
+	Role    string    `json:"role"`
+	By      string    `json:"by"`
+	Link    string    `json:"link"`
+	Expires time.Time `json:"expires"`
+}

@@ -43,6 +43,9 @@ const (
 	// (csvimport.Jobs) into the list, saving a checkpoint after each
 	// batch, so a run taken over after a restart goes on from there.
 	TypeImportRun = "import:run"
+	// TypeAccountInvite mails a colleague the link that makes them an
+	// account of the console (internal/account).
+	TypeAccountInvite = "email:invite"
 )
 
 // The e-mail lane's queues (lanes.go has the others). A confirmation is

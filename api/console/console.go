@@ -63,6 +63,10 @@ type Store interface {
 // failure budget every guarded route shares (*adminauth.Guard).
 type Guard interface {
 	AuthenticateRequest(r *http.Request, token string) (Principal, error)
+	// Failed spends a failed account sign-in from r's client against the
+	// same budget (nil while it has failures left, else after a hold a
+	// *adminauth.TooManyError).
+	Failed(r *http.Request) *adminauth.TooManyError
 }
 
 // TokenStore finds stored tokens by their hash (store.Redis): each
@@ -111,8 +115,14 @@ type Deps struct {
 	Guard Guard
 	// EnvToken is NEWSLETTER_ADMIN_TOKEN: its sessions last while it is
 	// the configured one.
-	EnvToken   string
-	Tokens     TokenStore // nil: only EnvToken signs in
+	EnvToken string
+	Tokens   TokenStore // nil: only EnvToken signs in
+	// Accounts are the people who sign in with an address, a password
+	// and a TOTP code (store.Redis; nil: tokens only, no account pages).
+	Accounts store.Accounts
+	// Hold waits before a failed account sign-in is answered, longer the
+	// more the account failed in a row (time.Sleep; tests record it).
+	Hold       func(time.Duration)
 	TokenAdmin TokenAdmin // nil: the Tokens screen only says how
 	Audit      Trail
 	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
@@ -152,6 +162,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Hold == nil {
+		d.Hold = time.Sleep
 	}
 	if d.TestGate == nil {
 		d.TestGate = &issues.TestGate{Now: d.Now}

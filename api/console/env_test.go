@@ -140,6 +140,27 @@ type env struct {
 	insp   *asynq.Inspector
 	rdb    *redis.Client
 	subs   console.Subscriptions
+	// holds are the waits before failed sign-ins were answered: the
+	// accounts' (console.Deps.Hold) and the client budget's.
+	holds holds
+}
+
+// holds records waits instead of waiting.
+type holds struct {
+	mu      sync.Mutex
+	account []time.Duration
+	client  []time.Duration
+}
+
+func (h *holds) onAccount(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.account = append(h.account, d)
+}
+func (h *holds) onClient(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.client = append(h.client, d)
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -165,12 +186,12 @@ func newEnv(t testing.TB) *env {
 			t.Fatal(err)
 		}
 	}
-	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens), allow: 1000}
+	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens).WithHold(e.holds.onClient), allow: 1000}
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
 	e.subs = apiSrv
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
-		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
+		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 		TestGate: &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
 	})

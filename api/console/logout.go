@@ -2,8 +2,10 @@ package console
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/audit"
 )
 
 // logout is POST /admin/logout: the session is deleted in Redis, so the
@@ -18,6 +20,15 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.clearCookie(w)
-	h.record(r, actionSignedOut, "token:"+principalOf(r).Name, "")
+	h.record(r, actionSignedOut, sessionTarget(principalOf(r)), "")
 	done(w, r, "/admin/login", "signed-out")
+}
+
+// sessionTarget names who a session was in the audit log: an account by
+// its address (token names cannot hold an '@'), else a token.
+func sessionTarget(p Principal) string {
+	if strings.Contains(p.Name, "@") {
+		return audit.Account(p.Name)
+	}
+	return "token:" + p.Name
 }

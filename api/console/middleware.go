@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/store"
 )
 
 func withPrincipal(ctx context.Context, p Principal) context.Context {
@@ -67,6 +68,9 @@ func (h *Handler) require(need Role, next http.HandlerFunc) http.Handler {
 // revoked (or NEWSLETTER_ADMIN_TOKEN changed), so its sessions end with
 // their next request.
 func (h *Handler) live(ctx context.Context, tokenHash string) (Principal, bool, error) {
+	if id, gen, ok := store.AccountOfSessionRef(tokenHash); ok {
+		return h.liveAccount(ctx, id, gen)
+	}
 	if h.d.EnvToken != "" && subtle.ConstantTimeCompare([]byte(tokenHash), []byte(adminauth.HashToken(h.d.EnvToken))) == 1 {
 		return adminauth.EnvPrincipal, true, nil
 	}
@@ -81,6 +85,24 @@ func (h *Handler) live(ctx context.Context, tokenHash string) (Principal, bool, 
 		return Principal{}, false, err
 	}
 	return p, p.Role.Allows(Viewer), nil
+}
+
+// liveAccount is who an account's session signs in as now: its address
+// and its current role (a role change holds from the next request), and
+// false once it is suspended or gone, or its password changed since the
+// session began (gen), which ends its sessions.
+func (h *Handler) liveAccount(ctx context.Context, id, gen int64) (Principal, bool, error) {
+	if h.d.Accounts == nil {
+		return Principal{}, false, nil
+	}
+	a, err := h.d.Accounts.Account(ctx, id)
+	if errors.Is(err, store.ErrAccountNotFound) {
+		return Principal{}, false, nil
+	}
+	if err != nil {
+		return Principal{}, false, err
+	}
+	return Principal{Name: a.Email, Role: a.Role}, !a.Suspended && a.SessionGen == gen && a.Role.Allows(Viewer), nil
 }
 
 // toLogin sends a request without a live session to the sign-in page: a

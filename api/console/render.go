@@ -39,6 +39,10 @@ type page struct {
 // hide what the role may not do; the routes enforce it).
 func (p page) Can(need string) bool { return p.User.Role.Allows(Role(need)) }
 
+// IsAccount tells the templates that an account (not a token) signed in:
+// it has a page of its own (/admin/account).
+func (p page) IsAccount() bool { return strings.Contains(p.User.Name, "@") }
+
 var funcs = template.FuncMap{
 	"date": func(t time.Time) string {
 		if t.IsZero() {
@@ -132,6 +136,11 @@ var notices = map[string]string{
 	"revoked":    "The token was revoked; its sessions have ended.",
 	"item":       "The item was added.",
 	"signed-out": "Signed out.",
+	"password":   "Your password was changed; your other sessions have ended.",
+	"invited":    "The invite was mailed; its link works once, for 48 hours.",
+	"role":       "The role was changed; it holds from that person's next click.",
+	"suspended":  "The account was suspended: it cannot sign in, and its sessions have ended.",
+	"restored":   "The account may sign in again.",
 }
 
 // errorPage is a page that says what went wrong, in the console's

@@ -14,6 +14,8 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/static/", h.static())
 	m.HandleFunc("GET /admin/login", h.showLogin)
 	m.HandleFunc("POST /admin/login", h.login)
+	m.HandleFunc("GET /admin/invite/{token}", h.showInvite)
+	m.HandleFunc("POST /admin/invite/{token}", h.acceptInvite)
 	m.Handle("POST /admin/logout", h.require(Viewer, h.logout))
 	m.Handle("/admin/", h.require(Viewer, func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, "page") }))
 
@@ -51,6 +53,17 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/import/{job}", h.require(Admin, h.showImportStatus))
 
 	m.Handle("GET /admin/audit", h.require(Admin, h.listAudit))
+
+	m.Handle("GET /admin/account", h.require(Viewer, h.showAccount))
+	m.Handle("POST /admin/account/password", h.require(Viewer, h.changePassword))
+	m.Handle("POST /admin/account/totp", h.require(Viewer, h.newTOTP))
+	m.Handle("POST /admin/account/totp/confirm", h.require(Viewer, h.confirmTOTP))
+
+	m.Handle("GET /admin/accounts", h.require(Admin, h.listAccounts))
+	m.Handle("POST /admin/accounts", h.require(Admin, h.inviteAccount))
+	m.Handle("POST /admin/accounts/{id}/role", h.require(Admin, h.changeRole))
+	m.Handle("POST /admin/accounts/{id}/suspend", h.require(Admin, h.suspendAccount(true)))
+	m.Handle("POST /admin/accounts/{id}/restore", h.require(Admin, h.suspendAccount(false)))
 
 	m.Handle("GET /admin/tokens", h.require(Admin, h.listTokens))
 	m.Handle("POST /admin/tokens", h.require(Admin, h.createToken))

@@ -146,7 +146,7 @@ func (b *consoleBrowser) open(base, path, h1 string) {
 func (b *consoleBrowser) signIn(base, token, name string) {
 	b.t.Helper()
 	b.do(chromedp.Navigate(base+"/admin/login"), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS(`main form button[type=submit]`)))
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS(`#token-login button[type=submit]`)))
 	b.heading("Overview")
 	if who := b.text("header .who strong"); who != name {
 		b.t.Fatalf("signed in as %q, want %q", who, name)

@@ -92,7 +92,8 @@ func TestEmbeddedBannerOnLoopback(t *testing.T) {
 	var out bytes.Buffer
 	a := &app{cfg: cfg, out: &out}
 	a.banner(roles{api: true, worker: true, scheduler: true}, cfg.Addr, cfg.Addr, true)
-	for _, want := range []string{"listening on 127.0.0.1:8080", "signup form      http://localhost:8080/", "dev mailbox      http://localhost:8080/dev/mailbox", "metrics          http://localhost:8080/metrics"} {
+	for _, want := range []string{"listening on 127.0.0.1:8080", "signup form      http://localhost:8080/", "dev mailbox      http://localhost:8080/dev/mailbox", "metrics          http://localhost:8080/metrics",
+		"first account    bin/newsletter account create --email you@example.org --role admin"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}

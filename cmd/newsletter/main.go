@@ -35,6 +35,10 @@ commands:
   token list   the tokens' names, roles and creation times (never the tokens)
   token revoke N
                end the token named N at once
+  account create --email E --role admin|editor|viewer
+               invite a person to the console; prints a one-time link (48 hours) where they
+               choose a password and set up an authenticator app
+  account list the console's accounts: addresses, roles, state, last sign-in
   check        check the configuration, Redis and the mail transport (SMTP: connect,
                EHLO, STARTTLS, AUTH) as the service would meet them; exit 1 if any fails
   migrate --to-cluster --from redis://…
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = issueCmd(ctx, args, getenv, stdout, stderr)
 	case "token":
 		err = tokenCmd(ctx, args, getenv, stdout, stderr)
+	case "account":
+		err = accountCmd(ctx, args, getenv, stdout, stderr)
 	case "check":
 		err = checkCmd(ctx, getenv, stdout)
 	case "migrate":

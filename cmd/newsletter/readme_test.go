@@ -15,7 +15,7 @@ import (
 // build` does not put on the PATH ("command not found" to whoever types
 // it); the banner's "newsletter serve listening on" is output, not a
 // command.
-var bareCommand = regexp.MustCompile(`^\s*(\w+=\$\()?newsletter (serve|api|worker|scheduler|bounces|import|digest|issue|token|vapid|check|healthcheck|help)\b`)
+var bareCommand = regexp.MustCompile(`^\s*(\w+=\$\()?newsletter (serve|api|worker|scheduler|bounces|import|digest|issue|token|account|vapid|check|healthcheck|help)\b`)
 
 // TestDocsExamplesRunAsWritten: the examples of README.md and docs/ can be
 // typed as they stand after `make build`: the binary as bin/newsletter,

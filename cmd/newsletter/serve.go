@@ -267,7 +267,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
-		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
+		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 	}.WithIssues(apiStore, render))
 	if l.mailbox != nil {
@@ -482,7 +482,8 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	}
 	if r.api {
 		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
-		fmt.Fprintf(a.out, "  console          %s/admin/   (sign in with an admin, editor or viewer token)\n", base)
+		fmt.Fprintf(a.out, "  console          %s/admin/   (sign in with an account, or an admin, editor or viewer token)\n", base)
+		fmt.Fprintf(a.out, "  first account    bin/newsletter account create --email you@example.org --role admin   (another terminal; prints a link where you set a password and an authenticator app)\n")
 	}
 	if devMailbox {
 		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)

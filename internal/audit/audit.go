@@ -70,6 +70,15 @@ const (
 	DeviceRemoved     = "device.removed"
 	PhoneSet          = "phone.set"
 	PhoneRemoved      = "phone.removed"
+	// The console's accounts (target "account:<address>": a colleague's
+	// address, never a subscriber's).
+	AccountInvited         = "account.invited"
+	AccountAccepted        = "account.accepted"
+	AccountSuspended       = "account.suspended"
+	AccountRestored        = "account.restored"
+	AccountRoleChanged     = "account.role_changed"
+	AccountPasswordChanged = "account.password_changed"
+	AccountTOTPEnabled     = "account.totp_enabled"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).
@@ -84,6 +93,9 @@ func Subscriber(h Hasher, address string) string { return "subscriber:" + h.Hash
 // Issue is the target naming issue id, for the API, the console and the
 // commands alike.
 func Issue(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
+
+// Account is the target naming the console's account with address.
+func Account(address string) string { return "account:" + address }
 
 // CLIRole is the role an entry of a command shows: whoever runs the
 // commands holds the service's Redis, and no token.

@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"WebhookFailures", testWebhookFailures},
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
+		{"Accounts", testAccounts},
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
 		{"IssueAdvanceOnce", testIssueAdvanceOnce},

@@ -204,7 +204,8 @@ func NewHandlers(d Deps) Handlers {
 		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
 	}
 	return Handlers{
-		Mails: &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
+		Invites: &InviteMailer{Mailer: d.Mailer, Now: d.Now, Log: d.Log},
+		Mails:   &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{
 			Deliver: deliver, Links: d.Links, Queue: d.Queue, Quiet: d.Quiet, Metrics: d.Metrics, Now: d.Now,
 			Digests: d.Store,

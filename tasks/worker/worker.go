@@ -103,6 +103,8 @@ type Handlers struct {
 	SMS *SMSSender
 	// Imports run the console's CSV imports (import:run); nil: none.
 	Imports *ImportRunner
+	// Invites mail the console's invites (email:invite).
+	Invites *InviteMailer
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }

@@ -1,0 +1,171 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/newsletter/newsletter/api/console/form"
+	"github.com/newsletter/newsletter/internal/account"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/store"
+)
+
+// accountData is /admin/account's: the account, how many recovery codes
+// are left, a new authenticator waiting for its code, and new recovery
+// codes shown this once.
+type accountData struct {
+	Account    store.Account
+	CodesLeft  int
+	PendingURI string
+	NewCodes   []string
+	MinLength  int
+}
+
+// myAccount is the account of the person signed in, or an answered page:
+// a token's session has no account.
+func (h *Handler) myAccount(w http.ResponseWriter, r *http.Request) (store.Account, bool) {
+	if h.d.Accounts == nil {
+		h.notFound(w, r, "page")
+		return store.Account{}, false
+	}
+	a, err := h.d.Accounts.AccountByEmail(r.Context(), principalOf(r).Name)
+	if errors.Is(err, store.ErrAccountNotFound) {
+		h.errorPage(w, r, http.StatusNotFound, "No account",
+			"You signed in with a token, which has no password or authenticator. Ask an admin to invite you to an account.")
+		return store.Account{}, false
+	}
+	if err != nil {
+		h.storeAway(w, r, err)
+		return store.Account{}, false
+	}
+	return a, true
+}
+
+// showAccount is GET /admin/account.
+func (h *Handler) showAccount(w http.ResponseWriter, r *http.Request) {
+	if a, ok := h.myAccount(w, r); ok {
+		h.renderAccount(w, r, http.StatusOK, a, nil, "")
+	}
+}
+
+func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, code int, a store.Account, newCodes []string, problem string) {
+	left, err := h.d.Accounts.RecoveryCodesLeft(r.Context(), a.ID)
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	d := accountData{Account: a, CodesLeft: left, NewCodes: newCodes, MinLength: account.MinPassword}
+	if a.PendingTOTP != "" {
+		d.PendingURI = account.TOTPURI(a.Email, a.PendingTOTP)
+	}
+	h.render(w, r, code, "account", page{Title: "Your account", Section: "account", Error: problem, Data: d})
+}
+
+// changePassword is POST /admin/account/password: the current password,
+// and a new one that passes the rules, typed twice. Every other session
+// of the account ends; this browser stays signed in.
+func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.myAccount(w, r)
+	if !ok {
+		return
+	}
+	f, err := form.NewPassword(w, r)
+	if err != nil {
+		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
+		return
+	}
+	if !account.VerifyPassword(a.PasswordHash, f.Current) {
+		// A stolen session must not turn into a stolen password: the
+		// current one is needed, and a wrong one costs like a sign-in.
+		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
+			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+			return
+		}
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The current password is wrong. Nothing was changed.")
+		return
+	}
+	if f.New != f.Repeat {
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The two new passwords differ. Nothing was changed.")
+		return
+	}
+	if err := account.CheckPassword(f.New, a.Email, a.PasswordHash); err != nil {
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "New password: "+err.Error()+". Nothing was changed.")
+		return
+	}
+	if err := h.d.Accounts.SetPassword(r.Context(), a.ID, account.HashPassword(f.New)); err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	h.record(r, audit.AccountPasswordChanged, audit.Account(a.Email), "")
+	// Every session of the account ended with the change (a stolen
+	// session does not outlive the password): this one starts anew.
+	if err := h.sessions.end(r.Context(), h.sessionID(r)); err != nil {
+		h.d.Log.Warn("console: ending the session of a changed password failed", "err", err)
+	}
+	a, ok = h.myAccount(w, r)
+	if !ok || !h.startAccountSession(w, r, a, "after a password change") {
+		return
+	}
+	done(w, r, "/admin/account", "password")
+}
+
+// newTOTP is POST /admin/account/totp: a new authenticator secret, kept
+// aside until a code of it confirms it; the old one signs in until then.
+func (h *Handler) newTOTP(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.myAccount(w, r)
+	if !ok {
+		return
+	}
+	if err := form.Empty(w, r); err != nil {
+		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
+		return
+	}
+	secret, _, err := account.NewTOTP(a.Email)
+	if err == nil {
+		err = h.d.Accounts.SetPendingTOTP(r.Context(), a.ID, secret)
+	}
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/account#totp", http.StatusSeeOther)
+}
+
+// confirmTOTP is POST /admin/account/totp/confirm: the new app's current
+// code makes its secret the account's and replaces the recovery codes,
+// shown this once.
+func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.myAccount(w, r)
+	if !ok {
+		return
+	}
+	f, err := form.NewCode(w, r)
+	if err != nil {
+		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
+		return
+	}
+	if a.PendingTOTP == "" {
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "No new authenticator is waiting: press Set up a new authenticator first.")
+		return
+	}
+	step, codeOK := account.CheckCode(a.PendingTOTP, f.Code, h.d.Now())
+	if !codeOK {
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "That code is not the new app's current one. Nothing was changed: your old app still signs you in.")
+		return
+	}
+	codes, hashes := account.NewRecoveryCodes()
+	changed, err := h.d.Accounts.ConfirmTOTP(r.Context(), a.ID, a.PendingTOTP, step, hashes)
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	if !changed {
+		h.renderAccount(w, r, http.StatusConflict, a, nil, "Another page set up a different authenticator meanwhile. Nothing was changed: open this page again.")
+		return
+	}
+	h.record(r, audit.AccountTOTPEnabled, audit.Account(a.Email), "new authenticator and recovery codes")
+	a, ok = h.myAccount(w, r)
+	if ok {
+		h.renderAccount(w, r, http.StatusOK, a, codes, "")
+	}
+}

@@ -1,0 +1,140 @@
+package account
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+)
+
+func TestCheckPassword(t *testing.T) {
+	if n := CommonCount(); n < 9000 {
+		t.Fatalf("the common list holds %d passwords, want about 10,000", n)
+	}
+	current := HashPassword("my old correct horse")
+	cases := []struct {
+		pw, why string
+	}{
+		{"short pw", "too short"},
+		{"elevenchars", "too short"},
+		{strings.Repeat("x", MaxPassword+1), "too long"},
+		{"qazwsxedcrfv", "common"}, // on the list
+		{"QAZWSXEDCRFV", "common"}, // in any case
+		{"1qaz2wsx3edc", "common"},
+		{"ann@example.org", "e-mail"},
+		{"Ann@Example.org", "e-mail"},
+		{"my old correct horse", "current"},
+	}
+	for _, c := range cases {
+		err := CheckPassword(c.pw, "ann@example.org", current)
+		var pe *PasswordError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), c.why) && !(c.why == "e-mail" && strings.Contains(pe.Error(), "address")) && !(c.why == "current" && strings.Contains(pe.Error(), "current")) {
+			t.Errorf("CheckPassword(%q) = %v, want a refusal (%s)", c.pw, err, c.why)
+		}
+	}
+	for _, ok := range []string{"twelve chars", "correct horse battery staple", "ääääääääääää", strings.Repeat("y", MaxPassword)} {
+		if err := CheckPassword(ok, "ann@example.org", current); err != nil {
+			t.Errorf("CheckPassword(%q) = %v, want nil (no composition rules)", ok, err)
+		}
+	}
+}
+
+func TestHashPassword(t *testing.T) {
+	h := HashPassword("correct horse battery")
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash %q: not argon2id with its parameters", h)
+	}
+	if h == HashPassword("correct horse battery") {
+		t.Fatal("two hashes of one password are equal: no salt")
+	}
+	if !VerifyPassword(h, "correct horse battery") || VerifyPassword(h, "correct horse batterY") {
+		t.Fatal("verify does not tell the password from another")
+	}
+	for _, bad := range []string{"", "$argon2id$v=19$m=0,t=2,p=1$AAAA$AAAA", "$argon2i$v=19$m=19456,t=2,p=1$AAAA$AAAA", "plain"} {
+		if VerifyPassword(bad, "") || VerifyPassword(bad, "plain") {
+			t.Fatalf("an unreadable hash %q matched", bad)
+		}
+	}
+}
+
+// TestTOTPRFC6238: the library's codes are RFC 6238's (Appendix B, SHA-1,
+// the 8-digit vectors' last 6 digits: HOTP truncates modulo 10^digits).
+func TestTOTPRFC6238(t *testing.T) {
+	secret := "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" // base32 of "12345678901234567890"
+	for _, v := range []struct {
+		unix int64
+		code string
+	}{{59, "94287082"}, {1111111109, "07081804"}, {1111111111, "14050471"}, {1234567890, "89005924"}, {2000000000, "69279037"}, {20000000000, "65353130"}} {
+		got, err := totp.GenerateCodeCustom(secret, time.Unix(v.unix, 0), totp.ValidateOpts{Period: 30, Digits: otp.DigitsEight, Algorithm: otp.AlgorithmSHA1})
+		if err != nil || got != v.code {
+			t.Errorf("T=%d: %q %v, want %s", v.unix, got, err, v.code)
+		}
+		six, _ := Code(secret, time.Unix(v.unix, 0))
+		if six != v.code[2:] {
+			t.Errorf("T=%d: six digits %q, want %s", v.unix, six, v.code[2:])
+		}
+	}
+}
+
+func TestCheckCode(t *testing.T) {
+	secret, uri, err := NewTOTP("ann@example.org")
+	if err != nil || !strings.HasPrefix(uri, "otpauth://totp/Newsletter:ann@example.org?") || !strings.Contains(uri, "secret="+secret) {
+		t.Fatalf("NewTOTP: %q %q %v", secret, uri, err)
+	}
+	if again := TOTPURI("ann@example.org", secret); again != uri {
+		t.Fatalf("TOTPURI: %q, want %q", again, uri)
+	}
+	now := time.Unix(1_800_000_015, 0)
+	for d, want := range map[time.Duration]bool{0: true, -30 * time.Second: true, 30 * time.Second: true, -60 * time.Second: false, 90 * time.Second: false} {
+		code, _ := Code(secret, now.Add(d))
+		step, ok := CheckCode(secret, code, now)
+		if ok != want || ok && step != Step(now.Add(d)) {
+			t.Errorf("a code %s off: step %d ok %v, want ok %v", d, step, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "12345", "1234567", "abcdef"} {
+		if _, ok := CheckCode(secret, bad, now); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRecoveryCodes(t *testing.T) {
+	codes, hashes := NewRecoveryCodes()
+	if len(codes) != RecoveryCodes || len(hashes) != RecoveryCodes {
+		t.Fatalf("%d codes, %d hashes", len(codes), len(hashes))
+	}
+	seen := map[string]bool{}
+	for i, c := range codes {
+		if len(c) != 19 || !LooksLikeRecoveryCode(c) || seen[c] {
+			t.Fatalf("code %q", c)
+		}
+		seen[c] = true
+		typed := strings.ToLower(strings.ReplaceAll(c, "-", " "))
+		if HashRecoveryCode(typed) != hashes[i] {
+			t.Fatalf("the code typed in lower case with spaces hashes differently")
+		}
+	}
+	if LooksLikeRecoveryCode("123456") {
+		t.Fatal("a TOTP code taken for a recovery code")
+	}
+}
+
+func TestCheckInvite(t *testing.T) {
+	if e, r, err := CheckInvite("Ann@Example.ORG", "editor"); err != nil || e != "Ann@example.org" && e != "ann@example.org" || r != "editor" {
+		t.Fatalf("CheckInvite: %q %q %v", e, r, err)
+	}
+	for _, c := range [][2]string{{"", "viewer"}, {"not an address", "viewer"}, {"ann@example.org", "root"}, {"ann@example.org", ""}} {
+		var ie *InputError
+		if _, _, err := CheckInvite(c[0], c[1]); !errors.As(err, &ie) {
+			t.Errorf("CheckInvite(%q, %q) = %v, want an InputError", c[0], c[1], err)
+		}
+	}
+	tok, hash := NewInviteToken()
+	if len(tok) != 43 || HashInviteToken(tok) != hash || hash == tok {
+		t.Fatalf("invite token %q hash %q", tok, hash)
+	}
+}

@@ -1,0 +1,59 @@
+package account
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/adminauth"
+)
+
+// InviteTTL is how long an invite link works.
+const InviteTTL = 48 * time.Hour
+
+// InvitePath is the invite page's path; + the token.
+const InvitePath = "/admin/invite/"
+
+// NewInviteToken makes up an invite's token (32 random bytes, base64url)
+// and the hash the store keeps: the token is only in the mail.
+func NewInviteToken() (token, hash string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, HashInviteToken(token)
+}
+
+// HashInviteToken is what the store keeps of an invite's token.
+func HashInviteToken(token string) string {
+	sum := sha256.Sum256([]byte("invite:" + token))
+	return hex.EncodeToString(sum[:])
+}
+
+// InputError is an invite or account change the rules refuse (400, the
+// form again): an address that is not one, an unknown role.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// CheckInvite reads an invite's address and role: the address normalised
+// (as subscribers' are), the role one of viewer, editor, admin.
+func CheckInvite(email, role string) (string, adminauth.Role, error) {
+	if email == "" {
+		return "", "", &InputError{errors.New("email: an address is needed")}
+	}
+	n, err := address.Normalize(email)
+	if err != nil {
+		return "", "", &InputError{fmt.Errorf("email: %v", err)}
+	}
+	r, err := adminauth.ParseRole(role)
+	if err != nil {
+		return "", "", &InputError{err}
+	}
+	return n, r, nil
+}
