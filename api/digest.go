@@ -20,6 +20,8 @@ import (
 
 func (s *Server) adminRoutes() {
 	s.mux.Handle("POST /api/items", s.Editor(http.HandlerFunc(s.addItem)))
+	s.mux.Handle("PUT /api/items/{id}", s.Editor(http.HandlerFunc(s.putItem)))
+	s.mux.Handle("DELETE /api/items/{id}", s.Editor(http.HandlerFunc(s.deleteItem)))
 	s.mux.Handle("POST /api/events", s.Editor(http.HandlerFunc(s.addEvent)))
 	s.mux.Handle("POST /api/digest/run", s.Admin(http.HandlerFunc(s.runDigest)))
 	s.mux.Handle("GET /api/digests/{period}", s.Viewer(http.HandlerFunc(s.digestStatus)))
@@ -80,6 +82,75 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	}
 	s.note(r, audit.ItemAdded, "item:"+strconv.FormatInt(it.ID, 10), "")
 	WriteJSON(w, http.StatusCreated, it)
+}
+
+// itemOf is the item of the route's {id}; it answers a bad or unknown
+// one itself.
+func (s *Server) itemOf(w http.ResponseWriter, r *http.Request) (store.Item, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	var it store.Item
+	if err == nil && id > 0 {
+		it, err = s.deps.Store.Item(r.Context(), id)
+	} else {
+		err = store.ErrNoItem
+	}
+	switch {
+	case errors.Is(err, store.ErrNoItem):
+		WriteJSON(w, http.StatusNotFound, errorBody("no such item"))
+		return it, false
+	case err != nil:
+		s.deps.Log.Error("load item", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not load the item"))
+		return it, false
+	}
+	return it, true
+}
+
+// putItem handles PUT /api/items/{id} {title,url,summary}: the item's
+// text replaced (its topic and time stay), checked as a new one is.
+func (s *Server) putItem(w http.ResponseWriter, r *http.Request) {
+	it, ok := s.itemOf(w, r)
+	if !ok {
+		return
+	}
+	in := s.readAdminJSON(w, r, itemFields, false)
+	if in == nil {
+		return
+	}
+	it.Title, it.URL, it.Summary = in.get("title"), in.get("url"), in.get("summary")
+	it, err := CheckItem(it)
+	if err != nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	it, err = s.deps.Store.UpdateItem(r.Context(), it)
+	if errors.Is(err, store.ErrNoItem) {
+		WriteJSON(w, http.StatusNotFound, errorBody("no such item"))
+		return
+	}
+	if err != nil {
+		s.deps.Log.Error("update item", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
+		return
+	}
+	s.note(r, audit.ItemUpdated, "item:"+strconv.FormatInt(it.ID, 10), "")
+	WriteJSON(w, http.StatusOK, it)
+}
+
+// deleteItem handles DELETE /api/items/{id}: 204.
+func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
+	it, ok := s.itemOf(w, r)
+	if !ok {
+		return
+	}
+	err := s.deps.Store.DeleteItem(r.Context(), it.ID)
+	if err != nil && !errors.Is(err, store.ErrNoItem) { // gone meanwhile: gone all the same
+		s.deps.Log.Error("delete item", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not delete the item"))
+		return
+	}
+	s.note(r, audit.ItemDeleted, "item:"+strconv.FormatInt(it.ID, 10), it.Title)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // ErrBadItem is an item CheckItem refuses.

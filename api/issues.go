@@ -37,10 +37,11 @@ type IssueStore interface {
 const maxIssuePage = 100
 
 var (
-	issueFields = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField}
-	sendFields  = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
-	whenFields  = fields{"at": textField, "local_time": textField}
-	testFields  = fields{"emails": listField}
+	issueFields   = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField, "reply_to": textField}
+	versionFields = fields{"version": countField}
+	sendFields    = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
+	whenFields    = fields{"at": textField, "local_time": textField}
+	testFields    = fields{"emails": listField}
 )
 
 func (s *Server) issueRoutes() {
@@ -64,6 +65,93 @@ func (s *Server) issueRoutes() {
 		s.mux.Handle("POST /api/issues/{id}/"+action, e(s.issueAction(action)))
 	}
 	s.mux.Handle("GET /api/issues/{id}/progress", v(s.issueProgress))
+	s.mux.Handle("POST /api/issues/{id}/duplicate", e(s.duplicateIssue))
+	s.mux.Handle("DELETE /api/issues/{id}", e(s.deleteIssue))
+	s.mux.Handle("GET /api/issues/{id}/versions", v(s.issueVersions))
+	s.mux.Handle("POST /api/issues/{id}/versions/{n}/restore", e(s.restoreIssueVersion))
+}
+
+// duplicateIssue handles POST /api/issues/{id}/duplicate: 201 with the
+// new draft (the same content, its subject marked " (copy)").
+func (s *Server) duplicateIssue(w http.ResponseWriter, r *http.Request) {
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	c, err := s.issues.Duplicate(r.Context(), is)
+	if err != nil {
+		s.storeFailed(w, "store the copy", err)
+		return
+	}
+	s.note(r, audit.IssueDuplicated, audit.Issue(c.ID), "copy of "+audit.Issue(is.ID))
+	WriteJSON(w, http.StatusCreated, c)
+}
+
+// deleteIssue handles DELETE /api/issues/{id}: 204 for a draft, 409 for
+// any other status (cancel one instead) or a digest run's draft.
+func (s *Server) deleteIssue(w http.ResponseWriter, r *http.Request) {
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	err := s.issues.Delete(r.Context(), is)
+	if errors.Is(err, issues.ErrDigestDraft) {
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		return
+	}
+	if err != nil {
+		s.storeFailed(w, "delete the issue", err)
+		return
+	}
+	s.note(r, audit.IssueDeleted, audit.Issue(is.ID), is.Subject)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// issueVersions handles GET /api/issues/{id}/versions: the current
+// version and the kept previous ones, newest first.
+func (s *Server) issueVersions(w http.ResponseWriter, r *http.Request) {
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	vs, err := s.issues.Versions(r.Context(), is)
+	if err != nil {
+		s.storeFailed(w, "load the versions", err)
+		return
+	}
+	slices.Reverse(vs)
+	WriteJSON(w, http.StatusOK, map[string]any{"version": is.Version, "versions": vs})
+}
+
+// restoreIssueVersion handles POST /api/issues/{id}/versions/{n}/restore
+// {"version"}: version n's content becomes the newest version, when the
+// issue is still at "version" (the one the writer saw; 409 otherwise).
+func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n <= 0 {
+		WriteJSON(w, http.StatusNotFound, errorBody(issues.ErrNoVersion.Error()))
+		return
+	}
+	in := s.readAdminJSON(w, r, versionFields, true)
+	if in == nil {
+		return
+	}
+	version, _ := strconv.Atoi(in.get("version"))
+	out, err := s.issues.Restore(r.Context(), s.cfg.Topics, is, version, n)
+	if errors.Is(err, issues.ErrNoVersion) {
+		WriteJSON(w, http.StatusNotFound, errorBody(err.Error()))
+		return
+	}
+	if err != nil {
+		s.storeFailed(w, "restore the version", err)
+		return
+	}
+	s.note(r, audit.IssueRestored, audit.Issue(is.ID), "version "+strconv.Itoa(n))
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // issueBody reads an issue's fields (the body may be up to
@@ -90,7 +178,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		return c, 0, false
 	}
 	c = store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
-		Body: in.get("body"), Topics: in["topics"]}
+		Body: in.get("body"), Topics: in["topics"], ReplyTo: issues.NormalizeReplyTo(in.get("reply_to"))}
 	if err := issues.CheckContent(s.cfg.Topics, c); err != nil {
 		s.storeFailed(w, "check the issue", err)
 		return c, 0, false

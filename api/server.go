@@ -108,6 +108,9 @@ type Store interface {
 	store.Webhooks
 	store.People
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
+	Item(ctx context.Context, id int64) (store.Item, error)
+	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)
+	DeleteItem(ctx context.Context, id int64) error
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
 	store.Devices

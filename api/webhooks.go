@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/webhook"
 )
 
@@ -27,6 +31,85 @@ func (s *Server) webhookRoutes() {
 	s.mux.Handle("GET /api/webhooks", s.Admin(http.HandlerFunc(s.listWebhooks)))
 	s.mux.Handle("DELETE /api/webhooks/{id}", s.Admin(http.HandlerFunc(s.deleteWebhook)))
 	s.mux.Handle("POST /api/webhooks/{id}/enable", s.Admin(http.HandlerFunc(s.enableWebhook)))
+	s.mux.Handle("POST /api/webhooks/{id}/disable", s.Admin(http.HandlerFunc(s.disableWebhook)))
+	s.mux.Handle("POST /api/webhooks/{id}/test", s.Admin(http.HandlerFunc(s.testWebhook)))
+	s.mux.Handle("GET /api/webhooks/{id}/deliveries", s.Admin(http.HandlerFunc(s.webhookDeliveries)))
+}
+
+// disableWebhook handles POST /api/webhooks/{id}/disable: the endpoint
+// gets nothing until it is enabled again (its events are given up as a
+// disabled endpoint's are: dead letters).
+func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.deps.Store.DisableWebhook(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrWebhookNotFound):
+		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+	case err != nil:
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+	default:
+		s.deps.Notify.Forget()
+		s.deps.Log.Info("webhooks: endpoint disabled", "endpoint", hook.ID)
+		s.note(r, audit.WebhookDisabled, "webhook:"+hook.ID, "")
+		WriteJSON(w, http.StatusOK, webhookViewOf(hook))
+	}
+}
+
+// TestWebhook queues one sample event (webhook.TestType) for the active
+// endpoint id: the worker signs and posts it as any event and logs the
+// outcome in the endpoint's deliveries. It answers the event's id, or
+// store.ErrWebhookNotFound, ErrWebhookDisabled, or the queue's error.
+func TestWebhook(ctx context.Context, st store.Webhooks, q tasks.Enqueuer, id string, now time.Time) (string, error) {
+	hook, err := st.GetWebhook(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if hook.State != store.WebhookActive {
+		return "", ErrWebhookDisabled
+	}
+	t, p, err := tasks.NewWebhookTest(hook.ID, now)
+	if err != nil {
+		return "", err
+	}
+	if _, err := q.EnqueueContext(ctx, t); err != nil {
+		return "", fmt.Errorf("queue the test event: %w", err)
+	}
+	return p.ID, nil
+}
+
+// ErrWebhookDisabled is a test of a disabled endpoint (409): it would
+// get nothing.
+var ErrWebhookDisabled = errors.New("the endpoint is disabled: enable it to test it")
+
+// testWebhook handles POST /api/webhooks/{id}/test: 202 with the queued
+// sample event's id; its outcome shows in the deliveries.
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
+	ev, err := TestWebhook(r.Context(), s.deps.Store, s.deps.Queue, r.PathValue("id"), s.deps.Now())
+	switch {
+	case errors.Is(err, store.ErrWebhookNotFound):
+		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+	case errors.Is(err, ErrWebhookDisabled):
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+	case err != nil:
+		s.deps.Log.Error("webhooks: test", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the test event, please retry"))
+	default:
+		s.note(r, audit.WebhookTested, "webhook:"+r.PathValue("id"), ev)
+		WriteJSON(w, http.StatusAccepted, map[string]string{"event": ev, "type": webhook.TestType})
+	}
+}
+
+// webhookDeliveries handles GET /api/webhooks/{id}/deliveries: the
+// endpoint's last attempts, newest first.
+func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request) {
+	list, err := s.deps.Store.WebhookDeliveries(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrWebhookNotFound):
+		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+	case err != nil:
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+	default:
+		WriteJSON(w, http.StatusOK, map[string]any{"deliveries": list})
+	}
 }
 
 // webhookView is an endpoint as the API shows it: never its secret.
@@ -57,30 +140,16 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	raw := strings.TrimSpace(in.get("url"))
-	events, msg := webhookEvents(in["events"])
+	hook, err := RegisterWebhook(r.Context(), s.deps.Store, s.cfg.Endpoints, in.get("url"), in["events"])
+	var bad *BadWebhookError
 	switch {
-	case raw == "":
-		msg = `want "url": the endpoint's https URL`
-	case len(raw) > maxWebhookURL || strings.ContainsAny(raw, " \t\r\n"):
-		msg = "the URL must be at most 2048 characters, without spaces or line breaks"
-	}
-	if msg != "" {
-		WriteJSON(w, http.StatusBadRequest, errorBody(msg))
+	case errors.As(err, &bad):
+		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
-	}
-	if _, err := s.cfg.Endpoints.CheckURL(r.Context(), raw); err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
-		return
-	}
-	hook, err := s.deps.Store.AddWebhook(r.Context(), store.Webhook{
-		ID: newWebhookID(), URL: raw, Events: events, Secret: webhook.NewSecret(),
-	})
-	if errors.Is(err, store.ErrTooManyWebhooks) {
+	case errors.Is(err, store.ErrTooManyWebhooks):
 		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
 		return
-	}
-	if err != nil {
+	case err != nil:
 		s.deps.Log.Error("webhooks: store", "err", err)
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the endpoint, please retry"))
 		return
@@ -92,6 +161,34 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 		webhookView
 		Secret string `json:"secret"`
 	}{webhookViewOf(hook), hook.Secret})
+}
+
+// BadWebhookError is an endpoint RegisterWebhook refuses (400).
+type BadWebhookError struct{ Msg string }
+
+func (e *BadWebhookError) Error() string { return e.Msg }
+
+// RegisterWebhook checks and stores a new endpoint, for the API and the
+// console alike: a *BadWebhookError for an unknown event or a URL that is
+// not https or resolves to a private address (per guard),
+// store.ErrTooManyWebhooks, or the store's error; nothing stored then.
+// The endpoint returned holds its secret, to be shown once.
+func RegisterWebhook(ctx context.Context, st store.Webhooks, guard netguard.Guard, raw string, given []string) (store.Webhook, error) {
+	raw = strings.TrimSpace(raw)
+	events, msg := webhookEvents(given)
+	switch {
+	case raw == "":
+		msg = `want "url": the endpoint's https URL`
+	case len(raw) > maxWebhookURL || strings.ContainsAny(raw, " \t\r\n"):
+		msg = "the URL must be at most 2048 characters, without spaces or line breaks"
+	}
+	if msg != "" {
+		return store.Webhook{}, &BadWebhookError{Msg: msg}
+	}
+	if _, err := guard.CheckURL(ctx, raw); err != nil {
+		return store.Webhook{}, &BadWebhookError{Msg: err.Error()}
+	}
+	return st.AddWebhook(ctx, store.Webhook{ID: newWebhookID(), URL: raw, Events: events, Secret: webhook.NewSecret()})
 }
 
 // webhookEvents checks the events field: known types, at least one; the

@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/mdlimit"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -103,7 +104,24 @@ func CheckContent(known *topics.Set, c store.IssueContent) error {
 	if err := mdlimit.Check(c.Body); err != nil {
 		return bad("body: %v", err)
 	}
+	if c.ReplyTo != "" {
+		norm, err := address.Normalize(c.ReplyTo)
+		if err != nil || norm != c.ReplyTo {
+			return bad("reply_to: one e-mail address, e.g. editor@example.com (lower case, no name)")
+		}
+	}
 	return nil
+}
+
+// NormalizeReplyTo is a Reply-To as typed, in the one form CheckContent
+// accepts (trimmed, normalised), or as it was when it is no address (the
+// check then says why).
+func NormalizeReplyTo(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if norm, err := address.Normalize(raw); err == nil {
+		return norm
+	}
+	return raw
 }
 
 // When is when a send is asked for: both empty is now; At an RFC 3339
@@ -208,6 +226,68 @@ func (s *Service) Update(ctx context.Context, known *topics.Set, is store.Issue,
 		version = is.Version
 	}
 	return s.Store.UpdateIssue(ctx, is.ID, version, c)
+}
+
+// CopySuffix ends the subject of a duplicate.
+const CopySuffix = " (copy)"
+
+// Duplicate makes a new draft with is's content (any status: a sent
+// issue is a fine start for the next one), its subject marked as a copy
+// (shortened to fit MaxSubject).
+func (s *Service) Duplicate(ctx context.Context, is store.Issue) (store.Issue, error) {
+	c := is.IssueContent
+	c.Topics = slices.Clone(c.Topics)
+	subject := []rune(c.Subject)
+	if keep := MaxSubject - len([]rune(CopySuffix)); len(subject) > keep {
+		subject = subject[:keep]
+	}
+	c.Subject = string(subject) + CopySuffix
+	return s.Store.CreateIssue(ctx, c, "")
+}
+
+// ErrDigestDraft is a delete of the draft a digest run made (409): the
+// run points at it, and would find nothing to send.
+var ErrDigestDraft = errors.New("this draft is a digest run's issue: cancel it instead")
+
+// Delete removes a draft for good: a *store.StateError for any other
+// status, ErrDigestDraft for a digest run's; nothing changed then.
+func (s *Service) Delete(ctx context.Context, is store.Issue) error {
+	if is.Status != store.IssueDraft {
+		return &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	if is.Period != "" {
+		return ErrDigestDraft
+	}
+	return s.Store.DeleteIssue(ctx, is.ID)
+}
+
+// ErrNoVersion is a restore of a version the issue does not keep (404).
+var ErrNoVersion = fmt.Errorf("no such version: an issue keeps its last %d", store.MaxIssueVersions)
+
+// Versions are is's previous contents, oldest first.
+func (s *Service) Versions(ctx context.Context, is store.Issue) ([]store.IssueVersion, error) {
+	return s.Store.IssueVersions(ctx, is.ID)
+}
+
+// Restore saves version n's content as the issue's newest (a new
+// version: the current one is kept as a version too), when the issue is
+// still at version (the one the writer saw; 0: is's own), as Update
+// does: store.ErrIssueStale when it changed since, ErrNoVersion when n is
+// not kept, the errors of Update otherwise.
+func (s *Service) Restore(ctx context.Context, known *topics.Set, is store.Issue, version, n int) (store.Issue, error) {
+	if !store.Editable(is.Status) {
+		return is, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	vs, err := s.Versions(ctx, is)
+	if err != nil {
+		return is, err
+	}
+	for _, v := range vs {
+		if v.Version == n {
+			return s.Update(ctx, known, is, version, v.IssueContent)
+		}
+	}
+	return is, ErrNoVersion
 }
 
 // Audience is how many readers a send of is would reach now.

@@ -46,6 +46,8 @@ type Message struct {
 	// ListID is the List-Id of the mail's topic; "" : the sender's
 	// (SMTPOptions.ListID).
 	ListID string
+	// ReplyTo, when set, is the Reply-To header: one bare address.
+	ReplyTo string
 	// MessageID is filled by Send when empty, without angle brackets.
 	MessageID string
 	Date      time.Time

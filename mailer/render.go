@@ -36,8 +36,10 @@ type Data struct {
 	PreferencesURL string
 	// Topic is the name of the mail's topic ("Weekly digest"), for the
 	// footer; ListID its List-Id header ("" : the service's).
-	Topic   string
-	ListID  string
+	Topic  string
+	ListID string
+	// ReplyTo, when set, is the mail's Reply-To (an issue's own).
+	ReplyTo string
 	Period  string
 	Entries []Entry
 	// An issue's: its subject, preheader (the inbox's preview line,
@@ -247,5 +249,6 @@ func (r *Renderer) render(kind string, d Data) (*Message, error) {
 		HTML:           html.String(),
 		UnsubscribeURL: d.UnsubscribeURL,
 		ListID:         d.ListID,
+		ReplyTo:        d.ReplyTo,
 	}, nil
 }

@@ -319,6 +319,11 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 		return nil, err
 	}
 	m.ToMailAddress(to)
+	if msg.ReplyTo != "" {
+		if err := m.ReplyTo(msg.ReplyTo); err != nil {
+			return nil, fmt.Errorf("reply-to: %w", err)
+		}
+	}
 	if msg.boundary != "" {
 		m.SetBoundary(msg.boundary)
 	}

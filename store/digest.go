@@ -18,6 +18,9 @@ type Item struct {
 	PublishedAt time.Time `json:"published_at"`
 }
 
+// ErrNoItem is an item id that names no item.
+var ErrNoItem = errors.New("no such item")
+
 // Digest run states.
 const (
 	RunPlanning = "planning" // the planner is walking the audience
@@ -82,6 +85,14 @@ type Digests interface {
 	// ItemsAfter lists up to limit items of topic with ids greater than
 	// after, in id order. A digest run takes the digest topic's items.
 	ItemsAfter(ctx context.Context, topic string, after int64, limit int) ([]Item, error)
+	// Item is one item (ErrNoItem when there is none).
+	Item(ctx context.Context, id int64) (Item, error)
+	// UpdateItem replaces an item's title, URL and summary; its id,
+	// topic and time stay (ErrNoItem when there is none).
+	UpdateItem(ctx context.Context, it Item) (Item, error)
+	// DeleteItem removes an item (ErrNoItem when there is none): a
+	// digest run that listed it lists it no more.
+	DeleteItem(ctx context.Context, id int64) error
 	// StartDigestRun records the run for period once: the digest topic's items added since
 	// the previous run began (every item, for the first run) and the
 	// audience size. Items are taken by id, not by time, so an item added in

@@ -62,6 +62,21 @@ type IssueContent struct {
 	Preheader string   `json:"preheader,omitempty"`
 	Body      string   `json:"body"`
 	Topics    []string `json:"topics"`
+	// ReplyTo, when set, is the Reply-To of the issue's mails: where a
+	// reader's answer goes (issues.CheckContent checks it).
+	ReplyTo string `json:"reply_to,omitempty"`
+}
+
+// MaxIssueVersions is how many previous contents an issue keeps: the
+// oldest goes when a save pushes one more.
+const MaxIssueVersions = 20
+
+// IssueVersion is one previous content of an issue: its version number
+// (the Issue.Version it had) and when it was saved.
+type IssueVersion struct {
+	Version int `json:"version"`
+	IssueContent
+	SavedAt time.Time `json:"saved_at"`
 }
 
 // Issue is one letter a publisher writes and sends.
@@ -190,8 +205,13 @@ type Issues interface {
 	DigestIssue(ctx context.Context, period string, c IssueContent) (Issue, error)
 	// IssueBySlug is the issue with that slug (the archive's seam).
 	IssueBySlug(ctx context.Context, slug string) (Issue, error)
-	// IssueVersions are the previous contents, oldest first.
-	IssueVersions(ctx context.Context, id int64) ([]IssueContent, error)
+	// IssueVersions are the previous contents, oldest first, the last
+	// MaxIssueVersions of them (ErrNoIssue when there is no issue).
+	IssueVersions(ctx context.Context, id int64) ([]IssueVersion, error)
+	// DeleteIssue removes a draft for good, with its versions:
+	// a *StateError when it is in another status, ErrNoIssue when there
+	// is none; nothing changed then.
+	DeleteIssue(ctx context.Context, id int64) error
 	// ListIssues lists up to limit issues with ids below after (0: from
 	// the newest), newest first, of status ("" : any).
 	ListIssues(ctx context.Context, status string, after int64, limit int) ([]Issue, error)

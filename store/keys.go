@@ -131,6 +131,9 @@ const (
 const (
 	keyWebhooks   = "nl:{wh}"    // zset of endpoint ids, score = created (unix ms)
 	prefixWebhook = "nl:{wh}:e:" // + id: the endpoint's hash
+	// + id: list of the endpoint's last deliveries (JSON, newest first,
+	// at most MaxWebhookDeliveries)
+	prefixWebhookLog = "nl:{wh}:d:"
 )
 
 // The stored tokens (tokens.go): two hashes kept together by its scripts.

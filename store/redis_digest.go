@@ -73,6 +73,74 @@ func (r *Redis) ItemsAfter(ctx context.Context, topic string, after int64, limit
 	return r.items(ctx, ids)
 }
 
+// Item implements Digests.
+func (r *Redis) Item(ctx context.Context, id int64) (Item, error) {
+	list, err := r.items(ctx, []string{strconv.FormatInt(id, 10)})
+	if err != nil {
+		return Item{}, err
+	}
+	if len(list) == 0 {
+		return Item{}, ErrNoItem
+	}
+	return list[0], nil
+}
+
+// updateItemScript replaces an item's text.
+//
+//	KEYS[1]  the item's hash
+//	ARGV[1]  title   ARGV[2]  url   ARGV[3]  summary
+//
+// Answers 1, or 0 when there is no such item (nothing written).
+var updateItemScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 't', ARGV[1], 'u', ARGV[2], 's', ARGV[3])
+return 1
+`)
+
+// UpdateItem implements Digests.
+func (r *Redis) UpdateItem(ctx context.Context, it Item) (Item, error) {
+	key := prefixItem + strconv.FormatInt(it.ID, 10)
+	n, err := updateItemScript.Run(ctx, r.rdb, []string{key}, it.Title, it.URL, it.Summary).Int()
+	if err != nil {
+		return Item{}, fmt.Errorf("update item %d: %w", it.ID, err)
+	}
+	if n == 0 {
+		return Item{}, ErrNoItem
+	}
+	return r.Item(ctx, it.ID)
+}
+
+// deleteItemScript removes an item.
+//
+//	KEYS[1]  the item's hash   KEYS[2]  its topic's zset of item ids
+//	ARGV[1]  id
+//
+// Deletes the hash and the id from the zset (an item's topic never
+// changes, so the zset the caller read it from is still its own).
+// Answers 1, or 0 when there is no such item.
+var deleteItemScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// DeleteItem implements Digests.
+func (r *Redis) DeleteItem(ctx context.Context, id int64) error {
+	it, err := r.Item(ctx, id)
+	if err != nil {
+		return err
+	}
+	n, err := deleteItemScript.Run(ctx, r.rdb, []string{prefixItem + strconv.FormatInt(id, 10), itemsKey(it.Topic)}, id).Int()
+	if err != nil {
+		return fmt.Errorf("delete item %d: %w", id, err)
+	}
+	if n == 0 {
+		return ErrNoItem
+	}
+	return nil
+}
+
 // startRunScript creates a period's digest run once, fixing its items
 // (those after the last item any run took) and its audience.
 //

@@ -21,7 +21,7 @@ const (
 	keyIssues       = "nl:{pub}:issues"      // zset of issue ids, score = id
 	keyIssueSlugs   = "nl:{pub}:issue:slugs" // hash slug -> id
 	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
-	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs
+	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs, the last MaxIssueVersions
 	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent
 	// The issues' own outbox (the plan tasks their moves call for),
 	// beside the subscribers' (outboxes).
@@ -110,8 +110,11 @@ return id
 //	        as read, written only when the hash has no send_at field yet
 //	        (an issue stored when the schedule lived in its doc: the new
 //	        doc no longer carries it)
+//	ARGV[5] MaxIssueVersions
 //
-// Pushes the old doc on the list, writes the new one, bumps version.
+// Pushes the old doc on the list (trimmed to the last ARGV[5]: the list
+// then holds versions version-len … version-1, which IssueVersions
+// numbers by), writes the new one, bumps version.
 // Returns "ok", or "none" / "state:<status>" / "stale" with nothing
 // written.
 var updateIssueScript = redis.NewScript(`
@@ -123,6 +126,7 @@ if redis.call('HEXISTS', KEYS[1], 'send_at') == 0 then
   redis.call('HSET', KEYS[1], 'send_at', ARGV[3], 'local_time', ARGV[4])
 end
 redis.call('RPUSH', KEYS[2], redis.call('HGET', KEYS[1], 'doc'))
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
 redis.call('HSET', KEYS[1], 'doc', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 'ok'
@@ -289,7 +293,7 @@ func (r *Redis) UpdateIssue(ctx context.Context, id int64, version int, c IssueC
 	if !is.SendAt.IsZero() {
 		sendAt = ms(is.SendAt)
 	}
-	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version, sendAt, is.LocalTime).Text()
+	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version, sendAt, is.LocalTime, MaxIssueVersions).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("update issue %d: %w", id, err)
 	}
@@ -368,21 +372,65 @@ func (r *Redis) IssueBySlug(ctx context.Context, slug string) (Issue, error) {
 	return r.Issue(ctx, id)
 }
 
-// IssueVersions implements Issues.
-func (r *Redis) IssueVersions(ctx context.Context, id int64) ([]IssueContent, error) {
-	docs, err := r.rdb.LRange(ctx, issueKey(id)+suffixIssueVers, 0, -1).Result()
-	if err != nil {
+// IssueVersions implements Issues: the version and the list read in one
+// transaction, so the numbers match the docs (see updateIssueScript).
+func (r *Redis) IssueVersions(ctx context.Context, id int64) ([]IssueVersion, error) {
+	var cur *redis.StringCmd
+	var list *redis.StringSliceCmd
+	if _, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		cur = p.HGet(ctx, issueKey(id), "version")
+		list = p.LRange(ctx, issueKey(id)+suffixIssueVers, 0, -1)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("issue %d versions: %w", id, err)
 	}
-	out := make([]IssueContent, 0, len(docs))
-	for _, s := range docs {
+	if errors.Is(cur.Err(), redis.Nil) {
+		return nil, ErrNoIssue
+	}
+	version, _ := strconv.Atoi(cur.Val())
+	docs := list.Val()
+	out := make([]IssueVersion, 0, len(docs))
+	for i, s := range docs {
 		var d issueDoc
 		if err := json.Unmarshal([]byte(s), &d); err != nil {
 			return nil, fmt.Errorf("issue %d: unreadable version: %w", id, err)
 		}
-		out = append(out, d.IssueContent)
+		if d.Topics == nil {
+			d.Topics = []string{}
+		}
+		out = append(out, IssueVersion{Version: version - len(docs) + i, IssueContent: d.IssueContent, SavedAt: d.UpdatedAt})
 	}
 	return out, nil
+}
+
+// deleteIssueScript removes a draft.
+//
+//	KEYS[1] the issue's hash   KEYS[2] its versions list
+//	KEYS[3] keyIssues          KEYS[4] keyIssueSlugs
+//	ARGV[1] id
+//
+// Deletes the hash and the versions, the id from keyIssues and the slug
+// (free for a new issue). Returns "ok", or "none" / "state:<status>"
+// with nothing written. A draft was never planned or sent, so it has no
+// marks, counts or outbox entry to remove.
+var deleteIssueScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return 'none' end
+if st ~= 'draft' then return 'state:' .. st end
+local slug = redis.call('HGET', KEYS[1], 'slug')
+if slug and redis.call('HGET', KEYS[4], slug) == ARGV[1] then redis.call('HDEL', KEYS[4], slug) end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 'ok'
+`)
+
+// DeleteIssue implements Issues.
+func (r *Redis) DeleteIssue(ctx context.Context, id int64) error {
+	res, err := deleteIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers, keyIssues, keyIssueSlugs}, id).Text()
+	if err != nil {
+		return fmt.Errorf("delete issue %d: %w", id, err)
+	}
+	return scriptState(res, id)
 }
 
 // ListIssues implements Issues.

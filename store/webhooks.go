@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -119,6 +120,31 @@ type Webhooks interface {
 	DisableWebhook(ctx context.Context, id string) (Webhook, error)
 	// EnableWebhook makes an endpoint active again, with no failures.
 	EnableWebhook(ctx context.Context, id string) (Webhook, error)
+	// RecordWebhookDelivery keeps one attempt in the endpoint's log of
+	// deliveries (the last MaxWebhookDeliveries); an endpoint removed
+	// meanwhile keeps nothing (ErrWebhookNotFound).
+	RecordWebhookDelivery(ctx context.Context, id string, d WebhookDelivery) error
+	// WebhookDeliveries are the endpoint's last attempts, newest first
+	// (ErrWebhookNotFound when there is no endpoint).
+	WebhookDeliveries(ctx context.Context, id string) ([]WebhookDelivery, error)
+}
+
+// MaxWebhookDeliveries is how many attempts an endpoint's log keeps.
+const MaxWebhookDeliveries = 50
+
+// WebhookDelivery is one attempt to deliver an event to an endpoint.
+type WebhookDelivery struct {
+	At    time.Time `json:"at"`
+	Event string    `json:"event"` // the webhook-id
+	Type  string    `json:"type"`
+	// Test marks a sample event an admin asked for (POST
+	// /api/webhooks/{id}/test): it counts no failure of the endpoint.
+	Test bool `json:"test,omitempty"`
+	// OK is a 2xx answer; Status is the answer's code (0: no answer);
+	// Error says what went wrong ("" when OK).
+	OK     bool   `json:"ok"`
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Check tells whether w can be stored: an id (no colons or commas: it is
@@ -279,6 +305,7 @@ func (r *Redis) DeleteWebhook(ctx context.Context, id string) error {
 	if _, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, keyWebhooks, id)
 		del = p.Del(ctx, webhookKey(id))
+		p.Del(ctx, webhookDeliveriesKey(id))
 		return nil
 	}); err != nil {
 		return fmt.Errorf("delete webhook endpoint: %w", err)
@@ -287,6 +314,68 @@ func (r *Redis) DeleteWebhook(ctx context.Context, id string) error {
 		return ErrWebhookNotFound
 	}
 	return nil
+}
+
+func webhookDeliveriesKey(id string) string { return prefixWebhookLog + id }
+
+// recordDeliveryScript keeps one attempt in an endpoint's log.
+//
+//	KEYS[1]  the endpoint's hash   KEYS[2]  its log of deliveries
+//	ARGV[1]  the attempt (JSON)    ARGV[2]  MaxWebhookDeliveries
+//
+// Pushes the attempt on the log's head and trims it to ARGV[2]. Answers
+// 1, or 0 when the endpoint is gone (nothing written: a removed
+// endpoint's log would never be read or removed).
+var recordDeliveryScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('LPUSH', KEYS[2], ARGV[1])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+return 1
+`)
+
+// RecordWebhookDelivery implements Webhooks.
+func (r *Redis) RecordWebhookDelivery(ctx context.Context, id string, d WebhookDelivery) error {
+	if d.At.IsZero() {
+		d.At = r.now()
+	}
+	d.At = d.At.UTC().Truncate(time.Millisecond)
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("webhook delivery: %w", err)
+	}
+	n, err := recordDeliveryScript.Run(ctx, r.rdb, []string{webhookKey(id), webhookDeliveriesKey(id)}, b, MaxWebhookDeliveries).Int()
+	if err != nil {
+		return fmt.Errorf("record webhook delivery: %w", err)
+	}
+	if n == 0 {
+		return ErrWebhookNotFound
+	}
+	return nil
+}
+
+// WebhookDeliveries implements Webhooks.
+func (r *Redis) WebhookDeliveries(ctx context.Context, id string) ([]WebhookDelivery, error) {
+	var exists *redis.IntCmd
+	var list *redis.StringSliceCmd
+	if _, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, webhookKey(id))
+		list = p.LRange(ctx, webhookDeliveriesKey(id), 0, -1)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("webhook deliveries: %w", err)
+	}
+	if exists.Val() == 0 {
+		return nil, ErrWebhookNotFound
+	}
+	out := make([]WebhookDelivery, 0, len(list.Val()))
+	for _, s := range list.Val() {
+		var d WebhookDelivery
+		if err := json.Unmarshal([]byte(s), &d); err != nil {
+			return nil, fmt.Errorf("webhook %s: unreadable delivery: %w", id, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // WebhookDelivered implements Webhooks.

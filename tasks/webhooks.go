@@ -27,6 +27,20 @@ type WebhookPayload struct {
 	// Body is the signed JSON, kept as a string so every attempt sends
 	// the very same bytes.
 	Body string `json:"body"`
+	// Test marks a sample event an admin asked for: tried once, its
+	// outcome only logged (the endpoint's failures are not counted).
+	Test bool `json:"test,omitempty"`
+}
+
+// NewWebhookTest is the delivery of a test event to endpoint, queued now.
+func NewWebhookTest(endpoint string, now time.Time) (*asynq.Task, WebhookPayload, error) {
+	ev := webhook.TestEvent(endpoint, now)
+	body, err := ev.Body()
+	if err != nil {
+		return nil, WebhookPayload{}, err
+	}
+	p := WebhookPayload{Endpoint: endpoint, ID: ev.ID, Type: ev.Type, Queued: now.UTC(), Body: string(body), Test: true}
+	return NewWebhook(p), p, nil
 }
 
 // WebhookTaskID is the task of event id for endpoint: an event is queued

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
@@ -88,6 +89,29 @@ func IssueSentEvent(is Issue, at time.Time) Event {
 	return Event{
 		ID:   eventID(IssueSent, strconv.FormatInt(is.ID, 10)),
 		Type: IssueSent, Timestamp: at.UTC(), Data: is,
+	}
+}
+
+// TestType is the type of the sample event an admin sends to check an
+// endpoint (POST /api/webhooks/{id}/test): no endpoint asks for it, each
+// is sent to one endpoint on request.
+const TestType = "webhook.test"
+
+// TestData is the data of a test event.
+type TestData struct {
+	Endpoint string `json:"endpoint"`
+	Test     bool   `json:"test"`
+}
+
+// TestEvent is a sample event for endpoint, asked for at at; each has an
+// id of its own.
+func TestEvent(endpoint string, at time.Time) Event {
+	at = at.UTC()
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return Event{
+		ID:   eventID(TestType, endpoint, strconv.FormatInt(at.UnixNano(), 10), string(nonce[:])),
+		Type: TestType, Timestamp: at, Data: TestData{Endpoint: endpoint, Test: true},
 	}
 }
 

@@ -75,6 +75,13 @@ func AsRefused(err error) *Refused {
 // address at connect time). Errors never quote the URL, which may hold a
 // token of the receiver's.
 func (s *Sender) Send(ctx context.Context, endpoint, secret string, m Message) error {
+	_, err := s.Post(ctx, endpoint, secret, m)
+	return err
+}
+
+// Post is Send that also answers the endpoint's status code (0 when it
+// gave no answer), which the endpoint's log of deliveries shows.
+func (s *Sender) Post(ctx context.Context, endpoint, secret string, m Message) (int, error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -82,11 +89,11 @@ func (s *Sender) Send(ctx context.Context, endpoint, secret string, m Message) e
 	at := now()
 	sig, err := Sign(secret, m.ID, at, m.Body)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(m.Body))
 	if err != nil {
-		return errors.New("the endpoint's URL cannot be requested")
+		return 0, errors.New("the endpoint's URL cannot be requested")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "newsletter-webhooks/1")
@@ -99,16 +106,16 @@ func (s *Sender) Send(ctx context.Context, endpoint, secret string, m Message) e
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("post the event: %w", err)
+		return 0, fmt.Errorf("post the event: %w", err)
 	}
 	// Only the status counts: an answer cut short after it changes
 	// nothing (read a little, so the connection can be reused).
 	_, _ = netguard.ReadLimited(resp.Body, maxAnswer)
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &Refused{Status: resp.StatusCode, Wait: retryAfter(resp.Header.Get("Retry-After"), at)}
+		return resp.StatusCode, &Refused{Status: resp.StatusCode, Wait: retryAfter(resp.Header.Get("Retry-After"), at)}
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date.

@@ -15,6 +15,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
@@ -43,6 +44,9 @@ type Config struct {
 	// publisher to type the number of readers
 	// (NEWSLETTER_CONFIRM_SEND_ABOVE; 0: DefaultConfirmSendAbove).
 	ConfirmSendAbove int64
+	// Endpoints checks the webhook URLs admins register (the API's:
+	// https, public addresses unless NEWSLETTER_WEBHOOK_ALLOW_PRIVATE).
+	Endpoints netguard.Guard
 }
 
 // DefaultConfirmSendAbove is the audience above which a send asks again.
@@ -53,7 +57,11 @@ type Store interface {
 	store.Subscribers
 	store.Suppressions
 	store.Issues
+	store.Webhooks
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
+	Item(ctx context.Context, id int64) (store.Item, error)
+	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)
+	DeleteItem(ctx context.Context, id int64) error
 	ItemsAfter(ctx context.Context, topic string, after int64, limit int) ([]store.Item, error)
 	SubscribeMany(ctx context.Context, reqs []store.SubscribeRequest) ([]error, error)
 	OutboxDone(ctx context.Context, ids ...string) error

@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
@@ -189,7 +190,7 @@ func newEnv(t testing.TB) *env {
 	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens).WithHold(e.holds.onClient), allow: 1000}
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
 	e.subs = apiSrv
-	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
+	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}}, console.Deps{
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,

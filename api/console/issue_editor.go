@@ -56,11 +56,11 @@ func (h *Handler) topicBoxes(checked []string) []topicBox {
 // sameContent tells whether f is is's own content (a send's or a move's
 // form) rather than text the writer typed.
 func sameContent(f form.Issue, is store.Issue) bool {
-	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics)
+	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics) && f.ReplyTo == is.ReplyTo
 }
 
 func formOf(is store.Issue) form.Issue {
-	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics}
+	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics, ReplyTo: is.ReplyTo}
 }
 
 // preview renders f as the mail a reader of its first topic gets.

@@ -38,12 +38,28 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/issues/{id}/progress", h.require(Viewer, h.issueProgress))
 	m.Handle("POST /admin/issues/{id}/test", h.require(Editor, h.testIssue))
 	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
+	m.Handle("POST /admin/issues/{id}/duplicate", h.require(Editor, h.duplicateIssue))
+	m.Handle("POST /admin/issues/{id}/delete", h.require(Editor, h.deleteIssue))
+	m.Handle("GET /admin/issues/{id}/versions", h.require(Viewer, h.issueVersions))
+	m.Handle("POST /admin/issues/{id}/versions/{n}/restore", h.require(Editor, h.restoreIssueVersion))
+	m.Handle("GET /admin/issues/{id}/preview", h.require(Viewer, h.showPreview))
 	for _, action := range issues.Actions {
 		m.Handle("POST /admin/issues/{id}/"+action, h.require(Editor, h.changeIssue(action)))
 	}
 
 	m.Handle("GET /admin/items", h.require(Viewer, h.listItems))
 	m.Handle("POST /admin/items", h.require(Editor, h.saveItem))
+	m.Handle("GET /admin/items/{id}", h.require(Viewer, h.editItem))
+	m.Handle("POST /admin/items/{id}", h.require(Editor, h.updateItem))
+	m.Handle("POST /admin/items/{id}/delete", h.require(Editor, h.deleteItem))
+	m.Handle("POST /admin/digest/run", h.require(Admin, h.runDigest))
+
+	m.Handle("GET /admin/webhooks", h.require(Admin, h.listWebhooks))
+	m.Handle("POST /admin/webhooks", h.require(Admin, h.addWebhook))
+	m.Handle("POST /admin/webhooks/{id}/test", h.require(Admin, h.testWebhook))
+	for _, action := range []string{"enable", "disable", "delete"} {
+		m.Handle("POST /admin/webhooks/{id}/"+action, h.require(Admin, h.changeWebhook(action)))
+	}
 
 	m.Handle("GET /admin/suppressions", h.require(Viewer, h.listSuppressions))
 	m.Handle("POST /admin/suppressions/{id}/lift", h.require(Admin, h.liftSuppression))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,8 +164,11 @@ func (b *consoleBrowser) signOut() {
 // TestConsoleInChromium walks the console in Debian's Chromium with each
 // role, over a real Redis, worker and SMTP server: a viewer reads every
 // screen and is refused the editor; an editor writes an issue with the
-// live preview, test-sends it (received over SMTP), sends it and watches
-// the progress reach the end; an admin reads the overview's counts and
+// live preview and a Reply-To, test-sends it (received over SMTP, the
+// Reply-To in its header), sends it and watches the progress reach the
+// end (every reader's mail with the Reply-To), previews it as a phone
+// and duplicates it; an admin registers a webhook endpoint and sends it
+// a test event, which arrives signed and shows among its deliveries; an admin reads the overview's counts and
 // chart and the subscriber list, finds a subscriber and changes their
 // topics, lifts a suppression, exports a person (the download) and
 // erases them (then find says nobody), imports a CSV, makes a token and
@@ -203,7 +208,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": adminTok, "NEWSLETTER_FROM": "News <news@example.com>",
-		"NEWSLETTER_TEST_RECIPIENTS": "me@example.com",
+		"NEWSLETTER_TEST_RECIPIENTS": "me@example.com", "NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true",
 	}), "serve")
 	base := svc.base
 
@@ -226,6 +231,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.open(base, "/admin/issues/new", "New issue")
 	b.do(chromedp.SendKeys(chromedp.ID("subject"), "Spring letter"),
 		chromedp.SendKeys(chromedp.ID("preheader"), "What grew this month"),
+		chromedp.SendKeys(chromedp.ID("reply_to"), "letters@example.com"),
 		chromedp.SendKeys(chromedp.ID("body"), "Hello **spring** readers.\n\n- [Our garden](https://example.com/garden)\n- New seeds\n\n<script>alert(1)</script>"))
 	b.until("the live preview", `document.querySelector("iframe.preview").srcdoc.includes("<strong>spring</strong>")`)
 	b.shot("console-issue-editor")
@@ -235,8 +241,9 @@ func TestConsoleInChromium(t *testing.T) {
 	b.notice("The test mail was sent.")
 	poll.True(t, poll.BusyMachine, "the test mail over SMTP", func() bool {
 		m := smtpSrv.To("me@example.com")
-		return len(m) == 1 && m[0].Header.Get("Subject") == "[Test] Spring letter"
+		return len(m) == 1 && m[0].Header.Get("Subject") == "[Test] Spring letter" && strings.Trim(m[0].Header.Get("Reply-To"), "<>") == "letters@example.com"
 	})
+	issuePath := b.eval(`location.pathname`)
 	b.do(chromedp.Click(chromedp.CSS(`form[action$="/send"] button`)))
 	b.notice("Sending has started.")
 	// The page's script polls the progress and reloads once it is sent.
@@ -248,8 +255,20 @@ func TestConsoleInChromium(t *testing.T) {
 	for _, r := range readers {
 		if n := len(smtpSrv.To(r)); n != 1 {
 			t.Fatalf("%s got %d mails", r, n)
+		} else if got := smtpSrv.To(r)[0].Header.Get("Reply-To"); strings.Trim(got, "<>") != "letters@example.com" {
+			t.Fatalf("%s's mail: Reply-To %q", r, got)
 		}
 	}
+	// The mail as a phone shows it; a copy of the issue to start the next.
+	b.open(base, issuePath+"/preview?as=phone", "Preview of Spring letter")
+	if w := b.eval(`String(document.querySelector("iframe[data-preview=phone]").getBoundingClientRect().width)`); w != "375" {
+		t.Fatalf("the phone preview is %s px wide", w)
+	}
+	b.shot("console-issue-phone")
+	b.open(base, issuePath, "Spring letter sent")
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/duplicate"] button`)))
+	b.heading("Spring letter (copy) draft")
+	b.notice("This is a copy")
 	if n := len(smtpSrv.To("bob@example.net")); n != 0 {
 		t.Fatal("a bounced address was mailed")
 	}
@@ -362,6 +381,34 @@ func TestConsoleInChromium(t *testing.T) {
 	b.do(chromedp.SendKeys(chromedp.ID("name"), "newsletter-ci"), chromedp.Click(chromedp.CSS(`form[action="/admin/tokens"] button`)))
 	b.until("the new token", `document.getElementById("new-token") !== null`)
 	b.shot("console-tokens")
+
+	// A webhook endpoint, registered and sent a test event, which the
+	// worker signs and posts; the page lists the delivery.
+	hits := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- r.Header.Get("webhook-signature")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	b.open(base, "/admin/webhooks", "Webhooks")
+	b.do(chromedp.SendKeys(chromedp.ID("url"), hook.URL+"/crm"), chromedp.Click(chromedp.CSS(`input[name=events][value="issue.sent"]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/admin/webhooks"] button`)))
+	b.until("the new endpoint's secret", `document.querySelector("[data-field=secret]") !== null`)
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
+	b.notice("A test event is queued")
+	select {
+	case sig := <-hits:
+		if !strings.HasPrefix(sig, "v1,") {
+			t.Fatalf("the test event's signature: %q", sig)
+		}
+	case <-time.After(poll.BusyMachine):
+		t.Fatal("the test event never came")
+	}
+	poll.True(t, poll.BusyMachine, "the delivery on the page", func() bool {
+		b.open(base, "/admin/webhooks", "Webhooks")
+		return strings.Contains(b.text("main"), "webhook.test")
+	})
+	b.fullShot("console-webhooks")
 
 	b.open(base, "/admin/audit", "Audit log")
 	audit := b.text("main table")

@@ -442,6 +442,7 @@ func IssueData(l Links, is store.Issue, topic string, body mailer.Body) mailer.D
 	d := l.Stream(topic)
 	d.Subject, d.Preheader, d.IssueHTML, d.IssueText = is.Subject, is.Preheader, body.HTML, body.Text
 	d.ArchiveURL = l.ArchiveURL(is)
+	d.ReplyTo = is.ReplyTo
 	return d
 }
 

@@ -21,9 +21,10 @@ import (
 // letter, which an operator re-runs in asynqmon once the endpoint works.
 var ErrNotificationDead = errors.New("notification given up")
 
-// WebhookPoster delivers one message to one endpoint (*webhook.Sender).
+// WebhookPoster delivers one message to one endpoint (*webhook.Sender),
+// answering the endpoint's status code (0: no answer).
 type WebhookPoster interface {
-	Send(ctx context.Context, endpoint, secret string, m webhook.Message) error
+	Post(ctx context.Context, endpoint, secret string, m webhook.Message) (int, error)
 }
 
 // WebhookSender handles TypeWebhook: read the endpoint, post the event,
@@ -55,7 +56,16 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayloa
 		h.count("dead")
 		return fmt.Errorf("webhook: endpoint %s is disabled: %w: %w", ep.ID, ErrNotificationDead, asynq.SkipRetry)
 	}
-	err = h.Post.Send(ctx, ep.URL, ep.Secret, webhook.Message{ID: p.ID, Body: []byte(p.Body)})
+	status, err := h.Post.Post(ctx, ep.URL, ep.Secret, webhook.Message{ID: p.ID, Body: []byte(p.Body)})
+	h.logDelivery(ctx, log, p, status, err)
+	if p.Test {
+		// An admin's check: the log shows the outcome; a failure neither
+		// counts against the endpoint nor is retried.
+		if err != nil {
+			return fmt.Errorf("webhook: test event: %w: %w", asDeliveryFailure(err), asynq.SkipRetry)
+		}
+		return nil
+	}
 	if err == nil {
 		if err := h.Store.WebhookDelivered(ctx, ep.ID); err != nil && !errors.Is(err, store.ErrWebhookNotFound) {
 			// Delivered; a count not reset only brings a disabling
@@ -100,6 +110,18 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayloa
 		h.count("retry")
 	}
 	return fmt.Errorf("webhook: %w", err)
+}
+
+// logDelivery keeps the attempt in the endpoint's log of deliveries. A
+// log not written loses a line of history, not the event: it is logged.
+func (h *WebhookSender) logDelivery(ctx context.Context, log *slog.Logger, p tasks.WebhookPayload, status int, err error) {
+	d := store.WebhookDelivery{At: h.Now(), Event: p.ID, Type: p.Type, Test: p.Test, OK: err == nil, Status: status}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	if lerr := h.Store.RecordWebhookDelivery(ctx, p.Endpoint, d); lerr != nil && !errors.Is(lerr, store.ErrWebhookNotFound) {
+		log.Warn("webhook: delivery not logged", "err", lerr)
+	}
 }
 
 // deliveryFailure is a failed delivery (a webhook post, a push) as the

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -476,4 +477,51 @@ func (q *recordQueue) payloads(t *testing.T) []tasks.WebhookPayload {
 		out = append(out, p)
 	}
 	return out
+}
+
+// A test event an admin asked for: delivered and logged like any event;
+// failing, it is logged with the endpoint's answer, not retried, and not
+// counted against the endpoint (a test is no sign the endpoint is dead).
+// Every attempt, an event's too, lands in the endpoint's deliveries.
+func TestWebhookTestEventLoggedNotCounted(t *testing.T) {
+	r := newHandlerRun(t, store.WebhookPolicy{DisableAfter: time.Nanosecond, MinFailures: 1}, webhook.DefaultBackoff)
+	up := true
+	ep := newEndpoint(t, func(int) int {
+		if up {
+			return http.StatusNoContent
+		}
+		return http.StatusInternalServerError
+	})
+	hook := register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	ctx := context.Background()
+	ok, p, err := tasks.NewWebhookTest("crm", r.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, ok); err != nil {
+		t.Fatalf("a test event to a working endpoint: %v", err)
+	}
+	verified(t, hook.Secret, ep.hits())
+	up = false
+	failing, _, _ := tasks.NewWebhookTest("crm", r.clock.Add(time.Second))
+	err = runTask(ctx, tasks.Webhook, r.h.HandleWebhook, failing)
+	if !errors.Is(err, asynq.SkipRetry) || dead(err) {
+		t.Fatalf("a failing test event: %v, want no retry and no dead letter", err)
+	}
+	if w, _ := r.mem.GetWebhook(ctx, "crm"); w.State != store.WebhookActive || w.Failures != 0 {
+		t.Fatalf("a failed test counted against the endpoint: %+v", w)
+	}
+	// An event fails too: counted (and here, disabled at once).
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("crm", 1)); err == nil {
+		t.Fatal("an event to a failing endpoint: delivered")
+	}
+	ds, err := r.mem.WebhookDeliveries(ctx, "crm")
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("deliveries: %+v %v", ds, err)
+	}
+	if ds[2].Event != p.ID || !ds[2].OK || ds[2].Status != 204 || !ds[2].Test || ds[2].Type != webhook.TestType ||
+		ds[1].OK || ds[1].Status != 500 || !ds[1].Test || !strings.Contains(ds[1].Error, "500") ||
+		ds[0].Test || ds[0].OK || ds[0].Type != webhook.SubscriberConfirmed || !ds[0].At.Equal(r.clock) {
+		t.Fatalf("deliveries, newest first: %+v", ds)
+	}
 }

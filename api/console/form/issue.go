@@ -20,6 +20,8 @@ type Issue struct {
 	Preheader string
 	Body      string
 	Topics    []string
+	// ReplyTo is the issue's Reply-To ("": the service's From).
+	ReplyTo string
 	// Version is the version the writer opened (0: a new issue): a
 	// save over a later one is refused, nothing lost.
 	Version int
@@ -35,13 +37,14 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 		Subject: value(r, "subject"), Preheader: value(r, "preheader"),
 		Body:    strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
 		Topics:  r.PostForm["topics"],
+		ReplyTo: issues.NormalizeReplyTo(value(r, "reply_to")),
 		Version: atoi(value(r, "version")),
 	}, nil
 }
 
 // Content is the issue as the store keeps it.
 func (f Issue) Content() store.IssueContent {
-	return store.IssueContent{Subject: f.Subject, Preheader: f.Preheader, Body: f.Body, Topics: f.Topics}
+	return store.IssueContent{Subject: f.Subject, Preheader: f.Preheader, Body: f.Body, Topics: f.Topics, ReplyTo: f.ReplyTo}
 }
 
 // atoi reads a hidden number the console wrote (0 when absent or
