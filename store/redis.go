@@ -89,6 +89,7 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 //	ARGV[15] ReconfirmWindow, ms
 //	ARGV[16] the address's keyed hash (the erased marker, keyErased)
 //	ARGV[17] the consent source: form, import, api, or ""
+//	ARGV[18] today, YYYY-MM-DD (UTC): a new id's day in the join index (sfxJoinDay)
 //
 // The address is looked up in the shard (find): away, the script answers
 // 'away' and the id; a new subscriber is only made in its home shard
@@ -166,6 +167,7 @@ else
   id = newid()
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
+  redis.call('HSETNX', JOINDAY, ARGV[18], slot(id))
 end
 if ARGV[2] ~= '' and not keep then r[6] = ARGV[2] end
 if ARGV[3] ~= '' and not keep then r[7] = ARGV[3] end
@@ -214,7 +216,7 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
 		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
-		r.erasure(req.Email), string(req.Source)}, nil
+		r.erasure(req.Email), string(req.Source), r.now().UTC().Format(time.DateOnly)}, nil
 }
 
 // subscribeKeys are the KEYS of subscribeScript for email in a shard.
@@ -456,12 +458,13 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id, the record, the topics and whether it is
-// reconfirming, or 'notfound'.
+// Answers 'ok', the id, the record, the topics, whether it is
+// reconfirming, an empty field (ended, for the scripts that end), the
+// tags and the packed field values; or 'notfound'.
 var getScript = subscriberScript(`
 local id, r, miss = lookup(ARGV[1])
 if miss then return miss end
-return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
+return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r), '', tagsof(id), redis.call('HGET', fieldkey(id), id) or ''}
 `)
 
 // Get implements Subscribers.
@@ -480,13 +483,14 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 //	ARGV[1]  id
 //	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id, the record, the topics and whether a confirmation
-// of a suppressed address waits, or 'notfound'.
+// Answers 'ok', the id, the record, the topics, whether a confirmation
+// of a suppressed address waits, an empty field, the tags and the packed
+// field values; or 'notfound'.
 var getByIDScript = subscriberScript(`
 local id = ARGV[1]
 local v = redis.call('HGET', subkey(id), id)
 if not v then return {'notfound'} end
-return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v))}
+return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v)), '', tagsof(id), redis.call('HGET', fieldkey(id), id) or ''}
 `)
 
 // GetByID implements Subscribers.

@@ -51,6 +51,11 @@ type Subscriber struct {
 	// subscription; false when it had ended before (an unsubscribe link
 	// used again).
 	Ended bool `json:"-"`
+	// Tags are the person's tags, sorted (tags.go); Fields their values
+	// of the declared custom fields (fields.go). Get, GetByID and
+	// SubscribersByID read them; nil when none.
+	Tags   []string          `json:"tags,omitempty"`
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // Errors the store returns. Callers test them with errors.Is.
@@ -266,6 +271,8 @@ type Store interface {
 	Devices
 	Phones
 	ChannelChoices
+	Tags
+	Fields
 	PersonOrder
 	Webhooks
 	Tokens

@@ -53,6 +53,8 @@ func Run(t *testing.T, h Harness) {
 		{"Phones", testPhones},
 		{"PhoneCodes", testPhoneCodes},
 		{"Channels", testChannels},
+		{"Tags", testTags},
+		{"Fields", testFields},
 		{"PersonOrder", testPersonOrder},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},
