@@ -15,6 +15,8 @@ var Scripts = map[string]*redis.Script{
 	"changeTagsScript":      changeTagsScript,
 	"setFieldsScript":       setFieldsScript,
 	"defineFieldScript":     defineFieldScript,
+	"saveSegmentScript":     saveSegmentScript,
+	"deleteSegmentScript":   deleteSegmentScript,
 	"addItemScript":         addItemScript,
 	"addPushScript":         addPushScript,
 	"addWebhookScript":      addWebhookScript,

@@ -273,6 +273,7 @@ type Store interface {
 	ChannelChoices
 	Tags
 	Fields
+	Segments
 	PersonOrder
 	Webhooks
 	Tokens

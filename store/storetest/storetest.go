@@ -55,6 +55,8 @@ func Run(t *testing.T, h Harness) {
 		{"Channels", testChannels},
 		{"Tags", testTags},
 		{"Fields", testFields},
+		{"Segments", testSegments},
+		{"SegmentsMatchBruteForce", testSegmentsMatchBruteForce},
 		{"PersonOrder", testPersonOrder},
 		{"Issues", testIssues},
 		{"Webhooks", testWebhooks},

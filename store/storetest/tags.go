@@ -75,6 +75,9 @@ func testTags(t *testing.T, h Harness, s store.Store) {
 	if all, _ := s.TagsOf(ctx, []int64{a.ID}); all[0] != nil {
 		t.Fatalf("tags kept after an erasure: %v", all[0])
 	}
+	if n, err := s.SegmentCount(ctx, "tag:beta OR tag:vip"); err != nil || n.Matching != 0 {
+		t.Fatalf("an erased person is still in a tag's bitmap: %+v %v", n, err)
+	}
 }
 
 // Fields: declared with a type (a name, a type, choices checked), a
