@@ -113,6 +113,9 @@ type Store interface {
 	store.Devices
 	store.Phones
 	store.ChannelChoices
+	store.Tags
+	store.Fields
+	store.Segments
 }
 
 // Deps are the API's collaborators.
@@ -241,6 +244,7 @@ func (s *Server) routes() {
 	s.auditRoutes()
 	s.peopleRoutes()
 	s.importRoutes()
+	s.segmentRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

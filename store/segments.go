@@ -51,6 +51,9 @@ var (
 	// MaxSegmentName characters with a letter in it (a name of digits
 	// alone would read as an id).
 	ErrSegmentName = errors.New("bad segment name")
+	// ErrSegmentTaken: the name is another segment's (it matches
+	// ErrSegmentName too).
+	ErrSegmentTaken = errors.New("the name is another segment's")
 )
 
 // Segments keeps the segments and evaluates expressions.
@@ -163,7 +166,7 @@ func (r *Redis) saveSegment(ctx context.Context, id, name, expr string) (Segment
 	}
 	switch res[0] {
 	case "taken":
-		return Segment{}, fmt.Errorf("%w: %q is another segment's name", ErrSegmentName, name)
+		return Segment{}, fmt.Errorf("%w %q: %w", ErrSegmentName, name, ErrSegmentTaken)
 	case "notfound":
 		return Segment{}, ErrNoSegment
 	}

@@ -70,6 +70,9 @@ const (
 	DeviceRemoved     = "device.removed"
 	PhoneSet          = "phone.set"
 	PhoneRemoved      = "phone.removed"
+	FieldDeclared     = "field.declared"
+	SegmentSaved      = "segment.saved"
+	SegmentDeleted    = "segment.deleted"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).
