@@ -75,10 +75,37 @@ type Segments interface {
 	CheckSegment(ctx context.Context, expr string) (segment.Expr, error)
 	// SegmentCount counts the people expr matches now.
 	SegmentCount(ctx context.Context, expr string) (SegmentCount, error)
+	// IssueSegmentExpr is the expression of the readers of an issue
+	// with a segment (its segment's and topics': AudienceExpr);
+	// ErrNoSegment when the segment is gone.
+	IssueSegmentExpr(ctx context.Context, c IssueContent) (string, error)
 	// SegmentAudienceByShard lists up to limit active people expr
 	// matches, whose walk keys (WalkKey) are past after, in walk-key
 	// order, as AudienceByShard does for topics.
 	SegmentAudienceByShard(ctx context.Context, expr string, after int64, limit int) ([]int64, error)
+}
+
+// AudienceExpr is the expression of an issue's readers: its segment's
+// expression, and any of its topics when it names topics too.
+func AudienceExpr(segmentExpr string, topics []string) string {
+	if len(topics) == 0 {
+		return "(" + segmentExpr + ")"
+	}
+	terms := make([]string, len(topics))
+	for i, t := range topics {
+		terms[i] = "topic:" + t
+	}
+	return "(" + segmentExpr + ") AND (" + strings.Join(terms, " OR ") + ")"
+}
+
+// IssueSegmentExpr is the expression of issue content c's readers when
+// c names a segment (AudienceExpr); ErrNoSegment when it is gone.
+func (r *Redis) IssueSegmentExpr(ctx context.Context, c IssueContent) (string, error) {
+	seg, err := r.GetSegment(ctx, strconv.FormatInt(c.Segment, 10))
+	if err != nil {
+		return "", fmt.Errorf("the issue's segment %d: %w", c.Segment, err)
+	}
+	return AudienceExpr(seg.Expr, c.Topics), nil
 }
 
 // checkSegmentName tells a valid name.
