@@ -167,12 +167,45 @@ func (s *Server) deleteSegment(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusNotFound, errorBody("no such segment"))
 		return
 	}
+	if used, err := s.segmentInUse(r, id); err != nil {
+		s.segmentFailed(w, "read the issues", err)
+		return
+	} else if used != 0 {
+		WriteJSON(w, http.StatusConflict, errorBody("issue "+strconv.FormatInt(used, 10)+" is to go to this segment; change or cancel it first"))
+		return
+	}
 	if err := s.deps.Store.DeleteSegment(r.Context(), id); err != nil {
 		s.segmentFailed(w, "delete the segment", err)
 		return
 	}
 	s.note(r, audit.SegmentDeleted, segmentTarget(id), "")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// segmentInUse is an issue not yet sent nor cancelled that goes to
+// segment id (0: none): its planner reads the segment when it sends.
+func (s *Server) segmentInUse(r *http.Request, id int64) (int64, error) {
+	if s.deps.Issues == nil {
+		return 0, nil
+	}
+	for _, st := range []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused} {
+		for after := int64(0); ; {
+			page, err := s.deps.Issues.ListIssues(r.Context(), st, after, maxIssuePage)
+			if err != nil {
+				return 0, err
+			}
+			for _, is := range page {
+				if is.Segment == id {
+					return is.ID, nil
+				}
+			}
+			if len(page) < maxIssuePage {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+	return 0, nil
 }
 
 func segmentTarget(id int64) string { return "segment:" + strconv.FormatInt(id, 10) }
