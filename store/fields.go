@@ -256,23 +256,7 @@ func CheckFieldValues(defs map[string]FieldDef, values map[string]string) (map[s
 var setFieldsScript = subscriberScript(`
 local id = ARGV[1]
 if redis.call('HEXISTS', subkey(id), id) == 0 then return {'notfound'} end
-local cur, names = {}, {}
-local was = redis.call('HGET', fieldkey(id), id)
-if was then
-  local parts = {}
-  for f in (was .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do parts[#parts + 1] = f end
-  for i = 1, #parts - 1, 2 do cur[parts[i]] = parts[i + 1] end
-end
-for i = 2, #ARGV - 1, 2 do
-  if ARGV[i + 1] == '' then cur[ARGV[i]] = nil else cur[ARGV[i]] = ARGV[i + 1] end
-end
-for n in pairs(cur) do names[#names + 1] = n end
-table.sort(names)
-local out = {}
-for _, n in ipairs(names) do out[#out + 1] = n; out[#out + 1] = cur[n] end
-local v = table.concat(out, SEP)
-if #names == 0 then redis.call('HDEL', fieldkey(id), id) else redis.call('HSET', fieldkey(id), id, v) end
-return {'ok', v}
+return {'ok', setfields(id, {unpack(ARGV, 2)})}
 `)
 
 // SetFields implements Fields. The declarations are read first: a field

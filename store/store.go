@@ -114,6 +114,13 @@ type SubscribeRequest struct {
 	// Source is how the person came in (the consent's source, shown in
 	// the export and the console); empty keeps what was recorded.
 	Source ConsentSource
+	// Tags are added to the person's (CheckTag'd here; registered as
+	// known once stored), and Fields merged into their values (the
+	// caller checks them against the declarations: CheckFieldValues), in
+	// the same step, when the request adds or re-opens a subscription
+	// (not when it only sends a pending one's confirmation again).
+	Tags   []string
+	Fields map[string]string
 }
 
 // Preferences are what a person sets in the preference centre.

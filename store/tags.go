@@ -61,12 +61,49 @@ type Tags interface {
 //	tagkey(id), fieldkey(id)  the hashes a person's tags and field values are in
 //	tagsof(id)                the person's tags, comma-separated ('' for none)
 //	JOINDAY                   the shard's first slot of each day (sfxJoinDay)
+//	addtags(id, list)         gives the person the tags of a comma-separated list
+//	setfields(id, pairs)      merges name, value pairs into the person's field values
 //	forgetextras(id)          clears the person's tag bits, tags and field values (erase)
 var personExtrasLua = fmt.Sprintf(`
 local TAGLIST, TAGBIT, FIELDVALS, JOINDAY = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local function tagkey(id) return TAGLIST .. math.floor(slot(id) / PER) end
 local function fieldkey(id) return FIELDVALS .. math.floor(slot(id) / PER) end
 local function tagsof(id) return redis.call('HGET', tagkey(id), id) or '' end
+-- addtags gives a person the tags of a comma-separated list.
+local function addtags(id, list)
+  local have, all = {}, {}
+  for t in tagsof(id):gmatch('[^,]+') do have[t] = true end
+  for t in list:gmatch('[^,]+') do
+    if not have[t] then
+      have[t] = true
+      redis.call('SETBIT', TAGBIT .. t, slot(id), 1)
+    end
+  end
+  for t in pairs(have) do all[#all + 1] = t end
+  table.sort(all)
+  if #all > 0 then redis.call('HSET', tagkey(id), id, table.concat(all, ',')) end
+end
+-- setfields merges name, value pairs (a table of 2n strings; an empty
+-- value clears the field) into a person's packed values; answers them.
+local function setfields(id, pairs_)
+  local cur, names = {}, {}
+  local was = redis.call('HGET', fieldkey(id), id)
+  if was then
+    local parts = {}
+    for f in (was .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do parts[#parts + 1] = f end
+    for i = 1, #parts - 1, 2 do cur[parts[i]] = parts[i + 1] end
+  end
+  for i = 1, #pairs_ - 1, 2 do
+    if pairs_[i + 1] == '' then cur[pairs_[i]] = nil else cur[pairs_[i]] = pairs_[i + 1] end
+  end
+  for n in pairs(cur) do names[#names + 1] = n end
+  table.sort(names)
+  local out = {}
+  for _, n in ipairs(names) do out[#out + 1] = n; out[#out + 1] = cur[n] end
+  local v = table.concat(out, SEP)
+  if #names == 0 then redis.call('HDEL', fieldkey(id), id) else redis.call('HSET', fieldkey(id), id, v) end
+  return v
+end
 local function forgetextras(id)
   for t in tagsof(id):gmatch('[^,]+') do redis.call('SETBIT', TAGBIT .. t, slot(id), 0) end
   redis.call('HDEL', tagkey(id), id)
