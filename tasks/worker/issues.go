@@ -16,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -312,7 +313,14 @@ func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, iss
 				return nil, err
 			}
 		}
-		return h.awaited().SegmentAudienceByShard(ctx, segExpr, cursor, limit)
+		ids, err := h.awaited().SegmentAudienceByShard(ctx, segExpr, cursor, limit)
+		var bad *segment.Error
+		if errors.As(err, &bad) {
+			// The expression no longer holds (a topic gone from the
+			// topics file): a retry would find it as wrong.
+			return nil, fmt.Errorf("issue %d: its segment: %w: %w", is.ID, err, asynq.SkipRetry)
+		}
+		return ids, err
 	}}
 }
 
