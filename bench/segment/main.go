@@ -48,7 +48,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	defer func() { bench.Warn("close redis", rdb.Close()) }()
 	st := store.NewRedis(rdb)
 	start := time.Now()
 	if err := load(ctx, st, n); err != nil {
