@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -82,6 +82,9 @@ bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest to
 
 bench-scale: ## issue #30: N subscribers (default 1000000) on a local 3+3 Redis Cluster and a single Redis beside it (redis-server, ports 7800-7899, PORT_BASE moves them), grown through the store's bulk path to each of CHECKPOINTS (default 1000000,2000000,5000000,10000000, capped at N): import rate, Redis memory per subscriber, the issue planner's count and walk in ns per reader, Redis CPU per mail per primary sending an issue through `newsletter serve` into a loopback sink (SINGLE_MAX caps the single Redis's list, MAILS and WINDOW the send window)
 	N=$(or $(N),1000000) CHECKPOINTS=$(CHECKPOINTS) SINGLE_MAX=$(SINGLE_MAX) MAILS=$(MAILS) WINDOW=$(WINDOW) $(GO) run ./bench/scale
+
+bench-segment: ## issue #32: N subscribers (default 1000000) loaded through the store's bulk path with their tags, then a segment of three terms (topic:updates AND tag:beta AND NOT tag:paid) counted ROUNDS times (default 10; target under 200 ms), the same with a join date, and the segment's readers walked as the issue planner does (needs a Redis, default 127.0.0.1:6379 db 15)
+	N=$(or $(N),1000000) ROUNDS=$(ROUNDS) $(GO) run ./bench/segment
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

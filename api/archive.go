@@ -84,9 +84,10 @@ func (s *Server) archiveRoutes() {
 
 // public tells whether is belongs in the archive: sent, and every one of
 // its topics public (a letter that also went to a private topic is not
-// published because it went to a public one too).
+// published because it went to a public one too); an issue sent to a
+// segment never is (it was written for those people).
 func (s *Server) public(is store.Issue) bool {
-	if is.Status != store.IssueSent || len(is.Topics) == 0 {
+	if is.Status != store.IssueSent || len(is.Topics) == 0 || is.Segment != 0 {
 		return false
 	}
 	for _, t := range is.Topics {

@@ -429,3 +429,50 @@ func TestArchiveBurstBuildsAPageOnce(t *testing.T) {
 		t.Fatalf("%d Redis commands for a burst of 30 on one page, want one build (2)", n)
 	}
 }
+
+// An issue sent to a segment was written for those people: the archive
+// neither lists nor serves it, whatever its topics, and its feed leaves
+// it out.
+func TestArchiveHidesSegmentIssues(t *testing.T) {
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	sub, err := e.st.Subscribe(ctx, store.SubscribeRequest{Email: "beta@x.io", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddTags(ctx, sub.ID, []string{"beta"}); err != nil {
+		t.Fatal(err)
+	}
+	seg, err := e.st.CreateSegment(ctx, "Beta", "tag:beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "Public letter", "For all", true, "digest")
+	for _, c := range []store.IssueContent{
+		{Subject: "Beta only", Body: "Secret plans", Segment: seg.ID},
+		{Subject: "Beta digest readers", Body: "Secret too", Topics: []string{"digest"}, Segment: seg.ID},
+	} {
+		is, err := e.st.CreateIssue(ctx, c, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.st.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByShard, 0, 0, true); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := e.st.FinishIssue(ctx, is.ID); err != nil || !done {
+			t.Fatalf("finish %q: %v %v", c.Subject, done, err)
+		}
+		if resp, body := get(t, e.srv.URL+"/archive/"+is.Slug); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "Secret") {
+			t.Fatalf("%s served: %d %s", c.Subject, resp.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/archive/", "/archive/feed.atom"} {
+		resp, body := get(t, e.srv.URL+path)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Public letter") || strings.Contains(body, "Beta") {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+}

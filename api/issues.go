@@ -37,7 +37,8 @@ type IssueStore interface {
 const maxIssuePage = 100
 
 var (
-	issueFields   = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField, "reply_to": textField}
+	issueFields = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField,
+		"reply_to": textField, "segment": textField}
 	versionFields = fields{"version": countField}
 	sendFields    = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
 	whenFields    = fields{"at": textField, "local_time": textField}
@@ -179,6 +180,20 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 	}
 	c = store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
 		Body: in.get("body"), Topics: in["topics"], ReplyTo: issues.NormalizeReplyTo(in.get("reply_to"))}
+	if name := in.get("segment"); name != "" {
+		// By id or by name; the issue keeps the id, so a renamed
+		// segment stays its audience.
+		seg, err := s.deps.Store.GetSegment(r.Context(), name)
+		if errors.Is(err, store.ErrNoSegment) {
+			WriteJSON(w, http.StatusBadRequest, errorBody("segment: no segment "+quote(name)))
+			return c, 0, false
+		}
+		if err != nil {
+			s.storeFailed(w, "read the segment", err)
+			return c, 0, false
+		}
+		c.Segment = seg.ID
+	}
 	if err := issues.CheckContent(s.cfg.Topics, c); err != nil {
 		s.storeFailed(w, "check the issue", err)
 		return c, 0, false

@@ -275,3 +275,52 @@ func TestIssueScheduledPlanIsDueAtItsTime(t *testing.T) {
 		t.Fatalf("plan %+v %v, want due at %s", info, err, at)
 	}
 }
+
+// An issue takes a segment by name or id (an unknown one is a 400,
+// nothing stored); its audience is the segment's active people; a
+// segment an unsent issue goes to cannot be deleted.
+func TestIssueToSegment(t *testing.T) {
+	e := newIssueEnv(t)
+	ctx := context.Background()
+	for i, tags := range [][]string{{"beta"}, {"beta"}, nil} {
+		sub, err := e.st.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("p%d@x.io", i), Activate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.AddTags(ctx, sub.ID, append(tags, "known")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seg, err := e.st.CreateSegment(ctx, "Beta", "tag:beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.snapshot(t)
+	for _, body := range []string{
+		`{"subject":"S","body":"B","segment":"Nobody"}`,
+		`{"subject":"S","body":"B"}`,
+	} {
+		if code, out := e.do(t, "POST", "/api/issues", body); code != http.StatusBadRequest || !strings.Contains(out, "segment") {
+			t.Fatalf("%s: %d %s", body, code, out)
+		}
+	}
+	if after := e.snapshot(t); after != before {
+		t.Fatalf("a refused issue changed the store:\n%s\n%s", before, after)
+	}
+	id := e.create(t, `{"subject":"For beta","body":"Hello","segment":"Beta"}`)
+	is, err := e.st.Issue(ctx, id)
+	if err != nil || is.Segment != seg.ID || len(is.Topics) != 0 {
+		t.Fatalf("stored: %+v %v", is, err)
+	}
+	if code, out := e.do(t, "GET", fmt.Sprintf("/api/issues/%d/audience", id), ""); code != 200 || !strings.Contains(out, `"audience":2`) {
+		t.Fatalf("audience: %d %s", code, out)
+	}
+	// By id too, with a topic: the segment's readers of that topic.
+	id2 := e.create(t, fmt.Sprintf(`{"subject":"For beta","body":"Hello","segment":"%d","topics":["updates"]}`, seg.ID))
+	if code, out := e.do(t, "GET", fmt.Sprintf("/api/issues/%d/audience", id2), ""); code != 200 || !strings.Contains(out, `"audience":2`) {
+		t.Fatalf("audience with a topic: %d %s", code, out)
+	}
+	if code, out := e.do(t, "DELETE", fmt.Sprintf("/api/segments/%d", seg.ID), ""); code != http.StatusConflict || !strings.Contains(out, "change or cancel it first") {
+		t.Fatalf("delete a segment in use: %d %s", code, out)
+	}
+}

@@ -116,6 +116,9 @@ type Store interface {
 	store.Devices
 	store.Phones
 	store.ChannelChoices
+	store.Tags
+	store.Fields
+	store.Segments
 }
 
 // Deps are the API's collaborators.
@@ -248,6 +251,7 @@ func (s *Server) routes() {
 	s.peopleRoutes()
 	s.importRoutes()
 	s.accountRoutes()
+	s.segmentRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404

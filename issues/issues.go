@@ -88,8 +88,10 @@ func CheckContent(known *topics.Set, c store.IssueContent) error {
 		return bad("subject: one line of 1 to %d characters", MaxSubject)
 	case len([]rune(c.Preheader)) > MaxSubject || strings.ContainsAny(c.Preheader, "\r\n"):
 		return bad("preheader: one line of at most %d characters", MaxSubject)
-	case len(c.Topics) == 0:
-		return bad("topics: name at least one topic")
+	case len(c.Topics) == 0 && c.Segment == 0:
+		return bad("topics: name at least one topic, or a segment")
+	case c.Segment < 0:
+		return bad("segment: no such segment")
 	}
 	for _, t := range c.Topics {
 		if _, ok := known.Topic(t); !ok {
@@ -290,9 +292,33 @@ func (s *Service) Restore(ctx context.Context, known *topics.Set, is store.Issue
 	return is, ErrNoVersion
 }
 
-// Audience is how many readers a send of is would reach now.
+// Audience is how many readers a send of is would reach now: the active
+// people of its segment (of its topics too, when it names both), or of
+// any of its topics.
 func (s *Service) Audience(ctx context.Context, is store.Issue) (int64, error) {
-	return s.Store.IssueAudience(ctx, is.Topics)
+	if is.Segment == 0 {
+		return s.Store.IssueAudience(ctx, is.Topics)
+	}
+	segs, ok := s.Store.(SegmentStore)
+	if !ok {
+		return 0, bad("segment: this store keeps no segments")
+	}
+	expr, err := segs.IssueSegmentExpr(ctx, is.IssueContent)
+	if errors.Is(err, store.ErrNoSegment) {
+		return 0, bad("segment: segment %d no longer exists; choose another", is.Segment)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := segs.SegmentCount(ctx, expr)
+	return n.Active, err
+}
+
+// SegmentStore is the store's side of an issue with a segment: the
+// store behind Service.Store keeps them (the Redis store does).
+type SegmentStore interface {
+	IssueSegmentExpr(ctx context.Context, c store.IssueContent) (string, error)
+	SegmentCount(ctx context.Context, expr string) (store.SegmentCount, error)
 }
 
 // SendOptions are a send's safeguards.

@@ -52,6 +52,31 @@ type Data struct {
 	// ArchiveURL is the issue's page in the public archive ("view in
 	// the browser"); empty when one of its topics is private.
 	ArchiveURL string
+	// Subscriber is the reader with their custom fields and tags:
+	// {{.Subscriber.Fields.company}}. A field they have no value of is
+	// "", so {{or .Subscriber.Fields.company "there"}} or
+	// {{.Subscriber.Fields.company | default "there"}} falls back.
+	Subscriber Recipient
+}
+
+// Recipient is the reader as templates see them (Data.Subscriber).
+type Recipient struct {
+	Email, Name string
+	Fields      map[string]string
+	Tags        []string
+}
+
+// templateFuncs are the functions every template may call beside the
+// built-in ones.
+var templateFuncs = map[string]any{
+	// default is its first argument when the second (a pipeline's
+	// value) is empty: {{.Subscriber.Fields.company | default "there"}}.
+	"default": func(fallback string, v any) any {
+		if s, ok := v.(string); (ok && s == "") || v == nil {
+			return fallback
+		}
+		return v
+	},
 }
 
 // layoutFuncs give the HTML layout what html/template would otherwise
@@ -115,7 +140,10 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.text[k], err = texttemplate.New(k + ".txt").Option("missingkey=error").Parse(txt); err != nil {
+		// missingkey=zero: the only maps a template indexes are the
+		// reader's fields, and a field they have no value of is "" (a
+		// fallback's to replace), not an error nor "<no value>".
+		if r.text[k], err = texttemplate.New(k + ".txt").Option("missingkey=zero").Funcs(templateFuncs).Parse(txt); err != nil {
 			return nil, fmt.Errorf("parse template %s.txt: %w", k, err)
 		}
 		body, err := read(k + ".html")
@@ -125,7 +153,7 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 		if err != nil {
 			return nil, err
 		}
-		h := htmltemplate.New(k + ".html").Funcs(layoutFuncs)
+		h := htmltemplate.New(k + ".html").Option("missingkey=zero").Funcs(templateFuncs).Funcs(layoutFuncs)
 		// The subject comes from the text template, where it is defined
 		// once; the HTML title needs it too.
 		subject := r.text[k].Lookup("subject")
@@ -141,7 +169,9 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 			trees = append(trees, t.Tree)
 		}
 		trees = append(trees, htmlTrees(h)...)
-		r.preparable[k] = preparable(trees...)
+		// A reader's fields are filled in by a full render: Prepare fills
+		// only the fields of personal.
+		r.preparable[k] = preparable(trees...) && !usesField("Subscriber", trees...)
 		r.entries[k] = usesField("Entries", trees...)
 	}
 	md, err := read(DigestBodyTemplate)

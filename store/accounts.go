@@ -273,14 +273,6 @@ func (r *Redis) AcceptInvite(ctx context.Context, hash, passwordHash string, ste
 	return Account{ID: id, Email: res[1], Role: adminauth.Role(res[2]), PasswordHash: passwordHash, TOTPSecret: res[3], TOTPStep: step, Created: now}, nil
 }
 
-func anySlice(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
 // Account implements Accounts.
 func (r *Redis) Account(ctx context.Context, id int64) (Account, error) {
 	v, err := r.rdb.HGetAll(ctx, accountKey(id)).Result()
@@ -385,21 +377,21 @@ func (r *Redis) RecoveryCodesLeft(ctx context.Context, id int64) (int, error) {
 	return int(n), err
 }
 
-// setFieldsScript changes fields of an existing account only (a deleted
+// setAccountFieldsScript changes fields of an existing account only (a deleted
 // or unknown id must not become a half record).
 //
 //	KEYS[1]  the account's key
 //	ARGV     field, value, field, value, …
 //
 // Answers 1, or 0 when there is no account.
-var setFieldsScript = redis.NewScript(`
+var setAccountFieldsScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `)
 
 func (r *Redis) setFields(ctx context.Context, id int64, fv ...any) error {
-	n, err := setFieldsScript.Run(ctx, r.rdb, []string{accountKey(id)}, fv...).Int()
+	n, err := setAccountFieldsScript.Run(ctx, r.rdb, []string{accountKey(id)}, fv...).Int()
 	if err != nil {
 		return err
 	}

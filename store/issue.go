@@ -62,6 +62,10 @@ type IssueContent struct {
 	Preheader string   `json:"preheader,omitempty"`
 	Body      string   `json:"body"`
 	Topics    []string `json:"topics"`
+	// Segment, when set, is the id of the segment the issue goes to:
+	// its active people (of any of Topics, when it names topics too).
+	// Such an issue is not published in the archive.
+	Segment int64 `json:"segment,omitempty"`
 	// ReplyTo, when set, is the Reply-To of the issue's mails: where a
 	// reader's answer goes (issues.CheckContent checks it).
 	ReplyTo string `json:"reply_to,omitempty"`

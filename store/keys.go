@@ -62,6 +62,27 @@ const (
 	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries: a number the person gave waiting for its texted code (10 minutes)
 	sfxNumber    = "num:"       // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
+	// A person's tags (tags.go): one bitmap per tag, so a segment reads
+	// a tag as it reads a topic, and the person's list beside their
+	// record (packed subsPerBucket to a hash, as the records are), so a
+	// record is read with its tags without asking every tag's bitmap.
+	sfxTag     = "tag:" // + tag: bitmap, bit idSlot set while the subscriber has the tag
+	sfxTagList = "tg:"  // + idSlot/64: hash id -> the subscriber's tags, sorted, comma-separated
+	// A person's custom field values (fields.go), packed as the tags:
+	// name SEP value SEP name SEP value…, names sorted.
+	sfxFieldValues = "fv:" // + idSlot/64: hash id -> packed field values
+	// When each day's first subscriber of the shard was made: ids grow
+	// with time within a shard, so "joined after a day" is "slot at or
+	// past that day's first" (segments.go) with no record read.
+	sfxJoinDay = "jday" // hash YYYY-MM-DD (UTC) -> the idSlot of the shard's first subscriber made that day
+
+	// The publisher's declarations of tags, fields and segments.
+	keyTags        = "nl:{pub}:tags"          // set: every tag ever given to someone (the console's list, a segment's check)
+	keyFields      = "nl:{pub}:fields"        // hash field name -> JSON FieldDef
+	keySegmentSeq  = "nl:{pub}:segment:seq"   // counter for segment ids
+	keySegments    = "nl:{pub}:segments"      // hash id -> JSON Segment
+	keySegmentName = "nl:{pub}:segment:names" // hash name -> id
+
 	keyItemSeq   = "nl:{pub}:item:seq"        // counter for item ids
 	keyItems     = "nl:{pub}:items"           // zset of the digest topic's item ids, score = id
 	prefixItems  = "nl:{pub}:items:"          // + topic other than digest: zset of its item ids, score = id

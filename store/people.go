@@ -368,7 +368,7 @@ func consentKey(id int64) string {
 //	ARGV[4…] outbox ids to drop (the person's pending tasks)
 //
 // Deletes the record, its address index entry, its status and topic
-// bits, the topics-known bit, the consent, the mail and feedback logs,
+// bits, the topics-known bit, the tags (list and bits) and field values, the consent, the mail and feedback logs,
 // the soft bounces, the reconfirmation, the push subscriptions, the
 // onboarding and suppression entries, the allowances and the outbox
 // entries; adds the hash to the erased set and counts the day's erasure. The
@@ -386,6 +386,7 @@ redis.call('SETBIT', statuskey(r[1]), slot(id), 0)
 redis.call('SETBIT', ACTIVE, slot(id), 0)
 redis.call('HDEL', subkey(id), id)
 settopics(id, ARGV[3], '')
+forgetextras(id)
 redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
 redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id, PHONECODE .. id)

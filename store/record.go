@@ -78,6 +78,9 @@ func decodeResult(res []string) (Subscriber, error) {
 		}
 		sub.Reconfirming = len(res) >= 5 && res[4] == "1"
 		sub.Ended = len(res) >= 6 && res[5] == "1"
+		if len(res) >= 8 {
+			sub.Tags, sub.Fields = splitList(res[6]), unpackFields(res[7])
+		}
 	}
 	switch res[0] {
 	case "ok":

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +90,9 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 //	ARGV[15] ReconfirmWindow, ms
 //	ARGV[16] the address's keyed hash (the erased marker, keyErased)
 //	ARGV[17] the consent source: form, import, api, or ""
+//	ARGV[18] today, YYYY-MM-DD (UTC): a new id's day in the join index (sfxJoinDay)
+//	ARGV[19] tags to add, comma-separated, or ""
+//	ARGV[20] field values to merge, packed as stored (name SEP value …), or ""
 //
 // The address is looked up in the shard (find): away, the script answers
 // 'away' and the id; a new subscriber is only made in its home shard
@@ -166,6 +170,7 @@ else
   id = newid()
   r = {'p', ARGV[4], '', '', email, '', ''}
   index(email, id)
+  redis.call('HSETNX', JOINDAY, ARGV[18], slot(id))
 end
 if ARGV[2] ~= '' and not keep then r[6] = ARGV[2] end
 if ARGV[3] ~= '' and not keep then r[7] = ARGV[3] end
@@ -181,6 +186,12 @@ if keep then
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
 end
 settopics(id, ARGV[12], ARGV[13], fresh)
+if ARGV[19] ~= '' then addtags(id, ARGV[19]) end
+if ARGV[20] ~= '' then
+  local kv = {}
+  for f in (ARGV[20] .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do kv[#kv + 1] = f end
+  setfields(id, kv)
+end
 consent(id, ARGV[17], ARGV[4])
 count(ARGV[17] == 'import' and 'import' or 'signup')
 if ARGV[5] == '1' and ARGV[9] ~= '1' then
@@ -200,7 +211,24 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	return decodeResult(res)
+	sub, err := decodeResult(res)
+	if err == nil {
+		err = r.registerTags(ctx, req.Tags)
+	}
+	return sub, err
+}
+
+// registerTags adds tags given to someone to the known ones (a separate
+// step: the registry is in a slot of its own). Should it fail, the error
+// says so; the request, made again, changes nothing else.
+func (r *Redis) registerTags(ctx context.Context, tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	if err := r.rdb.SAdd(ctx, keyTags, anySlice(tags)...).Err(); err != nil {
+		return fmt.Errorf("register tags: %w", err)
+	}
+	return nil
 }
 
 func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
@@ -211,10 +239,21 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	if req.Topics != nil {
 		chosen = strings.Join(req.Topics, ",")
 	}
+	if err := checkTags(req.Tags); err != nil {
+		return nil, err
+	}
+	var fields []string
+	for _, name := range slices.Sorted(maps.Keys(req.Fields)) {
+		if !fieldName.MatchString(name) || checkText(req.Fields[name]) != nil {
+			return nil, fmt.Errorf("%w %s: not a field name and a line of text", ErrBadField, name)
+		}
+		fields = append(fields, name, req.Fields[name])
+	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
 		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
-		r.erasure(req.Email), string(req.Source)}, nil
+		r.erasure(req.Email), string(req.Source), r.now().UTC().Format(time.DateOnly),
+		strings.Join(req.Tags, ","), strings.Join(fields, recordSep)}, nil
 }
 
 // subscribeKeys are the KEYS of subscribeScript for email in a shard.
@@ -456,12 +495,13 @@ func (r *Redis) end(ctx context.Context, email string, to Status, cancel []strin
 //	ARGV[1]  email
 //	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id, the record, the topics and whether it is
-// reconfirming, or 'notfound'.
+// Answers 'ok', the id, the record, the topics, whether it is
+// reconfirming, an empty field (ended, for the scripts that end), the
+// tags and the packed field values; or 'notfound'.
 var getScript = subscriberScript(`
 local id, r, miss = lookup(ARGV[1])
 if miss then return miss end
-return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r)}
+return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r), '', tagsof(id), redis.call('HGET', fieldkey(id), id) or ''}
 `)
 
 // Get implements Subscribers.
@@ -480,13 +520,14 @@ func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
 //	ARGV[1]  id
 //	ARGV[2]  every topic id, comma-separated
 //
-// Answers 'ok', the id, the record, the topics and whether a confirmation
-// of a suppressed address waits, or 'notfound'.
+// Answers 'ok', the id, the record, the topics, whether a confirmation
+// of a suppressed address waits, an empty field, the tags and the packed
+// field values; or 'notfound'.
 var getByIDScript = subscriberScript(`
 local id = ARGV[1]
 local v = redis.call('HGET', subkey(id), id)
 if not v then return {'notfound'} end
-return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v))}
+return {'ok', id, v, topicsof(id, ARGV[2]), reconfirming(id, unpackrec(v)), '', tagsof(id), redis.call('HGET', fieldkey(id), id) or ''}
 `)
 
 // GetByID implements Subscribers.
@@ -823,6 +864,14 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	}, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
+	}
+	var tags []string
+	for _, req := range reqs {
+		tags = append(tags, req.Tags...)
+	}
+	slices.Sort(tags)
+	if err := r.registerTags(ctx, slices.Compact(tags)); err != nil {
+		return nil, err
 	}
 	for j, c := range cmds {
 		i := at[j]

@@ -389,10 +389,18 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		}
 	}
 	cmds := make([]*redis.SliceCmd, len(order))
+	tags := make([]*redis.SliceCmd, len(order))
+	fields := make([]*redis.SliceCmd, len(order))
 	tps := map[shard][]*redis.StringCmd{}
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j, key := range order {
-			cmds[j] = p.HMGet(ctx, key, buckets[key].fields...)
+			b := buckets[key]
+			cmds[j] = p.HMGet(ctx, key, b.fields...)
+			// The tags and field values are packed as the records are:
+			// the same bucket of their own hashes.
+			id := ids[b.at[0]]
+			tags[j] = p.HMGet(ctx, bucketKey(sfxTagList, id), b.fields...)
+			fields[j] = p.HMGet(ctx, bucketKey(sfxFieldValues, id), b.fields...)
 		}
 		for s, st := range stretches {
 			for _, t := range r.topics.ids {
@@ -415,6 +423,12 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			sub, err := decodeRecord(b.fields[k], rec)
 			if err != nil {
 				return nil, err
+			}
+			if v, ok := tags[j].Val()[k].(string); ok {
+				sub.Tags = splitList(v)
+			}
+			if v, ok := fields[j].Val()[k].(string); ok {
+				sub.Fields = unpackFields(v)
 			}
 			s := idShard(sub.ID)
 			sub.Topics = []string{}

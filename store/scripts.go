@@ -214,7 +214,7 @@ end
 	sfxChannels, sfxChose, sfxPhoneCode,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
 	sfxOutbox, sfxDue, sfxSeq,
-	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua
+	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua + personExtrasLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
 // from holdKeys).

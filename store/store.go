@@ -51,6 +51,11 @@ type Subscriber struct {
 	// subscription; false when it had ended before (an unsubscribe link
 	// used again).
 	Ended bool `json:"-"`
+	// Tags are the person's tags, sorted (tags.go); Fields their values
+	// of the declared custom fields (fields.go). Get, GetByID and
+	// SubscribersByID read them; nil when none.
+	Tags   []string          `json:"tags,omitempty"`
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // Errors the store returns. Callers test them with errors.Is.
@@ -109,6 +114,13 @@ type SubscribeRequest struct {
 	// Source is how the person came in (the consent's source, shown in
 	// the export and the console); empty keeps what was recorded.
 	Source ConsentSource
+	// Tags are added to the person's (CheckTag'd here; registered as
+	// known once stored), and Fields merged into their values (the
+	// caller checks them against the declarations: CheckFieldValues), in
+	// the same step, when the request adds or re-opens a subscription
+	// (not when it only sends a pending one's confirmation again).
+	Tags   []string
+	Fields map[string]string
 }
 
 // Preferences are what a person sets in the preference centre.
@@ -266,6 +278,9 @@ type Store interface {
 	Devices
 	Phones
 	ChannelChoices
+	Tags
+	Fields
+	Segments
 	PersonOrder
 	Webhooks
 	Tokens

@@ -86,6 +86,9 @@ const (
 	AccountRoleChanged     = "account.role_changed"
 	AccountPasswordChanged = "account.password_changed"
 	AccountTOTPEnabled     = "account.totp_enabled"
+	FieldDeclared          = "field.declared"
+	SegmentSaved           = "segment.saved"
+	SegmentDeleted         = "segment.deleted"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).

@@ -26,7 +26,17 @@ const Batch = 1000
 
 // Columns are the CSV columns in their order when there is no header
 // row; a header row naming them may put them in any order.
+// Beside them a header row may name the columns tags (the person's
+// tags, separated by ;) and field.NAME (a value of the declared custom
+// field NAME).
 const Columns = "email[,name[,timezone[,topics]]]"
+
+// FieldDeclarations is the part of a store that keeps the declared custom
+// fields: an import of field.NAME columns checks each value against its
+// declaration (a store without it rejects every value).
+type FieldDeclarations interface {
+	FieldDefs(ctx context.Context) ([]store.FieldDef, error)
+}
 
 // MaxListedRejects is how many rejected lines an import names with their
 // reasons; the rest are only counted (Progress.RejectedMore).
@@ -205,6 +215,15 @@ func CountLines(r io.Reader) (int64, error) {
 // The rows before it are stored.
 func (im *Importer) Run(ctx context.Context, r io.Reader, lines int64, from Progress) (Progress, error) {
 	ir := im.newRun(from)
+	if fd, ok := im.Store.(FieldDeclarations); ok {
+		defs, err := fd.FieldDefs(ctx)
+		if err != nil {
+			return ir.p, fmt.Errorf("read the declared fields: %w", err)
+		}
+		for _, d := range defs {
+			ir.fields[d.Name] = d
+		}
+	}
 	lr := newLineReader(r)
 	var line int64
 	for {
@@ -238,6 +257,8 @@ type importRun struct {
 	batch int
 	p     Progress
 	zones map[string]bool
+	// fields are the declared custom fields, by name.
+	fields map[string]store.FieldDef
 	// col is the columns by position, or by the header row's names.
 	col      map[string]int
 	reqs     []store.SubscribeRequest
@@ -248,7 +269,7 @@ type importRun struct {
 }
 
 func (im *Importer) newRun(from Progress) *importRun {
-	ir := &importRun{im: im, now: im.Now, set: im.Topics, batch: im.Batch, p: from.clone(), zones: map[string]bool{},
+	ir := &importRun{im: im, now: im.Now, set: im.Topics, batch: im.Batch, p: from.clone(), zones: map[string]bool{}, fields: map[string]store.FieldDef{},
 		col: map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}}
 	if ir.now == nil {
 		ir.now = time.Now
@@ -313,6 +334,9 @@ func (ir *importRun) take(ctx context.Context, line int64, text []byte, tooLong 
 // add takes one row to the batch, or rejects it with its reason.
 func (ir *importRun) add(line int64, rec []string) {
 	req, why := ir.im.row(rec, ir.field, ir.set, ir.zones)
+	if why == "" {
+		why = ir.extras(rec, &req)
+	}
 	if why != "" {
 		ir.reject(line, why)
 		return
@@ -323,6 +347,49 @@ func (ir *importRun) add(line int64, rec []string) {
 		ir.jobs = append(ir.jobs, job)
 	}
 	ir.reqs, ir.reqLines = append(ir.reqs, req), append(ir.reqLines, line)
+}
+
+// extras reads the row's tags and field.NAME columns into req, or says
+// why the row is rejected: a bad tag, an undeclared field, a value its
+// field's type refuses.
+func (ir *importRun) extras(rec []string, req *store.SubscribeRequest) string {
+	for _, t := range strings.Split(ir.field(rec, "tags"), ";") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if err := store.CheckTag(t); err != nil {
+			return err.Error()
+		}
+		if !slices.Contains(req.Tags, t) {
+			req.Tags = append(req.Tags, t)
+		}
+	}
+	if len(req.Tags) > store.MaxTagsPerPerson {
+		return fmt.Sprintf("more than %d tags", store.MaxTagsPerPerson)
+	}
+	for col := range ir.col {
+		name, ok := strings.CutPrefix(col, "field.")
+		if !ok {
+			continue
+		}
+		v := ir.field(rec, col)
+		if v == "" {
+			continue
+		}
+		d, declared := ir.fields[name]
+		if !declared {
+			return fmt.Sprintf("no field %q is declared (POST /api/fields declares one)", name)
+		}
+		n, err := d.Normalize(v)
+		if err != nil {
+			return err.Error()
+		}
+		if req.Fields == nil {
+			req.Fields = map[string]string{}
+		}
+		req.Fields[name] = n
+	}
+	return ""
 }
 
 // field is the named column of rec, trimmed; "" where it has none.

@@ -459,6 +459,11 @@ func (h *FanoutSender) prepare(id string, shared mailer.Data) (*mailer.Prepared,
 // marks skip whoever an earlier round notified. Like the planner's other
 // Redis steps it waits out an outage rather than hand the plan back.
 func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int) error {
+	if is.Segment != 0 {
+		// The push fan-out walks topics' audiences: an issue to a
+		// segment goes by e-mail alone, not to the topics' browsers.
+		return nil
+	}
 	n := push.IssueNotification(is.Subject, h.Links.ArchiveURL(is))
 	if n.URL == "" {
 		n.URL = h.Links.BaseURL

@@ -16,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -41,6 +42,9 @@ type IssueStore interface {
 	FinishIssue(ctx context.Context, id int64) (bool, error)
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
 	AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error)
+	// An issue with a segment walks the segment's readers instead.
+	IssueSegmentExpr(ctx context.Context, c store.IssueContent) (string, error)
+	SegmentAudienceByShard(ctx context.Context, expr string, after int64, limit int) ([]int64, error)
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
@@ -177,7 +181,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 	fannedOut := false
 	var is store.Issue
 	order := prog.WalkOf()
-	walk := h.walkOrder(ctx, order, size, func() []string { return is.Topics })
+	walk := h.walkOrder(ctx, order, size, func() store.Issue { return is })
 	for {
 		var again bool
 		var err error
@@ -283,14 +287,40 @@ func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int
 // walkOrder is the planner's walk in order (store.WalkByShard, or
 // store.WalkByID for an issue an earlier release began), over the topics
 // topics gives when it reads (the issue is read after the walk is made).
-func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, topics func() []string) lookahead {
+func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, issue func() store.Issue) lookahead {
 	if order == store.WalkByID {
 		return lookahead{page: page, read: func(cursor int64, limit int) ([]int64, error) {
-			return h.audienceAny(ctx, topics(), cursor, limit)
+			return h.audienceAny(ctx, issue().Topics, cursor, limit)
 		}}
 	}
+	// A segment's expression is read once a run of the planner: an edit
+	// of the segment while it sends reaches the pages planned after it.
+	var segExpr string
 	return lookahead{page: page, key: store.WalkKey, read: func(cursor int64, limit int) ([]int64, error) {
-		return h.awaited().AudienceByShard(ctx, topics(), cursor, limit)
+		is := issue()
+		if is.Segment == 0 {
+			return h.awaited().AudienceByShard(ctx, is.Topics, cursor, limit)
+		}
+		if segExpr == "" {
+			var err error
+			segExpr, err = h.awaited().IssueSegmentExpr(ctx, is.IssueContent)
+			if errors.Is(err, store.ErrNoSegment) {
+				// The API refuses to delete a segment an unsent issue
+				// names; one gone anyway leaves nobody to plan for.
+				return nil, fmt.Errorf("issue %d: %w: %w", is.ID, err, asynq.SkipRetry)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		ids, err := h.awaited().SegmentAudienceByShard(ctx, segExpr, cursor, limit)
+		var bad *segment.Error
+		if errors.As(err, &bad) {
+			// The expression no longer holds (a topic gone from the
+			// topics file): a retry would find it as wrong.
+			return nil, fmt.Errorf("issue %d: its segment: %w: %w", is.ID, err, asynq.SkipRetry)
+		}
+		return ids, err
 	}}
 }
 
@@ -448,9 +478,10 @@ func IssueData(l Links, is store.Issue, topic string, body mailer.Body) mailer.D
 
 // ArchiveURL is the issue's page in the public archive ("view in the
 // browser"), the same for every reader: "" when one of its topics is
-// private (the archive leaves it out, api.Server.public).
+// private or it went to a segment (the archive leaves it out,
+// api.Server.public).
 func (l Links) ArchiveURL(is store.Issue) string {
-	if l.BaseURL == "" || len(is.Topics) == 0 {
+	if l.BaseURL == "" || len(is.Topics) == 0 || is.Segment != 0 {
 		return ""
 	}
 	for _, t := range is.Topics {
@@ -463,9 +494,15 @@ func (l Links) ArchiveURL(is store.Issue) string {
 
 // IssueTopic is the topic reader s gets issue is as by e-mail: the first
 // of the issue's topics they follow and chose e-mail for (ch, their
-// choices; e-mail is on by default). None: they are skipped.
+// choices; e-mail is on by default); for an issue to a segment alone,
+// the first of the reader's own topics they take by e-mail (its
+// unsubscribe link and list are that topic's). None: they are skipped.
 func IssueTopic(is store.Issue, s store.Subscriber, ch store.Channels) (string, bool) {
-	for _, tp := range is.Topics {
+	topics := is.Topics
+	if len(topics) == 0 && is.Segment != 0 {
+		topics = s.Topics
+	}
+	for _, tp := range topics {
 		if slices.Contains(s.Topics, tp) && ch.Wants(tp, store.ChannelEmail) {
 			return tp, true
 		}

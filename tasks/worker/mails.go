@@ -66,6 +66,7 @@ func (l Links) For(sub store.Subscriber, topic string) mailer.Data {
 // links.
 func (l Links) To(stream mailer.Data, sub store.Subscriber, topic string) mailer.Data {
 	stream.Email, stream.Name = sub.Email, sub.Name
+	stream.Subscriber = mailer.Recipient{Email: sub.Email, Name: sub.Name, Fields: sub.Fields, Tags: sub.Tags}
 	stream.UnsubscribeURL, stream.PreferencesURL = l.Unsubscribe(sub, topic), l.Preferences(sub)
 	return stream
 }

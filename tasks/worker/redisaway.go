@@ -357,6 +357,18 @@ func (a awaitIssues) AudienceByShard(ctx context.Context, topics []string, after
 	})
 }
 
+func (a awaitIssues) IssueSegmentExpr(ctx context.Context, c store.IssueContent) (string, error) {
+	return awaitRedis(ctx, a.w, "read of the issue's segment", func(ctx context.Context) (string, error) {
+		return a.s.IssueSegmentExpr(ctx, c)
+	})
+}
+
+func (a awaitIssues) SegmentAudienceByShard(ctx context.Context, expr string, after int64, limit int) ([]int64, error) {
+	return awaitRedis(ctx, a.w, "read of the segment's audience", func(ctx context.Context) ([]int64, error) {
+		return a.s.SegmentAudienceByShard(ctx, expr, after, limit)
+	})
+}
+
 func (a awaitIssues) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
 	return awaitRedis(ctx, a.w, "read of the audience", func(ctx context.Context) ([]int64, error) {
 		return a.s.AudienceAfter(ctx, topic, cursor, limit)
