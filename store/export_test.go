@@ -49,4 +49,7 @@ var Scripts = map[string]*redis.Script{
 	"updateIssueScript":     updateIssueScript,
 	"webhookFailedScript":   webhookFailedScript,
 	"webhookStateScript":    webhookStateScript,
+	"fillSearchScript":      fillSearchScript,
+	"countTermsScript":      countTermsScript,
+	"changeScript":          changeScript,
 }

@@ -88,7 +88,8 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 //	ARGV[14] now, unix ms (the onboarding index's score)
 //	ARGV[15] ReconfirmWindow, ms
 //	ARGV[16] the address's keyed hash (the erased marker, keyErased)
-//	ARGV[17] the consent source: form, import, api, or ""
+//	ARGV[17] the consent source: form, import, api, admin, or ""
+//	ARGV[18] an admin's addition: the reason SEP the actor; or ""
 //
 // The address is looked up in the shard (find): away, the script answers
 // 'away' and the id; a new subscriber is only made in its home shard
@@ -181,7 +182,7 @@ if keep then
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
 end
 settopics(id, ARGV[12], ARGV[13], fresh)
-consent(id, ARGV[17], ARGV[4])
+consent(id, ARGV[17], ARGV[4], ARGV[18])
 count(ARGV[17] == 'import' and 'import' or 'signup')
 if ARGV[5] == '1' and ARGV[9] ~= '1' then
   count('confirm')
@@ -204,8 +205,12 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 }
 
 func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
-	if err := checkFields(req.Email, req.Name, req.Timezone); err != nil {
+	if err := checkFields(req.Email, req.Name, req.Timezone, req.Reason, req.Actor); err != nil {
 		return nil, err
+	}
+	note := ""
+	if req.Reason != "" {
+		note = req.Reason + recordSep + req.Actor
 	}
 	chosen := r.topics.defaults
 	if req.Topics != nil {
@@ -214,7 +219,7 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
 		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
-		r.erasure(req.Email), string(req.Source)}, nil
+		r.erasure(req.Email), string(req.Source), note}, nil
 }
 
 // subscribeKeys are the KEYS of subscribeScript for email in a shard.

@@ -109,6 +109,9 @@ type SubscribeRequest struct {
 	// Source is how the person came in (the consent's source, shown in
 	// the export and the console); empty keeps what was recorded.
 	Source ConsentSource
+	// Reason and Actor: why an admin added the person without double
+	// opt-in, and who (SourceAdmin), kept in the consent record.
+	Reason, Actor string
 }
 
 // Preferences are what a person sets in the preference centre.
@@ -273,4 +276,5 @@ type Store interface {
 	audit.Recorder
 	audit.Reader
 	People
+	List
 }

@@ -86,3 +86,9 @@ type FeedbackPayload struct {
 type ImportRunPayload struct {
 	ID string `json:"id"`
 }
+
+// ListJobPayload is the payload of TypeSubscribersBulk and TypeExportRun:
+// the job's id (listjobs.Jobs).
+type ListJobPayload struct {
+	ID string `json:"id"`
+}

@@ -43,6 +43,11 @@ const (
 	// (csvimport.Jobs) into the list, saving a checkpoint after each
 	// batch, so a run taken over after a restart goes on from there.
 	TypeImportRun = "import:run"
+	// TypeSubscribersBulk applies one bulk action (listjobs) to a
+	// filtered selection of the list, page by page, saving its cursor;
+	// TypeExportRun writes a filtered selection as CSV into Redis chunks.
+	TypeSubscribersBulk = "subscribers:bulk"
+	TypeExportRun       = "export:run"
 )
 
 // The e-mail lane's queues (lanes.go has the others). A confirmation is
