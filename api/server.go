@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
@@ -107,6 +108,7 @@ type Store interface {
 	store.MailHolds
 	store.Webhooks
 	store.People
+	store.List
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	DigestRun(ctx context.Context, period string) (store.DigestRun, error)
 	AddPushSubscription(ctx context.Context, id int64, p store.PushSubscription) error
@@ -160,6 +162,9 @@ type Deps struct {
 	Markdown MarkdownRenderer
 	// Imports serve GET /api/imports/{id} (nil: no such route).
 	Imports ImportStatuses
+	// ListJobs keep the list's bulk actions and exports (nil: bulk
+	// actions on a filter and exports answer 503).
+	ListJobs *listjobs.Jobs
 }
 
 // Server is the HTTP API.
@@ -240,6 +245,7 @@ func (s *Server) routes() {
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()
+	s.listRoutes()
 	s.importRoutes()
 }
 

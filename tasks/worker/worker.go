@@ -103,6 +103,9 @@ type Handlers struct {
 	SMS *SMSSender
 	// Imports run the console's CSV imports (import:run); nil: none.
 	Imports *ImportRunner
+	// ListJobs run the list's bulk actions and exports
+	// (subscribers:bulk, export:run); nil: none.
+	ListJobs *ListJobRunner
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }
