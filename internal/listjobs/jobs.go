@@ -85,7 +85,7 @@ type Jobs struct {
 // NewJobs keeps jobs on rdb.
 func NewJobs(rdb redis.UniversalClient) *Jobs { return &Jobs{rdb: rdb} }
 
-func jobKey(id string) string   { return "{nl:listjob:" + id + "}" }
+func jobKey(id string) string    { return "{nl:listjob:" + id + "}" }
 func chunksKey(id string) string { return jobKey(id) + ":csv" }
 
 func keep(kind string) time.Duration {
