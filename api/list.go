@@ -55,7 +55,7 @@ func (s *Server) listRoutes() {
 	m.Handle("POST /api/subscribers", s.Admin(http.HandlerFunc(s.addSubscriber)))
 	m.Handle("PATCH /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.patchSubscriber)))
 	m.Handle("POST /api/subscribers/bulk", s.Admin(http.HandlerFunc(s.bulkSubscribers)))
-	m.Handle("GET /api/subscribers/bulk/{id}", s.Admin(http.HandlerFunc(s.bulkStatus)))
+	m.Handle("GET /api/bulk/{id}", s.Admin(http.HandlerFunc(s.bulkStatus)))
 	m.Handle("POST /api/exports", s.Admin(http.HandlerFunc(s.createExport)))
 	m.Handle("GET /api/exports/{id}", s.Admin(http.HandlerFunc(s.getExport)))
 }

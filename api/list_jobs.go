@@ -212,7 +212,7 @@ func (s *Server) ListJob(ctx context.Context, id, kind string) (listjobs.Job, er
 	return job, err
 }
 
-// bulkStatus handles GET /api/subscribers/bulk/{id}: the job's progress.
+// bulkStatus handles GET /api/bulk/{id}: the job's progress.
 func (s *Server) bulkStatus(w http.ResponseWriter, r *http.Request) {
 	job, err := s.ListJob(r.Context(), r.PathValue("id"), listjobs.KindBulk)
 	if errors.Is(err, listjobs.ErrNoJob) {

@@ -132,6 +132,9 @@ var notices = map[string]string{
 	"revoked":    "The token was revoked; its sessions have ended.",
 	"item":       "The item was added.",
 	"signed-out": "Signed out.",
+	"added":      "The person was added.",
+	"edited":     "The changes were saved.",
+	"bulk":       "The action was applied to the people ticked (each one recorded in one audit entry).",
 }
 
 // errorPage is a page that says what went wrong, in the console's
