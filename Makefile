@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-list up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -82,6 +82,9 @@ bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest to
 
 bench-scale: ## issue #30: N subscribers (default 1000000) on a local 3+3 Redis Cluster and a single Redis beside it (redis-server, ports 7800-7899, PORT_BASE moves them), grown through the store's bulk path to each of CHECKPOINTS (default 1000000,2000000,5000000,10000000, capped at N): import rate, Redis memory per subscriber, the issue planner's count and walk in ns per reader, Redis CPU per mail per primary sending an issue through `newsletter serve` into a loopback sink (SINGLE_MAX caps the single Redis's list, MAILS and WINDOW the send window)
 	N=$(or $(N),1000000) CHECKPOINTS=$(CHECKPOINTS) SINGLE_MAX=$(SINGLE_MAX) MAILS=$(MAILS) WINDOW=$(WINDOW) $(GO) run ./bench/scale
+
+bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL (a Redis of its own: the database is flushed), then the prefix search's p50/p99 (QUERIES, default 2000) and the CSV export's rows/s with the peak heap and RSS
+	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

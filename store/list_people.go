@@ -148,7 +148,7 @@ func (r *Redis) ConsentsOf(ctx context.Context, ids []int64) ([]Consent, error) 
 // with its cursor as a string.
 func (r *Redis) Select(ctx context.Context, f Filter, cursor string, limit int) ([]Subscriber, string, error) {
 	if f.Q != "" {
-		page, err := r.Search(ctx, SearchQuery{Q: f.Q, Status: f.Status, Topic: f.Topic, After: cursor, Limit: limit})
+		page, err := r.search(ctx, SearchQuery{Q: f.Q, Status: f.Status, Topic: f.Topic, After: cursor, Limit: limit}, false)
 		return page.Subscribers, page.Next, err
 	}
 	after := int64(0)
@@ -159,7 +159,7 @@ func (r *Redis) Select(ctx context.Context, f Filter, cursor string, limit int) 
 		}
 		after = n
 	}
-	page, err := r.ListSubscribers(ctx, SubscriberQuery{Status: f.Status, Topic: f.Topic, After: after, Limit: limit})
+	page, err := r.listPage(ctx, SubscriberQuery{Status: f.Status, Topic: f.Topic, After: after, Limit: limit}, false)
 	if err != nil || page.Next == 0 {
 		return page.Subscribers, "", err
 	}

@@ -222,6 +222,12 @@ func statusBitmap(st Status) string {
 // million costs what a page of a thousand does; without a status, the
 // walk reads every status's bitmap (a subscriber has exactly one).
 func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
+	return r.listPage(ctx, q, true)
+}
+
+// listPage is ListSubscribers, with the total counted or not (a walk of
+// the whole selection, Select, needs it once, not per page).
+func (r *Redis) listPage(ctx context.Context, q SubscriberQuery, counted bool) (SubscriberPage, error) {
 	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 || q.Before < 0 || (q.After > 0 && q.Before > 0) {
 		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d, before %d (not both)", ErrBadQuery, q.Limit, MaxSubscriberPage, q.After, q.Before)
 	}
@@ -278,6 +284,9 @@ func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (Subscri
 		if sub.ID != 0 {
 			page.Subscribers = append(page.Subscribers, sub)
 		}
+	}
+	if !counted {
+		return page, nil
 	}
 	if page.Total, err = r.countTerms(ctx, terms); err != nil {
 		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)

@@ -111,6 +111,12 @@ func splitMember(m string) (key string, id int64, ok bool) {
 // SearchQuery). A query without a prefix, with a cursor that is not one
 // of its own, or with a bad status, topic or limit: ErrBadQuery.
 func (r *Redis) Search(ctx context.Context, q SearchQuery) (SearchPage, error) {
+	return r.search(ctx, q, true)
+}
+
+// search is Search, with the total counted or not (Select walks a whole
+// selection and needs no total per page).
+func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (SearchPage, error) {
 	p := searchPrefix(q.Q)
 	switch {
 	case p == "" || len(p) > MaxSearchQuery:
@@ -212,7 +218,7 @@ func (r *Redis) Search(ctx context.Context, q SearchQuery) (SearchPage, error) {
 			page.Next = hits[len(hits)-1].member
 		}
 	}
-	if q.Status == "" && q.Topic == "" {
+	if counted && q.Status == "" && q.Topic == "" {
 		n, err := r.searchCount(ctx, p)
 		if err != nil {
 			return SearchPage{}, err
