@@ -25,7 +25,8 @@ type List interface {
 	// Select gives a page of the subscribers f selects after cursor ("":
 	// from the start), and the cursor of the next ("" when done): the
 	// walk of a bulk action or an export, in id order, or in the search
-	// index's order when f has Q.
+	// index's order when f has Q. limit: 1..MaxSelectPage (a search's
+	// pages stop at MaxSubscriberPage).
 	Select(ctx context.Context, f Filter, cursor string, limit int) ([]Subscriber, string, error)
 	// CountSelection is how many subscribers f selects; -1 when that
 	// would take reading them (a search narrowed by status or topic).
@@ -148,6 +149,7 @@ func (r *Redis) ConsentsOf(ctx context.Context, ids []int64) ([]Consent, error) 
 // with its cursor as a string.
 func (r *Redis) Select(ctx context.Context, f Filter, cursor string, limit int) ([]Subscriber, string, error) {
 	if f.Q != "" {
+		limit = min(limit, MaxSubscriberPage) // a search's page: its merge reads limit from every shard
 		page, err := r.search(ctx, SearchQuery{Q: f.Q, Status: f.Status, Topic: f.Topic, After: cursor, Limit: limit}, false)
 		return page.Subscribers, page.Next, err
 	}
@@ -159,7 +161,7 @@ func (r *Redis) Select(ctx context.Context, f Filter, cursor string, limit int) 
 		}
 		after = n
 	}
-	page, err := r.listPage(ctx, SubscriberQuery{Status: f.Status, Topic: f.Topic, After: after, Limit: limit}, false)
+	page, err := r.listPage(ctx, SubscriberQuery{Status: f.Status, Topic: f.Topic, After: after, Limit: limit}, MaxSelectPage, false)
 	if err != nil || page.Next == 0 {
 		return page.Subscribers, "", err
 	}

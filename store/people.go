@@ -222,14 +222,19 @@ func statusBitmap(st Status) string {
 // million costs what a page of a thousand does; without a status, the
 // walk reads every status's bitmap (a subscriber has exactly one).
 func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
-	return r.listPage(ctx, q, true)
+	return r.listPage(ctx, q, MaxSubscriberPage, true)
 }
+
+// MaxSelectPage is the largest page Select gives: a walk of a whole
+// selection (an export) takes bigger pages than a screen does, for fewer
+// round trips.
+const MaxSelectPage = 5000
 
 // listPage is ListSubscribers, with the total counted or not (a walk of
 // the whole selection, Select, needs it once, not per page).
-func (r *Redis) listPage(ctx context.Context, q SubscriberQuery, counted bool) (SubscriberPage, error) {
-	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 || q.Before < 0 || (q.After > 0 && q.Before > 0) {
-		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d, before %d (not both)", ErrBadQuery, q.Limit, MaxSubscriberPage, q.After, q.Before)
+func (r *Redis) listPage(ctx context.Context, q SubscriberQuery, maxLimit int, counted bool) (SubscriberPage, error) {
+	if q.Limit < 1 || q.Limit > maxLimit || q.After < 0 || q.Before < 0 || (q.After > 0 && q.Before > 0) {
+		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d, before %d (not both)", ErrBadQuery, q.Limit, maxLimit, q.After, q.Before)
 	}
 	terms, err := r.listTerms(q.Status, q.Topic)
 	if err != nil {

@@ -21,8 +21,9 @@ const (
 	AuditExport = "subscribers.exported"
 )
 
-// Page is how many people a run reads and acts on between two saves.
-const Page = 500
+// Page is how many people a run reads and acts on between two saves
+// (a search's pages are 500 at most: store.MaxSubscriberPage).
+const Page = 2000
 
 // ChunkSize is about how many bytes of CSV an export keeps per chunk:
 // the run's and the download's memory is about one chunk, whatever the
