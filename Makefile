@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -85,6 +85,8 @@ bench-scale: ## issue #30: N subscribers (default 1000000) on a local 3+3 Redis 
 
 bench-segment: ## issue #32: N subscribers (default 1000000) loaded through the store's bulk path with their tags, then a segment of three terms (topic:updates AND tag:beta AND NOT tag:paid) counted ROUNDS times (default 10; target under 200 ms), the same with a join date, and the segment's readers walked as the issue planner does (needs a Redis, default 127.0.0.1:6379 db 15)
 	N=$(or $(N),1000000) ROUNDS=$(ROUNDS) $(GO) run ./bench/segment
+bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL (a Redis of its own: the database is flushed), then the prefix search's p50/p99 (QUERIES, default 2000) and the CSV export's rows/s with the peak heap and RSS
+	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build

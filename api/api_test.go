@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/internal/clientip"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -69,6 +70,7 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 		Store: st, Jobs: jobs, Queue: client, Tasks: insp, Signer: signer, Metrics: NewMetrics(reg),
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ListJobs:       listjobs.NewJobs(rdb),
 	}
 	if more != nil {
 		more(&deps)

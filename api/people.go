@@ -45,12 +45,32 @@ type listedSubscriber struct {
 
 type subscriberPage struct {
 	Subscribers []listedSubscriber `json:"subscribers"`
-	// Next is the after of the next page; absent on the last.
+	// Next is the after of the next page; absent on the last. Prev is
+	// the before of the page before; absent on the first.
 	Next int64 `json:"next,omitempty"`
+	Prev int64 `json:"prev,omitempty"`
+	// Total is how many the status and topic select.
+	Total int64 `json:"total"`
 }
 
-// listSubscribers handles GET /api/subscribers?status=&topic=&after=&limit=.
+// searchPage is a page of a search (q): its cursors are the index's
+// (opaque strings, given back as after or before).
+type searchPage struct {
+	Subscribers []listedSubscriber `json:"subscribers"`
+	Next        string             `json:"next,omitempty"`
+	Prev        string             `json:"prev,omitempty"`
+	// Total counts the index entries that match (a person found by the
+	// address and by a name's word counts twice, listed once); absent
+	// when a status or topic narrows the search.
+	Total *int64 `json:"total,omitempty"`
+}
+
+// listSubscribers handles GET /api/subscribers?q=&status=&topic=&after=&before=&limit=.
 func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("q") != "" {
+		s.searchSubscribers(w, r)
+		return
+	}
 	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics)
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
@@ -66,7 +86,45 @@ func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
 		return
 	}
-	out := subscriberPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next}
+	out := subscriberPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next, Prev: page.Prev, Total: page.Total}
+	for i, sub := range page.Subscribers {
+		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// ParseSearchQuery reads a search's query string (q, status, topic,
+// after, before, limit; the API's and the console's).
+func ParseSearchQuery(v url.Values, set *topics.Set) (store.SearchQuery, error) {
+	base := url.Values{"status": v["status"], "topic": v["topic"], "limit": v["limit"]}
+	lq, err := ParseSubscriberQuery(base, set)
+	if err != nil {
+		return store.SearchQuery{}, err
+	}
+	q := store.SearchQuery{Q: v.Get("q"), Status: lq.Status, Topic: lq.Topic, After: v.Get("after"), Before: v.Get("before"), Limit: lq.Limit}
+	if len(q.Q) > store.MaxSearchQuery {
+		return q, fmt.Errorf("q: at most %d characters", store.MaxSearchQuery)
+	}
+	return q, nil
+}
+
+// searchSubscribers handles GET /api/subscribers?q=: people whose address
+// or name (a word of it) begins with q.
+func (s *Server) searchSubscribers(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseSearchQuery(r.URL.Query(), s.cfg.Topics)
+	if err != nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	page, err := s.deps.Store.Search(r.Context(), q)
+	if err != nil {
+		s.answerListError(w, "search", err)
+		return
+	}
+	out := searchPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next, Prev: page.Prev}
+	if page.Total >= 0 {
+		out.Total = &page.Total
+	}
 	for i, sub := range page.Subscribers {
 		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
 	}
@@ -94,6 +152,13 @@ func ParseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuer
 			return q, errors.New("after: want the id of the previous page's last subscriber (a whole number, 0 or more)")
 		}
 		q.After = n
+	}
+	if b := v.Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 || q.After > 0 {
+			return q, errors.New("before: want the id of the next page's first subscriber (a whole number), and no after")
+		}
+		q.Before = n
 	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

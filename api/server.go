@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
@@ -107,6 +108,7 @@ type Store interface {
 	store.MailHolds
 	store.Webhooks
 	store.People
+	store.List
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	Item(ctx context.Context, id int64) (store.Item, error)
 	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)
@@ -169,6 +171,9 @@ type Deps struct {
 	// Accounts serve /api/accounts (the console's accounts; nil: no such
 	// routes). An invite's mail is queued on Queue.
 	Accounts AccountStore
+	// ListJobs keep the list's bulk actions and exports (nil: bulk
+	// actions on a filter and exports answer 503).
+	ListJobs *listjobs.Jobs
 }
 
 // Server is the HTTP API.
@@ -249,6 +254,7 @@ func (s *Server) routes() {
 	s.webhookRoutes()
 	s.auditRoutes()
 	s.peopleRoutes()
+	s.listRoutes()
 	s.importRoutes()
 	s.accountRoutes()
 	s.segmentRoutes()

@@ -201,6 +201,15 @@ const (
 	sfxDay = "day:" // + YYYY-MM-DD (UTC): hash signup, import, confirm, unsubscribe, bounce, complaint, erase -> count
 	// Stats ANDs each topic with the active bitmap here, inside one script.
 	sfxScratch = "scratch"
+	// The search index (search.go): a zset whose members, all scored 0,
+	// are a lowercased key (the address, the name, each of the name's
+	// words) NUL the id, so ZRANGEBYLEX finds people by the beginning of
+	// their address or name. save() in every subscriber script keeps it;
+	// erase takes the person's entries off.
+	sfxSearch = "q"
+	// Set once start-up put the subscribers written before the index in
+	// it (fillSearch); until then a search may miss them.
+	keySearchFilled = "nl:q:filled"
 )
 
 // Caps and lifetimes of the people's keys.

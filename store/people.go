@@ -24,6 +24,9 @@ const (
 	SourceForm   ConsentSource = "form"   // the signup form (or a signup link)
 	SourceImport ConsentSource = "import" // newsletter import: consent collected elsewhere
 	SourceAPI    ConsentSource = "api"    // POST /subscribe with a JSON body
+	// SourceAdmin: added by hand (POST /api/subscribers, the console),
+	// with the reason and the actor recorded beside.
+	SourceAdmin ConsentSource = "admin"
 )
 
 // Consent is how and when a subscription was asked for and confirmed.
@@ -32,6 +35,10 @@ type Consent struct {
 	Source      ConsentSource `json:"source,omitempty"`
 	RequestedAt time.Time     `json:"requested_at,omitzero"`
 	ConfirmedAt time.Time     `json:"confirmed_at,omitzero"`
+	// Reason and Actor: an admin's addition without double opt-in
+	// (SourceAdmin), why and by whom.
+	Reason string `json:"reason,omitempty"`
+	Actor  string `json:"actor,omitempty"`
 }
 
 // SentMail is one mail the delivery marks say a person was sent.
@@ -83,7 +90,10 @@ type SubscriberQuery struct {
 	Status Status // "" for any
 	Topic  string // "" for any; a topic id the caller checked
 	After  int64  // the last id of the previous page (0: from the start)
-	Limit  int    // 1..MaxSubscriberPage
+	// Before is the first id of the next page: the page before it
+	// (0: not asked; After and Before are not given together).
+	Before int64
+	Limit  int // 1..MaxSubscriberPage
 }
 
 // MaxSubscriberPage is the largest page ListSubscribers gives.
@@ -94,6 +104,11 @@ type SubscriberPage struct {
 	Subscribers []Subscriber `json:"subscribers"`
 	// Next is the After of the next page; 0 when this is the last.
 	Next int64 `json:"next,omitempty"`
+	// Prev is the Before of the page before; 0 when this is the first.
+	Prev int64 `json:"prev,omitempty"`
+	// Total is how many subscribers the query's status and topic select
+	// (from the bitmaps: it costs the same at any size).
+	Total int64 `json:"total"`
 }
 
 // DayCount is one day's counters (UTC).
@@ -207,15 +222,92 @@ func statusBitmap(st Status) string {
 // million costs what a page of a thousand does; without a status, the
 // walk reads every status's bitmap (a subscriber has exactly one).
 func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
-	if q.Limit < 1 || q.Limit > MaxSubscriberPage || q.After < 0 {
-		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d", ErrBadQuery, q.Limit, MaxSubscriberPage, q.After)
+	return r.listPage(ctx, q, MaxSubscriberPage, true)
+}
+
+// MaxSelectPage is the largest page Select gives: a walk of a whole
+// selection (an export) takes bigger pages than a screen does, for fewer
+// round trips.
+const MaxSelectPage = 5000
+
+// listPage is ListSubscribers, with the total counted or not (a walk of
+// the whole selection, Select, needs it once, not per page).
+func (r *Redis) listPage(ctx context.Context, q SubscriberQuery, maxLimit int, counted bool) (SubscriberPage, error) {
+	if q.Limit < 1 || q.Limit > maxLimit || q.After < 0 || q.Before < 0 || (q.After > 0 && q.Before > 0) {
+		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d, before %d (not both)", ErrBadQuery, q.Limit, maxLimit, q.After, q.Before)
 	}
-	var terms [][]string
-	if q.Status != "" {
-		if !q.Status.Valid() {
-			return SubscriberPage{}, fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
+	terms, err := r.listTerms(q.Status, q.Topic)
+	if err != nil {
+		return SubscriberPage{}, err
+	}
+	var ids []int64
+	if q.Before > 0 {
+		ids, err = r.walkIDsBefore(ctx, terms, q.Before, q.Limit+1)
+		slices.Reverse(ids)
+	} else {
+		ids, err = r.walkIDs(ctx, terms, q.After, q.Limit+1)
+	}
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	// The one id past the page tells whether there is another that way.
+	var page SubscriberPage
+	extra := len(ids) > q.Limit
+	if q.Before > 0 {
+		if extra {
+			ids = ids[1:]
 		}
-		terms = append(terms, []string{statusBitmap(q.Status)})
+	} else if extra {
+		ids = ids[:q.Limit]
+	}
+	switch {
+	case len(ids) == 0 && q.Before > 0:
+		page.Next = q.Before - 1
+	case len(ids) == 0 && q.After > 0:
+		page.Prev = q.After + 1
+	case len(ids) == 0:
+	case q.Before > 0:
+		page.Next = ids[len(ids)-1]
+		if extra {
+			page.Prev = ids[0]
+		}
+	default:
+		if q.After > 0 {
+			page.Prev = ids[0]
+		}
+		if extra {
+			page.Next = ids[len(ids)-1]
+		}
+	}
+	subs, err := r.SubscribersByID(ctx, ids)
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	page.Subscribers = make([]Subscriber, 0, len(subs))
+	for _, sub := range subs {
+		// A bit without its record: erased between the two reads.
+		if sub.ID != 0 {
+			page.Subscribers = append(page.Subscribers, sub)
+		}
+	}
+	if !counted {
+		return page, nil
+	}
+	if page.Total, err = r.countTerms(ctx, terms); err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	return page, nil
+}
+
+// listTerms are the bitmaps (walkIDs' terms) of the subscribers with
+// status st (any: "") and topic (any: "").
+func (r *Redis) listTerms(st Status, topic string) ([][]string, error) {
+	var terms [][]string
+	if st != "" {
+		if !st.Valid() {
+			return nil, fmt.Errorf("%w: unknown status %q", ErrBadQuery, st)
+		}
+		terms = append(terms, []string{statusBitmap(st)})
 	} else {
 		var any []string
 		for _, st := range Statuses {
@@ -223,31 +315,13 @@ func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (Subscri
 		}
 		terms = append(terms, any)
 	}
-	if q.Topic != "" {
-		if !slices.Contains(r.topics.ids, q.Topic) {
-			return SubscriberPage{}, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
+	if topic != "" {
+		if !slices.Contains(r.topics.ids, topic) {
+			return nil, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, topic)
 		}
-		terms = append(terms, []string{sfxTopic + q.Topic})
+		terms = append(terms, []string{sfxTopic + topic})
 	}
-	ids, err := r.walkIDs(ctx, terms, q.After, q.Limit)
-	if err != nil {
-		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
-	}
-	subs, err := r.SubscribersByID(ctx, ids)
-	if err != nil {
-		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
-	}
-	page := SubscriberPage{Subscribers: make([]Subscriber, 0, len(subs))}
-	for _, sub := range subs {
-		// A bit without its record: erased between the two reads.
-		if sub.ID != 0 {
-			page.Subscribers = append(page.Subscribers, sub)
-		}
-	}
-	if len(ids) == q.Limit {
-		page.Next = ids[len(ids)-1]
-	}
-	return page, nil
+	return terms, nil
 }
 
 // PersonalData implements People.
@@ -275,8 +349,7 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 		Mails: []SentMail{}, Feedback: []FeedbackEvent{}, Push: []PushSubscription{}}
 	out.Consent.ConfirmedAt = sub.ConfirmedAt
 	if v := consent.Val(); v != "" {
-		src, at, _ := strings.Cut(v, recordSep)
-		out.Consent.Source, out.Consent.RequestedAt = ConsentSource(src), time36(at)
+		out.Consent = decodeConsent(v, out.Consent)
 	}
 	if mails, err := r.sharedMails(ctx, sub.ID, sharedKeys.Val()); err != nil {
 		return PersonalData{}, err
@@ -367,7 +440,7 @@ func consentKey(id int64) string {
 //	ARGV[3]  every topic id, comma-separated
 //	ARGV[4…] outbox ids to drop (the person's pending tasks)
 //
-// Deletes the record, its address index entry, its status and topic
+// Deletes the record, its address index and search index entries, its status and topic
 // bits, the topics-known bit, the tags (list and bits) and field values, the consent, the mail and feedback logs,
 // the soft bounces, the reconfirmation, the push subscriptions, the
 // onboarding and suppression entries, the allowances and the outbox
@@ -380,6 +453,7 @@ DAY = KEYS[2]
 local id, r, miss = lookup(ARGV[1])
 if miss then return miss end
 unindex(ARGV[1], id)
+searchset(id, r.ixmail, r.ixname, false)
 redis.call('SETBIT', statuskey(r[1]), slot(id), 0)
 -- The active bit too, whatever the status (statuskey covers it only for
 -- an active record): an erased id must be in no audience.
@@ -546,4 +620,18 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 		return nil
 	}
 	return err
+}
+
+// decodeConsent reads a consent record (source SEP requested [SEP reason
+// SEP actor]) over c.
+func decodeConsent(v string, c Consent) Consent {
+	f := strings.SplitN(v, recordSep, 4)
+	c.Source = ConsentSource(f[0])
+	if len(f) > 1 {
+		c.RequestedAt = time36(f[1])
+	}
+	if len(f) > 3 {
+		c.Reason, c.Actor = f[2], f[3]
+	}
+	return c
 }

@@ -89,10 +89,11 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 //	ARGV[14] now, unix ms (the onboarding index's score)
 //	ARGV[15] ReconfirmWindow, ms
 //	ARGV[16] the address's keyed hash (the erased marker, keyErased)
-//	ARGV[17] the consent source: form, import, api, or ""
+//	ARGV[17] the consent source: form, import, api, admin, or ""
 //	ARGV[18] today, YYYY-MM-DD (UTC): a new id's day in the join index (sfxJoinDay)
 //	ARGV[19] tags to add, comma-separated, or ""
 //	ARGV[20] field values to merge, packed as stored (name SEP value …), or ""
+//	ARGV[21] an admin's addition: the reason SEP the actor; or ""
 //
 // The address is looked up in the shard (find): away, the script answers
 // 'away' and the id; a new subscriber is only made in its home shard
@@ -186,13 +187,11 @@ if keep then
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
 end
 settopics(id, ARGV[12], ARGV[13], fresh)
-if ARGV[19] ~= '' then addtags(id, ARGV[19]) end
-if ARGV[20] ~= '' then
-  local kv = {}
-  for f in (ARGV[20] .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do kv[#kv + 1] = f end
-  setfields(id, kv)
-end
-consent(id, ARGV[17], ARGV[4])
+//	ARGV[17] the consent source: form, import, api, admin, or ""
+//	ARGV[18] today, YYYY-MM-DD (UTC): a new id's day in the join index (sfxJoinDay)
+//	ARGV[19] tags to add, comma-separated, or ""
+//	ARGV[20] field values to merge, packed as stored (name SEP value …), or ""
+//	ARGV[21] an admin's addition: the reason SEP the actor; or ""
 count(ARGV[17] == 'import' and 'import' or 'signup')
 if ARGV[5] == '1' and ARGV[9] ~= '1' then
   count('confirm')
@@ -232,8 +231,12 @@ func (r *Redis) registerTags(ctx context.Context, tags []string) error {
 }
 
 func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
-	if err := checkFields(req.Email, req.Name, req.Timezone); err != nil {
+	if err := checkFields(req.Email, req.Name, req.Timezone, req.Reason, req.Actor); err != nil {
 		return nil, err
+	}
+	note := ""
+	if req.Reason != "" {
+		note = req.Reason + recordSep + req.Actor
 	}
 	chosen := r.topics.defaults
 	if req.Topics != nil {
@@ -253,7 +256,7 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
 		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
 		r.erasure(req.Email), string(req.Source), r.now().UTC().Format(time.DateOnly),
-		strings.Join(req.Tags, ","), strings.Join(fields, recordSep)}, nil
+		strings.Join(req.Tags, ","), strings.Join(fields, recordSep), note}, nil
 }
 
 // subscribeKeys are the KEYS of subscribeScript for email in a shard.

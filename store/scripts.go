@@ -38,6 +38,7 @@ local PUSH, SEEN, DEVICES, PHONE = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local CHANNELS, CHOSE, PHONECODE = PFX .. %q, PFX .. %q, PFX .. %q
 local STATUSPREFIX, CONSENT, MAILLOG, FBLOG, ERASED = PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q, PFX .. %q
 local OUTBOX, DUE, SEQ = PFX .. %q, PFX .. %q, PFX .. %q
+local SEARCH = PFX .. %q
 local DAYTTL, FBCAP, IXBUCKETS = %d, %d, %d
 -- DAY is the key of today's counters (sfxDay), set by the scripts that
 -- count (count); nil counts nothing.
@@ -87,8 +88,35 @@ end
 local function unpackrec(v)
   local r = {}
   for f in (v .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do r[#r + 1] = f end
-  r.was = r[1]
+  r.was, r.ixmail, r.ixname = r[1], r[5], r[6]
   return r
+end
+-- searchkeys are the keys a person is found by in the search index
+-- (SEARCH, search.go): the address, the whole name, each of its words
+-- (between spaces) and their parts between punctuation, lowercased (ASCII: Lua's lower; searchKeys in Go says the same),
+-- each once.
+local function searchkeys(email, name)
+  local out, seen = {}, {}
+  local function add(k)
+    if k ~= '' and not seen[k] then seen[k] = true; out[#out + 1] = k end
+  end
+  add(string.lower(email))
+  local n = string.lower(name or '')
+  add(n)
+  for w in n:gmatch('%%S+') do
+    add(w)
+    for x in w:gmatch('[^%%p]+') do add(x) end
+  end
+  return out
+end
+-- searchset adds (on) or removes a person's entries in the shard's
+-- search index: members key NUL id, all scored 0, so ZRANGEBYLEX finds
+-- them by the beginning of the key.
+local function searchset(id, email, name, on)
+  for _, k in ipairs(searchkeys(email, name)) do
+    if on then redis.call('ZADD', SEARCH, 0, k .. '\0' .. id)
+    else redis.call('ZREM', SEARCH, k .. '\0' .. id) end
+  end
 end
 local function packrec(r) return table.concat(r, SEP, 1, 7) end
 -- save writes a record and moves its bit between the status bitmaps
@@ -102,17 +130,29 @@ local function save(id, r)
     if r.was then redis.call('SETBIT', statuskey(r.was), slot(id), 0) end
     redis.call('SETBIT', statuskey(r[1]), slot(id), 1)
   end
+  -- The search index follows the address and the name: every record
+  -- written goes through here, so it lists everyone by what they are
+  -- now (r.ixmail, r.ixname: what the stored record was indexed by).
+  if r.ixmail ~= r[5] or r.ixname ~= r[6] then
+    if r.ixmail then searchset(id, r.ixmail, r.ixname, false) end
+    searchset(id, r[5], r[6], true)
+    r.ixmail, r.ixname = r[5], r[6]
+  end
   redis.call('HSET', subkey(id), id, packrec(r))
   r.was = r[1]
 end
--- consent records how a subscription came in (src: form, import, api;
+-- consent records how a subscription came in (src: form, import, api, admin;
 -- "" keeps the one recorded) and when it was asked for (base 36 ms).
-local function consent(id, src, at)
+-- note (optional): the reason and the actor of an admin's addition,
+-- joined by SEP.
+local function consent(id, src, at, note)
   if src == '' then
     local v = redis.call('HGET', consentkey(id), id)
     if v then src = v:match('^([^' .. SEP .. ']*)') end
   end
-  redis.call('HSET', consentkey(id), id, src .. SEP .. at)
+  local v = src .. SEP .. at
+  if note and note ~= '' then v = v .. SEP .. note end
+  redis.call('HSET', consentkey(id), id, v)
 end
 -- logfeedback keeps a bounce or complaint report in the person's history.
 local function logfeedback(id, typ, now)
@@ -213,7 +253,7 @@ end
 	sfxTopic, sfxKnown, sfxOnboard, sfxPush, sfxSeen, sfxDevices, sfxPhone,
 	sfxChannels, sfxChose, sfxPhoneCode,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
-	sfxOutbox, sfxDue, sfxSeq,
+	sfxOutbox, sfxDue, sfxSeq, sfxSearch,
 	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua + personExtrasLua
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys

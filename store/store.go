@@ -121,6 +121,9 @@ type SubscribeRequest struct {
 	// (not when it only sends a pending one's confirmation again).
 	Tags   []string
 	Fields map[string]string
+	// Reason and Actor: why an admin added the person without double
+	// opt-in, and who (SourceAdmin), kept in the consent record.
+	Reason, Actor string
 }
 
 // Preferences are what a person sets in the preference centre.
@@ -288,4 +291,5 @@ type Store interface {
 	audit.Recorder
 	audit.Reader
 	People
+	List
 }

@@ -297,8 +297,15 @@ func checkPeople(t *testing.T, s *Redis, rdb *redis.Client, exp peopleFixture) {
 	if res, err := s.RecordFeedback(ctx, Feedback{ID: "s2", Email: "gina@example.com", Type: SoftBounce}, FeedbackPolicy{}); err != nil || !res.Duplicate {
 		t.Errorf("a soft bounce report applied before the upgrade, sent again: %+v %v, want a duplicate", res, err)
 	}
+	// Start-up put everyone in the search index.
+	for email := range exp.People {
+		page, err := s.Search(ctx, SearchQuery{Q: email, Limit: 1})
+		if err != nil || len(page.Subscribers) != 1 || page.Subscribers[0].Email != email {
+			t.Errorf("search %s after the upgrade: %v %v", email, page.Subscribers, err)
+		}
+	}
 	for k := range dumpAll(t, rdb) {
-		if !strings.Contains(k, "{") && !slices.Contains([]string{keySchema, keySuppFilled, keyTopicsFilled, keyStatusFilled, "nl:topics"}, k) {
+		if !strings.Contains(k, "{") && !slices.Contains([]string{keySchema, keySuppFilled, keyTopicsFilled, keyStatusFilled, keySearchFilled, "nl:topics"}, k) {
 			t.Errorf("a key of the old layout is left: %s", k)
 		}
 	}

@@ -104,7 +104,18 @@ return {schema or '', tostring(v1), table.concat(missing, ',')}
 // refused with an error (ErrDataTooOld, ErrDataTooNew) whose text is the
 // one-line way out. Stop the roles of an older version before starting
 // this one: whatever they write is not checked again.
+//
+// Once the layout is right, the search index is filled for the
+// subscribers written before it (fillSearch, once).
 func (r *Redis) CheckVersion(ctx context.Context, log *slog.Logger) error {
+	if err := r.checkLayout(ctx, log); err != nil {
+		return err
+	}
+	return r.fillSearch(ctx, log)
+}
+
+// checkLayout is CheckVersion's check of the layout and its upgrades.
+func (r *Redis) checkLayout(ctx context.Context, log *slog.Logger) error {
 	if _, ok := r.rdb.(*redis.ClusterClient); ok {
 		// A Redis Cluster only ever holds data in this layout (older
 		// data lived on one Redis): its version alone tells, or an

@@ -199,6 +199,23 @@ var AccountInvite = define(Kind[AccountInvitePayload]{
 	},
 })
 
+// SubscribersBulk applies a bulk action to a selection of the list
+// (listjobs): behind the mail, as imports; it saves its cursor after each
+// page, so a retry resumes (every action is safe to apply twice).
+var SubscribersBulk = define(Kind[ListJobPayload]{
+	Type: TypeSubscribersBulk, Queue: QueueLow, MaxRetry: 25, Timeout: 30 * time.Minute,
+	ID:    func(p ListJobPayload) string { return "bulk:" + p.ID },
+	Check: func(p ListJobPayload) error { return need(p.ID != "", "job id") },
+})
+
+// ExportRun writes a selection of the list as CSV (listjobs): each chunk
+// and the cursor after it are saved together, so a retry resumes.
+var ExportRun = define(Kind[ListJobPayload]{
+	Type: TypeExportRun, Queue: QueueLow, MaxRetry: 25, Timeout: 30 * time.Minute,
+	ID:    func(p ListJobPayload) string { return "export:" + p.ID },
+	Check: func(p ListJobPayload) error { return need(p.ID != "", "job id") },
+})
+
 // need is a Check's answer: nil when ok, else that the payload lacks what.
 func need(ok bool, what string) error {
 	if ok {

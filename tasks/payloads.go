@@ -98,3 +98,9 @@ type AccountInvitePayload struct {
 	Link    string    `json:"link"`
 	Expires time.Time `json:"expires"`
 }
+
+// ListJobPayload is the payload of TypeSubscribersBulk and TypeExportRun:
+// the job's id (listjobs.Jobs).
+type ListJobPayload struct {
+	ID string `json:"id"`
+}

@@ -46,6 +46,11 @@ const (
 	// TypeAccountInvite mails a colleague the link that makes them an
 	// account of the console (internal/account).
 	TypeAccountInvite = "email:invite"
+	// TypeSubscribersBulk applies one bulk action (listjobs) to a
+	// filtered selection of the list, page by page, saving its cursor;
+	// TypeExportRun writes a filtered selection as CSV into Redis chunks.
+	TypeSubscribersBulk = "subscribers:bulk"
+	TypeExportRun       = "export:run"
 )
 
 // The e-mail lane's queues (lanes.go has the others). A confirmation is

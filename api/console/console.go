@@ -117,7 +117,10 @@ type Deps struct {
 	People People
 	// Requests export and erase people (nil: both answer 501).
 	Requests PersonalRequests
-	Jobs     api.JobDispatcher
+	// List adds and changes people, runs bulk actions and exports (nil:
+	// those screens answer 501).
+	List ListOwner
+	Jobs api.JobDispatcher
 	// Queue enqueues the imports (run by the worker).
 	Queue tasks.Enqueuer
 	Guard Guard

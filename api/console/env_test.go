@@ -22,9 +22,11 @@ import (
 	"github.com/newsletter/newsletter/api/console"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -141,6 +143,10 @@ type env struct {
 	insp   *asynq.Inspector
 	rdb    *redis.Client
 	subs   console.Subscriptions
+	// listJobs and listRunner: the list's jobs, run by the test as the
+	// worker runs them.
+	listJobs   *listjobs.Jobs
+	listRunner *listjobs.Runner
 	// holds are the waits before failed sign-ins were answered: the
 	// accounts' (console.Deps.Hold) and the client budget's.
 	holds holds
@@ -188,12 +194,16 @@ func newEnv(t testing.TB) *env {
 		}
 	}
 	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens).WithHold(e.holds.onClient), allow: 1000}
-	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
+	trail := audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil)
+	e.listJobs = listjobs.NewJobs(rdb)
+	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log, ListJobs: e.listJobs, Audit: trail})
 	e.subs = apiSrv
+	e.listRunner = &listjobs.Runner{Jobs: e.listJobs, Store: st, Audit: trail, Now: time.Now, Log: log,
+		Applier: &listjobs.Applier{Store: st, Topics: topics.Default(0), Tasks: insp}}
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}}, console.Deps{
-		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
+		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
-		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
+		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 		TestGate: &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
 	})
 	if err != nil {

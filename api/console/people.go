@@ -2,8 +2,10 @@ package console
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -26,6 +28,19 @@ type People interface {
 	// Stats are the counts by status and topic and the last days'
 	// counters.
 	Stats(ctx context.Context, days int) (store.Stats, error)
+	// Search finds people by the beginning of their address or name.
+	Search(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+}
+
+// ListOwner adds and changes people, runs bulk actions and exports the
+// list (*api.Server: the console's changes are the API's).
+type ListOwner interface {
+	AddSubscriber(ctx context.Context, in api.AddInput) (store.Subscriber, error)
+	ChangeSubscriber(ctx context.Context, email string, in api.ChangeInput) (store.Subscriber, error)
+	StartBulk(ctx context.Context, in api.BulkInput) (api.BulkResult, error)
+	StartExport(ctx context.Context, f store.Filter) (listjobs.Job, error)
+	ListJob(ctx context.Context, id, kind string) (listjobs.Job, error)
+	WriteExportCSV(w http.ResponseWriter, r *http.Request, id string)
 }
 
 // PersonalRequests answer a person's requests about their data (GDPR

@@ -152,6 +152,9 @@ var notices = map[string]string{
 	"webhook-enabled":  "The endpoint is enabled.",
 	"webhook-disabled": "The endpoint is disabled: it gets nothing until enabled.",
 	"webhook-removed":  "The endpoint was removed.",
+	"added":            "The person was added.",
+	"edited":           "The changes were saved.",
+	"bulk":             "The action was applied to the people ticked (each one recorded in one audit entry).",
 }
 
 // errorPage is a page that says what went wrong, in the console's

@@ -23,6 +23,12 @@ func (h *Handler) routes() {
 
 	m.Handle("GET /admin/subscribers", h.require(Viewer, h.listSubscribers))
 	m.Handle("POST /admin/subscribers/find", h.require(Viewer, h.findSubscriber))
+	m.Handle("POST /admin/subscribers", h.require(Admin, h.addSubscriber))
+	m.Handle("POST /admin/subscribers/bulk", h.require(Admin, h.bulkSubscribers))
+	m.Handle("POST /admin/subscribers/{id}/edit", h.require(Admin, h.editSubscriber))
+	m.Handle("POST /admin/exports", h.require(Admin, h.exportList))
+	m.Handle("GET /admin/exports/{id}/download", h.require(Admin, h.downloadExport))
+	m.Handle("GET /admin/jobs/{id}", h.require(Admin, h.showListJob))
 	m.Handle("GET /admin/subscribers/{id}", h.require(Viewer, h.showSubscriber))
 	m.Handle("POST /admin/subscribers/{id}/topics", h.require(Admin, h.subscriberTopics))
 	m.Handle("POST /admin/subscribers/{id}/unsubscribe", h.require(Admin, h.unsubscribeSubscriber))

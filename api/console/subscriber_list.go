@@ -6,49 +6,118 @@ import (
 	"net/url"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
 
 type subscriberListData struct {
-	// Email is what the search was given (shown back when it found
-	// nobody).
+	// Email is what the find-by-address form was given (shown back when
+	// it found nobody).
 	Email    string
+	Q        string
 	Status   string
 	Topic    string
 	Statuses []store.Status
 	Topics   []topics.Topic
+	Actions  []string
 	People   []store.Subscriber
 	// Listed: the list is there (People is wired); else only the search.
 	Listed bool
-	Next   string
+	// Owned: the add, bulk and export forms are there (List is wired).
+	Owned bool
+	// Total is how many the filter selects (-1: not known, a search
+	// narrowed by status or topic); Next and Prev the pages' links.
+	Total      int64
+	Next, Prev string
 }
 
-// listSubscribers is GET /admin/subscribers?status=&topic=&after=: the
-// list by status and topic, a page at a time by id (keyset), read as
-// GET /api/subscribers reads its query. The search by address is a form
-// post (findSubscriber).
+// listSubscribers is GET /admin/subscribers?q=&status=&topic=&after=&before=:
+// the list by status and topic a page at a time by id, or a search by
+// the beginning of an address or name (q), with the total and pages both
+// ways, read as GET /api/subscribers reads its query. The find by a whole
+// address is a form post (findSubscriber).
 func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
-	q, err := api.ParseSubscriberQuery(r.URL.Query(), h.cfg.Topics)
+	v := r.URL.Query()
+	if v.Get("q") != "" {
+		q, err := api.ParseSearchQuery(v, h.cfg.Topics)
+		if err != nil {
+			h.badList(w, r, err)
+			return
+		}
+		h.searchPage(w, r, q)
+		return
+	}
+	q, err := api.ParseSubscriberQuery(v, h.cfg.Topics)
 	if err != nil {
-		d := h.subscriberList(store.SubscriberQuery{})
-		d.Listed = false // no list is better than one that is not what was asked
-		h.render(w, r, http.StatusBadRequest, "subscribers", page{Title: "Subscribers", Section: "subscribers",
-			Error: "This list cannot be shown: " + err.Error() + ".", Data: d})
+		h.badList(w, r, err)
 		return
 	}
 	h.subscribersPage(w, r, http.StatusOK, q, "", "")
 }
 
-// subscriberList is the screen's data for q before the list is read.
-func (h *Handler) subscriberList(q store.SubscriberQuery) subscriberListData {
-	return subscriberListData{Status: string(q.Status), Topic: q.Topic, Statuses: store.Statuses, Topics: h.cfg.Topics.Topics, Listed: h.d.People != nil}
+func (h *Handler) badList(w http.ResponseWriter, r *http.Request, err error) {
+	d := h.subscriberList(store.Filter{})
+	d.Listed = false // no list is better than one that is not what was asked
+	h.render(w, r, http.StatusBadRequest, "subscribers", page{Title: "Subscribers", Section: "subscribers",
+		Error: "This list cannot be shown: " + err.Error() + ".", Data: d})
+}
+
+// subscriberList is the screen's data for f before the list is read.
+func (h *Handler) subscriberList(f store.Filter) subscriberListData {
+	return subscriberListData{Q: f.Q, Status: string(f.Status), Topic: f.Topic, Statuses: store.Statuses, Topics: h.cfg.Topics.Topics,
+		Actions: listjobs.Actions, Listed: h.d.People != nil, Owned: h.d.List != nil}
+}
+
+// pageLink is the list's URL for f with one more parameter (after or
+// before).
+func pageLink(f store.Filter, limit int, key, cursor string) string {
+	v := url.Values{key: {cursor}}
+	if f.Q != "" {
+		v.Set("q", f.Q)
+	}
+	if f.Status != "" {
+		v.Set("status", string(f.Status))
+	}
+	if f.Topic != "" {
+		v.Set("topic", f.Topic)
+	}
+	if limit != api.DefaultSubscriberPage {
+		v.Set("limit", itoa(int64(limit)))
+	}
+	return "/admin/subscribers?" + v.Encode()
+}
+
+// searchPage renders the screen with a page of the search q.
+func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request, q store.SearchQuery) {
+	f := store.Filter{Q: q.Q, Status: q.Status, Topic: q.Topic}
+	d := h.subscriberList(f)
+	if h.d.People != nil {
+		res, err := h.d.People.Search(r.Context(), q)
+		if errors.Is(err, store.ErrBadQuery) {
+			h.badList(w, r, err)
+			return
+		}
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		d.People, d.Total = res.Subscribers, res.Total
+		if res.Next != "" {
+			d.Next = pageLink(f, q.Limit, "after", res.Next)
+		}
+		if res.Prev != "" {
+			d.Prev = pageLink(f, q.Limit, "before", res.Prev)
+		}
+	}
+	h.render(w, r, http.StatusOK, "subscribers", page{Title: "Subscribers", Section: "subscribers", Data: d})
 }
 
 // subscribersPage renders the screen with the page of q, and problem
 // (with email, the search's) when there is one.
 func (h *Handler) subscribersPage(w http.ResponseWriter, r *http.Request, code int, q store.SubscriberQuery, email, problem string) {
-	d := h.subscriberList(q)
+	f := store.Filter{Status: q.Status, Topic: q.Topic}
+	d := h.subscriberList(f)
 	d.Email = email
 	if h.d.People != nil {
 		if q.Limit == 0 {
@@ -63,19 +132,12 @@ func (h *Handler) subscribersPage(w http.ResponseWriter, r *http.Request, code i
 			h.storeAway(w, r, err)
 			return
 		}
-		d.People = list.Subscribers
+		d.People, d.Total = list.Subscribers, list.Total
 		if list.Next > 0 {
-			v := url.Values{"after": {itoa(list.Next)}}
-			if q.Status != "" {
-				v.Set("status", string(q.Status))
-			}
-			if q.Topic != "" {
-				v.Set("topic", q.Topic)
-			}
-			if q.Limit != api.DefaultSubscriberPage {
-				v.Set("limit", itoa(int64(q.Limit)))
-			}
-			d.Next = "/admin/subscribers?" + v.Encode()
+			d.Next = pageLink(f, q.Limit, "after", itoa(list.Next))
+		}
+		if list.Prev > 0 {
+			d.Prev = pageLink(f, q.Limit, "before", itoa(list.Prev))
 		}
 	}
 	h.render(w, r, code, "subscribers", page{Title: "Subscribers", Section: "subscribers", Error: problem, Data: d})

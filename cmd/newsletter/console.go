@@ -33,7 +33,7 @@ type consoleDeps struct {
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints()}, console.Deps{
 		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
-		Subscriptions: srv, People: d.store, Requests: srv,
+		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log, TestGate: a.cfg.TestGate,

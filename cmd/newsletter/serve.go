@@ -27,6 +27,7 @@ import (
 	"github.com/newsletter/newsletter/internal/feedback/intake"
 	"github.com/newsletter/newsletter/internal/feeds"
 	"github.com/newsletter/newsletter/internal/health"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
@@ -220,6 +221,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		d.Tags, d.Feedback = a.tags, store.FeedbackPolicy{SoftLimit: a.cfg.SoftBounceLimit}
 		d.Feeds = &feeds.Fetcher{UserAgent: feeds.DefaultUserAgent, Guard: a.cfg.Endpoints()}
 		d.Imports, d.ImportStore, d.Audit = csvimport.NewJobs(a.rdb), a.store, a.audit
+		d.ListJobs, d.ListStore, d.ListTasks = listjobs.NewJobs(a.rdb), a.store, asynq.NewInspectorFromRedisClient(a.rdb)
 	}
 	h := worker.NewHandlers(d)
 	if l.email {
@@ -268,7 +270,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
-		Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+		ListJobs: listjobs.NewJobs(a.rdb),
+		Notify:   &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 	}.WithIssues(apiStore, render))
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)

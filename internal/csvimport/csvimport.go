@@ -464,6 +464,17 @@ func (im *Importer) row(rec []string, field func([]string, string) string, set *
 		return store.SubscribeRequest{}, "invalid address"
 	}
 	req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true, Source: store.SourceImport}
+	// A status column (the service's own export writes one): only the
+	// people whose subscription runs come in. Importing the rest would
+	// subscribe people who left, bounced or never confirmed.
+	switch st := strings.ToLower(field(rec, "status")); {
+	case st == "" || st == string(store.Active):
+	case st == string(store.Pending) && im.Pending:
+	case st == string(store.Pending):
+		return req, "status pending: never confirmed (import it with confirmations, or leave it out)"
+	default:
+		return req, "status " + st + ": not subscribed, not imported"
+	}
 	if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
 		return req, err.Error()
 	}

@@ -77,7 +77,11 @@ func Run(t *testing.T, h Harness) {
 		{"ListSubscribers", testListSubscribers},
 		{"PersonalData", testPersonalData},
 		{"Erase", testErase},
-		{"Stats", testStats}}
+		{"Stats", testStats},
+		{"Search", testSearch},
+		{"ListBothWays", testListBothWays},
+		{"AdminAddAndChange", testAdminAddAndChange},
+		{"Select", testSelect}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feeds"
+	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -112,6 +113,19 @@ type Deps struct {
 	Imports     *csvimport.Jobs
 	ImportStore csvimport.Store
 	Audit       Auditor
+	// ListJobs are the list's bulk actions and exports, ListStore what
+	// they read and change, ListTasks deletes the queued tasks of people
+	// they unsubscribe or erase (any of the first two nil: this worker
+	// runs none).
+	ListJobs  *listjobs.Jobs
+	ListStore ListStore
+	ListTasks listjobs.TaskDeleter
+}
+
+// ListStore is what the list's jobs need of the store.
+type ListStore interface {
+	listjobs.Selection
+	listjobs.ActionStore
 }
 
 // The sms lane's caps unless configured.
@@ -203,9 +217,15 @@ func NewHandlers(d Deps) Handlers {
 	if d.Imports != nil && d.ImportStore != nil {
 		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
 	}
+	var listJobs *ListJobRunner
+	if d.ListJobs != nil && d.ListStore != nil {
+		listJobs = &ListJobRunner{Runner: &listjobs.Runner{Jobs: d.ListJobs, Store: d.ListStore, Audit: d.Audit, Now: d.Now, Log: d.Log,
+			Applier: &listjobs.Applier{Store: d.ListStore, Topics: d.Links.Topics, Tasks: d.ListTasks}}}
+	}
 	return Handlers{
-		Invites: &InviteMailer{Mailer: d.Mailer, Now: d.Now, Log: d.Log},
-		Mails:   &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
+		Invites:  &InviteMailer{Mailer: d.Mailer, Now: d.Now, Log: d.Log},
+		ListJobs: listJobs,
+		Mails:    &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{
 			Deliver: deliver, Links: d.Links, Queue: d.Queue, Quiet: d.Quiet, Metrics: d.Metrics, Now: d.Now,
 			Digests: d.Store,

@@ -52,6 +52,7 @@ func (h Handlers) routes() []route {
 	add(h.SMS != nil, on(tasks.SMS, h.SMS.HandleSMS), on(tasks.SMSCode, h.SMS.HandleSMSCode))
 	add(h.Imports != nil, on(tasks.ImportRun, h.Imports.HandleImportRun))
 	add(h.Invites != nil, on(tasks.AccountInvite, h.Invites.HandleInvite))
+	add(h.ListJobs != nil, on(tasks.SubscribersBulk, h.ListJobs.HandleListJob), on(tasks.ExportRun, h.ListJobs.HandleListJob))
 	return rs
 }
 

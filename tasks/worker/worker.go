@@ -105,6 +105,9 @@ type Handlers struct {
 	Imports *ImportRunner
 	// Invites mail the console's invites (email:invite).
 	Invites *InviteMailer
+	// ListJobs run the list's bulk actions and exports
+	// (subscribers:bulk, export:run); nil: none.
+	ListJobs *ListJobRunner
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
 }

@@ -1,0 +1,81 @@
+package listjobs
+
+import (
+	"encoding/csv"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// Row is what one line of the export says about one person.
+type Row struct {
+	Subscriber store.Subscriber
+	Consent    store.Consent
+}
+
+// Column is one column of the export: its header (what the importer,
+// internal/csvimport, reads by name: email, name, timezone, topics) and
+// its value.
+type Column struct {
+	Name  string
+	Value func(Row) string
+}
+
+// Columns are the export's columns, in order: the importer's four first
+// (a header row names them, so `newsletter import` and the console's
+// import read the file as it is; it ignores the others), then what the
+// importer does not take. Tags ("tags", ;-separated) and custom fields
+// ("field.NAME", one column each) go here when the store has them.
+var Columns = []Column{
+	{"email", func(r Row) string { return r.Subscriber.Email }},
+	{"name", func(r Row) string { return r.Subscriber.Name }},
+	{"timezone", func(r Row) string { return r.Subscriber.Timezone }},
+	{"topics", func(r Row) string { return strings.Join(r.Subscriber.Topics, ";") }},
+	{"status", func(r Row) string { return string(r.Subscriber.Status) }},
+	{"created_at", func(r Row) string { return csvTime(r.Subscriber.CreatedAt) }},
+	{"confirmed_at", func(r Row) string { return csvTime(r.Subscriber.ConfirmedAt) }},
+	{"ended_at", func(r Row) string { return csvTime(r.Subscriber.UnsubscribedAt) }},
+	{"consent_source", func(r Row) string { return string(r.Consent.Source) }},
+	{"consent_at", func(r Row) string { return csvTime(r.Consent.RequestedAt) }},
+	{"consent_reason", func(r Row) string { return r.Consent.Reason }},
+	{"consent_by", func(r Row) string { return r.Consent.Actor }},
+}
+
+// csvTime is a time as the export writes it: RFC 3339 in UTC to the
+// millisecond; "" for none.
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// csvWriter writes the export's rows. A name that begins with =, +, -
+// or @ is written as it is (the importer must read it back unchanged);
+// the file is data, not a spreadsheet to open blindly (docs say so).
+type csvWriter struct{ w *csv.Writer }
+
+func newCSVWriter(w io.Writer) *csvWriter { return &csvWriter{csv.NewWriter(w)} }
+
+func (c *csvWriter) header() error {
+	rec := make([]string, len(Columns))
+	for i, col := range Columns {
+		rec[i] = col.Name
+	}
+	return c.w.Write(rec)
+}
+
+func (c *csvWriter) row(r Row) error {
+	rec := make([]string, len(Columns))
+	for i, col := range Columns {
+		rec[i] = col.Value(r)
+	}
+	return c.w.Write(rec)
+}
+
+func (c *csvWriter) flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}
