@@ -273,4 +273,5 @@ type Store interface {
 	audit.Recorder
 	audit.Reader
 	People
+	EngagementStore
 }
