@@ -47,11 +47,9 @@ type Handler struct {
 }
 
 // Register adds the routes to mux.
-func (h *Handler) Register(mux interface {
-	HandleFunc(string, func(http.ResponseWriter, *http.Request))
-}) {
-	mux.HandleFunc("GET /r/{token}", h.Redirect)
-	mux.HandleFunc("GET /o/{token}", h.Open)
+func (h *Handler) Register(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /r/{token}", http.HandlerFunc(h.Redirect))
+	mux.Handle("GET /o/{token}", http.HandlerFunc(h.Open))
 }
 
 func (h *Handler) now() time.Time {
