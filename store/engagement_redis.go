@@ -250,18 +250,19 @@ func (r *Redis) RecordEngagement(ctx context.Context, w EngagementWrite) (Engage
 	if err == nil {
 		return EngagementWrite{}, nil
 	}
-	// Eval, not EvalSha: a pipeline cannot fall back on NOSCRIPT, and a
-	// batch that failed is kept, so nothing is both written and kept.
+	// A script is written only when it answered; one that failed or was
+	// never sent (the pipeline failed as a whole) is kept.
 	left := EngagementWrite{Keep: w.Keep}
 	var first error
+	written := func(c *redis.Cmd) bool { return c.Err() == nil && c.Val() != nil }
 	for i, c := range batchCmds {
-		if c.Err() != nil {
+		if !written(c) {
 			left.Batches = append(left.Batches, w.Batches[i])
 			first = firstErr(first, c.Err())
 		}
 	}
 	for i, c := range personCmds {
-		if c.Err() != nil {
+		if !written(c) {
 			left.Clicks = append(left.Clicks, byPerson[people[i]]...)
 			first = firstErr(first, c.Err())
 		}

@@ -84,10 +84,9 @@ func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request) {
 	if c.What == Honeypot {
 		// No person sees this link: whatever followed it is a machine,
 		// and so are its other clicks of this mail for a while.
+		// It is no link of the issue's: counted in the metric only.
 		h.Classify.Honeypot(c.Issue, reader, now)
-		if h.Mode != Off {
-			h.Recorder.Record(Event{Issue: c.Issue, Index: c.Index, Machine: true, ReaderHash: reader, At: now, Sent: c.Sent})
-		}
+		h.Metrics.Events.WithLabelValues("click", "honeypot").Inc()
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

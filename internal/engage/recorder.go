@@ -39,7 +39,9 @@ type RecorderConfig struct {
 	// Redis to come back); past it new ones are dropped and counted in
 	// the metric. Default 200,000.
 	MaxPending int
-	// FlushEvery is how often the buffer is written. Default 1 s.
+	// FlushEvery is how often the buffer is written (and as soon as it is
+	// half full). Default 1 s; negative: only when Flush or Close is
+	// called (tests).
 	FlushEvery time.Duration
 	// PerPersonKeep > 0 keeps each person's clicks that long
 	// (NEWSLETTER_ENGAGEMENT=per-person).
@@ -89,7 +91,7 @@ func NewRecorder(w Writer, cfg RecorderConfig, m *Metrics, log *slog.Logger) *Re
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = 200_000
 	}
-	if cfg.FlushEvery <= 0 {
+	if cfg.FlushEvery == 0 {
 		cfg.FlushEvery = time.Second
 	}
 	if cfg.WriteTimeout <= 0 {
@@ -97,7 +99,11 @@ func NewRecorder(w Writer, cfg RecorderConfig, m *Metrics, log *slog.Logger) *Re
 	}
 	r := &Recorder{w: w, cfg: cfg, log: log, metrics: m, issues: map[int64]*issueBuf{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go r.loop()
+	if cfg.FlushEvery > 0 {
+		go r.loop()
+	} else {
+		close(r.done)
+	}
 	return r
 }
 
@@ -336,7 +342,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_engagement_events_total",
-			Help: "Clicks and opens by kind (click, open) and result: person, machine (scanners, proxies), refused (a token we did not sign), dropped (the buffer was full while Redis was away).",
+			Help: "Clicks and opens by kind (click, open) and result: person, machine (scanners, proxies), honeypot (the hidden link: a scanner), refused (a token we did not sign), dropped (the buffer was full while Redis was away).",
 		}, []string{"kind", "result"}),
 		Flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_engagement_flushes_total",
