@@ -352,6 +352,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_engagement_written_total", Help: "Clicks and opens written to Redis.",
 		}),
 	}
+	// Every known label from start-up, at 0, so increase() sees the
+	// first event.
+	for _, k := range []string{"click", "open"} {
+		for _, r := range []string{"person", "machine", "refused", "dropped"} {
+			m.Events.WithLabelValues(k, r)
+		}
+	}
+	m.Events.WithLabelValues("click", "honeypot")
+	m.Events.WithLabelValues("any", "dropped")
+	m.Events.WithLabelValues("person_click", "dropped")
+	m.Flushes.WithLabelValues("ok")
+	m.Flushes.WithLabelValues("error")
 	if reg != nil {
 		reg.MustRegister(m.Events, m.Flushes, m.Written)
 	}
