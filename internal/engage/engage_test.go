@@ -31,7 +31,7 @@ var targets = []string{"https://example.com/first", "https://example.com/second?
 
 // rig is the counted redirect over real HTTP, on the real store.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	keys  *engage.Keys
 	st    *store.Redis
 	fault *redisfault.Fault
@@ -43,7 +43,7 @@ type rig struct {
 	now time.Time
 }
 
-func newRig(t *testing.T, mode engage.Mode, opens bool, rc engage.RecorderConfig) *rig {
+func newRig(t testing.TB, mode engage.Mode, opens bool, rc engage.RecorderConfig) *rig {
 	c, _ := redistest.New(t, redistest.DBEngage)
 	f := redisfault.Add(c)
 	st := store.NewRedis(c)
