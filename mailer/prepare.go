@@ -37,17 +37,17 @@ import (
 // anything a template can; it just costs more.
 
 // personal are the per-recipient fields of Data, in a fixed order.
-var personal = []string{"Email", "Name", "ConfirmURL", "UnsubscribeURL", "PreferencesURL"}
+var personal = []string{"Email", "Name", "ConfirmURL", "UnsubscribeURL", "PreferencesURL", "Reader"}
 
-const nPersonal = 5
+const nPersonal = 6
 
 func personalValues(d Data) [nPersonal]string {
-	return [nPersonal]string{d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL}
+	return [nPersonal]string{d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL, d.Reader}
 }
 
 // withPersonal is d with the per-recipient fields of v.
 func withPersonal(d Data, v [nPersonal]string) Data {
-	d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL = v[0], v[1], v[2], v[3], v[4]
+	d.Email, d.Name, d.ConfirmURL, d.UnsubscribeURL, d.PreferencesURL, d.Reader = v[0], v[1], v[2], v[3], v[4], v[5]
 	return d
 }
 

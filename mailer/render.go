@@ -52,6 +52,10 @@ type Data struct {
 	// ArchiveURL is the issue's page in the public archive ("view in
 	// the browser"); empty when one of its topics is private.
 	ArchiveURL string
+	// Reader is the reader's part of the counted links' tokens
+	// (internal/engage): it takes the place of ReaderMark wherever the
+	// shared parts (an issue's rewritten body) carry it.
+	Reader string
 	// Subscriber is the reader with their custom fields and tags:
 	// {{.Subscriber.Fields.company}}. A field they have no value of is
 	// "", so {{or .Subscriber.Fields.company "there"}} or
@@ -89,6 +93,12 @@ var layoutFuncs = htmltemplate.FuncMap{
 	},
 	"outlookClose": func() htmltemplate.HTML { return `<!--[if mso]></td></tr></table><![endif]-->` },
 }
+
+// ReaderMark stands for the reader's part of a counted link in the
+// shared parts of a mail (the issue's body, rewritten once per issue);
+// every render puts Data.Reader in its place. Letters and digits only, so
+// no escaper changes it.
+const ReaderMark = "nlreadermark0"
 
 // Renderer holds the parsed templates for every kind.
 type Renderer struct {
@@ -271,12 +281,17 @@ func (r *Renderer) render(kind string, d Data) (*Message, error) {
 	if err := r.html[kind].ExecuteTemplate(&html, "layout", d); err != nil {
 		return nil, fmt.Errorf("render %s html: %w", kind, err)
 	}
+	text, htmlPart := body.String(), html.String()
+	if d.Reader != "" {
+		text = strings.ReplaceAll(text, ReaderMark, d.Reader)
+		htmlPart = strings.ReplaceAll(htmlPart, ReaderMark, d.Reader)
+	}
 	return &Message{
 		Kind:           kind,
 		To:             d.Email,
 		Subject:        strings.Join(strings.Fields(subj.String()), " "),
-		Text:           body.String(),
-		HTML:           html.String(),
+		Text:           text,
+		HTML:           htmlPart,
 		UnsubscribeURL: d.UnsubscribeURL,
 		ListID:         d.ListID,
 		ReplyTo:        d.ReplyTo,

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // The Redis keys, layout 4. The subscribers are spread over Shards
 // logical shards (shard.go): every key of theirs is a shard's, named
@@ -234,3 +237,31 @@ const (
 	keyInvites       = "nl:{acct}:invites" // zset of invite hashes, score = expiry (unix ms)
 	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp (expires with the invite)
 )
+
+// An issue's engagement (engagement_redis.go), counted in aggregate under
+// a hash tag of the issue's own, {eID}: one issue's counters share a slot
+// (its flush is one script), and the issues spread over the cluster. The
+// readers behind the unique counts are HyperLogLogs of a keyed hash of
+// their id, never the id.
+const (
+	prefixEngage = "nl:{e" // + issue id + "}:" + one of the suffixes below (engageKey)
+	sfxEngCounts = "n"     // hash: c:INDEX clicks, m:INDEX machine clicks, o opens, mo machine opens
+	sfxEngHours  = "h"     // hash: UNIXHOUR:c|m|o|mo -> count (engagementHours after the mail at most)
+	sfxEngAll    = "u"     // HyperLogLog: every reader who clicked a link of the issue
+	sfxEngLink   = "u:"    // + INDEX: HyperLogLog, the readers who clicked that link
+	sfxEngOpen   = "ou"    // HyperLogLog: the readers who opened it (people's opens only)
+	sfxEngLinks  = "links" // list: the issue's link targets by index, written by the worker that renders it
+
+	// NEWSLETTER_ENGAGEMENT=per-person only: a person's clicks, in their
+	// shard, kept the stated days (the member's time is its score).
+	sfxEngPerson = "eng:" // + id: zset "issue:index" NUL unix ms -> clicked (unix ms)
+)
+
+// EngagementHours is how many hours after its mail an issue's hourly
+// counts run (the report's chart); later clicks count in the totals only.
+const EngagementHours = 14 * 24
+
+// engageKey is an issue's engagement key with suffix sfx.
+func engageKey(issue int64, sfx string) string {
+	return prefixEngage + strconv.FormatInt(issue, 10) + "}:" + sfx
+}

@@ -83,6 +83,10 @@ type PersonalData struct {
 	// OnboardingSince is when the person entered the onboarding sequence
 	// (zero when not in it).
 	OnboardingSince time.Time `json:"onboarding_since,omitzero"`
+	// Clicks are the person's own clicks on links in mails, kept only
+	// with NEWSLETTER_ENGAGEMENT=per-person (NEWSLETTER_ENGAGEMENT_DAYS);
+	// empty otherwise, since the aggregate counts name nobody.
+	Clicks []PersonClick `json:"clicks"`
 }
 
 // SubscriberQuery asks for one page of the list.
@@ -342,6 +346,7 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	fb := p.LRange(ctx, sh.key(sfxFeedbackLog+id), 0, -1)
 	soft := p.ZCount(ctx, sh.key(sfxSoft+id), ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
 	onboard := p.ZScore(ctx, sh.key(sfxOnboard), id)
+	clicks := p.ZRangeWithScores(ctx, sh.key(sfxEngPerson+id), 0, -1)
 	if err := pipeErr(p.Exec(ctx)); err != nil {
 		return PersonalData{}, fmt.Errorf("personal data of subscriber %d: %w", sub.ID, err)
 	}
@@ -365,6 +370,7 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 		out.Feedback = append(out.Feedback, FeedbackEvent{Type: FeedbackType(typ), At: msTime(at)})
 	}
 	out.SoftBounces = int(soft.Val())
+	out.Clicks = personClicks(clicks.Val())
 	if score := onboard.Val(); score > 0 {
 		out.OnboardingSince = time.UnixMilli(int64(score)).UTC()
 	}
@@ -443,7 +449,8 @@ func consentKey(id int64) string {
 // Deletes the record, its address index and search index entries, its status and topic
 // bits, the topics-known bit, the tags (list and bits) and field values, the consent, the mail and feedback logs,
 // the soft bounces, the reconfirmation, the push subscriptions, the
-// onboarding and suppression entries, the allowances and the outbox
+// onboarding and suppression entries, the per-person clicks, the
+// allowances and the outbox
 // entries; adds the hash to the erased set and counts the day's erasure. The
 // shared delivery marks keep the id's bit: an id is never given again,
 // and a bit names nobody. Answers 'ok', the id and the record as they
@@ -464,6 +471,7 @@ forgetextras(id)
 redis.call('SETBIT', KNOWN, slot(id), 0)
 redis.call('HDEL', consentkey(id), id)
 redis.call('DEL', MAILLOG .. id, FBLOG .. id, SOFT .. id, RECONF .. id, PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id, PHONECODE .. id)
+redis.call('DEL', PFX .. '` + sfxEngPerson + `' .. id)
 redis.call('SETBIT', CHOSE, slot(id), 0)
 redis.call('ZREM', ONBOARD, id)
 redis.call('ZREM', SUPP .. 'b', id)

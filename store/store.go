@@ -292,4 +292,5 @@ type Store interface {
 	audit.Reader
 	People
 	List
+	EngagementStore
 }

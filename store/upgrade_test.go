@@ -200,10 +200,14 @@ func TestUpgradeKeepsEveryPersonWhenInterrupted(t *testing.T) {
 
 // withoutChannels is what the store answers today about a person the
 // fixture's release wrote: that release had no devices, numbers or
-// channel choices, so nobody has any, shown empty.
+// channel choices, and kept no one's clicks, so nobody has any, shown
+// empty.
 func withoutChannels(want PersonalData) PersonalData {
 	if want.Devices == nil {
 		want.Devices = []Device{}
+	}
+	if want.Clicks == nil {
+		want.Clicks = []PersonClick{}
 	}
 	if want.Channels == nil {
 		want.Channels = Channels{}

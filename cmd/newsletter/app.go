@@ -25,6 +25,7 @@ import (
 	"github.com/newsletter/newsletter/internal/autopipe"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/embedded"
+	"github.com/newsletter/newsletter/internal/engage"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redisconn"
@@ -45,6 +46,9 @@ type app struct {
 	emb      *embedded.Redis
 	store    *store.Redis
 	signer   *token.Signer
+	// engage signs the counted links and hashes their readers
+	// (internal/engage).
+	engage *engage.Keys
 	// tags trace mail to its subscriber in late bounces (VERP).
 	tags *feedback.Tagger
 	reg  *prometheus.Registry
@@ -126,6 +130,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		return nil, err
 	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
+	a.engage = engage.NewKeys([]byte(cfg.Secret))
 	a.tags = feedback.NewTagger([]byte(cfg.Secret))
 	// The stored tokens (newsletter token create) beside the configured
 	// one: looked up on every request, so a revocation holds at once.

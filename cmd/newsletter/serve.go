@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/engage"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/feedback/intake"
 	"github.com/newsletter/newsletter/internal/feeds"
@@ -250,9 +251,16 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		RootPath: "/monitoring", RedisConnOpt: a.redisOpt,
 		ReadOnly: a.cfg.MonitoringReadOnly, PrometheusAddress: a.cfg.PrometheusURL,
 	})
+	counted := countedRedirect(a, apiStore)
 	release = func() {
 		closeLogged(a.log, "asynqmon", mon)
 		jobs.Close()
+		// After the listeners stopped: the last clicks are written.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := counted.Recorder.Close(ctx); err != nil {
+			a.log.Warn("engagement: counts not written at shutdown were dropped", "err", err)
+		}
 	}
 	// One renderer (and so one preview cache) for the API and the
 	// console.
@@ -273,6 +281,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		ListJobs: listjobs.NewJobs(a.rdb),
 		Notify:   &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
 	}.WithIssues(apiStore, render))
+	counted.Register(srv)
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
@@ -286,6 +295,21 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		srv.Handle("/debug/pprof/", pprofHandler(a.guard))
 	}
 	return srv, release, nil
+}
+
+// countedRedirect is GET /r/{token} and GET /o/{token} (internal/engage):
+// counts buffered in memory and written to st in batches.
+func countedRedirect(a *app, st *store.Redis) *engage.Handler {
+	m := engage.NewMetrics(a.reg)
+	cfg := engage.RecorderConfig{}
+	if a.cfg.Engagement == engage.PerPerson {
+		cfg.PerPersonKeep = time.Duration(a.cfg.EngagementDays) * 24 * time.Hour
+	}
+	return &engage.Handler{
+		Keys: a.engage, Links: st, Mode: a.cfg.Engagement, Opens: a.cfg.Opens, Metrics: m, Log: a.log,
+		Recorder: engage.NewRecorder(st, cfg, m, a.log),
+		Classify: &engage.Classifier{ScannerNets: a.cfg.ScannerNets, Addr: a.cfg.Clients.Addr},
+	}
 }
 
 // serving is the HTTP listeners: NEWSLETTER_ADDR, and
@@ -562,7 +586,11 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 
 // links are the personal links of every mail this service sends.
 func (a *app) links() worker.Links {
-	return worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	l := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	if a.cfg.Engagement != engage.Off {
+		l.Engagement, l.Opens = a.engage, a.cfg.Opens
+	}
+	return l
 }
 
 // issueRenderer is r as the API's renderer, nil when there is none (not

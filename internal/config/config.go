@@ -22,6 +22,7 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
+	"github.com/newsletter/newsletter/internal/engage"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
@@ -123,6 +124,16 @@ type Config struct {
 	ConfirmRate     int
 	// UnsubscribeByEmail: "immediate" or "confirm" (api.Unsubscribe*).
 	UnsubscribeByEmail string
+	// Engagement is NEWSLETTER_ENGAGEMENT: how the links in issues are
+	// counted (engage.Aggregate, the default; engage.PerPerson also keeps
+	// each person's clicks EngagementDays; engage.Off leaves links alone).
+	Engagement     engage.Mode
+	EngagementDays int
+	// Opens is NEWSLETTER_OPENS=on: issues carry the open pixel.
+	Opens bool
+	// ScannerNets are NEWSLETTER_ENGAGEMENT_SCANNER_NETS: the networks
+	// of link scanners, whose clicks are machines'.
+	ScannerNets []netip.Prefix
 	// RequestTimeout bounds the Redis work of one HTTP request.
 	RequestTimeout time.Duration
 	// ClaimTTL bounds how long a dead worker's delivery claim blocks a
@@ -372,6 +383,7 @@ func (p *parser) read() *Config {
 		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
 	}
 	c.WebhookAllowPrivate = p.boolean("NEWSLETTER_WEBHOOK_ALLOW_PRIVATE", false)
+	p.engagement(c)
 	c.VAPID = p.vapid()
 	c.FCM, c.FCMURL = p.fcm()
 	c.APNs, c.APNsURL = p.apns()
@@ -397,6 +409,36 @@ func (p *parser) read() *Config {
 		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_LANES: %w", lerr))
 	}
 	return c
+}
+
+// engagement reads how clicks and opens are counted.
+func (p *parser) engagement(c *Config) {
+	c.Engagement = engage.Mode(strings.ToLower(p.str("NEWSLETTER_ENGAGEMENT", string(engage.Aggregate))))
+	p.check("NEWSLETTER_ENGAGEMENT", c.Engagement == engage.Aggregate || c.Engagement == engage.PerPerson || c.Engagement == engage.Off,
+		"aggregate, per-person or off, got "+strconv.Quote(string(c.Engagement)))
+	c.EngagementDays = p.integer("NEWSLETTER_ENGAGEMENT_DAYS", 90, 1)
+	switch v := strings.ToLower(p.str("NEWSLETTER_OPENS", "off")); v {
+	case "on":
+		c.Opens = true
+	case "off":
+	default:
+		p.check("NEWSLETTER_OPENS", false, "on or off, got "+strconv.Quote(v))
+	}
+	for _, n := range strings.Split(p.str("NEWSLETTER_ENGAGEMENT_SCANNER_NETS", ""), ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(n)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(n); aerr == nil {
+				pfx, err = a.Prefix(a.BitLen())
+			}
+		}
+		p.check("NEWSLETTER_ENGAGEMENT_SCANNER_NETS", err == nil, "comma-separated CIDRs or addresses, got "+strconv.Quote(n))
+		if err == nil {
+			c.ScannerNets = append(c.ScannerNets, pfx.Masked())
+		}
+	}
 }
 
 // providers checks the bounce address and the providers' keys.

@@ -81,7 +81,9 @@ func Run(t *testing.T, h Harness) {
 		{"Search", testSearch},
 		{"ListBothWays", testListBothWays},
 		{"AdminAddAndChange", testAdminAddAndChange},
-		{"Select", testSelect}}
+		{"Select", testSelect},
+		{"Engagement", testEngagement},
+		{"EngagementPerPerson", testEngagementPerPerson}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

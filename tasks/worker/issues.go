@@ -48,6 +48,9 @@ type IssueStore interface {
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
 	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+	// SetIssueLinks stores the targets of the issue's counted links
+	// (internal/engage), before the first mail that carries them.
+	SetIssueLinks(ctx context.Context, issueID int64, urls []string) error
 }
 
 // IssueSender handles issue:plan and email:issue: an issue's audience
@@ -85,6 +88,9 @@ type IssueSender struct {
 	// only with its version, so a batch reads the small status and the
 	// whole issue only when its version is new to the worker.
 	contents map[issueVersion]store.Issue
+	// linksStored are the issue versions whose counted links this worker
+	// stored (SetIssueLinks), under prepMu.
+	linksStored map[issueVersion]bool
 }
 
 // issueVersion names one version of an issue's content.
@@ -105,6 +111,9 @@ type preparedKey struct {
 type preparedIssue struct {
 	data mailer.Data
 	prep *mailer.Prepared
+	// links are the targets of the body's counted links by index; nil
+	// when links are not counted (NEWSLETTER_ENGAGEMENT=off).
+	links []string
 }
 
 // maxPrepared bounds the cache: a worker sends a few issues at a time.
@@ -523,9 +532,10 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 		return p.data, p.prep, nil
 	}
 	var body mailer.Body
+	var links []string
 	for k, p := range h.prepared {
 		if k.id == is.ID && k.version == is.Version {
-			body = mailer.Body{HTML: p.data.IssueHTML, Text: p.data.IssueText}
+			body, links = mailer.Body{HTML: p.data.IssueHTML, Text: p.data.IssueText}, p.links
 			break
 		}
 	}
@@ -535,6 +545,7 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 			return mailer.Data{}, nil, fmt.Errorf("render issue %d: %w", is.ID, err)
 		}
 		h.Metrics.IssueRenders.Inc()
+		body, links = h.Links.Counted(is.ID, body)
 	}
 	data := IssueData(h.Links, is, topic, body)
 	prep, err := h.Deliver.Render.Prepare(mailer.KindIssue, data)
@@ -544,8 +555,33 @@ func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *maile
 	if h.prepared == nil || len(h.prepared) >= maxPrepared {
 		h.prepared = map[preparedKey]preparedIssue{}
 	}
-	h.prepared[key] = preparedIssue{data: data, prep: prep}
+	h.prepared[key] = preparedIssue{data: data, prep: prep, links: links}
 	return data, prep, nil
+}
+
+// storeLinks stores the counted links of the issue's version once per
+// worker, before its first mail goes: a click on a link of a mail
+// already sent must find its target.
+func (h *IssueSender) storeLinks(ctx context.Context, is store.Issue, links []string) error {
+	v := issueVersion{is.ID, is.Version}
+	h.prepMu.Lock()
+	done := h.linksStored[v]
+	h.prepMu.Unlock()
+	if done || links == nil {
+		return nil
+	}
+	if _, err := awaitRedis(ctx, h.away(), "store the issue's links", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.Store.SetIssueLinks(ctx, is.ID, links)
+	}); err != nil {
+		return err
+	}
+	h.prepMu.Lock()
+	if h.linksStored == nil || len(h.linksStored) >= maxPrepared {
+		h.linksStored = map[issueVersion]bool{}
+	}
+	h.linksStored[v] = true
+	h.prepMu.Unlock()
+	return nil
 }
 
 // HandleIssueBatch sends an issue to a batch of readers (the whole batch
@@ -586,8 +622,11 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 		return err
 	}
 	outcomes := store.IssueOutcomeKey(is.ID)
-	mails, skipped, held, err := h.sortRecipients(is, p.IDs, subs, chans)
+	mails, skipped, held, links, err := h.sortRecipients(is, p.IDs, subs, chans)
 	if err != nil {
+		return err
+	}
+	if err := h.storeLinks(ctx, is, links); err != nil {
 		return err
 	}
 	if len(skipped) > 0 {
@@ -630,7 +669,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 // readers held for the end of their quiet hours (by the time it ends).
 // A reader who turned e-mail off for each of the issue's topics they
 // follow (chans) is skipped.
-func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber, chans []store.Channels) (mails []Mail, skipped []int64, held map[time.Time][]int64, err error) {
+func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber, chans []store.Channels) (mails []Mail, skipped []int64, held map[time.Time][]int64, links []string, err error) {
 	key := strconv.FormatInt(is.ID, 10)
 	countAs := ""
 	if is.Period != "" {
@@ -654,21 +693,33 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 			if !ok {
 				stream, prep, err := h.prepare(is, topic)
 				if err != nil {
-					return nil, nil, nil, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+					return nil, nil, nil, nil, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
 				}
 				shared = preparedIssue{data: stream, prep: prep}
 				byTopic[topic] = shared
 			}
+			d := h.Links.To(shared.data, s, topic)
+			d.Reader = h.Links.Reader(is.ID, s.ID, now)
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(shared.data, s, topic),
+				Data:     d,
 				Prepared: shared.prep,
 				CountAs:  countAs,
 			})
 		}
 	}
-	return mails, skipped, held, nil
+	if len(mails) > 0 {
+		h.prepMu.Lock()
+		for k, p := range h.prepared {
+			if k.id == is.ID && k.version == is.Version {
+				links = p.links
+				break
+			}
+		}
+		h.prepMu.Unlock()
+	}
+	return mails, skipped, held, links, nil
 }
 
 // statusGate is an issue batch's Gate. Asked before every mail, it reads

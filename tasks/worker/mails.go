@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	htmltemplate "html/template"
 	"net/url"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/engage"
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -24,6 +28,44 @@ type Links struct {
 	// ListID is the service's List-Id ("Name <newsletter.example.com>");
 	// each topic's is a sub-list of it ("" : no List-Id).
 	ListID string
+	// Engagement signs the counted links (internal/engage); nil: links
+	// are left as written (NEWSLETTER_ENGAGEMENT=off).
+	Engagement *engage.Keys
+	// Opens adds the open pixel to issues (NEWSLETTER_OPENS=on).
+	Opens bool
+}
+
+// Counted is an issue's body with its links going through the counted
+// redirect, a hidden honeypot link and, with opens on, the pixel; and
+// the links' targets by index (nil with links not counted). The reader's
+// part of each token is mailer.ReaderMark, filled in per reader
+// (Reader).
+func (l Links) Counted(issue int64, body mailer.Body) (mailer.Body, []string) {
+	if l.Engagement == nil {
+		return body, nil
+	}
+	k := l.Engagement
+	link := func(route string, what engage.What, index int) string {
+		return l.BaseURL + route + engage.Token(k.LinkPart(what, issue, index), mailer.ReaderMark)
+	}
+	rw := engage.Rewrite(string(body.HTML), body.Text, l.BaseURL, func(i int) string { return link("/r/", engage.Link, i) })
+	out := rw.HTML + engage.HoneypotHTML(link("/r/", engage.Honeypot, 0))
+	if l.Opens {
+		out += engage.PixelHTML(link("/o/", engage.Pixel, 0))
+	}
+	if rw.URLs == nil {
+		rw.URLs = []string{}
+	}
+	return mailer.Body{HTML: htmltemplate.HTML(out), Text: rw.Text}, rw.URLs //nolint:gosec // the rendered body with our own links put in, escaped (engage.Rewrite)
+}
+
+// Reader is the reader's part of the counted links in their mail of
+// issue, made at sent ("" with links not counted).
+func (l Links) Reader(issue, reader int64, sent time.Time) string {
+	if l.Engagement == nil {
+		return ""
+	}
+	return l.Engagement.ReaderPart(issue, reader, sent)
 }
 
 // Confirm is the confirmation link for sub. Every link names the

@@ -41,6 +41,7 @@ const (
 	DBDeploy
 	DBRedisFault
 	DBIssues
+	DBEngage
 )
 
 // New returns a client on an empty database and the URL that reaches it

@@ -1,0 +1,162 @@
+package engage
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"time"
+)
+
+// What a link part is for.
+type What byte
+
+// The kinds of link part: a link of the body, the hidden honeypot link no
+// person sees, the open pixel.
+const (
+	Link     What = 'l'
+	Honeypot What = 'h'
+	Pixel    What = 'o'
+)
+
+// sourceIssue is the source kind of an issue's links (a digest is an
+// issue too). The byte leaves room for other sources.
+const sourceIssue = 'i'
+
+// macLen is the bytes of each part's MAC: 64 bits, as a guess at a link
+// costs a request to the service, never an offline try.
+const macLen = 8
+
+// ErrInvalid: a token we did not sign (or one for another route).
+var ErrInvalid = errors.New("engagement token is not valid")
+
+var enc = base64.RawURLEncoding.Strict()
+
+// Keys sign and check the tokens, and hash readers for the unique counts.
+// Each is derived from the service's secret (NEWSLETTER_SECRET) for this
+// use alone, as internal/token derives its own.
+type Keys struct {
+	link, reader, readerHash []byte
+}
+
+// NewKeys derives the keys from the service's secret.
+func NewKeys(secret []byte) *Keys {
+	derive := func(label string) []byte {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(label))
+		return m.Sum(nil)
+	}
+	return &Keys{
+		link:       derive("newsletter engagement link v1"),
+		reader:     derive("newsletter engagement reader v1"),
+		readerHash: derive("newsletter engagement reader hash v1"),
+	}
+}
+
+// LinkPart is the part of a token shared by every reader: what, the
+// issue and the link's index.
+func (k *Keys) LinkPart(what What, issue int64, index int) string {
+	b := []byte{byte(what), sourceIssue}
+	b = binary.AppendUvarint(b, uint64(issue))
+	b = binary.AppendUvarint(b, uint64(index))
+	return enc.EncodeToString(append(b, sum(k.link, b)...))
+}
+
+// ReaderPart is the part of a token shared by every link of one reader's
+// mail: their id and when the mail was made, bound to the issue (a
+// reader part of one issue does not verify with another's links).
+func (k *Keys) ReaderPart(issue int64, reader int64, sent time.Time) string {
+	b := binary.AppendUvarint(nil, uint64(reader))
+	b = binary.AppendUvarint(b, uint64(max(0, sent.Unix())))
+	return enc.EncodeToString(append(b, sum(k.reader, readerSigned(issue, b))...))
+}
+
+// Token joins the two parts as the URL carries them.
+func Token(linkPart, readerPart string) string { return linkPart + "." + readerPart }
+
+// Click is what a verified token names.
+type Click struct {
+	What   What
+	Issue  int64
+	Index  int
+	Reader int64
+	Sent   time.Time
+}
+
+// Parse verifies tok and answers what it names; ErrInvalid for anything
+// we did not sign.
+func (k *Keys) Parse(tok string) (Click, error) {
+	lp, rp, ok := strings.Cut(tok, ".")
+	if !ok {
+		return Click{}, ErrInvalid
+	}
+	lb, ok1 := decode(lp)
+	rb, ok2 := decode(rp)
+	if !ok1 || !ok2 || len(lb) < 2+2+macLen || len(rb) < 2+macLen {
+		return Click{}, ErrInvalid
+	}
+	lbody, lmac := lb[:len(lb)-macLen], lb[len(lb)-macLen:]
+	if !hmac.Equal(lmac, sum(k.link, lbody)) || lbody[1] != sourceIssue {
+		return Click{}, ErrInvalid
+	}
+	c := Click{What: What(lbody[0])}
+	issue, index, ok := uvarints(lbody[2:])
+	if !ok || issue == 0 || issue > 1<<62 || index > 1<<20 {
+		return Click{}, ErrInvalid
+	}
+	c.Issue, c.Index = int64(issue), int(index)
+	rbody, rmac := rb[:len(rb)-macLen], rb[len(rb)-macLen:]
+	if !hmac.Equal(rmac, sum(k.reader, readerSigned(c.Issue, rbody))) {
+		return Click{}, ErrInvalid
+	}
+	reader, sent, ok := uvarints(rbody)
+	if !ok || reader == 0 || reader > 1<<62 || sent > 1<<40 {
+		return Click{}, ErrInvalid
+	}
+	c.Reader, c.Sent = int64(reader), time.Unix(int64(sent), 0)
+	switch c.What {
+	case Link, Honeypot, Pixel:
+		return c, nil
+	}
+	return Click{}, ErrInvalid
+}
+
+// ReaderHash is the reader's keyed hash, the member of the unique
+// counts: the same reader is the same member in every issue, and the id
+// cannot be read back from it without the secret.
+func (k *Keys) ReaderHash(reader int64) string {
+	return enc.EncodeToString(sum(k.readerHash, binary.AppendUvarint(nil, uint64(reader)))[:12])
+}
+
+func readerSigned(issue int64, body []byte) []byte {
+	return append(binary.AppendUvarint([]byte{sourceIssue}, uint64(issue)), body...)
+}
+
+// uvarints reads exactly two canonical uvarints.
+func uvarints(b []byte) (a, c uint64, ok bool) {
+	a, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, false
+	}
+	c, m := binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) {
+		return 0, 0, false
+	}
+	return a, c, true
+}
+
+func decode(s string) ([]byte, bool) {
+	b, err := enc.DecodeString(s)
+	if err != nil || enc.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
+func sum(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return m.Sum(nil)[:macLen]
+}
