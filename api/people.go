@@ -242,7 +242,7 @@ func (s *Server) noteSelf(r *http.Request, action, email string) {
 func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 	// Only our own page may post the token (preferencesPost): another
 	// site must not make a visitor's browser fetch their data.
-	_, _, sub, ok := s.preferencesPost(w, r, confirmFields)
+	_, _, _, sub, ok := s.preferencesPost(w, r, confirmFields)
 	if !ok {
 		return
 	}
@@ -265,7 +265,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 // again; the second, with confirm=yes, erases. GET and HEAD have no
 // route: a link scanner never erases anyone.
 func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
-	in, tok, sub, ok := s.preferencesPost(w, r, eraseFields)
+	in, tok, _, sub, ok := s.preferencesPost(w, r, eraseFields)
 	if !ok {
 		return
 	}

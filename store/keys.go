@@ -34,6 +34,7 @@ const (
 	sfxSoft    = "soft:"    // + id: zset of soft-bounce report ids, score = unix ms (30 days)
 	sfxSeen    = "fbseen:"  // + report id: a bounce or complaint report already applied (30 days)
 	sfxOutcome = "outcome:" // + kind:key:outcome (a digest's period, an issue): bitmap by idSlot of those skipped or failed
+	sfxLeftBy  = "left:issue:" // + issue id: bitmap by idSlot of those who left through that issue's unsubscribe or preferences links (sharedSentTTL)
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk

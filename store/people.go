@@ -162,6 +162,9 @@ type People interface {
 	// Stats counts the subscribers by status and topic and gives the
 	// last days' counters (at most MaxStatsDays).
 	Stats(ctx context.Context, days int) (Stats, error)
+	// Growth is every topic's new active subscriptions per day by
+	// source, over the last days (at most MaxStatsDays).
+	Growth(ctx context.Context, days int) ([]TopicGrowth, error)
 }
 
 // ErasureHash is the keyed hash that stands for an erased address. The
@@ -468,11 +471,7 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	for _, t := range r.topics.ids {
 		args = append(args, sfxTopic+t)
 	}
-	today := r.now().UTC()
-	dayKeys := make([]string, ndays)
-	for i := range ndays {
-		dayKeys[i] = today.AddDate(0, 0, i-ndays+1).Format(time.DateOnly)
-	}
+	dayKeys := r.lastDays(ndays)
 	shards := everyShard()
 	all := make([][]any, len(shards))
 	for i := range all {
@@ -482,19 +481,9 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
-	days := make([][]*redis.MapStringStringCmd, len(shards))
-	if len(dayKeys) > 0 {
-		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, s := range shards {
-				for _, d := range dayKeys {
-					days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return Stats{}, fmt.Errorf("stats: daily counters: %w", err)
-		}
+	sums, err := r.daySums(ctx, dayKeys)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	want := len(Statuses) + 2*len(r.topics.ids)
 	n := make([]int64, want)
@@ -516,16 +505,55 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 		out.ByTopic = append(out.ByTopic, TopicCount{Topic: t, Subscribers: n[j], Active: n[j+1]})
 	}
 	for k, d := range dayKeys {
-		sum := map[string]int64{}
-		for i := range shards {
-			for f, v := range days[i][k].Val() {
-				x, _ := strconv.ParseInt(v, 10, 64)
-				sum[f] += x
-			}
-		}
+		sum := sums[k]
 		out.Days = append(out.Days, DayCount{Day: d, Signups: sum["signup"], Imports: sum["import"],
 			Confirmations: sum["confirm"], Unsubscribes: sum["unsubscribe"], Bounces: sum["bounce"],
 			Complaints: sum["complaint"], Erasures: sum["erase"]})
+	}
+	return out, nil
+}
+
+// lastDays are the dates (YYYY-MM-DD, UTC) of the last n days, oldest
+// first, today last.
+func (r *Redis) lastDays(n int) []string {
+	today := r.now().UTC()
+	out := make([]string, n)
+	for i := range n {
+		out[i] = today.AddDate(0, 0, i-n+1).Format(time.DateOnly)
+	}
+	return out
+}
+
+// daySums reads the counters of each day (YYYY-MM-DD) in every shard, in
+// one round trip, and sums each field over the shards.
+func (r *Redis) daySums(ctx context.Context, dayKeys []string) ([]map[string]int64, error) {
+	out := make([]map[string]int64, len(dayKeys))
+	for k := range out {
+		out[k] = map[string]int64{}
+	}
+	if len(dayKeys) == 0 {
+		return out, nil
+	}
+	shards := everyShard()
+	days := make([][]*redis.MapStringStringCmd, len(shards))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range shards {
+			for _, d := range dayKeys {
+				days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daily counters: %w", err)
+	}
+	for k := range dayKeys {
+		for i := range shards {
+			for f, v := range days[i][k].Val() {
+				x, _ := strconv.ParseInt(v, 10, 64)
+				out[k][f] += x
+			}
+		}
 	}
 	return out, nil
 }

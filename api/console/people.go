@@ -26,6 +26,8 @@ type People interface {
 	// Stats are the counts by status and topic and the last days'
 	// counters.
 	Stats(ctx context.Context, days int) (store.Stats, error)
+	// Growth is each topic's new active subscriptions a day by source.
+	Growth(ctx context.Context, days int) ([]store.TopicGrowth, error)
 }
 
 // PersonalRequests answer a person's requests about their data (GDPR

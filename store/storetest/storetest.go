@@ -68,7 +68,9 @@ func Run(t *testing.T, h Harness) {
 		{"ListSubscribers", testListSubscribers},
 		{"PersonalData", testPersonalData},
 		{"Erase", testErase},
-		{"Stats", testStats}}
+		{"Stats", testStats},
+		{"Growth", testGrowth},
+		{"IssueUnsubscribes", testIssueUnsubscribes}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

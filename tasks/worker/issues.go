@@ -624,7 +624,7 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(shared.data, s, topic),
+				Data:     h.Links.ToIssue(shared.data, s, topic, is.ID),
 				Prepared: shared.prep,
 				CountAs:  countAs,
 			})
