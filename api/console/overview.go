@@ -21,6 +21,7 @@ type overviewData struct {
 	Statuses []statusCount
 	Topics   []topicCount
 	Chart    template.HTML
+	Growth   []topicGrowth
 	Runs     []run
 	Queues   []queueHealth
 }
@@ -35,6 +36,14 @@ type statusCount struct {
 type topicCount struct {
 	topics.Topic
 	Active, All int64
+}
+
+// topicGrowth is one topic's new subscriptions over the chart's days by
+// source: the totals and the chart.
+type topicGrowth struct {
+	topics.Topic
+	Total store.GrowthDay
+	Chart template.HTML
 }
 
 // run is one issue that went out, with its rates.
@@ -75,6 +84,16 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Topics = append(d.Topics, tc)
 		}
 		d.Chart = chart(st.Days)
+		growth, err := h.d.People.Growth(ctx, chartDays)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		for _, t := range h.cfg.Topics.Topics {
+			if g, ok := store.TopicGrowthOf(growth, t.ID); ok {
+				d.Growth = append(d.Growth, topicGrowth{Topic: t, Total: g.Total, Chart: growthChart(t.Name, g)})
+			}
+		}
 	}
 	issues, err := h.d.Store.ListIssues(ctx, "", 0, 4*runsShown)
 	if err != nil {

@@ -268,7 +268,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb),
-		Notify: &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+		Engagement: engagementOf(apiStore),
 	}.WithIssues(apiStore, render))
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
@@ -283,6 +284,20 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		srv.Handle("/debug/pprof/", pprofHandler(a.guard))
 	}
 	return srv, release, nil
+}
+
+// engagementOf is the store's counted engagement (the counted redirect's
+// IssueEngagement) for the issues' reports, or nil while the store has
+// none: the reports then show no clicks, and everything else.
+//
+// TODO(issue #32): (*store.Redis).IssueEngagement comes with the counted
+// redirect (GET /r/{token}); once it is in, assert it at compile time
+// (var _ store.EngagementReader = (*store.Redis)(nil)) and pass the store.
+func engagementOf(st any) store.EngagementReader {
+	if e, ok := st.(store.EngagementReader); ok {
+		return e
+	}
+	return nil
 }
 
 // serving is the HTTP listeners: NEWSLETTER_ADDR, and
