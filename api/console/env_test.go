@@ -140,6 +140,16 @@ type env struct {
 	insp   *asynq.Inspector
 	rdb    *redis.Client
 	subs   console.Subscriptions
+	// eng is what the issues' readers did, as the test says (the
+	// counted redirect's side of a report).
+	eng fakeEngagement
+}
+
+// fakeEngagement gives each issue the engagement the test put there.
+type fakeEngagement map[int64]store.Engagement
+
+func (f fakeEngagement) IssueEngagement(_ context.Context, id int64) (store.Engagement, error) {
+	return f[id], nil
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -158,7 +168,7 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(jobs.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: auditOf{t, st}, mail: &fakeMail{},
-		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb}
+		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb, eng: fakeEngagement{}}
 	for tok, p := range map[string]console.Principal{adminToken: {Name: "alice", Role: console.Admin},
 		editorToken: {Name: "ed", Role: console.Editor}, viewerToken: {Name: "vic", Role: console.Viewer}} {
 		if _, err := st.CreateToken(context.Background(), adminauth.HashToken(tok), adminauth.StoredToken{Name: p.Name, Role: p.Role}); err != nil {
@@ -172,7 +182,8 @@ func newEnv(t testing.TB) *env {
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
-		TestGate: &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
+		TestGate:   &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
+		Engagement: e.eng,
 	})
 	if err != nil {
 		t.Fatal(err)
