@@ -65,6 +65,12 @@ func (r *Redis) Growth(ctx context.Context, ndays int) ([]TopicGrowth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("growth: %w", err)
 	}
+	return r.growthOf(dayKeys, sums), nil
+}
+
+// growthOf picks every topic's growth out of the days' summed counters
+// (daySums of dayKeys).
+func (r *Redis) growthOf(dayKeys []string, sums []map[string]int64) []TopicGrowth {
 	out := make([]TopicGrowth, 0, len(r.topics.ids))
 	for _, t := range r.topics.ids {
 		g := TopicGrowth{Topic: t, Days: make([]GrowthDay, len(dayKeys))}
@@ -80,7 +86,7 @@ func (r *Redis) Growth(ctx context.Context, ndays int) ([]TopicGrowth, error) {
 		}
 		out = append(out, g)
 	}
-	return out, nil
+	return out
 }
 
 // TopicGrowthOf is topic's growth among all (Growth's answer); false

@@ -162,6 +162,8 @@ type People interface {
 	// Stats counts the subscribers by status and topic and gives the
 	// last days' counters (at most MaxStatsDays).
 	Stats(ctx context.Context, days int) (Stats, error)
+	// StatsAndGrowth is Stats and Growth in one read.
+	StatsAndGrowth(ctx context.Context, days int) (Stats, []TopicGrowth, error)
 	// Growth is every topic's new active subscriptions per day by
 	// source, over the last days (at most MaxStatsDays).
 	Growth(ctx context.Context, days int) ([]TopicGrowth, error)
@@ -461,8 +463,15 @@ return out
 // Stats implements People: each shard counts its own (statsScript), in one
 // round trip; the day's counters, summed over the shards, in a second.
 func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
+	st, _, err := r.StatsAndGrowth(ctx, ndays)
+	return st, err
+}
+
+// StatsAndGrowth is Stats and Growth from one read of the day counters
+// (the console's overview shows both).
+func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGrowth, error) {
 	if ndays < 0 || ndays > MaxStatsDays {
-		return Stats{}, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
+		return Stats{}, nil, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
 	}
 	args := []any{len(Statuses)}
 	for _, st := range Statuses {
@@ -479,18 +488,18 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	}
 	counts, err := runPipelined(ctx, r.rdb, statsScript, func(i int) []string { return []string{anchor(shards[i])} }, all)
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return Stats{}, nil, fmt.Errorf("stats: %w", err)
 	}
 	sums, err := r.daySums(ctx, dayKeys)
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return Stats{}, nil, fmt.Errorf("stats: %w", err)
 	}
 	want := len(Statuses) + 2*len(r.topics.ids)
 	n := make([]int64, want)
 	for _, c := range counts {
 		got, err := c.Int64Slice()
 		if err != nil || len(got) != want {
-			return Stats{}, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
+			return Stats{}, nil, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
 		}
 		for i, v := range got {
 			n[i] += v
@@ -510,7 +519,7 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 			Confirmations: sum["confirm"], Unsubscribes: sum["unsubscribe"], Bounces: sum["bounce"],
 			Complaints: sum["complaint"], Erasures: sum["erase"]})
 	}
-	return out, nil
+	return out, r.growthOf(dayKeys, sums), nil
 }
 
 // lastDays are the dates (YYYY-MM-DD, UTC) of the last n days, oldest

@@ -65,7 +65,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	d := overviewData{}
 	if h.d.People != nil {
-		st, err := h.d.People.Stats(ctx, chartDays)
+		st, growth, err := h.d.People.StatsAndGrowth(ctx, chartDays)
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
@@ -84,11 +84,6 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Topics = append(d.Topics, tc)
 		}
 		d.Chart = chart(st.Days)
-		growth, err := h.d.People.Growth(ctx, chartDays)
-		if err != nil {
-			h.storeAway(w, r, err)
-			return
-		}
 		for _, t := range h.cfg.Topics.Topics {
 			if g, ok := store.TopicGrowthOf(growth, t.ID); ok {
 				d.Growth = append(d.Growth, topicGrowth{Topic: t, Total: g.Total, Chart: growthChart(t.Name, g)})

@@ -26,8 +26,9 @@ type People interface {
 	// Stats are the counts by status and topic and the last days'
 	// counters.
 	Stats(ctx context.Context, days int) (store.Stats, error)
-	// Growth is each topic's new active subscriptions a day by source.
-	Growth(ctx context.Context, days int) ([]store.TopicGrowth, error)
+	// StatsAndGrowth is Stats with each topic's new active
+	// subscriptions a day by source, from one read of the counters.
+	StatsAndGrowth(ctx context.Context, days int) (store.Stats, []store.TopicGrowth, error)
 }
 
 // PersonalRequests answer a person's requests about their data (GDPR

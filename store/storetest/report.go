@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/newsletter/newsletter/store"
@@ -51,6 +52,12 @@ func testGrowth(t *testing.T, h Harness, s store.Store) {
 		if today != w || g.Total != (store.GrowthDay{Form: w.Form, Import: w.Import, API: w.API, Other: w.Other}) || g.Days[0].Day >= today.Day {
 			t.Errorf("%s: today %+v, total %+v, want %+v", topic, today, g.Total, w)
 		}
+	}
+	// The overview's one read gives the same.
+	st, both, err := s.StatsAndGrowth(ctx, 2)
+	must(t, err)
+	if fmt.Sprint(both) != fmt.Sprint(all) || len(st.Days) != 2 || st.Days[1].Confirmations == 0 {
+		t.Fatalf("StatsAndGrowth: %+v %+v, Growth: %+v", st.Days, both, all)
 	}
 	if _, ok := store.TopicGrowthOf(all, "nope"); ok {
 		t.Error("a topic that is not one has a growth")
