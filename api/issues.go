@@ -70,6 +70,7 @@ func (s *Server) issueRoutes() {
 	s.mux.Handle("DELETE /api/issues/{id}", e(s.deleteIssue))
 	s.mux.Handle("GET /api/issues/{id}/versions", v(s.issueVersions))
 	s.mux.Handle("POST /api/issues/{id}/versions/{n}/restore", e(s.restoreIssueVersion))
+	s.mux.Handle("GET /api/issues/{id}/report", v(s.issueReport))
 }
 
 // duplicateIssue handles POST /api/issues/{id}/duplicate: 201 with the
@@ -528,6 +529,37 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, p)
+}
+
+// issueReport handles GET /api/issues/{id}/report: the issue's report
+// (issues.Report) as JSON, or with ?format=csv its links and totals as
+// CSV (issues.WriteReportCSV). An issue not sent yet has a report of
+// zeros.
+func (s *Server) issueReport(w http.ResponseWriter, r *http.Request) {
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "csv" {
+		WriteJSON(w, http.StatusBadRequest, errorBody("format: json or csv"))
+		return
+	}
+	is, ok := s.issueOf(w, r)
+	if !ok {
+		return
+	}
+	rep, err := issues.BuildReport(r.Context(), s.deps.Issues, s.deps.Engagement, is)
+	if err != nil {
+		s.storeFailed(w, "report the issue", err)
+		return
+	}
+	if format != "csv" {
+		WriteJSON(w, http.StatusOK, rep)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="issue-%d-report.csv"`, is.ID))
+	if err := issues.WriteReportCSV(w, rep); err != nil {
+		// The status is out already: the reader sees a cut file.
+		s.deps.Log.Warn("issue report: write the CSV", "issue", is.ID, "err", err)
+	}
 }
 
 // WithIssues is d serving /api/issues from st, rendered by r (a nil r:

@@ -32,6 +32,7 @@ func (s *Server) peopleRoutes() {
 	m.Handle("GET /api/subscribers/{email}/export", s.Admin(http.HandlerFunc(s.exportSubscriber)))
 	m.Handle("DELETE /api/subscribers/{email}", s.Admin(http.HandlerFunc(s.eraseSubscriber)))
 	m.Handle("GET /api/stats", s.Viewer(http.HandlerFunc(s.stats)))
+	m.Handle("GET /api/topics/{id}/growth", s.Viewer(http.HandlerFunc(s.topicGrowth)))
 	m.HandleFunc("POST /preferences/export", tokenPage(s.preferencesExport))
 	m.HandleFunc("POST /preferences/erase", tokenPage(s.preferencesErase))
 }
@@ -170,16 +171,52 @@ func ParseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuer
 	return q, nil
 }
 
+// statsDays reads ?days= (default and most: store.MaxStatsDays),
+// answering a bad one itself.
+func statsDays(w http.ResponseWriter, r *http.Request) (int, bool) {
+	d := r.URL.Query().Get("days")
+	if d == "" {
+		return store.MaxStatsDays, true
+	}
+	n, err := strconv.Atoi(d)
+	if err != nil || n < 0 || n > store.MaxStatsDays {
+		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
+		return 0, false
+	}
+	return n, true
+}
+
+// topicGrowth handles GET /api/topics/{id}/growth?days=: the topic's new
+// active subscriptions a day by source (store.TopicGrowth).
+func (s *Server) topicGrowth(w http.ResponseWriter, r *http.Request) {
+	days, ok := statsDays(w, r)
+	if !ok {
+		return
+	}
+	topic := r.PathValue("id")
+	if _, known := s.cfg.Topics.Topic(topic); !known {
+		WriteJSON(w, http.StatusNotFound, errorBody("no such topic"))
+		return
+	}
+	all, err := s.deps.Store.Growth(r.Context(), days)
+	if err != nil {
+		s.deps.Log.Error("topic growth: store", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
+		return
+	}
+	g, _ := store.TopicGrowthOf(all, topic)
+	g.Topic = topic // a topic of the file the store has no counters of yet
+	if g.Days == nil {
+		g.Days = []store.GrowthDay{}
+	}
+	WriteJSON(w, http.StatusOK, g)
+}
+
 // stats handles GET /api/stats?days=: the console overview's figures.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	days := store.MaxStatsDays
-	if d := r.URL.Query().Get("days"); d != "" {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || n > store.MaxStatsDays {
-			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
-			return
-		}
-		days = n
+	days, ok := statsDays(w, r)
+	if !ok {
+		return
 	}
 	st, err := s.deps.Store.Stats(r.Context(), days)
 	if err != nil {
@@ -307,7 +344,7 @@ func (s *Server) noteSelf(r *http.Request, action, email string) {
 func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 	// Only our own page may post the token (preferencesPost): another
 	// site must not make a visitor's browser fetch their data.
-	_, _, sub, ok := s.preferencesPost(w, r, confirmFields)
+	_, _, _, sub, ok := s.preferencesPost(w, r, confirmFields)
 	if !ok {
 		return
 	}
@@ -330,7 +367,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 // again; the second, with confirm=yes, erases. GET and HEAD have no
 // route: a link scanner never erases anyone.
 func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
-	in, tok, sub, ok := s.preferencesPost(w, r, eraseFields)
+	in, tok, _, sub, ok := s.preferencesPost(w, r, eraseFields)
 	if !ok {
 		return
 	}

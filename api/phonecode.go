@@ -55,7 +55,7 @@ func (s *Server) phoneCodeRoutes() {
 // the person's number away. A number that does not parse or is not a
 // mobile: 400 with the page and the reason.
 func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
-	in, tok, sub, ok := s.preferencesPost(w, r, phoneFormFields)
+	in, tok, _, sub, ok := s.preferencesPost(w, r, phoneFormFields)
 	if !ok {
 		return
 	}
@@ -106,7 +106,7 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 // "preference centre"). A wrong code: 400, and a few tries spend it; none
 // waiting: 400.
 func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request) {
-	in, tok, sub, ok := s.preferencesPost(w, r, phoneCodeFields)
+	in, tok, _, sub, ok := s.preferencesPost(w, r, phoneCodeFields)
 	if !ok {
 		return
 	}

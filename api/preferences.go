@@ -49,24 +49,24 @@ func (s *Server) preferencesOf(w http.ResponseWriter, r *http.Request, who token
 
 // preferencesPost reads a POST from the preference centre (its form with
 // the want fields, the token in it) and loads the subscriber the token
-// names, answering the page itself when it cannot (ok false). The token
+// names (who), answering the page itself when it cannot (ok false). The token
 // travels in the body, which another site's page could post too: only our
 // own page may.
-func (s *Server) preferencesPost(w http.ResponseWriter, r *http.Request, want fields) (in input, tok string, sub store.Subscriber, ok bool) {
+func (s *Server) preferencesPost(w http.ResponseWriter, r *http.Request, want fields) (in input, tok string, who token.Subject, sub store.Subscriber, ok bool) {
 	if in, ok = s.readForm(w, r, want); !ok {
 		return
 	}
 	tok = in.get("token")
-	who, ok := s.preferencesToken(w, tok)
+	who, ok = s.preferencesToken(w, tok)
 	if !ok {
 		return
 	}
 	if !s.ownPage(r) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
-		return in, tok, sub, false
+		return in, tok, who, sub, false
 	}
 	sub, ok = s.preferencesOf(w, r, who)
-	return in, tok, sub, ok
+	return in, tok, who, sub, ok
 }
 
 // preferencesPage handles GET /preferences?token=.
@@ -126,14 +126,16 @@ func (s *Server) ended(w http.ResponseWriter, email string) {
 // zone, or leave everything (leave=all). Unticking every topic is leaving
 // too.
 func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
-	in, tok, before, ok := s.preferencesPost(w, r, preferencesFields)
+	in, tok, who, before, ok := s.preferencesPost(w, r, preferencesFields)
 	if !ok {
 		return
 	}
 	email := before.Email
 	ctx := r.Context()
+	// A preference centre opened from an issue's mail (who.Issue) counts
+	// a subscription ended here in that issue's report.
 	if in.get("leave") == "all" {
-		if err := s.end(r.Context(), email); err != nil {
+		if err := s.endFrom(r.Context(), email, who.Issue); err != nil {
 			s.deps.Log.Error("preferences: leave", "err", err)
 			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 			return
@@ -159,7 +161,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		s.renderPreferences(w, r, http.StatusBadRequest, tok, before, "", err.Error())
 		return
 	}
-	sub, err := s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: name, Timezone: tz})
+	sub, err := s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: name, Timezone: tz, FromIssue: who.Issue})
 	if errors.Is(err, store.ErrNotActive) || errors.Is(err, store.ErrNotFound) {
 		s.ended(w, email)
 		return

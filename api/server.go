@@ -155,6 +155,9 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer IssueRenderer
+	// Engagement gives an issue's clicks and opens for its report (nil:
+	// none counted, the report's engagement is zero).
+	Engagement store.EngagementReader
 	// TestGate decides who a test send may reach (nil: nobody but the
 	// account named by its own address).
 	TestGate *issues.TestGate

@@ -100,6 +100,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var email, topic string
+	var issue int64 // the issue whose mail the link came in (0: another mail, or none)
 	switch tok := firstNonEmpty(oneClick, in.get("token")); {
 	case tok != "":
 		// A token from a mail of one topic leaves that topic only; one
@@ -110,7 +111,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
 			return
 		}
-		topic = who.Topic
+		topic, issue = who.Topic, who.Issue
 		switch email, err = s.addressOf(r.Context(), who); {
 		case errors.Is(err, store.ErrNotFound):
 			// Nobody left to unsubscribe: done, as for an address
@@ -146,9 +147,9 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	leave := s.end
+	leave := func(ctx context.Context, email string) error { return s.endFrom(ctx, email, issue) }
 	if topic != "" {
-		leave = func(_ context.Context, email string) error { return s.leaveTopic(r, email, topic) }
+		leave = func(_ context.Context, email string) error { return s.leaveTopic(r, email, topic, issue) }
 	}
 	if err := leave(r.Context(), email); err != nil {
 		s.deps.Log.Error("unsubscribe: store", "err", err)
@@ -190,10 +191,12 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 
 // leaveTopic turns one topic off. Leaving the sequence's topic (or the
 // last one, which ends the subscription) also deletes the waiting step;
-// an address that is not active has nothing to leave.
-func (s *Server) leaveTopic(r *http.Request, email, topic string) error {
+// an address that is not active has nothing to leave. issue, when not 0,
+// is the issue whose mail's link was followed: the store counts the
+// leaving in that issue's report.
+func (s *Server) leaveTopic(r *http.Request, email, topic string, issue int64) error {
 	seq := s.cfg.Topics.Sequence
-	sub, err := s.deps.Store.LeaveTopic(r.Context(), email, topic, tasks.SequenceCancel(email, seq))
+	sub, err := s.deps.Store.LeaveTopicFrom(r.Context(), email, topic, issue, tasks.SequenceCancel(email, seq))
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotActive) {
 		return nil
 	}
@@ -261,13 +264,18 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 // end marks the subscription inactive first (the handlers' re-check stops
 // anything already queued), then deletes the waiting welcome and
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
-func (s *Server) end(ctx context.Context, email string) error {
+func (s *Server) end(ctx context.Context, email string) error { return s.endFrom(ctx, email, 0) }
+
+// endFrom is end through a link of issue's mail (0: none): the store
+// counts the subscription it ends in that issue's report, in the same
+// step.
+func (s *Server) endFrom(ctx context.Context, email string, issue int64) error {
 	pending := tasks.PendingMails(email, s.cfg.Topics.Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID
 	}
-	sub, err := s.deps.Store.Unsubscribe(ctx, email, ids...)
+	sub, err := s.deps.Store.UnsubscribeFrom(ctx, email, issue, ids...)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

@@ -45,3 +45,6 @@ type HourCount struct {
 type EngagementReader interface {
 	IssueEngagement(ctx context.Context, issueID int64) (Engagement, error)
 }
+
+// The counted redirect's store is what the reports read.
+var _ EngagementReader = (*Redis)(nil)

@@ -232,6 +232,9 @@ type Issues interface {
 	IssueAudience(ctx context.Context, topics []string) (int64, error)
 	// IssueProgress counts the issue's sending.
 	IssueProgress(ctx context.Context, id int64) (IssueProgress, error)
+	// IssueUnsubscribes counts the people who left through the issue's
+	// unsubscribe or preferences links, each once (UnsubscribeFrom).
+	IssueUnsubscribes(ctx context.Context, id int64) (int64, error)
 	// AdvanceIssuePlan saves the planner's cursor after a page of a walk
 	// in order walk (WalkByShard, WalkByID; kept with the cursor):
 	// planned grows by n (readers past the furthest planned before);

@@ -30,13 +30,14 @@ const (
 	sfxActive  = "act"    // bitmap: bit idSlot set while the subscriber is active
 	sfxOutbox  = "outbox" // hash outbox id -> body, the mails the shard's scripts called for
 	sfxDue     = "outbox:due"
-	sfxSent    = "sent:"    // + kind:key: a bitmap by idSlot (shared marks); + kind:key:id: a string
-	sfxClaim   = "claim:"   // + kind:key:id: a claim string with an expiry (other marks)
-	sfxClaims  = "claims:"  // + kind:key: hash id -> claim expiry, unix ms (shared marks)
-	sfxSupp    = "supp:"    // + status code b or c: zset of suppressed ids, score = id
-	sfxSoft    = "soft:"    // + id: zset of soft-bounce report ids, score = unix ms (30 days)
-	sfxSeen    = "fbseen:"  // + report id: a bounce or complaint report already applied (30 days)
-	sfxOutcome = "outcome:" // + kind:key:outcome (a digest's period, an issue): bitmap by idSlot of those skipped or failed
+	sfxSent    = "sent:"       // + kind:key: a bitmap by idSlot (shared marks); + kind:key:id: a string
+	sfxClaim   = "claim:"      // + kind:key:id: a claim string with an expiry (other marks)
+	sfxClaims  = "claims:"     // + kind:key: hash id -> claim expiry, unix ms (shared marks)
+	sfxSupp    = "supp:"       // + status code b or c: zset of suppressed ids, score = id
+	sfxSoft    = "soft:"       // + id: zset of soft-bounce report ids, score = unix ms (30 days)
+	sfxSeen    = "fbseen:"     // + report id: a bounce or complaint report already applied (30 days)
+	sfxOutcome = "outcome:"    // + kind:key:outcome (a digest's period, an issue): bitmap by idSlot of those skipped or failed
+	sfxLeftBy  = "left:issue:" // + issue id: bitmap by idSlot of those who left through that issue's unsubscribe or preferences links (sharedSentTTL)
 
 	// A subscriber's topics are one bit per topic (1 MB holds a million
 	// subscribers' choice of eight topics): the digest's audience walk

@@ -181,6 +181,11 @@ type People interface {
 	// Stats counts the subscribers by status and topic and gives the
 	// last days' counters (at most MaxStatsDays).
 	Stats(ctx context.Context, days int) (Stats, error)
+	// StatsAndGrowth is Stats and Growth in one read.
+	StatsAndGrowth(ctx context.Context, days int) (Stats, []TopicGrowth, error)
+	// Growth is every topic's new active subscriptions per day by
+	// source, over the last days (at most MaxStatsDays).
+	Growth(ctx context.Context, days int) ([]TopicGrowth, error)
 }
 
 // ErasureHash is the keyed hash that stands for an erased address. The
@@ -541,8 +546,15 @@ return out
 // Stats implements People: each shard counts its own (statsScript), in one
 // round trip; the day's counters, summed over the shards, in a second.
 func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
+	st, _, err := r.StatsAndGrowth(ctx, ndays)
+	return st, err
+}
+
+// StatsAndGrowth is Stats and Growth from one read of the day counters
+// (the console's overview shows both).
+func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGrowth, error) {
 	if ndays < 0 || ndays > MaxStatsDays {
-		return Stats{}, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
+		return Stats{}, nil, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
 	}
 	args := []any{len(Statuses)}
 	for _, st := range Statuses {
@@ -551,11 +563,7 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	for _, t := range r.topics.ids {
 		args = append(args, sfxTopic+t)
 	}
-	today := r.now().UTC()
-	dayKeys := make([]string, ndays)
-	for i := range ndays {
-		dayKeys[i] = today.AddDate(0, 0, i-ndays+1).Format(time.DateOnly)
-	}
+	dayKeys := r.lastDays(ndays)
 	shards := everyShard()
 	all := make([][]any, len(shards))
 	for i := range all {
@@ -563,28 +571,18 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 	}
 	counts, err := runPipelined(ctx, r.rdb, statsScript, func(i int) []string { return []string{anchor(shards[i])} }, all)
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return Stats{}, nil, fmt.Errorf("stats: %w", err)
 	}
-	days := make([][]*redis.MapStringStringCmd, len(shards))
-	if len(dayKeys) > 0 {
-		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, s := range shards {
-				for _, d := range dayKeys {
-					days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return Stats{}, fmt.Errorf("stats: daily counters: %w", err)
-		}
+	sums, err := r.daySums(ctx, dayKeys)
+	if err != nil {
+		return Stats{}, nil, fmt.Errorf("stats: %w", err)
 	}
 	want := len(Statuses) + 2*len(r.topics.ids)
 	n := make([]int64, want)
 	for _, c := range counts {
 		got, err := c.Int64Slice()
 		if err != nil || len(got) != want {
-			return Stats{}, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
+			return Stats{}, nil, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
 		}
 		for i, v := range got {
 			n[i] += v
@@ -599,16 +597,55 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 		out.ByTopic = append(out.ByTopic, TopicCount{Topic: t, Subscribers: n[j], Active: n[j+1]})
 	}
 	for k, d := range dayKeys {
-		sum := map[string]int64{}
-		for i := range shards {
-			for f, v := range days[i][k].Val() {
-				x, _ := strconv.ParseInt(v, 10, 64)
-				sum[f] += x
-			}
-		}
+		sum := sums[k]
 		out.Days = append(out.Days, DayCount{Day: d, Signups: sum["signup"], Imports: sum["import"],
 			Confirmations: sum["confirm"], Unsubscribes: sum["unsubscribe"], Bounces: sum["bounce"],
 			Complaints: sum["complaint"], Erasures: sum["erase"]})
+	}
+	return out, r.growthOf(dayKeys, sums), nil
+}
+
+// lastDays are the dates (YYYY-MM-DD, UTC) of the last n days, oldest
+// first, today last.
+func (r *Redis) lastDays(n int) []string {
+	today := r.now().UTC()
+	out := make([]string, n)
+	for i := range n {
+		out[i] = today.AddDate(0, 0, i-n+1).Format(time.DateOnly)
+	}
+	return out
+}
+
+// daySums reads the counters of each day (YYYY-MM-DD) in every shard, in
+// one round trip, and sums each field over the shards.
+func (r *Redis) daySums(ctx context.Context, dayKeys []string) ([]map[string]int64, error) {
+	out := make([]map[string]int64, len(dayKeys))
+	for k := range out {
+		out[k] = map[string]int64{}
+	}
+	if len(dayKeys) == 0 {
+		return out, nil
+	}
+	shards := everyShard()
+	days := make([][]*redis.MapStringStringCmd, len(shards))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range shards {
+			for _, d := range dayKeys {
+				days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daily counters: %w", err)
+	}
+	for k := range dayKeys {
+		for i := range shards {
+			for f, v := range days[i][k].Val() {
+				x, _ := strconv.ParseInt(v, 10, 64)
+				out[k][f] += x
+			}
+		}
 	}
 	return out, nil
 }

@@ -112,7 +112,8 @@ func msTime(s string) time.Time { return unixMilli(s, 10) }
 // 'active', 'exists', 'held', 'suppressed'), then the id, the packed
 // record, the topics and whether the subscriber is reconfirming ('1').
 // Also writes the consent (source, requested now) and counts the day's
-// signup or import, and confirmation when activated (not for an import).
+// signup or import, and confirmation when activated (not for an import);
+// when activated, each chosen topic's growth by the source (grow).
 //
 // A confirmation (not activated, with an outbox entry) is held when the
 // mailbox's allowance says so (holdLua): the script then writes nothing at
@@ -193,6 +194,7 @@ settopics(id, ARGV[12], ARGV[13], fresh)
 //	ARGV[20] field values to merge, packed as stored (name SEP value …), or ""
 //	ARGV[21] an admin's addition: the reason SEP the actor; or ""
 count(ARGV[17] == 'import' and 'import' or 'signup')
+if ARGV[5] == '1' then grow(ARGV[17], ARGV[13]) end
 if ARGV[5] == '1' and ARGV[9] ~= '1' then
   count('confirm')
   if ARGV[16] ~= '' then redis.call('SREM', ERASED, ARGV[16]) end
@@ -376,7 +378,8 @@ func (r *Redis) GiveBackHold(ctx context.Context, kind, email string) error {
 //	ARGV[8]  the address's keyed hash (the erased marker), or ""
 //
 // Writes status a, confirmed, the active bit and the onboarding index,
-// counts the day's confirmation, takes the address off the erased set (the
+// counts the day's confirmation and each of the person's topics' growth
+// by the consent's source (grow), takes the address off the erased set (the
 // person's own confirmation brings them back after an erasure);
 // for a suppressed one also name, time zone, topics, ended cleared, off
 // the suppression lists, the reconfirmation key deleted. Answers 'ok',
@@ -404,6 +407,7 @@ end
 r[1], r[3] = 'a', ARGV[2]
 save(id, r)
 count('confirm')
+grow(sourceof(id), topicsof(id, ARGV[6]))
 if ARGV[8] ~= '' then redis.call('SREM', ERASED, ARGV[8]) end
 if ARGV[3] ~= '' then
   outbox(ARGV[3], ARGV[4], ARGV[5])
@@ -424,12 +428,17 @@ func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) 
 
 // Unsubscribe implements Subscribers.
 func (r *Redis) Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error) {
-	return r.end(ctx, email, Unsubscribed, cancel)
+	return r.end(ctx, email, Unsubscribed, cancel, 0)
+}
+
+// UnsubscribeFrom implements Subscribers.
+func (r *Redis) UnsubscribeFrom(ctx context.Context, email string, issue int64, cancel ...string) (Subscriber, error) {
+	return r.end(ctx, email, Unsubscribed, cancel, issue)
 }
 
 // MarkBounced implements Subscribers.
 func (r *Redis) MarkBounced(ctx context.Context, email string) error {
-	_, err := r.end(ctx, email, Bounced, nil)
+	_, err := r.end(ctx, email, Bounced, nil, 0)
 	return err
 }
 
@@ -440,13 +449,15 @@ func (r *Redis) MarkBounced(ctx context.Context, email string) error {
 //
 //	KEYS[1]  the shard's anchor (anchor, visit)
 //	KEYS[2]  today's counters (sfxDay)
+//	KEYS[3]  optional: the issue whose link the person left through (sfxLeftBy)
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  the new status: 'u' or 'b'
 //	ARGV[4]  every topic id, comma-separated
 //	ARGV[5…] outbox ids to drop
 //
-// Counts the day's unsubscribe or bounce when the status changes. Writes
+// Counts the day's unsubscribe or bounce when the status changes, and an
+// unsubscribe through an issue's link in that issue's bitmap. Writes
 // the status, ended, the suppression list (bounced), and clears the
 // active bit and the topics; a confirmation asked for a suppressed address
 // is cancelled (cancelreconfirm); leaving ('u') also deletes the browsers
@@ -465,6 +476,7 @@ if r[1] ~= 'c' and (ARGV[3] == 'b' or (r[1] ~= 'u' and r[1] ~= 'b')) then
   if r[1] ~= ARGV[3] then
     count(ARGV[3] == 'b' and 'bounce' or 'unsubscribe')
     changed = '1'
+    if ARGV[3] == 'u' then leftby(KEYS[3], id) end
   end
   r[1], r[4] = ARGV[3], ARGV[2]
   save(id, r)
@@ -480,12 +492,12 @@ dropoutbox({unpack(ARGV, 5)})
 return {'ok', id, packrec(r), '', '', changed}
 `)
 
-func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string) (Subscriber, error) {
+func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string, issue int64) (Subscriber, error) {
 	args := []any{email, at36(r.now()), codeByStatus[to], r.topics.all}
 	for _, id := range cancel {
 		args = append(args, id)
 	}
-	res, _, err := r.byAddress(ctx, endScript, email, r.withDay, args)
+	res, _, err := r.byAddress(ctx, endScript, email, r.withDayLeftBy(issue), args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("mark %s %s: %w", email, to, err)
 	}
@@ -550,12 +562,17 @@ func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences,
 	if err := checkFields(p.Name, p.Timezone); err != nil {
 		return Subscriber{}, fmt.Errorf("preferences of %s: %w", email, err)
 	}
-	return r.changeTopics(ctx, email, "set", strings.Join(p.Topics, ","), p.Name, p.Timezone, cancel)
+	return r.changeTopics(ctx, email, "set", strings.Join(p.Topics, ","), p.Name, p.Timezone, cancel, p.FromIssue)
 }
 
 // LeaveTopic implements Subscribers.
 func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error) {
-	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel)
+	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel, 0)
+}
+
+// LeaveTopicFrom implements Subscribers.
+func (r *Redis) LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel Cancel) (Subscriber, error) {
+	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel, issue)
 }
 
 // topicsScript changes an active subscriber's topics: replaces them, or
@@ -564,6 +581,7 @@ func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Canc
 //
 //	KEYS[1]  the shard's anchor (anchor, visit)
 //	KEYS[2]  today's counters (sfxDay)
+//	KEYS[3]  optional: the issue whose link the change came through (sfxLeftBy)
 //	ARGV[1]  email
 //	ARGV[2]  now, unix ms base 36
 //	ARGV[3]  every topic id, comma-separated
@@ -576,6 +594,8 @@ func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Canc
 //
 // Writes the topics, with 'set' the name and time zone, and, with no topic
 // left, status u, ended, the active bit and the browsers for web push.
+// With KEYS[3], the person's bit there when they left through the
+// issue's link: 'leave' of a topic they had on, or no topic left.
 // Answers 'ok', 'notactive' or 'notfound', then the id, the record and the
 // topics.
 var topicsScript = subscriberScript(`
@@ -584,34 +604,37 @@ local id, r, miss = lookup(ARGV[1])
 if miss then return miss end
 if r[1] ~= 'a' then return {'notactive', id, packrec(r), topicsof(id, ARGV[3])} end
 local chosen = ARGV[5]
+local left = false
 if ARGV[4] == 'leave' then
   local keep = {}
   for t in topicsof(id, ARGV[3]):gmatch('[^,]+') do
-    if t ~= ARGV[5] then keep[#keep + 1] = t end
+    if t ~= ARGV[5] then keep[#keep + 1] = t else left = true end
   end
   chosen = table.concat(keep, ',')
 end
 settopics(id, ARGV[3], chosen)
 if ARGV[4] == 'set' then r[6], r[7] = ARGV[7], ARGV[8] end
 if chosen == '' then
+  left = true
   r[1], r[4] = 'u', ARGV[2]
   count('unsubscribe')
   redis.call('DEL', PUSH .. id, DEVICES .. id, PHONE .. id, CHANNELS .. id, PHONECODE .. id)
   redis.call('SETBIT', CHOSE, slot(id), 0)
 end
 save(id, r)
+if left then leftby(KEYS[3], id) end
 if not (',' .. chosen .. ','):find(',' .. ARGV[6] .. ',', 1, true) then
   dropoutbox({unpack(ARGV, 9)})
 end
 return {'ok', id, packrec(r), chosen}
 `)
 
-func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel) (Subscriber, error) {
+func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel, issue int64) (Subscriber, error) {
 	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic, name, tz}
 	for _, id := range cancel.Outbox {
 		args = append(args, id)
 	}
-	res, _, err := r.byAddress(ctx, topicsScript, email, r.withDay, args)
+	res, _, err := r.byAddress(ctx, topicsScript, email, r.withDayLeftBy(issue), args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("change the topics of %s: %w", email, err)
 	}
@@ -738,6 +761,17 @@ func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]O
 // withDay is the KEYS of a subscriber script that counts: the anchor and
 // the shard's counters of today.
 func (r *Redis) withDay(a string, s shard) []string { return []string{a, r.dayKey(s)} }
+
+// withDayLeftBy is withDay with the shard's bitmap of those who left
+// through issue's links (issue 0: withDay).
+func (r *Redis) withDayLeftBy(issue int64) func(a string, s shard) []string {
+	if issue <= 0 {
+		return r.withDay
+	}
+	return func(a string, s shard) []string {
+		return []string{a, r.dayKey(s), s.key(sfxLeftBy + strconv.FormatInt(issue, 10))}
+	}
+}
 
 // anchorOnly is the KEYS of a subscriber script that takes no other.
 func anchorOnly(a string, _ shard) []string { return []string{a} }

@@ -64,6 +64,20 @@ local function count(field)
   if not DAY then return end
   if redis.call('HINCRBY', DAY, field, 1) == 1 then redis.call('EXPIRE', DAY, DAYTTL) end
 end
+-- grow counts a subscription that became active, once for each of its
+-- topics (list, comma-separated), by how it came in (src: the consent's
+-- source; 'other' for one from before sources were recorded): the
+-- day's field g:<source>:<topic>, a topic's growth (Growth).
+local function grow(src, list)
+  if src == '' then src = 'other' end
+  for t in list:gmatch('[^,]+') do count('g:' .. src .. ':' .. t) end
+end
+-- sourceof is the consent source recorded for id ('' : none).
+local function sourceof(id)
+  local v = redis.call('HGET', consentkey(id), id)
+  if not v then return '' end
+  return v:match('^([^' .. SEP .. ']*)')
+end
 -- ixloc is an address's index bucket (IXBUCKETS a shard) and field (48
 -- more bits of its hash); indexLoc in Go says the same.
 local function ixloc(email)
@@ -254,7 +268,21 @@ end
 	sfxChannels, sfxChose, sfxPhoneCode,
 	sfxStatus, sfxConsent, sfxMailLog, sfxFeedbackLog, sfxErased,
 	sfxOutbox, sfxDue, sfxSeq, sfxSearch,
-	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua + personExtrasLua
+	int64(dayCounterTTL/time.Second), feedbackLogCap, indexBuckets) + holdLua + personExtrasLua + leftLua
+
+// leftLua records a person who left through a link of an issue's mail
+// (keyLeftBy: one bitmap per issue in each shard, by idSlot), so an
+// issue's report counts each person once however often they follow it.
+//
+//	leftby(key, id)  sets id's bit in key (nil: no issue, nothing) and
+//	    keeps the key as long as the issue's shared delivery marks
+var leftLua = fmt.Sprintf(`
+local function leftby(key, id)
+  if not key then return end
+  redis.call('SETBIT', key, slot(id), 1)
+  redis.call('EXPIRE', key, %d)
+end
+`, int64(sharedSentTTL/time.Second))
 
 // holdLua counts mail against a mailbox's allowance (ConfirmHold, keys
 // from holdKeys).

@@ -130,6 +130,10 @@ type SubscribeRequest struct {
 type Preferences struct {
 	Topics         []string
 	Name, Timezone string
+	// FromIssue is the issue whose mail's link opened the preference
+	// centre (0: none): a change that leaves no topic, ending the
+	// subscription, counts for that issue as UnsubscribeFrom does.
+	FromIssue int64
 }
 
 // Cancel names the outbox entries of a sequence: dropped, in the same
@@ -220,6 +224,10 @@ type Subscribers interface {
 	// Unsubscribe ends the subscription at once and drops the named outbox
 	// entries, so neither the queue nor the relay can mail afterwards.
 	Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error)
+	// UnsubscribeFrom is Unsubscribe through a link of issue's mail: a
+	// subscription it ends counts, in the same step, once per person
+	// among those who left because of that issue (IssueUnsubscribes).
+	UnsubscribeFrom(ctx context.Context, email string, issue int64, cancel ...string) (Subscriber, error)
 	// MarkBounced stops all mail to email after a permanent failure.
 	MarkBounced(ctx context.Context, email string) error
 	// SetPreferences replaces an active subscriber's topics (ids the
@@ -230,6 +238,10 @@ type Subscribers interface {
 	// LeaveTopic turns one topic off (one-click from a mail of that
 	// topic), as SetPreferences. A topic already off changes nothing.
 	LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error)
+	// LeaveTopicFrom is LeaveTopic through a link of issue's mail: a
+	// topic turned off (or the subscription ended) counts as
+	// UnsubscribeFrom's does.
+	LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel Cancel) (Subscriber, error)
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
 	// GetByID returns the subscriber with that id (the links in mails

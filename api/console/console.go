@@ -138,6 +138,9 @@ type Deps struct {
 	Audit      Trail
 	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
 	Queues     QueueInspector // nil: no queue health on the overview
+	// Engagement gives an issue's clicks and opens for its report on the
+	// issue page (nil: none counted, the report shows no clicks).
+	Engagement store.EngagementReader
 	// TestGate decides who a test send may reach (the API's, so both
 	// share one allowance; nil: only the account's own address).
 	TestGate *issues.TestGate

@@ -150,6 +150,16 @@ type env struct {
 	// holds are the waits before failed sign-ins were answered: the
 	// accounts' (console.Deps.Hold) and the client budget's.
 	holds holds
+	// eng is what the issues' readers did, as the test says (the
+	// counted redirect's side of a report).
+	eng fakeEngagement
+}
+
+// fakeEngagement gives each issue the engagement the test put there.
+type fakeEngagement map[int64]store.Engagement
+
+func (f fakeEngagement) IssueEngagement(_ context.Context, id int64) (store.Engagement, error) {
+	return f[id], nil
 }
 
 // holds records waits instead of waiting.
@@ -186,7 +196,7 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(jobs.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: auditOf{t, st}, mail: &fakeMail{},
-		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb}
+		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb, eng: fakeEngagement{}}
 	for tok, p := range map[string]console.Principal{adminToken: {Name: "alice", Role: console.Admin},
 		editorToken: {Name: "ed", Role: console.Editor}, viewerToken: {Name: "vic", Role: console.Viewer}} {
 		if _, err := st.CreateToken(context.Background(), adminauth.HashToken(tok), adminauth.StoredToken{Name: p.Name, Role: p.Role}); err != nil {
@@ -204,7 +214,8 @@ func newEnv(t testing.TB) *env {
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
-		TestGate: &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
+		TestGate:   &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
+		Engagement: e.eng,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"html/template"
 	"net/http"
 	"slices"
 
@@ -32,6 +33,10 @@ type editorData struct {
 	// publisher must type it to send (above the console's threshold).
 	Audience    int64
 	AskAudience bool
+	// Report is the issue's report once its sending began (nil before);
+	// ReportChart its clicks hour by hour.
+	Report      *issues.Report
+	ReportChart template.HTML
 }
 
 // topicBox is one topic's checkbox.
@@ -107,6 +112,14 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 		d.Progress = &p
 		if is.Status == store.IssueSending {
 			refresh = 5
+		}
+		if issues.HasReport(is) || p.Sent > 0 {
+			rep, err := issues.BuildReport(r.Context(), h.d.Store, h.d.Engagement, is)
+			if err != nil {
+				h.storeAway(w, r, err)
+				return
+			}
+			d.Report, d.ReportChart = &rep, reportChart(rep)
 		}
 	}
 	title := "New issue"

@@ -21,6 +21,7 @@ type overviewData struct {
 	Statuses []statusCount
 	Topics   []topicCount
 	Chart    template.HTML
+	Growth   []topicGrowth
 	Runs     []run
 	Queues   []queueHealth
 }
@@ -35,6 +36,14 @@ type statusCount struct {
 type topicCount struct {
 	topics.Topic
 	Active, All int64
+}
+
+// topicGrowth is one topic's new subscriptions over the chart's days by
+// source: the totals and the chart.
+type topicGrowth struct {
+	topics.Topic
+	Total store.GrowthDay
+	Chart template.HTML
 }
 
 // run is one issue that went out, with its rates.
@@ -56,7 +65,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	d := overviewData{}
 	if h.d.People != nil {
-		st, err := h.d.People.Stats(ctx, chartDays)
+		st, growth, err := h.d.People.StatsAndGrowth(ctx, chartDays)
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
@@ -75,6 +84,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Topics = append(d.Topics, tc)
 		}
 		d.Chart = chart(st.Days)
+		for _, t := range h.cfg.Topics.Topics {
+			if g, ok := store.TopicGrowthOf(growth, t.ID); ok {
+				d.Growth = append(d.Growth, topicGrowth{Topic: t, Total: g.Total, Chart: growthChart(t.Name, g)})
+			}
+		}
 	}
 	issues, err := h.d.Store.ListIssues(ctx, "", 0, 4*runsShown)
 	if err != nil {

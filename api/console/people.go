@@ -30,6 +30,9 @@ type People interface {
 	Stats(ctx context.Context, days int) (store.Stats, error)
 	// Search finds people by the beginning of their address or name.
 	Search(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	// StatsAndGrowth is Stats with each topic's new active
+	// subscriptions a day by source, from one read of the counters.
+	StatsAndGrowth(ctx context.Context, days int) (store.Stats, []store.TopicGrowth, error)
 }
 
 // ListOwner adds and changes people, runs bulk actions and exports the

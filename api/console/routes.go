@@ -42,6 +42,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /admin/issues/{id}", h.require(Viewer, h.showIssue))
 	m.Handle("POST /admin/issues/{id}", h.require(Editor, h.saveIssue))
 	m.Handle("GET /admin/issues/{id}/progress", h.require(Viewer, h.issueProgress))
+	m.Handle("GET /admin/issues/{id}/report.csv", h.require(Viewer, h.issueReportCSV))
 	m.Handle("POST /admin/issues/{id}/test", h.require(Editor, h.testIssue))
 	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
 	m.Handle("POST /admin/issues/{id}/duplicate", h.require(Editor, h.duplicateIssue))

@@ -37,6 +37,7 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log, TestGate: a.cfg.TestGate,
+		Engagement: d.store,
 	})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

@@ -252,6 +252,18 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("progress shows %s sent, want %d", got, len(readers))
 	}
 	b.shot("console-issue-progress")
+	// Its report: every reader delivered, nothing back yet, the CSV a
+	// download away.
+	if got := b.text(`[data-report] [data-field=delivered]`); got != fmt.Sprint(len(readers)) {
+		t.Fatalf("the report shows %s delivered, want %d", got, len(readers))
+	}
+	if got := b.text(`[data-report] [data-field=unsubscribed]`) + b.text(`[data-report] [data-field=bounced]`); got != "00" {
+		t.Fatalf("the report shows unsubscribed and bounced %q before any", got)
+	}
+	if b.eval(`String(document.querySelector('[data-report] a[href$="/report.csv"]') !== null)`) != "true" {
+		t.Fatal("the report has no CSV download")
+	}
+	b.fullShot("console-issue-report")
 	for _, r := range readers {
 		if n := len(smtpSrv.To(r)); n != 1 {
 			t.Fatalf("%s got %d mails", r, n)
@@ -295,7 +307,13 @@ func TestConsoleInChromium(t *testing.T) {
 	if signups, _ := strconv.ParseInt(m[1], 10, 64); signups < seeded {
 		t.Fatalf("the chart counts %d signups, want at least the %d seeded: %q", signups, seeded, desc)
 	}
+	// Each topic's growth: the digest's imports (40 a fortnight) beside
+	// its form signups.
+	if got := b.text(`[data-growth=digest]`); !regexp.MustCompile(`^[\d\x{202f}]+ form, 280 import, 0 API$`).MatchString(got) {
+		t.Fatalf("the digest's growth: %q", got)
+	}
 	b.shot("console-overview")
+	b.fullShot("console-overview-growth")
 	b.open(base, "/admin/subscribers", "Subscribers")
 	if n := b.eval(`String(document.querySelectorAll("main table tbody tr").length)`); n != fmt.Sprint(len(readers)+1) {
 		t.Fatalf("the list shows %s people, want %d", n, len(readers)+1)
@@ -448,7 +466,14 @@ func seedPastDays(t *testing.T, rdb redis.UniversalClient) int64 {
 		}
 		// A day's counters are the sum over the shards' (store/keys.go's
 		// sfxDay): shard 0's stand for them all here.
-		p.HSet(context.Background(), "nl:{s00}:day:"+day.Format(time.DateOnly), "signup", n, "confirm", n*4/5, "unsubscribe", int64(1+i%4))
+		// Each topic's growth by source (g:<source>:<topic>): the
+		// confirmed signups on the form, an import every fortnight.
+		imported := int64(0)
+		if i%14 == 3 {
+			imported = 40
+		}
+		p.HSet(context.Background(), "nl:{s00}:day:"+day.Format(time.DateOnly), "signup", n, "confirm", n*4/5, "unsubscribe", int64(1+i%4),
+			"g:form:digest", n*4/5, "g:import:digest", imported, "g:api:updates", int64(i%3), "g:form:updates", n/4)
 		signups += n
 	}
 	if _, err := p.Exec(context.Background()); err != nil {

@@ -278,8 +278,9 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
-		ListJobs: listjobs.NewJobs(a.rdb),
-		Notify:   &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+		ListJobs:   listjobs.NewJobs(a.rdb),
+		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
+		Engagement: apiStore,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	if l.mailbox != nil {

@@ -5,13 +5,18 @@
 //
 // A token is two unpadded base64url parts joined by a dot: a body and its
 // HMAC-SHA256. The body is the purpose, the subscriber's id, the expiry
-// (unix seconds; 0 for none) and, for a link that leaves one topic, the
-// topic, one per line:
+// (unix seconds; 0 for none), for a link that leaves one topic, the
+// topic, and for a link in an issue's mail, the issue's id (after the
+// topic's line, which is empty when there is no topic), one per line:
 //
 //	unsubscribe
 //	42
 //	0
 //	digest
+//	17
+//
+// The issue's id lets an unsubscribe through the link count in that
+// issue's report; being signed, it cannot be moved to another issue.
 //
 // A token names the subscriber by id, never by address: links end up in
 // proxy logs, analytics and link scanners, and whoever sees one learns

@@ -44,6 +44,10 @@ type Subject struct {
 	// topic (and for tokens without one, such as those in mails from
 	// before topics).
 	Topic string
+	// Issue is the issue whose mail carried the link (0: another mail,
+	// or one from before issues were named): an unsubscribe through it
+	// counts in that issue's report.
+	Issue int64
 }
 
 // Legacy tells a token from before ids: it names an address.
@@ -93,12 +97,23 @@ func (s *Signer) Sign(p Purpose, id int64) string {
 // SignTopic is Sign for a token that also names a topic: an unsubscribe
 // link that leaves only the topic of the mail it came in.
 func (s *Signer) SignTopic(p Purpose, id int64, topic string) string {
+	return s.SignIssue(p, id, topic, 0)
+}
+
+// SignIssue is SignTopic for a link in an issue's mail: the token also
+// names the issue (issue > 0), inside the signed bytes, so an unsubscribe
+// through it is counted against that issue and nobody can move the count
+// to another. topic may be "" (a preferences link).
+func (s *Signer) SignIssue(p Purpose, id int64, topic string, issue int64) string {
 	exp := int64(0)
 	if p == Confirm {
 		exp = s.now().Add(s.confirmTTL).Unix()
 	}
 	body := string(p) + "\n" + strconv.FormatInt(id, 10) + "\n" + strconv.FormatInt(exp, 10)
-	if topic != "" {
+	switch {
+	case issue > 0:
+		body += "\n" + topic + "\n" + strconv.FormatInt(issue, 10)
+	case topic != "":
 		body += "\n" + topic
 	}
 	return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(mac(s.key, body))
@@ -127,7 +142,7 @@ func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 		return Subject{}, ErrInvalid
 	}
 	parts := strings.Split(string(body), "\n")
-	if len(parts) < 3 || len(parts) > 4 || Purpose(parts[0]) != p {
+	if len(parts) < 3 || len(parts) > 5 || Purpose(parts[0]) != p {
 		return Subject{}, ErrInvalid
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
@@ -138,8 +153,16 @@ func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 		return Subject{}, fmt.Errorf("%w (at %s)", ErrExpired, time.Unix(exp, 0).UTC().Format(time.RFC3339))
 	}
 	var sub Subject
-	if len(parts) == 4 {
+	if len(parts) >= 4 {
 		sub.Topic = parts[3]
+	}
+	if len(parts) == 5 {
+		// Only the spelling SignIssue writes: a positive number in
+		// canonical decimal, so each signed link has one meaning.
+		sub.Issue, err = strconv.ParseInt(parts[4], 10, 64)
+		if legacy || err != nil || sub.Issue <= 0 || strconv.FormatInt(sub.Issue, 10) != parts[4] {
+			return Subject{}, ErrInvalid
+		}
 	}
 	if legacy {
 		if parts[1] == "" {

@@ -185,3 +185,39 @@ func TestLegacyTokens(t *testing.T) {
 		t.Fatal("a new token reads as legacy")
 	}
 }
+
+// TestIssueTokens: a link in an issue's mail names the issue inside the
+// signed bytes; changing it, or spelling it another way, breaks the
+// token, and tokens without one keep verifying as before.
+func TestIssueTokens(t *testing.T) {
+	s := NewSigner([]byte("k"), 0)
+	for _, c := range []struct {
+		p     Purpose
+		topic string
+	}{{Unsubscribe, "digest"}, {Preferences, ""}} {
+		tok := s.SignIssue(c.p, 5, c.topic, 17)
+		if sub, err := s.Verify(c.p, tok); err != nil || sub != (Subject{ID: 5, Topic: c.topic, Issue: 17}) {
+			t.Fatalf("%s: %+v %v", c.p, sub, err)
+		}
+	}
+	if s.SignIssue(Unsubscribe, 5, "digest", 0) != s.SignTopic(Unsubscribe, 5, "digest") {
+		t.Fatal("a token of no issue is not the topic token")
+	}
+	sign := func(body string) string {
+		return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(mac(s.key, body))
+	}
+	if sub, err := s.Verify(Unsubscribe, sign("unsubscribe\n5\n0\ndigest\n17")); err != nil || sub.Issue != 17 {
+		t.Fatalf("the layout SignIssue writes: %+v %v", sub, err)
+	}
+	for _, bad := range []string{"017", "0", "-3", "x", "", "17 ", "+17"} {
+		if _, err := s.Verify(Unsubscribe, sign("unsubscribe\n5\n0\ndigest\n"+bad)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("issue %q verified: %v", bad, err)
+		}
+	}
+	body, sum, _ := strings.Cut(s.SignIssue(Unsubscribe, 5, "digest", 17), ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(body)
+	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), "17", "18", 1))) + "." + sum
+	if _, err := s.Verify(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("forged issue: %v", err)
+	}
+}

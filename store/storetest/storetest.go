@@ -83,7 +83,9 @@ func Run(t *testing.T, h Harness) {
 		{"AdminAddAndChange", testAdminAddAndChange},
 		{"Select", testSelect},
 		{"Engagement", testEngagement},
-		{"EngagementPerPerson", testEngagementPerPerson}}
+		{"EngagementPerPerson", testEngagementPerPerson},
+		{"Growth", testGrowth},
+		{"IssueUnsubscribes", testIssueUnsubscribes}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h, h.New(t)) })
 	}

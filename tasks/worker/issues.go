@@ -698,7 +698,7 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 				shared = preparedIssue{data: stream, prep: prep}
 				byTopic[topic] = shared
 			}
-			d := h.Links.To(shared.data, s, topic)
+			d := h.Links.ToIssue(shared.data, s, topic, is.ID)
 			d.Reader = h.Links.Reader(is.ID, s.ID, now)
 			mails = append(mails, Mail{
 				To:       s,

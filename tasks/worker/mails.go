@@ -86,6 +86,17 @@ func (l Links) Preferences(sub store.Subscriber) string {
 	return l.BaseURL + "/preferences?token=" + url.QueryEscape(l.Signer.Sign(token.Preferences, sub.ID))
 }
 
+// ToIssue is To for a mail of issue: its unsubscribe link (the page and
+// the List-Unsubscribe one-click) and its preferences link name the issue
+// in their signed tokens, so a reader who leaves through them counts in
+// that issue's report.
+func (l Links) ToIssue(stream mailer.Data, sub store.Subscriber, topic string, issue int64) mailer.Data {
+	stream = l.To(stream, sub, topic)
+	stream.UnsubscribeURL = l.BaseURL + "/unsubscribe?token=" + url.QueryEscape(l.Signer.SignIssue(token.Unsubscribe, sub.ID, topic, issue))
+	stream.PreferencesURL = l.BaseURL + "/preferences?token=" + url.QueryEscape(l.Signer.SignIssue(token.Preferences, sub.ID, "", issue))
+	return stream
+}
+
 // Stream is what every mail of topic shares: its name and List-Id.
 func (l Links) Stream(topic string) mailer.Data {
 	d := mailer.Data{}

@@ -1,0 +1,37 @@
+package issues
+
+import (
+	"testing"
+	"time"
+
+	"github.com/newsletter/newsletter/store"
+)
+
+// TestReportHours: the hours run from the send's start (when it came
+// before the first count) or the first counted hour, every hour between
+// included, counts in the same hour summed, and nothing past the bound.
+func TestReportHours(t *testing.T) {
+	at := time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC)
+	hours := []store.HourCount{{Hour: at, Clicks: 2}, {Hour: at.Add(10 * time.Minute), Clicks: 1}, {Hour: at.Add(2 * time.Hour), MachineClicks: 4}}
+	got := reportHours(time.Time{}, hours)
+	if len(got) != 3 || !got[0].Hour.Equal(at.Truncate(time.Hour)) || got[0].Clicks != 3 || got[1].Clicks != 0 || got[2].MachineClicks != 4 || got[2].Since != 2 {
+		t.Fatalf("from the first count: %+v", got)
+	}
+	got = reportHours(at.Add(-3*time.Hour), hours)
+	if len(got) != 6 || got[3].Clicks != 3 || got[0].Since != 0 {
+		t.Fatalf("from a scheduled start: %+v", got)
+	}
+	// A start after the first count (a resend's schedule) does not cut it.
+	if got = reportHours(at.Add(time.Hour), hours); len(got) != 3 || got[0].Clicks != 3 {
+		t.Fatalf("a later start: %+v", got)
+	}
+	if got = reportHours(time.Time{}, []store.HourCount{{Hour: at}, {Hour: at.Add(200 * 24 * time.Hour), Clicks: 9}}); len(got) != maxReportHours {
+		t.Fatalf("past the bound: %d hours", len(got))
+	}
+	if got = reportHours(at, nil); got == nil || len(got) != 0 {
+		t.Fatalf("nothing counted: %#v", got)
+	}
+	if inertCell("=1+1") != "'=1+1" || inertCell("https://x") != "https://x" || inertCell("") != "" {
+		t.Fatal("inertCell")
+	}
+}
