@@ -269,6 +269,7 @@ type Store interface {
 	PersonOrder
 	Webhooks
 	Tokens
+	SettingsStore
 	// The audit log (audit.go).
 	audit.Recorder
 	audit.Reader

@@ -15,6 +15,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
@@ -43,6 +44,9 @@ type Config struct {
 	// publisher to type the number of readers
 	// (NEWSLETTER_CONFIRM_SEND_ABOVE; 0: DefaultConfirmSendAbove).
 	ConfirmSendAbove int64
+	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
+	// must align with it.
+	DKIMDomain string
 }
 
 // DefaultConfirmSendAbove is the audience above which a send asks again.
@@ -120,7 +124,12 @@ type Deps struct {
 	// TestGate decides who a test send may reach (the API's, so both
 	// share one allowance; nil: only the account's own address).
 	TestGate *issues.TestGate
-	Log      *slog.Logger
+	// Settings are the newsletter's (the API's cache, so a save here is
+	// in effect there at once; nil: the Settings screen answers 501 and
+	// sends need no postal address).
+	Settings      *settings.Cache
+	SettingsStore store.SettingsStore
+	Log           *slog.Logger
 	Now      func() time.Time
 }
 
@@ -176,7 +185,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
-	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now}
+	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady}
 	h.routes()
 	return h, nil
 }

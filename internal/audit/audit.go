@@ -70,6 +70,7 @@ const (
 	DeviceRemoved     = "device.removed"
 	PhoneSet          = "phone.set"
 	PhoneRemoved      = "phone.removed"
+	SettingsChanged   = "settings.changed" // Detail names the fields that changed
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).
