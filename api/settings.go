@@ -26,7 +26,9 @@ func (s *Server) settingsRoutes() {
 
 // newsletter are the settings in effect (the name on pages, feeds and
 // texts).
-func (s *Server) newsletter(r *http.Request) store.Settings { return s.deps.Settings.Current(r.Context()) }
+func (s *Server) newsletter(r *http.Request) store.Settings {
+	return s.deps.Settings.Current(r.Context())
+}
 
 // getSettings handles GET /api/settings: the settings in effect (version
 // 0: none saved, derived from the environment).

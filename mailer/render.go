@@ -50,6 +50,21 @@ type Data struct {
 	// ArchiveURL is the issue's page in the public archive ("view in
 	// the browser"); empty when one of its topics is private.
 	ArchiveURL string
+	// Newsletter is who sends it (the settings in effect): the layout's
+	// logo, name, accent colour and postal address; From and ReplyTo go
+	// into the mail's header.
+	Newsletter Newsletter
+}
+
+// Newsletter is the newsletter's own side of a mail (store.Settings as
+// the templates see it; every field may be empty).
+type Newsletter struct {
+	Name, Description, PostalAddress, LogoURL string
+	// Accent is a #rrggbb colour (settings.Check) for links and buttons.
+	Accent htmltemplate.CSS
+	// From and ReplyTo are header values ("Name <addr>"); empty: the
+	// sender's own From, no Reply-To.
+	From, ReplyTo string
 }
 
 // layoutFuncs give the HTML layout what html/template would otherwise
@@ -238,5 +253,7 @@ func (r *Renderer) render(kind string, d Data) (*Message, error) {
 		HTML:           html.String(),
 		UnsubscribeURL: d.UnsubscribeURL,
 		ListID:         d.ListID,
+		From:           d.Newsletter.From,
+		ReplyTo:        d.Newsletter.ReplyTo,
 	}, nil
 }

@@ -130,7 +130,7 @@ type Deps struct {
 	Settings      *settings.Cache
 	SettingsStore store.SettingsStore
 	Log           *slog.Logger
-	Now      func() time.Time
+	Now           func() time.Time
 }
 
 // Handler serves /admin/.

@@ -262,8 +262,9 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
 		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
-		Publisher: publisher(a.cfg.From),
+		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
+		Settings: a.settings, SettingsStore: apiStore,
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
@@ -498,6 +499,9 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	if a.emb != nil {
 		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
 		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
+		if !a.cfg.RequirePostalAddress {
+			fmt.Fprintf(a.out, "  postal address   not required here (NEWSLETTER_REQUIRE_POSTAL_ADDRESS is off in embedded mode); set the newsletter's at %s/admin/settings\n", base)
+		}
 	}
 }
 
@@ -558,7 +562,10 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 
 // links are the personal links of every mail this service sends.
 func (a *app) links() worker.Links {
-	return worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	return worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From),
+		// The cache reads Redis at most every few seconds; a mail waits
+		// on that read no longer than on any other of its Redis reads.
+		Newsletter: func() mailer.Newsletter { return worker.NewsletterOf(a.settings.Current(context.Background())) }}
 }
 
 // issueRenderer is r as the API's renderer, nil when there is none (not

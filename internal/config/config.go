@@ -197,6 +197,11 @@ type Config struct {
 	SMS            *SMS
 	SMSConcurrency int
 	SMSRate        int
+	// RequirePostalAddress refuses bulk sends (issues, digests) while the
+	// settings have no postal address (NEWSLETTER_REQUIRE_POSTAL_ADDRESS:
+	// on, except in embedded mode, where it defaults off and the banner
+	// says so).
+	RequirePostalAddress bool
 }
 
 // SMS is the SMS gateway's account and the limits that protect the bill.
@@ -390,6 +395,9 @@ func (p *parser) read() *Config {
 	c.SMSConcurrency = p.integer("NEWSLETTER_SMS_CONCURRENCY", 8, 1)
 	c.SMSRate = p.integer("NEWSLETTER_SMS_RATE", 10, 1)
 	c.SMS = p.sms()
+	// The embedded default is for trying things out: a first digest
+	// should not wait for a postal address there.
+	c.RequirePostalAddress = p.boolean("NEWSLETTER_REQUIRE_POSTAL_ADDRESS", !c.Embedded())
 	var lerr error
 	c.Lanes, lerr = tasks.ParseLanes(p.str("NEWSLETTER_LANES", strings.Join(tasks.Lanes, ",")))
 	if lerr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	htmltemplate "html/template"
 	"net/url"
 
 	"github.com/newsletter/newsletter/internal/token"
@@ -24,6 +25,25 @@ type Links struct {
 	// ListID is the service's List-Id ("Name <newsletter.example.com>");
 	// each topic's is a sub-list of it ("" : no List-Id).
 	ListID string
+	// Newsletter are the settings in effect, read for each batch or mail
+	// (a settings.Cache through NewsletterOf; nil: none, the layout shows
+	// no name and the sender's From).
+	Newsletter func() mailer.Newsletter
+}
+
+// NewsletterOf is the settings s as mails show them.
+func NewsletterOf(s store.Settings) mailer.Newsletter {
+	return mailer.Newsletter{Name: s.Name, Description: s.Description, PostalAddress: s.PostalAddress, LogoURL: s.LogoURL,
+		Accent: htmltemplate.CSS(s.Accent), From: s.From, ReplyTo: s.ReplyTo}
+}
+
+// Base is what every mail shares: the newsletter's settings.
+func (l Links) Base() mailer.Data {
+	d := mailer.Data{}
+	if l.Newsletter != nil {
+		d.Newsletter = l.Newsletter()
+	}
+	return d
 }
 
 // Confirm is the confirmation link for sub. Every link names the
@@ -46,7 +66,7 @@ func (l Links) Preferences(sub store.Subscriber) string {
 
 // Stream is what every mail of topic shares: its name and List-Id.
 func (l Links) Stream(topic string) mailer.Data {
-	d := mailer.Data{}
+	d := l.Base()
 	if t, ok := l.Topics.Topic(topic); ok {
 		d.Topic = t.Name
 	}
@@ -104,7 +124,7 @@ func (h *Mails) HandleConfirm(ctx context.Context, p tasks.ConfirmPayload) error
 		// Nothing the requester chose goes into it (not the name, neither
 		// in the text nor in To:): the form is public, and a confirmation
 		// must not carry a stranger's text to whoever owns the address.
-		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub)},
+		Data: h.Links.confirmData(sub),
 	}))
 }
 
@@ -123,6 +143,21 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLi
 	return h.giveBack(ctx, store.HoldUnsubscribe, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub, "")},
+		Data: h.Links.unsubscribeData(sub),
 	}))
+}
+
+// confirmData is a confirmation's data: the newsletter's, the address and
+// the link.
+func (l Links) confirmData(sub store.Subscriber) mailer.Data {
+	d := l.Base()
+	d.Email, d.ConfirmURL = sub.Email, l.Confirm(sub)
+	return d
+}
+
+// unsubscribeData is the mailed unsubscribe link's data.
+func (l Links) unsubscribeData(sub store.Subscriber) mailer.Data {
+	d := l.Base()
+	d.Email, d.UnsubscribeURL = sub.Email, l.Unsubscribe(sub, "")
+	return d
 }
