@@ -52,6 +52,9 @@ func (h *Handler) routes() {
 
 	m.Handle("GET /admin/audit", h.require(Admin, h.listAudit))
 
+	m.Handle("GET /admin/settings", h.require(Admin, h.showSettings))
+	m.Handle("POST /admin/settings", h.require(Admin, h.saveSettings))
+
 	m.Handle("GET /admin/tokens", h.require(Admin, h.listTokens))
 	m.Handle("POST /admin/tokens", h.require(Admin, h.createToken))
 	m.Handle("POST /admin/tokens/{name}/revoke", h.require(Admin, h.revokeToken))

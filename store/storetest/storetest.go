@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"WebhookFailures", testWebhookFailures},
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
+		{"Settings", testSettings},
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
 		{"IssueAdvanceOnce", testIssueAdvanceOnce},
