@@ -87,7 +87,7 @@ func TestSettingsAPI(t *testing.T) {
 		t.Fatalf("before any save, the environment's: %+v", s)
 	}
 	for name, body := range map[string]string{
-		"control character in the name":  `{"name":"Bad\u0007name"}`,
+		"control character in the name":   `{"name":"Bad\u0007name"}`,
 		"line break in the name":          `{"name":"Two\nlines"}`,
 		"control character in the postal": `{"postal_address":"Street 1\u0000"}`,
 		"From outside the DKIM domain":    `{"from":"News <news@elsewhere.org>"}`,

@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
@@ -140,6 +141,9 @@ type env struct {
 	insp   *asynq.Inspector
 	rdb    *redis.Client
 	subs   console.Subscriptions
+	// settings are the console's settings cache (the API's, in the
+	// binary).
+	settings *settings.Cache
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -168,7 +172,9 @@ func newEnv(t testing.TB) *env {
 	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens), allow: 1000}
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log})
 	e.subs = apiSrv
-	h, err := console.New(console.Config{BaseURL: "http://newsletter.test"}, console.Deps{
+	e.settings = settings.NewCache(st, settings.Options{Defaults: settings.Defaults("News <news@example.com>"), Log: log})
+	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", DKIMDomain: "example.com"}, console.Deps{
+		Settings: e.settings, SettingsStore: st,
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st,
 		Audit: audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil), AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
