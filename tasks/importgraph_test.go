@@ -39,6 +39,7 @@ func TestLayering(t *testing.T) {
 		{mod + "mailer", []string{mod + "store", mod + "tasks", mod + "internal/config"}},
 		{mod + "store", []string{mod + "tasks", mod + "mailer", mod + "internal/config"}},
 		{mod + "tasks/worker", []string{mod + "api", mod + "internal/config"}},
+		{mod + "internal/settings", []string{mod + "mailer", mod + "tasks", mod + "api", mod + "internal/config"}},
 	} {
 		got := deps(t, c.pkg)
 		for _, f := range c.forbidden {

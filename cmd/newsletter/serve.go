@@ -196,7 +196,8 @@ func (l *lanes) setUpMail(ctx context.Context, a *app) error {
 func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
 	metrics := worker.NewMetrics(a.reg)
 	d := worker.Deps{
-		Store: a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
+		BulkReady: a.settings.BulkReady,
+		Store:     a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
 		ClaimTTL:    a.cfg.ClaimTTL,
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
