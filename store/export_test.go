@@ -39,6 +39,7 @@ var Scripts = map[string]*redis.Script{
 	"addIndexScript":        addIndexScript,
 	"liftScript":            liftScript,
 	"revokeTokenScript":     revokeTokenScript,
+	"saveSettingsScript":    saveSettingsScript,
 	"saveFeedScript":        saveFeedScript,
 	"startRunScript":        startRunScript,
 	"statsScript":           statsScript,
