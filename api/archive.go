@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -67,7 +69,7 @@ var archivePages = map[string]*template.Template{}
 
 func init() {
 	for _, name := range []string{"archive", "archive-issue"} {
-		archivePages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/"+name+".html"))
+		archivePages[name] = template.Must(template.ParseFS(pageFiles, "pages/layout.html", "pages/archive-parts.html", "pages/"+name+".html"))
 	}
 }
 
@@ -79,6 +81,10 @@ func (s *Server) archiveRoutes() {
 	s.mux.HandleFunc("GET /archive", s.cached(s.archiveList))
 	s.mux.HandleFunc("GET /archive/{$}", s.cached(s.archiveList))
 	s.mux.HandleFunc("GET /archive/feed.atom", s.cached(s.archiveFeed))
+	// A topic's letters: a path of two segments, which no issue's slug
+	// (one segment) can take. Years are a query (?year=2026) on both
+	// lists, because a slug may well be "2026".
+	s.mux.HandleFunc("GET /archive/topic/{topic}", s.cached(s.archiveList))
 	s.mux.HandleFunc("GET /archive/{slug}", s.cached(s.archiveIssue))
 }
 
@@ -111,9 +117,9 @@ type archived struct {
 // failed (not cached: the next request tries again).
 type archiveBuilder func(r *http.Request) (archived, error)
 
-func notFoundArchive() archived {
+func (s *Server) notFoundArchive(r *http.Request) archived {
 	var b bytes.Buffer
-	_ = archivePages["archive"].ExecuteTemplate(&b, "layout", archivePage{Title: "Not in the archive", Missing: true})
+	_ = archivePages["archive"].ExecuteTemplate(&b, "layout", archivePage{Title: "Not in the archive", Missing: true, Newsletter: s.newsletter(r)})
 	return archived{code: http.StatusNotFound, contentType: "text/html; charset=utf-8", cacheControl: "no-cache", body: b.Bytes()}
 }
 
@@ -123,9 +129,12 @@ func notFoundArchive() archived {
 func (s *Server) cached(build archiveBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := archiveKey(r)
+		// The pages show the settings (name, logo, description): a
+		// change to them is a new set of answers.
+		key = strconv.FormatInt(s.newsletter(r).Version, 10) + " " + key
 		var a archived
 		if !ok {
-			a = notFoundArchive()
+			a = s.notFoundArchive(r)
 		} else {
 			var err error
 			a, err = s.archive.get(r.Context(), s.deps.Archive, key, func() (archived, error) { return build(r) })
@@ -173,6 +182,12 @@ func archiveKey(r *http.Request) (string, bool) {
 			q.Set("topic", t)
 		}
 	default:
+		if y := r.URL.Query().Get("year"); y != "" {
+			if n, err := strconv.Atoi(y); err != nil || n < 1970 || n > 9999 || strconv.Itoa(n) != y {
+				return "", false
+			}
+			q.Set("year", y)
+		}
 		if a := r.URL.Query().Get("after"); a != "" {
 			if n, err := strconv.ParseInt(a, 10, 64); err != nil || n <= 0 {
 				return "", false
@@ -209,10 +224,23 @@ type archivePage struct {
 	// The list's.
 	Issues []archiveEntry
 	Older  string
+	// Topic is the topic a list shows (Topic.ID "": every public one),
+	// Year the year (0: all); Years the years of the listed letters,
+	// Topics the public topics, as links.
+	Topic  topics.Topic
+	Year   int
+	Years  []int
+	Topics []topics.Topic
 	// The issue's.
 	Issue   archiveEntry
 	Body    template.HTML
 	FeedURL string
+	// Newsletter are the settings in effect: the header, the
+	// description, the logo in the Open Graph tags.
+	Newsletter store.Settings
+	// URL is the page's own address (og:url); Summary its description
+	// (og:description).
+	URL, Summary string
 }
 
 type archiveEntry struct {
@@ -234,7 +262,7 @@ func htmlAnswer(p archivePage, cacheControl string) (archived, error) {
 
 // publicIssues are up to limit public sent issues of topic ("" : all)
 // below after, newest first, and whether there are more.
-func (s *Server) publicIssues(ctx context.Context, topic string, after int64, limit int) ([]store.Issue, bool, error) {
+func (s *Server) publicIssues(ctx context.Context, topic string, after int64, limit int, keep func(store.Issue) bool) ([]store.Issue, bool, error) {
 	var out []store.Issue
 	for {
 		page, err := s.deps.Archive.SentIssues(ctx, topic, after, limit+1)
@@ -242,7 +270,7 @@ func (s *Server) publicIssues(ctx context.Context, topic string, after int64, li
 			return nil, false, err
 		}
 		for _, is := range page {
-			if s.public(is) {
+			if s.public(is) && (keep == nil || keep(is)) {
 				if len(out) == limit {
 					return out, true, nil
 				}
@@ -256,18 +284,54 @@ func (s *Server) publicIssues(ctx context.Context, topic string, after int64, li
 	}
 }
 
+// archiveList is /archive and /archive/topic/{topic}, each for a
+// ?year= too: the letters newest first, a page at a time.
 func (s *Server) archiveList(r *http.Request) (archived, error) {
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64) // checked by archiveKey
-	list, more, err := s.publicIssues(r.Context(), "", after, ArchivePage)
+	q := r.URL.Query()
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64) // checked by archiveKey
+	year, _ := strconv.Atoi(q.Get("year"))               // checked by archiveKey
+	p := archivePage{Title: "Archive", FeedURL: "/archive/feed.atom", Newsletter: s.newsletter(r), Year: year}
+	for _, t := range s.cfg.Topics.Topics {
+		if s.cfg.Topics.Public(t.ID) {
+			p.Topics = append(p.Topics, t)
+		}
+	}
+	self := "/archive"
+	if id := r.PathValue("topic"); id != "" {
+		t, ok := s.cfg.Topics.Topic(id)
+		if !ok || !s.cfg.Topics.Public(id) {
+			return s.notFoundArchive(r), nil
+		}
+		p.Topic, p.Title = t, t.Name
+		self = "/archive/topic/" + url.PathEscape(id)
+		p.FeedURL += "?topic=" + url.QueryEscape(id)
+	}
+	var keep func(store.Issue) bool
+	if year > 0 {
+		keep = func(is store.Issue) bool { return is.SentAt.UTC().Year() == year }
+		p.Title += " " + strconv.Itoa(year)
+	}
+	list, more, err := s.publicIssues(r.Context(), p.Topic.ID, after, ArchivePage, keep)
 	if err != nil {
 		return archived{}, err
 	}
-	p := archivePage{Title: "Archive", FeedURL: "/archive/feed.atom"}
 	for _, is := range list {
 		p.Issues = append(p.Issues, entryOf(is))
+		if y := is.SentAt.UTC().Year(); !slices.Contains(p.Years, y) && y != year {
+			p.Years = append(p.Years, y)
+		}
 	}
+	page := self
+	if year > 0 {
+		page += "?year=" + strconv.Itoa(year)
+	}
+	p.URL, p.Summary = s.cfg.Origin+page, p.Newsletter.Description
 	if more {
-		p.Older = "/archive?after=" + strconv.FormatInt(list[len(list)-1].ID, 10)
+		sep := "?"
+		if year > 0 {
+			sep = "&"
+		}
+		p.Older = page + sep + "after=" + strconv.FormatInt(list[len(list)-1].ID, 10)
 	}
 	return htmlAnswer(p, "public, max-age=60")
 }
@@ -277,7 +341,7 @@ func (s *Server) archiveIssue(r *http.Request) (archived, error) {
 	if errors.Is(err, store.ErrNoIssue) || (err == nil && !s.public(is)) {
 		// Unknown, not sent yet, or private: the same answer, so the
 		// archive tells nothing of drafts or private letters.
-		return notFoundArchive(), nil
+		return s.notFoundArchive(r), nil
 	}
 	if err != nil {
 		return archived{}, err
@@ -287,7 +351,13 @@ func (s *Server) archiveIssue(r *http.Request) (archived, error) {
 		return archived{}, err
 	}
 	// A sent issue never changes: a cache may keep its page a while.
-	return htmlAnswer(archivePage{Title: is.Subject, Issue: entryOf(is), Body: body, FeedURL: "/archive/feed.atom"}, "public, max-age=300")
+	st := s.newsletter(r)
+	summary := is.Preheader
+	if summary == "" {
+		summary = st.Description
+	}
+	return htmlAnswer(archivePage{Title: is.Subject, Issue: entryOf(is), Body: body, FeedURL: "/archive/feed.atom", Newsletter: st,
+		URL: s.cfg.Origin + "/archive/" + is.Slug, Summary: summary}, "public, max-age=300")
 }
 
 // The Atom feed (RFC 4287). Ids are the pages' addresses under
@@ -333,21 +403,22 @@ type atomEntry struct {
 func (s *Server) archiveFeed(r *http.Request) (archived, error) {
 	topic := r.URL.Query().Get("topic")
 	if topic != "" && !s.cfg.Topics.Public(topic) {
-		return notFoundArchive(), nil
+		return s.notFoundArchive(r), nil
 	}
-	list, _, err := s.publicIssues(r.Context(), topic, 0, ArchiveFeedEntries)
+	list, _, err := s.publicIssues(r.Context(), topic, 0, ArchiveFeedEntries, nil)
 	if err != nil {
 		return archived{}, err
 	}
 	base := s.cfg.Origin
 	self := base + "/archive/feed.atom"
-	title := s.cfg.Publisher
+	name := s.newsletter(r).Name
+	title := name
 	if topic != "" {
 		self += "?topic=" + url.QueryEscape(topic)
 		t, _ := s.cfg.Topics.Topic(topic)
 		title += ": " + t.Name
 	}
-	f := atomFeed{ID: self, Title: title, Author: atomPerson{Name: s.cfg.Publisher},
+	f := atomFeed{ID: self, Title: title, Author: atomPerson{Name: name},
 		// An empty feed has no date of its own: the epoch keeps it stable.
 		Updated: time.Unix(0, 0).UTC().Format(time.RFC3339),
 		Links:   []atomLink{{Rel: "self", Type: "application/atom+xml", Href: self}, {Rel: "alternate", Type: "text/html", Href: base + "/archive"}}}

@@ -74,6 +74,10 @@ func TestArchivePagesLoadInChromiumWithoutErrors(t *testing.T) {
 		{"/archive", "Archive", "Second letter"},
 		{"/archive/first-letter", "First letter", "Hello readers, see our site."},
 		{"/archive/second-letter", "Second letter", "<script>alert(1)</script>"},
+		// The home's parts: a topic's page and a year's, each with the
+		// subscribe box.
+		{"/archive/topic/updates", "Product updates", "Subscribe to Example News"},
+		{"/archive?year=2026", "Archive 2026", "First letter"},
 	} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+c.path), chromedp.WaitVisible(chromedp.CSS("h1"))); err != nil {
 			t.Fatal(err)

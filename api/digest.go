@@ -262,6 +262,10 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 	if period == "" {
 		period = tasks.Period(s.deps.Now())
 	}
+	if err := s.deps.Settings.BulkReady(r.Context()); err != nil {
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		return
+	}
 	dup, err := tasks.EnqueueDigestPlan(r.Context(), s.deps.Queue, period)
 	if errors.Is(err, tasks.ErrInvalidPeriod) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))

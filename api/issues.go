@@ -12,6 +12,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/httpbody"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
 )
@@ -49,7 +50,7 @@ func (s *Server) issueRoutes() {
 	if s.deps.Issues == nil {
 		return
 	}
-	s.issues = &issues.Service{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now}
+	s.issues = &issues.Service{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now, BulkReady: s.deps.Settings.BulkReady}
 	// Readers of the issues (viewer) and their writers (editor), as
 	// the reference's table of roles says.
 	v := func(h http.HandlerFunc) http.Handler { return s.Viewer(h) }
@@ -233,7 +234,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
 		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
-	case errors.Is(err, store.ErrIssueState), errors.Is(err, issues.ErrNoReaders):
+	case errors.Is(err, store.ErrIssueState), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
 		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
 	case errors.Is(err, store.ErrIssueStale):
 		WriteJSON(w, http.StatusConflict, errorBody("the issue changed since you opened it; read it again"))

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
 )
 
 //go:embed pages/*.html
@@ -39,6 +40,9 @@ type pageData struct {
 	// (export, erase) with Token to a message page: a person whose
 	// subscription ended still has their data with us.
 	DataRequests bool
+	// Newsletter are the settings in effect (renderPage fills them in
+	// from the writer when the handler did not).
+	Newsletter store.Settings
 }
 
 // topicChoice is one topic's checkbox.
@@ -68,6 +72,9 @@ func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	}
 	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
+		d.Newsletter = sr.newsletter()
+	}
 	w.WriteHeader(code)
 	// The templates are parsed at start and their data is ours: an error
 	// here is a client that left mid-page.

@@ -91,7 +91,7 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: sub.ID, Number: number,
-		Text:  fmt.Sprintf("%s: your code is %s. It works for %d minutes.", s.cfg.Publisher, code, int(store.PhoneCodeTTL.Minutes())),
+		Text:  fmt.Sprintf("%s: your code is %s. It works for %d minutes.", s.newsletter(r).Name, code, int(store.PhoneCodeTTL.Minutes())),
 		Until: s.deps.Now().Add(store.PhoneCodeTTL)})
 	if _, err := s.deps.Queue.EnqueueContext(ctx, job); err != nil {
 		s.deps.Log.Error("preferences: queue a phone code", "err", err)

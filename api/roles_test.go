@@ -96,6 +96,8 @@ var routeRoles = map[string]struct {
 	"GET /api/imports/{id}":                        {role: adminauth.Admin},
 	"POST /api/accounts/invites":                   {role: adminauth.Admin},
 	"GET /api/accounts":                            {role: adminauth.Admin},
+	"GET /api/settings":                            {role: adminauth.Admin},
+	"PUT /api/settings":                            {role: adminauth.Admin},
 	"/monitoring/":                                 {role: adminauth.Admin, basic: true},
 }
 
@@ -107,7 +109,7 @@ var publicRoutes = map[string]bool{
 	"GET /confirm": true, "POST /confirm": true, "GET /unsubscribe": true, "POST /unsubscribe": true,
 	"GET /preferences": true, "POST /preferences": true, "POST /preferences/export": true, "POST /preferences/erase": true,
 	"GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
-	"GET /archive": true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true,
+	"GET /archive": true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true, "GET /archive/topic/{topic}": true,
 	"POST /preferences/push": true, "GET /sw.js": true, "GET /push.js": true,
 	"POST /webhooks/ses": true, "POST /webhooks/sendgrid": true, "POST /webhooks/mailgun": true, "POST /webhooks/postmark": true,
 	"/admin/": true,
@@ -137,7 +139,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Markdown: MarkdownFunc(func(src string) (template.HTML, error) { return template.HTML(template.HTMLEscapeString(src)), nil }),
 		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},
 		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
-		Imports: csvimport.NewJobs(rdb),
+		Imports: csvimport.NewJobs(rdb), SettingsStore: st,
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

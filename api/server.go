@@ -17,6 +17,7 @@ import (
 	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/ratelimit"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
@@ -98,6 +99,9 @@ type Config struct {
 	// when the event is posted.
 	SMSAuthToken   string
 	SMSMaxSegments int
+	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
+	// must align with it ("" : any From).
+	DKIMDomain string
 }
 
 // Store is what the API needs of the store: the subscriber list, digest
@@ -177,6 +181,11 @@ type Deps struct {
 	// ListJobs keep the list's bulk actions and exports (nil: bulk
 	// actions on a filter and exports answer 503).
 	ListJobs *listjobs.Jobs
+	// Settings are the newsletter's settings in effect (nil: the
+	// defaults of Config.Publisher, no postal address required);
+	// SettingsStore serves GET/PUT /api/settings (nil: no such routes).
+	Settings      *settings.Cache
+	SettingsStore store.SettingsStore
 }
 
 // Server is the HTTP API.
@@ -213,6 +222,9 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if cfg.Publisher == "" {
 		cfg.Publisher = "Newsletter"
+	}
+	if d.Settings == nil {
+		d.Settings = settings.Fixed(store.Settings{Name: cfg.Publisher})
 	}
 	if d.Guard == nil {
 		d.Guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, d.Now)
@@ -261,6 +273,7 @@ func (s *Server) routes() {
 	s.importRoutes()
 	s.accountRoutes()
 	s.segmentRoutes()
+	s.settingsRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404
@@ -284,7 +297,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.https() {
 		w.Header().Set("Strict-Transport-Security", hstsMaxAge)
 	}
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, newsletter: func() store.Settings { return s.deps.Settings.Current(r.Context()) }}
 	s.mux.ServeHTTP(rec, r)
 	// ServeMux sets r.Pattern in place: the route's pattern, never the
 	// raw path, so tokens and addresses in URLs cannot blow up cardinality.
@@ -296,7 +309,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Defaults())})
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Defaults()), Newsletter: s.newsletter(r)})
 }
 
 // wantsJSON tells API clients from browsers: a JSON body, or an Accept
@@ -328,6 +341,10 @@ func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
+	// newsletter are the settings in effect: every page's title and
+	// heading name the newsletter, and the pages are rendered by
+	// renderPage, which has the writer and not the server.
+	newsletter func() store.Settings
 }
 
 func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }

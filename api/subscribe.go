@@ -198,5 +198,5 @@ func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, 
 	if in.get("topics_shown") == "" {
 		ticked = s.cfg.Topics.Defaults()
 	}
-	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.topicChoices(ticked)})
+	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.topicChoices(ticked), Newsletter: s.newsletter(r)})
 }

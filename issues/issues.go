@@ -196,6 +196,10 @@ type Service struct {
 	Log   *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// BulkReady, when set, may refuse any send or schedule
+	// (settings.Cache.BulkReady: no postal address yet); nothing changes
+	// then.
+	BulkReady func(ctx context.Context) error
 }
 
 func (s *Service) now() time.Time {
@@ -346,6 +350,11 @@ func (s *Service) Send(ctx context.Context, is store.Issue, when When, opt SendO
 	}
 	if is.Status != store.IssueDraft && is.Status != store.IssueScheduled {
 		return is, 0, &store.StateError{ID: is.ID, Status: is.Status}
+	}
+	if s.BulkReady != nil {
+		if err := s.BulkReady(ctx); err != nil {
+			return is, 0, err
+		}
 	}
 	n, err := s.Audience(ctx, is)
 	if err != nil {

@@ -191,7 +191,7 @@ func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemp
 	personalSubject := v.subject.personal()
 	skel := &Message{
 		Kind: msg.Kind, To: "reader@example.invalid", Subject: msg.Subject, Text: textMark,
-		UnsubscribeURL: msg.UnsubscribeURL, ListID: msg.ListID, ReplyTo: msg.ReplyTo,
+		UnsubscribeURL: msg.UnsubscribeURL, ListID: msg.ListID, From: msg.From, ReplyTo: msg.ReplyTo,
 		MessageID: "id@example.invalid", Date: time.Unix(0, 0).UTC(), boundary: t.boundary,
 	}
 	if t.html {

@@ -46,8 +46,10 @@ type Message struct {
 	// ListID is the List-Id of the mail's topic; "" : the sender's
 	// (SMTPOptions.ListID).
 	ListID string
-	// ReplyTo, when set, is the Reply-To header: one bare address.
-	ReplyTo string
+	// From is the mail's From ("Name <addr>", the settings'); "" : the
+	// sender's (SMTPOptions.From). It must align with the DKIM domain
+	// (settings.Check sees to it). ReplyTo, when set, is its Reply-To.
+	From, ReplyTo string
 	// MessageID is filled by Send when empty, without angle brackets.
 	MessageID string
 	Date      time.Time

@@ -1,6 +1,7 @@
 package mailer
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -260,7 +261,7 @@ type preparedMail struct {
 	values [nPersonal]string
 	// What Render filled in: a caller that changes the message afterwards
 	// sends it through the full path.
-	subject, text, html, unsubscribe, listID, replyTo string
+	subject, text, html, unsubscribe, listID, from, replyTo string
 	// lazy: the text and HTML were left out (RenderFor), to be filled in
 	// only if the mail takes go-mail's path after all.
 	lazy bool
@@ -282,7 +283,7 @@ func (pm *preparedMail) complete(msg *Message) {
 // unchanged reports whether msg still carries what Render filled in.
 func (pm *preparedMail) unchanged(msg *Message) bool {
 	return msg.Subject == pm.subject && msg.Text == pm.text && msg.HTML == pm.html &&
-		msg.UnsubscribeURL == pm.unsubscribe && msg.ListID == pm.listID && msg.ReplyTo == pm.replyTo
+		msg.UnsubscribeURL == pm.unsubscribe && msg.ListID == pm.listID && msg.From == pm.from && msg.ReplyTo == pm.replyTo
 }
 
 // Prepared renders one kind of mail with shared data (a digest's period and
@@ -369,7 +370,8 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 		return p.r.Render(p.kind, full)
 	}
 	msg := &Message{
-		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID, ReplyTo: full.ReplyTo,
+		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
+		From: full.Newsletter.From, ReplyTo: cmp.Or(full.ReplyTo, full.Newsletter.ReplyTo),
 	}
 	pm := &preparedMail{v: v, p: p, values: values, lazy: true}
 	var want *Message
@@ -395,7 +397,8 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 	}
 	pm.lazy = lazy
 	p.fast.Add(1)
-	pm.subject, pm.text, pm.html, pm.unsubscribe, pm.listID, pm.replyTo = msg.Subject, msg.Text, msg.HTML, msg.UnsubscribeURL, msg.ListID, msg.ReplyTo
+	pm.subject, pm.text, pm.html, pm.unsubscribe, pm.listID = msg.Subject, msg.Text, msg.HTML, msg.UnsubscribeURL, msg.ListID
+	pm.from, pm.replyTo = msg.From, msg.ReplyTo
 	msg.prep = pm
 	return msg, nil
 }

@@ -2,6 +2,7 @@ package mailer
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -61,6 +62,21 @@ type Data struct {
 	// "", so {{or .Subscriber.Fields.company "there"}} or
 	// {{.Subscriber.Fields.company | default "there"}} falls back.
 	Subscriber Recipient
+	// Newsletter is who sends it (the settings in effect): the layout's
+	// logo, name, accent colour and postal address; From and ReplyTo go
+	// into the mail's header.
+	Newsletter Newsletter
+}
+
+// Newsletter is the newsletter's own side of a mail (store.Settings as
+// the templates see it; every field may be empty).
+type Newsletter struct {
+	Name, Description, PostalAddress, LogoURL string
+	// Accent is a #rrggbb colour (settings.Check) for links and buttons.
+	Accent htmltemplate.CSS
+	// From and ReplyTo are header values ("Name <addr>"); empty: the
+	// sender's own From, no Reply-To.
+	From, ReplyTo string
 }
 
 // Recipient is the reader as templates see them (Data.Subscriber).
@@ -294,6 +310,7 @@ func (r *Renderer) render(kind string, d Data) (*Message, error) {
 		HTML:           htmlPart,
 		UnsubscribeURL: d.UnsubscribeURL,
 		ListID:         d.ListID,
-		ReplyTo:        d.ReplyTo,
+		From:           d.Newsletter.From,
+		ReplyTo:        cmp.Or(d.ReplyTo, d.Newsletter.ReplyTo),
 	}, nil
 }

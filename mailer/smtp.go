@@ -253,6 +253,15 @@ func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, msg *Mes
 // written by go-mail, and signed when DKIM is on.
 func (s *SMTP) message(msg *Message, buf []byte) (envelope, []byte, error) {
 	env := envelope{from: s.envelopeFrom, to: msg.To}
+	if msg.From != "" {
+		// The settings' From: bounces come back to it as they would to
+		// the configured one.
+		a, err := mail.ParseAddress(msg.From)
+		if err != nil {
+			return env, nil, fmt.Errorf("from %q: %w", msg.From, err)
+		}
+		env.from = a.Address
+	}
 	if s.bounce != "" {
 		env.from = returnPath(s.bounce, msg.Tag)
 	}
@@ -311,8 +320,17 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	// No User-Agent or X-Mailer: a library's banner tells a spam filter
 	// and an attacker what sent the mail, and nothing a reader needs.
 	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	if err := m.From(s.from); err != nil {
+	from := s.from
+	if msg.From != "" {
+		from = msg.From
+	}
+	if err := m.From(from); err != nil {
 		return nil, err
+	}
+	if msg.ReplyTo != "" {
+		if err := m.ReplyTo(msg.ReplyTo); err != nil {
+			return nil, err
+		}
 	}
 	to, err := toAddress(msg.ToName, msg.To)
 	if err != nil {

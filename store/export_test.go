@@ -50,6 +50,7 @@ var Scripts = map[string]*redis.Script{
 	"revokeTokenScript":      revokeTokenScript,
 	"saveFeedScript":         saveFeedScript,
 	"saveSegmentScript":      saveSegmentScript,
+	"saveSettingsScript":     saveSettingsScript,
 	"setAccountFieldsScript": setAccountFieldsScript,
 	"setChannelsScript":      setChannelsScript,
 	"setFieldsScript":        setFieldsScript,

@@ -98,6 +98,7 @@ const (
 	prefixRun    = "nl:{pub}:digest:"         // + period: the run hash
 	keyLastItem  = "nl:{pub}:digest:lastitem" // highest item id any run took
 	keyLatestRun = "nl:{pub}:digest:latest"   // period of the latest run
+	keySettings  = "nl:{pub}:settings"        // hash: the newsletter's settings (settings.go) and their version v
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of

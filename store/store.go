@@ -299,6 +299,7 @@ type Store interface {
 	PersonOrder
 	Webhooks
 	Tokens
+	SettingsStore
 	// The audit log (audit.go).
 	audit.Recorder
 	audit.Reader

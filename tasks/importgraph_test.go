@@ -40,6 +40,7 @@ func TestLayering(t *testing.T) {
 		{mod + "store", []string{mod + "tasks", mod + "mailer", mod + "internal/config"}},
 		{mod + "tasks/worker", []string{mod + "api", mod + "internal/config"}},
 		{mod + "internal/engage", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "tasks/worker", mod + "api", mod + "internal/config"}},
+		{mod + "internal/settings", []string{mod + "mailer", mod + "tasks", mod + "api", mod + "internal/config"}},
 	} {
 		got := deps(t, c.pkg)
 		for _, f := range c.forbidden {

@@ -16,6 +16,7 @@ import (
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/store"
@@ -47,6 +48,9 @@ type Config struct {
 	// Endpoints checks the webhook URLs admins register (the API's:
 	// https, public addresses unless NEWSLETTER_WEBHOOK_ALLOW_PRIVATE).
 	Endpoints netguard.Guard
+	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
+	// must align with it.
+	DKIMDomain string
 }
 
 // DefaultConfirmSendAbove is the audience above which a send asks again.
@@ -144,8 +148,13 @@ type Deps struct {
 	// TestGate decides who a test send may reach (the API's, so both
 	// share one allowance; nil: only the account's own address).
 	TestGate *issues.TestGate
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Settings are the newsletter's (the API's cache, so a save here is
+	// in effect there at once; nil: the Settings screen answers 501 and
+	// sends need no postal address).
+	Settings      *settings.Cache
+	SettingsStore store.SettingsStore
+	Log           *slog.Logger
+	Now           func() time.Time
 }
 
 // Handler serves /admin/.
@@ -203,7 +212,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
-	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now}
+	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady}
 	h.routes()
 	return h, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
@@ -153,6 +154,9 @@ type env struct {
 	// eng is what the issues' readers did, as the test says (the
 	// counted redirect's side of a report).
 	eng fakeEngagement
+	// settings are the console's settings cache (the API's, in the
+	// binary).
+	settings *settings.Cache
 }
 
 // fakeEngagement gives each issue the engagement the test put there.
@@ -210,7 +214,9 @@ func newEnv(t testing.TB) *env {
 	e.subs = apiSrv
 	e.listRunner = &listjobs.Runner{Jobs: e.listJobs, Store: st, Audit: trail, Now: time.Now, Log: log,
 		Applier: &listjobs.Applier{Store: st, Topics: topics.Default(0), Tasks: insp}}
-	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}}, console.Deps{
+	e.settings = settings.NewCache(st, settings.Options{Defaults: settings.Defaults("News <news@example.com>"), Log: log})
+	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
+		Settings: e.settings, SettingsStore: st,
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,

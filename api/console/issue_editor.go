@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"github.com/newsletter/newsletter/internal/settings"
 	"html/template"
 	"net/http"
 	"slices"
@@ -160,7 +161,7 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 			return
 		}
 		h.editor(w, r, http.StatusConflict, cur, f, "The issue changed since you opened it; nothing was saved. Your text is below: compare it with the saved issue and save again.")
-	case errors.As(err, &changed), errors.Is(err, issues.ErrNoReaders):
+	case errors.As(err, &changed), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
 		h.editor(w, r, http.StatusConflict, is, f, err.Error()+". Nothing was sent.")
 	case errors.Is(err, issues.ErrTestRecipient):
 		h.editor(w, r, http.StatusForbidden, is, f, err.Error()+". Nothing was sent.")

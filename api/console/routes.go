@@ -87,6 +87,8 @@ func (h *Handler) routes() {
 	m.Handle("POST /admin/accounts/{id}/role", h.require(Admin, h.changeRole))
 	m.Handle("POST /admin/accounts/{id}/suspend", h.require(Admin, h.suspendAccount(true)))
 	m.Handle("POST /admin/accounts/{id}/restore", h.require(Admin, h.suspendAccount(false)))
+	m.Handle("GET /admin/settings", h.require(Admin, h.showSettings))
+	m.Handle("POST /admin/settings", h.require(Admin, h.saveSettings))
 
 	m.Handle("GET /admin/tokens", h.require(Admin, h.listTokens))
 	m.Handle("POST /admin/tokens", h.require(Admin, h.createToken))

@@ -29,6 +29,7 @@ import (
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/redisconn"
+	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -59,6 +60,9 @@ type app struct {
 	guard *adminauth.Guard
 	// redact is the keyed hash of addresses in the logs and the audit log.
 	redact *logredact.Redactor
+	// settings are the newsletter's (name, From, postal address…), re-read
+	// from Redis every few seconds by every role.
+	settings *settings.Cache
 	// tokenGenerated: the admin token was made up at start (embedded
 	// mode), so the banner may print it; a configured one never is.
 	tokenGenerated bool
@@ -137,6 +141,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	a.guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, nil).WithTokens(a.store)
 	a.reg = prometheus.NewRegistry()
 	a.audit = audit.NewTrail(a.store, redact, a.log, a.reg)
+	a.settings = settings.NewCache(a.store, settings.Options{Defaults: settings.Defaults(cfg.From), RequirePostal: cfg.RequirePostalAddress, Log: a.log})
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// What this process's start-up moved into the current layout (0 on
 	// data already in it): an operator sees the upgrade happen, and done.

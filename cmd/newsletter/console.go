@@ -31,13 +31,14 @@ type consoleDeps struct {
 // stored tokens, one failure budget) and writes the same audit log; its
 // export and erase are the API's (srv).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
-	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints()}, console.Deps{
+	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
 		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
 		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log, TestGate: a.cfg.TestGate,
 		Engagement: d.store,
+		Settings:   a.settings, SettingsStore: d.store,
 	})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

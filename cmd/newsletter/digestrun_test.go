@@ -16,7 +16,7 @@ func TestDigestRunCommandSaysAlreadyQueued(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	env := map[string]string{
 		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": "smtp://127.0.0.1:2525",
-		"NEWSLETTER_SECRET": "digest-run-test-secret",
+		"NEWSLETTER_SECRET": "digest-run-test-secret", "NEWSLETTER_REQUIRE_POSTAL_ADDRESS": "false",
 	}
 	ctx := context.Background()
 	var lines []string

@@ -102,7 +102,7 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 			opt.ConfirmAudience = confirm
 		}
 		when := issues.When{At: *at, LocalTime: *local}
-		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log}
+		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady}
 		is, n, err := svc.Send(ctx, is, when, opt)
 		if err != nil {
 			return err

@@ -30,7 +30,7 @@ func runIssue(t *testing.T, env map[string]string, args ...string) (code int, st
 
 func issueEnv(redisURL string) map[string]string {
 	return map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "issue-cmd-test-secret",
-		"NEWSLETTER_BASE_URL": "https://news.example.com"}
+		"NEWSLETTER_BASE_URL": "https://news.example.com", "NEWSLETTER_REQUIRE_POSTAL_ADDRESS": "false"}
 }
 
 func writeFile(t *testing.T, name, body string) string {

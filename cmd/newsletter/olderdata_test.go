@@ -22,7 +22,7 @@ func TestDigestOfAnEarlierVersionRefusesStart(t *testing.T) {
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	env := map[string]string{
 		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": "smtp://127.0.0.1:2525",
-		"NEWSLETTER_SECRET": "older-digest-test-secret",
+		"NEWSLETTER_SECRET": "older-digest-test-secret", "NEWSLETTER_REQUIRE_POSTAL_ADDRESS": "false",
 	}
 	ctx := context.Background()
 	versionedStore(t, rdb) // the data as the earlier release left it

@@ -32,6 +32,9 @@ func digestCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer a.close()
+	if err := a.settings.BulkReady(ctx); err != nil {
+		return err
+	}
 	client := a.newClient()
 	dup, err := tasks.EnqueueDigestPlan(ctx, client, *period)
 	if err != nil {

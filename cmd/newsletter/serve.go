@@ -198,7 +198,8 @@ func (l *lanes) setUpMail(ctx context.Context, a *app) error {
 func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *worker.Worker {
 	metrics := worker.NewMetrics(a.reg)
 	d := worker.Deps{
-		Store: a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
+		BulkReady: a.settings.BulkReady,
+		Store:     a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
 		ClaimTTL:    a.cfg.ClaimTTL,
 		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
 		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
@@ -272,8 +273,9 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
 		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
-		Publisher: publisher(a.cfg.From),
+		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
+		Settings: a.settings, SettingsStore: apiStore,
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
@@ -527,6 +529,9 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	if a.emb != nil {
 		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
 		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
+		if !a.cfg.RequirePostalAddress {
+			fmt.Fprintf(a.out, "  postal address   not required here (NEWSLETTER_REQUIRE_POSTAL_ADDRESS is off in embedded mode); set the newsletter's at %s/admin/settings\n", base)
+		}
 	}
 }
 
@@ -587,7 +592,10 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 
 // links are the personal links of every mail this service sends.
 func (a *app) links() worker.Links {
-	l := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From)}
+	l := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From),
+		// The cache reads Redis at most every few seconds; a mail waits
+		// on that read no longer than on any other of its Redis reads.
+		Newsletter: func() mailer.Newsletter { return worker.NewsletterOf(a.settings.Current(context.Background())) }}
 	if a.cfg.Engagement != engage.Off {
 		l.Engagement, l.Opens = a.engage, a.cfg.Opens
 	}

@@ -176,7 +176,9 @@ sequence:
 	return f
 }
 
-var stepSubjects = []string{"Welcome to the newsletter", "Getting started with the newsletter", "A week with the newsletter"}
+// stepSubjects name the newsletter: with no settings saved, the display
+// name of NEWSLETTER_FROM's default, "Newsletter".
+var stepSubjects = []string{"Welcome to Newsletter", "Getting started with Newsletter", "A week with Newsletter"}
 
 // A three-step sequence over real SMTP: each step in order, not before
 // its delay; leaving between steps 1 and 2 stops 2 and 3.

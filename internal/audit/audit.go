@@ -89,6 +89,7 @@ const (
 	FieldDeclared          = "field.declared"
 	SegmentSaved           = "segment.saved"
 	SegmentDeleted         = "segment.deleted"
+	SettingsChanged        = "settings.changed" // Detail names the fields that changed
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).

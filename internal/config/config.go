@@ -17,7 +17,6 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
@@ -209,6 +208,11 @@ type Config struct {
 	SMS            *SMS
 	SMSConcurrency int
 	SMSRate        int
+	// RequirePostalAddress refuses bulk sends (issues, digests) while the
+	// settings have no postal address (NEWSLETTER_REQUIRE_POSTAL_ADDRESS:
+	// on, except in embedded mode, where it defaults off and the banner
+	// says so).
+	RequirePostalAddress bool
 }
 
 // SMS is the SMS gateway's account and the limits that protect the bill.
@@ -403,6 +407,9 @@ func (p *parser) read() *Config {
 	c.SMSConcurrency = p.integer("NEWSLETTER_SMS_CONCURRENCY", 8, 1)
 	c.SMSRate = p.integer("NEWSLETTER_SMS_RATE", 10, 1)
 	c.SMS = p.sms()
+	// The embedded default is for trying things out: a first digest
+	// should not wait for a postal address there.
+	c.RequirePostalAddress = p.boolean("NEWSLETTER_REQUIRE_POSTAL_ADDRESS", !c.Embedded())
 	var lerr error
 	c.Lanes, lerr = tasks.ParseLanes(p.str("NEWSLETTER_LANES", strings.Join(tasks.Lanes, ",")))
 	if lerr != nil {
@@ -768,7 +775,7 @@ func (p *parser) dkim(c *Config, fromDomain string) {
 	p.check("NEWSLETTER_DKIM_ED25519_KEY_FILE", c.DKIMEd25519KeyFile == "" || c.DKIMKeyFile != "",
 		"set beside NEWSLETTER_DKIM_KEY_FILE (an RSA key: receivers that do not know Ed25519 check that signature)")
 	for _, v := range [][2]string{{"NEWSLETTER_DKIM_SELECTOR", c.DKIMSelector}, {"NEWSLETTER_DKIM_ED25519_SELECTOR", c.DKIMEd25519Selector}} {
-		p.check(v[0], v[1] == "" || dnsName(v[1]), "a DNS label such as nl2026 (the record is <selector>._domainkey.<domain>)")
+		p.check(v[0], v[1] == "" || address.DNSName(v[1]), "a DNS label such as nl2026 (the record is <selector>._domainkey.<domain>)")
 	}
 	p.check("NEWSLETTER_DKIM_ED25519_SELECTOR", c.DKIMEd25519Selector == "" || !strings.EqualFold(c.DKIMEd25519Selector, c.DKIMSelector),
 		"a selector other than NEWSLETTER_DKIM_SELECTOR: each key has its own DNS record")
@@ -776,45 +783,8 @@ func (p *parser) dkim(c *Config, fromDomain string) {
 		return
 	}
 	c.DKIMDomain = strings.ToLower(strings.TrimSuffix(c.DKIMDomain, "."))
-	p.check("NEWSLETTER_DKIM_DOMAIN", aligned(c.DKIMDomain, fromDomain),
+	p.check("NEWSLETTER_DKIM_DOMAIN", address.DKIMAligned(c.DKIMDomain, fromDomain),
 		fmt.Sprintf("the domain of NEWSLETTER_FROM (%s) or a parent of it below the public suffix, got %s: DMARC passes only on a signature aligned with From", fromDomain, c.DKIMDomain))
-}
-
-// aligned reports whether a DKIM signature of domain d aligns with From
-// domain from: d is from itself or a parent of it, and not a public suffix
-// (com, co.uk), which no DMARC policy lives at.
-func aligned(d, from string) bool {
-	from = strings.ToLower(strings.TrimSuffix(from, "."))
-	if !dnsName(d) {
-		return false
-	}
-	if d == from {
-		return true
-	}
-	if !strings.HasSuffix(from, "."+d) {
-		return false
-	}
-	suffix, _ := publicsuffix.PublicSuffix(d)
-	return suffix != d
-}
-
-// dnsName reports whether s is a host name: dot-separated labels of
-// letters, digits and inner hyphens.
-func dnsName(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // Warnings are settings that work but that an operator should know about.

@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
 		{"Accounts", testAccounts},
+		{"Settings", testSettings},
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
 		{"IssueAdvanceOnce", testIssueAdvanceOnce},

@@ -44,13 +44,16 @@ type Store interface {
 // Deps is what the components are built from: the one place where a
 // worker is wired (the commands and the tests use it).
 type Deps struct {
-	Store  Store
-	Mailer mailer.Mailer
-	Render *mailer.Renderer
-	Links  Links
-	Queue  tasks.Enqueuer
-	Depth  QueueDepth // nil: no back pressure
-	Pace   Pacer      // nil: no pacing
+	// BulkReady, when set, holds the cron's digest until it allows bulk
+	// mail (settings.Cache.BulkReady: a postal address saved).
+	BulkReady func(ctx context.Context) error
+	Store     Store
+	Mailer    mailer.Mailer
+	Render    *mailer.Renderer
+	Links     Links
+	Queue     tasks.Enqueuer
+	Depth     QueueDepth // nil: no back pressure
+	Pace      Pacer      // nil: no pacing
 	// ConfirmPace: confirmations' own rate (nil: none).
 	ConfirmPace Pacer
 	Quiet       *quiet.Hours // nil: no quiet hours
@@ -232,7 +235,7 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Planner: &Planner{
 			Store: d.Store, Issues: d.Store, Render: d.Render, Now: d.Now,
-			Queue: d.Queue, Log: d.Log, RedisWait: d.RedisWait,
+			Queue: d.Queue, Log: d.Log, RedisWait: d.RedisWait, BulkReady: d.BulkReady,
 		},
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,

@@ -33,6 +33,10 @@ type Links struct {
 	Engagement *engage.Keys
 	// Opens adds the open pixel to issues (NEWSLETTER_OPENS=on).
 	Opens bool
+	// Newsletter are the settings in effect, read for each batch or mail
+	// (a settings.Cache through NewsletterOf; nil: none, the layout shows
+	// no name and the sender's From).
+	Newsletter func() mailer.Newsletter
 }
 
 // Counted is an issue's body with its links going through the counted
@@ -68,6 +72,21 @@ func (l Links) Reader(issue, reader int64, sent time.Time) string {
 	return l.Engagement.ReaderPart(issue, reader, sent)
 }
 
+// NewsletterOf is the settings s as mails show them.
+func NewsletterOf(s store.Settings) mailer.Newsletter {
+	return mailer.Newsletter{Name: s.Name, Description: s.Description, PostalAddress: s.PostalAddress, LogoURL: s.LogoURL,
+		Accent: htmltemplate.CSS(s.Accent), From: s.From, ReplyTo: s.ReplyTo}
+}
+
+// Base is what every mail shares: the newsletter's settings.
+func (l Links) Base() mailer.Data {
+	d := mailer.Data{}
+	if l.Newsletter != nil {
+		d.Newsletter = l.Newsletter()
+	}
+	return d
+}
+
 // Confirm is the confirmation link for sub. Every link names the
 // subscriber by id, never by address: links are seen by proxies,
 // analytics and link scanners (internal/token).
@@ -99,7 +118,7 @@ func (l Links) ToIssue(stream mailer.Data, sub store.Subscriber, topic string, i
 
 // Stream is what every mail of topic shares: its name and List-Id.
 func (l Links) Stream(topic string) mailer.Data {
-	d := mailer.Data{}
+	d := l.Base()
 	if t, ok := l.Topics.Topic(topic); ok {
 		d.Topic = t.Name
 	}
@@ -158,7 +177,7 @@ func (h *Mails) HandleConfirm(ctx context.Context, p tasks.ConfirmPayload) error
 		// Nothing the requester chose goes into it (not the name, neither
 		// in the text nor in To:): the form is public, and a confirmation
 		// must not carry a stranger's text to whoever owns the address.
-		Data: mailer.Data{Email: sub.Email, ConfirmURL: h.Links.Confirm(sub)},
+		Data: h.Links.confirmData(sub),
 	}))
 }
 
@@ -177,6 +196,21 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLi
 	return h.giveBack(ctx, store.HoldUnsubscribe, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,
 		Mark: store.Mark{Kind: mailer.KindUnsubscribe, Key: p.Nonce, SubscriberID: sub.ID},
-		Data: mailer.Data{Email: sub.Email, UnsubscribeURL: h.Links.Unsubscribe(sub, "")},
+		Data: h.Links.unsubscribeData(sub),
 	}))
+}
+
+// confirmData is a confirmation's data: the newsletter's, the address and
+// the link.
+func (l Links) confirmData(sub store.Subscriber) mailer.Data {
+	d := l.Base()
+	d.Email, d.ConfirmURL = sub.Email, l.Confirm(sub)
+	return d
+}
+
+// unsubscribeData is the mailed unsubscribe link's data.
+func (l Links) unsubscribeData(sub store.Subscriber) mailer.Data {
+	d := l.Base()
+	d.Email, d.UnsubscribeURL = sub.Email, l.Unsubscribe(sub, "")
+	return d
 }

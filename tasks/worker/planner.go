@@ -57,6 +57,10 @@ type Planner struct {
 	// a Redis that cannot be reached (DefaultRedisWait).
 	RedisWait time.Duration
 	Log       *slog.Logger
+	// BulkReady, when set, may hold a period's digest (no postal address
+	// saved yet): the plan fails before anything is recorded, and asynq's
+	// retries run it again, so the digest goes out once it is allowed.
+	BulkReady func(ctx context.Context) error
 }
 
 // away is how the planner's Redis steps wait out an outage
@@ -75,6 +79,12 @@ func (h *Planner) awaited() awaitPlanner {
 // planning as its issue. A run planned or empty is left alone, so running
 // the period again sends nothing more.
 func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayload) error {
+	if h.BulkReady != nil {
+		if err := h.BulkReady(ctx); err != nil {
+			h.Log.Error("digest: held", "period", p.Period, "err", err)
+			return fmt.Errorf("digest %s: %w", p.Period, err)
+		}
+	}
 	run, created, err := h.awaited().StartDigestRun(ctx, p.Period)
 	if err != nil {
 		return err

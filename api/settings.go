@@ -1,0 +1,133 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/settings"
+	"github.com/newsletter/newsletter/store"
+)
+
+// settingsFields are PUT /api/settings's: any of them (an absent one
+// keeps its value), and the version the writer read.
+var settingsFields = fields{"name": textField, "description": textField, "from": textField, "reply_to": textField,
+	"postal_address": textField, "logo_url": textField, "accent": textField, "version": countField}
+
+func (s *Server) settingsRoutes() {
+	if s.deps.SettingsStore == nil {
+		return
+	}
+	s.mux.Handle("GET /api/settings", s.Admin(http.HandlerFunc(s.getSettings)))
+	s.mux.Handle("PUT /api/settings", s.Admin(http.HandlerFunc(s.putSettings)))
+}
+
+// newsletter are the settings in effect (the name on pages, feeds and
+// texts).
+func (s *Server) newsletter(r *http.Request) store.Settings {
+	return s.deps.Settings.Current(r.Context())
+}
+
+// getSettings handles GET /api/settings: the settings in effect (version
+// 0: none saved, derived from the environment).
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
+	cur, err := s.storedSettings(r)
+	if err != nil {
+		s.deps.Log.Error("read the settings", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
+		return
+	}
+	WriteJSON(w, http.StatusOK, cur)
+}
+
+// storedSettings reads the settings from the store itself (not the
+// cache: a writer must see the version it would overwrite).
+func (s *Server) storedSettings(r *http.Request) (store.Settings, error) {
+	cur, err := s.deps.SettingsStore.Settings(r.Context())
+	if err != nil || cur.Version > 0 {
+		return cur, err
+	}
+	return s.deps.Settings.Defaults(), nil
+}
+
+// putSettings handles PUT /api/settings: the given fields over the saved
+// ones, checked whole (400, nothing changed), saved when "version" (when
+// given) is still the saved one (409 otherwise), audited, and in effect
+// in this process at once and in the others within settings.DefaultRecheck.
+func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
+	in := s.readAdminJSON(w, r, settingsFields, false)
+	if in == nil {
+		return
+	}
+	cur, err := s.storedSettings(r)
+	if err != nil {
+		s.deps.Log.Error("read the settings", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
+		return
+	}
+	version := cur.Version
+	if v, ok := in["version"]; ok {
+		version, _ = strconv.ParseInt(v[0], 10, 64) // a countField: checked
+	}
+	next := cur
+	for name, f := range map[string]*string{"name": &next.Name, "description": &next.Description, "from": &next.From,
+		"reply_to": &next.ReplyTo, "postal_address": &next.PostalAddress, "logo_url": &next.LogoURL, "accent": &next.Accent} {
+		if v, ok := in[name]; ok {
+			*f = v[0]
+		}
+	}
+	saved, err := SaveSettings(r, s.deps.SettingsStore, s.deps.Settings, s.cfg.DKIMDomain, cur, next, version)
+	var bad *settings.Error
+	switch {
+	case errors.As(err, &bad):
+		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": bad.Error(), "field": bad.Field})
+		return
+	case errors.Is(err, store.ErrSettingsStale):
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		return
+	case err != nil:
+		s.deps.Log.Error("save the settings", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not save the settings"))
+		return
+	}
+	s.note(r, audit.SettingsChanged, "settings", ChangedSettings(cur, saved))
+	WriteJSON(w, http.StatusOK, saved)
+}
+
+// SaveSettings checks next, saves it over the version the writer read
+// and puts it in effect in cache: the API's PUT and the console's form
+// share it. A *settings.Error or store.ErrSettingsStale leaves everything
+// as it was.
+func SaveSettings(r *http.Request, st store.SettingsStore, cache *settings.Cache, dkimDomain string, cur, next store.Settings, version int64) (store.Settings, error) {
+	if err := settings.Check(&next, dkimDomain); err != nil {
+		return cur, err
+	}
+	saved, err := st.SaveSettings(r.Context(), next, version)
+	if err != nil {
+		return cur, err
+	}
+	cache.Set(saved)
+	return saved, nil
+}
+
+// ChangedSettings names the fields that differ between a and b, for the
+// audit log (the values may be personal: a postal address).
+func ChangedSettings(a, b store.Settings) string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		a, b string
+	}{{"name", a.Name, b.Name}, {"description", a.Description, b.Description}, {"from", a.From, b.From},
+		{"reply_to", a.ReplyTo, b.ReplyTo}, {"postal_address", a.PostalAddress, b.PostalAddress},
+		{"logo_url", a.LogoURL, b.LogoURL}, {"accent", a.Accent, b.Accent}} {
+		if f.a != f.b {
+			out = append(out, f.name)
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
