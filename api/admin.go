@@ -17,6 +17,10 @@ type subscriberView struct {
 	ConfirmedAt    *time.Time   `json:"confirmed_at"`
 	UnsubscribedAt *time.Time   `json:"unsubscribed_at"`
 	Topics         []string     `json:"topics"`
+	// Tags and Fields: the person's tags and custom field values (left
+	// out when they have none).
+	Tags   []string          `json:"tags,omitempty"`
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -48,5 +52,6 @@ func viewOf(sub store.Subscriber) subscriberView {
 	return subscriberView{
 		Email: sub.Email, Name: sub.Name, Status: sub.Status, Timezone: sub.Timezone, CreatedAt: sub.CreatedAt,
 		ConfirmedAt: timePtr(sub.ConfirmedAt), UnsubscribedAt: timePtr(sub.UnsubscribedAt), Topics: sub.Topics,
+		Tags: sub.Tags, Fields: sub.Fields,
 	}
 }

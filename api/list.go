@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -102,13 +103,14 @@ func (s *Server) answerListError(w http.ResponseWriter, what string, err error) 
 
 // AddInput is POST /api/subscribers' body (and the console's add form).
 type AddInput struct {
-	Email       string    `json:"email"`
-	Name        string    `json:"name"`
-	Timezone    string    `json:"timezone"`
-	Topics      *[]string `json:"topics"`
-	Tags        []string  `json:"tags"`
-	DoubleOptIn bool      `json:"double_optin"`
-	Reason      string    `json:"reason"`
+	Email       string            `json:"email"`
+	Name        string            `json:"name"`
+	Timezone    string            `json:"timezone"`
+	Topics      *[]string         `json:"topics"`
+	Tags        []string          `json:"tags"`
+	Fields      map[string]string `json:"fields"`
+	DoubleOptIn bool              `json:"double_optin"`
+	Reason      string            `json:"reason"`
 }
 
 // checkTimezone refuses a zone Go does not know.
@@ -168,10 +170,9 @@ func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscrib
 	if len(chosen) == 0 {
 		return store.Subscriber{}, bad("topics: choose at least one")
 	}
-	if len(in.Tags) > 0 {
-		// Tags arrive with the tags work (issue #32): refused rather
-		// than dropped, so no caller believes they were kept.
-		return store.Subscriber{}, bad("tags are not supported yet")
+	tags, fields, err := s.checkExtras(ctx, &in.Tags, in.Fields)
+	if err != nil {
+		return store.Subscriber{}, err
 	}
 	reason, err := checkReason(in.Reason)
 	if err != nil {
@@ -183,7 +184,7 @@ func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscrib
 	who, _ := actor(ctx)
 	now := s.deps.Now()
 	req := store.SubscribeRequest{Email: email, Name: name, Timezone: tz, Topics: chosen, OnlyNew: true,
-		Source: store.SourceAdmin, Activate: !in.DoubleOptIn}
+		Source: store.SourceAdmin, Activate: !in.DoubleOptIn, Tags: tags, Fields: fields}
 	job := tasks.NewConfirm(email, now)
 	if !in.DoubleOptIn {
 		req.Reason, req.Actor = reason, who
@@ -229,23 +230,70 @@ func (s *Server) addSubscriber(w http.ResponseWriter, r *http.Request) {
 }
 
 // ChangeInput is PATCH /api/subscribers/{email}'s body: a field left out
-// stays as it is. Tags and fields come with their work (issue #32).
+// stays as it is. Tags replace the person's; fields are merged into
+// theirs ("" clears one).
 type ChangeInput struct {
-	Name     *string          `json:"name"`
-	Timezone *string          `json:"timezone"`
-	Topics   *[]string        `json:"topics"`
-	Tags     *[]string        `json:"tags"`
-	Fields   *json.RawMessage `json:"fields"`
+	Name     *string           `json:"name"`
+	Timezone *string           `json:"timezone"`
+	Topics   *[]string         `json:"topics"`
+	Tags     *[]string         `json:"tags"`
+	Fields   map[string]string `json:"fields"`
+}
+
+// checkExtras checks tags (nil: none given) and custom field values
+// against the declarations, before anything is written.
+func (s *Server) checkExtras(ctx context.Context, tags *[]string, fields map[string]string) ([]string, map[string]string, error) {
+	var out []string
+	if tags != nil {
+		for _, t := range *tags {
+			t = strings.TrimSpace(t)
+			if err := store.CheckTag(t); err != nil {
+				return nil, nil, bad("tags: %v", err)
+			}
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		if len(out) > store.MaxTagsPerPerson {
+			return nil, nil, bad("tags: at most %d", store.MaxTagsPerPerson)
+		}
+	}
+	if len(fields) == 0 {
+		return out, nil, nil
+	}
+	defs, err := s.deps.Store.FieldDefs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byName := make(map[string]store.FieldDef, len(defs))
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	checked, err := store.CheckFieldValues(byName, fields)
+	if err != nil {
+		return nil, nil, bad("fields: %v", err)
+	}
+	return out, checked, nil
 }
 
 // ChangeSubscriber sets what in gives of the person with address email,
-// checked first, in one step of the store, and audits it.
+// everything checked first; the name, time zone and topics change in one
+// step of the store, then the tags and the fields, each in a step of its
+// own. It is audited.
 func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeInput) (store.Subscriber, error) {
-	if in.Tags != nil || in.Fields != nil {
-		return store.Subscriber{}, bad("tags and fields are not supported yet")
-	}
 	var c store.Change
 	var what []string
+	tags, fields, err := s.checkExtras(ctx, in.Tags, in.Fields)
+	if err != nil {
+		return store.Subscriber{}, err
+	}
+	if in.Tags != nil {
+		what = append(what, "tags")
+	}
+	if in.Fields != nil {
+		what = append(what, "fields")
+	}
+	core := len(what)
 	if in.Name != nil {
 		name, err := address.CheckName(*in.Name)
 		if err != nil {
@@ -272,18 +320,41 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeIn
 		c.Cancel = tasks.SequenceCancel(email, s.cfg.Topics.Sequence)
 	}
 	if len(what) == 0 {
-		return store.Subscriber{}, bad("nothing to change: give name, timezone or topics")
+		return store.Subscriber{}, bad("nothing to change: give name, timezone, topics, tags or fields")
 	}
 	before, err := s.deps.Store.Get(ctx, email)
 	if err != nil {
 		return before, err
 	}
-	sub, err := s.deps.Store.ChangeSubscriber(ctx, email, c)
-	if errors.Is(err, store.ErrNotActive) {
-		return sub, &ListError{http.StatusConflict, fmt.Sprintf("the subscription is %s: topics change only while it runs", sub.Status)}
+	sub := before
+	if len(what) > core {
+		sub, err = s.deps.Store.ChangeSubscriber(ctx, email, c)
+		if errors.Is(err, store.ErrNotActive) {
+			return sub, &ListError{http.StatusConflict, fmt.Sprintf("the subscription is %s: topics change only while it runs", sub.Status)}
+		}
+		if err != nil {
+			return sub, err
+		}
 	}
-	if err != nil {
-		return sub, err
+	if in.Tags != nil {
+		add := slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return slices.Contains(before.Tags, t) })
+		remove := slices.DeleteFunc(slices.Clone(before.Tags), func(t string) bool { return slices.Contains(tags, t) })
+		if len(add) > 0 {
+			if _, err := s.deps.Store.AddTags(ctx, before.ID, add); err != nil {
+				return sub, err
+			}
+		}
+		if len(remove) > 0 {
+			if _, err := s.deps.Store.RemoveTags(ctx, before.ID, remove); err != nil {
+				return sub, err
+			}
+		}
+		sub.Tags = slices.Sorted(slices.Values(tags)) // as the store keeps them
+	}
+	if in.Fields != nil {
+		if sub.Fields, err = s.deps.Store.SetFields(ctx, before.ID, fields); err != nil {
+			return sub, err
+		}
 	}
 	seq := s.cfg.Topics.Sequence
 	if c.Topics != nil && strings.Contains(","+strings.Join(before.Topics, ",")+",", ","+seq.Topic+",") && !strings.Contains(","+strings.Join(sub.Topics, ",")+",", ","+seq.Topic+",") {

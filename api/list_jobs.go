@@ -28,6 +28,7 @@ type BulkInput struct {
 	Emails  []string      `json:"emails"`
 	Action  string        `json:"action"`
 	Topic   string        `json:"topic"`
+	Tag     string        `json:"tag"`
 	Confirm *int64        `json:"confirm"`
 }
 
@@ -75,6 +76,10 @@ func (s *Server) checkFilter(ctx context.Context, f store.Filter) (int64, error)
 // answers a ConfirmError with the size, and changes nothing.
 func (s *Server) StartBulk(ctx context.Context, in BulkInput) (BulkResult, error) {
 	a := s.applier()
+	if listjobs.TagAction(in.Action) {
+		// The job and the applier take the tag where they take a topic.
+		in.Topic = strings.TrimSpace(in.Tag)
+	}
 	if err := a.Check(in.Action, in.Topic); err != nil {
 		return BulkResult{}, bad("%v", err)
 	}

@@ -61,7 +61,8 @@ func TestAddSubscriber(t *testing.T) {
 		{`{"email":"t@example.com","double_optin":true,"topics":["nope"]}`, "unknown topic", 400},
 		{`{"email":"t@example.com","double_optin":true,"timezone":"Mars/Base"}`, "unknown time zone", 400},
 		{`{"email":"t@example.com","double_optin":true,"name":"a\u0007b"}`, "name", 400},
-		{`{"email":"t@example.com","double_optin":true,"tags":["vip"]}`, "tags are not supported yet", 400},
+		{`{"email":"t@example.com","double_optin":true,"tags":["Not A Tag"]}`, "tags", 400},
+		{`{"email":"t@example.com","double_optin":true,"fields":{"nope":"x"}}`, "is declared", 400},
 		{`{"email":"t@example.com","double_optin":true,"colour":"red"}`, "unknown field", 400},
 		{`{"email":"t@example.com","reason":"line\nbreak"}`, "reason", 400},
 		{`{"email":"hand@example.com","reason":"again"}`, "already on the list", 409},
@@ -86,6 +87,9 @@ func TestPatchSubscriber(t *testing.T) {
 	e, _ := newJobsEnv(t)
 	ctx := context.Background()
 	must2(t)(e.store.Subscribe(ctx, store.SubscribeRequest{Email: "p@example.com", Name: "Old", Activate: true}))
+	for _, d := range []store.FieldDef{{Name: "seats", Type: store.FieldNumber}, {Name: "company", Type: store.FieldText}} {
+		must2(t)(e.store.DefineField(ctx, d))
+	}
 	code, body := e.adminRaw2(t, "PATCH", "/api/subscribers/p@example.com", `{"name":"O'Brien \"Bob\"","timezone":"Asia/Tokyo","topics":["updates"]}`)
 	if code != 200 {
 		t.Fatalf("patch: %d %s", code, body)
@@ -109,7 +113,9 @@ func TestPatchSubscriber(t *testing.T) {
 		{"/api/subscribers/p@example.com", `{"topics":[]}`, "at least one", 400},
 		{"/api/subscribers/p@example.com", `{"timezone":"Nowhere/Land"}`, "time zone", 400},
 		{"/api/subscribers/p@example.com", `{}`, "nothing to change", 400},
-		{"/api/subscribers/p@example.com", `{"fields":{"a":"b"}}`, "not supported yet", 400},
+		{"/api/subscribers/p@example.com", `{"fields":{"a":"b"}}`, "is declared", 400},
+		{"/api/subscribers/p@example.com", `{"fields":{"seats":"many"}}`, "not a number", 400},
+		{"/api/subscribers/p@example.com", `{"tags":["ok","Bad Tag"]}`, "tags", 400},
 		{"/api/subscribers/nobody@example.com", `{"name":"X"}`, "no such subscriber", 404},
 	} {
 		code, body := e.adminRaw2(t, "PATCH", c.path, c.body)
@@ -117,8 +123,22 @@ func TestPatchSubscriber(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d %q", c.path, c.body, code, body, c.code, c.want)
 		}
 	}
-	if after, _ := e.store.Get(ctx, "p@example.com"); after.Name != got.Name || after.Timezone != got.Timezone {
+	if after, _ := e.store.Get(ctx, "p@example.com"); after.Name != got.Name || after.Timezone != got.Timezone || len(after.Tags) != 0 || len(after.Fields) != 0 {
 		t.Fatalf("a refused change changed: %+v", after)
+	}
+	// Tags replace the person's; fields merge into theirs, "" clears one.
+	if code, body := e.adminRaw2(t, "PATCH", "/api/subscribers/p@example.com", `{"tags":["beta","vip"],"fields":{"seats":"12","company":"Acme"}}`); code != 200 {
+		t.Fatalf("tags and fields: %d %s", code, body)
+	}
+	if code, body := e.adminRaw2(t, "PATCH", "/api/subscribers/p@example.com", `{"tags":["vip","paid"],"fields":{"company":""}}`); code != 200 ||
+		!strings.Contains(body, `"tags":["paid","vip"]`) {
+		t.Fatalf("tags and fields again: %d %s", code, body)
+	}
+	if after, _ := e.store.Get(ctx, "p@example.com"); !slices.Equal(after.Tags, []string{"paid", "vip"}) || len(after.Fields) != 1 || after.Fields["seats"] != "12" {
+		t.Fatalf("tags %v, fields %v: want paid, vip and seats 12 only", after.Tags, after.Fields)
+	}
+	if n, err := e.store.SegmentCount(ctx, "tag:paid AND NOT tag:beta AND field.seats > 10"); err != nil || n.Matching != 1 {
+		t.Fatalf("the segment sees the changed tags and fields: %+v %v", n, err)
 	}
 	must2(t)(e.store.Unsubscribe(ctx, "p@example.com"))
 	if code, body := e.adminRaw2(t, "PATCH", "/api/subscribers/p@example.com", `{"topics":["digest"]}`); code != 409 {
@@ -289,5 +309,39 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Tags in bulk: added to the people picked (whatever their status: a tag
+// describes the person), once however often; removed again; a name that
+// is no tag is refused and changes nothing.
+func TestBulkTags(t *testing.T) {
+	e, _ := newJobsEnv(t)
+	ctx := context.Background()
+	must2(t)(e.store.Subscribe(ctx, store.SubscribeRequest{Email: "t1@example.com", Activate: true}))
+	must2(t)(e.store.Subscribe(ctx, store.SubscribeRequest{Email: "t2@example.com", Activate: true}))
+	must2(t)(e.store.Unsubscribe(ctx, "t2@example.com"))
+	bulk := `{"emails":["t1@example.com","t2@example.com","nobody@example.com"],"action":"add_tag","tag":"beta"}`
+	for round, want := range []string{`"changed":2,"skipped":0`, `"changed":0,"skipped":2`} {
+		if code, body := e.adminRaw2(t, "POST", "/api/subscribers/bulk", bulk); code != 200 || !strings.Contains(body, want) || !strings.Contains(body, "nobody@example.com") {
+			t.Fatalf("add_tag, round %d: %d %s, want %s", round, code, body, want)
+		}
+	}
+	for _, email := range []string{"t1@example.com", "t2@example.com"} {
+		if got, _ := e.store.Get(ctx, email); !slices.Equal(got.Tags, []string{"beta"}) {
+			t.Fatalf("%s: tags %v", email, got.Tags)
+		}
+	}
+	if code, body := e.adminRaw2(t, "POST", "/api/subscribers/bulk", `{"emails":["t1@example.com"],"action":"add_tag","tag":"Not a tag"}`); code != 400 {
+		t.Fatalf("a bad tag: %d %s", code, body)
+	}
+	if code, body := e.adminRaw2(t, "POST", "/api/subscribers/bulk", `{"emails":["t1@example.com"],"action":"remove_tag","tag":"beta"}`); code != 200 || !strings.Contains(body, `"changed":1`) {
+		t.Fatalf("remove_tag: %d %s", code, body)
+	}
+	if got, _ := e.store.Get(ctx, "t1@example.com"); len(got.Tags) != 0 {
+		t.Fatalf("t1 tags after remove: %v", got.Tags)
+	}
+	if n, err := e.store.SegmentCount(ctx, "tag:beta"); err != nil || n.Matching != 1 {
+		t.Fatalf("tag:beta after the bulk: %+v %v", n, err)
 	}
 }

@@ -188,11 +188,13 @@ if keep then
   return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
 end
 settopics(id, ARGV[12], ARGV[13], fresh)
-//	ARGV[17] the consent source: form, import, api, admin, or ""
-//	ARGV[18] today, YYYY-MM-DD (UTC): a new id's day in the join index (sfxJoinDay)
-//	ARGV[19] tags to add, comma-separated, or ""
-//	ARGV[20] field values to merge, packed as stored (name SEP value …), or ""
-//	ARGV[21] an admin's addition: the reason SEP the actor; or ""
+if ARGV[19] ~= '' then addtags(id, ARGV[19]) end
+if ARGV[20] ~= '' then
+  local kv = {}
+  for f in (ARGV[20] .. SEP):gmatch('([^' .. SEP .. ']*)' .. SEP) do kv[#kv + 1] = f end
+  setfields(id, kv)
+end
+consent(id, ARGV[17], ARGV[4], ARGV[21])
 count(ARGV[17] == 'import' and 'import' or 'signup')
 if ARGV[5] == '1' then grow(ARGV[17], ARGV[13]) end
 if ARGV[5] == '1' and ARGV[9] ~= '1' then

@@ -17,10 +17,14 @@ const (
 	ActionRemoveTopic = "remove_topic"
 	ActionUnsubscribe = "unsubscribe"
 	ActionErase       = "erase"
+	// The tag actions take a tag where the topic actions take a topic
+	// (the bulk input's "tag"; a job keeps it as its Topic).
+	ActionAddTag    = "add_tag"
+	ActionRemoveTag = "remove_tag"
 )
 
 // Actions are every bulk action, in the order the console offers them.
-var Actions = []string{ActionAddTopic, ActionRemoveTopic, ActionUnsubscribe, ActionErase}
+var Actions = []string{ActionAddTopic, ActionRemoveTopic, ActionAddTag, ActionRemoveTag, ActionUnsubscribe, ActionErase}
 
 // ErrBadAction: an unknown action, or a topic action without a known topic.
 var ErrBadAction = errors.New("bad bulk action")
@@ -35,7 +39,12 @@ type ActionStore interface {
 	Unsubscribe(ctx context.Context, email string, cancel ...string) (store.Subscriber, error)
 	Erase(ctx context.Context, email string, outbox ...string) (store.Subscriber, error)
 	ChangeSubscriber(ctx context.Context, email string, c store.Change) (store.Subscriber, error)
+	AddTags(ctx context.Context, id int64, tags []string) ([]string, error)
+	RemoveTags(ctx context.Context, id int64, tags []string) ([]string, error)
 }
+
+// TagAction tells whether action takes a tag rather than a topic.
+func TagAction(action string) bool { return action == ActionAddTag || action == ActionRemoveTag }
 
 // Applier applies one bulk action to one person, as the single actions
 // of the API do: unsubscribing drops the mails still waiting for them,
@@ -53,6 +62,11 @@ type Applier struct {
 func (a *Applier) Check(action, topic string) error {
 	switch action {
 	case ActionUnsubscribe, ActionErase:
+		return nil
+	case ActionAddTag, ActionRemoveTag:
+		if err := store.CheckTag(topic); err != nil {
+			return fmt.Errorf("%w: %s needs a tag: %v", ErrBadAction, action, err)
+		}
 		return nil
 	case ActionAddTopic, ActionRemoveTopic:
 		if _, ok := a.Topics.Topic(topic); !ok {
@@ -89,6 +103,21 @@ func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Sub
 			return false, nil
 		}
 		a.delete(pending)
+		return err == nil, err
+	case ActionAddTag, ActionRemoveTag:
+		// Any status: a tag describes the person, not the subscription.
+		has := slices.Contains(sub.Tags, topic)
+		switch {
+		case action == ActionAddTag && has, action == ActionRemoveTag && !has:
+			return false, nil
+		case action == ActionAddTag:
+			_, err = a.Store.AddTags(ctx, sub.ID, []string{topic})
+		default:
+			_, err = a.Store.RemoveTags(ctx, sub.ID, []string{topic})
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
 		return err == nil, err
 	case ActionAddTopic, ActionRemoveTopic:
 		has := slices.Contains(sub.Topics, topic)

@@ -3,6 +3,7 @@ package listjobs
 import (
 	"encoding/csv"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,16 +24,18 @@ type Column struct {
 	Value func(Row) string
 }
 
-// Columns are the export's columns, in order: the importer's four first
+// Columns are the export's columns, in order: what the importer reads
 // (a header row names them, so `newsletter import` and the console's
-// import read the file as it is; it ignores the others), then what the
-// importer does not take. Tags ("tags", ;-separated) and custom fields
-// ("field.NAME", one column each) go here when the store has them.
+// import read the file as it is; it ignores the others): the four of a
+// plain list, the tags (;-separated) and status, then what the importer
+// does not take. The custom fields follow them, a "field.NAME" column
+// each (ColumnsWith), as the importer reads them too.
 var Columns = []Column{
 	{"email", func(r Row) string { return r.Subscriber.Email }},
 	{"name", func(r Row) string { return r.Subscriber.Name }},
 	{"timezone", func(r Row) string { return r.Subscriber.Timezone }},
 	{"topics", func(r Row) string { return strings.Join(r.Subscriber.Topics, ";") }},
+	{"tags", func(r Row) string { return strings.Join(r.Subscriber.Tags, ";") }},
 	{"status", func(r Row) string { return string(r.Subscriber.Status) }},
 	{"created_at", func(r Row) string { return csvTime(r.Subscriber.CreatedAt) }},
 	{"confirmed_at", func(r Row) string { return csvTime(r.Subscriber.ConfirmedAt) }},
@@ -55,21 +58,37 @@ func csvTime(t time.Time) string {
 // csvWriter writes the export's rows. A name that begins with =, +, -
 // or @ is written as it is (the importer must read it back unchanged);
 // the file is data, not a spreadsheet to open blindly (docs say so).
-type csvWriter struct{ w *csv.Writer }
+type csvWriter struct {
+	w    *csv.Writer
+	cols []Column
+}
 
-func newCSVWriter(w io.Writer) *csvWriter { return &csvWriter{csv.NewWriter(w)} }
+func newCSVWriter(w io.Writer, cols []Column) *csvWriter {
+	return &csvWriter{w: csv.NewWriter(w), cols: cols}
+}
+
+// ColumnsWith are Columns and a "field.NAME" column for each of fields
+// (the custom fields' names, in the order the export began with: a
+// field declared while it runs is not in it).
+func ColumnsWith(fields []string) []Column {
+	cols := slices.Clone(Columns)
+	for _, name := range fields {
+		cols = append(cols, Column{"field." + name, func(r Row) string { return r.Subscriber.Fields[name] }})
+	}
+	return cols
+}
 
 func (c *csvWriter) header() error {
-	rec := make([]string, len(Columns))
-	for i, col := range Columns {
+	rec := make([]string, len(c.cols))
+	for i, col := range c.cols {
 		rec[i] = col.Name
 	}
 	return c.w.Write(rec)
 }
 
 func (c *csvWriter) row(r Row) error {
-	rec := make([]string, len(Columns))
-	for i, col := range Columns {
+	rec := make([]string, len(c.cols))
+	for i, col := range c.cols {
 		rec[i] = col.Value(r)
 	}
 	return c.w.Write(rec)

@@ -45,7 +45,8 @@ type Job struct {
 	State string `json:"state"`
 	// The selection: a filter (store.Filter).
 	Filter store.Filter `json:"filter"`
-	// Action and Topic: the bulk action (Actions).
+	// Action and Topic: the bulk action (Actions) and its topic, or its
+	// tag for the tag actions (TagAction).
 	Action string `json:"action,omitempty"`
 	Topic  string `json:"topic,omitempty"`
 	// Max caps the people an erasure touches: the count the admin
@@ -60,9 +61,11 @@ type Job struct {
 	Skipped int64 `json:"skipped,omitempty"`
 	// Cursor is where the next run goes on (store.List.Select).
 	Cursor string `json:"cursor,omitempty"`
-	// Chunks and Bytes: the export's CSV so far.
-	Chunks int64 `json:"chunks,omitempty"`
-	Bytes  int64 `json:"bytes,omitempty"`
+	// Chunks and Bytes: the export's CSV so far; Fields the custom
+	// fields it has a column of each (fixed by its first run).
+	Chunks int64    `json:"chunks,omitempty"`
+	Fields []string `json:"fields,omitempty"`
+	Bytes  int64    `json:"bytes,omitempty"`
 	// By and Role: who asked (the audit entries' actor).
 	By      string    `json:"by"`
 	Role    string    `json:"role,omitempty"`

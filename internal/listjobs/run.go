@@ -34,6 +34,7 @@ const ChunkSize = 256 << 10
 type Selection interface {
 	Select(ctx context.Context, f store.Filter, cursor string, limit int) ([]store.Subscriber, string, error)
 	ConsentsOf(ctx context.Context, ids []int64) ([]store.Consent, error)
+	FieldDefs(ctx context.Context) ([]store.FieldDef, error)
 }
 
 // Auditor records the end of a job (*audit.Trail).
@@ -191,8 +192,21 @@ func (r *Runner) bulk(ctx context.Context, job *Job) error {
 // ChunkSize; each chunk is saved with the cursor after it.
 func (r *Runner) export(ctx context.Context, job *Job) error {
 	var buf bytes.Buffer
-	w := newCSVWriter(&buf)
-	if job.Chunks == 0 && job.Done == 0 {
+	first := job.Chunks == 0 && job.Done == 0
+	if first {
+		// The custom fields' columns are fixed when the header is
+		// written; a retry writes the rest of the file with the same.
+		defs, err := r.Store.FieldDefs(ctx)
+		if err != nil {
+			return err
+		}
+		job.Fields = make([]string, len(defs))
+		for i, d := range defs {
+			job.Fields[i] = d.Name
+		}
+	}
+	w := newCSVWriter(&buf, ColumnsWith(job.Fields))
+	if first {
 		if err := w.header(); err != nil {
 			return err
 		}

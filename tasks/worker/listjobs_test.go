@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -83,18 +84,31 @@ func TestExportImportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	type person struct {
 		email, name, tz string
-		topics          []string
+		topics, tags    []string
+		fields          map[string]string
 	}
+	declare := func() {
+		for _, d := range []store.FieldDef{{Name: "company", Type: store.FieldText}, {Name: "seats", Type: store.FieldNumber}} {
+			if _, err := e.st.DefineField(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	declare()
 	var want []person
 	for i := range 23 {
-		p := person{fmt.Sprintf("rt%02d@example.com", i), fmt.Sprintf(`Ann "A, %d" O'Neil`, i), "Europe/Berlin", []string{"digest", "updates"}}
+		p := person{fmt.Sprintf("rt%02d@example.com", i), fmt.Sprintf(`Ann "A, %d" O'Neil`, i), "Europe/Berlin", []string{"digest", "updates"}, nil, nil}
 		if i%3 == 0 {
 			p.name, p.tz, p.topics = "", "", []string{"updates"}
 		}
 		if i%5 == 0 {
 			p.name = "=SUM(A1) looks like a formula"
 		}
-		if _, err := e.st.Subscribe(ctx, store.SubscribeRequest{Email: p.email, Name: p.name, Timezone: p.tz, Topics: p.topics, Activate: true, Source: store.SourceForm}); err != nil {
+		if i%2 == 0 {
+			p.tags, p.fields = []string{"beta", "vip"}, map[string]string{"company": fmt.Sprintf("Acme; \"%d\", Ltd", i), "seats": fmt.Sprint(i)}
+		}
+		if _, err := e.st.Subscribe(ctx, store.SubscribeRequest{Email: p.email, Name: p.name, Timezone: p.tz, Topics: p.topics, Activate: true, Source: store.SourceForm,
+			Tags: p.tags, Fields: p.fields}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, p)
@@ -115,19 +129,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Done != 24 || len(rows) != 25 || !slices.Equal(rows[0][:4], []string{"email", "name", "timezone", "topics"}) {
+	if job.Done != 24 || len(rows) != 25 || !slices.Equal(rows[0][:6], []string{"email", "name", "timezone", "topics", "tags", "status"}) ||
+		!slices.Equal(rows[0][len(rows[0])-2:], []string{"field.company", "field.seats"}) {
 		t.Fatalf("export: %d done, %d rows, header %v", job.Done, len(rows), rows[0])
 	}
 	for _, r := range rows[1:] {
-		if r[0] == "rt03@example.com" && (r[4] != "active" || r[8] != "form" || r[5] == "" || r[6] == "" || r[9] == "") {
+		if r[0] == "rt03@example.com" && (r[5] != "active" || r[9] != "form" || r[6] == "" || r[7] == "" || r[10] == "") {
 			t.Fatalf("row %v: status, times and consent", r)
 		}
 	}
 
-	// Into an empty store.
+	// Into an empty store, whose publisher declared the same fields.
 	if err := e.rdb.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
+	declare()
 	im := &csvimport.Importer{Store: e.st, Queue: e.client, Now: time.Now}
 	lines, _ := csvimport.CountLines(bytes.NewReader(data))
 	prog, err := im.Run(ctx, bytes.NewReader(data), lines, csvimport.Progress{})
@@ -139,7 +155,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	for _, p := range want {
 		got, err := e.st.Get(ctx, p.email)
-		if err != nil || got.Name != p.name || got.Timezone != p.tz || !slices.Equal(got.Topics, p.topics) || got.Status != store.Active {
+		if err != nil || got.Name != p.name || got.Timezone != p.tz || !slices.Equal(got.Topics, p.topics) || got.Status != store.Active ||
+			!slices.Equal(got.Tags, p.tags) || !maps.Equal(got.Fields, p.fields) {
 			t.Fatalf("%s after the round trip: %+v %v, want %+v", p.email, got, err, p)
 		}
 	}

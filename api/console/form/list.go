@@ -47,7 +47,7 @@ func NewBulk(w http.ResponseWriter, r *http.Request) (api.BulkInput, error) {
 	if err := parse(w, r, MaxForm); err != nil {
 		return api.BulkInput{}, err
 	}
-	in := api.BulkInput{Action: value(r, "action"), Topic: value(r, "topic_action")}
+	in := api.BulkInput{Action: value(r, "action"), Topic: value(r, "topic_action"), Tag: value(r, "tag_action")}
 	if value(r, "scope") == "filter" {
 		f := Filter(r)
 		in.Filter = &f
