@@ -264,7 +264,7 @@ func TestBulkAndExport(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" ||
 		!strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") || strings.Count(string(csvBody), "\n") != 5 ||
-		!strings.HasPrefix(string(csvBody), "email,name,timezone,topics,status") {
+		!strings.HasPrefix(string(csvBody), "email,name,timezone,topics,tags,status") {
 		t.Fatalf("export: %d %v\n%s", resp.StatusCode, resp.Header, csvBody)
 	}
 	if code, _ := e.adminRaw2(t, "GET", "/api/exports/feedface", ""); code != 404 {

@@ -127,7 +127,7 @@ func TestListInChromium(t *testing.T) {
 		csv = string(raw)
 		return err
 	})
-	if !strings.HasPrefix(csv, "email,name,timezone,topics,status") || strings.Count(csv, "\n") != 20 || !strings.Contains(csv, "Jo Doe-Fair") {
+	if !strings.HasPrefix(csv, "email,name,timezone,topics,tags,status") || strings.Count(csv, "\n") != 20 || !strings.Contains(csv, "Jo Doe-Fair") {
 		t.Fatalf("the CSV (want a header and 19 people):\n%s", csv)
 	}
 	b.mu.Lock()
