@@ -15,7 +15,7 @@ import (
 // each person added; a bad tag, an undeclared field or a value its type
 // refuses rejects the line with the reason, and adds nobody.
 func TestImportTagsAndFields(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBStore)
+	rdb, _ := redistest.New(t, redistest.DBImport)
 	st := store.NewRedis(rdb)
 	ctx := context.Background()
 	for _, d := range []store.FieldDef{{Name: "company", Type: store.FieldText}, {Name: "seats", Type: store.FieldNumber}} {

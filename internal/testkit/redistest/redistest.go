@@ -31,8 +31,8 @@ const (
 	DBTasks
 	DBAPI
 	DBCommand
-	DBMailer
-	DBE2E
+	DBImport // internal/csvimport
+	DBEngage // internal/engage
 	DBPace
 	DBAutopipe
 	DBWorker
@@ -41,7 +41,6 @@ const (
 	DBDeploy
 	DBRedisFault
 	DBIssues
-	DBEngage
 )
 
 // New returns a client on an empty database and the URL that reaches it
