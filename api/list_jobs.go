@@ -107,12 +107,21 @@ func (s *Server) StartBulk(ctx context.Context, in BulkInput) (BulkResult, error
 		if err != nil {
 			return res, err
 		}
-		if n < 0 && in.Action == listjobs.ActionErase {
+		// An erasure is confirmed by the people it touches: a search's
+		// count counts index entries (one person may match by address
+		// and by name), so it is read, as a selection the indexes
+		// cannot count is.
+		if in.Action == listjobs.ActionErase && (n < 0 || in.Filter.Q != "") {
 			if n, err = s.countSelection(ctx, *in.Filter); err != nil {
 				return res, err
 			}
 		}
 		res.Count = n
+	}
+	if in.Action == listjobs.ActionErase && res.Count == 0 {
+		// A job's cap of 0 would mean none: an empty selection now may
+		// not be empty when the job runs.
+		return res, bad("the selection is empty: nobody to erase")
 	}
 	if in.Action == listjobs.ActionErase && (in.Confirm == nil || *in.Confirm != res.Count) {
 		return res, &ConfirmError{res.Count}

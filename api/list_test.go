@@ -345,3 +345,23 @@ func TestBulkTags(t *testing.T) {
 		t.Fatalf("tag:beta after the bulk: %+v %v", n, err)
 	}
 }
+
+// An erasure of nobody is refused (a job capped at 0 would cap nothing),
+// and one by a search is confirmed by the people it finds, not by the
+// search index's entries (a person found by address and by name counts
+// once).
+func TestBulkEraseCountsPeople(t *testing.T) {
+	e, _ := newJobsEnv(t)
+	ctx := context.Background()
+	must2(t)(e.store.Subscribe(ctx, store.SubscribeRequest{Email: "zed@example.com", Name: "Zed Zedson", Activate: true}))
+	if code, body := e.adminRaw2(t, "POST", "/api/subscribers/bulk", `{"filter":{"q":"nobody-here"},"action":"erase","confirm":0}`); code != 400 || !strings.Contains(body, "nobody to erase") {
+		t.Fatalf("erase of nobody: %d %s", code, body)
+	}
+	code, body := e.adminRaw2(t, "POST", "/api/subscribers/bulk", `{"filter":{"q":"zed"},"action":"erase"}`)
+	if code != 409 || !strings.Contains(body, `"count":1`) {
+		t.Fatalf("erase by a search: %d %s, want the one person to confirm", code, body)
+	}
+	if _, err := e.store.Get(ctx, "zed@example.com"); err != nil {
+		t.Fatalf("an unconfirmed erasure erased: %v", err)
+	}
+}

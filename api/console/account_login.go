@@ -119,7 +119,9 @@ func (h *Handler) secondFactor(ctx context.Context, a store.Account, code string
 // loginFailed counts a failed sign-in against the account (when there is
 // one) and the client, holds the answer, and answers.
 func (h *Handler) loginFailed(w http.ResponseWriter, r *http.Request, a *store.Account, next string) {
-	n := 0
+	// An unknown address is held as a first failure is: its answer comes
+	// no sooner than a real account's wrong password would.
+	n := 1
 	if a != nil {
 		var err error
 		if n, err = h.d.Accounts.SignInFailed(r.Context(), a.ID); err != nil {

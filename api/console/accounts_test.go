@@ -395,3 +395,18 @@ func TestAccountPage(t *testing.T) {
 		t.Fatalf("a token's account page: %d, want 404", c)
 	}
 }
+
+// An address without an account is held as a first wrong password is:
+// how long the answer takes does not tell who has an account.
+func TestUnknownAddressHeldAsAWrongPassword(t *testing.T) {
+	e := newEnv(t)
+	if p := e.browser(t).signIn("nobody@example.org", "a password of twelve", "123456"); p.code != http.StatusUnauthorized {
+		t.Fatalf("an unknown address: %d", p.code)
+	}
+	e.holds.mu.Lock()
+	held := slices.Clone(e.holds.account)
+	e.holds.mu.Unlock()
+	if !slices.Equal(held, []time.Duration{250 * time.Millisecond}) {
+		t.Fatalf("holds %v, want one of 250ms, as a first wrong password", held)
+	}
+}

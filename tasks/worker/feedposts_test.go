@@ -1,8 +1,11 @@
 package worker
 
 import (
+	"sync/atomic"
+
 	"context"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/settings"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -365,4 +368,33 @@ func TestFeedPostQuietHours(t *testing.T) {
 	if err != nil || len(held) != 1 || !held[0].NextProcessAt.Equal(time.Date(2099, 12, 8, 8, 0, 0, 0, berlin)) {
 		t.Fatalf("held batches %+v %v, want one at 08:00 Berlin", held, err)
 	}
+}
+
+// A post waits, as every bulk send does, while the postal address bulk
+// mail must carry is not saved (NEWSLETTER_REQUIRE_POSTAL_ADDRESS): it
+// stays a draft on the feed's list, and goes at the first poll after the
+// address is saved.
+func TestFeedPostWaitsForThePostalAddress(t *testing.T) {
+	e := newFeedPosts(t, 3)
+	e.blog.add("old")
+	p := e.poller(t)
+	e.pollTask(t, p)
+	var ready atomic.Bool
+	p.BulkReady = func(context.Context) error {
+		if !ready.Load() {
+			return settings.ErrNoPostalAddress
+		}
+		return nil
+	}
+	e.blog.add("held")
+	e.pollTask(t, p)
+	if got := e.statuses(t); got != "Post held:draft" {
+		t.Fatalf("without a postal address: %s, want the post waiting as a draft", got)
+	}
+	if n := len(e.d.smtp.Messages()); n != 0 {
+		t.Fatalf("%d mails went out without a postal address", n)
+	}
+	ready.Store(true)
+	e.pollTask(t, p)
+	e.waitSent(t, "Post held")
 }

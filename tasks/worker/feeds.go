@@ -60,6 +60,10 @@ type FeedPoller struct {
 	Log     *slog.Logger
 	// Parallel is how many feeds are fetched at once (default 4).
 	Parallel int
+	// BulkReady, when set, may refuse a post's send (no postal address
+	// saved, NEWSLETTER_REQUIRE_POSTAL_ADDRESS): the post stays on the
+	// feed's list and goes at a later poll, as every bulk send waits.
+	BulkReady func(ctx context.Context) error
 }
 
 // HandleFeedsPoll handles TypeFeedsPoll.
@@ -231,7 +235,15 @@ func (p *FeedPoller) sendPosts(ctx context.Context, f topics.Feed) error {
 	if rel.Waiting > 0 {
 		log.Info("feed poll: entries wait for the next day's room", "waiting", rel.Waiting, "max_per_day", f.MaxPerDay)
 	}
-	svc := &issues.Service{Store: p.Store, Jobs: outboxDispatcher{queue: p.Queue, outbox: p.Store}, Log: p.Log, Now: p.now}
+	if p.BulkReady != nil && len(rel.Out) > 0 {
+		if err := p.BulkReady(ctx); err != nil {
+			// Not the feed's fault: its posts wait on its list, and go
+			// at the first poll that may send bulk mail.
+			log.Warn("feed poll: posts wait until bulk mail may go", "posts", len(rel.Out), "why", err)
+			return nil
+		}
+	}
+	svc := &issues.Service{Store: p.Store, Jobs: outboxDispatcher{queue: p.Queue, outbox: p.Store}, Log: p.Log, Now: p.now, BulkReady: p.BulkReady}
 	var errs []error
 	for _, id := range rel.Out {
 		is, err := p.Store.Issue(ctx, id)

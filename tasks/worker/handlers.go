@@ -246,7 +246,7 @@ func NewHandlers(d Deps) Handlers {
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
 		Feedback: recorder,
 		Feeds: &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: d.Feeds, Render: d.Render, Queue: d.Queue,
-			Now: d.Now, Metrics: d.Metrics, Log: d.Log},
+			Now: d.Now, Metrics: d.Metrics, Log: d.Log, BulkReady: d.BulkReady},
 		Webhooks: &WebhookSender{
 			Store: d.Store, Post: d.WebhookPost, Policy: d.WebhookPolicy, Backoff: d.WebhookBackoff,
 			Metrics: d.Metrics, Log: d.Log, Now: d.Now,
