@@ -256,7 +256,7 @@ const (
 
 	// NEWSLETTER_ENGAGEMENT=per-person only: a person's clicks, in their
 	// shard, kept the stated days (the member's time is its score).
-	sfxEngPerson = "eng:" // + id: zset "issue:index" NUL unix ms -> clicked (unix ms)
+	sfxEngPerson = "eng:" // + id: zset "issue:index:ms" (personClickMember) -> clicked (unix ms)
 )
 
 // EngagementHours is how many hours after its mail an issue's hourly
