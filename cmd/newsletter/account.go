@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -26,14 +25,9 @@ const accountUsage = `usage:
 // passes through a terminal, a shell history or a process list, and the
 // first admin is made the same way as every other account.
 func accountCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(accountUsage)
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("account "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if getenv("NEWSLETTER_REDIS_URL") == "" && getenv("NEWSLETTER_REDIS_CLUSTER_ADDRS") == "" {
-		return errors.New("NEWSLETTER_REDIS_URL: the account commands work on the service's Redis; set it (or NEWSLETTER_REDIS_CLUSTER_ADDRS) as the service has it")
+	sub, fs, args, err := storeSubcommand("account", accountUsage, args, getenv, stderr)
+	if err != nil {
+		return err
 	}
 	switch sub {
 	case "create":

@@ -18,6 +18,22 @@ const tokenUsage = `usage:
   newsletter token list
   newsletter token revoke N`
 
+// storeSubcommand splits the args of a command that works on the
+// service's Redis (`newsletter token …`, `newsletter account …`): its
+// subcommand, a flag set named for it, and the rest; an error without a
+// subcommand (the usage) or without a Redis to work on.
+func storeSubcommand(what, usage string, args []string, getenv func(string) string, stderr io.Writer) (string, *flag.FlagSet, []string, error) {
+	if len(args) == 0 {
+		return "", nil, nil, errors.New(usage)
+	}
+	fs := flag.NewFlagSet(what+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if getenv("NEWSLETTER_REDIS_URL") == "" && getenv("NEWSLETTER_REDIS_CLUSTER_ADDRS") == "" {
+		return "", nil, nil, errors.New("NEWSLETTER_REDIS_URL: the " + what + " commands work on the service's Redis; set it (or NEWSLETTER_REDIS_CLUSTER_ADDRS) as the service has it")
+	}
+	return args[0], fs, args[1:], nil
+}
+
 // tokenCmd is `newsletter token create|list|revoke`: the tokens of the
 // API and the console, one per person or script, each with a role. The
 // store keeps only a token's SHA-256 hash; the token is printed once, on
@@ -25,14 +41,9 @@ const tokenUsage = `usage:
 // again. A revoked token fails from the next request on: the guard looks
 // tokens up on every request.
 func tokenCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(tokenUsage)
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if getenv("NEWSLETTER_REDIS_URL") == "" && getenv("NEWSLETTER_REDIS_CLUSTER_ADDRS") == "" {
-		return errors.New("NEWSLETTER_REDIS_URL: the token commands work on the service's Redis; set it (or NEWSLETTER_REDIS_CLUSTER_ADDRS) as the service has it")
+	sub, fs, args, err := storeSubcommand("token", tokenUsage, args, getenv, stderr)
+	if err != nil {
+		return err
 	}
 	switch sub {
 	case "create":
