@@ -97,7 +97,7 @@ func (s *Server) public(is store.Issue) bool {
 		return false
 	}
 	for _, t := range is.Topics {
-		if !s.cfg.Topics.Public(t) {
+		if !s.cfg.Topics.Current().Public(t) {
 			return false
 		}
 	}
@@ -291,15 +291,15 @@ func (s *Server) archiveList(r *http.Request) (archived, error) {
 	after, _ := strconv.ParseInt(q.Get("after"), 10, 64) // checked by archiveKey
 	year, _ := strconv.Atoi(q.Get("year"))               // checked by archiveKey
 	p := archivePage{Title: "Archive", FeedURL: "/archive/feed.atom", Newsletter: s.newsletter(r), Year: year}
-	for _, t := range s.cfg.Topics.Topics {
-		if s.cfg.Topics.Public(t.ID) {
+	for _, t := range s.cfg.Topics.Current().Topics {
+		if s.cfg.Topics.Current().Public(t.ID) {
 			p.Topics = append(p.Topics, t)
 		}
 	}
 	self := "/archive"
 	if id := r.PathValue("topic"); id != "" {
-		t, ok := s.cfg.Topics.Topic(id)
-		if !ok || !s.cfg.Topics.Public(id) {
+		t, ok := s.cfg.Topics.Current().Topic(id)
+		if !ok || !s.cfg.Topics.Current().Public(id) {
 			return s.notFoundArchive(r), nil
 		}
 		p.Topic, p.Title = t, t.Name
@@ -402,7 +402,7 @@ type atomEntry struct {
 
 func (s *Server) archiveFeed(r *http.Request) (archived, error) {
 	topic := r.URL.Query().Get("topic")
-	if topic != "" && !s.cfg.Topics.Public(topic) {
+	if topic != "" && !s.cfg.Topics.Current().Public(topic) {
 		return s.notFoundArchive(r), nil
 	}
 	list, _, err := s.publicIssues(r.Context(), topic, 0, ArchiveFeedEntries, nil)
@@ -415,7 +415,7 @@ func (s *Server) archiveFeed(r *http.Request) (archived, error) {
 	title := name
 	if topic != "" {
 		self += "?topic=" + url.QueryEscape(topic)
-		t, _ := s.cfg.Topics.Topic(topic)
+		t, _ := s.cfg.Topics.Current().Topic(topic)
 		title += ": " + t.Name
 	}
 	f := atomFeed{ID: self, Title: title, Author: atomPerson{Name: name},

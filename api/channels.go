@@ -74,7 +74,7 @@ func withChannels(topics []topicChoice, chans store.Channels, sms bool) []topicC
 // "<topic>:<channel>" of a known topic and channel is an error.
 func (s *Server) chosenChannels(values []string) (map[string][]string, error) {
 	out := map[string][]string{}
-	for _, t := range s.cfg.Topics.Topics {
+	for _, t := range s.cfg.Topics.Current().Topics {
 		out[t.ID] = []string{}
 	}
 	for _, v := range values {
@@ -97,7 +97,7 @@ func (s *Server) saveChannels(ctx context.Context, sub store.Subscriber, chosen 
 	if err != nil {
 		return err
 	}
-	for _, t := range s.cfg.Topics.Topics {
+	for _, t := range s.cfg.Topics.Current().Topics {
 		want := chosen[t.ID]
 		if !sms && before.Wants(t.ID, store.ChannelSMS) {
 			want = append(want, store.ChannelSMS)

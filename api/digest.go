@@ -209,8 +209,8 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
 		return
 	case topic != "":
-		if _, ok := s.cfg.Topics.Topic(topic); !ok {
-			WriteJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.IDs(), ", ")))
+		if _, ok := s.cfg.Topics.Current().Topic(topic); !ok {
+			WriteJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.Current().IDs(), ", ")))
 			return
 		}
 		p.Topic, answer["topic"] = topic, topic

@@ -144,7 +144,7 @@ func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	version, _ := strconv.Atoi(in.get("version"))
-	out, err := s.issues.Restore(r.Context(), s.cfg.Topics, is, version, n)
+	out, err := s.issues.Restore(r.Context(), s.cfg.Topics.Current(), is, version, n)
 	if errors.Is(err, issues.ErrNoVersion) {
 		WriteJSON(w, http.StatusNotFound, errorBody(err.Error()))
 		return
@@ -196,7 +196,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		}
 		c.Segment = seg.ID
 	}
-	if err := issues.CheckContent(s.cfg.Topics, c); err != nil {
+	if err := issues.CheckContent(s.cfg.Topics.Current(), c); err != nil {
 		s.storeFailed(w, "check the issue", err)
 		return c, 0, false
 	}
@@ -335,7 +335,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	is, err := s.issues.Update(r.Context(), s.cfg.Topics, is, version, c)
+	is, err := s.issues.Update(r.Context(), s.cfg.Topics.Current(), is, version, c)
 	if err != nil {
 		s.storeFailed(w, "store the issue", err)
 		return

@@ -64,7 +64,13 @@ func (s *Server) listRoutes() {
 // readListBody decodes a JSON body into v: unknown fields refused, so a
 // misspelt field is an error, not a silent no-op.
 func readListBody(w http.ResponseWriter, r *http.Request, v any) error {
-	err := httpbody.Limit(w, r, maxListBody)
+	return readJSONBody(w, r, maxListBody, v)
+}
+
+// readJSONBody decodes a JSON body of at most max bytes into v: unknown
+// fields refused. The error is a *ListError (answerListError).
+func readJSONBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	err := httpbody.Limit(w, r, max)
 	if err == nil {
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
@@ -161,9 +167,9 @@ func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscrib
 	if err != nil {
 		return store.Subscriber{}, err
 	}
-	chosen := s.cfg.Topics.Defaults()
+	chosen := s.cfg.Topics.Current().Defaults()
 	if in.Topics != nil {
-		if chosen, err = s.cfg.Topics.Check(*in.Topics); err != nil {
+		if chosen, err = s.cfg.Topics.Current().Check(*in.Topics); err != nil {
 			return store.Subscriber{}, bad("topics: %v", err)
 		}
 	}
@@ -309,7 +315,7 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeIn
 		c.Timezone, what = &tz, append(what, "time zone")
 	}
 	if in.Topics != nil {
-		chosen, err := s.cfg.Topics.Check(*in.Topics)
+		chosen, err := s.cfg.Topics.Current().Check(*in.Topics)
 		if err != nil {
 			return store.Subscriber{}, bad("topics: %v", err)
 		}
@@ -317,7 +323,7 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeIn
 			return store.Subscriber{}, bad("topics: at least one (unsubscribe ends a subscription)")
 		}
 		c.Topics, what = chosen, append(what, "topics")
-		c.Cancel = tasks.SequenceCancel(email, s.cfg.Topics.Sequence)
+		c.Cancel = tasks.SequenceCancel(email, s.cfg.Topics.Current().Sequence)
 	}
 	if len(what) == 0 {
 		return store.Subscriber{}, bad("nothing to change: give name, timezone, topics, tags or fields")
@@ -356,7 +362,7 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeIn
 			return sub, err
 		}
 	}
-	seq := s.cfg.Topics.Sequence
+	seq := s.cfg.Topics.Current().Sequence
 	if c.Topics != nil && strings.Contains(","+strings.Join(before.Topics, ",")+",", ","+seq.Topic+",") && !strings.Contains(","+strings.Join(sub.Topics, ",")+",", ","+seq.Topic+",") {
 		s.deleteTasks(tasks.SequenceTasks(email, seq))
 	}

@@ -64,8 +64,8 @@ func (s *Server) checkFilter(ctx context.Context, f store.Filter) (int64, error)
 	if f.Status != "" && !f.Status.Valid() {
 		return 0, bad("filter: unknown status %q", f.Status)
 	}
-	if _, ok := s.cfg.Topics.Topic(f.Topic); f.Topic != "" && !ok {
-		return 0, bad("filter: unknown topic %q: want one of %s", f.Topic, strings.Join(s.cfg.Topics.IDs(), ", "))
+	if _, ok := s.cfg.Topics.Current().Topic(f.Topic); f.Topic != "" && !ok {
+		return 0, bad("filter: unknown topic %q: want one of %s", f.Topic, strings.Join(s.cfg.Topics.Current().IDs(), ", "))
 	}
 	return s.deps.Store.CountSelection(ctx, f)
 }

@@ -85,10 +85,12 @@ func message(w http.ResponseWriter, code int, title string, lines ...string) {
 	renderPage(w, code, "message", pageData{Title: title, Lines: lines, Back: code >= 400})
 }
 
-// topicChoices are the topics as checkboxes, those in checked ticked.
+// topicChoices are the topics on offer as checkboxes, those in checked
+// ticked.
 func (s *Server) topicChoices(checked []string) []topicChoice {
-	out := make([]topicChoice, len(s.cfg.Topics.Topics))
-	for i, t := range s.cfg.Topics.Topics {
+	offered := s.cfg.Topics.Current().Offered()
+	out := make([]topicChoice, len(offered))
+	for i, t := range offered {
 		out[i] = topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)}
 	}
 	return out

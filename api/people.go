@@ -72,7 +72,7 @@ func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		s.searchSubscribers(w, r)
 		return
 	}
-	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics)
+	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics.Current())
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
@@ -112,7 +112,7 @@ func ParseSearchQuery(v url.Values, set *topics.Set) (store.SearchQuery, error) 
 // searchSubscribers handles GET /api/subscribers?q=: people whose address
 // or name (a word of it) begins with q.
 func (s *Server) searchSubscribers(w http.ResponseWriter, r *http.Request) {
-	q, err := ParseSearchQuery(r.URL.Query(), s.cfg.Topics)
+	q, err := ParseSearchQuery(r.URL.Query(), s.cfg.Topics.Current())
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
@@ -194,7 +194,7 @@ func (s *Server) topicGrowth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	topic := r.PathValue("id")
-	if _, known := s.cfg.Topics.Topic(topic); !known {
+	if _, known := s.cfg.Topics.Current().Topic(topic); !known {
 		WriteJSON(w, http.StatusNotFound, errorBody("no such topic"))
 		return
 	}
@@ -313,7 +313,7 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 // finds no subscriber at its re-check and sends nothing.
 // store.ErrNotFound when there is nobody.
 func (s *Server) Erase(ctx context.Context, email string) error {
-	pending := tasks.PersonTasks(email, s.cfg.Topics.Sequence)
+	pending := tasks.PersonTasks(email, s.cfg.Topics.Current().Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID

@@ -150,7 +150,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	name, tz, err := profile(in)
 	var chosen []string
 	if err == nil {
-		chosen, err = s.cfg.Topics.Check(in["topics"])
+		chosen, err = s.cfg.Topics.Current().Check(in["topics"])
 	}
 	var channels map[string][]string
 	if err == nil && in.get("channels_shown") == "1" {
@@ -205,7 +205,7 @@ func (s *Server) left(w http.ResponseWriter, r *http.Request, email string) {
 // with no topic is notified as ended.
 func (s *Server) setPreferences(ctx context.Context, before store.Subscriber, p store.Preferences) (store.Subscriber, error) {
 	email := before.Email
-	seq := s.cfg.Topics.Sequence
+	seq := s.cfg.Topics.Current().Sequence
 	sub, err := s.deps.Store.SetPreferences(ctx, email, p, tasks.SequenceCancel(email, seq))
 	if err != nil {
 		return sub, err

@@ -17,18 +17,24 @@ const maxCachedPreviews = 64
 // saved version, or the editor's unsaved text) as the same topic and
 // format is rendered once: rendering Markdown costs CPU that a page
 // reloaded, or a script asking again, should not spend each time. Test
-// sends pass through. A nil r stays nil.
-func CachePreviews(r IssueRenderer) IssueRenderer {
+// sends pass through. A nil r stays nil. generation (nil: none) names
+// what else a preview is made of, the templates and settings in effect:
+// a change to them is a new key.
+func CachePreviews(r IssueRenderer, generation func() string) IssueRenderer {
 	if r == nil {
 		return nil
 	}
-	return &previewCache{IssueRenderer: r, entries: map[[32]byte]cachedPreview{}}
+	if generation == nil {
+		generation = func() string { return "" }
+	}
+	return &previewCache{IssueRenderer: r, generation: generation, entries: map[[32]byte]cachedPreview{}}
 }
 
 type previewCache struct {
 	IssueRenderer
-	mu      sync.Mutex
-	entries map[[32]byte]cachedPreview
+	generation func() string
+	mu         sync.Mutex
+	entries    map[[32]byte]cachedPreview
 }
 
 type cachedPreview struct {
@@ -37,7 +43,8 @@ type cachedPreview struct {
 }
 
 // Preview implements IssueRenderer. The key is everything of the issue a
-// preview shows: its id, slug and content, the topic and the format.
+// preview shows: its id, slug and content, the topic and the format, and
+// the templates and settings in effect.
 func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, format string) (string, []byte, error) {
 	if format == "eml" {
 		// The whole message carries a fresh Date, Message-ID and DKIM
@@ -49,7 +56,8 @@ func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, forma
 		Slug          string
 		Content       store.IssueContent
 		Topic, Format string
-	}{is.ID, is.Slug, is.IssueContent, topic, format})
+		Generation    string
+	}{is.ID, is.Slug, is.IssueContent, topic, format, c.generation()})
 	if err != nil {
 		return "", nil, err
 	}

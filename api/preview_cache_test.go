@@ -21,7 +21,7 @@ func (c *countingRenderer) Preview(ctx context.Context, is store.Issue, topic, f
 // a new version, another topic or format renders again.
 func TestPreviewCache(t *testing.T) {
 	r := &countingRenderer{}
-	c := CachePreviews(r)
+	c := CachePreviews(r, nil)
 	ctx := context.Background()
 	is := store.Issue{ID: 1, Slug: "march", IssueContent: store.IssueContent{Subject: "S", Body: "one", Topics: []string{"digest", "updates"}}}
 	for range 3 {
@@ -39,7 +39,7 @@ func TestPreviewCache(t *testing.T) {
 	if r.previews != 4 {
 		t.Fatalf("rendered %d times, want 4 (a new body, another topic, another format)", r.previews)
 	}
-	if CachePreviews(nil) != nil {
+	if CachePreviews(nil, nil) != nil {
 		t.Fatal("a nil renderer wrapped is not nil")
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/newsletter/newsletter/internal/catalog"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -58,7 +59,7 @@ type Config struct {
 	WelcomeDelay time.Duration
 	// Topics are the topics and the onboarding sequence (nil: the
 	// built-in ones).
-	Topics *topics.Set
+	Topics topics.Source
 	// AdminToken guards /api/*; empty closes those routes (404).
 	AdminToken string
 	// SubscribeRate is requests per minute per client address; 0 is off.
@@ -186,6 +187,11 @@ type Deps struct {
 	// SettingsStore serves GET/PUT /api/settings (nil: no such routes).
 	Settings      *settings.Cache
 	SettingsStore store.SettingsStore
+	// Catalog serves /api/topics, /api/sequence and /api/templates, and
+	// Templates the built-in templates' text (nil: no such routes).
+	// Config.Topics is the same catalog where there is one.
+	Catalog   *catalog.Live
+	Templates BuiltinTemplates
 }
 
 // Server is the HTTP API.
@@ -208,7 +214,10 @@ func New(cfg Config, d Deps) *Server {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	if cfg.Topics == nil {
+	if topics.Missing(cfg.Topics) && d.Catalog != nil {
+		cfg.Topics = d.Catalog
+	}
+	if topics.Missing(cfg.Topics) {
 		cfg.Topics = topics.Default(cfg.WelcomeDelay)
 	}
 	if d.Log == nil {
@@ -274,6 +283,7 @@ func (s *Server) routes() {
 	s.accountRoutes()
 	s.segmentRoutes()
 	s.settingsRoutes()
+	s.catalogRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404
@@ -309,7 +319,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Defaults()), Newsletter: s.newsletter(r)})
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Current().Defaults()), Newsletter: s.newsletter(r)})
 }
 
 // wantsJSON tells API clients from browsers: a JSON body, or an Accept

@@ -169,10 +169,10 @@ func profile(in input) (name, tz string, err error) {
 // none is an answer. Unknown ids and no topic at all are refused.
 func (s *Server) chosenTopics(in input) ([]string, error) {
 	ids, given := in["topics"]
-	chosen := s.cfg.Topics.Defaults()
+	chosen := s.cfg.Topics.Current().Defaults()
 	if given || in.get("topics_shown") != "" {
 		var err error
-		if chosen, err = s.cfg.Topics.Check(ids); err != nil {
+		if chosen, err = s.cfg.Topics.Current().Check(ids); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +184,7 @@ func (s *Server) chosenTopics(in input) ([]string, error) {
 
 // firstStep is the sequence's first step for email, confirmed now.
 func (s *Server) firstStep(email string, now time.Time) tasks.Job {
-	return tasks.NewWelcome(email, now, s.cfg.Topics.Sequence.Steps[0].After)
+	return tasks.NewWelcome(email, now, s.cfg.Topics.Current().Sequence.Steps[0].After)
 }
 
 // refuseSignup answers a signup with bad fields: 400, and for a browser
@@ -196,7 +196,7 @@ func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, 
 	}
 	ticked := in["topics"]
 	if in.get("topics_shown") == "" {
-		ticked = s.cfg.Topics.Defaults()
+		ticked = s.cfg.Topics.Current().Defaults()
 	}
 	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.topicChoices(ticked), Newsletter: s.newsletter(r)})
 }

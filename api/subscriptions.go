@@ -14,7 +14,7 @@ import (
 // store.ErrNotFound, store.ErrNotActive, a topics error (the caller's
 // mistake, nothing changed), or the store's.
 func (s *Server) SetTopics(ctx context.Context, email string, topicIDs []string) (store.Subscriber, error) {
-	chosen, err := s.cfg.Topics.Check(topicIDs)
+	chosen, err := s.cfg.Topics.Current().Check(topicIDs)
 	if err != nil {
 		return store.Subscriber{}, &TopicsError{Err: err}
 	}

@@ -66,7 +66,7 @@ func (s *Server) leaveForm(w http.ResponseWriter) {
 // topicName is the name of topic id ("" for none; the id itself for a
 // topic the file no longer has).
 func (s *Server) topicName(id string) string {
-	if t, ok := s.cfg.Topics.Topic(id); ok {
+	if t, ok := s.cfg.Topics.Current().Topic(id); ok {
 		return t.Name
 	}
 	return id
@@ -195,7 +195,7 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 // is the issue whose mail's link was followed: the store counts the
 // leaving in that issue's report.
 func (s *Server) leaveTopic(r *http.Request, email, topic string, issue int64) error {
-	seq := s.cfg.Topics.Sequence
+	seq := s.cfg.Topics.Current().Sequence
 	sub, err := s.deps.Store.LeaveTopicFrom(r.Context(), email, topic, issue, tasks.SequenceCancel(email, seq))
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotActive) {
 		return nil
@@ -270,7 +270,7 @@ func (s *Server) end(ctx context.Context, email string) error { return s.endFrom
 // counts the subscription it ends in that issue's report, in the same
 // step.
 func (s *Server) endFrom(ctx context.Context, email string, issue int64) error {
-	pending := tasks.PendingMails(email, s.cfg.Topics.Sequence)
+	pending := tasks.PendingMails(email, s.cfg.Topics.Current().Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
 		ids[i] = p.ID

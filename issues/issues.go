@@ -94,8 +94,10 @@ func CheckContent(known *topics.Set, c store.IssueContent) error {
 		return bad("segment: no such segment")
 	}
 	for _, t := range c.Topics {
-		if _, ok := known.Topic(t); !ok {
+		if tp, ok := known.Topic(t); !ok {
 			return bad("topics: unknown topic %q", t)
+		} else if tp.Retired {
+			return bad("topics: topic %q is retired", t)
 		}
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(c.Topics)))) != len(c.Topics) {

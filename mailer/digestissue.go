@@ -66,7 +66,7 @@ func parseDigestBody(src string) (*texttemplate.Template, error) {
 // listing entries. The subject is one line of at most MaxSubject
 // characters (cut there); an empty one is the built-in "What is new
 // (<period>)".
-func (r *Renderer) DigestIssue(period string, entries []Entry) (subject, body string, err error) {
+func (r *templates) DigestIssue(period string, entries []Entry) (subject, body string, err error) {
 	d := Data{Period: period, Entries: entries}
 	var subj, md bytes.Buffer
 	if err := r.text[KindDigest].ExecuteTemplate(&subj, "subject", d); err != nil {

@@ -26,7 +26,7 @@ func TestTemplateSeesFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.preparable[KindIssue] {
+	if r.cur.Load().preparable[KindIssue] {
 		t.Fatal("a template that shows a reader's fields is filled in from a prepared mail")
 	}
 	base := Data{Email: "a@b.co", Subject: "News", IssueHTML: "<p>Body</p>", IssueText: "Body", PreferencesURL: "https://x/p"}

@@ -31,7 +31,7 @@ func parsePostBody(src string) (*texttemplate.Template, error) {
 // PostIssue is the subject and Markdown body of the issue a feed's entry
 // becomes: the subject is the entry's title on one line, cut at
 // MaxSubject characters (its URL when it has none).
-func (r *Renderer) PostIssue(e Entry) (subject, body string, err error) {
+func (r *templates) PostIssue(e Entry) (subject, body string, err error) {
 	var md bytes.Buffer
 	if err := r.postBody.Execute(&md, e); err != nil {
 		return "", "", fmt.Errorf("render %s: %w", PostBodyTemplate, err)

@@ -291,7 +291,7 @@ func (pm *preparedMail) unchanged(msg *Message) bool {
 // of a digest share one, so each variant is rendered, checked and encoded
 // once per worker rather than once per batch.
 type Prepared struct {
-	r      *Renderer
+	r      *templates
 	kind   string
 	shared Data
 	marks  [nPersonal]string
@@ -311,7 +311,7 @@ func (p *Prepared) Counts() (fast, full, encoded int) {
 
 // Prepare starts a Prepared for kind with the fields all recipients share;
 // its per-recipient fields are ignored.
-func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
+func (r *templates) Prepare(kind string, shared Data) (*Prepared, error) {
 	if _, ok := r.text[kind]; !ok {
 		return nil, fmt.Errorf("render: unknown mail kind %q", kind)
 	}
@@ -359,7 +359,7 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 	}
 	if !fast {
 		p.full.Add(1)
-		return p.r.Render(p.kind, full)
+		return p.r.render(p.kind, full)
 	}
 	v, err := p.variant(sh)
 	if err != nil {
@@ -367,7 +367,7 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 	}
 	if v.off.Load() {
 		p.full.Add(1)
-		return p.r.Render(p.kind, full)
+		return p.r.render(p.kind, full)
 	}
 	msg := &Message{
 		Kind: p.kind, To: full.Email, Subject: v.subject.fill(values), UnsubscribeURL: full.UnsubscribeURL, ListID: full.ListID,
@@ -380,7 +380,7 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 		// The first mail of the variant is also rendered whole; if the
 		// two differ (or the render fails), the variant is off.
 		var err error
-		want, err = p.r.Render(p.kind, full)
+		want, err = p.r.render(p.kind, full)
 		if err != nil || want.Subject != msg.Subject || want.Text != msg.Text || want.HTML != msg.HTML {
 			v.off.Store(true)
 		}
@@ -390,7 +390,7 @@ func (p *Prepared) render(d Data, lazy bool) (*Message, error) {
 		if want != nil {
 			return want, nil
 		}
-		return p.r.Render(p.kind, full)
+		return p.r.render(p.kind, full)
 	}
 	if !lazy {
 		pm.complete(msg)

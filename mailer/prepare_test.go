@@ -78,10 +78,10 @@ func TestPreparableTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.preparable[KindDigest] {
+	if r.cur.Load().preparable[KindDigest] {
 		t.Fatal("a template that passes .Email to printf was judged preparable")
 	}
-	if !r.preparable[KindWelcome] {
+	if !r.cur.Load().preparable[KindWelcome] {
 		t.Fatal("the built-in welcome was judged not preparable")
 	}
 	for _, kind := range []string{KindDigest, KindEvents} {

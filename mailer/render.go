@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	texttemplate "text/template"
 	"text/template/parse"
 )
@@ -116,8 +117,16 @@ var layoutFuncs = htmltemplate.FuncMap{
 // no escaper changes it.
 const ReaderMark = "nlreadermark0"
 
-// Renderer holds the parsed templates for every kind.
+// Renderer makes every kind of mail from its templates. Its templates can
+// be replaced while it is in use (Replace: the console's edits reach the
+// workers without a restart); a mail, or a Prepared, is made from one set
+// throughout.
 type Renderer struct {
+	cur atomic.Pointer[templates]
+}
+
+// templates are one parsed set of templates for every kind.
+type templates struct {
 	text map[string]*texttemplate.Template
 	html map[string]*htmltemplate.Template
 	// preparable: the kind's templates allow Prepare's fill-in (prepare.go).
@@ -131,13 +140,157 @@ type Renderer struct {
 	postBody *texttemplate.Template
 }
 
+// TemplateText is a template written at run time (store.Template): the
+// KIND.txt and the KIND.html, or the layout's HTML. An empty part is
+// taken from the folder or the built-in templates.
+type TemplateText struct{ Text, HTML string }
+
+// The names of the templates that are not a kind's: the layout around
+// every HTML part, and the Markdown of the digest's and of a feed entry's
+// issue.
+const (
+	TemplateLayout      = "layout"
+	TemplateDigestIssue = "digest-issue"
+	TemplatePostIssue   = "post-issue"
+)
+
+// TemplateNames are the names of the built-in templates one can edit:
+// every kind's, then the layout and the issue bodies.
+func TemplateNames() []string {
+	return append(Kinds(), TemplateLayout, TemplateDigestIssue, TemplatePostIssue)
+}
+
+// storedPart is the stored text for the template file name (KIND.txt,
+// KIND.html, layout.html, digest.md, post.md), when one is stored.
+func storedPart(stored map[string]TemplateText, file string) (string, bool) {
+	var part string
+	switch file {
+	case "layout.html":
+		part = stored[TemplateLayout].HTML
+	case DigestBodyTemplate:
+		part = stored[TemplateDigestIssue].Text
+	case PostBodyTemplate:
+		part = stored[TemplatePostIssue].Text
+	default:
+		kind, ext, _ := strings.Cut(file, ".")
+		if ext == "html" {
+			part = stored[kind].HTML
+		} else {
+			part = stored[kind].Text
+		}
+	}
+	return part, part != ""
+}
+
+// ReadDir reads the files of an operator's template folder that replace
+// built-in ones or are steps' (names: TemplateNames and steps), for the
+// catalog's first import. Missing files are left out.
+func ReadDir(dir string, steps ...string) (map[string]TemplateText, error) {
+	out := map[string]TemplateText{}
+	if dir == "" {
+		return out, nil
+	}
+	files := map[string][2]string{
+		TemplateLayout:      {"", "layout.html"},
+		TemplateDigestIssue: {DigestBodyTemplate, ""},
+		TemplatePostIssue:   {PostBodyTemplate, ""},
+	}
+	for _, k := range append(Kinds(), steps...) {
+		files[k] = [2]string{k + ".txt", k + ".html"}
+	}
+	for name, f := range files {
+		var t TemplateText
+		for i, file := range f {
+			if file == "" {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, file))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read template %s: %w", file, err)
+			}
+			if i == 0 {
+				t.Text = string(b)
+			} else {
+				t.HTML = string(b)
+			}
+		}
+		if t != (TemplateText{}) {
+			out[name] = t
+		}
+	}
+	return out, nil
+}
+
+// Sources are where templates come from, first match wins: Stored (by
+// kind, or "layout" for layout.html; the console's), Dir (an operator's
+// folder, NEWSLETTER_TEMPLATE_DIR), then the built-in ones.
+type Sources struct {
+	Stored map[string]TemplateText
+	Dir    string
+}
+
 // NewRenderer parses the embedded templates of every kind and of the
 // sequence's steps. A file of the same name in overrideDir (KIND.txt,
 // KIND.html, layout.html, digest.md or post.md) replaces the embedded one, so an operator can
 // restyle mails without a rebuild; a step's template may exist only there.
 // Errors name the file.
 func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
+	return Compile(Sources{Dir: overrideDir}, steps...)
+}
+
+// Compile is NewRenderer over src.
+func Compile(src Sources, steps ...string) (*Renderer, error) {
+	t, err := parseTemplates(src, steps...)
+	if err != nil {
+		return nil, err
+	}
+	r := &Renderer{}
+	r.cur.Store(t)
+	return r, nil
+}
+
+// Replace puts n's templates in effect in r: mails begun before go on with
+// the ones they started with.
+func (r *Renderer) Replace(n *Renderer) { r.cur.Store(n.cur.Load()) }
+
+// UsesEntries reports whether the templates of kind (a sequence step's, an
+// operator's override) show .Entries, so that a sender reads the items
+// only for the mails that list them.
+func (r *Renderer) UsesEntries(kind string) bool { return r.cur.Load().entries[kind] }
+
+// Render builds the message of kind for d.Email.
+func (r *Renderer) Render(kind string, d Data) (*Message, error) {
+	return r.cur.Load().render(kind, d)
+}
+
+// Prepare starts a Prepared for kind with the fields all recipients
+// share; its per-recipient fields are ignored. It keeps the templates in
+// effect now for all its mails.
+func (r *Renderer) Prepare(kind string, shared Data) (*Prepared, error) {
+	return r.cur.Load().Prepare(kind, shared)
+}
+
+// DigestIssue is the subject and Markdown body of period's digest issue
+// (digestissue.go).
+func (r *Renderer) DigestIssue(period string, entries []Entry) (subject, body string, err error) {
+	return r.cur.Load().DigestIssue(period, entries)
+}
+
+// PostIssue is the subject and Markdown body of a feed entry's issue
+// (postissue.go).
+func (r *Renderer) PostIssue(e Entry) (subject, body string, err error) {
+	return r.cur.Load().PostIssue(e)
+}
+
+func parseTemplates(src Sources, steps ...string) (*templates, error) {
+	overrideDir := src.Dir
 	read := func(name string) (string, error) {
+		if stored, ok := storedPart(src.Stored, name); ok {
+			return stored, nil
+		}
 		if overrideDir != "" {
 			b, err := os.ReadFile(filepath.Join(overrideDir, name))
 			if err == nil {
@@ -154,7 +307,7 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Renderer{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}, entries: map[string]bool{}}
+	r := &templates{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}, entries: map[string]bool{}}
 	for _, k := range append(Kinds(), steps...) {
 		if _, done := r.text[k]; done {
 			continue // the welcome is a kind and the first step
@@ -217,11 +370,6 @@ func NewRenderer(overrideDir string, steps ...string) (*Renderer, error) {
 	return r, nil
 }
 
-// UsesEntries reports whether the templates of kind (a sequence step's, an
-// operator's override) show .Entries, so that a sender reads the items
-// only for the mails that list them.
-func (r *Renderer) UsesEntries(kind string) bool { return r.entries[kind] }
-
 // usesField reports whether any of trees refers to .name.
 func usesField(name string, trees ...*parse.Tree) bool {
 	found := false
@@ -277,12 +425,7 @@ func usesField(name string, trees ...*parse.Tree) bool {
 	return found
 }
 
-// Render builds the message of kind for d.Email.
-func (r *Renderer) Render(kind string, d Data) (*Message, error) {
-	return r.render(kind, d)
-}
-
-func (r *Renderer) render(kind string, d Data) (*Message, error) {
+func (r *templates) render(kind string, d Data) (*Message, error) {
 	txt, ok := r.text[kind]
 	if !ok {
 		return nil, fmt.Errorf("render: unknown mail kind %q", kind)

@@ -211,7 +211,7 @@ func (r *Redis) RecordFeedback(ctx context.Context, f Feedback, p FeedbackPolicy
 		id = strconv.FormatInt(f.SubscriberID, 10)
 	}
 	args := []any{f.Email, id, string(f.Type), now.UnixMilli(), at36(now), f.ID,
-		p.SoftLimit, p.SoftWindow.Milliseconds(), "", r.topics.all}
+		p.SoftLimit, p.SoftWindow.Milliseconds(), "", r.tl().all}
 	var res []string
 	var err error
 	if f.SubscriberID > 0 {
@@ -356,7 +356,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[2])}
 
 // LiftSuppression implements Suppressions.
 func (r *Redis) LiftSuppression(ctx context.Context, email string) (Subscriber, error) {
-	res, _, err := r.byAddress(ctx, liftScript, email, anchorOnly, []any{email, r.topics.all, r.topics.defaults})
+	res, _, err := r.byAddress(ctx, liftScript, email, anchorOnly, []any{email, r.tl().all, r.tl().defaults})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("lift suppression: %w", err)
 	}

@@ -71,8 +71,8 @@ func (r *Redis) Growth(ctx context.Context, ndays int) ([]TopicGrowth, error) {
 // growthOf picks every topic's growth out of the days' summed counters
 // (daySums of dayKeys).
 func (r *Redis) growthOf(dayKeys []string, sums []map[string]int64) []TopicGrowth {
-	out := make([]TopicGrowth, 0, len(r.topics.ids))
-	for _, t := range r.topics.ids {
+	out := make([]TopicGrowth, 0, len(r.tl().ids))
+	for _, t := range r.tl().ids {
 		g := TopicGrowth{Topic: t, Days: make([]GrowthDay, len(dayKeys))}
 		for k, d := range dayKeys {
 			sum := sums[k]

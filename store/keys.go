@@ -51,9 +51,6 @@ const (
 	// the file reaches them), and which sequence the waiting steps follow.
 	sfxOnboard     = "onboard"       // zset of ids that confirmed with a first step scheduled, score = confirmed (unix ms)
 	keySequenceVer = "nl:seqversion" // the fingerprint of the sequence the waiting steps were scheduled by
-	// The topics the service runs with (servicetopics.go): the commands
-	// that write subscribers use them when they have no topics file.
-	keyServiceTopics = "nl:topics" // JSON: the topics file's topics, in order
 
 	// A subscriber's browsers for web push (push.go): one hash per
 	// subscriber, deleted when the person leaves.
@@ -99,6 +96,10 @@ const (
 	keyLastItem  = "nl:{pub}:digest:lastitem" // highest item id any run took
 	keyLatestRun = "nl:{pub}:digest:latest"   // period of the latest run
 	keySettings  = "nl:{pub}:settings"        // hash: the newsletter's settings (settings.go) and their version v
+	// The topics, the sequence and the templates written at run time
+	// (catalog.go), and their saved versions.
+	keyCatalog        = "nl:{pub}:catalog"         // hash v, doc (topics JSON), gen, t:NAME (template JSON), tv:NAME (its version)
+	keyCatalogHistory = "nl:{pub}:catalog:history" // list of CatalogChange JSON, newest first
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of

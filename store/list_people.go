@@ -108,7 +108,7 @@ func (r *Redis) ChangeSubscriber(ctx context.Context, email string, c Change) (S
 		}
 		setTopics = "1"
 	}
-	args := []any{email, setName, name, setTZ, tz, setTopics, strings.Join(c.Topics, ","), r.topics.all, c.Cancel.Topic}
+	args := []any{email, setName, name, setTZ, tz, setTopics, strings.Join(c.Topics, ","), r.tl().all, c.Cancel.Topic}
 	for _, id := range c.Cancel.Outbox {
 		args = append(args, id)
 	}

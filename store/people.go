@@ -325,7 +325,7 @@ func (r *Redis) listTerms(st Status, topic string) ([][]string, error) {
 		terms = append(terms, any)
 	}
 	if topic != "" {
-		if !slices.Contains(r.topics.ids, topic) {
+		if !slices.Contains(r.tl().ids, topic) {
 			return nil, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, topic)
 		}
 		terms = append(terms, []string{sfxTopic + topic})
@@ -490,7 +490,7 @@ return {'ok', id, packrec(r)}
 
 // Erase implements People.
 func (r *Redis) Erase(ctx context.Context, email string, outbox ...string) (Subscriber, error) {
-	args := []any{email, r.erasure(email), r.topics.all}
+	args := []any{email, r.erasure(email), r.tl().all}
 	for _, id := range outbox {
 		args = append(args, id)
 	}
@@ -553,6 +553,7 @@ func (r *Redis) Stats(ctx context.Context, ndays int) (Stats, error) {
 // StatsAndGrowth is Stats and Growth from one read of the day counters
 // (the console's overview shows both).
 func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGrowth, error) {
+	tl := r.tl() // one list throughout, though the console changes it meanwhile
 	if ndays < 0 || ndays > MaxStatsDays {
 		return Stats{}, nil, fmt.Errorf("%w: %d days (want 0..%d)", ErrBadQuery, ndays, MaxStatsDays)
 	}
@@ -560,7 +561,7 @@ func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGr
 	for _, st := range Statuses {
 		args = append(args, statusBitmap(st))
 	}
-	for _, t := range r.topics.ids {
+	for _, t := range tl.ids {
 		args = append(args, sfxTopic+t)
 	}
 	dayKeys := r.lastDays(ndays)
@@ -577,12 +578,12 @@ func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGr
 	if err != nil {
 		return Stats{}, nil, fmt.Errorf("stats: %w", err)
 	}
-	want := len(Statuses) + 2*len(r.topics.ids)
+	want := len(Statuses) + 2*len(tl.ids)
 	n := make([]int64, want)
 	for _, c := range counts {
 		got, err := c.Int64Slice()
 		if err != nil || len(got) != want {
-			return Stats{}, nil, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(r.topics.ids), err)
+			return Stats{}, nil, fmt.Errorf("stats: %d counts for %d statuses and %d topics: %v", len(got), len(Statuses), len(tl.ids), err)
 		}
 		for i, v := range got {
 			n[i] += v
@@ -592,7 +593,7 @@ func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGr
 	for i, st := range Statuses {
 		out.ByStatus[st] = n[i]
 	}
-	for i, t := range r.topics.ids {
+	for i, t := range tl.ids {
 		j := len(Statuses) + 2*i
 		out.ByTopic = append(out.ByTopic, TopicCount{Topic: t, Subscribers: n[j], Active: n[j+1]})
 	}

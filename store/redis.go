@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,7 +24,7 @@ import (
 type Redis struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
-	topics topicList
+	topics *liveTopics
 	// erasure is the keyed hash of an erased address (WithErasure).
 	erasure func(email string) string
 }
@@ -39,10 +40,36 @@ func newTopicList(s *topics.Set) topicList {
 	return topicList{ids: s.IDs(), all: strings.Join(s.IDs(), ","), defaults: strings.Join(s.Defaults(), ",")}
 }
 
+// liveTopics follows a topics.Source (the catalog, which the console
+// changes at run time): the list is made again only when the set in
+// effect is another.
+type liveTopics struct {
+	src  topics.Source
+	last atomic.Pointer[madeTopicList]
+}
+
+type madeTopicList struct {
+	from *topics.Set
+	list topicList
+}
+
+func (l *liveTopics) list() topicList {
+	set := l.src.Current()
+	if m := l.last.Load(); m != nil && m.from == set {
+		return m.list
+	}
+	m := &madeTopicList{from: set, list: newTopicList(set)}
+	l.last.Store(m)
+	return m.list
+}
+
+// tl is the topics in effect as the scripts take them.
+func (r *Redis) tl() topicList { return r.topics.list() }
+
 // NewRedis returns the store on rdb, with the built-in topics. It does not
 // close rdb.
 func NewRedis(rdb redis.UniversalClient) *Redis {
-	return &Redis{rdb: rdb, now: time.Now, topics: newTopicList(topics.Default(0)), erasure: defaultErasureHash}
+	return &Redis{rdb: rdb, now: time.Now, topics: &liveTopics{src: topics.Default(0)}, erasure: defaultErasureHash}
 }
 
 // WithClock returns the store reading the time from now (for tests).
@@ -52,13 +79,14 @@ func (r *Redis) WithClock(now func() time.Time) *Redis {
 	return &c
 }
 
-// WithTopics returns the store reading and writing the topics of s.
-func (r *Redis) WithTopics(s *topics.Set) *Redis {
-	if s == nil {
+// WithTopics returns the store reading and writing the topics s has in
+// effect at each call.
+func (r *Redis) WithTopics(s topics.Source) *Redis {
+	if topics.Missing(s) {
 		return r
 	}
 	c := *r
-	c.topics = newTopicList(s)
+	c.topics = &liveTopics{src: s}
 	return &c
 }
 
@@ -242,7 +270,7 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	if req.Reason != "" {
 		note = req.Reason + recordSep + req.Actor
 	}
-	chosen := r.topics.defaults
+	chosen := r.tl().defaults
 	if req.Topics != nil {
 		chosen = strings.Join(req.Topics, ",")
 	}
@@ -258,7 +286,7 @@ func (r *Redis) subscribeArgs(req SubscribeRequest, now string) ([]any, error) {
 	}
 	return []any{req.Email, req.Name, req.Timezone, now, boolArg(req.Activate),
 		req.Outbox.ID, req.Outbox.Body, ms(req.Outbox.Due), boolArg(req.OnlyNew),
-		holdSeconds(req.Hold), req.Hold.PerDay, r.topics.all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
+		holdSeconds(req.Hold), req.Hold.PerDay, r.tl().all, chosen, ms(r.now()), ReconfirmWindow.Milliseconds(),
 		r.erasure(req.Email), string(req.Source), r.now().UTC().Format(time.DateOnly),
 		strings.Join(req.Tags, ","), strings.Join(fields, recordSep), note}, nil
 }
@@ -421,7 +449,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 // Confirm implements Subscribers.
 func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
 	res, _, err := r.byAddress(ctx, confirmScript, email, r.withDay,
-		[]any{email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.topics.all, ms(r.now()), r.erasure(email)})
+		[]any{email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.tl().all, ms(r.now()), r.erasure(email)})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("confirm %s: %w", email, err)
 	}
@@ -495,7 +523,7 @@ return {'ok', id, packrec(r), '', '', changed}
 `)
 
 func (r *Redis) end(ctx context.Context, email string, to Status, cancel []string, issue int64) (Subscriber, error) {
-	args := []any{email, at36(r.now()), codeByStatus[to], r.topics.all}
+	args := []any{email, at36(r.now()), codeByStatus[to], r.tl().all}
 	for _, id := range cancel {
 		args = append(args, id)
 	}
@@ -523,7 +551,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[2]), reconfirming(id, r), '', ta
 
 // Get implements Subscribers.
 func (r *Redis) Get(ctx context.Context, email string) (Subscriber, error) {
-	res, _, err := r.byAddress(ctx, getScript, email, anchorOnly, []any{email, r.topics.all})
+	res, _, err := r.byAddress(ctx, getScript, email, anchorOnly, []any{email, r.tl().all})
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %s: %w", email, err)
 	}
@@ -552,7 +580,7 @@ func (r *Redis) GetByID(ctx context.Context, id int64) (Subscriber, error) {
 	if id <= 0 {
 		return Subscriber{}, ErrNotFound
 	}
-	res, err := getByIDScript.Run(ctx, r.rdb, []string{anchor(idShard(id))}, id, r.topics.all).StringSlice()
+	res, err := getByIDScript.Run(ctx, r.rdb, []string{anchor(idShard(id))}, id, r.tl().all).StringSlice()
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("load subscriber %d: %w", id, err)
 	}
@@ -632,7 +660,7 @@ return {'ok', id, packrec(r), chosen}
 `)
 
 func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel, issue int64) (Subscriber, error) {
-	args := []any{email, at36(r.now()), r.topics.all, mode, list, cancel.Topic, name, tz}
+	args := []any{email, at36(r.now()), r.tl().all, mode, list, cancel.Topic, name, tz}
 	for _, id := range cancel.Outbox {
 		args = append(args, id)
 	}

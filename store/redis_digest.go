@@ -356,6 +356,7 @@ func (r *Redis) AudienceByShard(ctx context.Context, topicIDs []string, after in
 // ids, and each topic's bitmap over the stretch of each shard the ids
 // cover (a batch's ids are close together), all in one pipeline.
 func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
+	tl := r.tl() // one list throughout, though the console changes it meanwhile
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -403,7 +404,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			fields[j] = p.HMGet(ctx, bucketKey(sfxFieldValues, id), b.fields...)
 		}
 		for s, st := range stretches {
-			for _, t := range r.topics.ids {
+			for _, t := range tl.ids {
 				tps[s] = append(tps[s], p.GetRange(ctx, s.key(sfxTopic+t), st.lo, st.hi))
 			}
 		}
@@ -434,7 +435,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			sub.Topics = []string{}
 			for t, c := range tps[s] {
 				if bitAt(c.Val(), idSlot(sub.ID)-stretches[s].lo*8) {
-					sub.Topics = append(sub.Topics, r.topics.ids[t])
+					sub.Topics = append(sub.Topics, tl.ids[t])
 				}
 			}
 			out[b.at[k]] = sub

@@ -127,7 +127,7 @@ func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (Search
 		return SearchPage{}, fmt.Errorf("%w: after or before, not both", ErrBadQuery)
 	case q.Status != "" && !q.Status.Valid():
 		return SearchPage{}, fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
-	case q.Topic != "" && !slices.Contains(r.topics.ids, q.Topic):
+	case q.Topic != "" && !slices.Contains(r.tl().ids, q.Topic):
 		return SearchPage{}, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
 	}
 	for _, c := range []string{q.After, q.Before} {

@@ -292,7 +292,7 @@ func (r *Redis) planSegment(ctx context.Context, src string) (*segPlan, error) {
 		return nil, err
 	}
 	p := &segPlan{expr: e, leaf: map[*segment.Term]int{}}
-	schema := segment.Schema{Topics: r.topics.ids, Fields: map[string]segment.FieldType{}}
+	schema := segment.Schema{Topics: r.tl().ids, Fields: map[string]segment.FieldType{}}
 	for _, st := range Statuses {
 		schema.Statuses = append(schema.Statuses, string(st))
 	}

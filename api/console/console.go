@@ -36,7 +36,7 @@ type Config struct {
 	// cross-origin check.
 	BaseURL string
 	// Topics are the topics file's (nil: the built-in ones).
-	Topics *topics.Set
+	Topics topics.Source
 	// SessionTTL (default SessionTTL) and MaxUpload (default
 	// DefaultMaxUpload) are for tests and odd deployments.
 	SessionTTL time.Duration
@@ -171,7 +171,7 @@ type Handler struct {
 
 // New builds the console. A BaseURL that does not parse is an error.
 func New(cfg Config, d Deps) (*Handler, error) {
-	if cfg.Topics == nil {
+	if topics.Missing(cfg.Topics) {
 		cfg.Topics = topics.Default(0)
 	}
 	if cfg.SessionTTL <= 0 {

@@ -14,7 +14,7 @@ import (
 func (h *Handler) createIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewIssue(w, r)
 	if err == nil {
-		err = issues.CheckContent(h.cfg.Topics, f.Content())
+		err = issues.CheckContent(h.cfg.Topics.Current(), f.Content())
 	}
 	if err != nil {
 		h.issueFailed(w, r, store.Issue{}, f, err)

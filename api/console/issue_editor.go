@@ -47,8 +47,9 @@ type topicBox struct {
 }
 
 func (h *Handler) topicBoxes(checked []string) []topicBox {
-	out := make([]topicBox, len(h.cfg.Topics.Topics))
-	for i, t := range h.cfg.Topics.Topics {
+	offered := h.cfg.Topics.Current().Offered()
+	out := make([]topicBox, len(offered))
+	for i, t := range offered {
 		out[i] = topicBox{Topic: t}
 		for _, c := range checked {
 			if c == t.ID {

@@ -10,5 +10,5 @@ import (
 // newIssue is GET /admin/issues/new: an empty editor, the default topics
 // ticked.
 func (h *Handler) newIssue(w http.ResponseWriter, r *http.Request) {
-	h.editor(w, r, http.StatusOK, store.Issue{}, form.Issue{Topics: h.cfg.Topics.Defaults()}, "")
+	h.editor(w, r, http.StatusOK, store.Issue{}, form.Issue{Topics: h.cfg.Topics.Current().Defaults()}, "")
 }

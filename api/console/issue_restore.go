@@ -30,7 +30,7 @@ func (h *Handler) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, form.Status(err), "Not done", err.Error())
 		return
 	}
-	out, err := h.issues.Restore(r.Context(), h.cfg.Topics, is, version, n)
+	out, err := h.issues.Restore(r.Context(), h.cfg.Topics.Current(), is, version, n)
 	var bad *issues.InputError
 	var state *store.StateError
 	switch {

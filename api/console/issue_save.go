@@ -17,7 +17,7 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewIssue(w, r)
 	saved := is
 	if err == nil {
-		saved, err = h.issues.Update(r.Context(), h.cfg.Topics, is, f.Version, f.Content())
+		saved, err = h.issues.Update(r.Context(), h.cfg.Topics.Current(), is, f.Version, f.Content())
 	}
 	if err != nil {
 		h.issueFailed(w, r, is, f, err)

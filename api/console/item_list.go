@@ -29,7 +29,7 @@ func (h *Handler) listItems(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) items(w http.ResponseWriter, r *http.Request, code int, f form.Item, problem string) {
 	q := r.URL.Query()
 	topic := q.Get("topic")
-	if _, ok := h.cfg.Topics.Topic(topic); !ok {
+	if _, ok := h.cfg.Topics.Current().Topic(topic); !ok {
 		topic = topics.Digest
 	}
 	if f.Topic == "" {
@@ -41,7 +41,7 @@ func (h *Handler) items(w http.ResponseWriter, r *http.Request, code int, f form
 		h.storeAway(w, r, err)
 		return
 	}
-	d := itemListData{Items: list, Topic: topic, Topics: h.cfg.Topics.Topics, Form: f}
+	d := itemListData{Items: list, Topic: topic, Topics: h.cfg.Topics.Current().Topics, Form: f}
 	if len(list) == itemsPage {
 		d.Next = list[len(list)-1].ID
 	}

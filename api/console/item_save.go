@@ -17,7 +17,7 @@ func (h *Handler) saveItem(w http.ResponseWriter, r *http.Request) {
 		h.items(w, r, form.Status(err), f, err.Error())
 		return
 	}
-	if _, ok := h.cfg.Topics.Topic(f.Topic); !ok {
+	if _, ok := h.cfg.Topics.Current().Topic(f.Topic); !ok {
 		h.items(w, r, http.StatusBadRequest, f, "topic: one of the topics file's")
 		return
 	}

@@ -74,7 +74,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		for _, s := range store.Statuses {
 			d.Statuses = append(d.Statuses, statusCount{s, st.ByStatus[s]})
 		}
-		for _, t := range h.cfg.Topics.Topics {
+		for _, t := range h.cfg.Topics.Current().Topics {
 			tc := topicCount{Topic: t}
 			for _, c := range st.ByTopic {
 				if c.Topic == t.ID {
@@ -84,7 +84,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Topics = append(d.Topics, tc)
 		}
 		d.Chart = chart(st.Days)
-		for _, t := range h.cfg.Topics.Topics {
+		for _, t := range h.cfg.Topics.Current().Topics {
 			if g, ok := store.TopicGrowthOf(growth, t.ID); ok {
 				d.Growth = append(d.Growth, topicGrowth{Topic: t, Total: g.Total, Chart: growthChart(t.Name, g)})
 			}

@@ -40,7 +40,7 @@ type subscriberListData struct {
 func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	if v.Get("q") != "" {
-		q, err := api.ParseSearchQuery(v, h.cfg.Topics)
+		q, err := api.ParseSearchQuery(v, h.cfg.Topics.Current())
 		if err != nil {
 			h.badList(w, r, err)
 			return
@@ -48,7 +48,7 @@ func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		h.searchPage(w, r, q)
 		return
 	}
-	q, err := api.ParseSubscriberQuery(v, h.cfg.Topics)
+	q, err := api.ParseSubscriberQuery(v, h.cfg.Topics.Current())
 	if err != nil {
 		h.badList(w, r, err)
 		return
@@ -65,7 +65,7 @@ func (h *Handler) badList(w http.ResponseWriter, r *http.Request, err error) {
 
 // subscriberList is the screen's data for f before the list is read.
 func (h *Handler) subscriberList(f store.Filter) subscriberListData {
-	return subscriberListData{Q: f.Q, Status: string(f.Status), Topic: f.Topic, Statuses: store.Statuses, Topics: h.cfg.Topics.Topics,
+	return subscriberListData{Q: f.Q, Status: string(f.Status), Topic: f.Topic, Statuses: store.Statuses, Topics: h.cfg.Topics.Current().Topics,
 		Actions: listjobs.Actions, Listed: h.d.People != nil, Owned: h.d.List != nil}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/catalog"
 	"io"
 	"log/slog"
 	"mime"
@@ -63,6 +64,9 @@ type app struct {
 	// settings are the newsletter's (name, From, postal address…), re-read
 	// from Redis every few seconds by every role.
 	settings *settings.Cache
+	// catalog is the topics, sequence and templates in effect (stored,
+	// edited at run time).
+	catalog *catalog.Live
 	// tokenGenerated: the admin token was made up at start (embedded
 	// mode), so the banner may print it; a configured one never is.
 	tokenGenerated bool
@@ -133,6 +137,13 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		a.close()
 		return nil, err
 	}
+	// The topics are the stored ones from here on, for every role and
+	// command (the file is their first import).
+	if a.catalog, err = openCatalog(ctx, a); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.store = a.store.WithTopics(a.catalog)
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
 	a.engage = engage.NewKeys([]byte(cfg.Secret))
 	a.tags = feedback.NewTagger([]byte(cfg.Secret))

@@ -31,7 +31,7 @@ type consoleDeps struct {
 // stored tokens, one failure budget) and writes the same audit log; its
 // export and erase are the API's (srv).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
-	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.cfg.Topics, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
+	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
 		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
 		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,

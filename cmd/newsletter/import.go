@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/csvimport"
-	"github.com/newsletter/newsletter/internal/topics"
 )
 
 // importColumns are the CSV columns (the help names them).
@@ -54,13 +52,10 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer a.close()
-	set, err := serviceTopics(ctx, a)
-	if err != nil {
-		return err
-	}
 	client := a.newClient()
 
-	im := &csvimport.Importer{Store: a.store.WithTopics(set), Queue: client, Pending: *pending, Now: time.Now, Topics: set}
+	// The stored topics, as the service's roles read them.
+	im := &csvimport.Importer{Store: a.store, Queue: client, Pending: *pending, Now: time.Now, Topics: a.catalog}
 	counted := &csvimport.CountingReader{R: f}
 	var progress *progressBar
 	if !*quiet {
@@ -76,32 +71,6 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	a.note(ctx, audit.Imported, "subscribers", detail)
 	return err
-}
-
-// serviceTopics are the topics a command that writes subscribers checks
-// and stores: those the service recorded at its start
-// (store.SetServiceTopics), so a shell without NEWSLETTER_TOPICS_FILE
-// cannot fall back to the built-in ones while the service runs with a
-// file. A command's own topics file must declare the same topics (ids,
-// order, defaults); before any role recorded its topics, the command's own
-// are used.
-func serviceTopics(ctx context.Context, a *app) (*topics.Set, error) {
-	svc, err := a.store.ServiceTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case svc == nil:
-		return a.cfg.Topics, nil
-	case a.cfg.TopicsFile == "":
-		return svc, nil
-	case !slices.Equal(svc.IDs(), a.cfg.Topics.IDs()) || !slices.Equal(svc.Defaults(), a.cfg.Topics.Defaults()):
-		return nil, fmt.Errorf("NEWSLETTER_TOPICS_FILE %s declares the topics %s (on by default: %s), the running service %s (on by default: %s): "+
-			"use the service's topics file, or unset NEWSLETTER_TOPICS_FILE to use the service's topics; nothing was imported",
-			a.cfg.TopicsFile, strings.Join(a.cfg.Topics.IDs(), ","), strings.Join(a.cfg.Topics.Defaults(), ","),
-			strings.Join(svc.IDs(), ","), strings.Join(svc.Defaults(), ","))
-	}
-	return a.cfg.Topics, nil
 }
 
 // progressBar redraws one line on w until stopped.

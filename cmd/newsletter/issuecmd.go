@@ -14,7 +14,6 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/issues"
-	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -67,7 +66,7 @@ func issueCreateCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout
 	}
 	c := store.IssueContent{Subject: strings.TrimSpace(*subject), Preheader: strings.TrimSpace(*preheader), Body: body, Topics: topicList}
 	return run(func(a *app) error {
-		if err := issues.CheckContent(a.cfg.Topics, c); err != nil {
+		if err := issues.CheckContent(a.catalog.Current(), c); err != nil {
 			return err
 		}
 		is, err := a.store.CreateIssue(ctx, c, "")
@@ -161,7 +160,7 @@ func withApp(ctx context.Context, getenv func(string) string, stdout, stderr io.
 // a preview sends nothing, and an eml preview composes the MIME message
 // as the SMTP mailer would (app.mimeComposer).
 func (a *app) issuePreviewer(format string) (api.IssueRenderer, error) {
-	render, err := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
+	render, err := liveRenderer(a)
 	if err != nil {
 		return nil, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)
 	}

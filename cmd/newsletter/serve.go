@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/catalog"
 	"io"
 	"net"
 	"net/http"
@@ -79,17 +80,15 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	for _, w := range a.warnings {
 		a.log.Warn(w)
 	}
-	// The commands run beside the service (import) read and write the
-	// topics it runs with, whatever their own environment says.
-	if err := a.store.SetServiceTopics(ctx, a.cfg.Topics); err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tstp := make(chan os.Signal, 1)
 	signal.Notify(tstp, syscall.SIGTSTP)
 	defer signal.Stop(tstp)
 
+	// Topics, the sequence and templates changed in the console reach
+	// this process within catalog.DefaultRecheck.
+	go a.catalog.Watch(ctx, catalog.DefaultRecheck)
 	client := a.newClient()
 	l, err := buildLanes(ctx, a, r, client)
 	if err != nil {
@@ -174,9 +173,9 @@ func (l *lanes) setUpMail(ctx context.Context, a *app) error {
 	if err != nil && l.email {
 		return err
 	}
-	render, rerr := mailer.NewRenderer(a.cfg.TemplateDir, a.cfg.Topics.Templates()...)
+	render, rerr := liveRenderer(a)
 	if rerr != nil {
-		return fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", rerr)
+		return rerr
 	}
 	if err != nil {
 		return nil
@@ -214,7 +213,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 	if l.email {
 		// The sequence's steps are counted, and mails marked in a window
 		// as wide as the lane's pool, only where mail is sent.
-		metrics.ForSteps(a.cfg.Topics.Templates())
+		metrics.ForSteps(a.catalog.Current().Templates())
 		d.MarkWindow = a.cfg.Concurrency
 		d.Mailer, d.Render = l.issues.mail, l.issues.render
 		d.Pace, d.ConfirmPace = pace.New(a.rdb, a.cfg.SendRate), confirmPace(a)
@@ -227,12 +226,35 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 	}
 	h := worker.NewHandlers(d)
 	if l.email {
-		// An edited sequence reaches the people in the middle of it.
-		if n, err := h.Sequence.ReconcileSequence(ctx, a.store, asynq.NewInspectorFromRedisClient(a.rdb)); err != nil {
-			a.log.Warn("sequence: realigning the waiting steps with the topics file failed; the next start tries again", "err", err)
-		} else if n > 0 {
-			a.log.Info("sequence: the topics file changed; next steps realigned", "subscribers", n)
+		// An edited sequence reaches the people in the middle of it: at
+		// the start, and at each change made in the console (one realign
+		// at a time; a change during one is realigned after it).
+		insp := asynq.NewInspectorFromRedisClient(a.rdb)
+		realign := func() {
+			if n, err := h.Sequence.ReconcileSequence(ctx, a.store, insp); err != nil {
+				a.log.Warn("sequence: realigning the waiting steps with the sequence failed; the next change or start tries again", "err", err)
+			} else if n > 0 {
+				a.log.Info("sequence: the sequence changed; next steps realigned", "subscribers", n)
+			}
 		}
+		realign()
+		changed := make(chan struct{}, 1)
+		a.catalog.OnChange(func(catalog.Snapshot) {
+			select {
+			case changed <- struct{}{}:
+			default: // one is waiting already: it reads the latest
+			}
+		})
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-changed:
+					realign()
+				}
+			}
+		}()
 	}
 	return worker.New(a.rdb, workerConfig(a), h)
 }
@@ -245,7 +267,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if err != nil {
 		return nil, nil, err
 	}
-	apiStore := store.NewRedis(batched).WithTopics(a.cfg.Topics).WithErasure(a.redact.Hash)
+	apiStore := store.NewRedis(batched).WithTopics(a.catalog).WithErasure(a.redact.Hash)
 	apiClient := asynq.NewClientFromRedisClient(batched)
 	jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
 	mon := asynqmon.New(asynqmon.Options{
@@ -265,9 +287,9 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	}
 	// One renderer (and so one preview cache) for the API and the
 	// console.
-	render := issueRenderer(l.issues)
+	render := issueRenderer(a, l.issues)
 	srv := api.New(api.Config{
-		DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.cfg.Topics,
+		DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.catalog,
 		AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
@@ -275,7 +297,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
-		Settings: a.settings, SettingsStore: apiStore,
+		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: builtinTemplates{},
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
@@ -398,9 +420,9 @@ func startBackground(ctx context.Context, a *app, r roles, l *lanes, client *asy
 	}
 	if r.scheduler {
 		sched := &schedule.Scheduler{Schedule: a.cfg.DigestSchedule, Queue: client, Log: a.log}
-		if len(a.cfg.Topics.Feeds()) > 0 {
-			sched.FeedsInterval = a.cfg.FeedsInterval
-		}
+		// Always: a feed added in the console is read without a restart
+		// (a round without feeds reads nothing).
+		sched.FeedsInterval = a.cfg.FeedsInterval
 		sched.Start()
 		stops = append(stops, sched.Stop)
 	}
@@ -592,7 +614,7 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 
 // links are the personal links of every mail this service sends.
 func (a *app) links() worker.Links {
-	l := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.cfg.Topics, ListID: listID(a.cfg.From),
+	l := worker.Links{BaseURL: a.cfg.BaseURL, Signer: a.signer, Topics: a.catalog, ListID: listID(a.cfg.From),
 		// The cache reads Redis at most every few seconds; a mail waits
 		// on that read no longer than on any other of its Redis reads.
 		Newsletter: func() mailer.Newsletter { return worker.NewsletterOf(a.settings.Current(context.Background())) }}
@@ -604,11 +626,13 @@ func (a *app) links() worker.Links {
 
 // issueRenderer is r as the API's renderer, nil when there is none (not
 // a nil pointer in an interface).
-func issueRenderer(r *issueMail) api.IssueRenderer {
+func issueRenderer(a *app, r *issueMail) api.IssueRenderer {
 	if r == nil {
 		return nil
 	}
-	return api.CachePreviews(r)
+	return api.CachePreviews(r, func() string {
+		return fmt.Sprintf("%d/%d", a.catalog.Snapshot().Gen, a.settings.Current(context.Background()).Version)
+	})
 }
 
 // smsAuthToken checks the SMS gateway's callbacks; empty without SMS.

@@ -90,6 +90,11 @@ const (
 	SegmentSaved           = "segment.saved"
 	SegmentDeleted         = "segment.deleted"
 	SettingsChanged        = "settings.changed" // Detail names the fields that changed
+	// The catalog (target "topics", "sequence" or "template:<name>"):
+	// Detail names what changed and the version saved.
+	TopicsChanged   = "topics.changed"
+	SequenceChanged = "sequence.changed"
+	TemplateChanged = "template.changed"
 )
 
 // Hasher is the keyed hash of an address (*logredact.Redactor).

@@ -52,7 +52,7 @@ func TagAction(action string) bool { return action == ActionAddTag || action == 
 // address).
 type Applier struct {
 	Store  ActionStore
-	Topics *topics.Set
+	Topics topics.Source
 	// Tasks deletes the queued tasks of people who left or were erased
 	// (nil: their handlers' re-check skips them).
 	Tasks TaskDeleter
@@ -69,8 +69,8 @@ func (a *Applier) Check(action, topic string) error {
 		}
 		return nil
 	case ActionAddTopic, ActionRemoveTopic:
-		if _, ok := a.Topics.Topic(topic); !ok {
-			return fmt.Errorf("%w: %s needs a topic, one of %v", ErrBadAction, action, a.Topics.IDs())
+		if _, ok := a.Topics.Current().Topic(topic); !ok {
+			return fmt.Errorf("%w: %s needs a topic, one of %v", ErrBadAction, action, a.Topics.Current().IDs())
 		}
 		return nil
 	}
@@ -82,7 +82,7 @@ func (a *Applier) Check(action, topic string) error {
 // Running it twice changes nothing the second time, so a retried page
 // is safe.
 func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Subscriber) (changed bool, err error) {
-	email, seq := sub.Email, a.Topics.Sequence
+	email, seq := sub.Email, a.Topics.Current().Sequence
 	running := sub.Status == store.Active || sub.Status == store.Pending
 	switch action {
 	case ActionUnsubscribe:
@@ -133,7 +133,7 @@ func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Sub
 				return false, nil // their last topic: leaving is theirs (or unsubscribe's)
 			}
 		}
-		if want, err = a.Topics.Check(want); err != nil {
+		if want, err = a.Topics.Current().Check(want); err != nil {
 			return false, err
 		}
 		_, err = a.Store.ChangeSubscriber(ctx, email, store.Change{Topics: want, Cancel: tasks.SequenceCancel(email, seq)})

@@ -33,7 +33,9 @@ func Load(path string, welcomeDelay time.Duration) (*Set, error) {
 
 // reservedTemplates are the mails that are not steps: a step of one of
 // these names would share its template and delivery marks.
-var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe"}
+// The layout and the issue bodies are templates of their own (mailer's
+// TemplateNames).
+var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe", "issue", "layout", "digest-issue", "post-issue"}
 
 var (
 	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -126,8 +128,8 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 		switch {
 		case t.ID == "":
 			v.add(tn.Line, "topic: missing id")
-		case !idPattern.MatchString(t.ID):
-			v.add(f["id"].Line, "topic id %q: use 1 to 32 lower-case letters, digits and -", t.ID)
+		case CheckID(t.ID) != nil:
+			v.add(f["id"].Line, "%v", CheckID(t.ID))
 		case seen[t.ID]:
 			v.add(f["id"].Line, "topic id %q: declared twice", t.ID)
 		}
@@ -190,16 +192,12 @@ func (v *validator) feeds(n *yaml.Node, topic string) []Feed {
 			}
 			continue
 		}
-		u, err := url.Parse(raw)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-			v.add(un.Line, "topic %q: feed %q: want an absolute http(s) URL such as https://example.com/feed.xml", topic, raw)
-			continue
-		case u.User != nil:
-			v.add(un.Line, "topic %q: feed %q: no user or password in the URL (it is logged)", topic, u.Redacted())
-			continue
-		case len(raw) > maxFeedURL || strings.ContainsAny(raw, " \t"):
-			v.add(un.Line, "topic %q: feed %q: want at most %d characters and no spaces", topic, raw, maxFeedURL)
+		switch why := checkFeedURL(raw); {
+		case why != "":
+			if u, err := url.Parse(raw); err == nil && u.User != nil {
+				raw = u.Redacted() // the password is not echoed
+			}
+			v.add(un.Line, "topic %q: feed %q: %s", topic, raw, why)
 			continue
 		case slices.ContainsFunc(out, func(o Feed) bool { return o.URL == raw }):
 			v.add(un.Line, "topic %q: feed %q: listed twice", topic, raw)
@@ -259,10 +257,8 @@ func (v *validator) sequence(n *yaml.Node, s *Set) Sequence {
 		switch {
 		case st.Template == "":
 			v.add(stn.Line, "step: missing template")
-		case !templatePattern.MatchString(st.Template):
-			v.add(sf["template"].Line, "step template %q: use lower-case letters, digits and - (the file names <template>.txt and .html)", st.Template)
-		case slices.Contains(reservedTemplates, st.Template):
-			v.add(sf["template"].Line, "step template %q: that name is another mail's (%s)", st.Template, strings.Join(reservedTemplates, ", "))
+		case checkStepTemplate(st.Template) != "":
+			v.add(sf["template"].Line, "step template %q: %s", st.Template, checkStepTemplate(st.Template))
 		case seen[st.Template]:
 			v.add(sf["template"].Line, "step template %q: used twice (each step is sent once per person by its template)", st.Template)
 		}

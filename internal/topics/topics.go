@@ -19,19 +19,23 @@ const (
 
 // Topic is one kind of mail a person can subscribe to.
 type Topic struct {
-	ID          string
-	Name        string
-	Description string
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Default: ticked on the signup form, and given to subscribers who
 	// were on the list before topics existed.
-	Default bool
+	Default bool `json:"default"`
 	// Feeds are RSS or Atom feeds whose new entries reach this topic's
 	// readers (absolute http(s) URLs, each once per topic): as items of
 	// its digest, or each as an issue of its own (Feed.Mode).
-	Feeds []Feed
+	Feeds []Feed `json:"feeds,omitempty"`
 	// Private keeps the topic's sent issues out of the public archive and
 	// feed (the file's "archive: false"; topics are public by default).
-	Private bool
+	Private bool `json:"private,omitempty"`
+	// Retired: no longer offered (the form, the preferences, a new
+	// issue's audience) nor chosen for anyone, but kept: its id names
+	// who had it, and a topic is never deleted.
+	Retired bool `json:"retired,omitempty"`
 }
 
 // Public tells whether the sent issues of topic id show in the archive.
@@ -43,22 +47,39 @@ func (s *Set) Public(id string) bool {
 // Step is one mail of the onboarding sequence: Template (its .txt and
 // .html) sent After the subscriber's confirmation.
 type Step struct {
-	Template string
-	After    time.Duration
+	Template string        `json:"template"`
+	After    time.Duration `json:"after"`
+	// Subject and Body (Markdown), when Body is set, are the step's mail
+	// as written in the console: they take the place of the template
+	// files of Template (see mailer.StepTemplates).
+	Subject string `json:"subject,omitempty"`
+	Body    string `json:"body,omitempty"`
 }
 
 // Sequence is the onboarding series. Its first step replaces the welcome;
 // leaving Topic (or everything) cancels the rest.
 type Sequence struct {
-	Topic string
-	Steps []Step // by After, strictly growing
+	Topic string `json:"topic"`
+	Steps []Step `json:"steps"` // by After, strictly growing
 }
 
-// Set is the validated declaration. It is read-only after Load.
+// Set is the validated declaration. It is read-only once made: a change
+// is a new Set (see Source).
 type Set struct {
-	Topics   []Topic
-	Sequence Sequence
+	Topics   []Topic  `json:"topics"`
+	Sequence Sequence `json:"sequence"`
 }
+
+// Source gives the topics in effect. A *Set is a Source of itself (tests,
+// commands that run once); the service's roles read the stored topics
+// through internal/catalog, which follows the console's changes.
+// Current never blocks on Redis and never returns nil.
+type Source interface {
+	Current() *Set
+}
+
+// Current implements Source.
+func (s *Set) Current() *Set { return s }
 
 // Default is the built-in set: the digest and updates topics, both on at
 // signup, and the welcome alone after welcomeDelay.
@@ -107,20 +128,21 @@ const (
 
 // Feed is one feed of the topics file with the topic its entries go to.
 type Feed struct {
-	Topic string
-	URL   string
+	Topic string `json:"topic"`
+	URL   string `json:"url"`
 	// Mode is FeedDigest or FeedEach.
-	Mode string
+	Mode string `json:"mode"`
 	// MaxPerDay, in mode FeedEach, is how many of the feed's entries
 	// become issues sent in one UTC day; the others wait for the next
 	// day (0 in mode FeedDigest).
-	MaxPerDay int
+	MaxPerDay int `json:"max_per_day,omitempty"`
 }
 
-// Feeds are every topic's feeds, in the file's order.
+// Feeds are every topic's feeds, in the file's order (a retired topic's
+// are not read).
 func (s *Set) Feeds() []Feed {
 	var out []Feed
-	for _, t := range s.Topics {
+	for _, t := range s.Offered() {
 		out = append(out, t.Feeds...)
 	}
 	return out
@@ -130,7 +152,7 @@ func (s *Set) Feeds() []Feed {
 func (s *Set) Defaults() []string {
 	var out []string
 	for _, t := range s.Topics {
-		if t.Default {
+		if t.Default && !t.Retired {
 			out = append(out, t.ID)
 		}
 	}
@@ -147,20 +169,36 @@ func (s *Set) Topic(id string) (Topic, bool) {
 	return Topic{}, false
 }
 
+// Offered are the topics a person or an issue can choose: all but the
+// retired ones, in order.
+func (s *Set) Offered() []Topic {
+	var out []Topic
+	for _, t := range s.Topics {
+		if !t.Retired {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // ErrUnknown is wrapped by Check's error.
 var ErrUnknown = errors.New("unknown topic")
 
 // Check returns ids deduplicated in the file's order, or an error naming
-// every id that is not a topic.
+// every id that is not a topic one can choose (unknown or retired).
 func (s *Set) Check(ids []string) ([]string, error) {
 	var unknown []string
 	for _, id := range ids {
-		if _, ok := s.Topic(id); !ok {
+		if t, ok := s.Topic(id); !ok || t.Retired {
 			unknown = append(unknown, fmt.Sprintf("%q", id))
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("%w %s: choose from %s", ErrUnknown, strings.Join(unknown, ", "), strings.Join(s.IDs(), ", "))
+		var offered []string
+		for _, t := range s.Offered() {
+			offered = append(offered, t.ID)
+		}
+		return nil, fmt.Errorf("%w %s: choose from %s", ErrUnknown, strings.Join(unknown, ", "), strings.Join(offered, ", "))
 	}
 	var out []string
 	for _, t := range s.Topics {
@@ -191,4 +229,11 @@ func (s *Set) ListID(id, base string) string {
 		return base
 	}
 	return mime.QEncoding.Encode("utf-8", t.Name) + " <" + id + "." + base[open+1:close] + ">"
+}
+
+// Missing reports whether s gives no topics: nil, or a nil *Set (a
+// caller's "the built-in ones").
+func Missing(s Source) bool {
+	set, isSet := s.(*Set)
+	return s == nil || (isSet && set == nil)
 }

@@ -21,7 +21,7 @@ func TestLoadTheSpecFormat(t *testing.T) {
 	if got := strings.Join(s.Defaults(), ","); got != "digest,updates" {
 		t.Fatalf("defaults %s", got)
 	}
-	if s.Sequence.Topic != Digest || len(s.Sequence.Steps) != 3 || s.Sequence.Steps[1] != (Step{"getting-started", 72 * time.Hour}) {
+	if s.Sequence.Topic != Digest || len(s.Sequence.Steps) != 3 || s.Sequence.Steps[1] != (Step{Template: "getting-started", After: 72 * time.Hour}) {
 		t.Fatalf("sequence %+v", s.Sequence)
 	}
 	if r, _ := s.Topic("research"); r.Description != "Long reads, once a month." || r.Default {
@@ -82,7 +82,7 @@ func TestDefaultIsTheWelcomeAlone(t *testing.T) {
 	if got := strings.Join(s.IDs(), ","); got != "digest,updates" {
 		t.Fatalf("ids %s", got)
 	}
-	if len(s.Sequence.Steps) != 1 || s.Sequence.Steps[0] != (Step{"welcome", 90 * time.Second}) || s.Sequence.Topic != Digest {
+	if len(s.Sequence.Steps) != 1 || s.Sequence.Steps[0] != (Step{Template: "welcome", After: 90 * time.Second}) || s.Sequence.Topic != Digest {
 		t.Fatalf("sequence %+v", s.Sequence)
 	}
 	// A file without a sequence keeps the built-in one.

@@ -49,7 +49,7 @@ type FeedStore interface {
 // saving an answer again adds nothing).
 type FeedPoller struct {
 	Store   FeedStore
-	Topics  *topics.Set
+	Topics  topics.Source
 	Fetcher *feeds.Fetcher
 	// Render makes the issues of feeds in mode each (post.md); without
 	// it such feeds are left alone, not polled. Queue takes their plans.
@@ -73,10 +73,10 @@ func (p *FeedPoller) HandleFeedsPoll(ctx context.Context, pl tasks.FeedsPollPayl
 
 // PollAll polls every feed once.
 func (p *FeedPoller) PollAll(ctx context.Context) error {
-	if p.Topics == nil {
+	if topics.Missing(p.Topics) {
 		return nil
 	}
-	list := p.Topics.Feeds()
+	list := p.Topics.Current().Feeds()
 	parallel := p.Parallel
 	if parallel <= 0 {
 		parallel = 4
@@ -209,7 +209,7 @@ func (p *FeedPoller) postContent(f topics.Feed, e store.FeedEntry) (store.IssueC
 			return store.IssueContent{}, err
 		}
 		c := store.IssueContent{Subject: subject, Body: body, Topics: []string{f.Topic}}
-		err = issues.CheckContent(p.Topics, c)
+		err = issues.CheckContent(p.Topics.Current(), c)
 		if err == nil || entry.Summary == "" {
 			return c, err
 		}

@@ -157,7 +157,7 @@ func (d Deps) withDefaults() Deps {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil) // counted, not exported
 	}
-	if d.Links.Topics == nil {
+	if topics.Missing(d.Links.Topics) {
 		d.Links.Topics = topics.Default(0)
 	}
 	if d.DefaultZone == nil {

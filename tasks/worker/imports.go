@@ -29,7 +29,7 @@ type ImportRunner struct {
 	Jobs   *csvimport.Jobs
 	Store  csvimport.Store
 	Queue  tasks.Enqueuer
-	Topics *topics.Set
+	Topics topics.Source
 	Audit  Auditor // nil: no entry
 	Now    func() time.Time
 	Log    *slog.Logger

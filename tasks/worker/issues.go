@@ -494,7 +494,7 @@ func (l Links) ArchiveURL(is store.Issue) string {
 		return ""
 	}
 	for _, t := range is.Topics {
-		if !l.Topics.Public(t) {
+		if !l.Topics.Current().Public(t) {
 			return ""
 		}
 	}

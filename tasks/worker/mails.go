@@ -24,7 +24,7 @@ type Links struct {
 	Signer  *token.Signer
 	// Topics are the topics file's. NewHandlers gives the built-in ones
 	// when nil; a Links built elsewhere (a test send, a preview) sets them.
-	Topics *topics.Set
+	Topics topics.Source
 	// ListID is the service's List-Id ("Name <newsletter.example.com>");
 	// each topic's is a sub-list of it ("" : no List-Id).
 	ListID string
@@ -119,11 +119,11 @@ func (l Links) ToIssue(stream mailer.Data, sub store.Subscriber, topic string, i
 // Stream is what every mail of topic shares: its name and List-Id.
 func (l Links) Stream(topic string) mailer.Data {
 	d := l.Base()
-	if t, ok := l.Topics.Topic(topic); ok {
+	if t, ok := l.Topics.Current().Topic(topic); ok {
 		d.Topic = t.Name
 	}
 	if l.ListID != "" {
-		d.ListID = l.Topics.ListID(topic, l.ListID)
+		d.ListID = l.Topics.Current().ListID(topic, l.ListID)
 	}
 	return d
 }

@@ -45,7 +45,7 @@ const reconcilePage = 200
 // whose time passed before it existed was passed, and is not sent. Several
 // workers starting at once do the same work; the TaskIDs make it one.
 func (h *SequenceSender) ReconcileSequence(ctx context.Context, st ReconcileStore, insp TaskDeleter) (scheduled int, err error) {
-	seq := h.Links.Topics.Sequence
+	seq := h.Links.Topics.Current().Sequence
 	version := sequenceVersion(seq)
 	old, err := st.SequenceVersion(ctx)
 	if err != nil || old == version {

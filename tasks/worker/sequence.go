@@ -77,7 +77,7 @@ func (h *SequenceSender) HandleStep(ctx context.Context, p tasks.StepPayload) er
 // run is the task of step index (the first step: 0) or, for a later one,
 // of step template.
 func (h *SequenceSender) run(ctx context.Context, email string, index int, template string) error {
-	seq := h.Links.Topics.Sequence
+	seq := h.Links.Topics.Current().Sequence
 	label := template
 	if index == 0 && len(seq.Steps) > 0 {
 		label = seq.Steps[0].Template
@@ -218,7 +218,7 @@ func stepMark(template string, id int64) store.Mark {
 // schedule queues step i of the sequence for sub at its time (now, when
 // that is past); past the last step, nothing.
 func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i int) error {
-	seq := h.Links.Topics.Sequence
+	seq := h.Links.Topics.Current().Sequence
 	if i >= len(seq.Steps) {
 		return nil
 	}

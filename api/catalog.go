@@ -1,0 +1,445 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/catalog"
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/store"
+)
+
+// maxCatalogBody caps a PUT of the topics, the sequence or a template:
+// a sequence's Markdown steps or a layout fit well within it.
+const maxCatalogBody = 512 << 10
+
+// BuiltinTemplates gives the built-in templates' text (mailer.Builtin
+// and mailer.TemplateNames; the API does not depend on the mailer).
+type BuiltinTemplates interface {
+	Names() []string
+	Builtin(name string) (text, html string, ok bool)
+}
+
+// TopicJSON is a topic as the API shows and takes it.
+type TopicJSON struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	Default     bool       `json:"default"`
+	Archive     *bool      `json:"archive,omitempty"` // absent: true (its sent issues are public)
+	Retired     bool       `json:"retired"`
+	Feeds       []FeedJSON `json:"feeds"`
+}
+
+// FeedJSON is a topic's feed.
+type FeedJSON struct {
+	URL       string `json:"url"`
+	Mode      string `json:"mode,omitempty"` // digest (default) or each
+	MaxPerDay int    `json:"max_per_day,omitempty"`
+}
+
+// StepJSON is a step of the sequence: After is a duration ("72h").
+type StepJSON struct {
+	Template string `json:"template"`
+	After    string `json:"after"`
+	Subject  string `json:"subject,omitempty"`
+	Body     string `json:"body,omitempty"`
+}
+
+// TopicsToJSON are set's topics as the API shows them.
+func TopicsToJSON(set *topics.Set) []TopicJSON {
+	out := make([]TopicJSON, 0, len(set.Topics))
+	for _, t := range set.Topics {
+		public := !t.Private
+		j := TopicJSON{ID: t.ID, Name: t.Name, Description: t.Description, Default: t.Default, Archive: &public, Retired: t.Retired, Feeds: []FeedJSON{}}
+		for _, f := range t.Feeds {
+			j.Feeds = append(j.Feeds, FeedJSON{URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// TopicFromJSON is j as a topic (Validate checks it).
+func TopicFromJSON(j TopicJSON) topics.Topic {
+	t := topics.Topic{ID: j.ID, Name: j.Name, Description: j.Description, Default: j.Default, Private: j.Archive != nil && !*j.Archive, Retired: j.Retired}
+	for _, f := range j.Feeds {
+		t.Feeds = append(t.Feeds, topics.Feed{Topic: j.ID, URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
+	}
+	return t
+}
+
+// StepsToJSON are seq's steps as the API shows them.
+func StepsToJSON(seq topics.Sequence) []StepJSON {
+	out := make([]StepJSON, 0, len(seq.Steps))
+	for _, s := range seq.Steps {
+		out = append(out, StepJSON{Template: s.Template, After: s.After.String(), Subject: s.Subject, Body: s.Body})
+	}
+	return out
+}
+
+// StepsFromJSON reads the steps, refusing a delay that is not a duration.
+func StepsFromJSON(in []StepJSON) ([]topics.Step, error) {
+	out := make([]topics.Step, 0, len(in))
+	for _, j := range in {
+		d, err := time.ParseDuration(strings.TrimSpace(j.After))
+		if err != nil {
+			return nil, fmt.Errorf("step %q: after %q: want a duration such as 5m or 72h (no days: 7 days is 168h)", j.Template, j.After)
+		}
+		out = append(out, topics.Step{Template: j.Template, After: d, Subject: j.Subject, Body: j.Body})
+	}
+	return out, nil
+}
+
+func (s *Server) catalogRoutes() {
+	if s.deps.Catalog == nil || s.deps.Templates == nil {
+		return
+	}
+	m := s.mux
+	m.Handle("GET /api/topics", s.Viewer(http.HandlerFunc(s.getTopics)))
+	m.Handle("POST /api/topics", s.Admin(http.HandlerFunc(s.addTopic)))
+	m.Handle("PUT /api/topics", s.Admin(http.HandlerFunc(s.putTopics)))
+	m.Handle("GET /api/sequence", s.Viewer(http.HandlerFunc(s.getSequence)))
+	m.Handle("PUT /api/sequence", s.Admin(http.HandlerFunc(s.putSequence)))
+	m.Handle("GET /api/templates", s.Viewer(http.HandlerFunc(s.listTemplates)))
+	m.Handle("GET /api/templates/{name}", s.Viewer(http.HandlerFunc(s.getTemplate)))
+	m.Handle("PUT /api/templates/{name}", s.Admin(http.HandlerFunc(s.putTemplate)))
+}
+
+// readCatalogBody decodes a JSON body into v (unknown fields refused).
+func readCatalogBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return readJSONBody(w, r, maxCatalogBody, v)
+}
+
+// historic answers ?version=N of what from the history; it reports
+// whether it answered.
+func (s *Server) historic(w http.ResponseWriter, r *http.Request, what string, show func(store.CatalogChange) any) bool {
+	raw := r.URL.Query().Get("version")
+	if raw == "" {
+		return false
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 1 {
+		WriteJSON(w, http.StatusBadRequest, errorBody("version: want a whole number from 1"))
+		return true
+	}
+	hist, err := s.deps.Catalog.History(r.Context(), what, 1000)
+	if err != nil {
+		s.answerCatalogError(w, what, err)
+		return true
+	}
+	for _, c := range hist {
+		if c.Version == v {
+			WriteJSON(w, http.StatusOK, show(c))
+			return true
+		}
+	}
+	WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("%s: version %d is not kept (the history keeps the latest saves)", what, v)))
+	return true
+}
+
+// versionsOf are the saved versions of what, newest first, for GET's
+// "history".
+func (s *Server) versionsOf(r *http.Request, what string) []map[string]any {
+	hist, err := s.deps.Catalog.History(r.Context(), what, 20)
+	out := []map[string]any{}
+	if err != nil {
+		s.deps.Log.Warn("read the catalog's history", "what", what, "err", err)
+		return out
+	}
+	for _, c := range hist {
+		out = append(out, map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor})
+	}
+	return out
+}
+
+func (s *Server) getTopics(w http.ResponseWriter, r *http.Request) {
+	if s.historic(w, r, "topics", func(c store.CatalogChange) any {
+		var set topics.Set
+		if err := json.Unmarshal(c.Content, &set); err != nil {
+			return map[string]any{"version": c.Version, "error": "unreadable"}
+		}
+		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topics": TopicsToJSON(&set), "sequence": map[string]any{"topic": set.Sequence.Topic, "steps": StepsToJSON(set.Sequence)}}
+	}) {
+		return
+	}
+	snap := s.deps.Catalog.Snapshot()
+	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topics": TopicsToJSON(snap.Set), "history": s.versionsOf(r, "topics")})
+}
+
+// addTopic handles POST /api/topics: one new topic, added last.
+func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		TopicJSON
+		Version int64 `json:"version"`
+	}
+	if err := readCatalogBody(w, r, &in); err != nil {
+		s.answerListError(w, "add a topic", err)
+		return
+	}
+	snap := s.deps.Catalog.Snapshot()
+	if in.Version == 0 {
+		in.Version = snap.Version // adding does not overwrite anyone's change
+	}
+	if _, ok := snap.Set.Topic(strings.TrimSpace(in.ID)); ok {
+		WriteJSON(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
+		return
+	}
+	next := cloneSet(snap.Set)
+	next.Topics = append(next.Topics, TopicFromJSON(in.TopicJSON))
+	saved, ok := s.saveTopics(w, r, next, in.Version, audit.TopicsChanged, "topics", "added "+strings.TrimSpace(in.ID))
+	if ok {
+		t, _ := saved.Set.Topic(strings.TrimSpace(in.ID))
+		WriteJSON(w, http.StatusCreated, map[string]any{"version": saved.Version, "topic": TopicsToJSON(&topics.Set{Topics: []topics.Topic{t}})[0]})
+	}
+}
+
+// putTopics handles PUT /api/topics: the whole list (in the order to
+// show), over the version read.
+func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Version *int64      `json:"version"`
+		Topics  []TopicJSON `json:"topics"`
+	}
+	if err := readCatalogBody(w, r, &in); err != nil {
+		s.answerListError(w, "change the topics", err)
+		return
+	}
+	if in.Version == nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/topics), so that nobody's change is lost"))
+		return
+	}
+	snap := s.deps.Catalog.Snapshot()
+	next := cloneSet(snap.Set)
+	next.Topics = nil
+	for _, j := range in.Topics {
+		next.Topics = append(next.Topics, TopicFromJSON(j))
+	}
+	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", changedTopics(snap.Set, next)); ok {
+		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": TopicsToJSON(saved.Set)})
+	}
+}
+
+func (s *Server) getSequence(w http.ResponseWriter, r *http.Request) {
+	if s.historic(w, r, "topics", func(c store.CatalogChange) any {
+		var set topics.Set
+		if err := json.Unmarshal(c.Content, &set); err != nil {
+			return map[string]any{"version": c.Version, "error": "unreadable"}
+		}
+		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topic": set.Sequence.Topic, "steps": StepsToJSON(set.Sequence)}
+	}) {
+		return
+	}
+	snap := s.deps.Catalog.Snapshot()
+	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topic": snap.Set.Sequence.Topic, "steps": StepsToJSON(snap.Set.Sequence), "history": s.versionsOf(r, "topics")})
+}
+
+// putSequence handles PUT /api/sequence: the topic and the whole list of
+// steps, over the version read (the topics' and the sequence's are one).
+func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Version *int64     `json:"version"`
+		Topic   string     `json:"topic"`
+		Steps   []StepJSON `json:"steps"`
+	}
+	if err := readCatalogBody(w, r, &in); err != nil {
+		s.answerListError(w, "change the sequence", err)
+		return
+	}
+	if in.Version == nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/sequence), so that nobody's change is lost"))
+		return
+	}
+	steps, err := StepsFromJSON(in.Steps)
+	if err != nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	snap := s.deps.Catalog.Snapshot()
+	next := cloneSet(snap.Set)
+	next.Sequence = topics.Sequence{Topic: strings.TrimSpace(in.Topic), Steps: steps}
+	if next.Sequence.Topic == "" {
+		next.Sequence.Topic = snap.Set.Sequence.Topic
+	}
+	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.SequenceChanged, "sequence", fmt.Sprintf("%d steps", len(steps))); ok {
+		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topic": saved.Set.Sequence.Topic, "steps": StepsToJSON(saved.Set.Sequence)})
+	}
+}
+
+// saveTopics saves next and audits it; it answers a refusal itself.
+func (s *Server) saveTopics(w http.ResponseWriter, r *http.Request, next topics.Set, version int64, action, target, detail string) (catalog.Snapshot, bool) {
+	saved, err := s.deps.Catalog.SaveTopics(r.Context(), next, version, actorOf(r))
+	if err != nil {
+		s.answerCatalogError(w, target, err)
+		return saved, false
+	}
+	s.note(r, action, target, fmt.Sprintf("%s (version %d)", detail, saved.Version))
+	return saved, true
+}
+
+// answerCatalogError answers a refused or failed save.
+func (s *Server) answerCatalogError(w http.ResponseWriter, what string, err error) {
+	var bad *catalog.Error
+	switch {
+	case errors.As(err, &bad):
+		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Error()))
+	case errors.Is(err, catalog.ErrStale):
+		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+	default:
+		s.deps.Log.Error(what+": store", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(what+": the store cannot be reached just now; nothing was changed"))
+	}
+}
+
+// actorOf names who made r (the history's "by").
+func actorOf(r *http.Request) string {
+	if p, ok := adminauth.FromContext(r.Context()); ok {
+		return p.Name
+	}
+	return "unknown"
+}
+
+// cloneSet is a copy of set whose lists can be changed.
+func cloneSet(set *topics.Set) topics.Set {
+	out := topics.Set{Topics: slices.Clone(set.Topics), Sequence: topics.Sequence{Topic: set.Sequence.Topic, Steps: slices.Clone(set.Sequence.Steps)}}
+	for i := range out.Topics {
+		out.Topics[i].Feeds = slices.Clone(out.Topics[i].Feeds)
+	}
+	return out
+}
+
+// changedTopics names what a PUT changed, for the audit log.
+func changedTopics(prev *topics.Set, next topics.Set) string {
+	var out []string
+	for _, t := range next.Topics {
+		old, ok := prev.Topic(t.ID)
+		switch {
+		case !ok:
+			out = append(out, "added "+t.ID)
+		case old.Retired != t.Retired && t.Retired:
+			out = append(out, "retired "+t.ID)
+		case old.Name != t.Name || old.Description != t.Description || old.Default != t.Default || old.Private != t.Private || old.Retired != t.Retired || !slices.Equal(old.Feeds, t.Feeds):
+			out = append(out, "changed "+t.ID)
+		}
+	}
+	if len(out) == 0 {
+		return "order"
+	}
+	return strings.Join(out, ", ")
+}
+
+// templateJSON is a template as the API shows it.
+type templateJSON struct {
+	Name    string `json:"name"`
+	Text    string `json:"text"`
+	HTML    string `json:"html"`
+	Version int64  `json:"version"`
+	Stored  bool   `json:"stored"`
+	Step    bool   `json:"step,omitempty"`
+}
+
+// templateNames are the names one can edit: the built-in ones, then the
+// sequence's steps.
+func (s *Server) templateNames() []string {
+	names := slices.Clone(s.deps.Templates.Names())
+	for _, st := range s.deps.Catalog.Current().Sequence.Steps {
+		if !slices.Contains(names, st.Template) {
+			names = append(names, st.Template)
+		}
+	}
+	return names
+}
+
+// template is name's text in effect: the stored one, else the built-in.
+func (s *Server) template(name string) (templateJSON, bool) {
+	if !slices.Contains(s.templateNames(), name) {
+		return templateJSON{}, false
+	}
+	snap := s.deps.Catalog.Snapshot()
+	t := templateJSON{Name: name}
+	t.Step = slices.Contains(snap.Set.Templates(), name)
+	if st, ok := snap.Templates[name]; ok {
+		t.Text, t.HTML, t.Version, t.Stored = st.Text, st.HTML, st.Version, true
+	}
+	if text, html, ok := s.deps.Templates.Builtin(name); ok {
+		t.Text, t.HTML = cmpOr(t.Text, text), cmpOr(t.HTML, html)
+	}
+	return t, true
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
+	out := []templateJSON{}
+	for _, name := range s.templateNames() {
+		t, _ := s.template(name)
+		t.Text, t.HTML = "", ""
+		out = append(out, t)
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"templates": out})
+}
+
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.historic(w, r, "template:"+name, func(c store.CatalogChange) any {
+		var t store.Template
+		if err := json.Unmarshal(c.Content, &t); err != nil {
+			return map[string]any{"version": c.Version, "error": "unreadable"}
+		}
+		return map[string]any{"name": name, "version": c.Version, "at": c.At, "actor": c.Actor, "text": t.Text, "html": t.HTML}
+	}) {
+		return
+	}
+	t, ok := s.template(name)
+	if !ok {
+		WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"name": t.Name, "text": t.Text, "html": t.HTML, "version": t.Version, "stored": t.Stored,
+		"history": s.versionsOf(r, "template:"+name)})
+}
+
+// putTemplate handles PUT /api/templates/{name}: its text and HTML over
+// the version read (0: the built-in one), checked by rendering every mail
+// (400 with the reason, nothing saved).
+func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, ok := s.template(name); !ok {
+		WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
+		return
+	}
+	var in struct {
+		Version *int64 `json:"version"`
+		Text    string `json:"text"`
+		HTML    string `json:"html"`
+	}
+	if err := readCatalogBody(w, r, &in); err != nil {
+		s.answerListError(w, "change a template", err)
+		return
+	}
+	if in.Version == nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/templates/"+name+"; 0: the built-in one), so that nobody's change is lost"))
+		return
+	}
+	saved, err := s.deps.Catalog.SaveTemplate(r.Context(), store.Template{Name: name, Text: in.Text, HTML: in.HTML}, *in.Version, actorOf(r))
+	if err != nil {
+		s.answerCatalogError(w, "template "+name, err)
+		return
+	}
+	t := saved.Templates[name]
+	s.note(r, audit.TemplateChanged, "template:"+name, fmt.Sprintf("version %d", t.Version))
+	WriteJSON(w, http.StatusOK, map[string]any{"name": name, "version": t.Version})
+}
