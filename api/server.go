@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"github.com/newsletter/newsletter/internal/catalog"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/catalog"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/health"

@@ -6,7 +6,7 @@ import (
 	"maps"
 
 	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 )
@@ -24,7 +24,7 @@ func openCatalog(ctx context.Context, a *app) (*catalog.Live, error) {
 	for name, t := range files {
 		first = append(first, store.Template{Name: name, Text: t.Text, HTML: t.HTML})
 	}
-	live, err := catalog.Open(ctx, a.store, catalog.Options{First: a.cfg.Topics, FirstTemplates: first, Check: checkCatalog, Log: a.log})
+	live, err := catalog.Open(ctx, a.store, catalog.Options{First: a.cfg.Topics, FirstTemplates: first, Check: catalogmail.Check, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
@@ -40,48 +40,13 @@ func sameTemplates(files map[string]mailer.TemplateText, stored map[string]store
 	return maps.EqualFunc(files, stored, func(f mailer.TemplateText, s store.Template) bool { return f.Text == s.Text && f.HTML == s.HTML })
 }
 
-// templateSources are the templates a catalog makes mail from: the stored
-// ones, and each step written in the console as its kind's templates; the
-// step names, for mailer.Compile.
-func templateSources(set *topics.Set, stored map[string]store.Template) (mailer.Sources, []string, error) {
-	src := mailer.Sources{Stored: map[string]mailer.TemplateText{}}
-	for name, t := range stored {
-		src.Stored[name] = mailer.TemplateText{Text: t.Text, HTML: t.HTML}
-	}
-	for _, st := range set.Sequence.Steps {
-		if st.Body == "" {
-			continue
-		}
-		t, err := mailer.StepTemplate(st.Subject, st.Body)
-		if err != nil {
-			return src, nil, fmt.Errorf("step %q: body: %w", st.Template, err)
-		}
-		src.Stored[st.Template] = t
-	}
-	return src, set.Templates(), nil
-}
-
-// checkCatalog is the catalog's Checker: every kind and step renders.
-func checkCatalog(set *topics.Set, stored map[string]store.Template) error {
-	src, steps, err := templateSources(set, stored)
-	if err != nil {
-		return err
-	}
-	for name := range stored {
-		if !mailer.KnownTemplate(name, steps) {
-			return fmt.Errorf("template %q: not a mail's (built in: %v; or a step of the sequence)", name, mailer.TemplateNames())
-		}
-	}
-	return mailer.CheckTemplates(src, steps...)
-}
-
 // liveRenderer is the renderer of the catalog in effect, made again on
 // every change (a change that does not render keeps the one in hand:
 // checkCatalog refused it when it was saved, so only an older release's
 // data could get here).
 func liveRenderer(a *app) (*mailer.Renderer, error) {
 	snap := a.catalog.Snapshot()
-	src, steps, err := templateSources(snap.Set, snap.Templates)
+	src, steps, err := catalogmail.Sources(snap.Set, snap.Templates)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +55,7 @@ func liveRenderer(a *app) (*mailer.Renderer, error) {
 		return nil, fmt.Errorf("the stored templates: %w", err)
 	}
 	a.catalog.OnChange(func(s catalog.Snapshot) {
-		src, steps, err := templateSources(s.Set, s.Templates)
+		src, steps, err := catalogmail.Sources(s.Set, s.Templates)
 		if err == nil {
 			var n *mailer.Renderer
 			if n, err = mailer.Compile(src, steps...); err == nil {
@@ -101,14 +66,4 @@ func liveRenderer(a *app) (*mailer.Renderer, error) {
 		a.log.Error("the changed templates do not render; mail goes on with the ones before", "gen", s.Gen, "err", err)
 	})
 	return r, nil
-}
-
-// builtinTemplates are the mailer's, for the API (api.BuiltinTemplates).
-type builtinTemplates struct{}
-
-func (builtinTemplates) Names() []string { return mailer.TemplateNames() }
-
-func (builtinTemplates) Builtin(name string) (text, html string, ok bool) {
-	t, ok := mailer.Builtin(name)
-	return t.Text, t.HTML, ok
 }

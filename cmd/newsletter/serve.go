@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/newsletter/newsletter/internal/catalog"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/catalog"
+	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/engage"
@@ -297,7 +298,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
-		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: builtinTemplates{},
+		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: catalogmail.Builtins{},
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,

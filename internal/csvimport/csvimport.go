@@ -269,7 +269,7 @@ type importRun struct {
 }
 
 func (im *Importer) newRun(from Progress) *importRun {
-	ir := &importRun{im: im, now: im.Now, set: im.Topics.Current(), batch: im.Batch, p: from.clone(), zones: map[string]bool{}, fields: map[string]store.FieldDef{},
+	ir := &importRun{im: im, now: im.Now, set: topics.Of(im.Topics), batch: im.Batch, p: from.clone(), zones: map[string]bool{}, fields: map[string]store.FieldDef{},
 		col: map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}}
 	if ir.now == nil {
 		ir.now = time.Now

@@ -69,8 +69,8 @@ func (a *Applier) Check(action, topic string) error {
 		}
 		return nil
 	case ActionAddTopic, ActionRemoveTopic:
-		if _, ok := a.Topics.Current().Topic(topic); !ok {
-			return fmt.Errorf("%w: %s needs a topic, one of %v", ErrBadAction, action, a.Topics.Current().IDs())
+		if _, ok := topics.Of(a.Topics).Topic(topic); !ok {
+			return fmt.Errorf("%w: %s needs a topic, one of %v", ErrBadAction, action, topics.Of(a.Topics).IDs())
 		}
 		return nil
 	}
@@ -82,7 +82,7 @@ func (a *Applier) Check(action, topic string) error {
 // Running it twice changes nothing the second time, so a retried page
 // is safe.
 func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Subscriber) (changed bool, err error) {
-	email, seq := sub.Email, a.Topics.Current().Sequence
+	email, seq := sub.Email, topics.Of(a.Topics).Sequence
 	running := sub.Status == store.Active || sub.Status == store.Pending
 	switch action {
 	case ActionUnsubscribe:
@@ -133,7 +133,7 @@ func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Sub
 				return false, nil // their last topic: leaving is theirs (or unsubscribe's)
 			}
 		}
-		if want, err = a.Topics.Current().Check(want); err != nil {
+		if want, err = topics.Of(a.Topics).Check(want); err != nil {
 			return false, err
 		}
 		_, err = a.Store.ChangeSubscriber(ctx, email, store.Change{Topics: want, Cancel: tasks.SequenceCancel(email, seq)})

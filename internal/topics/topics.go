@@ -237,3 +237,11 @@ func Missing(s Source) bool {
 	set, isSet := s.(*Set)
 	return s == nil || (isSet && set == nil)
 }
+
+// Of is the set s has in effect, the built-in one when s is Missing.
+func Of(s Source) *Set {
+	if Missing(s) {
+		return Default(0)
+	}
+	return s.Current()
+}
