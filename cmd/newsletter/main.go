@@ -39,6 +39,10 @@ commands:
                invite a person to the console; prints a one-time link (48 hours) where they
                choose a password and set up an authenticator app
   account list the console's accounts: addresses, roles, state, last sign-in
+  topics show  the stored topics and onboarding sequence, as JSON
+  topics import FILE
+               replace the stored topics and sequence with a topics file's (the file is
+               otherwise read only at the first start; edit them in the console)
   check        check the configuration, Redis and the mail transport (SMTP: connect,
                EHLO, STARTTLS, AUTH) as the service would meet them; exit 1 if any fails
   migrate --to-cluster --from redis://…
@@ -89,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "account":
 		err = accountCmd(ctx, args, getenv, stdout, stderr)
+	case "topics":
+		err = topicsCmd(ctx, args, getenv, stdout, stderr)
 	case "check":
 		err = checkCmd(ctx, getenv, stdout)
 	case "migrate":
