@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -182,15 +183,26 @@ func (s *Server) deleteSegment(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// segmentInUse is an issue not yet sent nor cancelled that goes to
-// segment id (0: none): its planner reads the segment when it sends.
+// segmentInUse is SegmentInUse over the API's issues (none without them).
 func (s *Server) segmentInUse(r *http.Request, id int64) (int64, error) {
 	if s.deps.Issues == nil {
 		return 0, nil
 	}
+	return SegmentInUse(r.Context(), s.deps.Issues, id)
+}
+
+// IssueLister lists issues by status (store.Issues).
+type IssueLister interface {
+	ListIssues(ctx context.Context, status string, after int64, limit int) ([]store.Issue, error)
+}
+
+// SegmentInUse is an issue not yet sent nor cancelled that goes to
+// segment id (0: none): its planner reads the segment when it sends, so
+// the API and the console refuse to delete it.
+func SegmentInUse(ctx context.Context, list IssueLister, id int64) (int64, error) {
 	for _, st := range []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused} {
 		for after := int64(0); ; {
-			page, err := s.deps.Issues.ListIssues(r.Context(), st, after, maxIssuePage)
+			page, err := list.ListIssues(ctx, st, after, maxIssuePage)
 			if err != nil {
 				return 0, err
 			}

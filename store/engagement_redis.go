@@ -25,6 +25,11 @@ type EngagementStore interface {
 	SetIssueLinks(ctx context.Context, issueID int64, urls []string) error
 	// IssueLinks are the stored targets (nil: none stored).
 	IssueLinks(ctx context.Context, issueID int64) ([]string, error)
+	// EventEngagement is the engagement id a topic event's links are
+	// signed and counted under (as an issue's under the issue's id):
+	// the same for one event id however often it is asked, and never an
+	// issue's. Its links are stored with SetIssueLinks under it.
+	EventEngagement(ctx context.Context, eventID string) (int64, error)
 	// RecordEngagement adds w's counts and answers what it could not
 	// write (to be tried again), with the error; a batch is written
 	// whole or not at all.
@@ -160,6 +165,40 @@ func (r *Redis) IssueLinks(ctx context.Context, issueID int64) ([]string, error)
 		return nil, nil
 	}
 	return urls, nil
+}
+
+// eventEngagementTTL is how long an event keeps its engagement id for
+// the fan-out to find again: longer than the fan-out's 25 retries can
+// last. The counts and links under the id are kept as an issue's are.
+const eventEngagementTTL = 30 * 24 * time.Hour
+
+// eventEngagementScript gives a topic event its engagement id once.
+//
+//	KEYS[1]  the event's key (prefixEventEngage + its id)
+//	KEYS[2]  keyIssueSeq, the issues' id counter
+//	ARGV[1]  how long the event's key is kept (ms)
+//
+// With the event's key set, writes nothing and answers its id; otherwise
+// takes the next issue id (so no issue ever has it, as a digest's issue
+// takes its id in digestIssueScript) and keeps it under the event's key.
+var eventEngagementScript = redis.NewScript(`
+local id = redis.call('GET', KEYS[1])
+if id then return tonumber(id) end
+id = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], id, 'PX', ARGV[1])
+return id
+`)
+
+// EventEngagement implements EngagementStore.
+func (r *Redis) EventEngagement(ctx context.Context, eventID string) (int64, error) {
+	if eventID == "" {
+		return 0, errors.New("the engagement id of an event: no event id")
+	}
+	id, err := eventEngagementScript.Run(ctx, r.rdb, []string{prefixEventEngage + eventID, keyIssueSeq}, eventEngagementTTL.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("the engagement id of event %s: %w", eventID, err)
+	}
+	return id, nil
 }
 
 // engageArgs are a batch's operations for engageScript.

@@ -34,6 +34,7 @@ var Scripts = map[string]*redis.Script{
 	"digestIssueScript":      digestIssueScript,
 	"endScript":              endScript,
 	"engageScript":           engageScript,
+	"eventEngagementScript":  eventEngagementScript,
 	"eraseScript":            eraseScript,
 	"feedbackScript":         feedbackScript,
 	"fillSearchScript":       fillSearchScript,

@@ -255,6 +255,12 @@ const (
 	sfxEngOpen   = "ou"    // HyperLogLog: the readers who opened it (people's opens only)
 	sfxEngLinks  = "links" // list: the issue's link targets by index, written by the worker that renders it
 
+	// A topic event's engagement id (EventEngagement): taken once from
+	// the issues' counter (keyIssueSeq), so an event's counts live under
+	// an {eID} of their own that no issue has, and kept long enough for
+	// every retry of the event's fan-out to find it.
+	prefixEventEngage = "nl:{pub}:event:eng:" // + event id: string, the engagement id (eventEngagementTTL)
+
 	// NEWSLETTER_ENGAGEMENT=per-person only: a person's clicks, in their
 	// shard, kept the stated days (the member's time is its score).
 	sfxEngPerson = "eng:" // + id: zset "issue:index:ms" (personClickMember) -> clicked (unix ms)

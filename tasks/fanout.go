@@ -122,6 +122,11 @@ type EventMailPayload struct {
 	Title string  `json:"title"`
 	URL   string  `json:"url"`
 	IDs   []int64 `json:"ids"`
+	// Engagement is the event's engagement id (store.EventEngagement)
+	// when its link goes through the counted redirect; 0: the link is
+	// mailed as written (NEWSLETTER_ENGAGEMENT=off, or a batch queued
+	// before events were counted).
+	Engagement int64 `json:"engagement,omitempty"`
 }
 
 // NewEventMail is a batch of a topic event's readers due at due (now, or

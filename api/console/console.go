@@ -62,6 +62,7 @@ type Store interface {
 	store.Suppressions
 	store.Issues
 	store.Webhooks
+	store.Segments
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	Item(ctx context.Context, id int64) (store.Item, error)
 	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)

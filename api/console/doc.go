@@ -1,13 +1,15 @@
 // Package console is the publisher's console at /admin/: server-rendered
-// pages for the subscribers, issues, items, suppressions, imports, the
-// audit log and the tokens, signed in with a token and kept by a session.
+// pages for the subscribers, segments, issues, items, suppressions,
+// imports, the audit log and the tokens, signed in with a token and kept
+// by a session.
 //
 // It is laid out as miniflux's internal/ui: one action per file
 // (issue_save.go, suppression_lift.go, …), the form subpackage turning a
 // request into a typed value, and one routes file (routes.go) that says
 // which role each action needs. Every action is a plain HTML form that
-// works without JavaScript; console.js only enhances (a live preview,
-// progress that updates itself).
+// works without JavaScript; console.js only enhances (a live preview, a
+// segment's count as its expression is typed, progress that updates
+// itself).
 //
 // The console changes nothing by itself: each action calls the same
 // store, enqueue and check functions as its /api/ route (the issues service,

@@ -14,6 +14,9 @@ import (
 func (h *Handler) createIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewIssue(w, r)
 	if err == nil {
+		err = h.checkSegment(r.Context(), f)
+	}
+	if err == nil {
 		err = issues.CheckContent(h.cfg.Topics.Current(), f.Content())
 	}
 	if err != nil {

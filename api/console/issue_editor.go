@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
@@ -31,9 +32,20 @@ type editorData struct {
 	// page offers those and no others.
 	Can map[string]bool
 	// Audience is whom a send reaches now; AskAudience, whether the
-	// publisher must type it to send (above the console's threshold).
-	Audience    int64
-	AskAudience bool
+	// publisher must type it to send (above the console's threshold);
+	// AudienceProblem, why there is no count (the issue's segment is
+	// gone): no send is offered.
+	Audience        int64
+	AskAudience     bool
+	AudienceProblem string
+	// Segments are the saved segments the audience may be; Segment is
+	// the form's and IssueSegment the saved issue's, the send step's
+	// (nil: the topics' readers, or a segment since deleted).
+	Segments     []store.Segment
+	Segment      *store.Segment
+	IssueSegment *store.Segment
+	// PreviewTopic is the topic the preview shows the mail as ("": none).
+	PreviewTopic string
 	// Report is the issue's report once its sending began (nil before);
 	// ReportChart its clicks hour by hour.
 	Report      *issues.Report
@@ -63,23 +75,41 @@ func (h *Handler) topicBoxes(checked []string) []topicBox {
 // sameContent tells whether f is is's own content (a send's or a move's
 // form) rather than text the writer typed.
 func sameContent(f form.Issue, is store.Issue) bool {
-	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics) && f.ReplyTo == is.ReplyTo
+	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics) &&
+		f.Segment == is.Segment && f.ReplyTo == is.ReplyTo
 }
 
 func formOf(is store.Issue) form.Issue {
-	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics, ReplyTo: is.ReplyTo}
+	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics, Segment: is.Segment, ReplyTo: is.ReplyTo}
 }
 
-// preview renders f as the mail a reader of its first topic gets.
+// previewTopic is the topic f's mail is previewed as: its first; for an
+// issue to a segment alone, the topics file's first (each of its
+// readers gets it as one of their own topics).
+func (h *Handler) previewTopic(f form.Issue) string {
+	switch {
+	case len(f.Topics) > 0:
+		return f.Topics[0]
+	case f.Segment > 0 && len(h.cfg.Topics.Current().Topics) > 0:
+		return h.cfg.Topics.Current().Topics[0].ID
+	}
+	return ""
+}
+
+// preview renders f as the mail a reader of previewTopic gets.
 func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (html, problem string) {
 	if h.d.Renderer == nil {
 		return "", "No preview here: this process has no mail templates."
 	}
-	if len(f.Topics) == 0 {
-		return "", "Choose a topic to see the mail."
+	topic := h.previewTopic(f)
+	if topic == "" {
+		return "", "Choose a topic or a segment to see the mail."
 	}
 	is.IssueContent = f.Content()
-	_, body, err := api.PreviewIssue(ctx, h.d.Renderer, is, "", "html")
+	if len(is.Topics) == 0 {
+		is.Topics = []string{topic}
+	}
+	_, body, err := api.PreviewIssue(ctx, h.d.Renderer, is, topic, "html")
 	if err != nil {
 		var bad *issues.InputError
 		if errors.As(err, &bad) {
@@ -94,14 +124,33 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
 	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
-		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is)}
+		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is), PreviewTopic: h.previewTopic(f)}
+	segs, err := h.d.Store.ListSegments(r.Context())
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	d.Segments = segs
+	for i := range segs {
+		if segs[i].ID == f.Segment {
+			d.Segment = &segs[i]
+		}
+		if segs[i].ID == is.Segment {
+			d.IssueSegment = &segs[i]
+		}
+	}
 	if is.ID != 0 && d.Can["send"] {
 		n, err := h.issues.Audience(r.Context(), is)
-		if err != nil {
+		var bad *issues.InputError
+		switch {
+		case errors.As(err, &bad):
+			d.AudienceProblem = bad.Msg
+		case err != nil:
 			h.storeAway(w, r, err)
 			return
+		default:
+			d.Audience, d.AskAudience = n, n > h.cfg.ConfirmSendAbove
 		}
-		d.Audience, d.AskAudience = n, n > h.cfg.ConfirmSendAbove
 	}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
 	refresh := 0
@@ -191,4 +240,21 @@ func (h *Handler) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, 
 		return is, false
 	}
 	return is, true
+}
+
+// checkSegment refuses an issue form whose audience is a segment that is
+// not one: none picked, or one deleted since the page was opened (the
+// API answers a segment it does not know the same way).
+func (h *Handler) checkSegment(ctx context.Context, f form.Issue) error {
+	switch {
+	case f.Segment == form.NoSegment:
+		return &issues.InputError{Msg: "segment: choose one of the saved segments, or send to the ticked topics"}
+	case f.Segment <= 0:
+		return nil
+	}
+	_, err := h.d.Store.GetSegment(ctx, strconv.FormatInt(f.Segment, 10))
+	if errors.Is(err, store.ErrNoSegment) {
+		return &issues.InputError{Msg: "segment: segment " + strconv.FormatInt(f.Segment, 10) + " no longer exists; choose another"}
+	}
+	return err
 }

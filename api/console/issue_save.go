@@ -17,6 +17,9 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewIssue(w, r)
 	saved := is
 	if err == nil {
+		err = h.checkSegment(r.Context(), f)
+	}
+	if err == nil {
 		saved, err = h.issues.Update(r.Context(), h.cfg.Topics.Current(), is, f.Version, f.Content())
 	}
 	if err != nil {

@@ -148,6 +148,8 @@ var notices = map[string]string{
 	"duplicated":       "This is a copy: a new draft.",
 	"deleted":          "The draft was deleted.",
 	"version-restored": "The version was restored as the newest one.",
+	"segment-saved":    "The segment was saved.",
+	"segment-deleted":  "The segment was deleted.",
 	"webhook-tested":   "A test event is queued: its delivery shows below in a moment (reload).",
 	"webhook-enabled":  "The endpoint is enabled.",
 	"webhook-disabled": "The endpoint is disabled: it gets nothing until enabled.",

@@ -35,6 +35,13 @@ func (h *Handler) routes() {
 	m.Handle("POST /admin/subscribers/{id}/export", h.require(Admin, h.exportSubscriber))
 	m.Handle("POST /admin/subscribers/{id}/erase", h.require(Admin, h.eraseSubscriber))
 
+	m.Handle("GET /admin/segments", h.require(Viewer, h.listSegments))
+	m.Handle("GET /admin/segments/count", h.require(Viewer, h.countSegment))
+	m.Handle("POST /admin/segments", h.require(Editor, h.createSegment))
+	m.Handle("GET /admin/segments/{id}", h.require(Viewer, h.showSegment))
+	m.Handle("POST /admin/segments/{id}", h.require(Editor, h.saveSegment))
+	m.Handle("POST /admin/segments/{id}/delete", h.require(Editor, h.deleteSegment))
+
 	m.Handle("GET /admin/issues", h.require(Viewer, h.listIssues))
 	m.Handle("GET /admin/issues/new", h.require(Editor, h.newIssue))
 	m.Handle("POST /admin/issues", h.require(Editor, h.createIssue))

@@ -1,7 +1,9 @@
 // Package engage is the counted redirect: the links in issues (and so in
-// digests, which are issues) go through GET /r/{token}, which counts the
-// click in aggregate and redirects to the link's target; with opens on, a
-// pixel at GET /o/{token} counts opens.
+// digests, which are issues) and a topic event's link (under the event's
+// engagement id, an issue id no issue has: store.EventEngagement) go
+// through GET /r/{token}, which counts the click in aggregate and
+// redirects to the link's target; with opens on, a pixel at GET
+// /o/{token} counts opens.
 //
 // What is counted, and what is not (docs/publishing.md, "What is
 // counted"): per link, how often it was followed and by how many distinct

@@ -22,7 +22,9 @@ const (
 )
 
 // sourceIssue is the source kind of an issue's links (a digest is an
-// issue too). The byte leaves room for other sources.
+// issue too; a topic event counts under an engagement id taken from the
+// issues' ids, so its link is of this kind as well). The byte leaves room
+// for other sources.
 const sourceIssue = 'i'
 
 // macLen is the bytes of each part's MAC: 64 bits, as a guess at a link

@@ -93,3 +93,35 @@ func testEngagementPerPerson(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("the erased id was given again")
 	}
 }
+
+// EventEngagement: an event keeps the one engagement id however often
+// the fan-out asks (a retry signs its mails as the first run did), two
+// events have two, and no issue made before or after has any of them
+// (the counts of an event and an issue never add up under one id).
+func testEventEngagement(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	before, err := s.CreateIssue(ctx, store.IssueContent{Subject: "Before", Body: "b"}, "")
+	must(t, err)
+	first, err := s.EventEngagement(ctx, "ev_first")
+	must(t, err)
+	again, err := s.EventEngagement(ctx, "ev_first")
+	must(t, err)
+	other, err := s.EventEngagement(ctx, "ev_other")
+	must(t, err)
+	after, err := s.CreateIssue(ctx, store.IssueContent{Subject: "After", Body: "a"}, "")
+	must(t, err)
+	if first <= 0 || again != first {
+		t.Fatalf("event ev_first: %d, then %d; want one id, kept", first, again)
+	}
+	for _, id := range []int64{before.ID, after.ID, other} {
+		if id == first {
+			t.Fatalf("ids: event %d, other event %d, issues %d and %d: one is shared", first, other, before.ID, after.ID)
+		}
+	}
+	if other == before.ID || other == after.ID {
+		t.Fatalf("the other event's id %d is an issue's (%d, %d)", other, before.ID, after.ID)
+	}
+	if _, err := s.EventEngagement(ctx, ""); err == nil {
+		t.Fatal("an event without an id got an engagement id")
+	}
+}

@@ -85,6 +85,7 @@ func Run(t *testing.T, h Harness) {
 		{"Select", testSelect},
 		{"Engagement", testEngagement},
 		{"EngagementPerPerson", testEngagementPerPerson},
+		{"EventEngagement", testEventEngagement},
 		{"Growth", testGrowth},
 		{"IssueUnsubscribes", testIssueUnsubscribes}}
 	for _, tc := range tests {

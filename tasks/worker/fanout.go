@@ -37,6 +37,8 @@ type FanoutStore interface {
 	QueueInOrder(ctx context.Context, channel, key string, at time.Time, ids []int64) error
 	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
+	EventEngagement(ctx context.Context, eventID string) (int64, error)
+	SetIssueLinks(ctx context.Context, issueID int64, urls []string) error
 	store.Marks
 }
 
@@ -77,7 +79,7 @@ func (h *FanoutSender) awaited() awaitFanout {
 func (h *FanoutSender) HandleFanout(ctx context.Context, p tasks.FanoutPayload) error {
 	switch {
 	case p.IssueID > 0:
-		return h.walk(ctx, p, p.Topics)
+		return h.walk(ctx, p, p.Topics, 0)
 	case p.SubscriberID > 0 || p.Email != "":
 		sub, ok, err := h.person(ctx, p)
 		if !ok {
@@ -87,10 +89,34 @@ func (h *FanoutSender) HandleFanout(ctx context.Context, p tasks.FanoutPayload) 
 			h.Log.Info("skip: event for a subscriber without updates", "subscriber", sub.ID)
 			return nil
 		}
-		return h.page(ctx, p, []int64{sub.ID})
+		return h.page(ctx, p, []int64{sub.ID}, 0)
 	default: // a topic: tasks.Fanout's Check lets nothing else through
-		return h.walk(ctx, p, []string{p.Topic})
+		eng, err := h.eventEngagement(ctx, p)
+		if err != nil {
+			return err
+		}
+		return h.walk(ctx, p, []string{p.Topic}, eng)
 	}
+}
+
+// eventEngagement is the engagement id a topic event's mails count its
+// link under (store.EventEngagement: the same on every run of the
+// fan-out), with the link stored for the redirect before any mail is
+// queued; 0 when its link is mailed as written (links not counted, a
+// link to the service's own pages, no e-mail for this event).
+func (h *FanoutSender) eventEngagement(ctx context.Context, p tasks.FanoutPayload) (int64, error) {
+	if !p.Allows(store.ChannelEmail) || !h.Links.Counts(p.URL) {
+		return 0, nil
+	}
+	st := h.awaited()
+	eng, err := st.EventEngagement(ctx, p.ID)
+	if err != nil {
+		return 0, err
+	}
+	if err := st.SetIssueLinks(ctx, eng, []string{p.URL}); err != nil {
+		return 0, err
+	}
+	return eng, nil
 }
 
 // person is the one active subscriber of an event: by id, or by the
@@ -102,12 +128,13 @@ func (h *FanoutSender) person(ctx context.Context, p tasks.FanoutPayload) (store
 	return h.Deliver.Recipient(ctx, p.Email, store.Active)
 }
 
-// walk fans p out to the active readers of any of topicIDs, page by page.
+// walk fans p out to the active readers of any of topicIDs, page by page
+// (eng: the event's engagement id, mailTasks).
 // It starts at the beginning every time: the fan-out marks skip whoever a
 // previous run did, at a bit per reader. Each read waits out a Redis
 // outage, as the issue planner's do: each topic's page on its own, so a
 // blip costs one page's read again, not the whole union's.
-func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string) error {
+func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string, eng int64) error {
 	size := h.Page
 	st := h.awaited()
 	var cursor int64
@@ -137,7 +164,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 		if len(ids) == 0 {
 			return nil
 		}
-		if err := h.page(ctx, p, ids); err != nil {
+		if err := h.page(ctx, p, ids, eng); err != nil {
 			return err
 		}
 		cursor = ids[len(ids)-1]
@@ -146,7 +173,7 @@ func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs
 
 // page queues the channel tasks of the readers ids that no earlier run
 // queued, then marks them.
-func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []int64) error {
+func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []int64, eng int64) error {
 	if p.IssueID > 0 {
 		// An issue's fan-out is push alone: only readers with a browser
 		// get a task, so only they need a mark. Most readers have none,
@@ -174,7 +201,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 		return err
 	}
 	wants := func(channel string) []int64 { return chosen(p, todo, chans, channel) }
-	queue := h.mailTasks(p, ids, wants(store.ChannelEmail))
+	queue := h.mailTasks(p, ids, wants(store.ChannelEmail), eng)
 	pushes, err := h.pushTasks(ctx, p, key, wants(store.ChannelPush))
 	if err != nil {
 		return err
@@ -300,9 +327,10 @@ func (h *FanoutSender) notQueued(ctx context.Context, key string, ids []int64) (
 }
 
 // mailTasks are the e-mail tasks for the readers todo (of the page ids):
-// one person's event joins their bundle; a topic's goes in batches. An
-// issue's mail is its planner's.
-func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64) []*asynq.Task {
+// one person's event joins their bundle; a topic's goes in batches, its
+// link counted under eng (0: mailed as written). An issue's mail is its
+// planner's.
+func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64, eng int64) []*asynq.Task {
 	var queue []*asynq.Task
 	switch {
 	case p.IssueID > 0:
@@ -315,7 +343,7 @@ func (h *FanoutSender) mailTasks(p tasks.FanoutPayload, ids, todo []int64) []*as
 	default:
 		for part := range slices.Chunk(todo, h.MailBatch) {
 			queue = append(queue, tasks.NewEventMail(tasks.EventMailPayload{
-				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, IDs: part,
+				ID: p.ID, Topic: p.Topic, Title: p.Title, URL: p.URL, IDs: part, Engagement: eng,
 			}, h.Now(), false))
 		}
 	}
@@ -398,7 +426,10 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPay
 		return err
 	}
 	shared := h.Links.Stream(p.Topic)
-	shared.Entries = []mailer.Entry{{Title: p.Title, URL: p.URL}}
+	// The link goes through the counted redirect as an issue's do (its
+	// target stored by the fan-out); each reader's mail carries their
+	// part of the token (Reader).
+	shared.Entries = []mailer.Entry{{Title: p.Title, URL: h.Links.CountedLink(p.Engagement, p.URL)}}
 	prep, err := h.prepare(p.ID, shared)
 	if err != nil {
 		return fmt.Errorf("prepare event mail: %v: %w", err, asynq.SkipRetry)
@@ -412,10 +443,14 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPay
 		case !until.IsZero():
 			held[until] = append(held[until], s.ID)
 		default:
+			d := h.Links.To(shared, s, p.Topic)
+			if p.Engagement > 0 {
+				d.Reader = h.Links.Reader(p.Engagement, s.ID, now)
+			}
 			mails = append(mails, Mail{
 				To:       s,
 				Mark:     store.Mark{Kind: mailer.KindEvents, Key: "ev:" + p.ID, SubscriberID: s.ID, Shared: true},
-				Data:     h.Links.To(shared, s, p.Topic),
+				Data:     d,
 				Prepared: prep,
 			})
 		}

@@ -39,6 +39,7 @@ type Store interface {
 	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
+	EventEngagement(ctx context.Context, eventID string) (int64, error)
 }
 
 // Deps is what the components are built from: the one place where a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/engage"
@@ -61,6 +62,24 @@ func (l Links) Counted(issue int64, body mailer.Body) (mailer.Body, []string) {
 		rw.URLs = []string{}
 	}
 	return mailer.Body{HTML: htmltemplate.HTML(out), Text: rw.Text}, rw.URLs //nolint:gosec // the rendered body with our own links put in, escaped (engage.Rewrite)
+}
+
+// CountedLink is target as the counted redirect's link index 0 of
+// engagement (an event's one link), the reader's part left as
+// mailer.ReaderMark; target itself when links are not counted, when
+// there is no engagement id, or for a link to the service's own pages
+// (which Counted leaves alone too).
+func (l Links) CountedLink(engagement int64, target string) string {
+	if engagement <= 0 || !l.Counts(target) {
+		return target
+	}
+	return l.BaseURL + "/r/" + engage.Token(l.Engagement.LinkPart(engage.Link, engagement, 0), mailer.ReaderMark)
+}
+
+// Counts tells whether a link to target goes through the counted
+// redirect.
+func (l Links) Counts(target string) bool {
+	return l.Engagement != nil && target != "" && (l.BaseURL == "" || !strings.HasPrefix(target, l.BaseURL+"/"))
 }
 
 // Reader is the reader's part of the counted links in their mail of

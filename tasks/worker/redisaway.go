@@ -300,6 +300,16 @@ func (a awaitFanout) MarkSent(ctx context.Context, marks ...store.Mark) error {
 	return untilRedis(ctx, a.w, "write of the fan-out marks", func(ctx context.Context) error { return a.s.MarkSent(ctx, marks...) })
 }
 
+func (a awaitFanout) EventEngagement(ctx context.Context, eventID string) (int64, error) {
+	return awaitRedis(ctx, a.w, "the event's engagement id", func(ctx context.Context) (int64, error) {
+		return a.s.EventEngagement(ctx, eventID)
+	})
+}
+
+func (a awaitFanout) SetIssueLinks(ctx context.Context, id int64, urls []string) error {
+	return untilRedis(ctx, a.w, "store the event's link", func(ctx context.Context) error { return a.s.SetIssueLinks(ctx, id, urls) })
+}
+
 func (a awaitFanout) SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error) {
 	return awaitRedis(ctx, a.w, "re-read of the batch", func(ctx context.Context) ([]store.Subscriber, error) {
 		return a.s.SubscribersByID(ctx, ids)

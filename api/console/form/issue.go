@@ -22,10 +22,19 @@ type Issue struct {
 	Topics    []string
 	// ReplyTo is the issue's Reply-To ("": the service's From).
 	ReplyTo string
+	// Segment is the saved segment the issue goes to (0: the readers of
+	// Topics alone; with topics too, those of its people who follow one
+	// of them). The form's audience "segment" without a segment picked
+	// is NoSegment, which the console refuses.
+	Segment int64
 	// Version is the version the writer opened (0: a new issue): a
 	// save over a later one is refused, nothing lost.
 	Version int
 }
+
+// NoSegment is Issue.Segment when the form chose a segment and named
+// none.
+const NoSegment = -1
 
 // NewIssue reads the editor's form. The body keeps its spaces; line
 // breaks become \n (browsers send \r\n).
@@ -33,18 +42,25 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 	if err := parse(w, r, MaxIssueForm); err != nil {
 		return Issue{}, err
 	}
-	return Issue{
+	f := Issue{
 		Subject: value(r, "subject"), Preheader: value(r, "preheader"),
 		Body:    strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
 		Topics:  r.PostForm["topics"],
 		ReplyTo: issues.NormalizeReplyTo(value(r, "reply_to")),
 		Version: atoi(value(r, "version")),
-	}, nil
+	}
+	if value(r, "audience") == "segment" {
+		f.Segment = NoSegment
+		if id, err := strconv.ParseInt(value(r, "segment"), 10, 64); err == nil && id > 0 {
+			f.Segment = id
+		}
+	}
+	return f, nil
 }
 
 // Content is the issue as the store keeps it.
 func (f Issue) Content() store.IssueContent {
-	return store.IssueContent{Subject: f.Subject, Preheader: f.Preheader, Body: f.Body, Topics: f.Topics, ReplyTo: f.ReplyTo}
+	return store.IssueContent{Subject: f.Subject, Preheader: f.Preheader, Body: f.Body, Topics: f.Topics, Segment: f.Segment, ReplyTo: f.ReplyTo}
 }
 
 // atoi reads a hidden number the console wrote (0 when absent or

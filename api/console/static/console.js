@@ -1,6 +1,7 @@
 // The console works without this script. Where it runs, it adds:
-// a live preview of the issue being written, and progress (sending,
-// importing) that updates itself instead of the page reloading.
+// a live preview of the issue being written, a segment's audience
+// counted as its expression is typed, and progress (sending, importing)
+// that updates itself instead of the page reloading.
 "use strict";
 
 (function () {
@@ -38,6 +39,45 @@
     });
     const button = editor.querySelector("button[data-preview-button]");
     if (button) button.hidden = true; // the preview follows the typing
+  }
+
+  // Live count: ask how many people the segment's expression matches as
+  // the publisher pauses typing (a read: GET, the session's cookie); a
+  // mistake shows the parser's message where the count goes. The Count
+  // button is for where no script runs.
+  const counted = document.querySelector("form[data-count]");
+  if (counted) {
+    const expr = counted.querySelector("[name=expr]");
+    const out = document.getElementById("segment-count");
+    let timer = null;
+    let seq = 0;
+    const count = async () => {
+      const mine = ++seq;
+      if (expr.value.trim() === "") {
+        out.textContent = "";
+        out.classList.remove("error");
+        return;
+      }
+      try {
+        const resp = await fetch(counted.dataset.count + "?expr=" + encodeURIComponent(expr.value), {
+          headers: { Accept: "application/json" }, credentials: "same-origin",
+        });
+        const p = await resp.json();
+        if (mine !== seq) return; // a newer count is on its way
+        out.textContent = resp.ok ? p.text : p.error;
+        out.classList.toggle("error", !resp.ok);
+        if (resp.ok) out.dataset.active = String(p.active);
+        else delete out.dataset.active;
+      } catch (e) {
+        if (mine === seq) out.textContent = "Count not updated (offline?)";
+      }
+    };
+    expr.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(count, 300);
+    });
+    const button = counted.querySelector("button[data-count-button]");
+    if (button) button.hidden = true; // the count follows the typing
   }
 
   // listText shows a list of the progress JSON, one item a line: a
