@@ -44,19 +44,6 @@ func newCatalogProcess(t *testing.T, st *store.Redis) catalogProcess {
 	return catalogProcess{srv: srv, live: live}
 }
 
-func getBody(t *testing.T, u string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
 
 // TestTopicsAtRunTime: the first start imports the built-in topics; a
 // topic added through the API is on the signup form of another process
@@ -108,7 +95,7 @@ func TestTopicsAtRunTime(t *testing.T) {
 		_, ok := two.live.Current().Topic("launches")
 		return ok
 	})
-	if code, page := getBody(t, two.srv.URL+"/"); code != http.StatusOK || !strings.Contains(page, "Product launches") || !strings.Contains(page, `value="launches"`) {
+	if code, page := sendJSON(t, "GET", two.srv.URL+"/", ""); code != http.StatusOK || !strings.Contains(page, "Product launches") || !strings.Contains(page, `value="launches"`) {
 		t.Fatalf("the form of the other process: %d, launches missing:\n%s", code, page)
 	}
 	if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "reader@example.com", Topics: []string{"launches"}, Activate: true}); err != nil {
@@ -144,7 +131,7 @@ func TestTopicsAtRunTime(t *testing.T) {
 	if code, body := sendJSON(t, "PUT", one.srv.URL+"/api/topics", string(retired)); code != http.StatusConflict {
 		t.Fatalf("a save over version 2 when 3 is stored: %d %s, want 409", code, body)
 	}
-	if _, page := getBody(t, one.srv.URL+"/"); strings.Contains(page, `value="launches"`) {
+	if _, page := sendJSON(t, "GET", one.srv.URL+"/", ""); strings.Contains(page, `value="launches"`) {
 		t.Fatal("a retired topic is still offered on the form")
 	}
 	cur.Topics[0].Retired = true
