@@ -44,7 +44,6 @@ func newCatalogProcess(t *testing.T, st *store.Redis) catalogProcess {
 	return catalogProcess{srv: srv, live: live}
 }
 
-
 // TestTopicsAtRunTime: the first start imports the built-in topics; a
 // topic added through the API is on the signup form of another process
 // without a restart and can be subscribed to; bad input is a 400 that
