@@ -252,6 +252,56 @@ func TestEventLinkCountedThroughTheRedirect(t *testing.T) {
 	}
 }
 
+// TestPersonEventLinksCounted: a bundle of one person's events carries
+// each event's link through the counted redirect, each under its own
+// event's engagement id and signed for the reader; the service's own
+// links are left as written.
+func TestPersonEventLinksCounted(t *testing.T) {
+	h, st, mail := newHandlers(t)
+	ctx := context.Background()
+	keys := engage.NewKeys([]byte("0123456789abcdef"))
+	base := "https://news.example.com"
+	h.Events.Links.BaseURL, h.Events.Links.Engagement = base, keys
+	sub, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "ann@example.org", Activate: true, Topics: []string{topics.Updates}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	events := []tasks.EventPayload{
+		{ID: tasks.NewEventID(), SubscriberID: sub.ID, Title: "Your export is ready", URL: "https://example.com/exports/1", At: now},
+		{ID: tasks.NewEventID(), SubscriberID: sub.ID, Title: "A comment", URL: "https://example.com/comments/2", At: now.Add(time.Second)},
+		{ID: tasks.NewEventID(), SubscriberID: sub.ID, Title: "Our own page", URL: base + "/archive", At: now.Add(2 * time.Second)},
+	}
+	if err := runTask(ctx, tasks.EventsEmail, h.Events.HandleEventsEmail, tasks.NewEventsEmail(tasks.EventsPayload{SubscriberID: sub.ID, Events: events})); err != nil {
+		t.Fatal(err)
+	}
+	if mail.count() != 1 {
+		t.Fatalf("%d mails, want 1", mail.count())
+	}
+	msg := mail.sent[0]
+	hrefs := regexp.MustCompile(`href="` + regexp.QuoteMeta(base) + `/r/([^"]+)"`).FindAllStringSubmatch(msg.HTML, -1)
+	if len(hrefs) != 2 || strings.Contains(msg.HTML, "https://example.com/") || strings.Contains(msg.HTML, mailer.ReaderMark) ||
+		!strings.Contains(msg.HTML, `href="`+base+`/archive"`) {
+		t.Fatalf("want the two outside links counted and the own page as written:\n%s", msg.HTML)
+	}
+	for i, m := range hrefs {
+		c, err := keys.Parse(m[1])
+		if err != nil {
+			t.Fatalf("link %d: %v", i, err)
+		}
+		eng, err := st.EventEngagement(ctx, events[i].ID)
+		if err != nil || c.Issue != eng || c.Index != 0 || c.Reader != sub.ID {
+			t.Fatalf("link %d names %+v; want link 0 of the event's engagement id %d (%v) for reader %d", i, c, eng, err, sub.ID)
+		}
+		if urls, err := st.IssueLinks(ctx, eng); err != nil || len(urls) != 1 || urls[0] != events[i].URL {
+			t.Fatalf("event %d's stored link: %q, %v", i, urls, err)
+		}
+		if !strings.Contains(msg.Text, base+"/r/"+m[1]) {
+			t.Fatalf("the text part lacks link %d:\n%s", i, msg.Text)
+		}
+	}
+}
+
 // With NEWSLETTER_ENGAGEMENT=off (no keys) an event's mail carries its
 // link as written, and nothing is given an engagement id.
 func TestEventLinkAsWrittenWithEngagementOff(t *testing.T) {

@@ -63,6 +63,39 @@ type EventSender struct {
 	Links   Links
 	Quiet   *quiet.Hours
 	Now     func() time.Time
+	// Store gives each event's link its engagement id, as a topic
+	// event's (nil: links as written).
+	Store EventLinks
+}
+
+// EventLinks is what counting an event's link needs of the store.
+type EventLinks interface {
+	EventEngagement(ctx context.Context, eventID string) (int64, error)
+	SetIssueLinks(ctx context.Context, issueID int64, urls []string) error
+}
+
+// countedURL is e's link as this reader's counted redirect: the event's
+// engagement id (the same on every run: store.EventEngagement) with its
+// one link stored first. Each event of a bundle has its own id, so the
+// reader's part is signed per link here, not left to the mail's
+// ReaderMark. Each read waits out a Redis outage as the delivery does.
+func (h *EventSender) countedURL(ctx context.Context, e tasks.EventPayload, reader int64, now time.Time) (string, error) {
+	if h.Store == nil || !h.Links.Counts(e.URL) {
+		return e.URL, nil
+	}
+	w := h.Deliver.away()
+	eng, err := awaitRedis(ctx, w, "the event's engagement id", func(ctx context.Context) (int64, error) {
+		return h.Store.EventEngagement(ctx, e.ID)
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := untilRedis(ctx, w, "store the event's link", func(ctx context.Context) error {
+		return h.Store.SetIssueLinks(ctx, eng, []string{e.URL})
+	}); err != nil {
+		return "", err
+	}
+	return strings.Replace(h.Links.CountedLink(eng, e.URL), mailer.ReaderMark, h.Links.Reader(eng, reader, now), 1), nil
 }
 
 // HandleEventsEmail sends the bundle. Inside quiet hours it waits for
@@ -93,7 +126,11 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 	slices.SortStableFunc(events, func(a, b tasks.EventPayload) int { return a.At.Compare(b.At) })
 	entries := make([]mailer.Entry, len(events))
 	for i, e := range events {
-		entries[i] = mailer.Entry{Title: e.Title, URL: e.URL}
+		link, err := h.countedURL(ctx, e, sub.ID, now)
+		if err != nil {
+			return err
+		}
+		entries[i] = mailer.Entry{Title: e.Title, URL: link}
 	}
 	data := h.Links.For(sub, topics.Updates)
 	data.Entries = entries

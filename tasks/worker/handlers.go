@@ -244,7 +244,7 @@ func NewHandlers(d Deps) Handlers {
 			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify, RedisWait: d.RedisWait,
 			CheckInterval: DefaultIssueCheckInterval,
 		},
-		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now},
+		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now, Store: d.Store},
 		Feedback: recorder,
 		Feeds: &FeedPoller{Store: d.Store, Topics: d.Links.Topics, Fetcher: d.Feeds, Render: d.Render, Queue: d.Queue,
 			Now: d.Now, Metrics: d.Metrics, Log: d.Log, BulkReady: d.BulkReady},
