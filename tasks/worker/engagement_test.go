@@ -279,7 +279,7 @@ func TestPersonEventLinksCounted(t *testing.T) {
 		t.Fatalf("%d mails, want 1", mail.count())
 	}
 	msg := mail.sent[0]
-	hrefs := regexp.MustCompile(`href="` + regexp.QuoteMeta(base) + `/r/([^"]+)"`).FindAllStringSubmatch(msg.HTML, -1)
+	hrefs := regexp.MustCompile(`href="`+regexp.QuoteMeta(base)+`/r/([^"]+)"`).FindAllStringSubmatch(msg.HTML, -1)
 	if len(hrefs) != 2 || strings.Contains(msg.HTML, "https://example.com/") || strings.Contains(msg.HTML, mailer.ReaderMark) ||
 		!strings.Contains(msg.HTML, `href="`+base+`/archive"`) {
 		t.Fatalf("want the two outside links counted and the own page as written:\n%s", msg.HTML)
