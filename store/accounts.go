@@ -461,7 +461,10 @@ func (r *Redis) SetPendingTOTP(ctx context.Context, id int64, secret string) err
 	return r.setFields(ctx, id, "pend", secret)
 }
 
-// confirmTOTPScript makes the pending secret the account's.
+// confirmTOTPScript makes the pending secret the account's, and ends every
+// session of the account (gen grows, as a password change does): a new
+// second factor is a new way in, and a session from before must not
+// outlive it.
 //
 //	KEYS[1]  the account's key
 //	KEYS[2]  its recovery codes' key
@@ -474,6 +477,7 @@ var confirmTOTPScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'pend') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'totp', ARGV[1], 'step', ARGV[2])
 redis.call('HDEL', KEYS[1], 'pend')
+redis.call('HINCRBY', KEYS[1], 'gen', 1)
 redis.call('DEL', KEYS[2])
 for i = 3, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
 return 1

@@ -131,9 +131,9 @@ func (h *Handler) newTOTP(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/admin/account#totp", http.StatusSeeOther)
 }
 
-// confirmTOTP is POST /admin/account/totp/confirm: the new app's current
-// code makes its secret the account's and replaces the recovery codes,
-// shown this once.
+// confirmTOTP is POST /admin/account/totp/confirm: the current password
+// and the new app's current code make its secret the account's, replace
+// the recovery codes (shown this once) and end every other session.
 func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 	a, ok := h.myAccount(w, r)
 	if !ok {
@@ -146,6 +146,17 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.PendingTOTP == "" {
 		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "No new authenticator is waiting: press Set up a new authenticator first.")
+		return
+	}
+	if !account.VerifyPassword(a.PasswordHash, f.Current) {
+		// A stolen session must not turn into a second factor of the
+		// thief's (and new recovery codes): the password is needed, and
+		// a wrong one costs like a sign-in.
+		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
+			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+			return
+		}
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The current password is wrong. Nothing was changed: your old app still signs you in.")
 		return
 	}
 	step, codeOK := account.CheckCode(a.PendingTOTP, f.Code, h.d.Now())
@@ -164,8 +175,13 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.record(r, audit.AccountTOTPEnabled, audit.Account(a.Email), "new authenticator and recovery codes")
+	// Every session of the account ended with the change, as with a new
+	// password: this one starts anew.
+	if err := h.sessions.end(r.Context(), h.sessionID(r)); err != nil {
+		h.d.Log.Warn("console: ending the session of a changed authenticator failed", "err", err)
+	}
 	a, ok = h.myAccount(w, r)
-	if ok {
+	if ok && h.startAccountSession(w, r, a, "after a new authenticator") {
 		h.renderAccount(w, r, http.StatusOK, a, codes, "")
 	}
 }

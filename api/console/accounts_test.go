@@ -362,15 +362,35 @@ func TestAccountPage(t *testing.T) {
 		t.Fatalf("no new secret on the page:\n%s", p.body)
 	}
 	newSecret := m[1]
+	// A second session, signed in before the new authenticator.
+	e.clock.add(account.TOTPPeriod * time.Second)
+	c2, _ := account.Code(secret, e.clock.Now())
+	second := e.browser(t)
+	if p := second.signIn("ed@example.org", newPassword, c2); p.code != http.StatusSeeOther {
+		t.Fatalf("a second session: %d", p.code)
+	}
 	e.clock.add(account.TOTPPeriod * time.Second)
 	oldCode, _ := account.Code(secret, e.clock.Now())
-	if p := ed.post("/admin/account/totp/confirm", url.Values{"code": {oldCode}}); p.code != http.StatusBadRequest {
+	if p := ed.post("/admin/account/totp/confirm", url.Values{"code": {oldCode}, "current": {newPassword}}); p.code != http.StatusBadRequest {
 		t.Fatalf("confirming with the old app's code: %d", p.code)
 	}
 	newCode, _ := account.Code(newSecret, e.clock.Now())
-	p = ed.post("/admin/account/totp/confirm", url.Values{"code": {newCode}})
+	// A session alone (stolen) is not enough: the password is asked.
+	for _, pw := range []string{"", edPassword} {
+		if p := ed.post("/admin/account/totp/confirm", url.Values{"code": {newCode}, "current": {pw}}); p.code != http.StatusBadRequest ||
+			!strings.Contains(p.body, "current password is wrong") {
+			t.Fatalf("confirming with the password %q: %d", pw, p.code)
+		}
+	}
+	p = ed.post("/admin/account/totp/confirm", url.Values{"code": {newCode}, "current": {newPassword}})
 	if p.code != http.StatusOK || len(codesOnPage.FindAllString(p.body, -1)) != account.RecoveryCodes {
 		t.Fatalf("confirm: %d\n%s", p.code, p.body)
+	}
+	if p := second.get("/admin/"); p.code != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/login") {
+		t.Fatalf("another session after the new authenticator: %d to %q, want the sign-in page", p.code, p.location)
+	}
+	if p := ed.get("/admin/account"); p.code != http.StatusOK {
+		t.Fatalf("the changer's own session after the new authenticator: %d", p.code)
 	}
 	e.clock.add(account.TOTPPeriod * time.Second)
 	oldCode, _ = account.Code(secret, e.clock.Now())

@@ -43,14 +43,19 @@ func NewPassword(w http.ResponseWriter, r *http.Request) (Password, error) {
 }
 
 // Code is a form with one code (confirming a new authenticator).
-type Code struct{ Code string }
+type Code struct {
+	Code string
+	// Current is the account's password, asked again where a stolen
+	// session must not be enough (a new authenticator).
+	Current string
+}
 
 // NewCode reads it.
 func NewCode(w http.ResponseWriter, r *http.Request) (Code, error) {
 	if err := parse(w, r, MaxForm); err != nil {
 		return Code{}, err
 	}
-	return Code{Code: value(r, "code")}, nil
+	return Code{Code: value(r, "code"), Current: value(r, "current")}, nil
 }
 
 // Role is the form that changes an account's role.
