@@ -238,20 +238,22 @@ func (r *Redis) Subscribe(ctx context.Context, req SubscribeRequest) (Subscriber
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
+	// The tags are known before anyone has them: should the person's
+	// write fail after, a tag known to nobody is harmless, where a person
+	// stored with the registry's write failed after would be answered as
+	// a failure that had in fact happened.
+	if err := r.registerTags(ctx, req.Tags); err != nil {
+		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
+	}
 	res, _, err := r.byAddress(ctx, subscribeScript, req.Email, r.subscribeKeys(req.Email), args)
 	if err != nil {
 		return Subscriber{}, fmt.Errorf("subscribe %s: %w", req.Email, err)
 	}
-	sub, err := decodeResult(res)
-	if err == nil {
-		err = r.registerTags(ctx, req.Tags)
-	}
-	return sub, err
+	return decodeResult(res)
 }
 
-// registerTags adds tags given to someone to the known ones (a separate
-// step: the registry is in a slot of its own). Should it fail, the error
-// says so; the request, made again, changes nothing else.
+// registerTags adds tags about to be given to someone to the known ones
+// (a separate step, before theirs: the registry is in a slot of its own).
 func (r *Redis) registerTags(ctx context.Context, tags []string) error {
 	if len(tags) == 0 {
 		return nil
@@ -924,6 +926,15 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	if len(args) == 0 {
 		return errs, nil
 	}
+	// Known before anyone has them (see Subscribe).
+	var tags []string
+	for _, i := range at {
+		tags = append(tags, reqs[i].Tags...)
+	}
+	slices.Sort(tags)
+	if err := r.registerTags(ctx, slices.Compact(tags)); err != nil {
+		return nil, err
+	}
 	cmds, err := runPipelined(ctx, r.rdb, subscribeScript, func(j int) []string {
 		email := reqs[at[j]].Email
 		home := homeShard(email)
@@ -931,14 +942,6 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	}, args)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %d addresses: %w", len(reqs), err)
-	}
-	var tags []string
-	for _, req := range reqs {
-		tags = append(tags, req.Tags...)
-	}
-	slices.Sort(tags)
-	if err := r.registerTags(ctx, slices.Compact(tags)); err != nil {
-		return nil, err
 	}
 	for j, c := range cmds {
 		i := at[j]

@@ -163,17 +163,12 @@ func (r *Redis) AddTags(ctx context.Context, id int64, tags []string) ([]string,
 			return nil, fmt.Errorf("%w: there are %d tags already, the most the list keeps", ErrBadTag, n)
 		}
 	}
-	after, err := r.changeTags(ctx, id, "add", tags)
-	if err != nil {
-		return nil, err
+	// Registered before they are given (the registry lives in its own
+	// slot, apart from the person's; see Subscribe).
+	if err := r.registerTags(ctx, tags); err != nil {
+		return nil, fmt.Errorf("tags of %d: %w", id, err)
 	}
-	// Registered once given (the registry lives in its own slot, apart
-	// from the person's): should this fail, the error says so and the
-	// call, which changes nothing the second time, is made again.
-	if err := r.rdb.SAdd(ctx, keyTags, anySlice(tags)...).Err(); err != nil {
-		return nil, fmt.Errorf("register tags: %w", err)
-	}
-	return after, nil
+	return r.changeTags(ctx, id, "add", tags)
 }
 
 // RemoveTags implements Tags.
