@@ -185,9 +185,19 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 		s.answerListError(w, "add a topic", err)
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
 	if in.Version == 0 {
-		in.Version = snap.Version // adding does not overwrite anyone's change
+		// Adding does not overwrite anyone's change: over the newest.
+		latest, err := s.deps.Catalog.Latest(r.Context())
+		if err != nil {
+			s.answerCatalogError(w, "topics", err)
+			return
+		}
+		in.Version = latest.Version
+	}
+	snap, err := s.deps.Catalog.At(r.Context(), in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "topics", err)
+		return
 	}
 	if _, ok := snap.Set.Topic(strings.TrimSpace(in.ID)); ok {
 		WriteJSON(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
@@ -217,7 +227,11 @@ func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/topics), so that nobody's change is lost"))
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
+	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "topics", err)
+		return
+	}
 	next := CloneSet(snap.Set)
 	next.Topics = nil
 	for _, j := range in.Topics {
@@ -263,7 +277,11 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
+	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "sequence", err)
+		return
+	}
 	next := CloneSet(snap.Set)
 	next.Sequence = topics.Sequence{Topic: strings.TrimSpace(in.Topic), Steps: steps}
 	if next.Sequence.Topic == "" {

@@ -39,25 +39,6 @@ func (h *Handler) catalogMissing(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// catalogAt is the catalog in effect when it is at version, the one a
-// form was read at. Another process may have saved since this one last
-// looked: it reads the store once before it calls the form stale
-// (catalog.ErrStale), so a change is never made over an older catalog
-// than the one the publisher saw.
-func (h *Handler) catalogAt(ctx context.Context, version int64) (catalog.Snapshot, error) {
-	snap := h.d.Catalog.Snapshot()
-	if snap.Version == version {
-		return snap, nil
-	}
-	if err := h.d.Catalog.Refresh(ctx); err != nil {
-		return snap, err
-	}
-	if snap = h.d.Catalog.Snapshot(); snap.Version != version {
-		return snap, catalog.ErrStale
-	}
-	return snap, nil
-}
-
 // refusal is why a catalog form was not saved: the status and the
 // reason the form shows again.
 type refusal struct {
@@ -78,7 +59,7 @@ func (h *Handler) saveTopics(w http.ResponseWriter, r *http.Request, next topics
 	return nil, true
 }
 
-// catalogRefusal sorts a save's (or catalogAt's) error: a refused
+// catalogRefusal sorts a save's (or catalog.Live.At's) error: a refused
 // catalog is a 400 with its reason, a stale version a 409 saying stale;
 // any other error is the store's, answered here (nil).
 func (h *Handler) catalogRefusal(w http.ResponseWriter, r *http.Request, err error, stale string) *refusal {
@@ -111,8 +92,9 @@ func shortDuration(d time.Duration) string {
 // shown over the version saved now; a store that fails leaves the
 // catalog in hand (logged: the next save says stale again).
 func (h *Handler) freshCatalog(ctx context.Context) catalog.Snapshot {
-	if err := h.d.Catalog.Refresh(ctx); err != nil {
+	snap, err := h.d.Catalog.Latest(ctx)
+	if err != nil {
 		h.d.Log.Warn("console: the catalog could not be read again", "err", err)
 	}
-	return h.d.Catalog.Snapshot()
+	return snap
 }

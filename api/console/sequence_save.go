@@ -44,7 +44,7 @@ func (h *Handler) saveSequence(w http.ResponseWriter, r *http.Request) {
 		refused(&refusal{http.StatusBadRequest, err.Error()})
 		return
 	}
-	snap, err := h.catalogAt(r.Context(), f.Version)
+	snap, err := h.d.Catalog.At(r.Context(), f.Version)
 	if err != nil {
 		refused(h.catalogRefusal(w, r, err, staleCatalog))
 		return

@@ -33,7 +33,7 @@ func (h *Handler) retireTopic(retire bool) http.HandlerFunc {
 			refused(&refusal{form.Status(err), err.Error()})
 			return
 		}
-		snap, err := h.catalogAt(r.Context(), v)
+		snap, err := h.d.Catalog.At(r.Context(), v)
 		if err != nil {
 			refused(h.catalogRefusal(w, r, err, staleCatalog))
 			return

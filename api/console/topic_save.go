@@ -37,7 +37,7 @@ func (h *Handler) saveTopic(w http.ResponseWriter, r *http.Request) {
 		}
 		h.topicPage(w, r, why.code, f, why.msg)
 	}
-	snap, err := h.catalogAt(r.Context(), f.Version)
+	snap, err := h.d.Catalog.At(r.Context(), f.Version)
 	if err != nil {
 		refused(h.catalogRefusal(w, r, err, staleCatalog))
 		return
