@@ -304,9 +304,10 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		return string(b), err
 	}
 	// missing names where a template was looked for: a catalog's
-	// (no folder) is written in the console or the API.
+	// (stored texts, no folder) are written in the console or the API,
+	// files in the template folder.
 	missing := func(file string) error {
-		if overrideDir == "" {
+		if src.Stored != nil && overrideDir == "" {
 			return fmt.Errorf("template %s: none saved and none built in: give the step a subject and a body, or save a template of its name", file)
 		}
 		return fmt.Errorf("template %s: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", file, overrideDir)

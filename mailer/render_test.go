@@ -134,7 +134,7 @@ func TestStepTemplates(t *testing.T) {
 	if err != nil || m.Subject != "Getting started with the newsletter" || !strings.Contains(m.Text, "Hello Ann,") {
 		t.Fatalf("%+v %v", m, err)
 	}
-	if _, err := NewRenderer("", "welcome", "tips"); err == nil || !strings.Contains(err.Error(), "template tips.txt: none saved and none built in") {
+	if _, err := NewRenderer("", "welcome", "tips"); err == nil || !strings.Contains(err.Error(), "template tips.txt: not in NEWSLETTER_TEMPLATE_DIR") {
 		t.Fatalf("missing step template: %v", err)
 	}
 	dir := t.TempDir()
