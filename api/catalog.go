@@ -185,15 +185,25 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 		s.answerListError(w, "add a topic", err)
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
 	if in.Version == 0 {
-		in.Version = snap.Version // adding does not overwrite anyone's change
+		// Adding does not overwrite anyone's change: over the newest.
+		latest, err := s.deps.Catalog.Latest(r.Context())
+		if err != nil {
+			s.answerCatalogError(w, "topics", err)
+			return
+		}
+		in.Version = latest.Version
+	}
+	snap, err := s.deps.Catalog.At(r.Context(), in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "topics", err)
+		return
 	}
 	if _, ok := snap.Set.Topic(strings.TrimSpace(in.ID)); ok {
 		WriteJSON(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
 		return
 	}
-	next := cloneSet(snap.Set)
+	next := CloneSet(snap.Set)
 	next.Topics = append(next.Topics, TopicFromJSON(in.TopicJSON))
 	saved, ok := s.saveTopics(w, r, next, in.Version, audit.TopicsChanged, "topics", "added "+strings.TrimSpace(in.ID))
 	if ok {
@@ -217,13 +227,17 @@ func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/topics), so that nobody's change is lost"))
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
-	next := cloneSet(snap.Set)
+	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "topics", err)
+		return
+	}
+	next := CloneSet(snap.Set)
 	next.Topics = nil
 	for _, j := range in.Topics {
 		next.Topics = append(next.Topics, TopicFromJSON(j))
 	}
-	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", changedTopics(snap.Set, next)); ok {
+	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", ChangedTopics(snap.Set, next)); ok {
 		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": TopicsToJSON(saved.Set)})
 	}
 }
@@ -263,8 +277,12 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
-	snap := s.deps.Catalog.Snapshot()
-	next := cloneSet(snap.Set)
+	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
+	if err != nil {
+		s.answerCatalogError(w, "sequence", err)
+		return
+	}
+	next := CloneSet(snap.Set)
 	next.Sequence = topics.Sequence{Topic: strings.TrimSpace(in.Topic), Steps: steps}
 	if next.Sequence.Topic == "" {
 		next.Sequence.Topic = snap.Set.Sequence.Topic
@@ -307,8 +325,9 @@ func actorOf(r *http.Request) string {
 	return "unknown"
 }
 
-// cloneSet is a copy of set whose lists can be changed.
-func cloneSet(set *topics.Set) topics.Set {
+// CloneSet is a copy of set whose lists can be changed (the console's
+// forms change one topic or the sequence of the catalog in effect).
+func CloneSet(set *topics.Set) topics.Set {
 	out := topics.Set{Topics: slices.Clone(set.Topics), Sequence: topics.Sequence{Topic: set.Sequence.Topic, Steps: slices.Clone(set.Sequence.Steps)}}
 	for i := range out.Topics {
 		out.Topics[i].Feeds = slices.Clone(out.Topics[i].Feeds)
@@ -316,8 +335,9 @@ func cloneSet(set *topics.Set) topics.Set {
 	return out
 }
 
-// changedTopics names what a PUT changed, for the audit log.
-func changedTopics(prev *topics.Set, next topics.Set) string {
+// ChangedTopics names what a save changed, for the audit log (the API's
+// and the console's entries read alike).
+func ChangedTopics(prev *topics.Set, next topics.Set) string {
 	var out []string
 	for _, t := range next.Topics {
 		old, ok := prev.Topic(t.ID)
@@ -336,8 +356,8 @@ func changedTopics(prev *topics.Set, next topics.Set) string {
 	return strings.Join(out, ", ")
 }
 
-// templateJSON is a template as the API shows it.
-type templateJSON struct {
+// TemplateJSON is a template as the API shows it (and the console lists it).
+type TemplateJSON struct {
 	Name    string `json:"name"`
 	Text    string `json:"text"`
 	HTML    string `json:"html"`
@@ -349,8 +369,19 @@ type templateJSON struct {
 // templateNames are the names one can edit: the built-in ones, then the
 // sequence's steps.
 func (s *Server) templateNames() []string {
-	names := slices.Clone(s.deps.Templates.Names())
-	for _, st := range s.deps.Catalog.Current().Sequence.Steps {
+	return CatalogTemplateNames(s.deps.Templates, s.deps.Catalog.Current())
+}
+
+// template is name's text in effect: the stored one, else the built-in.
+func (s *Server) template(name string) (TemplateJSON, bool) {
+	return CatalogTemplate(s.deps.Templates, s.deps.Catalog.Snapshot(), name)
+}
+
+// CatalogTemplateNames are the templates one can edit: builtins' names,
+// then set's steps'.
+func CatalogTemplateNames(builtins BuiltinTemplates, set *topics.Set) []string {
+	names := slices.Clone(builtins.Names())
+	for _, st := range set.Sequence.Steps {
 		if !slices.Contains(names, st.Template) {
 			names = append(names, st.Template)
 		}
@@ -358,18 +389,18 @@ func (s *Server) templateNames() []string {
 	return names
 }
 
-// template is name's text in effect: the stored one, else the built-in.
-func (s *Server) template(name string) (templateJSON, bool) {
-	if !slices.Contains(s.templateNames(), name) {
-		return templateJSON{}, false
+// CatalogTemplate is template name's text in snap: the stored one, else
+// the built-in (false: no such template to edit).
+func CatalogTemplate(builtins BuiltinTemplates, snap catalog.Snapshot, name string) (TemplateJSON, bool) {
+	if !slices.Contains(CatalogTemplateNames(builtins, snap.Set), name) {
+		return TemplateJSON{}, false
 	}
-	snap := s.deps.Catalog.Snapshot()
-	t := templateJSON{Name: name}
+	t := TemplateJSON{Name: name}
 	t.Step = slices.Contains(snap.Set.Templates(), name)
 	if st, ok := snap.Templates[name]; ok {
 		t.Text, t.HTML, t.Version, t.Stored = st.Text, st.HTML, st.Version, true
 	}
-	if text, html, ok := s.deps.Templates.Builtin(name); ok {
+	if text, html, ok := builtins.Builtin(name); ok {
 		t.Text, t.HTML = cmpOr(t.Text, text), cmpOr(t.HTML, html)
 	}
 	return t, true
@@ -383,7 +414,7 @@ func cmpOr(a, b string) string {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
-	out := []templateJSON{}
+	out := []TemplateJSON{}
 	for _, name := range s.templateNames() {
 		t, _ := s.template(name)
 		t.Text, t.HTML = "", ""

@@ -248,3 +248,53 @@ func auditCount(t *testing.T, st *store.Redis, action string) int {
 	}
 	return n
 }
+
+// TestSaveOverAProcessBehind: a save reaching a process that has not yet
+// read another process's save (within its refresh) is made over the
+// catalog its writer read, not over the older one that process holds:
+// a topics PUT there keeps the sequence saved elsewhere, and a sequence
+// PUT keeps the topics.
+func TestSaveOverAProcessBehind(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBAPI)
+	st := store.NewRedis(rdb)
+	one, two := newCatalogProcess(t, st), newCatalogProcess(t, st)
+	ctx := context.Background()
+
+	code, body := sendJSON(t, "PUT", one.srv.URL+"/api/sequence", `{"version":1,"steps":[{"template":"welcome","after":"1m"},
+		{"template":"tips","after":"72h","subject":"Tips","body":"Hello"}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("the sequence through one: %d %s", code, body)
+	}
+	if two.live.Snapshot().Version != 1 {
+		t.Fatal("the second process read the save already: the test shows nothing")
+	}
+	// The writer read version 2 (from the first process); the PUT reaches
+	// the second.
+	code, body = sendJSON(t, "PUT", two.srv.URL+"/api/topics", `{"version":2,"topics":[
+		{"id":"digest","name":"Weekly digest","default":true},{"id":"updates","name":"Updates, renamed","default":true}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("the topics through two: %d %s", code, body)
+	}
+	c, err := st.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Set.Sequence.Steps) != 2 || c.Set.Topics[1].Name != "Updates, renamed" {
+		t.Fatalf("version %d lost a change: steps %+v, topics %+v", c.Version, c.Set.Sequence.Steps, c.Set.Topics)
+	}
+	// And the other way round: one is behind now.
+	code, body = sendJSON(t, "PUT", one.srv.URL+"/api/sequence", `{"version":3,"steps":[{"template":"welcome","after":"2m"}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("the sequence through one, behind: %d %s", code, body)
+	}
+	if c, err = st.Catalog(ctx); err != nil || c.Set.Topics[1].Name != "Updates, renamed" || len(c.Set.Sequence.Steps) != 1 {
+		t.Fatalf("version %d lost the renamed topic: %+v %v", c.Version, c.Set, err)
+	}
+	// A topic added without a version is added to the newest topics.
+	if code, body = sendJSON(t, "POST", two.srv.URL+"/api/topics", `{"id":"launches","name":"Launches"}`); code != http.StatusCreated {
+		t.Fatalf("add through two, behind: %d %s", code, body)
+	}
+	if c, err = st.Catalog(ctx); err != nil || len(c.Set.Sequence.Steps) != 1 || c.Set.Sequence.Steps[0].After != 2*time.Minute || len(c.Set.Topics) != 3 {
+		t.Fatalf("version %d after the add: %+v %v", c.Version, c.Set, err)
+	}
+}

@@ -303,6 +303,15 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		b, err := embedded.ReadFile("templates/" + name)
 		return string(b), err
 	}
+	// missing names where a template was looked for: a catalog's
+	// (stored texts, no folder) are written in the console or the API,
+	// files in the template folder.
+	missing := func(file string) error {
+		if src.Stored != nil && overrideDir == "" {
+			return fmt.Errorf("template %s: none saved and none built in: give the step a subject and a body, or save a template of its name", file)
+		}
+		return fmt.Errorf("template %s: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", file, overrideDir)
+	}
 	layout, err := read("layout.html")
 	if err != nil {
 		return nil, err
@@ -314,7 +323,7 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		}
 		txt, err := read(k + ".txt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("template %s.txt: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", k, overrideDir)
+			return nil, missing(k + ".txt")
 		}
 		if err != nil {
 			return nil, err
@@ -327,7 +336,7 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		}
 		body, err := read(k + ".html")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("template %s.html: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", k, overrideDir)
+			return nil, missing(k + ".html")
 		}
 		if err != nil {
 			return nil, err

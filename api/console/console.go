@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/catalog"
 	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/settings"
@@ -35,7 +36,7 @@ type Config struct {
 	// https the session cookie is Secure, and its origin is trusted by the
 	// cross-origin check.
 	BaseURL string
-	// Topics are the topics file's (nil: the built-in ones).
+	// Topics are the topics in effect (nil: Deps.Catalog, else the built-in ones).
 	Topics topics.Source
 	// SessionTTL (default SessionTTL) and MaxUpload (default
 	// DefaultMaxUpload) are for tests and odd deployments.
@@ -156,6 +157,13 @@ type Deps struct {
 	SettingsStore store.SettingsStore
 	Log           *slog.Logger
 	Now           func() time.Time
+
+	// Catalog is the topics, the sequence and the mail templates in
+	// effect (the API's, so a save here is in effect there at once), and
+	// Templates the built-in templates' text (nil: the Topics, Sequence
+	// and Mail templates screens answer 501).
+	Catalog   *catalog.Live
+	Templates api.BuiltinTemplates
 }
 
 // Handler serves /admin/.
@@ -172,6 +180,9 @@ type Handler struct {
 
 // New builds the console. A BaseURL that does not parse is an error.
 func New(cfg Config, d Deps) (*Handler, error) {
+	if topics.Missing(cfg.Topics) && d.Catalog != nil {
+		cfg.Topics = d.Catalog
+	}
 	if topics.Missing(cfg.Topics) {
 		cfg.Topics = topics.Default(0)
 	}

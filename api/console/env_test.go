@@ -22,6 +22,8 @@ import (
 	"github.com/newsletter/newsletter/api/console"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/catalog"
+	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/netguard"
@@ -157,6 +159,9 @@ type env struct {
 	// settings are the console's settings cache (the API's, in the
 	// binary).
 	settings *settings.Cache
+	// catalog is the console's topics, sequence and templates (the
+	// API's, in the binary).
+	catalog *catalog.Live
 }
 
 // fakeEngagement gives each issue the engagement the test put there.
@@ -215,8 +220,13 @@ func newEnv(t testing.TB) *env {
 	e.listRunner = &listjobs.Runner{Jobs: e.listJobs, Store: st, Audit: trail, Now: time.Now, Log: log,
 		Applier: &listjobs.Applier{Store: st, Topics: topics.Default(0), Tasks: insp}}
 	e.settings = settings.NewCache(st, settings.Options{Defaults: settings.Defaults("News <news@example.com>"), Log: log})
+	live, err := catalog.Open(context.Background(), st, catalog.Options{First: topics.Default(0), Check: catalogmail.Check, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.catalog = live
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
-		Settings: e.settings, SettingsStore: st,
+		Settings: e.settings, SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,

@@ -68,6 +68,18 @@ func (h *Handler) routes() {
 	m.Handle("POST /admin/items/{id}/delete", h.require(Editor, h.deleteItem))
 	m.Handle("POST /admin/digest/run", h.require(Admin, h.runDigest))
 
+	m.Handle("GET /admin/topics", h.require(Viewer, h.listTopics))
+	m.Handle("POST /admin/topics", h.require(Admin, h.addTopic))
+	m.Handle("GET /admin/topics/{id}", h.require(Viewer, h.editTopic))
+	m.Handle("POST /admin/topics/{id}", h.require(Admin, h.saveTopic))
+	m.Handle("POST /admin/topics/{id}/retire", h.require(Admin, h.retireTopic(true)))
+	m.Handle("POST /admin/topics/{id}/unretire", h.require(Admin, h.retireTopic(false)))
+	m.Handle("GET /admin/sequence", h.require(Viewer, h.showSequence))
+	m.Handle("POST /admin/sequence", h.require(Admin, h.saveSequence))
+	m.Handle("GET /admin/templates", h.require(Viewer, h.listMailTemplates))
+	m.Handle("GET /admin/templates/{name}", h.require(Viewer, h.showMailTemplate))
+	m.Handle("POST /admin/templates/{name}", h.require(Admin, h.saveMailTemplate))
+
 	m.Handle("GET /admin/webhooks", h.require(Admin, h.listWebhooks))
 	m.Handle("POST /admin/webhooks", h.require(Admin, h.addWebhook))
 	m.Handle("POST /admin/webhooks/{id}/test", h.require(Admin, h.testWebhook))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -39,6 +40,7 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 		Queues: d.insp, Log: a.log, TestGate: a.cfg.TestGate,
 		Engagement: d.store,
 		Settings:   a.settings, SettingsStore: d.store,
+		Catalog: a.catalog, Templates: catalogmail.Builtins{},
 	})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

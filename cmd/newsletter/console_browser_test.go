@@ -39,7 +39,8 @@ type consoleBrowser struct {
 	problems []string
 }
 
-func newConsoleBrowser(t *testing.T) *consoleBrowser {
+// newConsoleBrowser starts the tab; extra adds flags to the browser's.
+func newConsoleBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *consoleBrowser {
 	t.Helper()
 	chrome := chromePath()
 	if chrome == "" {
@@ -50,6 +51,7 @@ func newConsoleBrowser(t *testing.T) *consoleBrowser {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*poll.BusyMachine)

@@ -127,6 +127,32 @@ func (l *Live) Current() *topics.Set { return l.cur.Load().Set }
 // Snapshot is the whole catalog in effect.
 func (l *Live) Snapshot() Snapshot { return *l.cur.Load() }
 
+// At is the catalog in effect when it is at version, the one a writer
+// read. A process that has not yet read a save made elsewhere (within
+// Recheck) reads the store first, so a change is built over the catalog
+// its writer saw, never over an older one this process still holds.
+// Another version stored: ErrStale.
+func (l *Live) At(ctx context.Context, version int64) (Snapshot, error) {
+	snap := l.Snapshot()
+	if snap.Version == version {
+		return snap, nil
+	}
+	if err := l.Refresh(ctx); err != nil {
+		return snap, err
+	}
+	if snap = l.Snapshot(); snap.Version != version {
+		return snap, fmt.Errorf("topics: %w", ErrStale)
+	}
+	return snap, nil
+}
+
+// Latest is the stored catalog: read again when it moved, else the one
+// in hand (a store that fails: the one in hand and the error).
+func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
+	err := l.Refresh(ctx)
+	return l.Snapshot(), err
+}
+
 // OnChange calls f with every catalog that takes effect after this call
 // (the mailer's templates are rebuilt so).
 func (l *Live) OnChange(f func(Snapshot)) {
