@@ -19,7 +19,7 @@ func (e *archiveEnv) homeServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := api.New(api.Config{Topics: e.set, Origin: "https://news.example.com"},
 		api.Deps{Store: e.st, Archive: e.st, Markdown: realMarkdown, Now: e.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Settings: settings.Fixed(store.Settings{Name: "Café Weekly", Description: "Coffee, every Monday.", LogoURL: "https://example.com/logo.png"})})
+			Settings: settings.Fixed(store.Settings{Name: "Café Weekly", Description: "Coffee, every Monday.", LogoURL: "https://example.com/logo.png", Accent: "#aa3300"})})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv
@@ -40,6 +40,7 @@ func TestArchiveIsAHome(t *testing.T) {
 		`<meta property="og:site_name" content="Café Weekly">`, `<meta property="og:image" content="https://example.com/logo.png">`,
 		`<meta name="twitter:card" content="summary">`,
 		`<link rel="alternate" type="application/atom+xml" title="Café Weekly" href="/archive/feed.atom">`,
+		`<body style="--accent:#aa3300">`,
 	}
 	for path, own := range map[string][]string{
 		"/archive": {`<title>Archive · Café Weekly</title>`, `<meta property="og:title" content="Archive">`,
@@ -56,6 +57,9 @@ func TestArchiveIsAHome(t *testing.T) {
 			if !strings.Contains(body, want) {
 				t.Errorf("%s lacks %q", path, want)
 			}
+		}
+		if n := strings.Count(body, `src="https://example.com/logo.png"`); n != 1 {
+			t.Errorf("%s shows the logo %d times, want once (its header's)", path, n)
 		}
 	}
 	// The feed is the newsletter's.

@@ -150,7 +150,10 @@ func TestSettingsAPI(t *testing.T) {
 	poll.Until(t, 10*time.Second, func() error {
 		_, page := get(t, two.srv.URL+"/")
 		if !strings.Contains(page, "Subscribe to Café Weekly") || !strings.Contains(page, "Coffee, every Monday.") ||
-			!strings.Contains(page, "<title>Subscribe · Café Weekly</title>") {
+			!strings.Contains(page, "<title>Subscribe · Café Weekly</title>") ||
+			// The logo, and the accent colour on the page's buttons and links.
+			!strings.Contains(page, `<img class="nl-logo brand" src="https://example.com/logo.png" alt="Café Weekly">`) ||
+			!strings.Contains(page, `<body style="--accent:#aa3300">`) {
 			return fmt.Errorf("the second process's form: %.300s", page)
 		}
 		return nil

@@ -56,7 +56,7 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, code int
 	}
 	d := accountData{Account: a, CodesLeft: left, NewCodes: newCodes, MinLength: account.MinPassword}
 	if a.PendingTOTP != "" {
-		d.PendingURI = account.TOTPURI(a.Email, a.PendingTOTP)
+		d.PendingURI = account.TOTPURI(h.newsletterName(r), a.Email, a.PendingTOTP)
 	}
 	h.render(w, r, code, "account", page{Title: "Your account", Section: "account", Error: problem, Data: d})
 }

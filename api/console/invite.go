@@ -71,7 +71,7 @@ func (h *Handler) showInvite(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) renderInvite(w http.ResponseWriter, r *http.Request, code int, inv store.Invite, problem string) {
 	h.render(w, r, code, "invite", page{Title: "Join the console", Error: problem, Data: inviteData{
 		Token: r.PathValue("token"), Email: inv.Email, Role: inv.Role,
-		Secret: inv.TOTPSecret, URI: account.TOTPURI(inv.Email, inv.TOTPSecret),
+		Secret: inv.TOTPSecret, URI: account.TOTPURI(h.newsletterName(r), inv.Email, inv.TOTPSecret),
 	}})
 }
 

@@ -43,3 +43,9 @@ func (h *Handler) settingsPage(w http.ResponseWriter, r *http.Request, code int,
 	h.render(w, r, code, "settings", page{Title: "Settings", Section: "settings", Error: problem,
 		Data: settingsData{Form: f, DKIMDomain: h.cfg.DKIMDomain, RequirePostal: h.d.Settings.RequiresPostal()}})
 }
+
+// newsletterName is the newsletter's name in effect (the authenticator
+// app lists the console's accounts under it).
+func (h *Handler) newsletterName(r *http.Request) string {
+	return h.d.Settings.Current(r.Context()).Name
+}

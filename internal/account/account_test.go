@@ -84,7 +84,7 @@ func TestCheckCode(t *testing.T) {
 	if err != nil || !strings.HasPrefix(uri, "otpauth://totp/Newsletter:ann@example.org?") || !strings.Contains(uri, "secret="+secret) {
 		t.Fatalf("NewTOTP: %q %q %v", secret, uri, err)
 	}
-	if again := TOTPURI("ann@example.org", secret); again != uri {
+	if again := TOTPURI("", "ann@example.org", secret); again != uri {
 		t.Fatalf("TOTPURI: %q, want %q", again, uri)
 	}
 	now := time.Unix(1_800_000_015, 0)

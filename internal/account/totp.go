@@ -38,13 +38,17 @@ func NewTOTP(email string) (secret, uri string, err error) {
 }
 
 // TOTPURI is the otpauth:// URI of a stored secret (to show it again
-// while it waits for its first code).
-func TOTPURI(email, secret string) string {
+// while it waits for its first code), under issuer: the newsletter's name
+// in the app's list (Issuer when empty).
+func TOTPURI(issuer, email, secret string) string {
+	if strings.TrimSpace(issuer) == "" {
+		issuer = Issuer
+	}
 	raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret)
 	if err != nil {
 		return ""
 	}
-	key, err := totp.Generate(totp.GenerateOpts{Issuer: Issuer, AccountName: email, Period: TOTPPeriod, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1, Secret: raw})
+	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: email, Period: TOTPPeriod, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1, Secret: raw})
 	if err != nil {
 		return ""
 	}
