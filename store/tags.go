@@ -163,12 +163,18 @@ func (r *Redis) AddTags(ctx context.Context, id int64, tags []string) ([]string,
 			return nil, fmt.Errorf("%w: there are %d tags already, the most the list keeps", ErrBadTag, n)
 		}
 	}
-	// Registered before they are given (the registry lives in its own
-	// slot, apart from the person's; see Subscribe).
+	after, err := r.changeTags(ctx, id, "add", tags)
+	if err != nil {
+		return nil, err
+	}
+	// Registered once given, unlike Subscribe's: the change above may be
+	// refused (no such person, too many tags) and a refused tag is not
+	// registered; and the call, which changes nothing the second time,
+	// answers the same when made again after a failure here.
 	if err := r.registerTags(ctx, tags); err != nil {
 		return nil, fmt.Errorf("tags of %d: %w", id, err)
 	}
-	return r.changeTags(ctx, id, "add", tags)
+	return after, nil
 }
 
 // RemoveTags implements Tags.
