@@ -36,6 +36,9 @@ func newCatalogProcess(t *testing.T, st *store.Redis) catalogProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := live.ImportFirst(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s := api.New(api.Config{AdminToken: settingsAdmin, Origin: "https://news.example.com"},
 		api.Deps{Store: st.WithTopics(live), Catalog: live, Templates: catalogmail.Builtins{}, Log: log,
 			Audit: audit.NewTrail(st, logredact.New([]byte("catalog-secret")), log, nil), AuditLog: st})

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/newsletter/newsletter/internal/topics"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/token"
@@ -362,3 +364,38 @@ func TestExportAndEraseAreAudited(t *testing.T) {
 		t.Fatalf("the audit log names the address: %s", rec.Body)
 	}
 }
+
+// A retired topic is not on the preference centre, and saving the page
+// keeps it for who had it; leaving everything still leaves it.
+func TestPreferencesKeepARetiredTopic(t *testing.T) {
+	const origin = "https://news.example.com"
+	set := topics.Default(0)
+	set.Topics = append(set.Topics, topics.Topic{ID: "essays", Name: "Long essays"})
+	src := &swappedTopics{}
+	src.cur.Store(set)
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: origin, Topics: src})
+	if resp, _ := e.post(t, "/subscribe", formCT, "email=me%40example.com&topics=digest&topics=essays"); resp.StatusCode != 202 {
+		t.Fatal(resp.StatusCode)
+	}
+	retired := *set
+	retired.Topics = slices.Clone(set.Topics)
+	retired.Topics[2].Retired = true
+	src.cur.Store(&retired) // as a save in the console does
+	tok := e.sign(t, token.Preferences, "me@example.com")
+	if _, page := e.get(t, "/preferences?token="+url.QueryEscape(tok)); strings.Contains(page, `value="essays"`) {
+		t.Fatal("the retired topic is offered on the preference centre")
+	}
+	v := url.Values{"token": {tok}, "topics": {"updates"}, "name": {"Mia"}}
+	if resp, body := e.prefsPost(t, "/preferences", origin, v); resp.StatusCode >= 400 {
+		t.Fatalf("save: %d %.300s", resp.StatusCode, body)
+	}
+	sub, err := e.store.Get(context.Background(), "me@example.com")
+	if err != nil || !slices.Equal(sub.Topics, []string{"updates", "essays"}) {
+		t.Fatalf("after the save: %v %v, want updates and the retired essays kept", sub.Topics, err)
+	}
+}
+
+// swappedTopics is a topics.Source a test changes, as the catalog is.
+type swappedTopics struct{ cur atomic.Pointer[topics.Set] }
+
+func (s *swappedTopics) Current() *topics.Set { return s.cur.Load() }

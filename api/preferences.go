@@ -161,6 +161,16 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		s.renderPreferences(w, r, http.StatusBadRequest, tok, before, "", err.Error())
 		return
 	}
+	// A retired topic is not on the page, and who had it keeps it: it is
+	// not taken away by a save of the others (leaving everything still
+	// leaves it too).
+	if len(chosen) > 0 {
+		for _, id := range before.Topics {
+			if t, ok := s.cfg.Topics.Current().Topic(id); ok && t.Retired && !slices.Contains(chosen, id) {
+				chosen = append(chosen, id)
+			}
+		}
+	}
 	sub, err := s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: name, Timezone: tz, FromIssue: who.Issue})
 	if errors.Is(err, store.ErrNotActive) || errors.Is(err, store.ErrNotFound) {
 		s.ended(w, email)

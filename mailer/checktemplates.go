@@ -3,6 +3,7 @@ package mailer
 import (
 	"fmt"
 	"slices"
+	"text/template/parse"
 )
 
 // sampleData has every field a template can show, so that a template
@@ -21,33 +22,74 @@ func sampleData() Data {
 	}
 }
 
+// sparseData is what a mail may well have: a reader without a name,
+// fields or tags, a step with no digest items yet; the links every mail
+// carries. A template must render with it too (an {{index .Entries 0}}
+// that sample data satisfies fails for a real reader).
+func sparseData() Data {
+	return Data{
+		Email: "reader@example.com", ConfirmURL: "https://example.com/confirm?token=t",
+		UnsubscribeURL: "https://example.com/unsubscribe?token=t", PreferencesURL: "https://example.com/preferences?token=t",
+		Subscriber: Recipient{Email: "reader@example.com", Fields: map[string]string{}},
+	}
+}
+
+// mustShow are the fields a kind's templates must show: without them the
+// mail does not do its job (a confirmation without its link, an issue
+// without its text, a one-click leave without its link).
+var mustShow = map[string][]string{
+	KindConfirm:     {"ConfirmURL"},
+	KindUnsubscribe: {"UnsubscribeURL"},
+	KindIssue:       {"IssueHTML", "IssueText"},
+}
+
 // CheckTemplates refuses templates that mail cannot be made from: one
 // that does not parse, a step without templates, a field that mails do not
-// have. Every kind and step is rendered once with sample data.
+// have, a template that fails for a reader with little data (no name, no
+// fields, no items), a layout that leaves out the body or the footer's
+// link, a kind that leaves out what it is for (mustShow). Every kind and
+// step is rendered with sample data and with sparse data.
 func CheckTemplates(src Sources, steps ...string) error {
 	r, err := Compile(src, steps...)
 	if err != nil {
 		return err
 	}
-	d := sampleData()
+	t := r.cur.Load()
 	for _, k := range append(Kinds(), steps...) {
-		if _, err := r.Render(k, d); err != nil {
-			return fmt.Errorf("template %s: %w", k, err)
+		for _, d := range []Data{sampleData(), sparseData()} {
+			if _, err := r.Render(k, d); err != nil {
+				return fmt.Errorf("template %s: %w", k, err)
+			}
+		}
+		layout := t.html[k].Lookup("layout")
+		if layout == nil || !callsTemplate("body", layout.Tree) {
+			return fmt.Errorf("template layout: it must show each mail's body ({{template \"body\" .}})")
+		}
+		if !usesField("PreferencesURL", layout.Tree) && !usesField("UnsubscribeURL", layout.Tree) {
+			return fmt.Errorf("template layout: it must link the reader's way out ({{.PreferencesURL}} or {{.UnsubscribeURL}})")
+		}
+		trees := htmlTrees(t.html[k])
+		for _, x := range t.text[k].Templates() {
+			trees = append(trees, x.Tree)
+		}
+		for _, f := range mustShow[k] {
+			if !usesField(f, trees...) {
+				return fmt.Errorf("template %s: it must show {{.%s}}", k, f)
+			}
 		}
 	}
-	if _, _, err := r.DigestIssue("2026-W01", d.Entries); err != nil {
-		return err
+	d := sampleData()
+	for _, entries := range [][]Entry{d.Entries, nil} {
+		if _, _, err := r.DigestIssue("2026-W01", entries); err != nil {
+			return err
+		}
 	}
-	if _, _, err := r.PostIssue(d.Entries[0]); err != nil {
-		return err
+	for _, e := range []Entry{d.Entries[0], {URL: "https://example.com/b"}} {
+		if _, _, err := r.PostIssue(e); err != nil {
+			return err
+		}
 	}
 	return nil
-}
-
-// KnownTemplate reports whether name is a template one can edit: a
-// built-in one's or a step's.
-func KnownTemplate(name string, steps []string) bool {
-	return slices.Contains(TemplateNames(), name) || slices.Contains(steps, name)
 }
 
 // Builtin is the built-in text of template name (TemplateNames), as a
@@ -72,4 +114,40 @@ func Builtin(name string) (TemplateText, bool) {
 		t.HTML = string(b)
 	}
 	return t, true
+}
+
+// callsTemplate reports whether any of trees runs {{template name}}.
+func callsTemplate(name string, trees ...*parse.Tree) bool {
+	found := false
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		if found || n == nil {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.TemplateNode:
+			found = n.Name == name
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.IfNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	for _, t := range trees {
+		if t != nil {
+			walk(t.Root)
+		}
+	}
+	return found
 }

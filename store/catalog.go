@@ -57,6 +57,15 @@ const maxCatalogHistory = 200
 // one: someone saved in between; nothing was written.
 var ErrCatalogStale = errors.New("changed since you read it; read it again")
 
+// ErrCatalogMoved is a save whose own version is current but that was
+// checked against a catalog another save changed since (a template
+// against an older sequence, or the reverse): check again and retry.
+var ErrCatalogMoved = errors.New("the catalog changed while this was checked")
+
+// Saved is what a save stored: the part's new version and the catalog's
+// new generation.
+type Saved struct{ Version, Gen int64 }
+
 // CatalogStore keeps the catalog.
 type CatalogStore interface {
 	// Catalog is the stored catalog (Version 0 and no topics when nothing
@@ -69,12 +78,15 @@ type CatalogStore interface {
 	// role or an earlier start did; the stored catalog stands).
 	ImportCatalog(ctx context.Context, set topics.Set, templates []Template, actor string) (bool, error)
 	// SaveTopics replaces the topics and sequence when version is still
-	// the stored one, and answers the new version (ErrCatalogStale
-	// otherwise, nothing written).
-	SaveTopics(ctx context.Context, set topics.Set, version int64, actor string) (int64, error)
-	// SaveTemplate replaces template t.Name when version is still its
-	// stored one (0: none stored), and answers its new version.
-	SaveTemplate(ctx context.Context, t Template, version int64, actor string) (int64, error)
+	// the stored one and gen the catalog's generation, and answers the new
+	// version and generation. ErrCatalogStale: the version is another;
+	// ErrCatalogMoved: the version is, but another part of the catalog
+	// changed since gen (what the save was checked against). Nothing is
+	// written then.
+	SaveTopics(ctx context.Context, set topics.Set, version, gen int64, actor string) (Saved, error)
+	// SaveTemplate replaces template t.Name as SaveTopics does, over its
+	// own version (0: none stored).
+	SaveTemplate(ctx context.Context, t Template, version, gen int64, actor string) (Saved, error)
 	// CatalogHistory are the saved versions of what ("topics" or
 	// "template:NAME"), newest first, at most limit.
 	CatalogHistory(ctx context.Context, what string, limit int) ([]CatalogChange, error)
@@ -185,51 +197,61 @@ func (r *Redis) ImportCatalog(ctx context.Context, set topics.Set, templates []T
 //	ARGV[4] the content
 //	ARGV[5] the history entry's JSON, with "version":0 for this script to fill in
 //	ARGV[6] how many entries the history keeps
+//	ARGV[7] the generation the save was checked against
 //
-// Returns the new version, or -1 when the stored one is another.
+// Returns {new version, new generation}, {-1, gen} when the stored
+// version is another, {-2, gen} when the generation moved.
 var saveCatalogScript = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-if cur ~= tonumber(ARGV[3]) then return -1 end
+local gen = tonumber(redis.call('HGET', KEYS[1], 'gen') or '0')
+if cur ~= tonumber(ARGV[3]) then return {-1, gen} end
+if gen ~= tonumber(ARGV[7]) then return {-2, gen} end
 local v = cur + 1
 redis.call('HSET', KEYS[1], ARGV[1], v, ARGV[2], ARGV[4])
-redis.call('HINCRBY', KEYS[1], 'gen', 1)
+gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
 redis.call('LPUSH', KEYS[2], (string.gsub(ARGV[5], '"version":0', '"version":' .. v, 1)))
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[6]) - 1)
-return v
+return {v, gen}
 `)
 
 // SaveTopics implements CatalogStore.
-func (r *Redis) SaveTopics(ctx context.Context, set topics.Set, version int64, actor string) (int64, error) {
+func (r *Redis) SaveTopics(ctx context.Context, set topics.Set, version, gen int64, actor string) (Saved, error) {
 	doc, err := json.Marshal(set)
 	if err != nil {
-		return 0, err
+		return Saved{}, err
 	}
-	return r.saveCatalog(ctx, "topics", catalogVersion, catalogDoc, version, doc, actor)
+	return r.saveCatalog(ctx, "topics", catalogVersion, catalogDoc, version, gen, doc, actor)
 }
 
 // SaveTemplate implements CatalogStore.
-func (r *Redis) SaveTemplate(ctx context.Context, t Template, version int64, actor string) (int64, error) {
+func (r *Redis) SaveTemplate(ctx context.Context, t Template, version, gen int64, actor string) (Saved, error) {
 	doc, err := json.Marshal(Template{Name: t.Name, Text: t.Text, HTML: t.HTML})
 	if err != nil {
-		return 0, err
+		return Saved{}, err
 	}
-	return r.saveCatalog(ctx, "template:"+t.Name, catalogTmplVer+t.Name, catalogTmpl+t.Name, version, doc, actor)
+	return r.saveCatalog(ctx, "template:"+t.Name, catalogTmplVer+t.Name, catalogTmpl+t.Name, version, gen, doc, actor)
 }
 
-func (r *Redis) saveCatalog(ctx context.Context, what, versionField, docField string, version int64, doc []byte, actor string) (int64, error) {
+func (r *Redis) saveCatalog(ctx context.Context, what, versionField, docField string, version, gen int64, doc []byte, actor string) (Saved, error) {
 	entry, err := changeEntry(what, 0, actor, doc)
 	if err != nil {
-		return 0, err
+		return Saved{}, err
 	}
-	n, err := saveCatalogScript.Run(ctx, r.rdb, []string{keyCatalog, keyCatalogHistory},
-		versionField, docField, version, doc, entry, maxCatalogHistory).Int64()
+	res, err := saveCatalogScript.Run(ctx, r.rdb, []string{keyCatalog, keyCatalogHistory},
+		versionField, docField, version, doc, entry, maxCatalogHistory, gen).Int64Slice()
 	if err != nil {
-		return 0, wrapErr("save "+what, err)
+		return Saved{}, wrapErr("save "+what, err)
 	}
-	if n < 0 {
-		return 0, fmt.Errorf("%s: %w", what, ErrCatalogStale)
+	if len(res) != 2 {
+		return Saved{}, fmt.Errorf("save %s: unexpected answer %v", what, res)
 	}
-	return n, nil
+	switch res[0] {
+	case -1:
+		return Saved{}, fmt.Errorf("%s: %w", what, ErrCatalogStale)
+	case -2:
+		return Saved{}, fmt.Errorf("%s: %w", what, ErrCatalogMoved)
+	}
+	return Saved{Version: res[0], Gen: res[1]}, nil
 }
 
 // changeEntry is a history entry's JSON. Only "what" (a fixed word or a
@@ -256,4 +278,22 @@ func (r *Redis) CatalogHistory(ctx context.Context, what string, limit int) ([]C
 		}
 	}
 	return out, nil
+}
+
+// LegacyServiceTopics are the topics a role of a release before the
+// catalog recorded (nil when there are none): the first import's topics
+// on a Redis such a service ran on.
+func (r *Redis) LegacyServiceTopics(ctx context.Context) (*topics.Set, error) {
+	b, err := r.rdb.Get(ctx, keyLegacyServiceTopics).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapErr("read the earlier release's topics", err)
+	}
+	var list []topics.Topic
+	if err := json.Unmarshal(b, &list); err != nil || len(list) == 0 {
+		return nil, fmt.Errorf("the earlier release's topics (%s) are unreadable: %v", keyLegacyServiceTopics, err)
+	}
+	return &topics.Set{Topics: list}, nil
 }

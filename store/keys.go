@@ -98,8 +98,12 @@ const (
 	keySettings  = "nl:{pub}:settings"        // hash: the newsletter's settings (settings.go) and their version v
 	// The topics, the sequence and the templates written at run time
 	// (catalog.go), and their saved versions.
-	keyCatalog        = "nl:{pub}:catalog"         // hash v, doc (topics JSON), gen, t:NAME (template JSON), tv:NAME (its version)
-	keyCatalogHistory = "nl:{pub}:catalog:history" // list of CatalogChange JSON, newest first
+	keyCatalog = "nl:{pub}:catalog" // hash v, doc (topics JSON), gen, t:NAME (template JSON), tv:NAME (its version)
+	// keyLegacyServiceTopics is where a role of a release before the
+	// catalog recorded the topics it ran with (JSON list): read once, as
+	// the first import's topics (LegacyServiceTopics).
+	keyLegacyServiceTopics = "nl:topics"
+	keyCatalogHistory      = "nl:{pub}:catalog:history" // list of CatalogChange JSON, newest first
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of

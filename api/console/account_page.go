@@ -151,7 +151,10 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 	if !account.VerifyPassword(a.PasswordHash, f.Current) {
 		// A stolen session must not turn into a second factor of the
 		// thief's (and new recovery codes): the password is needed, and
-		// a wrong one costs like a sign-in.
+		// a wrong one costs like a sign-in, against the account too.
+		if _, err := h.d.Accounts.SignInFailed(r.Context(), a.ID); err != nil {
+			h.d.Log.Warn("console: a wrong password could not be counted", "err", err)
+		}
 		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
 			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
 			return

@@ -53,6 +53,9 @@ func signupForm(t *testing.T, e *env) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := live.ImportFirst(ctx); err != nil {
+		t.Fatal(err)
+	}
 	go live.Watch(ctx, 20*time.Millisecond)
 	srv := httptest.NewServer(api.New(api.Config{}, api.Deps{Store: e.st.WithTopics(live), Catalog: live, Templates: catalogmail.Builtins{}, Log: quietLog()}))
 	t.Cleanup(srv.Close)

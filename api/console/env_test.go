@@ -224,6 +224,9 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := live.ImportFirst(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	e.catalog = live
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
 		Settings: e.settings, SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},

@@ -87,6 +87,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	signal.Notify(tstp, syscall.SIGTSTP)
 	defer signal.Stop(tstp)
 
+	if err := importCatalog(ctx, a); err != nil {
+		return err
+	}
 	// Topics, the sequence and templates changed in the console reach
 	// this process within catalog.DefaultRecheck.
 	go a.catalog.Watch(ctx, catalog.DefaultRecheck)
@@ -238,8 +241,9 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 				a.log.Info("sequence: the sequence changed; next steps realigned", "subscribers", n)
 			}
 		}
-		realign()
 		changed := make(chan struct{}, 1)
+		// Called at once too: the first realign runs on the goroutine
+		// below, and a change during it is realigned after it.
 		a.catalog.OnChange(func(catalog.Snapshot) {
 			select {
 			case changed <- struct{}{}:

@@ -49,6 +49,8 @@ type Live struct {
 
 	mu       sync.Mutex // orders Apply and the hooks
 	onChange []func(Snapshot)
+	// first is what ImportFirst stores on an empty Redis.
+	first Options
 }
 
 // Options configure Open.
@@ -62,35 +64,60 @@ type Options struct {
 	Log   *slog.Logger
 }
 
-// Open imports o.First when nothing is stored, then reads the stored
-// catalog. A role whose topics file differs from the stored topics says
-// so once: the stored ones win (edit them in the console, or import the
-// file again with `newsletter topics import`).
+// Open reads the stored catalog. While nothing is stored (before the
+// service's first start) it is o.First in this process alone, stored by
+// nobody: only the service's roles import (ImportFirst), so a command run
+// first, from a shell with another environment, cannot make its topics
+// everyone's.
 func Open(ctx context.Context, st store.CatalogStore, o Options) (*Live, error) {
-	l := &Live{st: st, check: o.Check, log: o.Log}
+	l := &Live{st: st, check: o.Check, log: o.Log, first: o}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
-	}
-	imported, err := st.ImportCatalog(ctx, *o.First, o.FirstTemplates, "first start")
-	if err != nil {
-		return nil, err
 	}
 	c, err := st.Catalog(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if c.Version == 0 {
-		return nil, errors.New("the topics were imported but read back empty")
+		l.cur.Store(firstSnapshot(o))
+		return l, nil
 	}
 	l.cur.Store(snapshot(c))
-	if !imported && !reflect.DeepEqual(normalized(o.First), normalized(&c.Set)) {
-		l.log.Warn("the stored topics are not the topics file's (or the built-in ones): the stored ones are used. Edit them in the console or the API, or replace them with `newsletter topics import FILE`",
-			"version", c.Version)
+	return l, nil
+}
+
+// firstSnapshot is o.First and its templates, not stored (version and
+// generation 0).
+func firstSnapshot(o Options) *Snapshot {
+	t := map[string]store.Template{}
+	for _, x := range o.FirstTemplates {
+		t[x.Name] = x
 	}
+	return &Snapshot{Set: o.First, Templates: t}
+}
+
+// ImportFirst stores the first catalog (Options.First and its templates)
+// when nothing is stored yet: the service's roles call it at their start;
+// of several starting at once one stores, and the others take what it
+// stored.
+func (l *Live) ImportFirst(ctx context.Context) error {
+	o := l.first
+	imported, err := l.st.ImportCatalog(ctx, *o.First, o.FirstTemplates, "first start")
+	if err != nil {
+		return err
+	}
+	c, err := l.st.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	if c.Version == 0 {
+		return errors.New("the topics were imported but read back empty")
+	}
+	l.put(snapshot(c), true)
 	if imported {
 		l.log.Info("topics and sequence imported into Redis: edit them in the console from now on", "topics", len(c.Set.Topics), "steps", len(c.Set.Sequence.Steps), "templates", len(c.Templates))
 	}
-	return l, nil
+	return nil
 }
 
 // Fixed is a Live that never reads a store (tests, previews).
@@ -101,6 +128,12 @@ func Fixed(set *topics.Set, templates map[string]store.Template) *Live {
 	}
 	l.cur.Store(&Snapshot{Set: set, Version: 1, Gen: 1, Templates: templates})
 	return l
+}
+
+// SameTopics reports whether a and b declare the same topics and
+// sequence (nil and empty lists alike, as stored JSON reads back).
+func SameTopics(a, b *topics.Set) bool {
+	return reflect.DeepEqual(normalized(a), normalized(b))
 }
 
 // normalized is s with nil and empty lists alike (JSON's round trip).
@@ -153,12 +186,15 @@ func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
 	return l.Snapshot(), err
 }
 
-// OnChange calls f with every catalog that takes effect after this call
-// (the mailer's templates are rebuilt so).
+// OnChange calls f with the catalog in effect now, at once, and with
+// every one that takes effect after: under one lock, so no change falls
+// between what a caller built from and its first call (the mailer's
+// templates are rebuilt so). f runs with the lock held: it must be quick.
 func (l *Live) OnChange(f func(Snapshot)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.onChange = append(l.onChange, f)
+	f(*l.cur.Load())
 }
 
 // Refresh reads the stored generation and, when it moved, the catalog.
@@ -174,16 +210,21 @@ func (l *Live) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.apply(snapshot(c))
+	// A generation lower than the one in hand is the store's truth too
+	// (Redis restored from an older dump, a replica promoted behind):
+	// it is taken, or this process would ignore every change from then on.
+	l.put(snapshot(c), c.Gen < l.cur.Load().Gen)
 	return nil
 }
 
 // apply puts s in effect unless a newer one is (a save and a refresh may
 // race: the higher generation wins).
-func (l *Live) apply(s *Snapshot) {
+func (l *Live) apply(s *Snapshot) { l.put(s, false) }
+
+func (l *Live) put(s *Snapshot, back bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s.Gen <= l.cur.Load().Gen {
+	if cur := l.cur.Load(); s.Gen == cur.Gen || (s.Gen < cur.Gen && !back) {
 		return
 	}
 	l.cur.Store(s)
@@ -229,54 +270,82 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrStale is store.ErrCatalogStale: someone saved since this version.
 var ErrStale = store.ErrCatalogStale
 
+// saveAttempts bounds how often a save is checked again when another
+// part of the catalog changed while it was checked (store.ErrCatalogMoved).
+const saveAttempts = 3
+
 // SaveTopics checks set (topics.Set.Validate, no topic removed, every
 // step's mail can be made) and stores it over version; the new catalog
 // takes effect here at once and elsewhere within Recheck. A refused set
-// is an *Error and nothing is stored.
+// is an *Error and nothing is stored. The set is checked against the
+// templates it is stored beside: should a template be saved meanwhile
+// (store.ErrCatalogMoved), it is checked again against the new ones.
 func (l *Live) SaveTopics(ctx context.Context, set topics.Set, version int64, actor string) (Snapshot, error) {
-	cur := l.Snapshot()
 	if err := set.Validate(); err != nil {
-		return cur, &Error{err}
+		return l.Snapshot(), &Error{err}
 	}
-	if err := topics.CheckChange(cur.Set, &set); err != nil {
-		return cur, &Error{err}
-	}
-	if l.check != nil {
-		if err := l.check(&set, cur.Templates); err != nil {
+	return l.save(ctx, func(cur Snapshot) (Snapshot, error) {
+		if err := topics.CheckChange(cur.Set, &set); err != nil {
 			return cur, &Error{err}
 		}
-	}
-	if _, err := l.st.SaveTopics(ctx, set, version, actor); err != nil {
-		return cur, err
-	}
-	return l.reread(ctx)
+		if l.check != nil {
+			if err := l.check(&set, cur.Templates); err != nil {
+				return cur, &Error{err}
+			}
+		}
+		saved, err := l.st.SaveTopics(ctx, set, version, cur.Gen, actor)
+		if err != nil {
+			return cur, err
+		}
+		stored := set
+		return Snapshot{Set: &stored, Version: saved.Version, Gen: saved.Gen, Templates: cur.Templates}, nil
+	})
 }
 
-// SaveTemplate checks t against the sequence in effect and stores it over
-// version (0: the built-in one was read).
+// SaveTemplate checks t against the sequence it is stored beside and
+// stores it over version (0: the built-in one was read), as SaveTopics.
+// The answer's Templates[t.Name].Version is the version saved.
 func (l *Live) SaveTemplate(ctx context.Context, t store.Template, version int64, actor string) (Snapshot, error) {
-	cur := l.Snapshot()
-	next := maps.Clone(cur.Templates)
-	next[t.Name] = t
-	if l.check != nil {
-		if err := l.check(cur.Set, next); err != nil {
-			return cur, &Error{err}
+	return l.save(ctx, func(cur Snapshot) (Snapshot, error) {
+		next := maps.Clone(cur.Templates)
+		next[t.Name] = t
+		if l.check != nil {
+			if err := l.check(cur.Set, next); err != nil {
+				return cur, &Error{err}
+			}
 		}
-	}
-	if _, err := l.st.SaveTemplate(ctx, t, version, actor); err != nil {
-		return cur, err
-	}
-	return l.reread(ctx)
+		saved, err := l.st.SaveTemplate(ctx, t, version, cur.Gen, actor)
+		if err != nil {
+			return cur, err
+		}
+		t.Version = saved.Version
+		next[t.Name] = t
+		return Snapshot{Set: cur.Set, Version: cur.Version, Gen: saved.Gen, Templates: next}, nil
+	})
 }
 
-// reread puts the stored catalog in effect right after a save.
-func (l *Live) reread(ctx context.Context) (Snapshot, error) {
-	c, err := l.st.Catalog(ctx)
-	if err != nil {
-		return l.Snapshot(), fmt.Errorf("saved, but not read back (it takes effect within %s): %w", DefaultRecheck, err)
+// save runs one save over the catalog in hand, read again and checked
+// again while another part changes under it. What it stored is the
+// answer (not a read after it, which may hold someone else's later save)
+// and takes effect here at once.
+func (l *Live) save(ctx context.Context, try func(cur Snapshot) (Snapshot, error)) (Snapshot, error) {
+	for attempt := 1; ; attempt++ {
+		saved, err := try(l.Snapshot())
+		if errors.Is(err, store.ErrCatalogMoved) && attempt < saveAttempts {
+			if rerr := l.Refresh(ctx); rerr != nil {
+				return l.Snapshot(), rerr
+			}
+			continue
+		}
+		if errors.Is(err, store.ErrCatalogMoved) {
+			return saved, fmt.Errorf("%w (saved meanwhile by others)", ErrStale)
+		}
+		if err != nil {
+			return saved, err
+		}
+		l.apply(&saved)
+		return saved, nil
 	}
-	l.apply(snapshot(c))
-	return l.Snapshot(), nil
 }
 
 // History are the saved versions of what ("topics" or "template:NAME").

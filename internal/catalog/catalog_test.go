@@ -20,6 +20,9 @@ func open(t *testing.T, st *store.Redis, first *topics.Set) *catalog.Live {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := l.ImportFirst(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 
@@ -44,6 +47,10 @@ func TestOneCatalogForEveryProcess(t *testing.T) {
 
 	changed := 0
 	two.OnChange(func(catalog.Snapshot) { changed++ })
+	if changed != 1 {
+		t.Fatalf("a hook was called %d times when registered, want once (with the catalog in effect)", changed)
+	}
+	changed = 0
 	next := *one.Current()
 	next.Topics = append(append([]topics.Topic(nil), next.Topics...), topics.Topic{ID: "launches", Name: "Launches"})
 	if _, err := one.SaveTopics(ctx, next, one.Snapshot().Version, "test"); err != nil {

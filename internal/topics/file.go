@@ -70,6 +70,12 @@ func Parse(b []byte, welcomeDelay time.Duration) (*Set, error) {
 	if len(v.errs) > 0 {
 		return nil, errors.Join(v.errs...)
 	}
+	// The rules of a save in the console or the API too (lengths, control
+	// characters): the file is the first import, and a set saved later
+	// must pass them.
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

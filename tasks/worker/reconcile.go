@@ -121,7 +121,7 @@ func (h *SequenceSender) realign(ctx context.Context, st ReconcileStore, insp Ta
 			h.Deliver.Log.Info("sequence: a later step's task not deleted; it schedules the right one when it runs", "err", err)
 		}
 	}
-	return true, h.schedule(ctx, sub, next)
+	return true, h.schedule(ctx, seq, sub, next)
 }
 
 // sequenceVersion fingerprints what decides the steps: the topic and

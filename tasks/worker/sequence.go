@@ -116,7 +116,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 		// This task's step was sent (a retry after the send), removed,
 		// or moved: make sure the right one waits.
 		h.count(label, StepSuperseded)
-		return h.schedule(ctx, sub, next)
+		return h.schedule(ctx, seq, sub, next)
 	}
 	if until := h.Quiet.Until(sub.Timezone, now); !until.IsZero() {
 		return &Deferred{Reason: "quiet hours", In: until.Sub(now)}
@@ -142,7 +142,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	if st.Template != label {
 		h.count(label, StepSuperseded)
 	}
-	return h.schedule(ctx, sub, next+1)
+	return h.schedule(ctx, seq, sub, next+1)
 }
 
 // latestEntries are the items of the latest digest run (none before the
@@ -215,10 +215,10 @@ func stepMark(template string, id int64) store.Mark {
 	return store.Mark{Kind: template, SubscriberID: id, Shared: true}
 }
 
-// schedule queues step i of the sequence for sub at its time (now, when
-// that is past); past the last step, nothing.
-func (h *SequenceSender) schedule(ctx context.Context, sub store.Subscriber, i int) error {
-	seq := h.Links.Topics.Current().Sequence
+// schedule queues step i of seq for sub at its time (now, when that is
+// past); past the last step, nothing. seq is the one i was found in: the
+// sequence in effect may have changed since (the console).
+func (h *SequenceSender) schedule(ctx context.Context, seq topics.Sequence, sub store.Subscriber, i int) error {
 	if i >= len(seq.Steps) {
 		return nil
 	}

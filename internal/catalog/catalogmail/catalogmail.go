@@ -39,12 +39,29 @@ func Check(set *topics.Set, stored map[string]store.Template) error {
 	if err != nil {
 		return err
 	}
-	for name := range stored {
-		if !mailer.KnownTemplate(name, steps) {
-			return fmt.Errorf("template %q: not a mail's (built in: %v; or a step of the sequence)", name, mailer.TemplateNames())
+	// A stored template of a step no longer in the sequence is kept (the
+	// step may come back) and not checked: no mail is made from it. The
+	// API and the console save only the names of mails.
+	if err := mailer.CheckTemplates(src, steps...); err != nil {
+		return err
+	}
+	// A step written on the Sequence page sends its body; a template
+	// stored under its name is what it sends once the body is cleared,
+	// so it must render too.
+	var shadowed []string
+	for _, st := range set.Sequence.Steps {
+		if _, ok := stored[st.Template]; ok && st.Body != "" {
+			shadowed = append(shadowed, st.Template)
 		}
 	}
-	return mailer.CheckTemplates(src, steps...)
+	if len(shadowed) == 0 {
+		return nil
+	}
+	own := mailer.Sources{Stored: map[string]mailer.TemplateText{}}
+	for name, t := range stored {
+		own.Stored[name] = mailer.TemplateText{Text: t.Text, HTML: t.HTML}
+	}
+	return mailer.CheckTemplates(own, shadowed...)
 }
 
 // Builtins are the mailer's, for the API (api.BuiltinTemplates).
