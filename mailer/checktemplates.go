@@ -118,36 +118,8 @@ func Builtin(name string) (TemplateText, bool) {
 
 // callsTemplate reports whether any of trees runs {{template name}}.
 func callsTemplate(name string, trees ...*parse.Tree) bool {
-	found := false
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		if found || n == nil {
-			return
-		}
-		switch n := n.(type) {
-		case *parse.TemplateNode:
-			found = n.Name == name
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
-		case *parse.IfNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.List)
-			walk(n.ElseList)
-		}
-	}
-	for _, t := range trees {
-		if t != nil {
-			walk(t.Root)
-		}
-	}
-	return found
+	return anyNode(func(n parse.Node) bool {
+		t, ok := n.(*parse.TemplateNode)
+		return ok && t.Name == name
+	}, trees...)
 }

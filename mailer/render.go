@@ -381,15 +381,27 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 
 // usesField reports whether any of trees refers to .name.
 func usesField(name string, trees ...*parse.Tree) bool {
+	return anyNode(func(n parse.Node) bool {
+		f, ok := n.(*parse.FieldNode)
+		return ok && len(f.Ident) > 0 && f.Ident[0] == name
+	}, trees...)
+}
+
+// anyNode reports whether any node of trees (actions, their pipelines and
+// arguments, the branches of if, range and with, template calls) is one
+// match says yes to.
+func anyNode(match func(parse.Node) bool, trees ...*parse.Tree) bool {
 	found := false
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
 		if found || n == nil {
 			return
 		}
+		if match(n) {
+			found = true
+			return
+		}
 		switch n := n.(type) {
-		case *parse.FieldNode:
-			found = len(n.Ident) > 0 && n.Ident[0] == name
 		case *parse.ChainNode:
 			walk(n.Node)
 		case *parse.ListNode:

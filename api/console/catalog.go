@@ -46,6 +46,22 @@ type refusal struct {
 	msg  string
 }
 
+// onRefusal is how a catalog form answers a refusal: show puts the form
+// again with the reason; a stale page (409) gets the stored version into
+// *version first, so that a save from it goes over that one. A nil
+// refusal is a store failure already answered.
+func (h *Handler) onRefusal(r *http.Request, version *int64, show func(code int, msg string)) func(*refusal) {
+	return func(why *refusal) {
+		if why == nil {
+			return
+		}
+		if why.code == http.StatusConflict {
+			*version = h.freshCatalog(r.Context()).Version
+		}
+		show(why.code, why.msg)
+	}
+}
+
 // saveTopics saves next over version as the signed-in person, and
 // audits it as the API does (action, target, what changed and the new
 // version). Not saved: the refusal for the form, or nil when the store

@@ -24,15 +24,7 @@ func (h *Handler) saveSequence(w http.ResponseWriter, r *http.Request) {
 		h.sequencePage(w, r, form.Status(err), f, err.Error())
 		return
 	}
-	refused := func(why *refusal) {
-		if why == nil {
-			return // the store failed: answered
-		}
-		if why.code == http.StatusConflict {
-			f.Version = h.freshCatalog(r.Context()).Version
-		}
-		h.sequencePage(w, r, why.code, f, why.msg)
-	}
+	refused := h.onRefusal(r, &f.Version, func(code int, msg string) { h.sequencePage(w, r, code, f, msg) })
 	var kept []api.StepJSON
 	for _, st := range f.Steps {
 		if !st.Remove {

@@ -21,15 +21,7 @@ func (h *Handler) addTopic(w http.ResponseWriter, r *http.Request) {
 		h.topicsPage(w, r, form.Status(err), f, err.Error())
 		return
 	}
-	refused := func(why *refusal) {
-		if why == nil {
-			return // the store failed: answered
-		}
-		if why.code == http.StatusConflict {
-			f.Version = h.freshCatalog(r.Context()).Version
-		}
-		h.topicsPage(w, r, why.code, f, why.msg)
-	}
+	refused := h.onRefusal(r, &f.Version, func(code int, msg string) { h.topicsPage(w, r, code, f, msg) })
 	snap, err := h.d.Catalog.At(r.Context(), f.Version)
 	if err != nil {
 		refused(h.catalogRefusal(w, r, err, staleCatalog))
