@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -401,16 +402,9 @@ func CatalogTemplate(builtins BuiltinTemplates, snap catalog.Snapshot, name stri
 		t.Text, t.HTML, t.Version, t.Stored = st.Text, st.HTML, st.Version, true
 	}
 	if text, html, ok := builtins.Builtin(name); ok {
-		t.Text, t.HTML = cmpOr(t.Text, text), cmpOr(t.HTML, html)
+		t.Text, t.HTML = cmp.Or(t.Text, text), cmp.Or(t.HTML, html)
 	}
 	return t, true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
