@@ -19,6 +19,7 @@ func sampleData() Data {
 		ArchiveURL: "https://example.com/archive/an-issue", Reader: "r",
 		Subscriber: Recipient{Email: "reader@example.com", Name: "Ada", Fields: map[string]string{"company": "Acme"}, Tags: []string{"beta"}},
 		Newsletter: Newsletter{Name: "The Letter", Description: "Weekly.", PostalAddress: "1 Main St", LogoURL: "https://example.com/logo.png", Accent: "#0b5fff", From: "The Letter <news@example.com>"},
+		Invite:     Invite{By: "ada", Role: "editor", Link: "https://example.com/admin/invite?token=t", Expires: "2026-01-02 15:04 UTC"},
 	}
 }
 
@@ -55,7 +56,7 @@ func CheckTemplates(src Sources, steps ...string) error {
 		return err
 	}
 	t := r.cur.Load()
-	for _, k := range append(Kinds(), steps...) {
+	for _, k := range templatedKinds(steps) {
 		for _, d := range []Data{sampleData(), sparseData()} {
 			if _, err := r.Render(k, d); err != nil {
 				return fmt.Errorf("template %s: %w", k, err)

@@ -67,6 +67,15 @@ type Data struct {
 	// logo, name, accent colour and postal address; From and ReplyTo go
 	// into the mail's header.
 	Newsletter Newsletter
+	// Invite is the console invite's (KindInvite), empty in other mails.
+	Invite Invite
+}
+
+// Invite is what the console's invite mail says: who invited (the
+// inviting account's name), the role, the one-time link and when it
+// stops working ("2006-01-02 15:04 UTC").
+type Invite struct {
+	By, Role, Link, Expires string
 }
 
 // Newsletter is the newsletter's own side of a mail (store.Settings as
@@ -109,6 +118,11 @@ var layoutFuncs = htmltemplate.FuncMap{
 		return `<!--[if mso]><table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" align="center"><tr><td><![endif]-->`
 	},
 	"outlookClose": func() htmltemplate.HTML { return `<!--[if mso]></td></tr></table><![endif]-->` },
+	// Outlook for Windows renders at the screen's DPI unless told 96:
+	// at 120 DPI and more it scales the logo and the 600 px table up.
+	"outlookSettings": func() htmltemplate.HTML {
+		return `<!--[if mso]><noscript><xml><o:OfficeDocumentSettings><o:AllowPNG/><o:PixelsPerInch>96</o:PixelsPerInch></o:OfficeDocumentSettings></xml></noscript><![endif]-->`
+	},
 }
 
 // ReaderMark stands for the reader's part of a counted link in the
@@ -261,6 +275,19 @@ func (r *Renderer) Replace(n *Renderer) { r.cur.Store(n.cur.Load()) }
 // only for the mails that list them.
 func (r *Renderer) UsesEntries(kind string) bool { return r.cur.Load().entries[kind] }
 
+// templatedKinds are the kinds made from templates around the layout:
+// the readers' kinds, the console's invite (built in only: it is no
+// reader's mail, but it wears the newsletter's layout) and the steps.
+func templatedKinds(steps []string) []string {
+	return append(append(Kinds(), KindInvite), steps...)
+}
+
+// Invite builds the console's invite to inv's address, in the layout of
+// nl (the settings in effect).
+func (r *Renderer) Invite(to string, inv Invite, nl Newsletter) (*Message, error) {
+	return r.cur.Load().render(KindInvite, Data{Email: to, Invite: inv, Newsletter: nl})
+}
+
 // Render builds the message of kind for d.Email.
 func (r *Renderer) Render(kind string, d Data) (*Message, error) {
 	return r.cur.Load().render(kind, d)
@@ -317,7 +344,7 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		return nil, err
 	}
 	r := &templates{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}, entries: map[string]bool{}}
-	for _, k := range append(Kinds(), steps...) {
+	for _, k := range templatedKinds(steps) {
 		if _, done := r.text[k]; done {
 			continue // the welcome is a kind and the first step
 		}
