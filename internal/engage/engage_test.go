@@ -376,3 +376,22 @@ func TestRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteKeepsAddressTexts: a link whose text is an address (a bare
+// URL Markdown made a link of, a www. one, one in bold) keeps its href,
+// so the host the reader sees is the host it leads to; it is not
+// counted. A link with words for its text to the same target is.
+func TestRewriteKeepsAddressTexts(t *testing.T) {
+	html := `<p><a href="https://a.example/x">https://a.example/x</a> <a href="http://www.b.example">www.b.example</a>` +
+		` <a href="https://c.example/"><strong>HTTPS://c.example/</strong></a> <a href="https://a.example/x">the notes</a></p>`
+	rw := engage.Rewrite(html, "", "https://news.example.com", func(i int) string { return fmt.Sprintf("https://news.example.com/r/L%d.M", i) })
+	for _, want := range []string{`<a href="https://a.example/x">https://a.example/x</a>`, `<a href="http://www.b.example">www.b.example</a>`,
+		`<a href="https://c.example/"><strong>HTTPS://c.example/</strong></a>`, `<a href="https://news.example.com/r/L0.M">the notes</a>`} {
+		if !strings.Contains(rw.HTML, want) {
+			t.Errorf("html lacks %s:\n%s", want, rw.HTML)
+		}
+	}
+	if len(rw.URLs) != 1 || rw.URLs[0] != "https://a.example/x" {
+		t.Fatalf("urls: %q", rw.URLs)
+	}
+}

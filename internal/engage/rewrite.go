@@ -12,12 +12,19 @@ import (
 // HTML becomes the counted redirect, numbered by its first appearance,
 // and the same target in the text part gets the same number. The
 // reader's part of the token is left as a mark the mailer fills in per
-// reader.
+// reader. A link whose text is an address is left as written
+// (showsAddress).
 
 var (
-	// hrefRe finds the href of an <a> in the HTML our Markdown renderer
-	// writes: double-quoted, HTML-escaped.
-	hrefRe = regexp.MustCompile(`(<a\s[^>]*?\bhref=")([^"]*)(")`)
+	// hrefRe finds an <a>, its href and its text in the HTML our
+	// Markdown renderer writes: double-quoted, HTML-escaped; links do
+	// not nest.
+	hrefRe = regexp.MustCompile(`(?s)(<a\s[^>]*?\bhref=")([^"]*)("[^>]*>)(.*?)(</a>)`)
+	// tagRe finds the tags inside a link's text (<strong>, <code>).
+	tagRe = regexp.MustCompile(`<[^>]*>`)
+	// addressLike is a link text that reads as an address: a scheme or
+	// "www.", as Markdown's autolinks write them.
+	addressLike = regexp.MustCompile(`(?i)\b(?:https?://|www\.)`)
 	// textURLRe finds the addresses in the text part.
 	textURLRe = regexp.MustCompile(`https?://[^\s<>"\[\]]+`)
 )
@@ -40,7 +47,7 @@ func Rewrite(htmlBody, text, base string, tracked func(index int) string) Rewrit
 	out.HTML = hrefRe.ReplaceAllStringFunc(htmlBody, func(m string) string {
 		sub := hrefRe.FindStringSubmatch(m)
 		target := html.UnescapeString(sub[2])
-		if !countable(target) || own(target) {
+		if !countable(target) || own(target) || showsAddress(sub[4]) {
 			return m
 		}
 		i, ok := index[target]
@@ -49,7 +56,7 @@ func Rewrite(htmlBody, text, base string, tracked func(index int) string) Rewrit
 			index[target] = i
 			urls = append(urls, target)
 		}
-		return sub[1] + html.EscapeString(tracked(i)) + sub[3]
+		return sub[1] + html.EscapeString(tracked(i)) + sub[3] + sub[4] + sub[5]
 	})
 	out.Text = textURLRe.ReplaceAllStringFunc(text, func(m string) string {
 		// A sentence's full stop or comma after an address is not part
@@ -62,6 +69,15 @@ func Rewrite(htmlBody, text, base string, tracked func(index int) string) Rewrit
 	})
 	out.URLs = urls
 	return out
+}
+
+// showsAddress reports whether a link's text (HTML) shows an address. Such
+// a link is left as written, and not counted: its counted form would
+// lead to our host under a text naming another, which mail clients flag
+// as a disguised link and SpamAssassin scores (HTTPS_HTTP_MISMATCH: an
+// https:// text whose domain is not the href's).
+func showsAddress(linkHTML string) bool {
+	return addressLike.MatchString(html.UnescapeString(tagRe.ReplaceAllString(linkHTML, "")))
 }
 
 func countable(u string) bool {
