@@ -3,10 +3,12 @@ package engage_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -393,5 +395,37 @@ func TestRewriteKeepsAddressTexts(t *testing.T) {
 	}
 	if len(rw.URLs) != 1 || rw.URLs[0] != "https://a.example/x" {
 		t.Fatalf("urls: %q", rw.URLs)
+	}
+}
+
+// TestTestLinksLeadOnUncounted: a test send's link leads to its target
+// and counts nothing; its token does not lead elsewhere (another target,
+// another issue's token), and it names no link a reader's token could.
+func TestTestLinksLeadOnUncounted(t *testing.T) {
+	r := newRig(t, engage.PerPerson, true, engage.RecorderConfig{})
+	target := "https://example.org/not-stored?a=1&b=2"
+	u := r.keys.TestLink(r.srv.URL, issue, target)
+	if !strings.HasPrefix(u, r.srv.URL+"/r/") {
+		t.Fatalf("test link %s", u)
+	}
+	r.follow("GET", u, browser, target)
+	if e := r.engagement(); e.Clicks != 0 || e.MachineClicks != 0 || e.UniqueClickers != 0 {
+		t.Fatalf("a test link was counted: %+v", e)
+	}
+	tok := strings.TrimPrefix(u[:strings.Index(u, "?")], r.srv.URL+"/r/")
+	for _, bad := range []string{
+		r.srv.URL + "/r/" + tok + "?u=" + url.QueryEscape("https://evil.example/"),
+		r.srv.URL + "/r/" + tok,
+		r.srv.URL + "/r/" + tok + "x?u=" + url.QueryEscape(target),
+	} {
+		if resp := r.get("GET", bad, browser); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", bad, resp.StatusCode)
+		}
+	}
+	rw := engage.RewriteTo(`<a href="https://a.example/x">the notes</a>`, "See https://a.example/x.", "https://news.example.com",
+		func(_ int, target string) string { return r.keys.TestLink("https://news.example.com", issue, target) })
+	want := r.keys.TestLink("https://news.example.com", issue, "https://a.example/x")
+	if !strings.Contains(rw.HTML, html.EscapeString(want)) || !strings.Contains(rw.Text, want+".") {
+		t.Fatalf("test rewrite:\n%s\n%s", rw.HTML, rw.Text)
 	}
 }

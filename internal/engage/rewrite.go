@@ -40,6 +40,12 @@ type Rewritten struct {
 // index (BaseURL/r/LINKPART.MARK, the mark the reader's part replaces).
 // Links to base (the service's own pages) are left alone.
 func Rewrite(htmlBody, text, base string, tracked func(index int) string) Rewritten {
+	return RewriteTo(htmlBody, text, base, func(index int, _ string) string { return tracked(index) })
+}
+
+// RewriteTo is Rewrite with the target at hand: tracked(index, target)
+// is the counted URL of the link (a test send's carries its target).
+func RewriteTo(htmlBody, text, base string, tracked func(index int, target string) string) Rewritten {
 	index := map[string]int{}
 	var urls []string
 	own := func(u string) bool { return base != "" && strings.HasPrefix(u, base+"/") }
@@ -56,14 +62,14 @@ func Rewrite(htmlBody, text, base string, tracked func(index int) string) Rewrit
 			index[target] = i
 			urls = append(urls, target)
 		}
-		return sub[1] + html.EscapeString(tracked(i)) + sub[3] + sub[4] + sub[5]
+		return sub[1] + html.EscapeString(tracked(i, target)) + sub[3] + sub[4] + sub[5]
 	})
 	out.Text = textURLRe.ReplaceAllStringFunc(text, func(m string) string {
 		// A sentence's full stop or comma after an address is not part
 		// of it.
 		trimmed := strings.TrimRight(m, ".,;:!?)")
 		if i, ok := index[trimmed]; ok {
-			return tracked(i) + m[len(trimmed):]
+			return tracked(i, trimmed) + m[len(trimmed):]
 		}
 		return m
 	})
