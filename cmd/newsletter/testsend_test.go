@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"html"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/mail"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/engage"
 	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -48,5 +56,78 @@ func TestTestSendCarriesItsOwnTag(t *testing.T) {
 	tr, ok := tags.Trace(sent.msgs[0].Tag)
 	if !ok || tr.Kind != feedback.KindTest || tr.Issue != 9 {
 		t.Fatalf("the test mail's tag %q traces to %+v %v, want a test of issue 9", sent.msgs[0].Tag, tr, ok)
+	}
+}
+
+// TestTestSendAndPreviewLinksAreTestLinks: a test send's mail (HTML and
+// text) and an .eml preview carry the body's links through the counted
+// redirect, as a reader's mail does, with test tokens: each leads to
+// its target and is never counted (engage.Keys.ParseTest). The size
+// guard measures the mail a reader gets, reader tokens and all.
+func TestTestSendAndPreviewLinksAreTestLinks(t *testing.T) {
+	render, err := mailer.NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []byte("0123456789abcdef")
+	keys := engage.NewKeys(secret)
+	sent := &sentMail{}
+	composer, err := mailer.NewSMTP(mailer.SMTPOptions{Server: mailer.Server{Host: "composer.invalid", Port: 25, TLS: "none"}, From: "News <news@example.com>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = composer.Close()
+	x := &issueMail{render: render, mail: sent, tags: feedback.NewTagger(secret), mime: composer,
+		links: worker.Links{BaseURL: "https://news.example.com", Signer: token.NewSigner(secret, 0), Topics: topics.Default(0), Engagement: keys}}
+	is := store.Issue{ID: 9, Slug: "march", IssueContent: store.IssueContent{Subject: "March", Body: "Read [the notes](https://example.org/notes?a=1).", Topics: []string{"digest"}}}
+	if err := x.SendTest(context.Background(), is, []string{"me@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	_, eml, err := x.Preview(context.Background(), is, "digest", "eml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := keys.TestLink("https://news.example.com", 9, "https://example.org/notes?a=1")
+	tok := strings.TrimPrefix(want[:strings.Index(want, "?")], "https://news.example.com/r/")
+	if _, err := keys.ParseTest(tok, "https://example.org/notes?a=1"); err != nil {
+		t.Fatal(err)
+	}
+	m := sent.msgs[0]
+	if !strings.Contains(m.HTML, html.EscapeString(want)) || !strings.Contains(m.Text, want) || strings.Contains(m.HTML, `href="https://example.org/notes`) {
+		t.Fatalf("the test mail's link is not a test link %s:\n%s\n%s", want, m.HTML, m.Text)
+	}
+	raw, err := mail.ReadMessage(bytes.NewReader(eml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !decodedContains(t, raw, "https://news.example.com/r/"+tok) {
+		t.Fatalf("the .eml preview's link is not a test link:\n%s", eml)
+	}
+	n, err := x.HTMLSize(context.Background(), is)
+	if err != nil || n <= len(m.HTML)-200 {
+		t.Fatalf("size %d %v for a mail of about %d bytes", n, err, len(m.HTML))
+	}
+}
+
+// decodedContains reports whether any text part of msg, decoded, holds s.
+func decodedContains(t *testing.T, msg *mail.Message, s string) bool {
+	t.Helper()
+	_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := r.NextPart()
+		if err != nil {
+			return false
+		}
+		b, err := io.ReadAll(p) // NextPart decodes quoted-printable
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(html.UnescapeString(string(b)), s) {
+			return true
+		}
 	}
 }
