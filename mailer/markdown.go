@@ -39,8 +39,8 @@ type Body struct {
 
 var markdown = goldmark.New(
 	goldmark.WithExtensions(extension.GFM),
-	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100))),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100))),
+	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100), util.Prioritized(mailSizing{}, 200))),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100), util.Prioritized(taskBoxes{}, 100))),
 )
 
 // RenderMarkdown renders src as an issue's HTML and text. A body
