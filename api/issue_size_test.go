@@ -81,3 +81,32 @@ func TestSizeWarning(t *testing.T) {
 		t.Errorf("over the clip: %q", w)
 	}
 }
+
+// TestIssueSaveWarnsOfTemplateActions: an issue saved with "{{.Name}}"
+// in its body is stored as written, and the answer warns that the body
+// is Markdown, not a template, and says what to do; a body without one
+// has no warning.
+func TestIssueSaveWarnsOfTemplateActions(t *testing.T) {
+	e := newIssueEnv(t)
+	code, out := e.do(t, "POST", "/api/issues", `{"subject":"Hi","body":"Hello {{.Name}},\n\nnews.","topics":["digest"]}`)
+	if code != http.StatusCreated || !strings.Contains(out, `"warnings":["the body holds \"{{.Name}}\": an issue's body is Markdown, not a template`) ||
+		!strings.Contains(out, "sequence step") {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	var created struct{ ID int64 }
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatal(err)
+	}
+	p := fmt.Sprintf("/api/issues/%d", created.ID)
+	code, out = e.do(t, "PUT", p, `{"subject":"Hi","body":"Hello {{ .Subscriber.Fields.company }}","topics":["digest"]}`)
+	if code != http.StatusOK || !strings.Contains(out, `"warnings":[`) || !strings.Contains(out, `"subject":"Hi"`) {
+		t.Fatalf("update: %d %s", code, out)
+	}
+	if is := e.issue(t, created.ID); is.Body != "Hello {{ .Subscriber.Fields.company }}" {
+		t.Fatalf("the body was not stored as written: %q", is.Body)
+	}
+	code, out = e.do(t, "PUT", p, `{"subject":"Hi","body":"Hello, {name} and {{ braces","topics":["digest"]}`)
+	if code != http.StatusOK || strings.Contains(out, "warnings") {
+		t.Fatalf("a body without an action: %d %s", code, out)
+	}
+}

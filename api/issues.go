@@ -271,7 +271,11 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueCreated, audit.Issue(is.ID), is.Slug)
-	WriteJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
+	out := map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status}
+	if warn := issues.BodyWarnings(is.Body); warn != nil {
+		out["warnings"] = warn
+	}
+	WriteJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
@@ -350,7 +354,14 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
-	WriteJSON(w, http.StatusOK, is)
+	WriteJSON(w, http.StatusOK, savedIssue{Issue: is, Warnings: issues.BodyWarnings(is.Body)})
+}
+
+// savedIssue is the answer to a save: the issue, and what the publisher
+// should hear of what was saved (issues.BodyWarnings).
+type savedIssue struct {
+	store.Issue
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,10 @@ type editorData struct {
 	SizeWarning, SendWarning string
 	Clipped                  bool
 	ClipBytes                int
+	// BodyWarnings are what the writer should hear of the body as it is
+	// (issues.BodyWarnings: a template action, which an issue sends as
+	// written).
+	BodyWarnings []string
 	// Report is the issue's report once its sending began (nil before);
 	// ReportChart its clicks hour by hour.
 	Report      *issues.Report
@@ -182,6 +186,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 		}
 	}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
+	d.BodyWarnings = issues.BodyWarnings(f.Body)
 	h.sizes(r.Context(), &d, is, f)
 	refresh := 0
 	if is.ID != 0 && is.Status != store.IssueDraft {

@@ -51,3 +51,20 @@ func TestConsoleSendStepGuardsTheSize(t *testing.T) {
 		t.Fatal(fmt.Sprint("the audit does not name the forced size: ", e.audit.entries()))
 	}
 }
+
+// TestConsoleWarnsOfTemplateActions: an issue saved with "{{.Name}}" in
+// its body is saved as written, and its page says the body is Markdown,
+// not a template, and what to do instead.
+func TestConsoleWarnsOfTemplateActions(t *testing.T) {
+	e := newEnv(t)
+	b := e.signedIn(t, editorToken)
+	p := b.post("/admin/issues", url.Values{"subject": {"Hi"}, "body": {"Hello {{.Name}},"}, "topics": {"digest"}})
+	m := issueIDRe.FindStringSubmatch(p.location)
+	if p.code != 303 || m == nil {
+		t.Fatalf("create: %d %q", p.code, p.location)
+	}
+	mustContain(t, "saved issue", b.get(p.location), `data-field="body-warning">Note: the body holds &#34;{{.Name}}&#34;: an issue&#39;s body is Markdown, not a template`, "sequence step")
+	if is, _ := e.st.Issue(t.Context(), mustID(t, m[1])); is.Body != "Hello {{.Name}}," {
+		t.Fatalf("the body was not saved as written: %q", is.Body)
+	}
+}
