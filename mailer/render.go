@@ -1,7 +1,6 @@
 package mailer
 
 import (
-	"bytes"
 	"cmp"
 	"embed"
 	"errors"
@@ -152,7 +151,13 @@ type templates struct {
 	digestBody *texttemplate.Template
 	// postBody makes the Markdown of a feed entry's issue (postissue.go).
 	postBody *texttemplate.Template
+	// limit is the most bytes one part may be (renderlimit.go; 0:
+	// MaxRenderBytes).
+	limit int
 }
+
+// partLimit is the most bytes one part of a mail may be.
+func (r *templates) partLimit() int { return cmp.Or(r.limit, MaxRenderBytes) }
 
 // TemplateText is a template written at run time (store.Template): the
 // KIND.txt and the KIND.html, or the layout's HTML. An empty part is
@@ -478,17 +483,18 @@ func (r *templates) render(kind string, d Data) (*Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("render: unknown mail kind %q", kind)
 	}
-	var subj, body, html bytes.Buffer
-	if err := txt.ExecuteTemplate(&subj, "subject", d); err != nil {
+	subj, err := execCapped(txt, "subject", d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s subject: %w", kind, err)
 	}
-	if err := txt.Execute(&body, d); err != nil {
+	text, err := execCapped(txt, txt.Name(), d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s text: %w", kind, err)
 	}
-	if err := r.html[kind].ExecuteTemplate(&html, "layout", d); err != nil {
+	htmlPart, err := execCapped(r.html[kind], "layout", d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s html: %w", kind, err)
 	}
-	text, htmlPart := body.String(), html.String()
 	if d.Reader != "" {
 		text = strings.ReplaceAll(text, ReaderMark, d.Reader)
 		htmlPart = strings.ReplaceAll(htmlPart, ReaderMark, d.Reader)
@@ -496,7 +502,7 @@ func (r *templates) render(kind string, d Data) (*Message, error) {
 	return &Message{
 		Kind:           kind,
 		To:             d.Email,
-		Subject:        strings.Join(strings.Fields(subj.String()), " "),
+		Subject:        strings.Join(strings.Fields(subj), " "),
 		Text:           text,
 		HTML:           htmlPart,
 		UnsubscribeURL: d.UnsubscribeURL,
