@@ -26,7 +26,7 @@ func TestMarkdownForMailClients(t *testing.T) {
 	if strings.Contains(h, "<input") {
 		t.Errorf("a task list still has form fields:\n%s", h)
 	}
-	if !strings.Contains(b.Text, "[x] done") || !strings.Contains(b.Text, "[ ] open") {
+	if !strings.Contains(b.Text, "☑ done") || !strings.Contains(b.Text, "☐ open") {
 		t.Errorf("the text part's task list:\n%s", b.Text)
 	}
 }
