@@ -84,3 +84,28 @@ func TestShortMailsAreNotImageOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryMailShowsThePostalAddress: the text part of every kind, the
+// confirmation and the unsubscribe link mailed on request too, carries
+// the newsletter's postal address, as its HTML part does.
+func TestEveryMailShowsThePostalAddress(t *testing.T) {
+	for kind, m := range shortMails(t) {
+		for part, s := range map[string]string{"text": m.Text, "html": m.HTML} {
+			if !strings.Contains(s, "1 Main St, Springfield") {
+				t.Errorf("%s: the %s part lacks the postal address", kind, part)
+			}
+		}
+	}
+}
+
+// TestPreheaderIsTheFirstText: an issue's preheader is the first text of
+// the HTML body, before the logo's newsletter name, so an inbox
+// previews it and not the name.
+func TestPreheaderIsTheFirstText(t *testing.T) {
+	m := shortMails(t)[KindIssue]
+	body := m.HTML[strings.Index(m.HTML, "<body>"):]
+	pre, name := strings.Index(body, ">A short one</div>"), strings.Index(body, "Example News")
+	if pre < 0 || name < 0 || pre > name || strings.Contains(body[:pre], "<img") {
+		t.Fatalf("the preheader (at %d) does not come before the logo and the name (at %d):\n%s", pre, name, body)
+	}
+}
