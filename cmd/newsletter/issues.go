@@ -45,7 +45,7 @@ func (x *issueMail) message(is store.Issue, topic string, to store.Subscriber, i
 	if err != nil {
 		return nil, err
 	}
-	body = x.links.TestCounted(is.ID, body)
+	body = x.links.TestCounted(is.ID, body, time.Now())
 	d := x.links.To(worker.IssueData(x.links, is, topic, body), to, topic)
 	if inert {
 		// A test mail's links lead to pages that do nothing: the tester

@@ -400,11 +400,11 @@ func TestRewriteKeepsAddressTexts(t *testing.T) {
 
 // TestTestLinksLeadOnUncounted: a test send's link leads to its target
 // and counts nothing; its token does not lead elsewhere (another target,
-// another issue's token), and it names no link a reader's token could.
+// a changed token), nor anywhere after engage.TestLinkTTL.
 func TestTestLinksLeadOnUncounted(t *testing.T) {
 	r := newRig(t, engage.PerPerson, true, engage.RecorderConfig{})
 	target := "https://example.org/not-stored?a=1&b=2"
-	u := r.keys.TestLink(r.srv.URL, issue, target)
+	u := r.keys.TestLink(r.srv.URL, issue, target, r.clock())
 	if !strings.HasPrefix(u, r.srv.URL+"/r/") {
 		t.Fatalf("test link %s", u)
 	}
@@ -422,9 +422,14 @@ func TestTestLinksLeadOnUncounted(t *testing.T) {
 			t.Errorf("%s: %d, want 404", bad, resp.StatusCode)
 		}
 	}
+	// After engage.TestLinkTTL the test link leads nowhere.
+	r.setNow(r.clock().Add(engage.TestLinkTTL + time.Hour))
+	if resp := r.get("GET", u, browser); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a test link past its time: %d, want 404", resp.StatusCode)
+	}
 	rw := engage.RewriteTo(`<a href="https://a.example/x">the notes</a>`, "See https://a.example/x.", "https://news.example.com",
-		func(_ int, target string) string { return r.keys.TestLink("https://news.example.com", issue, target) })
-	want := r.keys.TestLink("https://news.example.com", issue, "https://a.example/x")
+		func(_ int, target string) string { return r.keys.TestLink("https://news.example.com", issue, target, r.sent) })
+	want := r.keys.TestLink("https://news.example.com", issue, "https://a.example/x", r.sent)
 	if !strings.Contains(rw.HTML, html.EscapeString(want)) || !strings.Contains(rw.Text, want+".") {
 		t.Fatalf("test rewrite:\n%s\n%s", rw.HTML, rw.Text)
 	}

@@ -120,7 +120,7 @@ func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request) {
 // (Keys.TestLink); any other token is refused.
 func (h *Handler) testRedirect(w http.ResponseWriter, r *http.Request) {
 	target := r.URL.Query().Get("u")
-	if _, err := h.Keys.ParseTest(r.PathValue("token"), target); err != nil {
+	if _, err := h.Keys.ParseTest(r.PathValue("token"), target, h.now()); err != nil {
 		h.badLink(w, "click")
 		return
 	}
