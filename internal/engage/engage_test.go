@@ -428,7 +428,9 @@ func TestTestLinksLeadOnUncounted(t *testing.T) {
 		t.Errorf("a test link past its time: %d, want 404", resp.StatusCode)
 	}
 	rw := engage.RewriteTo(`<a href="https://a.example/x">the notes</a>`, "See https://a.example/x.", "https://news.example.com",
-		func(_ int, target string) string { return r.keys.TestLink("https://news.example.com", issue, target, r.sent) })
+		func(_ int, target string) string {
+			return r.keys.TestLink("https://news.example.com", issue, target, r.sent)
+		})
 	want := r.keys.TestLink("https://news.example.com", issue, "https://a.example/x", r.sent)
 	if !strings.Contains(rw.HTML, html.EscapeString(want)) || !strings.Contains(rw.Text, want+".") {
 		t.Fatalf("test rewrite:\n%s\n%s", rw.HTML, rw.Text)
