@@ -225,6 +225,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
 	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady}
+	if d.Renderer != nil {
+		h.issues.HTMLSize = d.Renderer.HTMLSize
+	}
 	h.routes()
 	return h, nil
 }

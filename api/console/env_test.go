@@ -118,6 +118,12 @@ func (f *fakeMail) Preview(_ context.Context, is store.Issue, topic, format stri
 	return "text/html", []byte("<p>" + topic + ": " + is.Subject + " / " + is.Body + "</p>"), nil
 }
 
+// HTMLSize is the body's length: a test makes an issue as large as it
+// needs.
+func (f *fakeMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
+	return len(is.Body), nil
+}
+
 func (f *fakeMail) SendTest(_ context.Context, _ store.Issue, emails []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

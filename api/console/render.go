@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/issues"
 )
 
 //go:embed templates/*.html
@@ -64,6 +65,8 @@ var funcs = template.FuncMap{
 	},
 	"num":  func(n int64) string { return groupDigits(n) },
 	"join": strings.Join,
+	// kb is a size in bytes as the size guard counts it ("93.4 KB").
+	"kb": issues.KB,
 }
 
 // groupDigits writes n with thin spaces between thousands (1 234 567).

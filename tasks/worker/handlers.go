@@ -227,7 +227,7 @@ func NewHandlers(d Deps) Handlers {
 			Applier: &listjobs.Applier{Store: d.ListStore, Topics: d.Links.Topics, Tasks: d.ListTasks}}}
 	}
 	return Handlers{
-		Invites:  &InviteMailer{Mailer: d.Mailer, Now: d.Now, Log: d.Log},
+		Invites:  &InviteMailer{Mailer: d.Mailer, Render: d.Render, Newsletter: d.Links.Newsletter, Tags: d.Tags, Now: d.Now, Log: d.Log},
 		ListJobs: listJobs,
 		Mails:    &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{
