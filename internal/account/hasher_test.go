@@ -3,6 +3,8 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +50,9 @@ func TestHasherCap(t *testing.T) {
 	release()
 	if err := busy.SpendTime(ctx, "pw"); err != nil {
 		t.Fatalf("after the release: %v", err)
+	}
+	if got := strings.Split(dummyHash, "$")[3]; got != fmt.Sprintf("m=%d,t=%d,p=%d", argonMemory, argonTime, argonThreads) {
+		t.Fatalf("the dummy hash's parameters %s are not a real hash's: an unknown address would cost another time", got)
 	}
 	if b := NewHasher(3, 0).HashMemoryBound(); b != 3*19*1024*1024 {
 		t.Fatalf("memory bound %d", b)
