@@ -30,6 +30,7 @@ func TestCheckPassword(t *testing.T) {
 		{"example.org2026", "your address"}, // the address's words
 		{"TheDailyGazette!", "newsletter"},  // the newsletter's name
 		{"gazettegazette", "repeats"},
+		{strings.Repeat("1qaz2wsx", 16), "guess"}, // only the first 64 characters are judged: they are guessable
 	}
 	for _, c := range cases {
 		err := CheckPassword(c.pw, "ann@example.org", "The Daily Gazette")
@@ -41,7 +42,7 @@ func TestCheckPassword(t *testing.T) {
 			t.Errorf("the refusal of %q repeats the password: %v", c.pw, err)
 		}
 	}
-	for _, ok := range []string{"correct horse battery staple", "vintage lantern quokka", "jäätelö on hyvää ruokaa", "日本語のパスワードはこれです", "Ux7#kq9!Vm2$"} {
+	for _, ok := range []string{"correct horse battery staple", "vintage lantern quokka", "jäätelö on hyvää ruokaa", "日本語のパスワードはこれです", "Ux7#kq9!Vm2$", "vintage lantern quokka " + strings.Repeat("a", 100)} {
 		if err := CheckPassword(ok, "ann@example.org", "The Daily Gazette"); err != nil {
 			t.Errorf("CheckPassword(%q) = %v, want nil (no composition rules)", ok, err)
 		}
