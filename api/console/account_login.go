@@ -18,11 +18,13 @@ import (
 
 // A failed sign-in as an address (with an account or without: both are
 // held alike) is answered after a hold that doubles with each failure in
-// a row, from accountHoldBase up to accountHoldMax:
-// low enough that the account's owner, who types the right password and
-// code, is never kept out (the right ones pass at once, whatever came
-// before), high enough that guessing one account from many addresses
-// runs at a few tries a second at most, with a TOTP code to guess too.
+// a row, from accountHoldBase up to accountHoldMax: low enough that the
+// owner is not kept waiting long, and it slows one client's guesses in a
+// row. The hold comes after the check, so it does not bound guesses sent
+// in parallel: what does is the client's budget (asked first), the
+// hash slots (a few hashes at once for the whole process) and, for the
+// code, the count taken before it is checked (store.SecondFactorFailures
+// per account and per client in store.SecondFactorWindow).
 const (
 	accountHoldBase = 250 * time.Millisecond
 	accountHoldMax  = 4 * time.Second
