@@ -239,10 +239,13 @@ const (
 	keyAccountSeq    = "nl:{acct}:seq"     // counter for account ids
 	keyAccounts      = "nl:{acct}:ids"     // zset of account ids, score = created (unix ms)
 	keyAccountEmails = "nl:{acct}:email"   // hash normalised address -> account id
-	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, fails, failat, gen, by
+	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, gen, by (fails, failat: before failures were counted by address, unread)
 	prefixAccountRC  = "nl:{acct}:rc:"     // + id: set of the SHA-256 of the unused recovery codes
 	keyInvites       = "nl:{acct}:invites" // zset of invite hashes, score = expiry (unix ms)
-	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp (expires with the invite)
+	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp, revoked, revokedby (expires with the invite)
+	prefixSignInName = "nl:{acct}:fn:"     // + SHA-256 of an attempted address (128 bits): its failed sign-ins in a row (expires NameFailuresTTL after the last)
+	prefix2FAAccount = "nl:{acct}:2fa:"    // + account id: second-factor tries in the window (expires SecondFactorWindow after the first)
+	prefix2FAClient  = "nl:{acct}:2fc:"    // + SHA-256 of a client's key (128 bits): its second-factor tries in the window
 )
 
 // An issue's engagement (engagement_redis.go), counted in aggregate under

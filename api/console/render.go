@@ -141,6 +141,7 @@ var notices = map[string]string{
 	"signed-out":       "Signed out.",
 	"password":         "Your password was changed; your other sessions have ended.",
 	"invited":          "The invite was mailed; its link works once, for 48 hours.",
+	"invite-revoked":   "The invite was revoked: its link no longer works.",
 	"role":             "The role was changed; it holds from that person's next click.",
 	"suspended":        "The account was suspended: it cannot sign in, and its sessions have ended.",
 	"restored":         "The account may sign in again.",

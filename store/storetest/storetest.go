@@ -68,6 +68,8 @@ func Run(t *testing.T, h Harness) {
 		{"IssueTransitionWritesOutbox", testIssueTransitionWritesOutbox},
 		{"Tokens", testTokens},
 		{"Accounts", testAccounts},
+		{"AccountGuard", testAccountGuard},
+		{"InviteRevoke", testInviteRevoke},
 		{"Settings", testSettings},
 		{"Audit", testAudit},
 		{"DigestIssue", testDigestIssue},
