@@ -453,6 +453,11 @@ func (s *Server) report(m Message, failCode int) {
 // callbackClient posts the status callbacks.
 var callbackClient = &http.Client{Timeout: 10 * time.Second}
 
+// callbackSlots bounds the callbacks posted at once (by all fakes): a
+// test that sends thousands of texts gets their statuses as a steady
+// stream, not thousands of connections at one moment.
+var callbackSlots = make(chan struct{}, 8)
+
 // postCallback posts form to the callback URL (or where RouteCallbacks
 // sends it), signed over the URL as given; it answers the status code.
 func (s *Server) postCallback(callback string, form url.Values) (int, error) {
@@ -470,6 +475,8 @@ func (s *Server) postCallback(callback string, form url.Values) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Twilio-Signature", Signature(s.AuthToken, callback, form))
+	callbackSlots <- struct{}{}
+	defer func() { <-callbackSlots }()
 	resp, err := callbackClient.Do(req)
 	if err != nil {
 		return 0, err
