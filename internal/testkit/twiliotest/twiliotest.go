@@ -389,21 +389,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	callback := form.Get("StatusCallback")
-	if callback != "" {
-		if u, err := url.Parse(callback); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			writeError(w, http.StatusBadRequest, 21609, "")
-			return
-		}
+	if !validCallback(callback) {
+		writeError(w, http.StatusBadRequest, 21609, "")
+		return
 	}
-	m := Message{SID: "SM" + randomHex(16), To: to, From: from, MessagingServiceSID: service, Body: body, StatusCallback: callback, At: time.Now()}
-	s.mu.Lock()
-	s.messages = append(s.messages, m)
-	failCode := s.undelivered[to]
-	if callback != "" {
-		s.reporting.Add(1)
-		go s.report(m, failCode)
-	}
-	s.mu.Unlock()
+	m := s.take(Message{SID: "SM" + randomHex(16), To: to, From: from, MessagingServiceSID: service, Body: body, StatusCallback: callback, At: time.Now()})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	answer := map[string]any{
@@ -414,6 +404,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"uri": "/2010-04-01/Accounts/" + s.AccountSID + "/Messages/" + m.SID + ".json",
 	}
 	_ = json.NewEncoder(w).Encode(answer) // the client may have gone; the message is taken either way
+}
+
+// validCallback reports whether a StatusCallback is empty or an absolute
+// http(s) URL, as Twilio requires (21609 otherwise).
+func validCallback(callback string) bool {
+	if callback == "" {
+		return true
+	}
+	u, err := url.Parse(callback)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// take records m as taken and, when it names a StatusCallback, starts
+// posting its statuses there.
+func (s *Server) take(m Message) Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages = append(s.messages, m)
+	if m.StatusCallback != "" {
+		s.reporting.Add(1)
+		go s.report(m, s.undelivered[m.To])
+	}
+	return m
 }
 
 // report posts m's status callbacks one after another, as Twilio does
