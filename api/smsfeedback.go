@@ -102,29 +102,29 @@ func smsCallbackChange(form url.Values) (number, state string, err error) {
 }
 
 // applySMSCallback sets number's state once per key (the message and the
-// state): a replay is answered as the first was and changes nothing. It
-// answers false after writing a 503 (the gateway calls again, and the
-// claim was given back for it).
+// state): a replay is answered as the first was and changes nothing. The
+// change is made before it is remembered, so a fault may let one replay
+// through but never loses a STOP. It answers false after writing a 503
+// (the gateway calls again).
 func (s *Server) applySMSCallback(w http.ResponseWriter, r *http.Request, key, number, state string) bool {
 	ctx := r.Context()
-	first, err := s.deps.Store.FirstSMSCallback(ctx, key, smsReplayWindow)
+	end := number[max(0, len(number)-3):]
+	seen, err := s.deps.Store.SMSCallbackSeen(ctx, key)
+	if err == nil && seen {
+		s.deps.Log.Info("sms: a callback seen before, not applied again", "state", state, "number_end", end)
+		return true
+	}
+	if err == nil {
+		err = s.deps.Store.SetNumberState(ctx, number, state)
+	}
 	if err != nil {
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not record it, please retry"))
 		return false
 	}
-	if !first {
-		s.deps.Log.Info("sms: a callback seen before, not applied again", "state", state, "number_end", number[max(0, len(number)-3):])
-		return true
+	if err := s.deps.Store.RememberSMSCallback(context.Background(), key, smsReplayWindow); err != nil {
+		// The change stands; only this callback's replay is not refused.
+		s.deps.Log.Warn("sms: a callback applied but not remembered against replay", "err", err)
 	}
-	if err := s.deps.Store.SetNumberState(ctx, number, state); err != nil {
-		if ferr := s.deps.Store.ForgetSMSCallback(context.Background(), key); ferr != nil {
-			// The retry will find it claimed: the change waits for a STOP
-			// or a failed text again. Said in the log for the operator.
-			s.deps.Log.Error("sms: a callback not applied and its claim kept", "err", ferr)
-		}
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not record it, please retry"))
-		return false
-	}
-	s.deps.Log.Info("sms: a number's state", "state", state, "number_end", number[max(0, len(number)-3):])
+	s.deps.Log.Info("sms: a number's state", "state", state, "number_end", end)
 	return true
 }

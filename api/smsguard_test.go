@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
@@ -259,5 +261,33 @@ func TestSMSStatusCallbackRetires(t *testing.T) {
 	}
 	if to[numbers[0]] != 1 || to[numbers[1]] != 2 || to[numbers[2]] != 2 {
 		t.Fatalf("texts by number %v: want the landline's second text skipped", to)
+	}
+}
+
+// forgetfulStore cannot remember a callback (Redis failing at that step).
+type forgetfulStore struct{ Store }
+
+func (forgetfulStore) RememberSMSCallback(context.Context, string, time.Duration) error {
+	return errors.New("redis: connection refused")
+}
+
+// A STOP whose callback cannot be remembered against replay is applied
+// all the same (200): a fault may let a replay through, never lose a
+// STOP.
+func TestSMSCallbackNotRememberedStillApplied(t *testing.T) {
+	gw := twiliotest.New(t)
+	const public = "https://news.example.com"
+	e := newEnvWith(t, Config{Origin: public, SMSAuthToken: gw.AuthToken}, func(d *Deps) { d.Store = forgetfulStore{d.Store} })
+	form := url.Values{"From": {"+447400123456"}, "To": {"+15005550006"}, "Body": {"STOP"}, "MessageSid": {"SM1"}}
+	req := gw.SignedInbound(public+"/feedback/sms", form)
+	u, _ := url.Parse(e.srv.URL + "/feedback/sms")
+	req.URL, req.Host, req.RequestURI = u, u.Host, ""
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if state, err := e.store.NumberState(context.Background(), "+447400123456"); resp.StatusCode != 200 || state != store.NumberStopped {
+		t.Fatalf("%d, state %q %v", resp.StatusCode, state, err)
 	}
 }

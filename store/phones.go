@@ -63,12 +63,11 @@ type Phones interface {
 	PhoneCodeSent(ctx context.Context, id int64, number, code, messageSID string) error
 	CheckPhoneCode(ctx context.Context, id int64, code string) (number, messageSID string, err error)
 	PendingPhoneCode(ctx context.Context, id int64) (string, error)
-	// FirstSMSCallback claims a gateway callback's key (its message SID
-	// and what it says) for ttl: false when it was claimed before, a
-	// replay. ForgetSMSCallback gives the claim back (the callback was
-	// not acted on and the gateway will send it again).
-	FirstSMSCallback(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	ForgetSMSCallback(ctx context.Context, key string) error
+	// SMSCallbackSeen tells whether a gateway callback's key (its
+	// message SID and the state it set) was acted on within its window;
+	// RememberSMSCallback records it, for ttl, once it was.
+	SMSCallbackSeen(ctx context.Context, key string) (bool, error)
+	RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error
 }
 
 func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
@@ -400,15 +399,15 @@ func (r *Redis) CheckPhoneCode(ctx context.Context, id int64, code string) (numb
 // what it said), kept for the replay window.
 const keySMSCallback = "nl:sms:callback:"
 
-// FirstSMSCallback implements Phones.
-func (r *Redis) FirstSMSCallback(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	first, err := r.rdb.SetNX(ctx, keySMSCallback+key, "1", ttl).Result()
-	return first, wrapErr("claim an SMS callback", err)
+// SMSCallbackSeen implements Phones.
+func (r *Redis) SMSCallbackSeen(ctx context.Context, key string) (bool, error) {
+	n, err := r.rdb.Exists(ctx, keySMSCallback+key).Result()
+	return n > 0, wrapErr("read an SMS callback", err)
 }
 
-// ForgetSMSCallback implements Phones.
-func (r *Redis) ForgetSMSCallback(ctx context.Context, key string) error {
-	return wrapErr("forget an SMS callback", r.rdb.Del(ctx, keySMSCallback+key).Err())
+// RememberSMSCallback implements Phones.
+func (r *Redis) RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error {
+	return wrapErr("remember an SMS callback", r.rdb.Set(ctx, keySMSCallback+key, "1", ttl).Err())
 }
 
 // PendingPhoneCode is the number id's waiting code was sent to ("": none).
