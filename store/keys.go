@@ -60,7 +60,7 @@ const (
 	sfxChannels  = "chan:"      // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
 	sfxChose     = "chose"      // bitmap: bit idSlot set once the subscriber chose channels for a topic
 	sfxOrder     = "order:"     // + channel:id: zset event key -> posted (unix ms), the person's events waiting on that channel (order.go)
-	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries: a number the person gave waiting for its texted code (10 minutes)
+	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries, sid (once the gateway took its text): a number the person gave waiting for its texted code (10 minutes)
 	sfxNumber    = "num:"       // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
 	// A person's tags (tags.go): one bitmap per tag, so a segment reads

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		{"Devices", testDevices},
 		{"Phones", testPhones},
 		{"PhoneCodes", testPhoneCodes},
+		{"SMSCallbacks", testSMSCallbacks},
 		{"Channels", testChannels},
 		{"Tags", testTags},
 		{"Fields", testFields},

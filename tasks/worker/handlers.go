@@ -36,7 +36,7 @@ type Store interface {
 	store.Phones
 	store.PersonOrder
 	store.ChannelChoices
-	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
+	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (string, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 	EventEngagement(ctx context.Context, eventID string) (int64, error)
