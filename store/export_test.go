@@ -32,6 +32,7 @@ var Scripts = map[string]*redis.Script{
 	"deleteItemScript":       deleteItemScript,
 	"deleteSegmentScript":    deleteSegmentScript,
 	"digestIssueScript":      digestIssueScript,
+	"disownScript":           disownScript,
 	"endScript":              endScript,
 	"engageScript":           engageScript,
 	"eventEngagementScript":  eventEngagementScript,
