@@ -282,7 +282,9 @@ func (c *Client) post(ctx context.Context, hc *http.Client, endpoint, token stri
 	h.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("apns: send: %w", err)
+		// The path holds the device token: no log may keep it whole.
+		device := strings.TrimPrefix(req.URL.Path, "/3/device/")
+		return fmt.Errorf("apns: send: %w", push.HideURL(err, req.URL.Scheme+"://"+req.URL.Host+"/3/device/"+device[:8]+"…"))
 	}
 	defer func() { _ = resp.Body.Close() }() // the answer is read; a close error changes nothing
 	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))

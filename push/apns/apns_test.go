@@ -451,3 +451,14 @@ func TestIncompleteClient(t *testing.T) {
 		t.Error("an incomplete client sent a request")
 	}
 }
+
+// A network error names the device by its token's start only: the path
+// holds the token, and the error goes to the logs and the task queue.
+func TestNetworkErrorHidesTheDeviceToken(t *testing.T) {
+	_, c, _ := setup(t)
+	c.BaseURL = "https://127.0.0.1:1" // nothing listens there
+	err := c.Send(context.Background(), device, apns.Notification{Title: "t"})
+	if err == nil || strings.Contains(err.Error(), device) || !strings.Contains(err.Error(), device[:8]+"…") {
+		t.Fatalf("err = %v: want the device token's start only", err)
+	}
+}
