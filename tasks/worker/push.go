@@ -125,7 +125,18 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 		})
 	}
 	wg.Wait()
-	return laterRetry(errs...)
+	err = laterRetry(errs...)
+	if err != nil && !p.At.IsZero() && settled(ctx, err) {
+		// The task is given up (its last attempt): a way that was only
+		// waiting its turn is done with too, or it would hold the
+		// person's next events there until it went stale.
+		for _, order := range pushOrders {
+			if lerr := h.leave(order, p); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
+	}
+	return err
 }
 
 // leave takes an event with nothing to send on one of the person's orders
