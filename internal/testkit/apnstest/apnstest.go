@@ -3,9 +3,13 @@
 // key of its own (written as a .p8 file). Every request must come over
 // HTTP/2 and carry a provider token that verifies (ES256 under the key,
 // kid the key's id, iss the team, iat under an hour old by the server's
-// clock), the app's topic and an alert push type. It records what it
-// takes, counts connections, and can be made slow, answer 503, or say a
-// device token is unregistered.
+// clock), the app's topic and an alert push type. It answers as APNs
+// does: apns-id on every answer (the request's, or a fresh UUID), JSON
+// {"reason"} errors, 413 PayloadTooLarge past 4096 bytes, 405 for a
+// method other than POST, and 429 TooManyProviderTokenUpdates for a new
+// provider token on a connection within 20 minutes of its last. It
+// records what it takes, counts connections, and can be made slow,
+// answer 503 (with Retry-After), or say a device token is unregistered.
 //
 // The JWT check is written here from RFC 7515 and 7518, sharing no code
 // with package apns.

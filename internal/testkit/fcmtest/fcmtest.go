@@ -4,8 +4,12 @@
 // token_uri is this server. The token endpoint verifies the JWT assertion
 // as Google does (RS256 under the account's public key, kid, iss, aud,
 // scope, exp) and issues access tokens; messages:send takes a message only
-// with an access token it issued and that has not expired. It can be made
-// slow, answer 503, or say a token is unregistered.
+// with an access token it issued and that has not expired. Errors are
+// google.rpc.Status JSON with an FcmError detail where FCM gives one
+// (UNREGISTERED with 404; none for a message over 4096 bytes of
+// notification and data, a 400 INVALID_ARGUMENT). It can be made slow,
+// answer 503 or 429 with Retry-After (Unavailable, Throttle), or say a
+// token is unregistered.
 //
 // The JWT check is written here from RFC 7515 and 7523, sharing no code
 // with package fcm or golang.org/x/oauth2.
