@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/push"
 )
@@ -77,8 +78,11 @@ func parseError(resp *http.Response, answer []byte) *Error {
 			}
 		}
 	} else {
-		e.Message = strings.TrimSpace(string(answer[:min(len(answer), 512)]))
+		e.Message = strings.TrimSpace(string(answer))
 	}
+	// The message goes to the logs and the task queue: a broken or
+	// hostile answer gets its first maxMessage bytes there, no more.
+	e.Message = clipMessage(e.Message)
 	e.class = classify(e, unregistered)
 	if e.class == push.ErrUnavailable {
 		e.retryAfter = push.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -102,4 +106,19 @@ func classify(e *Error, unregistered bool) error {
 	default:
 		return push.ErrRefused
 	}
+}
+
+// maxMessage bounds the message an error carries from FCM's answer.
+const maxMessage = 512
+
+// clipMessage is msg cut to maxMessage bytes on a character boundary.
+func clipMessage(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }

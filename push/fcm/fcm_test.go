@@ -505,3 +505,15 @@ func TestValidToken(t *testing.T) {
 		t.Error("a malformed token was sent to FCM")
 	}
 }
+
+// A broken or hostile FCM's long error message is cut to 512 bytes (on a
+// character) before it reaches an error, a log or the task queue.
+func TestErrorMessageIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 20000)
+	for _, body := range []string{`{"error":{"code":500,"message":"` + long + `","status":"INTERNAL"}}`, long} {
+		err := fcm.ParseError(500, body, "")
+		if n := len(err.Error()); n > 700 || !utf8.ValidString(err.Error()) {
+			t.Errorf("an error of %d bytes (valid UTF-8: %v), want at most about 512 of FCM's message", n, utf8.ValidString(err.Error()))
+		}
+	}
+}
