@@ -183,7 +183,12 @@ func (h *PushSender) routes(ctx context.Context, p tasks.PushPayload, subID int6
 		})
 	}
 	for _, d := range apps {
-		r := &routes[slices.Index(pushOrders, store.ChannelPush+":"+d.Platform)]
+		at := slices.Index(pushOrders, store.ChannelPush+":"+d.Platform)
+		if at < 0 { // a gate for a platform the lane has no order for
+			h.Log.Error("push: no order for the platform, device not notified", "platform", d.Platform, "device", d.ID)
+			continue
+		}
+		r := &routes[at]
 		r.marks = append(r.marks, appMark(p.Key, subID, d))
 		r.sends = append(r.sends, func() error { return h.notifyApp(ctx, subID, d, appMark(p.Key, subID, d), n) })
 	}
