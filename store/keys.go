@@ -56,6 +56,7 @@ const (
 	// subscriber, deleted when the person leaves.
 	sfxPush      = "push:"      // + id: hash endpoint -> "seq created-ms p256dh auth"
 	sfxDevices   = "dev:"       // + id: hash device id -> "seq created-ms platform token" (devices.go)
+	sfxDevOwner  = "devowner:"  // + device id, in the shard of the id's hash: the subscriber id whose device it is, its newest registrant (devices.go)
 	sfxPhone     = "phone:"     // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
 	sfxChannels  = "chan:"      // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
 	sfxChose     = "chose"      // bitmap: bit idSlot set once the subscriber chose channels for a topic

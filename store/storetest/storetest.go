@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"SentMarks", testSentMarks},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"Devices", testDevices},
+		{"DeviceMovesToNewestOwner", testDeviceMovesToNewestOwner},
 		{"Phones", testPhones},
 		{"PhoneCodes", testPhoneCodes},
 		{"SMSCallbacks", testSMSCallbacks},
