@@ -20,6 +20,7 @@ var Scripts = map[string]*redis.Script{
 	"checkVersionScript":       checkVersionScript,
 	"claimScript":              claimScript,
 	"claimSharedScript":        claimSharedScript,
+	"codeSentScript":           codeSentScript,
 	"confirmScript":            confirmScript,
 	"confirmTOTPScript":        confirmTOTPScript,
 	"countFeedbackScript":      countFeedbackScript,
