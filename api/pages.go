@@ -4,7 +4,10 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -64,7 +67,15 @@ func init() {
 
 func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
+		d.Newsletter = sr.newsletter()
+	}
 	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+	if origin := logoOrigin(d.Newsletter.LogoURL); origin != "" {
+		// The header's logo, and nothing else: a page that carries a
+		// token loads no other image (which could be a tracker).
+		csp += "; img-src " + origin
+	}
 	if d.Push != nil {
 		// The web push offer: our own script, which registers our service
 		// worker and posts the subscription to us.
@@ -72,14 +83,29 @@ func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	}
 	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
-		d.Newsletter = sr.newsletter()
-	}
 	w.WriteHeader(code)
 	// The templates are parsed at start and their data is ours: an error
 	// here is a client that left mid-page.
 	_ = pages[name].ExecuteTemplate(w, "layout", d)
 }
+
+// logoOrigin is the CSP source of the settings' logo URL: its https
+// origin, or "" when there is no logo or it is not plain https (the
+// settings refuse such a URL; an older stored one is simply not
+// allowed). Only a host of letters, digits, dots, hyphens and a port
+// passes, so nothing from the URL can end the directive.
+func logoOrigin(logoURL string) string {
+	if logoURL == "" {
+		return ""
+	}
+	u, err := url.Parse(logoURL)
+	if err != nil || u.Scheme != "https" || u.User != nil || !cspHost.MatchString(u.Host) {
+		return ""
+	}
+	return "https://" + strings.ToLower(u.Host)
+}
+
+var cspHost = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]{1,5})?$`)
 
 func message(w http.ResponseWriter, code int, title string, lines ...string) {
 	renderPage(w, code, "message", pageData{Title: title, Lines: lines, Back: code >= 400})
