@@ -197,8 +197,14 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvOf(t, func(st *store.Redis) *store.Redis { return st })
+}
+
+// newEnvOf is newEnv whose store is the one adjust makes of it.
+func newEnvOf(t testing.TB, adjust func(*store.Redis) *store.Redis) *env {
+	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBConsole)
-	st := store.NewRedis(rdb)
+	st := adjust(store.NewRedis(rdb))
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	jobs := tasks.NewDispatcher(client, st, nil)
