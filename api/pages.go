@@ -43,6 +43,9 @@ type pageData struct {
 	// (export, erase) with Token to a message page: a person whose
 	// subscription ended still has their data with us.
 	DataRequests bool
+	// Undo, on the page that says a person is unsubscribed, is the
+	// resubscribe token of its button (resubscribe.go; "" : no button).
+	Undo string
 	// Newsletter are the settings in effect (renderPage fills them in
 	// from the writer when the handler did not).
 	Newsletter store.Settings

@@ -99,7 +99,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	var email, topic string
+	var email, topic, undo string
 	var issue int64 // the issue whose mail the link came in (0: another mail, or none)
 	switch tok := firstNonEmpty(oneClick, in.get("token")); {
 	case tok != "":
@@ -112,16 +112,21 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		topic, issue = who.Topic, who.Issue
-		switch email, err = s.addressOf(r.Context(), who); {
+		sub, err := s.subscriberOf(r.Context(), who)
+		switch {
 		case errors.Is(err, store.ErrNotFound):
 			// Nobody left to unsubscribe: done, as for an address
 			// that is not on the list.
-			s.unsubscribed(w, r, oneClick != "", "", topic)
+			s.unsubscribed(w, r, oneClick != "", "", topic, "")
 			return
 		case err != nil:
 			s.deps.Log.Error("unsubscribe: store", "err", err)
 			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 			return
+		}
+		email = sub.Email
+		if oneClick == "" {
+			undo = s.undoToken(sub, leaving(sub, topic))
 		}
 	default:
 		// By address alone: anyone can type any address, so this path
@@ -156,13 +161,28 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 		return
 	}
-	s.unsubscribed(w, r, oneClick != "", email, topic)
+	s.unsubscribed(w, r, oneClick != "", email, topic, undo)
+}
+
+// leaving are the topics an unsubscribe through a link of topic ("":
+// everything) takes from sub: what its undo gives back.
+func leaving(sub store.Subscriber, topic string) []string {
+	switch {
+	case sub.Status != store.Active:
+		return nil
+	case topic == "":
+		return sub.Topics
+	case slices.Contains(sub.Topics, topic):
+		return []string{topic}
+	}
+	return nil
 }
 
 // unsubscribed answers a done unsubscribe: RFC 8058 reads only the status
 // of a one-click; the others say what happened (email "" for a link whose
-// subscriber is no longer on the list).
-func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick bool, email, topic string) {
+// subscriber is no longer on the list), a page with the button of undo
+// (a resubscribe token; "" : none).
+func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick bool, email, topic, undo string) {
 	whom := "you"
 	if email != "" {
 		whom = email
@@ -182,10 +202,10 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 		}
 		WriteJSON(w, http.StatusAccepted, body)
 	case topic != "":
-		message(w, http.StatusAccepted, "You are unsubscribed from "+s.topicName(topic),
-			"We will not send "+s.topicName(topic)+" to "+whom+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
+		renderPage(w, http.StatusAccepted, "message", pageData{Title: "You are unsubscribed from " + s.topicName(topic), Undo: undo, Lines: []string{
+			"We will not send " + s.topicName(topic) + " to " + whom + " any more. Anything else you chose goes on; the link at the foot of any of our mails changes it."}})
 	default:
-		message(w, http.StatusAccepted, "You are unsubscribed", "We will not send any more mail to "+whom+".")
+		renderPage(w, http.StatusAccepted, "message", pageData{Title: "You are unsubscribed", Undo: undo, Lines: []string{"We will not send any more mail to " + whom + "."}})
 	}
 }
 
