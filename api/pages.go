@@ -114,13 +114,25 @@ func message(w http.ResponseWriter, code int, title string, lines ...string) {
 	renderPage(w, code, "message", pageData{Title: title, Lines: lines, Back: code >= 400})
 }
 
-// topicChoices are the topics on offer as checkboxes, those in checked
-// ticked.
+// signupChoices are the public form's checkboxes: the topics of the
+// public signup, those in checked ticked.
+func (s *Server) signupChoices(checked []string) []topicChoice {
+	var out []topicChoice
+	for _, t := range s.cfg.Topics.Current().Signup() {
+		out = append(out, topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)})
+	}
+	return out
+}
+
+// topicChoices are the preference centre's checkboxes, those in checked
+// (the person's) ticked: the topics of the public signup, and the
+// Assigned ones the person has (to leave them).
 func (s *Server) topicChoices(checked []string) []topicChoice {
-	offered := s.cfg.Topics.Current().Offered()
-	out := make([]topicChoice, len(offered))
-	for i, t := range offered {
-		out[i] = topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)}
+	var out []topicChoice
+	for _, t := range s.cfg.Topics.Current().Offered() {
+		if ticked := slices.Contains(checked, t.ID); !t.Assigned || ticked {
+			out = append(out, topicChoice{Topic: t, Checked: ticked})
+		}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -164,6 +166,9 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		chosen, err = s.cfg.Topics.Current().Check(in["topics"])
 	}
+	if err == nil {
+		err = s.noNewAssigned(chosen, before.Topics)
+	}
 	var channels map[string][]string
 	if err == nil && in.get("channels_shown") == "1" {
 		channels, err = s.chosenChannels(in["channels"])
@@ -211,6 +216,18 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	// Post/Redirect/Get: the page saved is at its link again, so a
 	// reload or a bookmark opens it (rather than a URL without the token).
 	http.Redirect(w, r, "/preferences?token="+url.QueryEscape(tok)+"&saved=1", http.StatusSeeOther)
+}
+
+// noNewAssigned refuses a topic the newsletter assigns (not public)
+// that the person does not have: the page does not offer it, and only
+// the API, the console or an import give it.
+func (s *Server) noNewAssigned(chosen, had []string) error {
+	for _, id := range chosen {
+		if t, _ := s.cfg.Topics.Current().Topic(id); t.Assigned && !slices.Contains(had, id) {
+			return fmt.Errorf("topic %q is %w: it is given by the newsletter, not chosen here", id, topics.ErrNotPublic)
+		}
+	}
+	return nil
 }
 
 // left answers a person who left everything (before: as they were),

@@ -324,7 +324,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Current().Defaults()), Newsletter: s.newsletter(r)})
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.signupChoices(s.cfg.Topics.Current().SignupDefaults()), Newsletter: s.newsletter(r)})
 }
 
 // wantsJSON tells API clients from browsers: a JSON body, or an Accept
