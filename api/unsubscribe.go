@@ -103,30 +103,9 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	var issue int64 // the issue whose mail the link came in (0: another mail, or none)
 	switch tok := firstNonEmpty(oneClick, in.get("token")); {
 	case tok != "":
-		// A token from a mail of one topic leaves that topic only; one
-		// without a topic (older mails, the link mailed on request)
-		// leaves everything.
-		who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
-		if err != nil {
-			fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
+		var ok bool
+		if email, topic, issue, undo, ok = s.unsubscribeToken(w, r, tok, oneClick != ""); !ok {
 			return
-		}
-		topic, issue = who.Topic, who.Issue
-		sub, err := s.subscriberOf(r.Context(), who)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			// Nobody left to unsubscribe: done, as for an address
-			// that is not on the list.
-			s.unsubscribed(w, r, oneClick != "", "", topic, "")
-			return
-		case err != nil:
-			s.deps.Log.Error("unsubscribe: store", "err", err)
-			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
-			return
-		}
-		email = sub.Email
-		if oneClick == "" {
-			undo = s.undoToken(sub, leaving(sub, topic))
 		}
 	default:
 		// By address alone: anyone can type any address, so this path
@@ -162,6 +141,37 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.unsubscribed(w, r, oneClick != "", email, topic, undo)
+}
+
+// unsubscribeToken reads an unsubscribe link's token: whom it names,
+// the topic it leaves and the issue it came in, and (for the page's
+// button, not a one-click) the undo's token. It answers itself when the
+// request ends here (ok false).
+func (s *Server) unsubscribeToken(w http.ResponseWriter, r *http.Request, tok string, oneClick bool) (email, topic string, issue int64, undo string, ok bool) {
+	// A token from a mail of one topic leaves that topic only; one
+	// without a topic (older mails, the link mailed on request) leaves
+	// everything.
+	who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
+		return "", "", 0, "", false
+	}
+	sub, err := s.subscriberOf(r.Context(), who)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Nobody left to unsubscribe: done, as for an address that is
+		// not on the list.
+		s.unsubscribed(w, r, oneClick, "", who.Topic, "")
+		return "", "", 0, "", false
+	case err != nil:
+		s.deps.Log.Error("unsubscribe: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
+		return "", "", 0, "", false
+	}
+	if !oneClick {
+		undo = s.undoToken(sub, leaving(sub, who.Topic))
+	}
+	return sub.Email, who.Topic, who.Issue, undo, true
 }
 
 // leaving are the topics an unsubscribe through a link of topic ("":
