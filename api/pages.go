@@ -46,6 +46,9 @@ type pageData struct {
 	// Undo, on the page that says a person is unsubscribed, is the
 	// resubscribe token of its button (resubscribe.go; "" : no button).
 	Undo string
+	// Fresh, on the page of an expired preferences link, is that link's
+	// token, for the button that mails a fresh one (fresh.go).
+	Fresh string
 	// Newsletter are the settings in effect (renderPage fills them in
 	// from the writer when the handler did not).
 	Newsletter store.Settings

@@ -28,8 +28,10 @@ import (
 func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (token.Subject, bool) {
 	who, err := s.deps.Signer.Verify(token.Preferences, tok)
 	if errors.Is(err, token.ErrExpired) {
-		message(w, http.StatusBadRequest, "This link has expired",
-			"A preferences link works for 90 days after its mail. The link at the foot of a more recent mail of ours opens your preferences.")
+		// The page offers a fresh link (POST /preferences/fresh), and
+		// shows nothing of the person.
+		renderPage(w, http.StatusBadRequest, "message", pageData{Title: "This link has expired", Fresh: tok, Lines: []string{
+			"A preferences link works for 90 days after its mail. The link at the foot of a more recent mail of ours opens your preferences, or we can mail you a fresh one."}})
 		return token.Subject{}, false
 	}
 	if err != nil {

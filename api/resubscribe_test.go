@@ -13,6 +13,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // undoForm finds the resubscribe button's token in a page.
@@ -117,10 +118,14 @@ func TestResubscribeUndoesExactlyWhatWasLeft(t *testing.T) {
 }
 
 // TestPreferencesLinkExpiresAndMasksTheAddress: a preferences link works
-// for 90 days; past it the page says it expired and shows nothing of the
-// person. A working one shows the address masked.
+// for 90 days; past it the page says it expired, shows nothing of the
+// person, and offers to mail a fresh link (POST /preferences/fresh: to
+// the address the link named, held per mailbox, the same answer whether
+// or not the person is on the list). A working one shows the address
+// masked.
 func TestPreferencesLinkExpiresAndMasksTheAddress(t *testing.T) {
-	e := newEnv(t, Config{DoubleOptIn: false})
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com", SubscribeRate: 100,
+		ConfirmHold: store.ConfirmHold{Every: time.Hour, PerDay: ConfirmationsPerDay}})
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"jane@example.com"}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -137,6 +142,49 @@ func TestPreferencesLinkExpiresAndMasksTheAddress(t *testing.T) {
 	if resp, _ := e.prefsPost(t, "/preferences", "", url.Values{"token": {old}, "leave": {"all"}}); resp.StatusCode != http.StatusBadRequest || e.status(t, "jane@example.com") != store.Active {
 		t.Fatalf("a post with an expired link: %d", resp.StatusCode)
 	}
+	// Its page's button mails a fresh link to the address the link
+	// named: one task, then held by the mailbox's allowance; the answer
+	// is the same, and the same for a person no longer on the list.
+	fresh := undoFormOf(t, page, "/preferences/fresh")
+	if fresh != old {
+		t.Fatalf("the expired page's button carries %q, want the expired token", fresh)
+	}
+	const origin = "https://news.example.com"
+	var answers []string
+	for range 2 {
+		resp, body := e.prefsPost(t, "/preferences/fresh", origin, url.Values{"token": {fresh}})
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("fresh link: %d %s", resp.StatusCode, body)
+		}
+		answers = append(answers, body)
+	}
+	if info, err := e.insp.GetTaskInfo(tasks.QueueTransactional, tasks.PreferencesLinkTaskID("jane@example.com")); err != nil || info.Type != tasks.TypePreferencesEmail {
+		t.Fatalf("the fresh link's task: %+v %v", info, err)
+	}
+	if n := e.taskCount(t, tasks.QueueTransactional); n != 1 {
+		t.Fatalf("%d transactional tasks, want the one fresh link (the second ask held)", n)
+	}
+	gone := e.signer.WithClock(func() time.Time { return time.Now().Add(-token.PreferencesTTL - time.Hour) }).Sign(token.Preferences, sub.ID+1000)
+	resp, body := e.prefsPost(t, "/preferences/fresh", origin, url.Values{"token": {gone}})
+	if resp.StatusCode != http.StatusAccepted || body != answers[0] || answers[1] != answers[0] {
+		t.Fatalf("the answers differ: %d\n%s\n%s\n%s", resp.StatusCode, answers[0], answers[1], body)
+	}
+	if resp, _ := e.prefsPost(t, "/preferences/fresh", "https://evil.example", url.Values{"token": {fresh}}); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("another site's post: %d", resp.StatusCode)
+	}
+	if resp, _ := e.prefsPost(t, "/preferences/fresh", origin, url.Values{"token": {"forged"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a forged token: %d", resp.StatusCode)
+	}
+}
+
+// undoFormOf finds the token of the page's form posting to action.
+func undoFormOf(t *testing.T, page, action string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<form method="post" action="` + regexp.QuoteMeta(action) + `" class="leave">\s*<input type="hidden" name="token" value="([^"]+)">`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form posting to %s:\n%s", action, page)
+	}
+	return html.UnescapeString(m[1])
 }
 
 // TestPreferenceCentreOffersOnlyConfiguredChannels: without web push,

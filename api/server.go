@@ -266,6 +266,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /preferences", tokenPage(s.preferencesPage))
 	m.HandleFunc("POST /preferences", tokenPage(s.preferences))
 	m.HandleFunc("POST /resubscribe", tokenPage(s.resubscribe))
+	m.HandleFunc("POST /preferences/fresh", tokenPage(s.freshPreferences))
 	health.Register(m, s.deps.Store)
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)

@@ -368,7 +368,7 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 // someone types an address (a confirmation, an unsubscribe link): RFC 3834
 // marks them so that a vacation responder or a ticket system does not
 // answer them, and a mail loop cannot start between two robots.
-var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true, KindInvite: true}
+var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true, KindPreferences: true, KindInvite: true}
 
 // toAddress is the To of a mail to addr for a person called name. The
 // name is kept as typed and net/mail's Address.String writes it (go-mail

@@ -35,7 +35,7 @@ func Load(path string, welcomeDelay time.Duration) (*Set, error) {
 // these names would share its template and delivery marks.
 // The layout and the issue bodies are templates of their own (mailer's
 // TemplateNames).
-var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe", "issue", "layout", "digest-issue", "post-issue"}
+var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe", "preferences", "issue", "layout", "digest-issue", "post-issue"}
 
 var (
 	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
