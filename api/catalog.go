@@ -36,6 +36,7 @@ type TopicJSON struct {
 	Description string     `json:"description"`
 	Default     bool       `json:"default"`
 	Archive     *bool      `json:"archive,omitempty"` // absent: true (its sent issues are public)
+	Public      *bool      `json:"public,omitempty"`  // absent: true (offered on the public signup form)
 	Retired     bool       `json:"retired"`
 	Feeds       []FeedJSON `json:"feeds"`
 }
@@ -59,8 +60,8 @@ type StepJSON struct {
 func TopicsToJSON(set *topics.Set) []TopicJSON {
 	out := make([]TopicJSON, 0, len(set.Topics))
 	for _, t := range set.Topics {
-		public := !t.Private
-		j := TopicJSON{ID: t.ID, Name: t.Name, Description: t.Description, Default: t.Default, Archive: &public, Retired: t.Retired, Feeds: []FeedJSON{}}
+		archived, public := !t.Private, !t.Assigned
+		j := TopicJSON{ID: t.ID, Name: t.Name, Description: t.Description, Default: t.Default, Archive: &archived, Public: &public, Retired: t.Retired, Feeds: []FeedJSON{}}
 		for _, f := range t.Feeds {
 			j.Feeds = append(j.Feeds, FeedJSON{URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
 		}
@@ -71,7 +72,8 @@ func TopicsToJSON(set *topics.Set) []TopicJSON {
 
 // TopicFromJSON is j as a topic (Validate checks it).
 func TopicFromJSON(j TopicJSON) topics.Topic {
-	t := topics.Topic{ID: j.ID, Name: j.Name, Description: j.Description, Default: j.Default, Private: j.Archive != nil && !*j.Archive, Retired: j.Retired}
+	t := topics.Topic{ID: j.ID, Name: j.Name, Description: j.Description, Default: j.Default, Private: j.Archive != nil && !*j.Archive,
+		Assigned: j.Public != nil && !*j.Public, Retired: j.Retired}
 	for _, f := range j.Feeds {
 		t.Feeds = append(t.Feeds, topics.Feed{Topic: j.ID, URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
 	}
@@ -347,7 +349,7 @@ func ChangedTopics(prev *topics.Set, next topics.Set) string {
 			out = append(out, "added "+t.ID)
 		case old.Retired != t.Retired && t.Retired:
 			out = append(out, "retired "+t.ID)
-		case old.Name != t.Name || old.Description != t.Description || old.Default != t.Default || old.Private != t.Private || old.Retired != t.Retired || !slices.Equal(old.Feeds, t.Feeds):
+		case old.Name != t.Name || old.Description != t.Description || old.Default != t.Default || old.Private != t.Private || old.Assigned != t.Assigned || old.Retired != t.Retired || !slices.Equal(old.Feeds, t.Feeds):
 			out = append(out, "changed "+t.ID)
 		}
 	}

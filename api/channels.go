@@ -10,10 +10,11 @@ import (
 )
 
 // The preference centre's channels: under each topic, the channels the
-// person gets it by. E-mail and push are offered to everyone (push
-// reaches the browsers and apps they have); SMS only with a number that
-// takes texts (given through the product's backend, PUT
-// /api/subscribers/{email}/phone). The form posts "channels" values
+// person gets it by. E-mail is offered to everyone; push when the service
+// sends push (web push, FCM or APNs configured: it reaches the browsers
+// and apps they have); SMS only with a number that takes texts (given
+// through the product's backend, PUT /api/subscribers/{email}/phone). A
+// channel not offered keeps its stored choice on a save. The form posts "channels" values
 // "<topic>:<channel>" and channels_shown=1; a form without channels_shown
 // (an older page, a script) leaves the choices as they are.
 
@@ -55,11 +56,23 @@ func maskNumber(n string) string {
 	return strings.Repeat("•", 4) + n[len(n)-3:]
 }
 
+// offered tells whether the preference centre offers channel c to a
+// person (sms: whether they have a number that takes texts).
+func (s *Server) offered(c string, sms bool) bool {
+	switch c {
+	case store.ChannelPush:
+		return s.pushOn() || s.cfg.AppPush
+	case store.ChannelSMS:
+		return sms
+	}
+	return true
+}
+
 // withChannels adds each topic's channel checkboxes to the page's topics.
-func withChannels(topics []topicChoice, chans store.Channels, sms bool) []topicChoice {
+func (s *Server) withChannels(topics []topicChoice, chans store.Channels, sms bool) []topicChoice {
 	for i := range topics {
 		for _, c := range store.AllChannels {
-			if c == store.ChannelSMS && !sms {
+			if !s.offered(c, sms) {
 				continue
 			}
 			id := topics[i].ID
@@ -89,18 +102,21 @@ func (s *Server) chosenChannels(values []string) (map[string][]string, error) {
 	return out, nil
 }
 
-// saveChannels stores the topics' channels that changed. SMS is kept as
-// it was for a person without a number that takes texts (the page did
-// not offer it).
+// saveChannels stores the topics' channels that changed. A channel the
+// page did not offer (SMS for a person without a number that takes
+// texts, push on a service that sends none) is kept as it was, whatever
+// was posted for it.
 func (s *Server) saveChannels(ctx context.Context, sub store.Subscriber, chosen map[string][]string) error {
 	before, sms, _, _, err := s.channelsOffer(ctx, sub)
 	if err != nil {
 		return err
 	}
 	for _, t := range s.cfg.Topics.Current().Topics {
-		want := chosen[t.ID]
-		if !sms && before.Wants(t.ID, store.ChannelSMS) {
-			want = append(want, store.ChannelSMS)
+		var want []string
+		for _, c := range store.AllChannels {
+			if s.offered(c, sms) && slices.Contains(chosen[t.ID], c) || !s.offered(c, sms) && before.Wants(t.ID, c) {
+				want = append(want, c)
+			}
 		}
 		same := true
 		for _, c := range store.AllChannels {

@@ -4,7 +4,10 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -40,6 +43,12 @@ type pageData struct {
 	// (export, erase) with Token to a message page: a person whose
 	// subscription ended still has their data with us.
 	DataRequests bool
+	// Undo, on the page that says a person is unsubscribed, is the
+	// resubscribe token of its button (resubscribe.go; "" : no button).
+	Undo string
+	// Fresh, on the page of an expired preferences link, is that link's
+	// token, for the button that mails a fresh one (fresh.go).
+	Fresh string
 	// Newsletter are the settings in effect (renderPage fills them in
 	// from the writer when the handler did not).
 	Newsletter store.Settings
@@ -64,7 +73,15 @@ func init() {
 
 func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
+		d.Newsletter = sr.newsletter()
+	}
 	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+	if origin := logoOrigin(d.Newsletter.LogoURL); origin != "" {
+		// The header's logo, and nothing else: a page that carries a
+		// token loads no other image (which could be a tracker).
+		csp += "; img-src " + origin
+	}
 	if d.Push != nil {
 		// The web push offer: our own script, which registers our service
 		// worker and posts the subscription to us.
@@ -72,26 +89,53 @@ func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	}
 	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
-		d.Newsletter = sr.newsletter()
-	}
 	w.WriteHeader(code)
 	// The templates are parsed at start and their data is ours: an error
 	// here is a client that left mid-page.
 	_ = pages[name].ExecuteTemplate(w, "layout", d)
 }
 
+// logoOrigin is the CSP source of the settings' logo URL: its https
+// origin, or "" when there is no logo or it is not plain https (the
+// settings refuse such a URL; an older stored one is simply not
+// allowed). Only a host of letters, digits, dots, hyphens and a port
+// passes, so nothing from the URL can end the directive.
+func logoOrigin(logoURL string) string {
+	if logoURL == "" {
+		return ""
+	}
+	u, err := url.Parse(logoURL)
+	if err != nil || u.Scheme != "https" || u.User != nil || !cspHost.MatchString(u.Host) {
+		return ""
+	}
+	return "https://" + strings.ToLower(u.Host)
+}
+
+var cspHost = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]{1,5})?$`)
+
 func message(w http.ResponseWriter, code int, title string, lines ...string) {
 	renderPage(w, code, "message", pageData{Title: title, Lines: lines, Back: code >= 400})
 }
 
-// topicChoices are the topics on offer as checkboxes, those in checked
-// ticked.
+// signupChoices are the public form's checkboxes: the topics of the
+// public signup, those in checked ticked.
+func (s *Server) signupChoices(checked []string) []topicChoice {
+	var out []topicChoice
+	for _, t := range s.cfg.Topics.Current().Signup() {
+		out = append(out, topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)})
+	}
+	return out
+}
+
+// topicChoices are the preference centre's checkboxes, those in checked
+// (the person's) ticked: the topics of the public signup, and the
+// Assigned ones the person has (to leave them).
 func (s *Server) topicChoices(checked []string) []topicChoice {
-	offered := s.cfg.Topics.Current().Offered()
-	out := make([]topicChoice, len(offered))
-	for i, t := range offered {
-		out[i] = topicChoice{Topic: t, Checked: slices.Contains(checked, t.ID)}
+	var out []topicChoice
+	for _, t := range s.cfg.Topics.Current().Offered() {
+		if ticked := slices.Contains(checked, t.ID); !t.Assigned || ticked {
+			out = append(out, topicChoice{Topic: t, Checked: ticked})
+		}
 	}
 	return out
 }

@@ -94,7 +94,7 @@ func TestEventChannels(t *testing.T) {
 // STOP is named with how to turn texts back on; a post that did not show
 // the channels leaves them as they were.
 func TestPreferenceCentreChannels(t *testing.T) {
-	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com"})
+	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com", AppPush: true})
 	ctx := context.Background()
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"c@x.io","topics":["digest","updates"]}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
@@ -125,7 +125,7 @@ func TestPreferenceCentreChannels(t *testing.T) {
 	}
 	form := url.Values{"token": {tok}, "topics": {"digest", "updates"}, "channels_shown": {"1"},
 		"channels": {"digest:email", "updates:sms", "updates:push"}}
-	if code := post(form); code != 200 {
+	if code := post(form); code != http.StatusSeeOther {
 		t.Fatalf("save: %d", code)
 	}
 	got, _ := e.store.ChannelsOf(ctx, []int64{sub.ID})
@@ -136,7 +136,7 @@ func TestPreferenceCentreChannels(t *testing.T) {
 	if code := post(form); code != 400 {
 		t.Fatalf("an unknown choice: %d, want 400", code)
 	}
-	if code := post(url.Values{"token": {tok}, "topics": {"digest", "updates"}, "name": {"Cy"}}); code != 200 {
+	if code := post(url.Values{"token": {tok}, "topics": {"digest", "updates"}, "name": {"Cy"}}); code != http.StatusSeeOther {
 		t.Fatalf("an older form: %d", code)
 	}
 	if again, _ := e.store.ChannelsOf(ctx, []int64{sub.ID}); !again[0].Wants("updates", store.ChannelSMS) || again[0].Wants("updates", store.ChannelEmail) {

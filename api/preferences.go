@@ -3,12 +3,16 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -23,6 +27,13 @@ import (
 // page itself.
 func (s *Server) preferencesToken(w http.ResponseWriter, tok string) (token.Subject, bool) {
 	who, err := s.deps.Signer.Verify(token.Preferences, tok)
+	if errors.Is(err, token.ErrExpired) {
+		// The page offers a fresh link (POST /preferences/fresh), and
+		// shows nothing of the person.
+		renderPage(w, http.StatusBadRequest, "message", pageData{Title: "This link has expired", Fresh: tok, Lines: []string{
+			"A preferences link works for 90 days after its mail. The link at the foot of a more recent mail of ours opens your preferences, or we can mail you a fresh one."}})
+		return token.Subject{}, false
+	}
 	if err != nil {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the foot of one of our mails.")
 		return token.Subject{}, false
@@ -86,11 +97,16 @@ func (s *Server) preferencesPage(w http.ResponseWriter, r *http.Request) {
 			Lines: []string{"We send nothing to " + sub.Email + ". To get our mail again, subscribe on the front page."}})
 		return
 	}
-	s.renderPreferences(w, r, http.StatusOK, tok, sub, "")
+	saved := ""
+	if r.URL.Query().Get("saved") == "1" {
+		saved = "Saved."
+	}
+	s.renderPreferences(w, r, http.StatusOK, tok, sub, saved)
 }
 
 func (s *Server) renderPreferences(w http.ResponseWriter, r *http.Request, code int, tok string, sub store.Subscriber, saved string, errs ...string) {
-	d := pageData{Title: "Your preferences", Email: sub.Email, Token: tok, Topics: s.topicChoices(sub.Topics),
+	// The address masked: the link may have been forwarded.
+	d := pageData{Title: "Your preferences", Email: address.Masked(sub.Email), Token: tok, Topics: s.topicChoices(sub.Topics),
 		Name: sub.Name, Timezone: sub.Timezone, Push: s.offerPush(tok)}
 	chans, sms, note, phone, err := s.channelsOffer(r.Context(), sub)
 	if err == nil && s.smsOn() {
@@ -101,7 +117,7 @@ func (s *Server) renderPreferences(w http.ResponseWriter, r *http.Request, code 
 		fail(w, r, http.StatusServiceUnavailable, "we could not show your preferences just now, please try again")
 		return
 	}
-	d.Topics, d.ChannelsNote = withChannels(d.Topics, chans, sms), note
+	d.Topics, d.ChannelsNote = s.withChannels(d.Topics, chans, sms), note
 	if saved != "" {
 		d.Lines = []string{saved}
 	}
@@ -140,7 +156,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 			return
 		}
-		s.left(w, r, email)
+		s.left(w, r, before)
 		return
 	}
 	if before.Status != store.Active {
@@ -151,6 +167,9 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 	var chosen []string
 	if err == nil {
 		chosen, err = s.cfg.Topics.Current().Check(in["topics"])
+	}
+	if err == nil {
+		err = s.noNewAssigned(chosen, before.Topics)
 	}
 	var channels map[string][]string
 	if err == nil && in.get("channels_shown") == "1" {
@@ -182,7 +201,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sub.Status != store.Active {
-		s.left(w, r, email)
+		s.left(w, r, before)
 		return
 	}
 	if channels != nil {
@@ -196,16 +215,32 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, viewOf(sub))
 		return
 	}
-	s.renderPreferences(w, r, http.StatusOK, tok, sub, "Saved.")
+	// Post/Redirect/Get: the page saved is at its link again, so a
+	// reload or a bookmark opens it (rather than a URL without the token).
+	http.Redirect(w, r, "/preferences?token="+url.QueryEscape(tok)+"&saved=1", http.StatusSeeOther)
 }
 
-// left answers a person who left everything.
-func (s *Server) left(w http.ResponseWriter, r *http.Request, email string) {
+// noNewAssigned refuses a topic the newsletter assigns (not public)
+// that the person does not have: the page does not offer it, and only
+// the API, the console or an import give it.
+func (s *Server) noNewAssigned(chosen, had []string) error {
+	for _, id := range chosen {
+		if t, _ := s.cfg.Topics.Current().Topic(id); t.Assigned && !slices.Contains(had, id) {
+			return fmt.Errorf("topic %q is %w: it is given by the newsletter, not chosen here", id, topics.ErrNotPublic)
+		}
+	}
+	return nil
+}
+
+// left answers a person who left everything (before: as they were),
+// with the button that undoes it.
+func (s *Server) left(w http.ResponseWriter, r *http.Request, before store.Subscriber) {
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusOK, map[string]string{"email": email, "status": string(store.Unsubscribed)})
+		WriteJSON(w, http.StatusOK, map[string]string{"email": before.Email, "status": string(store.Unsubscribed)})
 		return
 	}
-	message(w, http.StatusOK, "You are unsubscribed", "We will not send any more mail to "+email+".")
+	renderPage(w, http.StatusOK, "message", pageData{Title: "You are unsubscribed", Undo: s.undoToken(before, leaving(before, "")),
+		Lines: []string{"We will not send any more mail to " + before.Email + "."}})
 }
 
 // setPreferences stores p for before (an active subscriber, as read

@@ -108,7 +108,7 @@ var routeRoles = map[string]struct {
 var publicRoutes = map[string]bool{
 	"GET /{$}": true, "GET /favicon.ico": true, "POST /subscribe": true,
 	"GET /confirm": true, "POST /confirm": true, "GET /unsubscribe": true, "POST /unsubscribe": true,
-	"GET /preferences": true, "POST /preferences": true, "POST /preferences/export": true, "POST /preferences/erase": true,
+	"GET /preferences": true, "POST /preferences": true, "POST /resubscribe": true, "POST /preferences/fresh": true, "POST /preferences/export": true, "POST /preferences/erase": true,
 	"GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
 	"GET /archive": true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true, "GET /archive/topic/{topic}": true,
 	"POST /preferences/push": true, "GET /sw.js": true, "GET /push.js": true,

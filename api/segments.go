@@ -48,6 +48,10 @@ func (s *Server) segmentFailed(w http.ResponseWriter, what string, err error) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoSegment):
 		WriteJSON(w, http.StatusNotFound, errorBody("no such segment"))
+	case errors.Is(err, store.ErrSegmentCountSlow):
+		// Not the store's fault and not worth a retry as it is: the
+		// expression costs more than a count may.
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what, "err", err)
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what+", please retry"))

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -99,3 +102,27 @@ func TestFieldsAndSegments(t *testing.T) {
 }
 
 func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestSegmentCountBounded: GET /api/segments/count refuses an expression
+// of more than segment.MaxTerms terms (400 naming the position) and
+// answers a count that does not finish within the store's bound with a
+// clear 503, nothing counted.
+func TestSegmentCountBounded(t *testing.T) {
+	e := newHooksEnv(t, Config{})
+	long := strings.Repeat("topic:updates OR ", segment.MaxTerms) + "topic:digest"
+	code, body := e.hookAdmin(t, "GET", "/api/segments/count?expr="+url.QueryEscape(long), "")
+	if code != http.StatusBadRequest || !strings.Contains(body, "more than 50 terms") || !strings.Contains(body, `"position":`+strconv.Itoa(len("topic:updates OR ")*segment.MaxTerms+1)) {
+		t.Fatalf("%d terms: %d %s", segment.MaxTerms+1, code, body)
+	}
+	if code, body := e.hookAdmin(t, "GET", "/api/segments/count?expr=topic:updates", ""); code != http.StatusOK {
+		t.Fatalf("a plain count: %d %s", code, body)
+	}
+
+	slow := newEnvWith(t, Config{AdminToken: hooksAdmin}, func(d *Deps) {
+		d.Store = d.Store.(*store.Redis).WithSegmentCountTimeout(time.Nanosecond)
+	})
+	code, body = slow.hookAdmin(t, "GET", "/api/segments/count?expr=topic:updates", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the count did not finish in time") {
+		t.Fatalf("a count past its bound: %d %s", code, body)
+	}
+}

@@ -86,6 +86,10 @@ type Config struct {
 	// VAPIDPublicKey is the web push key the pages give browsers
 	// (base64url); empty: web push off, no routes, no offer.
 	VAPIDPublicKey string
+	// AppPush tells that FCM or APNs is configured: with it or web push
+	// the preference centre offers the Notifications channel (a person
+	// cannot be reached by push on a service that sends none).
+	AppPush bool
 	// Endpoints checks the push endpoints browsers hand in and the
 	// webhook endpoints admins register (https, public addresses unless
 	// NEWSLETTER_WEBHOOK_ALLOW_PRIVATE); the zero Guard wants both.
@@ -271,6 +275,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /unsubscribe", tokenPage(s.unsubscribe))
 	m.HandleFunc("GET /preferences", tokenPage(s.preferencesPage))
 	m.HandleFunc("POST /preferences", tokenPage(s.preferences))
+	m.HandleFunc("POST /resubscribe", tokenPage(s.resubscribe))
+	m.HandleFunc("POST /preferences/fresh", tokenPage(s.freshPreferences))
 	health.Register(m, s.deps.Store)
 	if s.deps.MetricsHandler != nil {
 		m.Handle("GET /metrics", s.deps.MetricsHandler)
@@ -329,7 +335,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) form(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.topicChoices(s.cfg.Topics.Current().Defaults()), Newsletter: s.newsletter(r)})
+	renderPage(w, http.StatusOK, "form", pageData{Title: "Subscribe", Topics: s.signupChoices(s.cfg.Topics.Current().SignupDefaults()), Newsletter: s.newsletter(r)})
 }
 
 // wantsJSON tells API clients from browsers: a JSON body, or an Accept

@@ -169,10 +169,12 @@ func profile(in input) (name, tz string, err error) {
 // none is an answer. Unknown ids and no topic at all are refused.
 func (s *Server) chosenTopics(in input) ([]string, error) {
 	ids, given := in["topics"]
-	chosen := s.cfg.Topics.Current().Defaults()
+	// A topic the newsletter assigns (not public) is neither given by
+	// default nor taken here, however the request was made.
+	chosen := s.cfg.Topics.Current().SignupDefaults()
 	if given || in.get("topics_shown") != "" {
 		var err error
-		if chosen, err = s.cfg.Topics.Current().Check(ids); err != nil {
+		if chosen, err = s.cfg.Topics.Current().CheckSignup(ids); err != nil {
 			return nil, err
 		}
 	}
@@ -196,7 +198,7 @@ func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, 
 	}
 	ticked := in["topics"]
 	if in.get("topics_shown") == "" {
-		ticked = s.cfg.Topics.Current().Defaults()
+		ticked = s.cfg.Topics.Current().SignupDefaults()
 	}
-	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.topicChoices(ticked), Newsletter: s.newsletter(r)})
+	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.signupChoices(ticked), Newsletter: s.newsletter(r)})
 }

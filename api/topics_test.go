@@ -230,9 +230,16 @@ func TestPreferenceCentre(t *testing.T) {
 		t.Fatalf("a refused save changed %+v", sub)
 	}
 	// Saving from our page.
+	// The answer goes back to the page at its link (Post/Redirect/Get),
+	// which says it saved and keeps working on a reload.
 	resp, body := e.prefsPost(t, "/preferences", origin, save)
-	if resp.StatusCode != 200 || !strings.Contains(body, "Saved.") {
-		t.Fatalf("save: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/preferences?token="+url.QueryEscape(tok)+"&saved=1" {
+		t.Fatalf("save: %d %q %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	for range 2 {
+		if resp, body := e.get(t, resp.Header.Get("Location")); resp.StatusCode != 200 || !strings.Contains(body, "Saved.") || !strings.Contains(body, `value="updates" checked`) {
+			t.Fatalf("the page after the save: %d %s", resp.StatusCode, body)
+		}
 	}
 	sub, _ := e.store.Get(ctx, "p@x.io")
 	if sub.Status != store.Active || !slices.Equal(sub.Topics, []string{"updates", "research"}) || sub.Name != "Pat Lee" || sub.Timezone != "Asia/Tokyo" {
@@ -243,7 +250,7 @@ func TestPreferenceCentre(t *testing.T) {
 	}
 	// Turning the sequence's topic back on resumes it.
 	save["topics"] = []string{"digest", "updates"}
-	if resp, _ := e.prefsPost(t, "/preferences", origin, save); resp.StatusCode != 200 {
+	if resp, _ := e.prefsPost(t, "/preferences", origin, save); resp.StatusCode != http.StatusSeeOther {
 		t.Fatal(resp.StatusCode)
 	}
 	if info, err := e.insp.GetTaskInfo(tasks.QueueDefault, tasks.WelcomeTaskID("p@x.io")); err != nil || info.State != asynq.TaskStatePending {

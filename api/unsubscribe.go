@@ -99,28 +99,12 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	var email, topic string
+	var email, topic, undo string
 	var issue int64 // the issue whose mail the link came in (0: another mail, or none)
 	switch tok := firstNonEmpty(oneClick, in.get("token")); {
 	case tok != "":
-		// A token from a mail of one topic leaves that topic only; one
-		// without a topic (older mails, the link mailed on request)
-		// leaves everything.
-		who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
-		if err != nil {
-			fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
-			return
-		}
-		topic, issue = who.Topic, who.Issue
-		switch email, err = s.addressOf(r.Context(), who); {
-		case errors.Is(err, store.ErrNotFound):
-			// Nobody left to unsubscribe: done, as for an address
-			// that is not on the list.
-			s.unsubscribed(w, r, oneClick != "", "", topic)
-			return
-		case err != nil:
-			s.deps.Log.Error("unsubscribe: store", "err", err)
-			fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
+		var ok bool
+		if email, topic, issue, undo, ok = s.unsubscribeToken(w, r, tok, oneClick != ""); !ok {
 			return
 		}
 	default:
@@ -156,13 +140,59 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
 		return
 	}
-	s.unsubscribed(w, r, oneClick != "", email, topic)
+	s.unsubscribed(w, r, oneClick != "", email, topic, undo)
+}
+
+// unsubscribeToken reads an unsubscribe link's token: whom it names,
+// the topic it leaves and the issue it came in, and (for the page's
+// button, not a one-click) the undo's token. It answers itself when the
+// request ends here (ok false).
+func (s *Server) unsubscribeToken(w http.ResponseWriter, r *http.Request, tok string, oneClick bool) (email, topic string, issue int64, undo string, ok bool) {
+	// A token from a mail of one topic leaves that topic only; one
+	// without a topic (older mails, the link mailed on request) leaves
+	// everything.
+	who, err := s.deps.Signer.Verify(token.Unsubscribe, tok)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, "this unsubscribe link is not valid")
+		return "", "", 0, "", false
+	}
+	sub, err := s.subscriberOf(r.Context(), who)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Nobody left to unsubscribe: done, as for an address that is
+		// not on the list.
+		s.unsubscribed(w, r, oneClick, "", who.Topic, "")
+		return "", "", 0, "", false
+	case err != nil:
+		s.deps.Log.Error("unsubscribe: store", "err", err)
+		fail(w, r, http.StatusServiceUnavailable, "we could not unsubscribe you just now, please try again")
+		return "", "", 0, "", false
+	}
+	if !oneClick {
+		undo = s.undoToken(sub, leaving(sub, who.Topic))
+	}
+	return sub.Email, who.Topic, who.Issue, undo, true
+}
+
+// leaving are the topics an unsubscribe through a link of topic ("":
+// everything) takes from sub: what its undo gives back.
+func leaving(sub store.Subscriber, topic string) []string {
+	switch {
+	case sub.Status != store.Active:
+		return nil
+	case topic == "":
+		return sub.Topics
+	case slices.Contains(sub.Topics, topic):
+		return []string{topic}
+	}
+	return nil
 }
 
 // unsubscribed answers a done unsubscribe: RFC 8058 reads only the status
 // of a one-click; the others say what happened (email "" for a link whose
-// subscriber is no longer on the list).
-func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick bool, email, topic string) {
+// subscriber is no longer on the list), a page with the button of undo
+// (a resubscribe token; "" : none).
+func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick bool, email, topic, undo string) {
 	whom := "you"
 	if email != "" {
 		whom = email
@@ -182,10 +212,10 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 		}
 		WriteJSON(w, http.StatusAccepted, body)
 	case topic != "":
-		message(w, http.StatusAccepted, "You are unsubscribed from "+s.topicName(topic),
-			"We will not send "+s.topicName(topic)+" to "+whom+" any more. Anything else you chose goes on; the link at the foot of any of our mails changes it.")
+		renderPage(w, http.StatusAccepted, "message", pageData{Title: "You are unsubscribed from " + s.topicName(topic), Undo: undo, Lines: []string{
+			"We will not send " + s.topicName(topic) + " to " + whom + " any more. Anything else you chose goes on; the link at the foot of any of our mails changes it."}})
 	default:
-		message(w, http.StatusAccepted, "You are unsubscribed", "We will not send any more mail to "+whom+".")
+		renderPage(w, http.StatusAccepted, "message", pageData{Title: "You are unsubscribed", Undo: undo, Lines: []string{"We will not send any more mail to " + whom + "."}})
 	}
 }
 

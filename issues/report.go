@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/csvcell"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -159,19 +160,11 @@ func WriteReportCSV(w io.Writer, rep Report) error {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	rows := [][]string{ReportCSVHeader}
 	for _, l := range rep.Links {
-		rows = append(rows, []string{"link", strconv.Itoa(l.Index), inertCell(l.URL), n(l.Clicks), n(l.UniqueClickers), n(l.MachineClicks)})
+		rows = append(rows, []string{"link", strconv.Itoa(l.Index), csvcell.Guard(l.URL), n(l.Clicks), n(l.UniqueClickers), n(l.MachineClicks)})
 	}
 	rows = append(rows, []string{"total", "", "", n(rep.Clicks), n(rep.UniqueClickers), n(rep.MachineClicks)})
 	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("write the report's CSV: %w", err)
 	}
 	return nil
-}
-
-// inertCell keeps a spreadsheet from reading s as a formula.
-func inertCell(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r') {
-		return "'" + s
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/csvcell"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -31,7 +32,7 @@ func TestReportHours(t *testing.T) {
 	if got = reportHours(at, nil); got == nil || len(got) != 0 {
 		t.Fatalf("nothing counted: %#v", got)
 	}
-	if inertCell("=1+1") != "'=1+1" || inertCell("https://x") != "https://x" || inertCell("") != "" {
-		t.Fatal("inertCell")
+	if csvcell.Guard("=1+1") != "'=1+1" || csvcell.Guard("https://x") != "https://x" || csvcell.Guard("") != "" {
+		t.Fatal("csvcell.Guard")
 	}
 }

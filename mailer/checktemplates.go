@@ -42,6 +42,7 @@ func sparseData() Data {
 var mustShow = map[string][]string{
 	KindConfirm:     {"ConfirmURL"},
 	KindUnsubscribe: {"UnsubscribeURL"},
+	KindPreferences: {"PreferencesURL"},
 	KindIssue:       {"IssueHTML", "IssueText"},
 }
 

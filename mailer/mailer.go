@@ -17,6 +17,9 @@ const (
 	// KindUnsubscribe carries a one-click unsubscribe link to an address
 	// that asked to leave by typing it.
 	KindUnsubscribe = "unsubscribe"
+	// KindPreferences carries a fresh preferences link to the address
+	// an expired one named, asked for on that link's page.
+	KindPreferences = "preferences"
 	// KindIssue is an issue a publisher wrote (Markdown).
 	KindIssue = "issue"
 	// KindInvite invites a colleague to the console: transactional, to
@@ -26,7 +29,7 @@ const (
 
 // Kinds lists every kind of mail.
 func Kinds() []string {
-	return []string{KindConfirm, KindWelcome, KindDigest, KindEvents, KindUnsubscribe, KindIssue}
+	return []string{KindConfirm, KindWelcome, KindDigest, KindEvents, KindUnsubscribe, KindPreferences, KindIssue}
 }
 
 // Message is one rendered mail to one recipient.

@@ -33,6 +33,11 @@ func TestRenderAllKinds(t *testing.T) {
 			if !strings.Contains(m.Text, d.UnsubscribeURL) || !strings.Contains(m.HTML, `href="https://x/unsubscribe?token=u"`) {
 				t.Errorf("%s: no unsubscribe link", k)
 			}
+		case KindPreferences:
+			// The fresh link a person asked for on an expired one's page.
+			if !strings.Contains(m.Text, "Your preferences: "+d.PreferencesURL) || !strings.Contains(m.HTML, `href="https://x/preferences?token=p"`) {
+				t.Errorf("%s: no preferences link", k)
+			}
 		default:
 			// Bulk mail: the footer's link opens the preference centre,
 			// where one button leaves everything.

@@ -375,7 +375,7 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 // someone types an address (a confirmation, an unsubscribe link): RFC 3834
 // marks them so that a vacation responder or a ticket system does not
 // answer them, and a mail loop cannot start between two robots.
-var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true, KindInvite: true}
+var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true, KindPreferences: true, KindInvite: true}
 
 // bulk are the kinds that go to a list at once (an issue, the digest,
 // an event bundle): "Precedence: bulk" tells an auto-responder not to

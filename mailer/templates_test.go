@@ -80,6 +80,7 @@ func TestHTMLSaysWhatTextSays(t *testing.T) {
 	transactional := map[string]Data{
 		KindConfirm:     {Email: "ann@example.org", ConfirmURL: "https://news.example.com/confirm?token=c1"},
 		KindUnsubscribe: {Email: "ann@example.org", UnsubscribeURL: "https://news.example.com/unsubscribe?token=u1"},
+		KindPreferences: {Email: "ann@example.org", PreferencesURL: "https://news.example.com/preferences?token=p1"},
 	}
 	bulk := Data{
 		Email: "ann@example.org", Topic: "Weekly digest", Period: "2026-W05",

@@ -27,6 +27,8 @@ type Redis struct {
 	topics *liveTopics
 	// erasure is the keyed hash of an erased address (WithErasure).
 	erasure func(email string) string
+	// countTimeout bounds a segment count (WithSegmentCountTimeout).
+	countTimeout time.Duration
 }
 
 // topicList is the topics file as the scripts take it.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ var (
 	// ErrSegmentTaken: the name is another segment's (it matches
 	// ErrSegmentName too).
 	ErrSegmentTaken = errors.New("the name is another segment's")
+	// ErrSegmentCountSlow: a count that did not finish within its bound
+	// (SegmentCountTimeout); nothing is counted.
+	ErrSegmentCountSlow = errors.New("the count did not finish in time: make the expression narrower (fewer terms, fewer field. terms), or count again when the list is quieter")
 )
 
 // Segments keeps the segments and evaluates expressions.
@@ -607,6 +611,31 @@ const decideChunk = 4096
 // SegmentCount implements Segments: every shard's bitmaps in one round
 // trip, combined in Go; those in doubt decided by their values.
 func (r *Redis) SegmentCount(ctx context.Context, expr string) (SegmentCount, error) {
+	limit := cmp.Or(r.countTimeout, SegmentCountTimeout)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	n, err := r.segmentCount(ctx, expr)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return SegmentCount{}, fmt.Errorf("%w (%s)", ErrSegmentCountSlow, limit)
+	}
+	return n, err
+}
+
+// SegmentCountTimeout bounds a count (a viewer's, which follows the
+// typing, and the Segments screen's): past it the count answers
+// ErrSegmentCountSlow rather than hold Redis and a core. A send's
+// audience is not bounded so: it reads a shard at a time.
+const SegmentCountTimeout = 10 * time.Second
+
+// WithSegmentCountTimeout returns the store whose counts give up after
+// d (0: SegmentCountTimeout).
+func (r *Redis) WithSegmentCountTimeout(d time.Duration) *Redis {
+	c := *r
+	c.countTimeout = d
+	return &c
+}
+
+func (r *Redis) segmentCount(ctx context.Context, expr string) (SegmentCount, error) {
 	p, err := r.planSegment(ctx, expr)
 	if err != nil {
 		return SegmentCount{}, err
@@ -619,6 +648,9 @@ func (r *Redis) SegmentCount(ctx context.Context, expr string) (SegmentCount, er
 	var doubt []int64
 	byShard := map[shard]*shardBits{}
 	for _, sb := range sbs {
+		if err := ctx.Err(); err != nil {
+			return SegmentCount{}, err
+		}
 		byShard[sb.s] = sb
 		b := p.eval(p.expr.Root, sb)
 		active := sb.maps[0]
@@ -635,6 +667,9 @@ func (r *Redis) SegmentCount(ctx context.Context, expr string) (SegmentCount, er
 		}
 	}
 	for lo := 0; lo < len(doubt); lo += decideChunk {
+		if err := ctx.Err(); err != nil {
+			return SegmentCount{}, err
+		}
 		chunk := doubt[lo:min(lo+decideChunk, len(doubt))]
 		ok, err := r.decide(ctx, p, chunk, byShard)
 		if err != nil {

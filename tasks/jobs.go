@@ -94,6 +94,17 @@ func NewUnsubscribeLink(email string) *asynq.Task {
 	return UnsubscribeEmail.New(UnsubscribeLinkPayload{Email: email, Nonce: newNonce()})
 }
 
+// PreferencesLinkTaskID is the id under which email's fresh preferences
+// link waits: a request while one is queued adds nothing.
+func PreferencesLinkTaskID(email string) string { return "preferences:" + email }
+
+// NewPreferencesLink mails email a fresh preferences link. Like
+// NewUnsubscribeLink it has no outbox entry: nothing changes in the
+// store, and a lost one is asked for again.
+func NewPreferencesLink(email string) *asynq.Task {
+	return PreferencesEmail.New(PreferencesLinkPayload{Email: email, Nonce: newNonce()})
+}
+
 // FeedbackSources are the places a bounce or complaint report comes from,
 // the values of the metrics' source label.
 var FeedbackSources = []string{"smtp", "ses", "sendgrid", "mailgun", "postmark", "api"}
@@ -131,10 +142,11 @@ func PendingMails(email string, seq topics.Sequence) []TaskRef {
 }
 
 // PersonTasks are the tasks named after email that may hold their
-// address: PendingMails and the unsubscribe link mailed on request. An
-// erasure deletes them.
+// address: PendingMails and the unsubscribe and preferences links mailed
+// on request. An erasure deletes them.
 func PersonTasks(email string, seq topics.Sequence) []TaskRef {
-	return append(PendingMails(email, seq), TaskRef{Queue: UnsubscribeEmail.Queue, ID: UnsubscribeLinkTaskID(email)})
+	return append(PendingMails(email, seq), TaskRef{Queue: UnsubscribeEmail.Queue, ID: UnsubscribeLinkTaskID(email)},
+		TaskRef{Queue: PreferencesEmail.Queue, ID: PreferencesLinkTaskID(email)})
 }
 
 // DigestPlanTaskID is the id of a period's plan task: every scheduler

@@ -42,6 +42,14 @@ var UnsubscribeEmail = define(Kind[UnsubscribeLinkPayload]{
 	Check: func(p UnsubscribeLinkPayload) error { return need(p.Email != "" && p.Nonce != "", "email or nonce") },
 })
 
+// PreferencesEmail mails a fresh preferences link on request (the page
+// of an expired one): a person waits for it, like a confirmation.
+var PreferencesEmail = define(Kind[PreferencesLinkPayload]{
+	Type: TypePreferencesEmail, Queue: QueueTransactional, MaxRetry: 10, Timeout: time.Minute,
+	ID:    func(p PreferencesLinkPayload) string { return PreferencesLinkTaskID(p.Email) },
+	Check: func(p PreferencesLinkPayload) error { return need(p.Email != "" && p.Nonce != "", "email or nonce") },
+})
+
 // Feedback applies one bounce or complaint report, ahead of the bulk: a
 // report stops mail that would hurt the sender. A report without an id of
 // its own gets asynq's.

@@ -16,6 +16,12 @@ type UnsubscribeLinkPayload struct {
 	Nonce string `json:"nonce"` // one mail per request, as ConfirmPayload
 }
 
+// PreferencesLinkPayload is the payload of TypePreferencesEmail.
+type PreferencesLinkPayload struct {
+	Email string `json:"email"`
+	Nonce string `json:"nonce"` // one mail per request, as ConfirmPayload
+}
+
 // WelcomePayload is the payload of TypeWelcomeEmail: the sequence's first
 // step, whichever template that is when it runs.
 type WelcomePayload struct {

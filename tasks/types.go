@@ -16,6 +16,9 @@ const (
 	// address that asked to leave without a token
 	// (NEWSLETTER_UNSUBSCRIBE_BY_EMAIL=confirm).
 	TypeUnsubscribeEmail = "email:unsubscribe"
+	// TypePreferencesEmail mails a fresh preferences link to the address
+	// an expired one named.
+	TypePreferencesEmail = "email:preferences"
 	// TypeFeedback applies one bounce or complaint report (the bounce
 	// intake, a provider's webhook) to its subscriber.
 	TypeFeedback = "feedback:record"

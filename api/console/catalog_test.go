@@ -77,7 +77,7 @@ func TestTopicsScreen(t *testing.T) {
 	if strings.Contains(p.body, `id="topic-add"`) || strings.Contains(p.body, "/retire") {
 		t.Fatalf("a viewer is offered the admin's forms:\n%s", p.body)
 	}
-	add := url.Values{"version": {"1"}, "id": {"launches"}, "name": {"Launches"}, "description": {"A note when we ship."}, "archive": {"on"}}
+	add := url.Values{"version": {"1"}, "id": {"launches"}, "name": {"Launches"}, "description": {"A note when we ship."}, "archive": {"on"}, "public": {"on"}}
 	if p := viewer.post("/admin/topics", add); p.code != http.StatusForbidden {
 		t.Fatalf("a viewer adds a topic: %d", p.code)
 	}
@@ -115,7 +115,7 @@ func TestTopicsScreen(t *testing.T) {
 	if p := admin.post("/admin/topics", add); p.code != http.StatusSeeOther || p.location != "/admin/topics?done=topic-added" {
 		t.Fatalf("add: %d %q\n%s", p.code, p.location, p.body)
 	}
-	if got, ok := e.catalog.Current().Topic("launches"); !ok || got.Name != "Launches" || got.Private {
+	if got, ok := e.catalog.Current().Topic("launches"); !ok || got.Name != "Launches" || got.Private || got.Assigned {
 		t.Fatalf("in effect here: %+v %v", got, ok)
 	}
 	poll.Until(t, poll.BusyMachine, func() error {
@@ -177,6 +177,20 @@ func TestTopicsScreen(t *testing.T) {
 	}
 	if n := len(e.auditedAs(audit.TopicsChanged)); n != 4 {
 		t.Fatalf("audit: %d topics entries, want 4 (added, changed, retired, changed)", n)
+	} // A topic the product assigns: "Offered on the public signup form"
+	// unticked; its page shows the box unticked, the list says so.
+	insiders := url.Values{"version": {"5"}, "id": {"insiders"}, "name": {"Insiders"}, "archive": {"on"}}
+	if p := admin.post("/admin/topics", insiders); p.code != http.StatusSeeOther {
+		t.Fatalf("add a non-public topic: %d\n%s", p.code, p.body)
+	}
+	if got, ok := e.catalog.Current().Topic("insiders"); !ok || !got.Assigned {
+		t.Fatalf("the non-public topic in effect: %+v %v", got, ok)
+	}
+	if p := admin.get("/admin/topics/insiders"); !strings.Contains(p.body, `id="public" name="public" value="on">`) {
+		t.Fatalf("the topic's page does not show it non-public:\n%s", p.body)
+	}
+	if p := admin.get("/admin/topics"); !strings.Contains(p.body, `<td>assigned</td>`) {
+		t.Fatalf("the list does not say the topic is assigned:\n%s", p.body)
 	}
 }
 

@@ -230,14 +230,26 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	return newEnvHashing(t, account.NewHasher(2, time.Minute))
+	return newEnvWith(t, account.NewHasher(2, time.Minute), func(st *store.Redis) *store.Redis { return st })
 }
 
 // newEnvHashing is newEnv whose passwords are hashed by passwords.
 func newEnvHashing(t testing.TB, passwords *account.Hasher) *env {
 	t.Helper()
+	return newEnvWith(t, passwords, func(st *store.Redis) *store.Redis { return st })
+}
+
+// newEnvOf is newEnv whose store is the one adjust makes of it.
+func newEnvOf(t testing.TB, adjust func(*store.Redis) *store.Redis) *env {
+	t.Helper()
+	return newEnvWith(t, account.NewHasher(2, time.Minute), adjust)
+}
+
+// newEnvWith is newEnv with its password hasher and its store adjusted.
+func newEnvWith(t testing.TB, passwords *account.Hasher, adjust func(*store.Redis) *store.Redis) *env {
+	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBConsole)
-	st := store.NewRedis(rdb)
+	st := adjust(store.NewRedis(rdb))
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	jobs := tasks.NewDispatcher(client, st, nil)

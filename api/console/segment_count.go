@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/segment"
+	"github.com/newsletter/newsletter/store"
 )
 
 // countSegment is GET /admin/segments/count?expr=: how many people an
@@ -26,6 +27,8 @@ func (h *Handler) countSegment(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.As(err, &bad):
 			api.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": bad.Error(), "position": bad.Pos})
+		case errors.Is(err, store.ErrSegmentCountSlow):
+			api.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error()})
 		case err != nil:
 			h.storeAway(w, r, err)
 		default:

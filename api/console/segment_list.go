@@ -77,6 +77,8 @@ func (h *Handler) segments(w http.ResponseWriter, r *http.Request, code int, d s
 		switch {
 		case errors.As(err, &bad):
 			row.Problem = bad.Error()
+		case errors.Is(err, store.ErrSegmentCountSlow):
+			row.Problem = err.Error()
 		case err != nil:
 			h.storeAway(w, r, err)
 			return
@@ -119,7 +121,7 @@ func (d *segmentsData) refused(err error) error {
 		if bad.Pos > 0 && bad.Pos <= utf8.RuneCountInString(d.Form.Expr)+1 && !strings.ContainsAny(d.Form.Expr, "\r\n") {
 			d.Pointer = strings.Repeat(" ", bad.Pos-1) + "^"
 		}
-	case errors.Is(err, store.ErrSegmentName):
+	case errors.Is(err, store.ErrSegmentName), errors.Is(err, store.ErrSegmentCountSlow):
 		d.Problem = err.Error()
 	default:
 		return err

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/segment"
@@ -325,4 +326,31 @@ func editorForm(t *testing.T, body string) url.Values {
 		f.Set("body", html.UnescapeString(m[1]))
 	}
 	return f
+}
+
+// TestSegmentLiveCountBounded: the live count refuses an expression of
+// more than segment.MaxTerms terms as a parse error (400, the position
+// of the term past the bound), and a count that does not finish within
+// the store's bound answers a clear 503 (JSON) or says so on the page,
+// the segments' list too.
+func TestSegmentLiveCountBounded(t *testing.T) {
+	e := newEnv(t)
+	vic := e.signedIn(t, viewerToken)
+	long := strings.Repeat("topic:digest OR ", segment.MaxTerms) + "topic:updates"
+	code, c := vic.liveCount(long)
+	if code != http.StatusBadRequest || !strings.Contains(c.Error, "more than 50 terms") || c.Position != len("topic:digest OR ")*segment.MaxTerms+1 {
+		t.Fatalf("%d terms: %d %+v", segment.MaxTerms+1, code, c)
+	}
+
+	slow := newEnvOf(t, func(st *store.Redis) *store.Redis { return st.WithSegmentCountTimeout(time.Nanosecond) })
+	if _, err := slow.st.CreateSegment(context.Background(), "Digest", "topic:digest"); err != nil {
+		t.Fatal(err)
+	}
+	vic = slow.signedIn(t, viewerToken)
+	code, c = vic.liveCount("topic:digest")
+	if code != http.StatusServiceUnavailable || !strings.Contains(c.Error, "the count did not finish in time") {
+		t.Fatalf("a count past its bound: %d %+v", code, c)
+	}
+	mustContain(t, "the Count button past the bound", vic.get("/admin/segments/count?"+url.Values{"expr": {"topic:digest"}}.Encode()), "the count did not finish in time")
+	mustContain(t, "the list past the bound", vic.get("/admin/segments"), "the count did not finish in time")
 }

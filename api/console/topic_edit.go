@@ -26,7 +26,7 @@ func (h *Handler) editTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.topicPage(w, r, http.StatusOK, form.Topic{Version: snap.Version, ID: t.ID, Name: t.Name, Description: t.Description,
-		Default: t.Default, Archive: !t.Private, Retired: t.Retired, FeedsText: form.FeedsText(t.Feeds), Feeds: t.Feeds}, "")
+		Default: t.Default, Archive: !t.Private, Public: !t.Assigned, Retired: t.Retired, FeedsText: form.FeedsText(t.Feeds), Feeds: t.Feeds}, "")
 }
 
 func (h *Handler) topicPage(w http.ResponseWriter, r *http.Request, code int, f form.Topic, problem string) {

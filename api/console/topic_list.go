@@ -30,7 +30,7 @@ func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
 	if h.catalogMissing(w, r) {
 		return
 	}
-	h.topicsPage(w, r, http.StatusOK, form.Topic{Archive: true, Version: h.d.Catalog.Snapshot().Version}, "")
+	h.topicsPage(w, r, http.StatusOK, form.Topic{Archive: true, Public: true, Version: h.d.Catalog.Snapshot().Version}, "")
 }
 
 func (h *Handler) topicsPage(w http.ResponseWriter, r *http.Request, code int, f form.Topic, problem string) {

@@ -26,7 +26,7 @@ func (h *Handler) retireTopic(retire bool) http.HandlerFunc {
 		v, err := form.NewCatalogVersion(w, r)
 		refused := func(why *refusal) {
 			if why != nil {
-				h.topicsPage(w, r, why.code, form.Topic{Archive: true, Version: h.freshCatalog(r.Context()).Version}, why.msg)
+				h.topicsPage(w, r, why.code, form.Topic{Archive: true, Public: true, Version: h.freshCatalog(r.Context()).Version}, why.msg)
 			}
 		}
 		if err != nil {

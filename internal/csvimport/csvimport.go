@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/csvcell"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -392,10 +393,12 @@ func (ir *importRun) extras(rec []string, req *store.SubscribeRequest) string {
 	return ""
 }
 
-// field is the named column of rec, trimmed; "" where it has none.
+// field is the named column of rec, trimmed, without the guard an
+// export puts before a value a spreadsheet would take for a formula
+// (csvcell); "" where it has none.
 func (ir *importRun) field(rec []string, name string) string {
 	if i, ok := ir.col[name]; ok && i < len(rec) {
-		return strings.TrimSpace(rec[i])
+		return strings.TrimSpace(csvcell.Unguard(rec[i]))
 	}
 	return ""
 }

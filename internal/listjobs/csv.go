@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/csvcell"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -55,9 +56,10 @@ func csvTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// csvWriter writes the export's rows. A name that begins with =, +, -
-// or @ is written as it is (the importer must read it back unchanged);
-// the file is data, not a spreadsheet to open blindly (docs say so).
+// csvWriter writes the export's rows. Every value is csvcell.Guard-ed:
+// a public signup's name such as =HYPERLINK(...) must not run when the
+// file is opened in a spreadsheet; the importer (internal/csvimport)
+// removes the guard, so the file still imports back unchanged.
 type csvWriter struct {
 	w    *csv.Writer
 	cols []Column
@@ -89,7 +91,7 @@ func (c *csvWriter) header() error {
 func (c *csvWriter) row(r Row) error {
 	rec := make([]string, len(c.cols))
 	for i, col := range c.cols {
-		rec[i] = col.Value(r)
+		rec[i] = csvcell.Guard(col.Value(r))
 	}
 	return c.w.Write(rec)
 }

@@ -39,6 +39,12 @@ const MaxLength = 2000
 // the stack.
 const maxDepth = 50
 
+// MaxTerms bounds the terms of an expression: each is a bitmap read per
+// shard and a pass over it on every count (a viewer's count follows the
+// typing), so their number is the count's cost. Well past what a
+// person writes by hand.
+const MaxTerms = 50
+
 // Node is a part of an expression: *And, *Or, *Not or *Term.
 type Node interface{ node() }
 
@@ -180,6 +186,7 @@ type parser struct {
 	toks  []token
 	at    int
 	depth int
+	terms int // read so far (MaxTerms)
 }
 
 func (p *parser) peek() token { return p.toks[p.at] }
@@ -287,6 +294,9 @@ func (p *parser) unary() (Node, error) {
 
 func (p *parser) term() (Node, error) {
 	t := p.next()
+	if p.terms++; p.terms > MaxTerms {
+		return nil, &Error{t.pos, fmt.Sprintf("more than %d terms: an expression that long is costly to count (save parts as tags instead)", MaxTerms)}
+	}
 	w := t.text
 	for _, k := range []Kind{Topic, Tag, Status} {
 		if name, ok := strings.CutPrefix(w, string(k)+":"); ok {

@@ -65,6 +65,7 @@ func TestParseErrors(t *testing.T) {
 		"été AND tag:a":              {1, "is no term"},
 		"tag:a AND é":                {11, "is no term"},
 		strings.Repeat("(", 60) + "": {51, "nested more than"},
+		strings.Repeat("tag:a OR ", MaxTerms) + "tag:b": {9*MaxTerms + 1, "more than 50 terms"},
 	} {
 		_, err := Parse(src)
 		var e *Error

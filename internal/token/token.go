@@ -20,12 +20,26 @@ const (
 	Unsubscribe Purpose = "unsubscribe"
 	// Preferences opens the preference centre: see and change topics,
 	// name and time zone, or leave. It cannot confirm, and a confirm or
-	// unsubscribe token cannot open it.
+	// unsubscribe token cannot open it. It works for PreferencesTTL.
 	Preferences Purpose = "preferences"
+	// Resubscribe undoes an unsubscribe just done: the page that says
+	// "you are unsubscribed" carries it, naming the topics left
+	// (comma-separated, in the topic field). It works for ResubscribeTTL.
+	Resubscribe Purpose = "resubscribe"
 )
 
 // DefaultConfirmTTL is how long a confirmation link works.
 const DefaultConfirmTTL = 7 * 24 * time.Hour
+
+// PreferencesTTL is how long a preferences link works: a mail forwarded
+// or left in an old mailbox stops opening someone's settings (and
+// showing their address); the page of an expired one offers to mail a
+// fresh link to the address it names. A preferences token without an
+// expiry (from before this bound) counts as expired.
+const PreferencesTTL = 90 * 24 * time.Hour
+
+// ResubscribeTTL is how long the undo of an unsubscribe works.
+const ResubscribeTTL = 7 * 24 * time.Hour
 
 // Errors returned by Verify. Both mean "show the bad-link page".
 var (
@@ -86,10 +100,10 @@ func (s *Signer) WithClock(now func() time.Time) *Signer {
 	return &c
 }
 
-// Sign returns a URL-safe token for subscriber id and purpose. Confirm
-// tokens carry an expiry; the others do not, because an old digest's
-// unsubscribe link must keep working (RFC 8058 and the mailbox providers
-// expect it).
+// Sign returns a URL-safe token for subscriber id and purpose. Confirm,
+// preferences and resubscribe tokens carry an expiry; unsubscribe
+// tokens do not, because an old digest's unsubscribe link must keep
+// working (RFC 8058 and the mailbox providers expect it).
 func (s *Signer) Sign(p Purpose, id int64) string {
 	return s.SignTopic(p, id, "")
 }
@@ -106,8 +120,13 @@ func (s *Signer) SignTopic(p Purpose, id int64, topic string) string {
 // to another. topic may be "" (a preferences link).
 func (s *Signer) SignIssue(p Purpose, id int64, topic string, issue int64) string {
 	exp := int64(0)
-	if p == Confirm {
+	switch p {
+	case Confirm:
 		exp = s.now().Add(s.confirmTTL).Unix()
+	case Preferences:
+		exp = s.now().Add(PreferencesTTL).Unix()
+	case Resubscribe:
+		exp = s.now().Add(ResubscribeTTL).Unix()
 	}
 	body := string(p) + "\n" + strconv.FormatInt(id, 10) + "\n" + strconv.FormatInt(exp, 10)
 	switch {
@@ -119,7 +138,10 @@ func (s *Signer) SignIssue(p Purpose, id int64, topic string, issue int64) strin
 	return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(mac(s.key, body))
 }
 
-// Verify checks tok for purpose p and returns whom it names.
+// Verify checks tok for purpose p and returns whom it names. A genuine
+// token past its expiry answers ErrExpired with whom it names (the
+// preferences page offers that person a fresh link); any other error
+// the zero Subject.
 func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 	b64body, b64mac, ok := strings.Cut(tok, ".")
 	if !ok {
@@ -149,9 +171,6 @@ func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 	if err != nil {
 		return Subject{}, ErrInvalid
 	}
-	if exp != 0 && s.now().Unix() > exp {
-		return Subject{}, fmt.Errorf("%w (at %s)", ErrExpired, time.Unix(exp, 0).UTC().Format(time.RFC3339))
-	}
 	var sub Subject
 	if len(parts) >= 4 {
 		sub.Topic = parts[3]
@@ -169,10 +188,14 @@ func (s *Signer) Verify(p Purpose, tok string) (Subject, error) {
 			return Subject{}, ErrInvalid
 		}
 		sub.Email = parts[1]
-		return sub, nil
-	}
-	if sub.ID, err = strconv.ParseInt(parts[1], 10, 64); err != nil || sub.ID <= 0 {
+	} else if sub.ID, err = strconv.ParseInt(parts[1], 10, 64); err != nil || sub.ID <= 0 {
 		return Subject{}, ErrInvalid
+	}
+	if exp == 0 && p == Preferences {
+		return sub, fmt.Errorf("%w (issued without an expiry)", ErrExpired)
+	}
+	if exp != 0 && s.now().Unix() > exp {
+		return sub, fmt.Errorf("%w (at %s)", ErrExpired, time.Unix(exp, 0).UTC().Format(time.RFC3339))
 	}
 	return sub, nil
 }

@@ -149,7 +149,8 @@ const (
 )
 
 // TestLegacyTokens: the links in mails sent before ids keep working, for
-// their own purpose only, and stay as strict as the new ones.
+// their own purpose only, and stay as strict as the new ones (but a
+// preferences link without an expiry is expired: PreferencesTTL).
 func TestLegacyTokens(t *testing.T) {
 	s := NewSigner([]byte("k"), 0)
 	for _, c := range []struct {
@@ -163,7 +164,13 @@ func TestLegacyTokens(t *testing.T) {
 		{Confirm, legacyConfirm, Subject{Email: "zoe@example.com"}},
 	} {
 		sub, err := s.Verify(c.p, c.tok)
-		if err != nil || sub != c.want || !sub.Legacy() {
+		if c.p == Preferences {
+			// Issued without an expiry: expired now (PreferencesTTL), but
+			// still naming whom to mail a fresh link to.
+			if !errors.Is(err, ErrExpired) || sub != c.want {
+				t.Errorf("%s %s: %+v %v, want it expired", c.p, c.tok, sub, err)
+			}
+		} else if err != nil || sub != c.want || !sub.Legacy() {
 			t.Errorf("%s %s: %+v %v", c.p, c.tok, sub, err)
 		}
 		for _, other := range []Purpose{Confirm, Unsubscribe, Preferences} {
@@ -219,5 +226,31 @@ func TestIssueTokens(t *testing.T) {
 	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), "17", "18", 1))) + "." + sum
 	if _, err := s.Verify(Unsubscribe, forged); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("forged issue: %v", err)
+	}
+}
+
+// TestPreferencesAndResubscribeExpire: a preferences link works for
+// PreferencesTTL and a resubscribe token for ResubscribeTTL; past it
+// Verify answers ErrExpired and still names the subscriber (and the
+// topics of a resubscribe).
+func TestPreferencesAndResubscribeExpire(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewSigner([]byte("k"), 0).WithClock(func() time.Time { return now })
+	prefs, back := s.Sign(Preferences, 7), s.SignTopic(Resubscribe, 7, "digest,updates")
+	at := func(d time.Duration) *Signer { return s.WithClock(func() time.Time { return now.Add(d) }) }
+	if sub, err := at(PreferencesTTL-time.Minute).Verify(Preferences, prefs); err != nil || sub.ID != 7 {
+		t.Fatalf("a preferences link within its life: %+v %v", sub, err)
+	}
+	if sub, err := at(PreferencesTTL+time.Minute).Verify(Preferences, prefs); !errors.Is(err, ErrExpired) || sub.ID != 7 {
+		t.Fatalf("a preferences link past its life: %+v %v", sub, err)
+	}
+	if sub, err := at(ResubscribeTTL-time.Minute).Verify(Resubscribe, back); err != nil || sub.ID != 7 || sub.Topic != "digest,updates" {
+		t.Fatalf("a resubscribe within its life: %+v %v", sub, err)
+	}
+	if _, err := at(ResubscribeTTL+time.Minute).Verify(Resubscribe, back); !errors.Is(err, ErrExpired) {
+		t.Fatalf("a resubscribe past its life: %v", err)
+	}
+	if _, err := s.Verify(Unsubscribe, back); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a resubscribe token as an unsubscribe: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ func Load(path string, welcomeDelay time.Duration) (*Set, error) {
 // these names would share its template and delivery marks.
 // The layout and the issue bodies are templates of their own (mailer's
 // TemplateNames).
-var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe", "issue", "layout", "digest-issue", "post-issue"}
+var reservedTemplates = []string{"confirm", "digest", "events", "unsubscribe", "preferences", "issue", "layout", "digest-issue", "post-issue"}
 
 var (
 	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -129,7 +129,7 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 	var out []Topic
 	seen := map[string]bool{}
 	for _, tn := range n.Content {
-		f := v.mapping(tn, "topic", "id", "name", "description", "default", "feeds", "archive")
+		f := v.mapping(tn, "topic", "id", "name", "description", "default", "feeds", "archive", "public")
 		t := Topic{ID: v.str(f["id"], "topic id"), Name: v.str(f["name"], "topic name"), Description: v.str(f["description"], "topic description")}
 		switch {
 		case t.ID == "":
@@ -157,6 +157,13 @@ func (v *validator) topics(n *yaml.Node) []Topic {
 				v.add(a.Line, "topic %q: archive: want true or false (whether its sent issues are in the public archive), got %q", t.ID, a.Value)
 			}
 			t.Private = !public
+		}
+		if p := f["public"]; p != nil {
+			public := true
+			if err := p.Decode(&public); err != nil || p.Kind != yaml.ScalarNode {
+				v.add(p.Line, "topic %q: public: want true or false (whether the public signup form offers it), got %q", t.ID, p.Value)
+			}
+			t.Assigned = !public
 		}
 		out = append(out, t)
 	}

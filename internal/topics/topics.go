@@ -36,6 +36,55 @@ type Topic struct {
 	// issue's audience) nor chosen for anyone, but kept: its id names
 	// who had it, and a topic is never deleted.
 	Retired bool `json:"retired,omitempty"`
+	// Assigned keeps the topic off the public signup (the file's
+	// "public: false"; the API's "public": false): the product gives it
+	// to people, through the admin API, the console or an import. The
+	// public form neither shows nor takes it, and the preference centre
+	// shows it only to someone who has it (to leave it).
+	Assigned bool `json:"assigned,omitempty"`
+}
+
+// ErrNotPublic is wrapped by CheckSignup's error: a topic the public
+// signup does not take.
+var ErrNotPublic = errors.New("not open to signup")
+
+// Signup are the topics the public form offers: those offered that are
+// not Assigned.
+func (s *Set) Signup() []Topic {
+	var out []Topic
+	for _, t := range s.Offered() {
+		if !t.Assigned {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// SignupDefaults are the default topics the public signup gives (the
+// defaults less the Assigned ones).
+func (s *Set) SignupDefaults() []string {
+	var out []string
+	for _, id := range s.Defaults() {
+		if t, _ := s.Topic(id); !t.Assigned {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// CheckSignup is Check for the public signup: an Assigned topic is an
+// error too (ErrNotPublic), however the request was made.
+func (s *Set) CheckSignup(ids []string) ([]string, error) {
+	out, err := s.Check(ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range out {
+		if t, _ := s.Topic(id); t.Assigned {
+			return nil, fmt.Errorf("topic %q is %w: it is given by the newsletter, not chosen here", id, ErrNotPublic)
+		}
+	}
+	return out, nil
 }
 
 // Public tells whether the sent issues of topic id show in the archive.

@@ -194,3 +194,31 @@ func TestArchiveKeyDefaultsToPublic(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicKeyKeepsATopicOffTheSignup: "public: false" makes a topic
+// Assigned: not among the signup's topics nor its defaults, refused by
+// CheckSignup (ErrNotPublic) while Check still takes it; public is true
+// when absent; a value that is not a boolean is refused with its line.
+func TestPublicKeyKeepsATopicOffTheSignup(t *testing.T) {
+	s, err := Parse([]byte("topics:\n- {id: digest, name: D, default: true}\n- {id: updates, name: U, public: true}\n- {id: insiders, name: I, default: true, public: false}\n"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signup []string
+	for _, tp := range s.Signup() {
+		signup = append(signup, tp.ID)
+	}
+	if strings.Join(signup, ",") != "digest,updates" || strings.Join(s.SignupDefaults(), ",") != "digest" || strings.Join(s.Defaults(), ",") != "digest,insiders" {
+		t.Fatalf("signup %v, its defaults %v, defaults %v", signup, s.SignupDefaults(), s.Defaults())
+	}
+	if _, err := s.CheckSignup([]string{"digest", "insiders"}); !errors.Is(err, ErrNotPublic) || !strings.Contains(err.Error(), `"insiders"`) {
+		t.Fatalf("CheckSignup of a non-public topic: %v", err)
+	}
+	if got, err := s.Check([]string{"insiders"}); err != nil || len(got) != 1 {
+		t.Fatalf("Check (the API's, the console's) of a non-public topic: %v %v", got, err)
+	}
+	_, err = Parse([]byte("topics:\n- {id: digest, name: D}\n- {id: updates, name: U}\n- id: team\n  name: T\n  public: maybe\n"), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), `line 6: topic "team": public: want true or false`) {
+		t.Errorf("public: maybe: %v", err)
+	}
+}

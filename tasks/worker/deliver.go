@@ -515,7 +515,7 @@ func Unrenderable(err error) bool {
 // confirmation, an unsubscribe link): not held by the bulk send rate, but
 // by ConfirmPace, the ceiling of an attack through our public forms.
 func transactional(kind string) bool {
-	return kind == mailer.KindConfirm || kind == mailer.KindUnsubscribe
+	return kind == mailer.KindConfirm || kind == mailer.KindUnsubscribe || kind == mailer.KindPreferences
 }
 
 func countClaimed(claims []store.Claim) int {

@@ -503,15 +503,24 @@ func (l Links) ArchiveURL(is store.Issue) string {
 
 // IssueTopic is the topic reader s gets issue is as by e-mail: the first
 // of the issue's topics they follow and chose e-mail for (ch, their
-// choices; e-mail is on by default); for an issue to a segment alone,
-// the first of the reader's own topics they take by e-mail (its
-// unsubscribe link and list are that topic's). None: they are skipped.
+// choices; e-mail is on by default). None: they are skipped.
+//
+// An issue to a segment alone goes to readers for being in the segment,
+// not for a topic: it goes as "" (no topic), so its footer names no
+// topic ("You receive this mail") and its unsubscribe link and
+// List-Unsubscribe leave the newsletter's bulk mail, everything (leaving
+// one of the reader's topics would not stop the next such issue). A
+// reader who takes e-mail for none of their topics is skipped still.
 func IssueTopic(is store.Issue, s store.Subscriber, ch store.Channels) (string, bool) {
-	topics := is.Topics
-	if len(topics) == 0 && is.Segment != 0 {
-		topics = s.Topics
+	if len(is.Topics) == 0 && is.Segment != 0 {
+		for _, tp := range s.Topics {
+			if ch.Wants(tp, store.ChannelEmail) {
+				return "", true
+			}
+		}
+		return "", false
 	}
-	for _, tp := range topics {
+	for _, tp := range is.Topics {
 		if slices.Contains(s.Topics, tp) && ch.Wants(tp, store.ChannelEmail) {
 			return tp, true
 		}

@@ -234,6 +234,28 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLi
 	}))
 }
 
+// HandlePreferencesLink mails a fresh preferences link to an active
+// subscriber whose link expired and who asked for one on its page. An
+// unknown or ended address gets nothing (the API answered the same
+// either way). It shares the allowance of the unsubscribe link mailed on
+// request (store.HoldUnsubscribe): both are links mailed on a page's ask.
+func (h *Mails) HandlePreferencesLink(ctx context.Context, p tasks.PreferencesLinkPayload) error {
+	sub, err := h.Deliver.subscriber(ctx, p.Email)
+	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load subscriber: %w", err)
+	}
+	d := h.Links.Base()
+	d.Email, d.PreferencesURL = sub.Email, h.Links.Preferences(sub)
+	return h.giveBack(ctx, store.HoldUnsubscribe, sub.Email, h.Deliver.DeliverOne(ctx, Mail{
+		To:   sub,
+		Mark: store.Mark{Kind: mailer.KindPreferences, Key: p.Nonce, SubscriberID: sub.ID},
+		Data: d,
+	}))
+}
+
 // confirmData is a confirmation's data: the newsletter's, the address and
 // the link.
 func (l Links) confirmData(sub store.Subscriber) mailer.Data {

@@ -351,3 +351,24 @@ func TestUnsubscribeLinkGoesOnlyToSubscribers(t *testing.T) {
 		t.Fatalf("links sent: %d %+v", rec.count(), rec.sent)
 	}
 }
+
+// TestPreferencesLinkGoesOnlyToActiveSubscribers: the fresh preferences
+// link goes to an active subscriber, with a link that opens their
+// preferences; nowhere else.
+func TestPreferencesLinkGoesOnlyToActiveSubscribers(t *testing.T) {
+	h, st, rec := newHandlers(t)
+	activate(t, st, "on@example.com")
+	activate(t, st, "gone@example.com")
+	if _, err := st.Unsubscribe(context.Background(), "gone@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for _, email := range []string{"on@example.com", "gone@example.com", "never@example.com"} {
+		if err := runTask(context.Background(), tasks.PreferencesEmail, h.Mails.HandlePreferencesLink, tasks.NewPreferencesLink(email)); err != nil {
+			t.Fatalf("%s: %v", email, err)
+		}
+	}
+	if rec.count() != 1 || rec.sent[0].To != "on@example.com" || rec.sent[0].Kind != mailer.KindPreferences ||
+		!strings.Contains(rec.sent[0].Text, "Your preferences: https://news.example.com/preferences?token=") {
+		t.Fatalf("links sent: %d %+v", rec.count(), rec.sent)
+	}
+}

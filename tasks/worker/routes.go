@@ -39,7 +39,8 @@ func (h Handlers) routes() []route {
 			rs = append(rs, r...)
 		}
 	}
-	add(h.Mails != nil, on(tasks.ConfirmEmail, h.Mails.HandleConfirm), on(tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink))
+	add(h.Mails != nil, on(tasks.ConfirmEmail, h.Mails.HandleConfirm), on(tasks.UnsubscribeEmail, h.Mails.HandleUnsubscribeLink),
+		on(tasks.PreferencesEmail, h.Mails.HandlePreferencesLink))
 	add(h.Sequence != nil, on(tasks.WelcomeEmail, h.Sequence.HandleWelcome), on(tasks.SequenceStep, h.Sequence.HandleStep))
 	add(h.Planner != nil, on(tasks.DigestPlan, h.Planner.HandleDigestPlan))
 	add(h.Events != nil, on(tasks.EventsEmail, h.Events.HandleEventsEmail))

@@ -3,14 +3,20 @@ package worker
 import (
 	"context"
 	"math/rand/v2"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 )
+
+// listUnsubscribeToken finds the token of a List-Unsubscribe header.
+var listUnsubscribeToken = regexp.MustCompile(`/unsubscribe\?token=([^>]+)>`)
 
 // An issue to a segment alone goes to exactly the segment's active
 // people, each once, as a brute-force evaluation over the test's own copy
@@ -77,9 +83,21 @@ func TestIssueToSegmentReachesExactlyItsPeople(t *testing.T) {
 	if p.Planned != int64(len(want)) || p.Sent != int64(len(want)) {
 		t.Fatalf("progress %+v, want %d planned and sent", p, len(want))
 	}
+	// The readers got it for being in the segment, not for a topic: the
+	// footer names no topic, and List-Unsubscribe (and the footer's
+	// link) leave the newsletter's bulk mail, not one of their topics.
 	m := d.smtp.To(want[0])[0]
-	if u := m.Header.Get("List-Unsubscribe"); u == "" {
+	u := listUnsubscribeToken.FindStringSubmatch(m.Header.Get("List-Unsubscribe"))
+	if u == nil {
 		t.Fatalf("a segment's mail has no List-Unsubscribe:\n%s", m.Data)
+	}
+	tok, _ := url.QueryUnescape(u[1])
+	who, err := newHandlersLinks().Signer.Verify(token.Unsubscribe, tok)
+	if err != nil || who.Topic != "" || who.Issue != is.ID {
+		t.Fatalf("the segment issue's List-Unsubscribe leaves %+v (%v), want everything, counted for issue %d", who, err, is.ID)
+	}
+	if text := m.Text(); !strings.Contains(text, "You receive this mail because") || strings.Contains(text, "Weekly digest") || strings.Contains(text, "Product updates") {
+		t.Fatalf("the segment issue's footer names a topic:\n%s", text)
 	}
 	if strings.Contains(m.Text(), "/archive/") {
 		t.Fatalf("a segment's issue links to the public archive:\n%s", m.Text())

@@ -26,18 +26,22 @@ type Topic struct {
 	Version                   int64
 	ID, Name, Description     string
 	Default, Archive, Retired bool
-	FeedsText                 string
-	Feeds                     []topics.Feed
+	// Public: offered on the public signup form (unticked: the
+	// newsletter assigns it, topics.Topic.Assigned).
+	Public    bool
+	FeedsText string
+	Feeds     []topics.Feed
 }
 
 // NewTopic reads the topic form. A feed line that cannot be read is an
 // error naming it (the form is shown again with what was typed).
 func NewTopic(w http.ResponseWriter, r *http.Request) (Topic, error) {
 	if err := parse(w, r, MaxForm); err != nil {
-		return Topic{Archive: true}, err
+		return Topic{Archive: true, Public: true}, err
 	}
 	f := Topic{ID: value(r, "id"), Name: value(r, "name"), Description: value(r, "description"),
 		Default: r.PostForm.Get("default") != "", Archive: r.PostForm.Get("archive") != "", Retired: r.PostForm.Get("retired") != "",
+		Public:    r.PostForm.Get("public") != "",
 		FeedsText: strings.ReplaceAll(r.PostForm.Get("feeds"), "\r\n", "\n")}
 	v, err := version(r)
 	if err != nil {
@@ -50,7 +54,7 @@ func NewTopic(w http.ResponseWriter, r *http.Request) (Topic, error) {
 
 // Topic is the form's topic (topics.Set.Validate checks it).
 func (f Topic) Topic() topics.Topic {
-	t := topics.Topic{ID: f.ID, Name: f.Name, Description: f.Description, Default: f.Default, Private: !f.Archive, Retired: f.Retired}
+	t := topics.Topic{ID: f.ID, Name: f.Name, Description: f.Description, Default: f.Default, Private: !f.Archive, Assigned: !f.Public, Retired: f.Retired}
 	for _, feed := range f.Feeds {
 		feed.Topic = f.ID
 		t.Feeds = append(t.Feeds, feed)

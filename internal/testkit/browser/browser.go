@@ -35,8 +35,10 @@ func Path() string {
 }
 
 // New starts a headless browser with a window of width × height and
-// skips the test when the machine has none. It ends with the test.
-func New(t testing.TB, width, height int) context.Context {
+// skips the test when the machine has none. It ends with the test. more
+// are further flags (such as accepting a local TLS test server's
+// certificate).
+func New(t testing.TB, width, height int, more ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	chrome := Path()
 	if chrome == "" {
@@ -53,6 +55,7 @@ func New(t testing.TB, width, height int) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
 	)
+	opts = append(opts, more...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
