@@ -13,7 +13,7 @@ import (
 // topics file) is tagged too, with stepCode: every mail carries a tag, so
 // every bounce can be traced, and a tag stays short enough for the 64
 // characters of a local part whatever the step is called.
-var kindCodes = map[string]string{"confirm": "c", "welcome": "w", "digest": "d", "events": "e", "unsubscribe": "u", "issue": "i"}
+var kindCodes = map[string]string{"confirm": "c", "welcome": "w", "digest": "d", "events": "e", "unsubscribe": "u", "issue": "i", "preferences": "p"}
 
 // stepCode is the letter of every other kind; such a tag reads back as
 // KindStep.
