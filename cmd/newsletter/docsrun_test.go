@@ -225,3 +225,24 @@ func envValue(env []string, name string) string {
 	}
 	return ""
 }
+
+// TestDocsBlockMarks: the marks are read as docs/development.md says: a
+// block runs or is skipped with its reason; a shell block without a mark
+// and a command in an indented block are refused; other fences are not
+// shell blocks.
+func TestDocsBlockMarks(t *testing.T) {
+	text := "intro\n\n<!-- run: local -->\n```sh\ncurl $BASE/healthz\n```\n\n" +
+		"<!-- run: skip (needs DNS) -->\n```bash\ndig example.com\n```\n\n" +
+		"```sh\nbin/newsletter help\n```\n\n" +
+		"```yaml\ntopics: []\n```\n\n" +
+		"    curl $BASE/api/issues\n"
+	blocks, problems := fileBlocks("x.md", strings.Split(text, "\n"))
+	if len(blocks) != 2 || blocks[0].line != 4 || blocks[0].skip != "" || blocks[0].text != "curl $BASE/healthz" ||
+		blocks[1].line != 9 || blocks[1].skip != "needs DNS" {
+		t.Errorf("blocks: %+v", blocks)
+	}
+	if len(problems) != 2 || !strings.Contains(problems[0], "x.md:13: a shell block without a mark") ||
+		!strings.Contains(problems[1], "x.md:21: a command in an indented block") {
+		t.Errorf("problems: %q", problems)
+	}
+}
