@@ -120,9 +120,6 @@ func fileBlocks(name string, lines []string) (blocks []docsBlock, problems []str
 // renamed route, flag or field fails the test with the file, line and
 // output.
 func TestDocsShellBlocksRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs the guides' examples against a service per guide")
-	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash on this machine")
