@@ -237,3 +237,26 @@ func blockFree(base int) bool {
 	}
 	return true
 }
+
+// TestEveryBenchmarkSmoked: every `make bench-*` target has a smoke run
+// (bench-isolation's is TestLaneIsolationBenchmarkRuns, in
+// cmd/newsletter), so a new benchmark cannot be left out of the suite.
+func TestEveryBenchmarkSmoked(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	smoked := map[string]bool{"bench-isolation": true}
+	for _, r := range smokeRuns {
+		smoked[r.name] = true
+	}
+	targets := regexp.MustCompile(`(?m)^(bench-[a-z]+):`).FindAllStringSubmatch(string(raw), -1)
+	if len(targets) == 0 {
+		t.Fatal("no bench-* target in the Makefile")
+	}
+	for _, m := range targets {
+		if !smoked[m[1]] {
+			t.Errorf("make %s has no smoke run: add it to smokeRuns", m[1])
+		}
+	}
+}
