@@ -15,6 +15,7 @@ import (
 // AccountStore keeps the console's accounts and invites (store.Redis).
 type AccountStore interface {
 	account.InviteStore
+	account.InviteRevoker
 	ListAccounts(ctx context.Context) ([]store.Account, error)
 }
 
@@ -25,12 +26,15 @@ func (s *Server) accountRoutes() {
 		return
 	}
 	s.mux.Handle("POST /api/accounts/invites", s.Admin(http.HandlerFunc(s.inviteAccount)))
+	s.mux.Handle("DELETE /api/accounts/invites/{id}", s.Admin(http.HandlerFunc(s.revokeInvite)))
 	s.mux.Handle("GET /api/accounts", s.Admin(http.HandlerFunc(s.listAccounts)))
 }
 
 // inviteView is an invite as the API answers it: never its link, which
-// is mailed to the person alone.
+// is mailed to the person alone. Its id (the token's hash, which cannot
+// be turned back into the link) names it to DELETE.
 type inviteView struct {
+	ID      string         `json:"id"`
 	Email   string         `json:"email"`
 	Role    adminauth.Role `json:"role"`
 	Expires time.Time      `json:"expires"`
@@ -62,7 +66,26 @@ func (s *Server) inviteAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.AccountInvited, audit.Account(inv.Email), string(inv.Role))
-	WriteJSON(w, http.StatusCreated, inviteView{Email: inv.Email, Role: inv.Role, Expires: inv.Expires})
+	WriteJSON(w, http.StatusCreated, inviteView{ID: inv.Hash, Email: inv.Email, Role: inv.Role, Expires: inv.Expires})
+}
+
+// revokeInvite handles DELETE /api/accounts/invites/{id}: 204 once the
+// open invite is revoked (its link then answers that it was, and does
+// nothing); 404 when no open invite has that id.
+func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) {
+	by, _ := adminauth.FromContext(r.Context())
+	email, err := account.RevokeInvite(r.Context(), s.deps.Accounts, by, r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrInviteNotFound):
+		WriteJSON(w, http.StatusNotFound, errorBody("no open invite has this id (accepted, expired or revoked already)"))
+		return
+	case err != nil:
+		s.deps.Log.Error("accounts: revoke invite", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
+		return
+	}
+	s.note(r, audit.AccountInviteRevoked, audit.Account(email), "")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // accountView is an account as the API lists it: no secret of it.

@@ -3,12 +3,15 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/store"
 )
 
 // TestInviteAccountAPI: an admin invites by e-mail with a role (201, the
@@ -50,5 +53,50 @@ func TestInviteAccountAPI(t *testing.T) {
 	}
 	if rec := do(adminauth.Admin, "GET", "/api/accounts", ""); rec.Code != http.StatusOK || rec.Body.String() != "{\"accounts\":[]}\n" {
 		t.Fatalf("list: %d %q", rec.Code, rec.Body)
+	}
+}
+
+// TestRevokeInviteAPI: an admin revokes an open invite by its id (204,
+// audited); the invite leaves the list and its link would say it was
+// revoked; revoking again, an unknown id or one that is not an id is
+// 404; an editor is 403 and changes nothing.
+func TestRevokeInviteAPI(t *testing.T) {
+	s, st, tokens, _ := matrixServerStore(t)
+	do := func(role adminauth.Role, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokens[role])
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := do(adminauth.Admin, "POST", "/api/accounts/invites", `{"email":"ann@example.org","role":"editor"}`)
+	var got struct{ ID string }
+	if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &got) != nil || len(got.ID) != 64 {
+		t.Fatalf("invite: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(adminauth.Editor, "DELETE", "/api/accounts/invites/"+got.ID, ""); rec.Code != http.StatusForbidden {
+		t.Fatalf("an editor revoking: %d", rec.Code)
+	}
+	if list, _ := st.ListInvites(context.Background()); len(list) != 1 {
+		t.Fatalf("after an editor's refused revoke: %+v", list)
+	}
+	if rec := do(adminauth.Admin, "DELETE", "/api/accounts/invites/"+got.ID, ""); rec.Code != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
+	}
+	if _, err := st.InviteByHash(context.Background(), got.ID); !errors.Is(err, store.ErrInviteRevoked) {
+		t.Fatalf("the revoked invite: %v, want ErrInviteRevoked", err)
+	}
+	if list, _ := st.ListInvites(context.Background()); len(list) != 0 {
+		t.Fatalf("invites after revoking: %+v", list)
+	}
+	for _, id := range []string{got.ID, strings.Repeat("0", 64), "not-an-id", strings.ToUpper(got.ID)} {
+		if rec := do(adminauth.Admin, "DELETE", "/api/accounts/invites/"+id, ""); rec.Code != http.StatusNotFound {
+			t.Fatalf("revoking %q: %d, want 404", id, rec.Code)
+		}
+	}
+	entries, err := st.AuditEntries(context.Background(), "", 10)
+	if err != nil || len(entries) == 0 || entries[0].Action != audit.AccountInviteRevoked || entries[0].Target != "account:ann@example.org" || entries[0].Actor != "matrix-admin" {
+		t.Fatalf("audit: %+v %v", entries, err)
 	}
 }

@@ -32,3 +32,18 @@ func CheckDevice(platform, token string) error {
 	}
 	return nil
 }
+
+// pushable says whether an event's notification fits the message of
+// every push platform: a browser's (push.CheckEvent), APNs' and FCM's.
+// Each shortens the title to fit, so only a URL too long is refused; the
+// limits differ (APNs and FCM escape &, < and > in JSON, a browser's
+// plaintext does not), so each is asked.
+func pushable(title, link string) error {
+	if err := push.CheckEvent(title, link); err != nil {
+		return err
+	}
+	if err := apns.Fits(apns.Notification{Title: title, URL: link}); err != nil {
+		return err
+	}
+	return fcm.Fits(fcm.Notification{Title: title, URL: link})
+}

@@ -71,3 +71,33 @@ func TestDeviceRegistration(t *testing.T) {
 		t.Fatalf("stored after the delete: %+v", got[0])
 	}
 }
+
+// A token registered for a second person moves to them: the first
+// person's list no longer shows it, the second's does.
+func TestDeviceTokenMovesToItsNewestOwner(t *testing.T) {
+	e := newHooksEnv(t, Config{})
+	ctx := context.Background()
+	for _, email := range []string{"old@x.io", "new@x.io"} {
+		if _, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: email, Activate: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apnsToken := strings.Repeat("cd34", 16)
+	for _, who := range []string{"old@x.io", "new@x.io"} {
+		if status, body := e.hookAdmin(t, "POST", "/api/subscribers/"+who+"/devices", `{"platform":"apns","token":"`+apnsToken+`"}`); status != 201 {
+			t.Fatalf("register for %s: %d %s", who, status, body)
+		}
+	}
+	count := func(who string) int {
+		t.Helper()
+		status, body := e.hookAdmin(t, "GET", "/api/subscribers/"+who+"/devices", "")
+		var list struct{ Devices []deviceView }
+		if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+			t.Fatalf("list %s: %d %s", who, status, body)
+		}
+		return len(list.Devices)
+	}
+	if o, n := count("old@x.io"), count("new@x.io"); o != 0 || n != 1 {
+		t.Fatalf("the old owner lists %d, the new %d; want 0 and 1", o, n)
+	}
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -182,9 +181,9 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", maxTitle)))
 		return
 	}
-	// Every event may be pushed to browsers: a URL no push message can
-	// carry would make each reader's push a dead letter.
-	if err := push.CheckEvent(title, link); err != nil {
+	// Every event may be pushed to browsers and app installs: a URL no
+	// push message can carry would make each reader's push a dead letter.
+	if err := pushable(title, link); err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
 		return
 	}

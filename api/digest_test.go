@@ -199,3 +199,20 @@ func TestTitlesCountCharacters(t *testing.T) {
 		t.Fatalf("an event of 301 é: %d", code)
 	}
 }
+
+// An event's URL that a browser's push message carries but APNs' and
+// FCM's cannot (their JSON writes each & as \u0026) is refused at intake
+// too: taken, it would be a dead letter on every reader's phone.
+func TestEventURLMustFitAppPushToo(t *testing.T) {
+	e := newEnv(t, Config{AdminToken: "s3cret"})
+	link := "https://example.com/?" + strings.Repeat("a&", 700)
+	if err := push.CheckEvent("Launch", link); err != nil {
+		t.Fatalf("the premise: a browser's message carries the url: %v", err)
+	}
+	if code, m := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"Launch","url":"`+link+`"}`); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "push") {
+		t.Fatalf("an event whose url no app push can carry: %d %v, want 400", code, m)
+	}
+	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 0 {
+		t.Fatalf("a refused event was queued: %d tasks", len(pending))
+	}
+}

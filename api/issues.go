@@ -27,6 +27,9 @@ type IssueRenderer interface {
 	// SendTest mails is now to each address through the real path,
 	// subject prefixed "[Test] ", not counted, its personal links inert.
 	SendTest(ctx context.Context, is store.Issue, emails []string) error
+	// HTMLSize is the bytes of the HTML part a reader gets (its links
+	// counted): the size guard's measure (issues.ClipBytes).
+	HTMLSize(ctx context.Context, is store.Issue) (int, error)
 }
 
 // IssueStore is the store's side of issues the API uses.
@@ -51,6 +54,9 @@ func (s *Server) issueRoutes() {
 		return
 	}
 	s.issues = &issues.Service{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now, BulkReady: s.deps.Settings.BulkReady}
+	if s.deps.IssueRenderer != nil {
+		s.issues.HTMLSize = s.deps.IssueRenderer.HTMLSize
+	}
 	// Readers of the issues (viewer) and their writers (editor), as
 	// the reference's table of roles says.
 	v := func(h http.HandlerFunc) http.Handler { return s.Viewer(h) }
@@ -227,9 +233,12 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 	var bad *issues.InputError
 	var changed *issues.AudienceChangedError
 	var rate *issues.TestRateError
+	var clipped *issues.ClippedError
 	switch {
 	case errors.As(err, &bad):
 		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+	case errors.As(err, &clipped):
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "html_bytes": clipped.Bytes})
 	case errors.Is(err, issues.ErrTooLarge):
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
@@ -262,7 +271,11 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueCreated, audit.Issue(is.ID), is.Slug)
-	WriteJSON(w, http.StatusCreated, map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status})
+	out := map[string]any{"id": is.ID, "slug": is.Slug, "status": is.Status}
+	if warn := issues.BodyWarnings(is.Body); warn != nil {
+		out["warnings"] = warn
+	}
+	WriteJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +354,14 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
-	WriteJSON(w, http.StatusOK, is)
+	WriteJSON(w, http.StatusOK, savedIssue{Issue: is, Warnings: issues.BodyWarnings(is.Body)})
+}
+
+// savedIssue is the answer to a save: the issue, and what the publisher
+// should hear of what was saved (issues.BodyWarnings).
+type savedIssue struct {
+	store.Issue
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
@@ -359,6 +379,14 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 		s.deps.Log.Error("preview issue", "issue", is.ID, "err", err)
 		WriteJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
 		return
+	}
+	// The size of the HTML part as readers get it, and the warning near
+	// Gmail's clip (issues.SizeWarning), in headers: the body is the mail.
+	if n, err := s.deps.IssueRenderer.HTMLSize(r.Context(), is); err == nil {
+		w.Header().Set("X-Issue-Html-Bytes", strconv.Itoa(n))
+		if warn := issues.SizeWarning(n); warn != "" {
+			w.Header().Set("X-Issue-Size-Warning", warn)
+		}
 	}
 	w.Header().Set("Content-Type", ct)
 	// A preview is the publisher's to read, not a page to run: no script
@@ -416,35 +444,6 @@ func (s *Server) TestSendDetail(emails []string) string {
 func principalName(r *http.Request) string {
 	p, _ := adminauth.FromContext(r.Context())
 	return p.Name
-}
-
-// sendIssue handles POST /api/issues/{id}/send: {} now, {"at"} or
-// {"local_time"}; "confirm_audience" refuses the send when the audience
-// is no longer that number, "force" sends to 0 readers, "version" refuses
-// it when the content changed since. 202 {"id","status","audience"}.
-func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
-	is, ok := s.issueOf(w, r)
-	if !ok {
-		return
-	}
-	in := s.readAdminJSON(w, r, sendFields, true)
-	if in == nil {
-		return
-	}
-	when := issues.When{At: in.get("at"), LocalTime: in.get("local_time")}
-	opt := issues.SendOptions{Force: in.get("force") == "true"}
-	opt.Version, _ = strconv.Atoi(in.get("version"))
-	if v := in.get("confirm_audience"); v != "" {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		opt.ConfirmAudience = &n
-	}
-	is, n, err := s.issues.Send(r.Context(), is, when, opt)
-	if err != nil {
-		s.storeFailed(w, "send the issue", err)
-		return
-	}
-	s.note(r, audit.IssueSent, audit.Issue(is.ID), fmt.Sprintf("%s, to %d readers", when.Detail(), n))
-	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status, "audience": n})
 }
 
 // issueAudience handles GET /api/issues/{id}/audience: how many readers

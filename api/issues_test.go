@@ -27,6 +27,12 @@ func (f *fakeIssueMail) Preview(_ context.Context, is store.Issue, topic, format
 	return "text/plain", []byte(topic + ":" + is.Body), nil
 }
 
+// HTMLSize is the body's length: a test makes an issue as large as it
+// needs.
+func (f *fakeIssueMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
+	return len(is.Body), nil
+}
+
 func (f *fakeIssueMail) SendTest(_ context.Context, _ store.Issue, emails []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

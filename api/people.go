@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -227,10 +228,68 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, st)
 }
 
-// PersonalExport is the export's JSON: everything held about one person.
+// PersonalExport is the export's JSON: everything held about one person,
+// their browsers and app installs masked (maskedBrowsers, maskedDevices):
+// the export says which exist, and hands out no key to notify them.
 type PersonalExport struct {
 	ExportedAt time.Time `json:"exported_at"`
 	store.PersonalData
+	// Push and Devices stand in for PersonalData's, which hold the
+	// secrets (the outer field is the one JSON writes).
+	Push    []browserExport `json:"push_subscriptions"`
+	Devices []deviceExport  `json:"devices"`
+}
+
+// browserExport is a browser as an export shows it: its push service and
+// the ends of its endpoint and keys, enough to tell it from another.
+type browserExport struct {
+	Service   string    `json:"service"`
+	Endpoint  string    `json:"endpoint"`
+	P256DH    string    `json:"p256dh"`
+	Auth      string    `json:"auth"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// deviceExport is an app install as an export shows it.
+type deviceExport struct {
+	ID        string    `json:"id"`
+	Platform  string    `json:"platform"`
+	Token     string    `json:"token"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func maskedBrowsers(ps []store.PushSubscription) []browserExport {
+	out := make([]browserExport, len(ps))
+	enc := base64.RawURLEncoding
+	for i, p := range ps {
+		service := ""
+		if u, err := url.Parse(p.Endpoint); err == nil {
+			service = u.Host
+		}
+		out[i] = browserExport{Service: service, Endpoint: maskSecret(p.Endpoint), P256DH: maskSecret(enc.EncodeToString(p.P256DH)),
+			Auth: maskSecret(enc.EncodeToString(p.Auth)), CreatedAt: p.CreatedAt}
+	}
+	return out
+}
+
+func maskedDevices(ds []store.Device) []deviceExport {
+	out := make([]deviceExport, len(ds))
+	for i, d := range ds {
+		out[i] = deviceExport{ID: d.ID, Platform: d.Platform, Token: maskSecret(d.Token), CreatedAt: d.CreatedAt}
+	}
+	return out
+}
+
+// maskSecret shows a secret (a device token, a push endpoint or key) by
+// its first and last four characters: enough to tell two apart, or to
+// match one against the phone or browser it came from, and of no use to
+// notify it. A secret too short to keep most of it hidden shows nothing.
+func maskSecret(s string) string {
+	const shown = 4
+	if len(s) < 4*shown {
+		return "…"
+	}
+	return s[:shown] + "…" + s[len(s)-shown:]
 }
 
 // pathAddress reads the {email} of the path, answering a 400 itself.
@@ -272,7 +331,7 @@ func (s *Server) Export(ctx context.Context, email string) (PersonalExport, erro
 	if err != nil {
 		return PersonalExport{}, err
 	}
-	return PersonalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd}, nil
+	return PersonalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd, Push: maskedBrowsers(pd.Push), Devices: maskedDevices(pd.Devices)}, nil
 }
 
 // WriteExport answers the export, as a file named filename to save when

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -399,3 +401,53 @@ func TestPreferencesKeepARetiredTopic(t *testing.T) {
 type swappedTopics struct{ cur atomic.Pointer[topics.Set] }
 
 func (s *swappedTopics) Current() *topics.Set { return s.cur.Load() }
+
+// The person's export says which browsers and app installs exist, each by
+// the ends of its endpoint, keys or token, and hands out none of them
+// whole: with them anyone could notify the person's phone or browser.
+func TestExportMasksDeviceTokensAndPushKeys(t *testing.T) {
+	e := newEnv(t, Config{AdminToken: "s3cret"})
+	ctx := context.Background()
+	sub, err := e.store.Subscribe(ctx, store.SubscribeRequest{Email: "keys@example.com", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "cDeF_123:" + strings.Repeat("APA91b-x", 20) + "END9"
+	if _, err := e.store.AddDevice(ctx, sub.ID, store.Device{Platform: store.PlatformFCM, Token: token}); err != nil {
+		t.Fatal(err)
+	}
+	p256dh, auth := bytes.Repeat([]byte{0x04, 0xab}, 32), bytes.Repeat([]byte{0x5a}, 16)
+	p256dh = append(p256dh, 0x01)
+	endpoint := "https://fcm.googleapis.com/fcm/send/secret-subscription-id-0123456789"
+	if err := e.store.AddPushSubscription(ctx, sub.ID, store.PushSubscription{Endpoint: endpoint, P256DH: p256dh, Auth: auth}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.peopleAdmin(t, "GET", "/api/subscribers/keys@example.com/export")
+	if resp.StatusCode != 200 {
+		t.Fatalf("export: %d %s", resp.StatusCode, body)
+	}
+	enc := base64.RawURLEncoding
+	for _, secret := range []string{token, endpoint, enc.EncodeToString(p256dh), enc.EncodeToString(auth), base64.StdEncoding.EncodeToString(auth), "secret-subscription-id"} {
+		if strings.Contains(body, secret) {
+			t.Errorf("the export holds %q whole: %s", secret, body)
+		}
+	}
+	var pd struct {
+		Push []struct {
+			Service, Endpoint, P256DH, Auth string
+		} `json:"push_subscriptions"`
+		Devices []struct {
+			ID, Platform, Token string
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(body), &pd); err != nil {
+		t.Fatal(err)
+	}
+	if len(pd.Devices) != 1 || pd.Devices[0].Token != "cDeF…END9" || pd.Devices[0].Platform != store.PlatformFCM || pd.Devices[0].ID == "" {
+		t.Errorf("devices %+v: want the token's ends", pd.Devices)
+	}
+	a := enc.EncodeToString(auth)
+	if len(pd.Push) != 1 || pd.Push[0].Service != "fcm.googleapis.com" || !strings.HasPrefix(pd.Push[0].P256DH, "BKsE") || pd.Push[0].Auth != a[:4]+"…"+a[len(a)-4:] {
+		t.Errorf("browsers %+v: want the service and the keys' ends", pd.Push)
+	}
+}

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/newsletter/newsletter/sms"
@@ -52,8 +55,10 @@ func (s *Server) phoneCodeRoutes() {
 
 // preferencesPhone handles POST /preferences/phone: token and phone texts
 // a code to the number (one a minute at most); token and remove=1 takes
-// the person's number away. A number that does not parse or is not a
-// mobile: 400 with the page and the reason.
+// the person's number away. A number that does not parse, is not a
+// mobile, or is of a country not in NEWSLETTER_SMS_COUNTRIES: 400 with the
+// page and the reason, nothing stored, nothing texted. A client address
+// past its codes for the hour: 429, the same.
 func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 	in, tok, _, sub, ok := s.preferencesPost(w, r, phoneFormFields)
 	if !ok {
@@ -72,9 +77,15 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 		s.renderPreferences(w, r, http.StatusOK, tok, sub, "Your number is removed: we send you no more texts.")
 		return
 	}
-	number, err := sms.ParseNumber(in.get("phone"), "")
+	number, err := s.textableNumber(in.get("phone"))
 	if err != nil {
 		s.renderPreferences(w, r, http.StatusBadRequest, tok, sub, "", err.Error())
+		return
+	}
+	if ok, wait := s.texting.Allow(s.cfg.Clients.Key(r)); !ok {
+		s.deps.Metrics.SMSCapReached.WithLabelValues(sms.CapPerClient).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		s.renderPreferences(w, r, http.StatusTooManyRequests, tok, sub, "", "Too many codes were texted from your address: try again later.")
 		return
 	}
 	code, err := newCode()
@@ -90,7 +101,7 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusServiceUnavailable, "we could not text you a code just now, please try again")
 		return
 	}
-	job := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: sub.ID, Number: number,
+	job := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: sub.ID, Number: number, Code: code,
 		Text:  fmt.Sprintf("%s: your code is %s. It works for %d minutes.", s.newsletter(r).Name, code, int(store.PhoneCodeTTL.Minutes())),
 		Until: s.deps.Now().Add(store.PhoneCodeTTL)})
 	if _, err := s.deps.Queue.EnqueueContext(ctx, job); err != nil {
@@ -103,8 +114,10 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 
 // preferencesPhoneConfirm handles POST /preferences/phone/confirm: the
 // code texted to the number makes it the person's (consent source
-// "preference centre"). A wrong code: 400, and a few tries spend it; none
-// waiting: 400.
+// "preference centre", with the SID of the message that carried the
+// code). A wrong code: 400, and a few tries spend it; none waiting: 400;
+// one whose text the gateway has not taken yet: 409, the code unchecked
+// (a guess then learns nothing, and costs no try).
 func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request) {
 	in, tok, _, sub, ok := s.preferencesPost(w, r, phoneCodeFields)
 	if !ok {
@@ -115,8 +128,11 @@ func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	ctx := r.Context()
-	number, err := s.deps.Store.CheckPhoneCode(ctx, sub.ID, strings.TrimSpace(in.get("code")))
+	number, messageSID, err := s.deps.Store.CheckPhoneCode(ctx, sub.ID, strings.TrimSpace(in.get("code")))
 	switch {
+	case errors.Is(err, store.ErrCodeNotSent):
+		s.renderPreferences(w, r, http.StatusConflict, tok, sub, "", "Your code's text has not gone out yet: wait for it, then enter it.")
+		return
 	case errors.Is(err, store.ErrWrongCode):
 		s.renderPreferences(w, r, http.StatusBadRequest, tok, sub, "", "That is not the code we texted: try again.")
 		return
@@ -127,11 +143,25 @@ func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request)
 		fail(w, r, http.StatusServiceUnavailable, "we could not check your code just now, please try again")
 		return
 	}
-	if _, err := s.deps.Store.SetPhone(ctx, sub.ID, number, "preference centre (texted code)"); err != nil {
+	if _, err := s.deps.Store.SetPhone(ctx, sub.ID, number, "preference centre (texted code, message "+cmp.Or(messageSID, "SID unread")+")"); err != nil {
 		fail(w, r, http.StatusServiceUnavailable, "we could not save your number just now, please try again")
 		return
 	}
 	s.renderPreferences(w, r, http.StatusOK, tok, sub, "Your number is saved. Tick Text message under the topics you want by text.")
+}
+
+// textableNumber is the number a person or the product backend gave, in
+// E.164, when texts may go to it: a mobile (sms.ParseNumber) of one of
+// the countries texts are for.
+func (s *Server) textableNumber(raw string) (string, error) {
+	number, err := sms.ParseNumber(raw, "")
+	if err != nil {
+		return "", err
+	}
+	if !s.cfg.SMSCountries.Allows(number) {
+		return "", s.cfg.SMSCountries.NotAllowed(number)
+	}
+	return number, nil
 }
 
 // newCode is a six-digit code from the system's random source.

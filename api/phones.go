@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -28,8 +27,9 @@ func (s *Server) phoneRoutes() {
 // putPhone handles PUT /api/subscribers/{email}/phone
 // {"phone":"+44 7400 123456","consent_source":"…"}: 200 with the number
 // as stored (E.164) and its state. A number that does not parse, is not
-// in international form, or is not a mobile (a landline, premium-rate,
-// VoIP…), or no consent source: 400 with the reason; a person not active:
+// in international form, is not a mobile (a landline, premium-rate,
+// VoIP…), is of a country not in NEWSLETTER_SMS_COUNTRIES, or no consent
+// source: 400 with the reason; a person not active:
 // 409; nothing is stored.
 func (s *Server) putPhone(w http.ResponseWriter, r *http.Request) {
 	email, ok := pathAddress(w, r)
@@ -45,7 +45,7 @@ func (s *Server) putPhone(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(`want "consent_source": where the person agreed to SMS (one line, at most 200 bytes), recorded with the number`))
 		return
 	}
-	number, err := sms.ParseNumber(in.get("phone"), "")
+	number, err := s.textableNumber(in.get("phone"))
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return

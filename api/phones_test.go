@@ -165,9 +165,12 @@ func TestEventTooLongForText(t *testing.T) {
 }
 
 // A person gives their own number in the preference centre: a code is
-// texted to it (one a minute), a wrong code is refused, the right one
-// saves the number with the preference centre as its consent, and the
-// person can take it away again. A landline is refused with the reason.
+// texted to it (one a minute); until the gateway took its text no code
+// is checked (the right one is refused too, and the number not saved); a
+// wrong code is refused, the right one saves the number with the
+// preference centre and the message that carried the code as its
+// consent, and the person can take it away again. A landline is refused
+// with the reason.
 func TestPreferenceCentrePhoneByCode(t *testing.T) {
 	e := newEnv(t, Config{DoubleOptIn: false, Origin: "https://news.example.com", SMSAuthToken: "tok", Publisher: "The Weekly"})
 	ctx := context.Background()
@@ -211,6 +214,19 @@ func TestPreferenceCentrePhoneByCode(t *testing.T) {
 	}
 	code := strings.Fields(strings.TrimPrefix(p.Text, "The Weekly: your code is "))[0]
 	code = strings.TrimSuffix(code, ".")
+	if p.Code != code {
+		t.Fatalf("the payload's code %q, the text's %q", p.Code, code)
+	}
+	if status, page := post("/preferences/phone/confirm", url.Values{"code": {code}}); status != http.StatusConflict || !strings.Contains(page, "not gone out yet") {
+		t.Fatalf("the right code before its text went out: %d", status)
+	}
+	if got, _ := e.store.PhonesOf(ctx, []int64{sub.ID}); got[0].Number != "" {
+		t.Fatal("a code whose text never went out saved the number")
+	}
+	// The sms lane's part (TestSMSCode): the gateway took the text.
+	if err := e.store.PhoneCodeSent(ctx, sub.ID, p.Number, p.Code, "SMproof"); err != nil {
+		t.Fatal(err)
+	}
 	if status, page := post("/preferences/phone/confirm", url.Values{"code": {"000000"}}); status != 400 || !strings.Contains(page, "not the code") {
 		t.Fatalf("a wrong code: %d", status)
 	}
@@ -221,7 +237,7 @@ func TestPreferenceCentrePhoneByCode(t *testing.T) {
 		t.Fatalf("the right code: %d %s", status, page)
 	}
 	got, _ := e.store.PhonesOf(ctx, []int64{sub.ID})
-	if got[0].Number != "+447400123456" || got[0].Source != "preference centre (texted code)" {
+	if got[0].Number != "+447400123456" || got[0].Source != "preference centre (texted code, message SMproof)" {
 		t.Fatalf("saved %+v", got[0])
 	}
 	if status, _ := post("/preferences/phone", url.Values{"remove": {"1"}}); status != 200 {

@@ -95,6 +95,7 @@ var routeRoles = map[string]struct {
 	"DELETE /api/segments/{id}":                    {role: adminauth.Editor},
 	"GET /api/imports/{id}":                        {role: adminauth.Admin},
 	"POST /api/accounts/invites":                   {role: adminauth.Admin},
+	"DELETE /api/accounts/invites/{id}":            {role: adminauth.Admin},
 	"GET /api/accounts":                            {role: adminauth.Admin},
 	"GET /api/settings":                            {role: adminauth.Admin},
 	"PUT /api/settings":                            {role: adminauth.Admin},

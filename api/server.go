@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -100,6 +102,12 @@ type Config struct {
 	// when the event is posted.
 	SMSAuthToken   string
 	SMSMaxSegments int
+	// SMSCountries are the countries whose numbers may be given
+	// (NEWSLETTER_SMS_COUNTRIES; none: any). SMSCodesPerClient caps the
+	// codes one client address may have texted in an hour
+	// (NEWSLETTER_SMS_CODES_PER_CLIENT; 0: sms.DefaultCodesPerClient).
+	SMSCountries      sms.Countries
+	SMSCodesPerClient int
 	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
 	// must align with it ("" : any From).
 	DKIMDomain string
@@ -200,6 +208,7 @@ type Server struct {
 	deps    Deps
 	limiter *ratelimit.Limiter // signups per client
 	leaving *ratelimit.Limiter // unsubscribes by address per client
+	texting *ratelimit.Limiter // texted codes per client
 	mux     *routeMux
 	archive *archiveCache
 	issues  *issues.Service // nil: no issue routes
@@ -246,6 +255,7 @@ func New(cfg Config, d Deps) *Server {
 		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 		s.leaving = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 	}
+	s.texting = ratelimit.New(cmp.Or(max(cfg.SMSCodesPerClient, 0), sms.DefaultCodesPerClient), time.Hour, d.Now)
 	s.routes()
 	return s
 }

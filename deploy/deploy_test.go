@@ -201,7 +201,7 @@ func TestPrometheusAndAlerts(t *testing.T) {
 		got[r.Alert] = true
 		checkMetricNames(t, "alert "+r.Alert, r.Expr, ours)
 	}
-	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused", "NewsletterLanePendingHigh", "NewsletterLaneOldestPendingHigh", "NewsletterAuditWriteFailed"} {
+	for _, want := range []string{"NewsletterDown", "NewsletterWorkersNotProcessing", "NewsletterQueueLatencyHigh", "NewsletterArchiveGrowing", "NewsletterBounceRateHigh", "NewsletterMailsRejected", "NewsletterNoDigestThisWeek", "NewsletterComplaintRateHigh", "NewsletterTransportPaused", "NewsletterLanePendingHigh", "NewsletterLaneOldestPendingHigh", "NewsletterAuditWriteFailed", "NewsletterSMSCapReached"} {
 		if !got[want] {
 			t.Errorf("alert %s missing", want)
 		}

@@ -202,6 +202,9 @@ type Service struct {
 	// (settings.Cache.BulkReady: no postal address yet); nothing changes
 	// then.
 	BulkReady func(ctx context.Context) error
+	// HTMLSize, when set, measures a send's HTML part: one over
+	// ClipBytes is refused unless forced (size.go).
+	HTMLSize HTMLSizer
 }
 
 func (s *Service) now() time.Time {
@@ -332,7 +335,8 @@ type SendOptions struct {
 	// ConfirmAudience, when set, is the audience the publisher agreed
 	// to: the send is refused (AudienceChangedError) when it is not that.
 	ConfirmAudience *int64
-	// Force sends to an audience of 0.
+	// Force sends to an audience of 0, and an issue whose HTML part is
+	// over ClipBytes.
 	Force bool
 	// Version, when above 0, is the content's version the publisher saw:
 	// a later edit refuses the send (store.ErrIssueStale).
@@ -342,37 +346,50 @@ type SendOptions struct {
 // Send sends the issue is (as the caller read it) now, at a time, or at
 // each reader's local hour: a draft or a scheduled issue (whose schedule
 // it replaces). It returns the issue after the move and the audience it
-// counted. Errors: *InputError, ErrNoReaders, *AudienceChangedError,
-// store.ErrIssueStale, a *store.StateError, or the store's; nothing
-// changed then.
+// counted. Errors: *InputError, ErrNoReaders, *ClippedError,
+// *AudienceChangedError, store.ErrIssueStale, a *store.StateError, or the
+// store's; nothing changed then.
 func (s *Service) Send(ctx context.Context, is store.Issue, when When, opt SendOptions) (store.Issue, int64, error) {
+	out, rep, err := s.SendReported(ctx, is, when, opt)
+	return out, rep.Audience, err
+}
+
+// SendReported is Send answering what it found and what force overrode.
+func (s *Service) SendReported(ctx context.Context, is store.Issue, when When, opt SendOptions) (store.Issue, SendReport, error) {
+	var rep SendReport
 	sc, err := when.check(s.now())
 	if err != nil {
-		return is, 0, err
+		return is, rep, err
 	}
 	if is.Status != store.IssueDraft && is.Status != store.IssueScheduled {
-		return is, 0, &store.StateError{ID: is.ID, Status: is.Status}
+		return is, rep, &store.StateError{ID: is.ID, Status: is.Status}
 	}
 	if s.BulkReady != nil {
 		if err := s.BulkReady(ctx); err != nil {
-			return is, 0, err
+			return is, rep, err
 		}
 	}
 	n, err := s.Audience(ctx, is)
 	if err != nil {
-		return is, 0, err
+		return is, rep, err
 	}
+	rep.Audience = n
 	switch {
 	case opt.ConfirmAudience != nil && *opt.ConfirmAudience != n:
-		return is, n, &AudienceChangedError{Confirmed: *opt.ConfirmAudience, Now: n}
+		return is, rep, &AudienceChangedError{Confirmed: *opt.ConfirmAudience, Now: n}
 	case n == 0 && !opt.Force:
-		return is, 0, ErrNoReaders
+		return is, rep, ErrNoReaders
+	case n == 0:
+		rep.Overridden = append(rep.Overridden, OverrideNoReaders)
+	}
+	if err := s.checkSize(ctx, is, opt.Force, &rep); err != nil {
+		return is, rep, err
 	}
 	// A draft's round has never been planned (a move back to draft
 	// starts a new one); a scheduled issue's plan is replaced by a new
 	// round's.
 	out, err := s.move(ctx, is, []string{is.Status}, sc.to, is.Status == store.IssueScheduled, sc, opt.Version)
-	return out, n, err
+	return out, rep, err
 }
 
 // Reschedule gives a scheduled issue (or one paused while scheduled) a

@@ -3,6 +3,7 @@ package mailer
 import (
 	"fmt"
 	"slices"
+	texttemplate "text/template"
 	"text/template/parse"
 )
 
@@ -19,6 +20,7 @@ func sampleData() Data {
 		ArchiveURL: "https://example.com/archive/an-issue", Reader: "r",
 		Subscriber: Recipient{Email: "reader@example.com", Name: "Ada", Fields: map[string]string{"company": "Acme"}, Tags: []string{"beta"}},
 		Newsletter: Newsletter{Name: "The Letter", Description: "Weekly.", PostalAddress: "1 Main St", LogoURL: "https://example.com/logo.png", Accent: "#0b5fff", From: "The Letter <news@example.com>"},
+		Invite:     Invite{By: "ada", Role: "editor", Link: "https://example.com/admin/invite?token=t", Expires: "2026-01-02 15:04 UTC"},
 	}
 }
 
@@ -47,15 +49,21 @@ var mustShow = map[string][]string{
 // that does not parse, a step without templates, a field that mails do not
 // have, a template that fails for a reader with little data (no name, no
 // fields, no items), a layout that leaves out the body or the footer's
-// link, a kind that leaves out what it is for (mustShow). Every kind and
-// step is rendered with sample data and with sparse data.
+// link, a kind that leaves out what it is for (mustShow), a template
+// whose work has no bound (checkCost) or that writes over MaxCheckBytes
+// with sample data. Every kind and step is rendered with sample data and
+// with sparse data.
 func CheckTemplates(src Sources, steps ...string) error {
 	r, err := Compile(src, steps...)
 	if err != nil {
 		return err
 	}
 	t := r.cur.Load()
-	for _, k := range append(Kinds(), steps...) {
+	t.limit = MaxCheckBytes
+	if err := t.checkCost(steps); err != nil {
+		return err
+	}
+	for _, k := range templatedKinds(steps) {
 		for _, d := range []Data{sampleData(), sparseData()} {
 			if _, err := r.Render(k, d); err != nil {
 				return fmt.Errorf("template %s: %w", k, err)
@@ -90,6 +98,55 @@ func CheckTemplates(src Sources, steps ...string) error {
 		}
 	}
 	return nil
+}
+
+// checkCost refuses, before anything runs, a template whose work has no
+// bound: one that calls itself, or whose ranges and calls could run over
+// maxTemplateSteps steps (templateSteps).
+func (r *templates) checkCost(steps []string) error {
+	type set struct {
+		name   string
+		trees  []*parse.Tree
+		lookup func(string) *parse.Tree
+	}
+	var sets []set
+	for _, k := range templatedKinds(steps) {
+		txt, html := r.text[k], r.html[k]
+		sets = append(sets,
+			set{k + ".txt", treesOf(txt), func(n string) *parse.Tree { return treeOf(txt.Lookup(n)) }},
+			set{k + ".html", htmlTrees(html), func(n string) *parse.Tree {
+				if x := html.Lookup(n); x != nil {
+					return x.Tree
+				}
+				return nil
+			}})
+	}
+	for name, t := range map[string]*texttemplate.Template{DigestBodyTemplate: r.digestBody, PostBodyTemplate: r.postBody} {
+		sets = append(sets, set{name, treesOf(t), func(n string) *parse.Tree { return treeOf(t.Lookup(n)) }})
+	}
+	for _, s := range sets {
+		for _, tree := range s.trees {
+			if _, err := templateSteps(tree, s.lookup); err != nil {
+				return fmt.Errorf("template %s: %w", s.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func treesOf(t *texttemplate.Template) []*parse.Tree {
+	var out []*parse.Tree
+	for _, x := range t.Templates() {
+		out = append(out, x.Tree)
+	}
+	return out
+}
+
+func treeOf(t *texttemplate.Template) *parse.Tree {
+	if t == nil {
+		return nil
+	}
+	return t.Tree
 }
 
 // Builtin is the built-in text of template name (TemplateNames), as a

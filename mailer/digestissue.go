@@ -1,7 +1,6 @@
 package mailer
 
 import (
-	"bytes"
 	"fmt"
 	"net/url"
 	"strings"
@@ -68,19 +67,20 @@ func parseDigestBody(src string) (*texttemplate.Template, error) {
 // (<period>)".
 func (r *templates) DigestIssue(period string, entries []Entry) (subject, body string, err error) {
 	d := Data{Period: period, Entries: entries}
-	var subj, md bytes.Buffer
-	if err := r.text[KindDigest].ExecuteTemplate(&subj, "subject", d); err != nil {
+	subj, err := execCapped(r.text[KindDigest], "subject", d, r.partLimit())
+	if err != nil {
 		return "", "", fmt.Errorf("render digest subject: %w", err)
 	}
-	if err := r.digestBody.Execute(&md, d); err != nil {
+	md, err := execCapped(r.digestBody, r.digestBody.Name(), d, r.partLimit())
+	if err != nil {
 		return "", "", fmt.Errorf("render %s: %w", DigestBodyTemplate, err)
 	}
-	subject = strings.Join(strings.Fields(subj.String()), " ")
+	subject = strings.Join(strings.Fields(subj), " ")
 	if subject == "" {
 		subject = "What is new (" + period + ")"
 	}
 	if utf8.RuneCountInString(subject) > MaxSubject {
 		subject = strings.TrimSpace(string([]rune(subject)[:MaxSubject]))
 	}
-	return subject, md.String(), nil
+	return subject, md, nil
 }

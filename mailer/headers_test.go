@@ -61,3 +61,39 @@ func TestAutoSubmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkAndTransactionalHeaders: list mail (an issue, the digest, an
+// event bundle) says "Precedence: bulk"; a transactional mail (a
+// confirmation, an unsubscribe link, an invite) does not, and carries no
+// List-* header even when it holds an unsubscribe link: its link is its
+// content, not a list's way out.
+func TestBulkAndTransactionalHeaders(t *testing.T) {
+	srv := smtptest.Start(t)
+	m := newTestSMTP(t, srv, 1)
+	kinds := []string{KindIssue, KindDigest, KindEvents, KindWelcome, KindConfirm, KindUnsubscribe, KindInvite}
+	for _, kind := range kinds {
+		msg := testMessage(kind + "@example.org")
+		msg.Kind = kind
+		msg.UnsubscribeURL = "https://news.example.com/unsubscribe?token=abc"
+		if err := m.Send(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range kinds {
+		got := srv.To(kind + "@example.org")
+		if len(got) != 1 {
+			t.Fatalf("%s: %d mails", kind, len(got))
+		}
+		h := got[0].Header
+		wantBulk := kind == KindIssue || kind == KindDigest || kind == KindEvents
+		if (h.Get("Precedence") == "bulk") != wantBulk || (!wantBulk && h.Get("Precedence") != "") {
+			t.Errorf("%s: Precedence %q", kind, h.Get("Precedence"))
+		}
+		transactional := autoSubmitted[kind]
+		for _, name := range []string{"List-Unsubscribe", "List-Unsubscribe-Post"} {
+			if (h.Get(name) != "") == transactional {
+				t.Errorf("%s: %s %q", kind, name, h.Get(name))
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -93,5 +94,55 @@ func TestLayoutReadsOnAPhone(t *testing.T) {
 			t.Errorf("at %d px the image is %v px wide in a %v px card", c.width, got.Image, got.Card)
 		}
 		browser.Shot(t, ctx, fmt.Sprintf("mail-%d", c.width))
+	}
+}
+
+// TestTableFitsAt320 opens an issue with a table of four columns, words
+// too long for a phone's cell among them, in Chromium at 320 px: as sent
+// and with every <style> removed (Gmail keeps only the inline styles, and
+// Outlook.com some), nothing scrolls sideways and the table is no wider
+// than the card.
+func TestTableFitsAt320(t *testing.T) {
+	ctx := browser.New(t, 320, 800)
+	body, err := RenderMarkdown("| Plan | Monthly price in euros | Seats included | Notes |\n| --- | --- | --- | --- |\n" +
+		"| Team | 10 | 5 | Includes https://example.com/" + strings.Repeat("averylongpath", 6) + " |\n" +
+		"| Enterprise-with-a-very-long-name | 1000 | unlimited | " + strings.Repeat("supercalifragilistic", 3) + " |\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Render(KindIssue, Data{Email: "ann@example.com", Subject: "A table", IssueHTML: body.HTML, IssueText: body.Text,
+		PreferencesURL: "https://news.example.com/p", Topic: "Updates"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /mail", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, page)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	styles := regexp.MustCompile(`(?s)<style>.*?</style>`)
+	for name, html := range map[string]string{"as sent": m.HTML, "without <style>": styles.ReplaceAllString(m.HTML, "")} {
+		page = html
+		type sizes struct{ Viewport, Scroll, Card, Table float64 }
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(320, 800), chromedp.Navigate(srv.URL+"/mail"), chromedp.WaitVisible(chromedp.CSS(".nl-body table"))); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[sizes](`(() => ({Viewport: document.documentElement.clientWidth,
+			Scroll: document.documentElement.scrollWidth, Card: document.querySelector(".nl-card").getBoundingClientRect().width,
+			Table: document.querySelector(".nl-body table").getBoundingClientRect().width}))()`))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Scroll > got.Viewport || got.Table > got.Card {
+			t.Errorf("%s at 320 px: the page is %v px wide in a %v px viewport, the table %v px in a %v px card", name, got.Scroll, got.Viewport, got.Table, got.Card)
+		}
+		browser.Shot(t, ctx, "table-320-"+strings.ReplaceAll(strings.Trim(name, "<>"), " ", "-"))
 	}
 }

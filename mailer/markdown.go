@@ -39,8 +39,8 @@ type Body struct {
 
 var markdown = goldmark.New(
 	goldmark.WithExtensions(extension.GFM),
-	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100))),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100))),
+	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100), util.Prioritized(mailSizing{}, 200))),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(escapedHTML{}, 100), util.Prioritized(taskBoxes{}, 100))),
 )
 
 // RenderMarkdown renders src as an issue's HTML and text. A body
@@ -148,7 +148,7 @@ var _ = html.IsDangerousURL // the renderer's own check stays on (no WithUnsafe)
 // textRenderer writes the plain-text part: paragraphs and list items as
 // text, links and images as numbered footnotes ("text [1]" … "[1]
 // https://…"), tables as rows aligned in columns, task list items with
-// "[x]" or "[ ]", struck text between "~~", no other Markdown markup left.
+// the HTML's ☑ or ☐, struck text between "~~", no other Markdown markup left.
 // Every node goldmark's GFM makes has a case here (markdown_test.go checks
 // every word of the HTML part is in the text part).
 type textRenderer struct {
@@ -297,9 +297,9 @@ func (t *textRenderer) inline(n ast.Node) string {
 		case *east.TaskCheckBox:
 			// The HTML's checkbox, with the space goldmark writes after it.
 			if c.IsChecked {
-				b.WriteString("[x] ")
+				b.WriteString(taskDone)
 			} else {
-				b.WriteString("[ ] ")
+				b.WriteString(taskOpen)
 			}
 		case *east.Strikethrough:
 			// Struck text shown plainly would read as current.

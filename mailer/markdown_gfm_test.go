@@ -131,8 +131,8 @@ func TestTextPartTablesAndTasks(t *testing.T) {
 		"-----  -----  ---\n" +
 		"Apple   1.20   3\n" +
 		"Melon  12.00  10\n\n" +
-		"* [x] paid\n" +
-		"* [ ] shipped\n\n" +
+		"* ☑ paid\n" +
+		"* ☐ shipped\n\n" +
 		"Was ~~10~~ 8.\n"
 	if b.Text != want {
 		t.Fatalf("text part\n%s\nwant\n%s", b.Text, want)

@@ -81,7 +81,7 @@ func TestCheckMarkdownAcceptsOrdinaryBodies(t *testing.T) {
 	if work > mdlimit.MaxDelimiterWork/10 || cells > mdlimit.MaxTableCells/5 {
 		t.Fatalf("an ordinary body counts %d of %d work and %d of %d table cells", work, mdlimit.MaxDelimiterWork, cells, mdlimit.MaxTableCells)
 	}
-	if b, err := RenderMarkdown(src); err != nil || !strings.Contains(b.Text, "[x] item one [") {
+	if b, err := RenderMarkdown(src); err != nil || !strings.Contains(b.Text, "☑ item one [") {
 		t.Fatalf("%v\n%.500s", err, b.Text)
 	}
 	for _, ok := range []string{

@@ -1,7 +1,6 @@
 package mailer
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	texttemplate "text/template"
@@ -32,8 +31,8 @@ func parsePostBody(src string) (*texttemplate.Template, error) {
 // becomes: the subject is the entry's title on one line, cut at
 // MaxSubject characters (its URL when it has none).
 func (r *templates) PostIssue(e Entry) (subject, body string, err error) {
-	var md bytes.Buffer
-	if err := r.postBody.Execute(&md, e); err != nil {
+	md, err := execCapped(r.postBody, r.postBody.Name(), e, r.partLimit())
+	if err != nil {
 		return "", "", fmt.Errorf("render %s: %w", PostBodyTemplate, err)
 	}
 	subject = strings.Join(strings.Fields(e.Title), " ")
@@ -43,5 +42,5 @@ func (r *templates) PostIssue(e Entry) (subject, body string, err error) {
 	if utf8.RuneCountInString(subject) > MaxSubject {
 		subject = strings.TrimSpace(string([]rune(subject)[:MaxSubject-1])) + "…"
 	}
-	return subject, md.String(), nil
+	return subject, md, nil
 }

@@ -1,7 +1,6 @@
 package mailer
 
 import (
-	"bytes"
 	"cmp"
 	"embed"
 	"errors"
@@ -67,6 +66,15 @@ type Data struct {
 	// logo, name, accent colour and postal address; From and ReplyTo go
 	// into the mail's header.
 	Newsletter Newsletter
+	// Invite is the console invite's (KindInvite), empty in other mails.
+	Invite Invite
+}
+
+// Invite is what the console's invite mail says: who invited (the
+// inviting account's name), the role, the one-time link and when it
+// stops working ("2006-01-02 15:04 UTC").
+type Invite struct {
+	By, Role, Link, Expires string
 }
 
 // Newsletter is the newsletter's own side of a mail (store.Settings as
@@ -109,6 +117,11 @@ var layoutFuncs = htmltemplate.FuncMap{
 		return `<!--[if mso]><table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" align="center"><tr><td><![endif]-->`
 	},
 	"outlookClose": func() htmltemplate.HTML { return `<!--[if mso]></td></tr></table><![endif]-->` },
+	// Outlook for Windows renders at the screen's DPI unless told 96:
+	// at 120 DPI and more it scales the logo and the 600 px table up.
+	"outlookSettings": func() htmltemplate.HTML {
+		return `<!--[if mso]><noscript><xml><o:OfficeDocumentSettings><o:AllowPNG/><o:PixelsPerInch>96</o:PixelsPerInch></o:OfficeDocumentSettings></xml></noscript><![endif]-->`
+	},
 }
 
 // ReaderMark stands for the reader's part of a counted link in the
@@ -138,7 +151,13 @@ type templates struct {
 	digestBody *texttemplate.Template
 	// postBody makes the Markdown of a feed entry's issue (postissue.go).
 	postBody *texttemplate.Template
+	// limit is the most bytes one part may be (renderlimit.go; 0:
+	// MaxRenderBytes).
+	limit int
 }
+
+// partLimit is the most bytes one part of a mail may be.
+func (r *templates) partLimit() int { return cmp.Or(r.limit, MaxRenderBytes) }
 
 // TemplateText is a template written at run time (store.Template): the
 // KIND.txt and the KIND.html, or the layout's HTML. An empty part is
@@ -261,6 +280,19 @@ func (r *Renderer) Replace(n *Renderer) { r.cur.Store(n.cur.Load()) }
 // only for the mails that list them.
 func (r *Renderer) UsesEntries(kind string) bool { return r.cur.Load().entries[kind] }
 
+// templatedKinds are the kinds made from templates around the layout:
+// the readers' kinds, the console's invite (built in only: it is no
+// reader's mail, but it wears the newsletter's layout) and the steps.
+func templatedKinds(steps []string) []string {
+	return append(append(Kinds(), KindInvite), steps...)
+}
+
+// Invite builds the console's invite to inv's address, in the layout of
+// nl (the settings in effect).
+func (r *Renderer) Invite(to string, inv Invite, nl Newsletter) (*Message, error) {
+	return r.cur.Load().render(KindInvite, Data{Email: to, Invite: inv, Newsletter: nl})
+}
+
 // Render builds the message of kind for d.Email.
 func (r *Renderer) Render(kind string, d Data) (*Message, error) {
 	return r.cur.Load().render(kind, d)
@@ -317,7 +349,7 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		return nil, err
 	}
 	r := &templates{text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}, preparable: map[string]bool{}, entries: map[string]bool{}}
-	for _, k := range append(Kinds(), steps...) {
+	for _, k := range templatedKinds(steps) {
 		if _, done := r.text[k]; done {
 			continue // the welcome is a kind and the first step
 		}
@@ -451,17 +483,18 @@ func (r *templates) render(kind string, d Data) (*Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("render: unknown mail kind %q", kind)
 	}
-	var subj, body, html bytes.Buffer
-	if err := txt.ExecuteTemplate(&subj, "subject", d); err != nil {
+	subj, err := execCapped(txt, "subject", d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s subject: %w", kind, err)
 	}
-	if err := txt.Execute(&body, d); err != nil {
+	text, err := execCapped(txt, txt.Name(), d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s text: %w", kind, err)
 	}
-	if err := r.html[kind].ExecuteTemplate(&html, "layout", d); err != nil {
+	htmlPart, err := execCapped(r.html[kind], "layout", d, r.partLimit())
+	if err != nil {
 		return nil, fmt.Errorf("render %s html: %w", kind, err)
 	}
-	text, htmlPart := body.String(), html.String()
 	if d.Reader != "" {
 		text = strings.ReplaceAll(text, ReaderMark, d.Reader)
 		htmlPart = strings.ReplaceAll(htmlPart, ReaderMark, d.Reader)
@@ -469,7 +502,7 @@ func (r *templates) render(kind string, d Data) (*Message, error) {
 	return &Message{
 		Kind:           kind,
 		To:             d.Email,
-		Subject:        strings.Join(strings.Fields(subj.String()), " "),
+		Subject:        strings.Join(strings.Fields(subj), " "),
 		Text:           text,
 		HTML:           htmlPart,
 		UnsubscribeURL: d.UnsubscribeURL,

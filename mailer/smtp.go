@@ -72,6 +72,10 @@ type SMTP struct {
 	date atomic.Pointer[dateField]
 	// Tests turn the server's extensions off to take the other paths.
 	noPipelining, noChunking bool
+	// noFeedbackID: the transport writes its own Feedback-ID (SES), and
+	// a second one of ours, unsigned there, would only confuse a
+	// mailbox provider's feedback loop.
+	noFeedbackID bool
 
 	slots chan struct{} // one per open connection
 	idle  chan *pooledConn
@@ -351,11 +355,14 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 	for k, v := range listHeaders(msg, s.listID) {
 		m.SetGenHeader(gomail.Header(k), v)
 	}
-	if msg.Kind != "" {
+	if msg.Kind != "" && !s.noFeedbackID {
 		m.SetGenHeader("Feedback-ID", feedbackID(msg.Kind, s.domain))
 	}
 	if autoSubmitted[msg.Kind] {
 		m.SetGenHeader("Auto-Submitted", "auto-generated")
+	}
+	if bulk[msg.Kind] {
+		m.SetGenHeader("Precedence", "bulk")
 	}
 	m.SetBodyString(gomail.TypeTextPlain, msg.Text)
 	if msg.HTML != "" {
@@ -369,6 +376,12 @@ func (s *SMTP) build(msg *Message) (*gomail.Msg, error) {
 // marks them so that a vacation responder or a ticket system does not
 // answer them, and a mail loop cannot start between two robots.
 var autoSubmitted = map[string]bool{KindConfirm: true, KindUnsubscribe: true, KindInvite: true}
+
+// bulk are the kinds that go to a list at once (an issue, the digest,
+// an event bundle): "Precedence: bulk" tells an auto-responder not to
+// answer and a receiver that the mail is a list's. A transactional mail
+// (autoSubmitted) is never bulk.
+var bulk = map[string]bool{KindIssue: true, KindDigest: true, KindEvents: true}
 
 // toAddress is the To of a mail to addr for a person called name. The
 // name is kept as typed and net/mail's Address.String writes it (go-mail
@@ -409,9 +422,12 @@ func writableName(name string) bool {
 }
 
 // listHeaders are the RFC 2369 / RFC 2919 / RFC 8058 headers of a mail
-// that has an unsubscribe link.
+// that has an unsubscribe link. A transactional mail (autoSubmitted) is
+// no list's even when it carries one: the unsubscribe confirmation's
+// link is its content, and a one-click header on it would let a mail
+// client's "unsubscribe" button act on a mail the reader asked for.
 func listHeaders(msg *Message, listID string) map[string]string {
-	if msg.UnsubscribeURL == "" {
+	if msg.UnsubscribeURL == "" || autoSubmitted[msg.Kind] {
 		return nil
 	}
 	h := map[string]string{

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
@@ -70,7 +72,8 @@ type Composed struct {
 
 // NewComposed returns a Mailer that sends through send.
 func NewComposed(o ComposeOptions, send RawSender) (*Composed, error) {
-	if hr, ok := send.(HeaderRewriter); ok && o.DKIM != nil {
+	hr, rewrites := send.(HeaderRewriter)
+	if rewrites && o.DKIM != nil {
 		o.DKIM = o.DKIM.WithoutHeaders(hr.RewritesHeaders()...)
 	}
 	s, err := NewSMTP(SMTPOptions{
@@ -84,6 +87,7 @@ func NewComposed(o ComposeOptions, send RawSender) (*Composed, error) {
 	if err := s.Close(); err != nil { // stops its idle reaper; it has no connection
 		return nil, err
 	}
+	s.noFeedbackID = rewrites && slices.ContainsFunc(hr.RewritesHeaders(), func(h string) bool { return strings.EqualFold(h, "Feedback-ID") })
 	return &Composed{smtp: s, send: send}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -25,8 +26,9 @@ const (
 	MaxPayload = recordSize - headerLen - 1 - tagLen
 )
 
-// ErrTooLarge: the payload does not fit one push message.
-var ErrTooLarge = fmt.Errorf("push payload larger than %d bytes", MaxPayload)
+// ErrTooLarge: the payload does not fit one push message (of a browser's
+// push service, APNs or FCM: each error says which limit).
+var ErrTooLarge = errors.New("push payload too large")
 
 // Encrypt encrypts plaintext for the browser of s, with a fresh key pair
 // and salt of its own, as the body of one push message.
@@ -46,7 +48,7 @@ func Encrypt(s Subscription, plaintext []byte) ([]byte, error) {
 // section 5's example fixes both).
 func encrypt(s Subscription, plaintext []byte, as *ecdh.PrivateKey, salt []byte) ([]byte, error) {
 	if len(plaintext) > MaxPayload {
-		return nil, ErrTooLarge
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPayload)
 	}
 	if len(s.Auth) != AuthSecretLen {
 		return nil, fmt.Errorf("%w: keys.auth is %d bytes", ErrBadSubscription, len(s.Auth))

@@ -38,27 +38,50 @@ func IssueNotification(subject, url string) Notification {
 }
 
 // maxText bounds the title and the body: a notification shows a line or
-// two, and the whole must fit MaxPayload.
+// two, and the whole must fit its platform's message (MaxPayload for web
+// push, 4096 bytes for APNs and FCM).
 const maxText = 1000
 
 // Payload encodes n as the message's plaintext, shortening a long title or
-// body (at a character boundary, marked with an ellipsis) so it fits one
-// push message. Only a URL too long for a message is an error.
+// body (Fit) so it fits one push message. Only a URL too long for a
+// message is an error.
 func (n Notification) Payload() ([]byte, error) {
-	// JSON escaping can make text several times longer: halve until it fits.
-	for limit := maxText; ; limit /= 2 {
-		n.Title, n.Body = clip(n.Title, limit), clip(n.Body, limit)
+	var out []byte
+	_, err := n.Fit(MaxPayload, func(m Notification) (int, error) {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(n); err != nil {
-			return nil, fmt.Errorf("push payload: %w", err)
+		if err := enc.Encode(m); err != nil {
+			return 0, fmt.Errorf("push payload: %w", err)
 		}
-		if out := bytes.TrimSuffix(b.Bytes(), []byte("\n")); len(out) <= MaxPayload {
-			return out, nil
+		out = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		return len(out), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Fit shortens n's title and body (at a character boundary, marked with
+// an ellipsis) until size, what n takes in the message of its platform
+// (a web push plaintext, an APNs payload, an FCM message), is at most
+// limit. Only a URL too long for such a message is an error (ErrTooLarge):
+// the title and body are never dropped whole, and never sent too large
+// for the platform to take.
+func (n Notification) Fit(limit int, size func(Notification) (int, error)) (Notification, error) {
+	// JSON escaping can make text several times longer: halve until it fits.
+	for cut := maxText; ; cut /= 2 {
+		n.Title, n.Body = clip(n.Title, cut), clip(n.Body, cut)
+		got, err := size(n)
+		if err != nil {
+			return n, err
 		}
-		if limit < 8 {
-			return nil, fmt.Errorf("%w (the URL is %d bytes)", ErrTooLarge, len(n.URL))
+		if got <= limit {
+			return n, nil
+		}
+		if cut < 8 {
+			return n, fmt.Errorf("%w: %d bytes over a limit of %d (the URL is %d bytes)", ErrTooLarge, got, limit, len(n.URL))
 		}
 	}
 }

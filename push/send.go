@@ -179,7 +179,7 @@ func (c *Client) Send(ctx context.Context, s Subscription, payload []byte, o Opt
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("push to %s: %w", audience(u), err)
+		return fmt.Errorf("push to %s: %w", audience(u), HideURL(err, audience(u)+"/…"))
 	}
 	defer func() { _ = resp.Body.Close() }() // the answer is read; a close error changes nothing
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -217,4 +217,15 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		d = at.Sub(now)
 	}
 	return min(max(d, 0), MaxRetryAfter)
+}
+
+// HideURL keeps a capability URL (a browser's endpoint, APNs' device
+// path) out of an error that a log or the task queue keeps: net/http's
+// *url.Error quotes the URL whole, so it is replaced by shown.
+func HideURL(err error, shown string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = shown
+	}
+	return err
 }

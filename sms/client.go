@@ -28,6 +28,12 @@ type Client struct {
 	// From is the sender: an E.164 number, or a messaging service's SID
 	// (it starts with "MG"), which lets the gateway pick the number.
 	From string
+	// StatusCallback is the URL the gateway posts each message's status
+	// to ({origin}/feedback/sms), signed like an inbound message; ""
+	// sends none. A failed message's error code there is the only word
+	// of a number that took the message and then could not get it
+	// (a landline: 30006).
+	StatusCallback string
 	// HTTP sends the requests; nil means one with a 30-second timeout
 	// that follows no redirect (a redirect would carry the credentials
 	// elsewhere, and the API answers none).
@@ -68,6 +74,29 @@ var retireCodes = map[int]bool{
 	21268: true, // 'To' is a premium-rate or information service number
 	21610: true, // the recipient replied STOP: unsubscribed from this sender
 	21614: true, // 'To' is not a valid mobile number
+}
+
+// statusRetireCodes are the error codes of a message's status callback
+// (failed or undelivered) that say the number cannot take our texts, as
+// Twilio's error dictionary describes them. Left out on purpose, as
+// passing (a later text may arrive): 30001 (queue overflow: our rate),
+// 30002 (account suspended: ours), 30003 (handset off or out of
+// coverage: the dictionary says retry), 30004 (blocked: by the carrier
+// as often as by the reader), 30007 (carrier filtering: the content or
+// sender), 30008 (unknown error).
+var statusRetireCodes = map[string]bool{
+	"21211": true, // invalid 'To' number
+	"21610": true, // the reader texted STOP to this sender
+	"21614": true, // 'To' is not a mobile number
+	"30005": true, // unknown destination handset: the number does not exist or no longer does
+	"30006": true, // a landline, or a carrier that takes no texts
+}
+
+// RetireStatus reports whether a status callback's MessageStatus and
+// ErrorCode say the number cannot take our texts: a message failed or
+// undelivered with one of the permanent codes.
+func RetireStatus(status, errorCode string) bool {
+	return (status == "failed" || status == "undelivered") && statusRetireCodes[errorCode]
 }
 
 // StatusError is a gateway's answer other than 2xx, read from Twilio's
@@ -153,6 +182,9 @@ func (c *Client) Send(ctx context.Context, to, body string) (sid string, err err
 		form.Set("MessagingServiceSid", c.From)
 	} else {
 		form.Set("From", c.From)
+	}
+	if c.StatusCallback != "" {
+		form.Set("StatusCallback", c.StatusCallback)
 	}
 	base := strings.TrimRight(c.BaseURL, "/")
 	if base == "" {

@@ -324,3 +324,61 @@ func TestSignedInbound(t *testing.T) {
 		t.Error("a callback signed with another token validates")
 	}
 }
+
+// TestStatusCallbacks: a text sent with StatusCallback gets its statuses
+// posted there as Twilio posts them (a url-encoded form: MessageSid,
+// MessageStatus sent then undelivered with ErrorCode, To, From,
+// AccountSid, no Body), signed so that the package validates them; a text
+// without one gets none.
+func TestStatusCallbacks(t *testing.T) {
+	f := twiliotest.New(t)
+	f.Undelivered(reader, 30006)
+	var mu sync.Mutex
+	var forms []url.Values
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		full := "http://" + r.Host + r.URL.RequestURI()
+		if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" ||
+			!sms.ValidSignature(f.AuthToken, full, r.PostForm, r.Header.Get(sms.SignatureHeader)) {
+			t.Errorf("a status callback of type %q not validly signed over %s", ct, full)
+		}
+		mu.Lock()
+		forms = append(forms, r.PostForm)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	c := clientFor(f)
+	c.StatusCallback = hook.URL + "/feedback/sms?tenant=a"
+	sid, err := c.Send(context.Background(), reader, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := f.WaitFor(t, 1); m[0].StatusCallback != c.StatusCallback {
+		t.Fatalf("the message's StatusCallback %q", m[0].StatusCallback)
+	}
+	f.WaitCallbacks(t, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, want := range []string{"sent", "undelivered"} {
+		form := forms[i]
+		if form.Get("MessageSid") != sid || form.Get("MessageStatus") != want || form.Get("To") != reader || form.Get("From") != sender ||
+			form.Get("AccountSid") != f.AccountSID || form.Has("Body") {
+			t.Errorf("callback %d: %v", i, form)
+		}
+	}
+	if code := forms[1].Get("ErrorCode"); code != "30006" || forms[0].Has("ErrorCode") {
+		t.Errorf("ErrorCode %q on undelivered, %q on sent", code, forms[0].Get("ErrorCode"))
+	}
+	if !sms.RetireStatus(forms[1].Get("MessageStatus"), forms[1].Get("ErrorCode")) {
+		t.Error("a landline's status does not retire the number")
+	}
+	c.StatusCallback = ""
+	if _, err := c.Send(context.Background(), "+447400123457", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.WaitFor(t, 2); m[1].StatusCallback != "" || len(f.Callbacks()) != 2 {
+		t.Errorf("a text without StatusCallback: %+v, %d callbacks", m[1], len(f.Callbacks()))
+	}
+}

@@ -42,10 +42,6 @@ type Account struct {
 	Created     time.Time
 	LastSignIn  time.Time
 	Suspended   bool
-	// Failures counts the failed sign-ins in a row, the last at
-	// LastFailure; a sign-in resets them.
-	Failures    int
-	LastFailure time.Time
 	// SessionGen grows with each password change: a session made before
 	// names an older one and has ended (AccountSessionRef).
 	SessionGen int64
@@ -69,7 +65,8 @@ type Accounts interface {
 	// inv.Expires. ErrAccountExists when the address has an account,
 	// ErrTooManyAccounts.
 	CreateInvite(ctx context.Context, inv Invite) error
-	// InviteByHash is the open invite with hash (ErrInviteNotFound).
+	// InviteByHash is the open invite with hash (ErrInviteNotFound,
+	// ErrInviteRevoked).
 	InviteByHash(ctx context.Context, hash string) (Invite, error)
 	// InviteSecret keeps secret as the invite's TOTP secret unless it has
 	// one, and answers the one it keeps (ErrInviteNotFound).
@@ -79,7 +76,7 @@ type Accounts interface {
 	// AcceptInvite turns the invite into an account with the password's
 	// hash, the invite's TOTP secret (its first code's step used) and the
 	// recovery codes' hashes, and ends the invite: the new account, or
-	// ErrInviteNotFound, ErrAccountExists.
+	// ErrInviteNotFound, ErrInviteRevoked, ErrAccountExists.
 	AcceptInvite(ctx context.Context, hash, passwordHash string, step int64, recovery []string) (Account, error)
 	// Account is the account id (ErrAccountNotFound); AccountByEmail the
 	// account with the normalised address email.
@@ -96,10 +93,9 @@ type Accounts interface {
 	UseRecoveryCode(ctx context.Context, id int64, hash string) (bool, error)
 	// RecoveryCodesLeft counts the unused recovery codes.
 	RecoveryCodesLeft(ctx context.Context, id int64) (int, error)
-	// SignedIn records a sign-in: the time, and no failures.
+	// SignedIn records a sign-in's time (the failures are counted by
+	// address: AccountGuard).
 	SignedIn(ctx context.Context, id int64) error
-	// SignInFailed counts a failed sign-in: the failures in a row now.
-	SignInFailed(ctx context.Context, id int64) (int, error)
 	// SetPassword replaces the password's hash and ends every session of
 	// the account (SessionGen grows).
 	SetPassword(ctx context.Context, id int64, hash string) error
@@ -113,6 +109,10 @@ type Accounts interface {
 	// SetRole and SetSuspended change the account (ErrAccountNotFound).
 	SetRole(ctx context.Context, id int64, role adminauth.Role) error
 	SetSuspended(ctx context.Context, id int64, suspended bool) error
+	// RevokeInvite ends the open invite with hash, by whom (a
+	// principal's name): the invite's address, or ErrInviteNotFound.
+	RevokeInvite(ctx context.Context, hash, by string) (string, error)
+	AccountGuard
 }
 
 func accountKey(id int64) string   { return prefixAccount + strconv.FormatInt(id, 10) }
@@ -163,8 +163,11 @@ func (r *Redis) InviteByHash(ctx context.Context, hash string) (Invite, error) {
 		return Invite{}, err
 	}
 	inv := parseInvite(hash, v)
-	if inv.Email == "" || !r.now().Before(inv.Expires) {
+	switch {
+	case inv.Email == "" || !r.now().Before(inv.Expires):
 		return Invite{}, ErrInviteNotFound
+	case v["revoked"] != "":
+		return Invite{}, ErrInviteRevoked
 	}
 	return inv, nil
 }
@@ -179,9 +182,9 @@ func parseInvite(hash string, v map[string]string) Invite {
 //	KEYS[1]  the invite's key
 //	ARGV[1]  the secret
 //
-// Answers the secret kept, or false when there is no invite.
+// Answers the secret kept, or false when there is no open invite.
 var inviteSecretScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'revoked') == 1 then return false end
 redis.call('HSETNX', KEYS[1], 'totp', ARGV[1])
 return redis.call('HGET', KEYS[1], 'totp')
 `)
@@ -229,10 +232,11 @@ func (r *Redis) ListInvites(ctx context.Context) ([]Invite, error) {
 //	ARGV[6…] the recovery codes' hashes
 //
 // Answers {'ok', email, role, totp secret}, {'gone'} (no invite, expired,
-// or no secret shown yet) or {'exists'}.
+// or no secret shown yet), {'revoked'} or {'exists'}.
 var acceptInviteScript = redis.NewScript(`
-local inv = redis.call('HMGET', KEYS[1], 'email', 'role', 'exp', 'totp', 'by')
+local inv = redis.call('HMGET', KEYS[1], 'email', 'role', 'exp', 'totp', 'by', 'revoked')
 if not inv[1] or not inv[4] or tonumber(inv[3]) <= tonumber(ARGV[2]) then return {'gone'} end
+if inv[6] then return {'revoked'} end
 if redis.call('HEXISTS', KEYS[3], inv[1]) == 1 then return {'exists'} end
 redis.call('HSET', KEYS[5], 'email', inv[1], 'role', inv[2], 'pw', ARGV[3], 'totp', inv[4], 'step', ARGV[4],
   'created', ARGV[2], 'by', inv[5])
@@ -267,6 +271,8 @@ func (r *Redis) AcceptInvite(ctx context.Context, hash, passwordHash string, ste
 		return Account{}, err
 	case res[0] == "gone":
 		return Account{}, ErrInviteNotFound
+	case res[0] == "revoked":
+		return Account{}, ErrInviteRevoked
 	case res[0] == "exists":
 		return Account{}, ErrAccountExists
 	}
@@ -304,13 +310,12 @@ func (r *Redis) AccountByEmail(ctx context.Context, email string) (Account, erro
 func parseAccount(id int64, v map[string]string) Account {
 	ms := func(f string) time.Time { return unixMilli(v[f], 10) }
 	step, _ := strconv.ParseInt(v["step"], 10, 64)
-	fails, _ := strconv.Atoi(v["fails"])
 	gen, _ := strconv.ParseInt(v["gen"], 10, 64)
 	return Account{
 		ID: id, Email: v["email"], Role: adminauth.Role(v["role"]), PasswordHash: v["pw"],
 		TOTPSecret: v["totp"], TOTPStep: step, PendingTOTP: v["pend"],
 		Created: ms("created"), LastSignIn: ms("last"), Suspended: v["susp"] == "1",
-		Failures: fails, LastFailure: ms("failat"), SessionGen: gen,
+		SessionGen: gen,
 	}
 }
 
@@ -403,32 +408,7 @@ func (r *Redis) setFields(ctx context.Context, id int64, fv ...any) error {
 
 // SignedIn implements Accounts.
 func (r *Redis) SignedIn(ctx context.Context, id int64) error {
-	return r.setFields(ctx, id, "last", r.now().UnixMilli(), "fails", 0)
-}
-
-// signInFailedScript counts a failed sign-in.
-//
-//	KEYS[1]  the account's key
-//	ARGV[1]  now (unix ms)
-//
-// Answers the failures in a row, or -1 when there is no account.
-var signInFailedScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local n = redis.call('HINCRBY', KEYS[1], 'fails', 1)
-redis.call('HSET', KEYS[1], 'failat', ARGV[1])
-return n
-`)
-
-// SignInFailed implements Accounts.
-func (r *Redis) SignInFailed(ctx context.Context, id int64) (int, error) {
-	n, err := signInFailedScript.Run(ctx, r.rdb, []string{accountKey(id)}, r.now().UnixMilli()).Int()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, ErrAccountNotFound
-	}
-	return n, nil
+	return r.setFields(ctx, id, "last", r.now().UnixMilli())
 }
 
 // setPasswordScript replaces the password and ends the sessions.

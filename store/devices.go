@@ -53,7 +53,9 @@ func DeviceID(platform, token string) string {
 type Devices interface {
 	// AddDevice stores d (its platform and token; the caller checked
 	// their shape) for the active subscriber id and answers it as
-	// stored; the same token again is the same device, renewed. Not
+	// stored; the same token again is the same device, renewed. A token
+	// another person registered before moves to id: it is theirs no
+	// more (a phone sold, an app signed into another account). Not
 	// active: ErrNotActive; no such id: ErrNotFound; nothing is stored.
 	AddDevice(ctx context.Context, id int64, d Device) (Device, error)
 	// DevicesOf lists the devices of many subscribers, oldest first, in
@@ -65,6 +67,32 @@ type Devices interface {
 }
 
 func deviceKey(id int64) string { return idShard(id).key(sfxDevices + strconv.FormatInt(id, 10)) }
+
+// deviceOwnerKey names the one subscriber a token is notified for: its
+// newest registrant. It sits in the shard of the device id's hash (a
+// token's owner is the token's, whoever gave it, as a number's state is:
+// numberKey), so the move from one person to another is a single SET,
+// atomic in a Redis Cluster as in one Redis; the people's device hashes,
+// each in its own person's shard, follow it (DevicesOf lists a device only
+// for its owner, so an old owner's entry not yet deleted is never
+// notified). A device stored before the owners were kept has none and is
+// listed as before.
+func deviceOwnerKey(deviceID string) string {
+	sum := sha256.Sum256([]byte(deviceID))
+	return shardOfSum(sum[:]).key(sfxDevOwner + deviceID)
+}
+
+// disownScript forgets a device's owner if it is still the subscriber
+// who deleted the device (another may have registered it since).
+//
+//	KEYS[1]  the device's owner (deviceOwnerKey)
+//	ARGV[1]  the subscriber id who deleted it
+//
+// Answers 1 when the owner was forgotten, 0 when it is another.
+var disownScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
 
 // A device's stored value: "seq created-ms platform token", the sequence
 // ordering a subscriber's devices (the eviction takes the lowest).
@@ -95,13 +123,33 @@ func (r *Redis) AddDevice(ctx context.Context, id int64, d Device) (Device, erro
 	}
 	switch res {
 	case "ok":
-		return d, nil
+		return d, r.takeDevice(ctx, id, d.ID)
 	case "notactive":
 		return Device{}, ErrNotActive
 	case "notfound":
 		return Device{}, ErrNotFound
 	}
 	return Device{}, fmt.Errorf("store a device of %d: answer %q", id, res)
+}
+
+// takeDevice makes id the device's owner and deletes it from the person
+// who had it before. Run after the device is stored for id: a failure
+// between the two leaves it listed for its old owner only, and the
+// caller's retry of the registration finishes the move.
+func (r *Redis) takeDevice(ctx context.Context, id int64, deviceID string) error {
+	me := strconv.FormatInt(id, 10)
+	prev, err := r.rdb.SetArgs(ctx, deviceOwnerKey(deviceID), me, redis.SetArgs{Get: true}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return wrapErr("take a device from its old owner", err)
+	}
+	if prev == "" || prev == me {
+		return nil
+	}
+	old, err := strconv.ParseInt(prev, 10, 64)
+	if err != nil {
+		return fmt.Errorf("device %s: unreadable owner %q", deviceID, prev)
+	}
+	return wrapErr("delete a device from its old owner", r.rdb.HDel(ctx, deviceKey(old), deviceID).Err())
 }
 
 // DevicesOf implements Devices.
@@ -116,6 +164,10 @@ func (r *Redis) DevicesOf(ctx context.Context, ids []int64) ([][]Device, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read the devices of %d subscribers: %w", len(ids), err)
 	}
+	owners, err := r.deviceOwners(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]Device, len(ids))
 	for i, c := range cmds {
 		type entry struct {
@@ -124,6 +176,9 @@ func (r *Redis) DevicesOf(ctx context.Context, ids []int64) ([][]Device, error) 
 		}
 		var es []entry
 		for devID, v := range c.Val() {
+			if owner := owners[devID]; owner != "" && owner != strconv.FormatInt(ids[i], 10) {
+				continue // moved to another person
+			}
 			d, seq, err := decodeDevice(devID, v)
 			if err != nil {
 				return nil, fmt.Errorf("subscriber %d: %w", ids[i], err)
@@ -138,6 +193,31 @@ func (r *Redis) DevicesOf(ctx context.Context, ids []int64) ([][]Device, error) 
 	return out, nil
 }
 
+// deviceOwners reads the owners of the devices in hashes (device id ->
+// subscriber id; none for a device stored before owners were kept).
+func (r *Redis) deviceOwners(ctx context.Context, hashes []*redis.MapStringStringCmd) (map[string]string, error) {
+	owners := map[string]*redis.StringCmd{}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range hashes {
+			for devID := range c.Val() {
+				owners[devID] = p.Get(ctx, deviceOwnerKey(devID))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read the owners of devices: %w", err)
+	}
+	out := make(map[string]string, len(owners))
+	for devID, c := range owners {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read the owner of a device: %w", err)
+		}
+		out[devID] = c.Val()
+	}
+	return out, nil
+}
+
 // DeleteDevice implements Devices.
 func (r *Redis) DeleteDevice(ctx context.Context, id int64, deviceID string) error {
 	n, err := r.rdb.HDel(ctx, deviceKey(id), deviceID).Result()
@@ -146,6 +226,9 @@ func (r *Redis) DeleteDevice(ctx context.Context, id int64, deviceID string) err
 	}
 	if n == 0 {
 		return ErrNoDevice
+	}
+	if err := disownScript.Run(ctx, r.rdb, []string{deviceOwnerKey(deviceID)}, id).Err(); err != nil {
+		return wrapErr("forget a device's owner", err)
 	}
 	return nil
 }

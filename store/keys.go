@@ -56,11 +56,12 @@ const (
 	// subscriber, deleted when the person leaves.
 	sfxPush      = "push:"      // + id: hash endpoint -> "seq created-ms p256dh auth"
 	sfxDevices   = "dev:"       // + id: hash device id -> "seq created-ms platform token" (devices.go)
+	sfxDevOwner  = "devowner:"  // + device id, in the shard of the id's hash: the subscriber id whose device it is, its newest registrant (devices.go)
 	sfxPhone     = "phone:"     // + id: hash number, source, at: the person's number for SMS and its consent (phones.go)
 	sfxChannels  = "chan:"      // + id: hash topic -> the channels chosen for it, comma-separated (channels.go)
 	sfxChose     = "chose"      // bitmap: bit idSlot set once the subscriber chose channels for a topic
 	sfxOrder     = "order:"     // + channel:id: zset event key -> posted (unix ms), the person's events waiting on that channel (order.go)
-	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries: a number the person gave waiting for its texted code (10 minutes)
+	sfxPhoneCode = "phonecode:" // + id: hash number, code (hashed), at, tries, sid (once the gateway took its text): a number the person gave waiting for its texted code (10 minutes)
 	sfxNumber    = "num:"       // + E.164 number, in the shard of the number's hash: "stopped" or "retired" (no key: on)
 
 	// A person's tags (tags.go): one bitmap per tag, so a segment reads
@@ -239,10 +240,13 @@ const (
 	keyAccountSeq    = "nl:{acct}:seq"     // counter for account ids
 	keyAccounts      = "nl:{acct}:ids"     // zset of account ids, score = created (unix ms)
 	keyAccountEmails = "nl:{acct}:email"   // hash normalised address -> account id
-	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, fails, failat, gen, by
+	prefixAccount    = "nl:{acct}:a:"      // + id: hash email, role, pw, totp, step, pend, created, last, susp, gen, by (fails, failat: before failures were counted by address, unread)
 	prefixAccountRC  = "nl:{acct}:rc:"     // + id: set of the SHA-256 of the unused recovery codes
 	keyInvites       = "nl:{acct}:invites" // zset of invite hashes, score = expiry (unix ms)
-	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp (expires with the invite)
+	prefixInvite     = "nl:{acct}:inv:"    // + SHA-256 of the token: hash email, role, by, exp, totp, revoked, revokedby (expires with the invite)
+	prefixSignInName = "nl:{acct}:fn:"     // + SHA-256 of an attempted address (128 bits): its failed sign-ins in a row (expires NameFailuresTTL after the last)
+	prefix2FAAccount = "nl:{acct}:2fa:"    // + account id: second-factor tries in the window (expires SecondFactorWindow after the first)
+	prefix2FAClient  = "nl:{acct}:2fc:"    // + SHA-256 of a client's key (128 bits): its second-factor tries in the window
 )
 
 // An issue's engagement (engagement_redis.go), counted in aggregate under

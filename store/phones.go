@@ -57,11 +57,17 @@ type Phones interface {
 	// NumberState is a number's state (NumberOn unless it said STOP or
 	// was retired).
 	NumberState(ctx context.Context, number string) (string, error)
-	// StartPhoneCode, CheckPhoneCode and PendingPhoneCode are a number's
-	// proof by a texted code (the preference centre).
+	// StartPhoneCode, PhoneCodeSent, CheckPhoneCode and PendingPhoneCode
+	// are a number's proof by a texted code (the preference centre).
 	StartPhoneCode(ctx context.Context, id int64, number, code string) error
-	CheckPhoneCode(ctx context.Context, id int64, code string) (string, error)
+	PhoneCodeSent(ctx context.Context, id int64, number, code, messageSID string) error
+	CheckPhoneCode(ctx context.Context, id int64, code string) (number, messageSID string, err error)
 	PendingPhoneCode(ctx context.Context, id int64) (string, error)
+	// SMSCallbackSeen tells whether a gateway callback's key (its
+	// message SID and the state it set) was acted on within its window;
+	// RememberSMSCallback records it, for ttl, once it was.
+	SMSCallbackSeen(ctx context.Context, key string) (bool, error)
+	RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error
 }
 
 func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
@@ -215,14 +221,24 @@ end
 return 1
 `)
 
+// The daily caps TakeSMSAllowance answers when one is reached (the
+// values of the metric's cap label).
+const (
+	SMSCapPerNumberDay = "per_number_day" // NEWSLETTER_SMS_PER_NUMBER_DAY
+	SMSCapPerDay       = "per_day"        // NEWSLETTER_SMS_PER_DAY
+)
+
 // TakeSMSAllowance counts one text to number on day (YYYY-MM-DD, UTC)
-// against the number's cap and the service's: false, with nothing
-// counted, when either is reached. GiveSMSAllowance takes it back (a
-// text that was not sent).
-func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error) {
+// against the number's cap and the service's: "" when counted, or the
+// cap reached (SMSCapPerNumberDay, SMSCapPerDay) with nothing counted.
+// GiveSMSAllowance takes it back (a text that was not sent).
+func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (string, error) {
 	ok, err := takeAllowanceScript.Run(ctx, r.rdb, []string{numberDayKey(number, day)}, perNumber).Int()
-	if err != nil || ok == 0 {
-		return false, wrapErr("take an SMS allowance", err)
+	if err != nil {
+		return "", wrapErr("take an SMS allowance", err)
+	}
+	if ok == 0 {
+		return SMSCapPerNumberDay, nil
 	}
 	ok, err = takeAllowanceScript.Run(ctx, r.rdb, []string{keySMSDay + day}, perDay).Int()
 	if err != nil || ok == 0 {
@@ -230,9 +246,12 @@ func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNum
 		if derr := r.rdb.Decr(ctx, numberDayKey(number, day)).Err(); derr != nil {
 			err = errors.Join(err, derr)
 		}
-		return false, wrapErr("take an SMS allowance", err)
+		if err != nil {
+			return "", wrapErr("take an SMS allowance", err)
+		}
+		return SMSCapPerDay, nil
 	}
-	return true, nil
+	return "", nil
 }
 
 // GiveSMSAllowance takes back what TakeSMSAllowance counted.
@@ -257,6 +276,10 @@ var (
 	ErrCodeTooSoon = errors.New("a code was sent less than a minute ago")
 	ErrNoCode      = errors.New("no code is waiting: ask for a new one")
 	ErrWrongCode   = errors.New("that is not the code we sent")
+	// ErrCodeNotSent: a code is waiting but the gateway has not taken
+	// its text yet; the entered code is not checked (nor a try counted),
+	// so guessing before the text is out learns nothing.
+	ErrCodeNotSent = errors.New("the code's text has not gone out yet")
 )
 
 func phoneCodeKey(id int64) string { return idShard(id).key(sfxPhoneCode + strconv.FormatInt(id, 10)) }
@@ -277,19 +300,37 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 'ok'
 `)
 
+// codeSentScript records that the gateway took the text of the waiting
+// code: only the code it carried, to its number, so a late answer for a
+// code replaced since changes nothing.
+//
+//	KEYS[1]  the person's waiting code
+//	ARGV[1]  number   ARGV[2] the code's hash   ARGV[3] the message's SID
+//
+// Answers 1, or 0 when that code is no longer waiting.
+var codeSentScript = redis.NewScript(`
+local c = redis.call('HMGET', KEYS[1], 'number', 'code')
+if c[1] ~= ARGV[1] or c[2] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'sid', ARGV[3])
+return 1
+`)
+
 // checkCodeScript checks an entered code.
 //
 //	KEYS[1]  the person's waiting code
 //	ARGV[1]  the entered code's hash   ARGV[2] the most tries
 //
-// Answers {'ok', number} (the code is gone), {'wrong'}, or {'none'} (no
-// code, or the last try spent: the code is gone).
+// Answers {'ok', number, sid} (the code is gone), {'wrong'}, {'unsent'}
+// (its text not taken by the gateway yet: nothing checked, no try
+// counted), or {'none'} (no code, or the last try spent: the code is
+// gone).
 var checkCodeScript = redis.NewScript(`
-local c = redis.call('HMGET', KEYS[1], 'number', 'code')
+local c = redis.call('HMGET', KEYS[1], 'number', 'code', 'sid')
 if not c[1] then return {'none'} end
+if not c[3] then return {'unsent'} end
 if c[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return {'ok', c[1]}
+  return {'ok', c[1], c[3]}
 end
 if redis.call('HINCRBY', KEYS[1], 'tries', 1) >= tonumber(ARGV[2]) then
   redis.call('DEL', KEYS[1])
@@ -319,21 +360,54 @@ func (r *Redis) StartPhoneCode(ctx context.Context, id int64, number, code strin
 	return nil
 }
 
+// PhoneCodeSent records that the gateway took the text of id's waiting
+// code for number (its message SID): only then can the code be entered.
+// ErrNoCode when that code is no longer waiting (replaced or expired).
+func (r *Redis) PhoneCodeSent(ctx context.Context, id int64, number, code, messageSID string) error {
+	n, err := codeSentScript.Run(ctx, r.rdb, []string{phoneCodeKey(id)}, number, codeHash(id, code), messageSID).Int()
+	if err != nil {
+		return fmt.Errorf("record a phone code's text for %d: %w", id, err)
+	}
+	if n == 0 {
+		return ErrNoCode
+	}
+	return nil
+}
+
 // CheckPhoneCode checks code against id's waiting one: the number it was
-// sent to when it matches (the code is then spent), ErrWrongCode, or
-// ErrNoCode (none, expired, or its tries spent).
-func (r *Redis) CheckPhoneCode(ctx context.Context, id int64, code string) (string, error) {
+// sent to and the SID of the message that carried it when it matches
+// (the code is then spent), ErrWrongCode, ErrCodeNotSent (its text is
+// not out: nothing checked), or ErrNoCode (none, expired, or its tries
+// spent).
+func (r *Redis) CheckPhoneCode(ctx context.Context, id int64, code string) (number, messageSID string, err error) {
 	res, err := checkCodeScript.Run(ctx, r.rdb, []string{phoneCodeKey(id)}, codeHash(id, code), PhoneCodeTries).StringSlice()
 	if err != nil {
-		return "", fmt.Errorf("check a phone code for %d: %w", id, err)
+		return "", "", fmt.Errorf("check a phone code for %d: %w", id, err)
 	}
 	switch {
-	case len(res) == 2 && res[0] == "ok":
-		return res[1], nil
+	case len(res) == 3 && res[0] == "ok":
+		return res[1], res[2], nil
 	case len(res) == 1 && res[0] == "wrong":
-		return "", ErrWrongCode
+		return "", "", ErrWrongCode
+	case len(res) == 1 && res[0] == "unsent":
+		return "", "", ErrCodeNotSent
 	}
-	return "", ErrNoCode
+	return "", "", ErrNoCode
+}
+
+// keySMSCallback is a gateway callback acted on (+ its message SID and
+// what it said), kept for the replay window.
+const keySMSCallback = "nl:sms:callback:"
+
+// SMSCallbackSeen implements Phones.
+func (r *Redis) SMSCallbackSeen(ctx context.Context, key string) (bool, error) {
+	n, err := r.rdb.Exists(ctx, keySMSCallback+key).Result()
+	return n > 0, wrapErr("read an SMS callback", err)
+}
+
+// RememberSMSCallback implements Phones.
+func (r *Redis) RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error {
+	return wrapErr("remember an SMS callback", r.rdb.Set(ctx, keySMSCallback+key, "1", ttl).Err())
 }
 
 // PendingPhoneCode is the number id's waiting code was sent to ("": none).

@@ -698,42 +698,107 @@ func outboxes() []outbox {
 //	KEYS[1]  the outbox's hash   KEYS[2]  its due zset
 //	ARGV     the entry ids
 //
-// Deletes each id from both (ids of other outboxes are not there).
+// Deletes each id from both and answers the ids that were not in the hash
+// (in another outbox, or cleared already), so the caller looks further
+// only for those.
 var outboxDoneScript = redis.NewScript(`
+local missed = {}
 for i = 1, #ARGV do
-  redis.call('HDEL', KEYS[1], ARGV[i])
+  if redis.call('HDEL', KEYS[1], ARGV[i]) == 0 then missed[#missed + 1] = ARGV[i] end
   redis.call('ZREM', KEYS[2], ARGV[i])
 end
-return 1
+return missed
 `)
 
-// OutboxDone implements Outbox: the ids go from every outbox, one script
-// each (an id is in one of them), in one pipeline.
+// outboxOfID is the outbox an entry is written to, read off its id: a
+// person's mail (confirm:, welcome:, step:, unsub…: the address after the
+// first colon) sits in the address's home shard, everything else in the
+// issues' outbox. It is a first guess, not a rule: a person from before
+// the shards (layout 3) keeps their shard, so OutboxDone looks in every
+// other outbox for what the guess missed.
+func outboxOfID(id string) int {
+	_, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return Shards
+	}
+	addr, _, _ := strings.Cut(rest, ":")
+	if !strings.Contains(addr, "@") {
+		return Shards
+	}
+	return int(homeShard(addr))
+}
+
+// OutboxDone implements Outbox. Each id is dropped from the outbox its id
+// names (outboxOfID), one script per outbox touched, in one pipeline;
+// only an id not found there is looked for in the others. Dropping every
+// id from all 65 outboxes cost each signup 65 HDEL and 65 ZREM.
 func (r *Redis) OutboxDone(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
 	boxes := outboxes()
-	all := make([][]any, len(boxes))
-	for i := range boxes {
-		all[i] = args
+	byBox := make([][]any, len(boxes))
+	for _, id := range ids {
+		b := outboxOfID(id)
+		byBox[b] = append(byBox[b], id)
 	}
-	cmds, err := runPipelined(ctx, r.rdb, outboxDoneScript, func(i int) []string { return []string{boxes[i].hash, boxes[i].due} }, all)
-	if err == nil {
-		for _, c := range cmds {
-			if err = c.Err(); err != nil {
-				break
-			}
-		}
+	missed, err := r.dropFrom(ctx, boxes, byBox)
+	if err == nil && len(missed) > 0 {
+		missed, err = r.dropFrom(ctx, boxes, elsewhere(missed))
 	}
 	if err != nil {
 		return fmt.Errorf("clear %d outbox entries: %w", len(ids), err)
 	}
 	return nil
+}
+
+// missedID is an id not found in the outbox it was looked for in.
+type missedID struct {
+	id  string
+	box int
+}
+
+// elsewhere asks for each missed id in every outbox but the one it was
+// missed in.
+func elsewhere(missed []missedID) [][]any {
+	byBox := make([][]any, Shards+1)
+	for _, m := range missed {
+		for b := range byBox {
+			if b != m.box {
+				byBox[b] = append(byBox[b], m.id)
+			}
+		}
+	}
+	return byBox
+}
+
+// dropFrom runs outboxDoneScript on each outbox with ids, in one pipeline,
+// and answers the ids each did not hold.
+func (r *Redis) dropFrom(ctx context.Context, boxes []outbox, byBox [][]any) ([]missedID, error) {
+	var which []int
+	var args [][]any
+	for b, ids := range byBox {
+		if len(ids) > 0 {
+			which, args = append(which, b), append(args, ids)
+		}
+	}
+	cmds, err := runPipelined(ctx, r.rdb, outboxDoneScript, func(i int) []string {
+		return []string{boxes[which[i]].hash, boxes[which[i]].due}
+	}, args)
+	if err != nil {
+		return nil, err
+	}
+	var missed []missedID
+	for i, c := range cmds {
+		ids, err := c.StringSlice()
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			missed = append(missed, missedID{id, which[i]})
+		}
+	}
+	return missed, nil
 }
 
 // OutboxDue implements Outbox: the earliest limit entries of every outbox

@@ -194,7 +194,10 @@ func NewSMS(p SMSPayload) *asynq.Task { return SMS.New(p) }
 type SMSCodePayload struct {
 	SubscriberID int64  `json:"subscriber_id"`
 	Number       string `json:"number"`
-	Text         string `json:"text"`
+	// Code is the code the text carries: recorded as texted once the
+	// gateway took it (store.PhoneCodeSent).
+	Code string `json:"code"`
+	Text string `json:"text"`
 	// Until is when the code ends: a text that could not go by then is
 	// dropped.
 	Until time.Time `json:"until"`

@@ -174,7 +174,7 @@ var SMSCode = define(Kind[SMSCodePayload]{
 		return fmt.Sprintf("smscode:%d:%d", p.SubscriberID, p.Until.UnixMilli())
 	},
 	Check: func(p SMSCodePayload) error {
-		return need(p.SubscriberID > 0 && p.Number != "" && p.Text != "" && !p.Until.IsZero(), "subscriber, number, text and end")
+		return need(p.SubscriberID > 0 && p.Number != "" && p.Code != "" && p.Text != "" && !p.Until.IsZero(), "subscriber, number, code, text and end")
 	},
 })
 

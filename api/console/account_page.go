@@ -11,14 +11,14 @@ import (
 )
 
 // accountData is /admin/account's: the account, how many recovery codes
-// are left, a new authenticator waiting for its code, and new recovery
+// are left, a new authenticator waiting for its code (Pending), and new recovery
 // codes shown this once.
 type accountData struct {
-	Account    store.Account
-	CodesLeft  int
-	PendingURI string
-	NewCodes   []string
-	MinLength  int
+	Account   store.Account
+	CodesLeft int
+	Pending   authenticator
+	NewCodes  []string
+	MinLength int
 }
 
 // myAccount is the account of the person signed in, or an answered page:
@@ -56,7 +56,7 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, code int
 	}
 	d := accountData{Account: a, CodesLeft: left, NewCodes: newCodes, MinLength: account.MinPassword}
 	if a.PendingTOTP != "" {
-		d.PendingURI = account.TOTPURI(h.newsletterName(r), a.Email, a.PendingTOTP)
+		d.Pending = newAuthenticator(h.newsletterName(r), a.Email, a.PendingTOTP)
 	}
 	h.render(w, r, code, "account", page{Title: "Your account", Section: "account", Error: problem, Data: d})
 }
@@ -74,9 +74,21 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
 		return
 	}
-	if !account.VerifyPassword(a.PasswordHash, f.Current) {
-		// A stolen session must not turn into a stolen password: the
-		// current one is needed, and a wrong one costs like a sign-in.
+	// A stolen session must not turn into a stolen password: the current
+	// one is needed, and a wrong one costs like a sign-in (the budget is
+	// asked before the hash, as there).
+	if tooMany := h.d.Guard.Blocked(r); tooMany != nil {
+		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
+		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+		return
+	}
+	current, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, f.Current)
+	if err != nil {
+		hashBusy(w)
+		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
+		return
+	}
+	if !current {
 		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
 			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
 			return
@@ -84,15 +96,17 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The current password is wrong. Nothing was changed.")
 		return
 	}
-	if f.New != f.Repeat {
-		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The two new passwords differ. Nothing was changed.")
+	hash, problem, err := h.newPasswordHash(r, a, f.New, f.Repeat)
+	switch {
+	case err != nil:
+		hashBusy(w)
+		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
+		return
+	case problem != "":
+		h.renderAccount(w, r, http.StatusBadRequest, a, nil, problem+" Nothing was changed.")
 		return
 	}
-	if err := account.CheckPassword(f.New, a.Email, a.PasswordHash); err != nil {
-		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "New password: "+err.Error()+". Nothing was changed.")
-		return
-	}
-	if err := h.d.Accounts.SetPassword(r.Context(), a.ID, account.HashPassword(f.New)); err != nil {
+	if err := h.d.Accounts.SetPassword(r.Context(), a.ID, hash); err != nil {
 		h.storeAway(w, r, err)
 		return
 	}
@@ -107,6 +121,27 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, "/admin/account", "password")
+}
+
+// newPasswordHash checks a new password for a (typed twice, the rules,
+// not the current one) and hashes it: the hash, or the problem to show,
+// or ErrHashBusy from a hash.
+func (h *Handler) newPasswordHash(r *http.Request, a store.Account, pw, repeat string) (hash, problem string, err error) {
+	if pw != repeat {
+		return "", "The two new passwords differ.", nil
+	}
+	if err := account.CheckPassword(pw, a.Email, h.newsletterName(r)); err != nil {
+		return "", "New password: " + err.Error() + ".", nil
+	}
+	same, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, pw)
+	if err != nil {
+		return "", "", err
+	}
+	if same {
+		return "", "New password: the new password is your current one; choose another.", nil
+	}
+	hash, err = h.d.Passwords.Hash(r.Context(), pw)
+	return hash, "", err
 }
 
 // newTOTP is POST /admin/account/totp: a new authenticator secret, kept
@@ -148,11 +183,22 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "No new authenticator is waiting: press Set up a new authenticator first.")
 		return
 	}
-	if !account.VerifyPassword(a.PasswordHash, f.Current) {
+	if tooMany := h.d.Guard.Blocked(r); tooMany != nil {
+		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
+		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+		return
+	}
+	current, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, f.Current)
+	if err != nil {
+		hashBusy(w)
+		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
+		return
+	}
+	if !current {
 		// A stolen session must not turn into a second factor of the
 		// thief's (and new recovery codes): the password is needed, and
 		// a wrong one costs like a sign-in, against the account too.
-		if _, err := h.d.Accounts.SignInFailed(r.Context(), a.ID); err != nil {
+		if _, err := h.d.Accounts.SignInFailedAs(r.Context(), a.Email); err != nil {
 			h.d.Log.Warn("console: a wrong password could not be counted", "err", err)
 		}
 		if tooMany := h.d.Guard.Failed(r); tooMany != nil {

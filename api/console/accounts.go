@@ -164,3 +164,28 @@ func (h *Handler) suspendAccount(suspend bool) http.HandlerFunc {
 		done(w, r, "/admin/accounts", notice)
 	}
 }
+
+// revokeInvite is POST /admin/accounts/invites/{id}/revoke (id: the
+// invite's hash, as the list shows it): the link stops working at once
+// and says it was revoked.
+func (h *Handler) revokeInvite(w http.ResponseWriter, r *http.Request) {
+	if err := form.Empty(w, r); err != nil {
+		h.renderAccounts(w, r, form.Status(err), form.Invite{Role: string(Viewer)}, err.Error())
+		return
+	}
+	if h.d.Accounts == nil {
+		h.notFound(w, r, "page")
+		return
+	}
+	email, err := account.RevokeInvite(r.Context(), h.d.Accounts, principalOf(r), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrInviteNotFound):
+		h.renderAccounts(w, r, http.StatusNotFound, form.Invite{Role: string(Viewer)}, "That invite is no longer open (accepted, expired or revoked already). Nothing was changed.")
+		return
+	case err != nil:
+		h.storeAway(w, r, err)
+		return
+	}
+	h.record(r, audit.AccountInviteRevoked, audit.Account(email), "")
+	done(w, r, "/admin/accounts", "invite-revoked")
+}

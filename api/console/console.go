@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/catalog"
@@ -81,6 +82,11 @@ type Guard interface {
 	// same budget (nil while it has failures left, else after a hold a
 	// *adminauth.TooManyError).
 	Failed(r *http.Request) *adminauth.TooManyError
+	// Blocked tells, counting nothing, that r's client is over the
+	// budget: asked before a password is hashed.
+	Blocked(r *http.Request) *adminauth.TooManyError
+	// Client names r's client as the budget does.
+	Client(r *http.Request) string
 }
 
 // TokenStore finds stored tokens by their hash (store.Redis): each
@@ -139,7 +145,10 @@ type Deps struct {
 	Accounts store.Accounts
 	// Hold waits before a failed account sign-in is answered, longer the
 	// more the account failed in a row (time.Sleep; tests record it).
-	Hold       func(time.Duration)
+	Hold func(time.Duration)
+	// Passwords hashes and checks passwords, a few at a time
+	// (account.Passwords, the process's one; tests give their own).
+	Passwords  *account.Hasher
 	TokenAdmin TokenAdmin // nil: the Tokens screen only says how
 	Audit      Trail
 	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
@@ -198,6 +207,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Passwords == nil {
+		d.Passwords = account.Passwords
+	}
 	if d.Hold == nil {
 		d.Hold = time.Sleep
 	}
@@ -225,6 +237,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
 	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady}
+	if d.Renderer != nil {
+		h.issues.HTMLSize = d.Renderer.HTMLSize
+	}
 	h.routes()
 	return h, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/catalog"
@@ -69,6 +70,29 @@ type budgetGuard struct {
 	mu    sync.Mutex
 	wrong int
 	allow int
+	// over makes Blocked answer that every client is over its budget.
+	over bool
+}
+
+func (g *budgetGuard) Blocked(r *http.Request) *adminauth.TooManyError {
+	g.mu.Lock()
+	over := g.over
+	g.mu.Unlock()
+	if over {
+		return &adminauth.TooManyError{RetryAfter: 30 * time.Second}
+	}
+	return g.Guard.Blocked(r)
+}
+
+// clientHeader names a test browser's client to the guard (each browser
+// is "client" unless it says otherwise).
+const clientHeader = "X-Test-Client"
+
+func testClientKey(r *http.Request) string {
+	if c := r.Header.Get(clientHeader); c != "" {
+		return c
+	}
+	return "client"
 }
 
 func (g *budgetGuard) AuthenticateRequest(r *http.Request, token string) (console.Principal, error) {
@@ -118,6 +142,12 @@ func (f *fakeMail) Preview(_ context.Context, is store.Issue, topic, format stri
 	return "text/html", []byte("<p>" + topic + ": " + is.Subject + " / " + is.Body + "</p>"), nil
 }
 
+// HTMLSize is the body's length: a test makes an issue as large as it
+// needs.
+func (f *fakeMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
+	return len(is.Body), nil
+}
+
 func (f *fakeMail) SendTest(_ context.Context, _ store.Issue, emails []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,6 +180,9 @@ type env struct {
 	// worker runs them.
 	listJobs   *listjobs.Jobs
 	listRunner *listjobs.Runner
+	// passwords hashes the console's passwords: the tests' own, so
+	// they can count its hashes.
+	passwords *account.Hasher
 	// holds are the waits before failed sign-ins were answered: the
 	// accounts' (console.Deps.Hold) and the client budget's.
 	holds holds
@@ -197,6 +230,12 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvHashing(t, account.NewHasher(2, time.Minute))
+}
+
+// newEnvHashing is newEnv whose passwords are hashed by passwords.
+func newEnvHashing(t testing.TB, passwords *account.Hasher) *env {
+	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBConsole)
 	st := store.NewRedis(rdb)
 	client := asynq.NewClientFromRedisClient(rdb)
@@ -205,14 +244,14 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(jobs.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &env{st: st, tokens: &tokenStore{Redis: st}, audit: auditOf{t, st}, mail: &fakeMail{},
-		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb, eng: fakeEngagement{}}
+		clock: &clock{t: time.Now()}, insp: insp, rdb: rdb, eng: fakeEngagement{}, passwords: passwords}
 	for tok, p := range map[string]console.Principal{adminToken: {Name: "alice", Role: console.Admin},
 		editorToken: {Name: "ed", Role: console.Editor}, viewerToken: {Name: "vic", Role: console.Viewer}} {
 		if _, err := st.CreateToken(context.Background(), adminauth.HashToken(tok), adminauth.StoredToken{Name: p.Name, Role: p.Role}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.guard = &budgetGuard{Guard: adminauth.New(envToken, func(*http.Request) string { return "client" }, nil).WithTokens(e.tokens).WithHold(e.holds.onClient), allow: 1000}
+	e.guard = &budgetGuard{Guard: adminauth.New(envToken, testClientKey, nil).WithTokens(e.tokens).WithHold(e.holds.onClient), allow: 1000}
 	trail := audit.NewTrail(st, logredact.New([]byte("test-secret")), log, nil)
 	e.listJobs = listjobs.NewJobs(rdb)
 	apiSrv := api.New(api.Config{}, api.Deps{Store: st, Jobs: jobs, Queue: client, Tasks: insp, Log: log, ListJobs: e.listJobs, Audit: trail})
@@ -231,7 +270,7 @@ func newEnv(t testing.TB) *env {
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
 		Settings: e.settings, SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},
 		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
-		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount,
+		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount, Passwords: e.passwords,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 		TestGate:   &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
 		Engagement: e.eng,
@@ -251,6 +290,8 @@ type browser struct {
 	t testing.TB
 	e *env
 	c *http.Client
+	// client, when set, is the client the guard sees (clientHeader).
+	client string
 }
 
 func (e *env) browser(t testing.TB) *browser {
@@ -267,6 +308,9 @@ type page struct {
 
 func (b *browser) do(req *http.Request) page {
 	b.t.Helper()
+	if b.client != "" {
+		req.Header.Set(clientHeader, b.client)
+	}
 	resp, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatal(err)

@@ -11,12 +11,12 @@ import (
 )
 
 // inviteData is the invite page's: whom it invites, and the TOTP secret
-// to put into an authenticator app (as text and as an otpauth:// URI;
-// no QR code).
+// to put into an authenticator app (as text, an otpauth:// link and a QR
+// code).
 type inviteData struct {
 	Token, Email string
 	Role         Role
-	Secret, URI  string
+	App          authenticator
 }
 
 // codesData is the page that shows new recovery codes, this once.
@@ -34,9 +34,13 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) (store.Invite, 
 		return store.Invite{}, false
 	}
 	inv, err := h.d.Accounts.InviteByHash(r.Context(), account.HashInviteToken(r.PathValue("token")))
-	if errors.Is(err, store.ErrInviteNotFound) {
+	switch {
+	case errors.Is(err, store.ErrInviteNotFound):
 		h.errorPage(w, r, http.StatusNotFound, "Invite not found",
 			"This invite link was used already or has expired (a link works once, for 48 hours). Ask an admin of the console for a new one.")
+		return store.Invite{}, false
+	case errors.Is(err, store.ErrInviteRevoked):
+		h.inviteRevoked(w, r)
 		return store.Invite{}, false
 	}
 	if err != nil {
@@ -68,10 +72,17 @@ func (h *Handler) showInvite(w http.ResponseWriter, r *http.Request) {
 	h.renderInvite(w, r, http.StatusOK, inv, "")
 }
 
+// inviteRevoked answers a link of an invite an admin revoked: 410, and
+// nothing is changed.
+func (h *Handler) inviteRevoked(w http.ResponseWriter, r *http.Request) {
+	h.errorPage(w, r, http.StatusGone, "Invite revoked",
+		"An admin of the console revoked this invite: the link no longer works and nothing was changed. Ask them for a new one if you still need access.")
+}
+
 func (h *Handler) renderInvite(w http.ResponseWriter, r *http.Request, code int, inv store.Invite, problem string) {
 	h.render(w, r, code, "invite", page{Title: "Join the console", Error: problem, Data: inviteData{
 		Token: r.PathValue("token"), Email: inv.Email, Role: inv.Role,
-		Secret: inv.TOTPSecret, URI: account.TOTPURI(h.newsletterName(r), inv.Email, inv.TOTPSecret),
+		App: newAuthenticator(h.newsletterName(r), inv.Email, inv.TOTPSecret),
 	}})
 }
 
@@ -94,12 +105,13 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	step, codeOK := account.CheckCode(inv.TOTPSecret, f.Code, h.d.Now())
+	weak := account.CheckPassword(f.Password, inv.Email, h.newsletterName(r))
 	var problem string
 	switch {
 	case f.Password != f.Repeat:
 		problem = "The two passwords differ."
-	case account.CheckPassword(f.Password, inv.Email, "") != nil:
-		problem = "Password: " + account.CheckPassword(f.Password, inv.Email, "").Error() + "."
+	case weak != nil:
+		problem = "Password: " + weak.Error() + "."
 	case !codeOK:
 		problem = "That code is not the app's current one: check that the app shows " + account.Issuer + " (" + inv.Email + ") and type the code it shows now."
 	}
@@ -107,9 +119,19 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		h.renderInvite(w, r, http.StatusBadRequest, inv, problem)
 		return
 	}
+	// The hash last: only a form that passed every cheap check costs one.
+	hash, err := h.d.Passwords.Hash(r.Context(), f.Password)
+	if err != nil {
+		hashBusy(w)
+		h.renderInvite(w, r, http.StatusServiceUnavailable, inv, hashBusyMessage)
+		return
+	}
 	codes, hashes := account.NewRecoveryCodes()
-	a, err := h.d.Accounts.AcceptInvite(r.Context(), inv.Hash, account.HashPassword(f.Password), step, hashes)
+	a, err := h.d.Accounts.AcceptInvite(r.Context(), inv.Hash, hash, step, hashes)
 	switch {
+	case errors.Is(err, store.ErrInviteRevoked):
+		h.inviteRevoked(w, r)
+		return
 	case errors.Is(err, store.ErrInviteNotFound):
 		h.errorPage(w, r, http.StatusNotFound, "Invite not found", "This invite link was used already or has expired. Ask an admin of the console for a new one.")
 		return

@@ -46,6 +46,18 @@ type editorData struct {
 	IssueSegment *store.Segment
 	// PreviewTopic is the topic the preview shows the mail as ("": none).
 	PreviewTopic string
+	// HTMLBytes is the previewed mail's HTML part as readers get it, with
+	// SizeWarning near or over Gmail's clip (issues.SizeWarning); the
+	// saved issue's, for the send step: SendBytes, SendWarning, and
+	// Clipped (over issues.ClipBytes: a send needs force).
+	HTMLBytes, SendBytes     int
+	SizeWarning, SendWarning string
+	Clipped                  bool
+	ClipBytes                int
+	// BodyWarnings are what the writer should hear of the body as it is
+	// (issues.BodyWarnings: a template action, which an issue sends as
+	// written).
+	BodyWarnings []string
 	// Report is the issue's report once its sending began (nil before);
 	// ReportChart its clicks hour by hour.
 	Report      *issues.Report
@@ -120,6 +132,27 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 	return string(body), ""
 }
 
+// sizes fills in d the size of the HTML part of the previewed content f
+// and of the saved issue is (what a send sends), with their warnings.
+// A size that cannot be measured is left out: the preview says why.
+func (h *Handler) sizes(ctx context.Context, d *editorData, is store.Issue, f form.Issue) {
+	d.ClipBytes = issues.ClipBytes
+	if h.d.Renderer == nil || d.PreviewError != "" {
+		return
+	}
+	previewed := is
+	previewed.IssueContent = f.Content()
+	if n, err := h.d.Renderer.HTMLSize(ctx, previewed); err == nil {
+		d.HTMLBytes, d.SizeWarning = n, issues.SizeWarning(n)
+	}
+	if is.ID == 0 || !d.Can["send"] {
+		return
+	}
+	if n, err := h.d.Renderer.HTMLSize(ctx, is); err == nil {
+		d.SendBytes, d.SendWarning, d.Clipped = n, issues.SizeWarning(n), n > issues.ClipBytes
+	}
+}
+
 // editor renders the issue page for is with the form f (the saved
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
@@ -153,6 +186,8 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 		}
 	}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
+	d.BodyWarnings = issues.BodyWarnings(f.Body)
+	h.sizes(r.Context(), &d, is, f)
 	refresh := 0
 	if is.ID != 0 && is.Status != store.IssueDraft {
 		p, err := h.d.Store.IssueProgress(r.Context(), is.ID)
@@ -187,6 +222,7 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 	var state *store.StateError
 	var changed *issues.AudienceChangedError
 	var rate *issues.TestRateError
+	var clipped *issues.ClippedError
 	switch {
 	case errors.As(err, &bad):
 		h.editor(w, r, http.StatusBadRequest, is, f, bad.Msg)
@@ -211,7 +247,7 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 			return
 		}
 		h.editor(w, r, http.StatusConflict, cur, f, "The issue changed since you opened it; nothing was saved. Your text is below: compare it with the saved issue and save again.")
-	case errors.As(err, &changed), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
+	case errors.As(err, &changed), errors.As(err, &clipped), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
 		h.editor(w, r, http.StatusConflict, is, f, err.Error()+". Nothing was sent.")
 	case errors.Is(err, issues.ErrTestRecipient):
 		h.editor(w, r, http.StatusForbidden, is, f, err.Error()+". Nothing was sent.")

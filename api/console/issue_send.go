@@ -1,9 +1,9 @@
 package console
 
 import (
-	"fmt"
 	"net/http"
 
+	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/issues"
@@ -33,12 +33,12 @@ func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 		h.editor(w, r, http.StatusBadRequest, is, formOf(is), err.Error())
 		return
 	}
-	sent, n, err := h.issues.Send(r.Context(), is, when, opt)
+	sent, rep, err := h.issues.SendReported(r.Context(), is, when, opt)
 	if err != nil {
 		h.issueFailed(w, r, is, formOf(is), err)
 		return
 	}
-	h.record(r, audit.IssueSent, audit.Issue(is.ID), fmt.Sprintf("%s, to %d readers", when.Detail(), n))
+	h.record(r, audit.IssueSent, audit.Issue(is.ID), api.SendDetail(when, rep))
 	notice := "sending"
 	if sent.Status == store.IssueScheduled {
 		notice = "scheduled"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/issues"
 )
 
 //go:embed templates/*.html
@@ -64,6 +65,8 @@ var funcs = template.FuncMap{
 	},
 	"num":  func(n int64) string { return groupDigits(n) },
 	"join": strings.Join,
+	// kb is a size in bytes as the size guard counts it ("93.4 KB").
+	"kb": issues.KB,
 }
 
 // groupDigits writes n with thin spaces between thousands (1 234 567).
@@ -138,6 +141,7 @@ var notices = map[string]string{
 	"signed-out":       "Signed out.",
 	"password":         "Your password was changed; your other sessions have ended.",
 	"invited":          "The invite was mailed; its link works once, for 48 hours.",
+	"invite-revoked":   "The invite was revoked: its link no longer works.",
 	"role":             "The role was changed; it holds from that person's next click.",
 	"suspended":        "The account was suspended: it cannot sign in, and its sessions have ended.",
 	"restored":         "The account may sign in again.",

@@ -103,6 +103,7 @@ func (h *Handler) routes() {
 
 	m.Handle("GET /admin/accounts", h.require(Admin, h.listAccounts))
 	m.Handle("POST /admin/accounts", h.require(Admin, h.inviteAccount))
+	m.Handle("POST /admin/accounts/invites/{id}/revoke", h.require(Admin, h.revokeInvite))
 	m.Handle("POST /admin/accounts/{id}/role", h.require(Admin, h.changeRole))
 	m.Handle("POST /admin/accounts/{id}/suspend", h.require(Admin, h.suspendAccount(true)))
 	m.Handle("POST /admin/accounts/{id}/restore", h.require(Admin, h.suspendAccount(false)))

@@ -40,7 +40,8 @@ func run() error {
 	defer func() { bench.Warn("close redis", rdb.Close()) }()
 
 	var r results
-	if r.raw, err = rawEnqueue(ctx, rdb, workers, dur); err != nil {
+	cpu := redisCPUMeter(ctx, rdb)
+	if err := cpu(&r.rawRedis, func() error { r.raw, err = rawEnqueue(ctx, rdb, workers, dur); return err }); err != nil {
 		return err
 	}
 	base, stop, err := startAPI(url)
@@ -49,7 +50,7 @@ func run() error {
 	}
 	defer stop()
 	l := newLoader(workers)
-	if r.sub, err = l.subscribe(base, dur); err != nil {
+	if err := cpu(&r.subRedis, func() error { r.sub, err = l.subscribe(base, dur); return err }); err != nil {
 		return err
 	}
 	if r.health, err = l.healthz(base, dur/2); err != nil {
@@ -76,6 +77,32 @@ func run() error {
 type results struct {
 	raw, sub, health, ceiling bench.Result
 	queued                    *asynq.QueueInfo // the real endpoint's confirmations; nil: unknown
+	rawRedis, subRedis        time.Duration    // Redis CPU during the raw enqueue and the signups
+}
+
+// redisCPUMeter answers a function that runs step and adds the Redis
+// server's CPU time over it to *into.
+func redisCPUMeter(ctx context.Context, rdb *redis.Client) func(into *time.Duration, step func() error) error {
+	return func(into *time.Duration, step func() error) error {
+		before, err := bench.RedisCPU(ctx, rdb)
+		if err != nil {
+			return fmt.Errorf("redis CPU: %w", err)
+		}
+		if err := step(); err != nil {
+			return err
+		}
+		after, err := bench.RedisCPU(ctx, rdb)
+		if err != nil {
+			return fmt.Errorf("redis CPU: %w", err)
+		}
+		*into += after - before
+		return nil
+	}
+}
+
+// perOp is cpu over ops, in µs.
+func perOp(cpu time.Duration, ops int64) float64 {
+	return float64(cpu.Microseconds()) / float64(max(ops, 1))
 }
 
 // rawEnqueue measures a plain asynq client enqueueing confirmations into
@@ -187,6 +214,7 @@ func (r results) print(url string, workers int, dur time.Duration, tool string) 
 		fmt.Printf("confirmations queued   %d (at least one per accepted request: %v)\n", queued.Size, int64(queued.Size) >= sub.Ops)
 	}
 	fmt.Printf("ratio                  %.2f of raw enqueue (target >= 0.50), p99 %s (target < 50ms)\n", ratio, sub.P99.Round(time.Millisecond/10))
+	fmt.Printf("redis CPU per signup   %.1f µs (target < 20 µs); per raw enqueue %.1f µs\n", perOp(r.subRedis, sub.Ops), perOp(r.rawRedis, raw.Ops))
 	fmt.Printf("enqueue-only ratio     %.2f of raw enqueue: what an endpoint doing nothing but one enqueue reaches here;\n", ceiling.Rate()/raw.Rate())
 	fmt.Printf("                       the signup does %.2f of that\n", sub.Rate()/ceiling.Rate())
 }

@@ -83,7 +83,7 @@ func issueCreateCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout
 func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout io.Writer, run func(func(*app) error) error) error {
 	at := fs.String("at", "", "send at this time (RFC 3339), not now")
 	local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
-	force := fs.Bool("force", false, "send even when the issue would reach 0 readers")
+	force := fs.Bool("force", false, "send even when the issue would reach 0 readers, or its HTML part is over Gmail's clip (102 KB)")
 	confirm := fs.Int64("confirm-audience", -1, "refuse the send unless it reaches exactly this many readers")
 	id, err := issueID(fs, args)
 	if err != nil {
@@ -101,12 +101,17 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 			opt.ConfirmAudience = confirm
 		}
 		when := issues.When{At: *at, LocalTime: *local}
-		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady}
-		is, n, err := svc.Send(ctx, is, when, opt)
+		sizer, err := a.issuePreviewer("html")
 		if err != nil {
 			return err
 		}
-		a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), fmt.Sprintf("%s (command), to %d readers", when.Detail(), n))
+		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady, HTMLSize: sizer.HTMLSize}
+		is, rep, err := svc.SendReported(ctx, is, when, opt)
+		if err != nil {
+			return err
+		}
+		n := rep.Audience
+		a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), api.SendDetail(when, rep)+" (command)")
 		fmt.Fprintf(stdout, "issue %d %s to %d readers; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, n, is.ID)
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/feedback"
@@ -36,11 +37,15 @@ type composer interface {
 // real links for an address nobody has.
 var previewReader = store.Subscriber{Email: "reader@example.com"}
 
+// message is the issue's mail to a tester or a preview's sample reader:
+// its links go through the counted redirect as a reader's do, with test
+// tokens that lead on and are never counted (Links.TestCounted).
 func (x *issueMail) message(is store.Issue, topic string, to store.Subscriber, inert bool) (*mailer.Message, error) {
 	body, err := mailer.RenderMarkdown(is.Body)
 	if err != nil {
 		return nil, err
 	}
+	body = x.links.TestCounted(is.ID, body, time.Now())
 	d := x.links.To(worker.IssueData(x.links, is, topic, body), to, topic)
 	if inert {
 		// A test mail's links lead to pages that do nothing: the tester
@@ -72,6 +77,32 @@ func (x *issueMail) Preview(_ context.Context, is store.Issue, topic, format str
 	}
 	return "text/html; charset=utf-8", []byte(msg.HTML), nil
 }
+
+// HTMLSize implements api.IssueRenderer: the bytes of the HTML part a
+// reader of the issue's first topic gets, as the worker makes it (its
+// links counted, a reader's token in them), for the size guard.
+func (x *issueMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
+	body, err := mailer.RenderMarkdown(is.Body)
+	if err != nil {
+		return 0, err
+	}
+	body, _ = x.links.Counted(is.ID, body)
+	topic := ""
+	if len(is.Topics) > 0 {
+		topic = is.Topics[0]
+	}
+	d := x.links.ToIssue(worker.IssueData(x.links, is, topic, body), sizeReader, topic, is.ID)
+	d.Reader = x.links.Reader(is.ID, sizeReader.ID, time.Now())
+	msg, err := x.render.Render(mailer.KindIssue, d)
+	if err != nil {
+		return 0, err
+	}
+	return len(msg.HTML), nil
+}
+
+// sizeReader is the reader the size guard measures for: an id and an
+// address as long as most.
+var sizeReader = store.Subscriber{ID: 1 << 40, Email: "reader.name@example.com"}
 
 // SendTest implements api.IssueRenderer.
 func (x *issueMail) SendTest(ctx context.Context, is store.Issue, emails []string) error {

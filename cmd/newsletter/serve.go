@@ -210,7 +210,8 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		SMSRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
 	if c := a.cfg.SMS; c != nil {
-		d.SMS = &sms.Client{BaseURL: c.URL, AccountSID: c.AccountSID, AuthToken: c.AuthToken, From: c.From}
+		d.SMS = &sms.Client{BaseURL: c.URL, AccountSID: c.AccountSID, AuthToken: c.AuthToken, From: c.From,
+			StatusCallback: a.cfg.BaseURL + smsCallbackPath}
 		d.SMSLimits = worker.SMSLimits{MaxSegments: c.MaxSegments, PerNumberDay: c.PerNumberDay, PerDay: c.PerDay}
 		d.Quiet = quiet.New(a.cfg.Quiet) // the reader's quiet hours hold texts too
 	}
@@ -300,6 +301,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
 		VAPIDPublicKey: vapidPublicKey(a.cfg), Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
+		SMSCountries: smsCountries(a.cfg), SMSCodesPerClient: smsCodesPerClient(a.cfg),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
 		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: catalogmail.Builtins{},
@@ -646,6 +648,28 @@ func smsAuthToken(c *config.Config) string {
 		return ""
 	}
 	return c.SMS.AuthToken
+}
+
+// smsCallbackPath is where the gateway posts a text's status (the route
+// api's smsRoutes serves).
+const smsCallbackPath = "/feedback/sms"
+
+// smsCountries are the countries numbers may be given for; none without
+// SMS.
+func smsCountries(c *config.Config) sms.Countries {
+	if c.SMS == nil {
+		return nil
+	}
+	return c.SMS.Countries
+}
+
+// smsCodesPerClient caps the codes a client address has texted in an
+// hour; 0 (the default) without SMS.
+func smsCodesPerClient(c *config.Config) int {
+	if c.SMS == nil {
+		return 0
+	}
+	return c.SMS.CodesPerClient
 }
 
 // smsMaxSegments caps an event's text at intake; 0 without SMS.

@@ -3,9 +3,12 @@
 // beside the tokens that stay for the API and scripts.
 //
 //   - Passwords (password.go) follow NIST SP 800-63B: 12 to 128
-//     characters, no composition rules, refused when on the list of common
-//     passwords shipped with the binary, equal to the address, or the
-//     account's current one; kept as argon2id hashes.
+//     characters, no composition rules, refused when zxcvbn judges them
+//     guessable (a score under 3, with the address and the newsletter's
+//     name as words an attacker tries first) or equal to the address (and
+//     by the console when they are the account's current one); kept as
+//     argon2id hashes, made only by a Hasher (hasher.go), which runs a
+//     few at a time so their memory is bounded.
 //   - The second factor (totp.go) is TOTP with SHA-1, 6 digits, 30 s
 //     (what every authenticator app reads from an otpauth:// URI), one
 //     step of drift either way; the store remembers the last step used,

@@ -1,16 +1,19 @@
 package account
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/store"
 )
 
 // InviteTTL is how long an invite link works.
@@ -56,4 +59,19 @@ func CheckInvite(email, role string) (string, adminauth.Role, error) {
 		return "", "", &InputError{err}
 	}
 	return n, r, nil
+}
+
+// InviteRevoker ends open invites (store.Redis).
+type InviteRevoker interface {
+	RevokeInvite(ctx context.Context, hash, by string) (string, error)
+}
+
+// RevokeInvite ends the open invite whose id (its token's hash, 64 hex
+// digits, as the console and the API list it) is id, by by: the invite's
+// address, or store.ErrInviteNotFound (also for an id that is not one).
+func RevokeInvite(ctx context.Context, s InviteRevoker, by adminauth.Principal, id string) (string, error) {
+	if len(id) != sha256.Size*2 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", store.ErrInviteNotFound
+	}
+	return s.RevokeInvite(ctx, id, by.Name)
 }

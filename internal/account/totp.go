@@ -27,8 +27,8 @@ const (
 var totpOpts = totp.ValidateOpts{Period: TOTPPeriod, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1}
 
 // NewTOTP makes up a secret for the account email: the base32 secret to
-// store and show, and the otpauth:// URI an app takes (no QR code: the
-// page shows the URI and the secret to type).
+// store and show, and the otpauth:// URI an app takes (the console shows
+// it as a link and a QR code beside the secret to type).
 func NewTOTP(email string) (secret, uri string, err error) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: Issuer, AccountName: email, Period: TOTPPeriod, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1})
 	if err != nil {

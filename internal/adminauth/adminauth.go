@@ -234,6 +234,23 @@ func (g *Guard) Failed(r *http.Request) *TooManyError {
 	return &TooManyError{RetryAfter: retry}
 }
 
+// Blocked reports, without counting anything, whether r's client has
+// used its failure budget up: a *TooManyError (its Retry-After when a
+// turn comes back), or nil. Work that is costly for a wrong secret (a
+// password's 19 MiB hash) asks it first, so a client over its budget
+// costs nothing more than this answer.
+func (g *Guard) Blocked(r *http.Request) *TooManyError {
+	if over, retry := g.failures.Blocked(g.clientKey(r)); over {
+		return &TooManyError{RetryAfter: retry}
+	}
+	return nil
+}
+
+// Client names r's client as the failure budget does (its address, or
+// the forwarded one from a trusted proxy): for other counts kept per
+// client.
+func (g *Guard) Client(r *http.Request) string { return g.clientKey(r) }
+
 // guard authenticates r with the presented token (ok: one was presented
 // at all), answers a refusal itself and returns false, or returns the
 // principal.

@@ -173,3 +173,38 @@ func TestCheckToken(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocked: Blocked tells a client over its budget without counting
+// (asking does not use the budget up), and knows only that client.
+func TestBlocked(t *testing.T) {
+	e := newGuardEnv()
+	g := New(right, func(*http.Request) string { return e.client }, func() time.Time { return e.now })
+	g.hold = func(time.Duration) {}
+	req := httptest.NewRequest("POST", "/admin/login", nil)
+	for i := 0; i < 3*FailuresPerMinute; i++ {
+		if tm := g.Blocked(req); tm != nil {
+			t.Fatalf("asked %d times with no failure: blocked", i+1)
+		}
+	}
+	for i := 0; i < FailuresPerMinute; i++ {
+		if tm := g.Failed(req); tm != nil {
+			t.Fatalf("failure %d within the budget: %v", i+1, tm)
+		}
+	}
+	tm := g.Blocked(req)
+	if tm == nil || tm.RetryAfter <= 0 || tm.RetryAfter > time.Minute/FailuresPerMinute {
+		t.Fatalf("with the budget used up: %+v, want blocked for at most a turn", tm)
+	}
+	if g.Client(req) != e.client {
+		t.Fatalf("Client: %q", g.Client(req))
+	}
+	e.client = "198.51.100.7"
+	if tm := g.Blocked(req); tm != nil {
+		t.Fatalf("another client: %v", tm)
+	}
+	e.client = "203.0.113.5"
+	e.now = e.now.Add(time.Minute / FailuresPerMinute)
+	if tm := g.Blocked(req); tm != nil {
+		t.Fatalf("a turn later: %v", tm)
+	}
+}

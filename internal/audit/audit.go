@@ -86,6 +86,7 @@ const (
 	AccountRoleChanged     = "account.role_changed"
 	AccountPasswordChanged = "account.password_changed"
 	AccountTOTPEnabled     = "account.totp_enabled"
+	AccountInviteRevoked   = "account.invite_revoked"
 	FieldDeclared          = "field.declared"
 	SegmentSaved           = "segment.saved"
 	SegmentDeleted         = "segment.deleted"

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
 	"github.com/newsletter/newsletter/push/apns"
 	"github.com/newsletter/newsletter/push/fcm"
+	"github.com/newsletter/newsletter/sms"
 )
 
 // FCM and APNs are on with their settings, off without: the URLs default
@@ -68,19 +70,32 @@ func TestAppPlatforms(t *testing.T) {
 }
 
 // SMS is on with its account, token and sender together, off without;
-// its caps have defaults; a partial set or a sender that is no number,
-// short code or messaging service stops start-up naming the setting.
+// its caps have defaults; the countries numbers may be of default to the
+// sending number's, and must be given for a short code or a messaging
+// service; a partial set, a sender that is no number, short code or
+// messaging service, or a country code that is none stops start-up
+// naming the setting.
 func TestSMSSettings(t *testing.T) {
 	c, err := Load(env(nil))
 	if err != nil || c.SMS != nil {
 		t.Fatalf("default: %+v %v", c.SMS, err)
 	}
 	c, err = Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006"}))
-	if err != nil || c.SMS == nil || c.SMS.URL != "https://api.twilio.com" || c.SMS.MaxSegments != 2 || c.SMS.PerNumberDay != 5 || c.SMS.PerDay != 10000 {
+	if err != nil || c.SMS == nil || c.SMS.URL != "https://api.twilio.com" || c.SMS.MaxSegments != 2 || c.SMS.PerNumberDay != 5 || c.SMS.PerDay != 10000 ||
+		c.SMS.CodesPerClient != 5 || !slices.Equal(c.SMS.Countries, sms.Countries{"US"}) {
 		t.Fatalf("on: %+v %v", c.SMS, err)
 	}
+	c, err = Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+447400123456"}))
+	if err != nil || !slices.Equal(c.SMS.Countries, sms.Countries{"GB"}) {
+		t.Fatalf("a British sender: %+v %v", c.SMS, err)
+	}
 	for _, from := range []string{"MG0123456789", "12345"} {
-		if _, err := Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": from})); err != nil {
+		set := map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": from}
+		if _, err := Load(env(set)); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_SMS_COUNTRIES") {
+			t.Errorf("sender %s without countries: %v", from, err)
+		}
+		set["NEWSLETTER_SMS_COUNTRIES"] = " us, ca,US "
+		if c, err := Load(env(set)); err != nil || !slices.Equal(c.SMS.Countries, sms.Countries{"US", "CA"}) {
 			t.Errorf("sender %s: %v", from, err)
 		}
 	}
@@ -91,6 +106,10 @@ func TestSMSSettings(t *testing.T) {
 		"partial":  {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1"}, []string{"NEWSLETTER_SMS_AUTH_TOKEN", "NEWSLETTER_SMS_FROM"}},
 		"bad from": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "our shop"}, []string{"NEWSLETTER_SMS_FROM"}},
 		"caps":     {map[string]string{"NEWSLETTER_SMS_MAX_SEGMENTS": "0", "NEWSLETTER_SMS_PER_DAY": "lots"}, []string{"NEWSLETTER_SMS_MAX_SEGMENTS", "NEWSLETTER_SMS_PER_DAY"}},
+		"client cap": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006", "NEWSLETTER_SMS_CODES_PER_CLIENT": "0"},
+			[]string{"NEWSLETTER_SMS_CODES_PER_CLIENT"}},
+		"countries": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006", "NEWSLETTER_SMS_COUNTRIES": "US,XX"},
+			[]string{"NEWSLETTER_SMS_COUNTRIES", `"XX"`}},
 	} {
 		_, err := Load(env(c.set))
 		if err == nil {

@@ -230,6 +230,15 @@ type SMS struct {
 	// NEWSLETTER_SMS_PER_DAY, default 10000): past them texts wait for
 	// the next day (UTC).
 	PerNumberDay, PerDay int
+	// Countries are the countries whose numbers may be given for texts
+	// (NEWSLETTER_SMS_COUNTRIES, ISO 3166 codes: "US,CA"); default the
+	// country of From when From is a number. A short code or a messaging
+	// service says no country: the list is then required.
+	Countries sms.Countries
+	// CodesPerClient caps the codes one client address may have texted
+	// in an hour (NEWSLETTER_SMS_CODES_PER_CLIENT, default
+	// sms.DefaultCodesPerClient).
+	CodesPerClient int
 }
 
 // Endpoints is the check for the URLs that browsers (push) and admins
@@ -631,13 +640,14 @@ var (
 // _AUTH_TOKEN and _FROM together, or none of them (SMS off).
 func (p *parser) sms() *SMS {
 	c := &SMS{
-		URL:          p.str("NEWSLETTER_SMS_URL", sms.DefaultBaseURL),
-		AccountSID:   p.str("NEWSLETTER_SMS_ACCOUNT_SID", ""),
-		AuthToken:    p.str("NEWSLETTER_SMS_AUTH_TOKEN", ""),
-		From:         p.str("NEWSLETTER_SMS_FROM", ""),
-		MaxSegments:  p.integer("NEWSLETTER_SMS_MAX_SEGMENTS", worker.DefaultSMSMaxSegments, 1),
-		PerNumberDay: p.integer("NEWSLETTER_SMS_PER_NUMBER_DAY", worker.DefaultSMSPerNumberDay, 1),
-		PerDay:       p.integer("NEWSLETTER_SMS_PER_DAY", worker.DefaultSMSPerDay, 1),
+		URL:            p.str("NEWSLETTER_SMS_URL", sms.DefaultBaseURL),
+		AccountSID:     p.str("NEWSLETTER_SMS_ACCOUNT_SID", ""),
+		AuthToken:      p.str("NEWSLETTER_SMS_AUTH_TOKEN", ""),
+		From:           p.str("NEWSLETTER_SMS_FROM", ""),
+		MaxSegments:    p.integer("NEWSLETTER_SMS_MAX_SEGMENTS", worker.DefaultSMSMaxSegments, 1),
+		PerNumberDay:   p.integer("NEWSLETTER_SMS_PER_NUMBER_DAY", worker.DefaultSMSPerNumberDay, 1),
+		PerDay:         p.integer("NEWSLETTER_SMS_PER_DAY", worker.DefaultSMSPerDay, 1),
+		CodesPerClient: p.integer("NEWSLETTER_SMS_CODES_PER_CLIENT", sms.DefaultCodesPerClient, 1),
 	}
 	p.check("NEWSLETTER_SMS_URL", strings.HasPrefix(c.URL, "https://") || strings.HasPrefix(c.URL, "http://"), "an http(s) URL")
 	vars := [][2]string{{"NEWSLETTER_SMS_ACCOUNT_SID", c.AccountSID}, {"NEWSLETTER_SMS_AUTH_TOKEN", c.AuthToken}, {"NEWSLETTER_SMS_FROM", c.From}}
@@ -660,7 +670,29 @@ func (p *parser) sms() *SMS {
 	// sms.ParseNumber (mobiles only) refuses: its shape is checked alone.
 	p.check("NEWSLETTER_SMS_FROM", strings.HasPrefix(c.From, "MG") || e164.MatchString(c.From) || shortCode.MatchString(c.From),
 		"the sending number in E.164 (+15005550006), a short code, or a messaging service's id (MG…)")
+	c.Countries = p.smsCountries(c.From)
 	return c
+}
+
+// smsCountries reads NEWSLETTER_SMS_COUNTRIES; unset, the country of the
+// sending number, which is where a number's texts are cheap and lawful.
+// A short code or a messaging service names no country: the list must
+// then be given, so that SMS is never open to every country by default.
+func (p *parser) smsCountries(from string) sms.Countries {
+	list := p.str("NEWSLETTER_SMS_COUNTRIES", "")
+	if list == "" {
+		if country := sms.SenderCountry(from); country != "" {
+			return sms.Countries{country}
+		}
+		p.check("NEWSLETTER_SMS_COUNTRIES", false,
+			"set when NEWSLETTER_SMS_FROM is a short code or a messaging service (MG…): the ISO 3166 codes of the countries texts may go to (US,CA)")
+		return nil
+	}
+	countries, err := sms.ParseCountries(list)
+	if err != nil {
+		p.check("NEWSLETTER_SMS_COUNTRIES", false, "comma-separated ISO 3166 country codes (US,CA): "+err.Error())
+	}
+	return countries
 }
 
 // APNs is the APNs identity: the provider key and what names it and the

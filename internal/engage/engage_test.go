@@ -3,10 +3,12 @@ package engage_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,63 @@ func TestRewrite(t *testing.T) {
 		if !strings.Contains(rw.Text, want) {
 			t.Errorf("text lacks %q:\n%s", want, rw.Text)
 		}
+	}
+}
+
+// TestRewriteKeepsAddressTexts: a link whose text is an address (a bare
+// URL Markdown made a link of, a www. one, one in bold) keeps its href,
+// so the host the reader sees is the host it leads to; it is not
+// counted. A link with words for its text to the same target is.
+func TestRewriteKeepsAddressTexts(t *testing.T) {
+	html := `<p><a href="https://a.example/x">https://a.example/x</a> <a href="http://www.b.example">www.b.example</a>` +
+		` <a href="https://c.example/"><strong>HTTPS://c.example/</strong></a> <a href="https://a.example/x">the notes</a></p>`
+	rw := engage.Rewrite(html, "", "https://news.example.com", func(i int) string { return fmt.Sprintf("https://news.example.com/r/L%d.M", i) })
+	for _, want := range []string{`<a href="https://a.example/x">https://a.example/x</a>`, `<a href="http://www.b.example">www.b.example</a>`,
+		`<a href="https://c.example/"><strong>HTTPS://c.example/</strong></a>`, `<a href="https://news.example.com/r/L0.M">the notes</a>`} {
+		if !strings.Contains(rw.HTML, want) {
+			t.Errorf("html lacks %s:\n%s", want, rw.HTML)
+		}
+	}
+	if len(rw.URLs) != 1 || rw.URLs[0] != "https://a.example/x" {
+		t.Fatalf("urls: %q", rw.URLs)
+	}
+}
+
+// TestTestLinksLeadOnUncounted: a test send's link leads to its target
+// and counts nothing; its token does not lead elsewhere (another target,
+// a changed token), nor anywhere after engage.TestLinkTTL.
+func TestTestLinksLeadOnUncounted(t *testing.T) {
+	r := newRig(t, engage.PerPerson, true, engage.RecorderConfig{})
+	target := "https://example.org/not-stored?a=1&b=2"
+	u := r.keys.TestLink(r.srv.URL, issue, target, r.clock())
+	if !strings.HasPrefix(u, r.srv.URL+"/r/") {
+		t.Fatalf("test link %s", u)
+	}
+	r.follow("GET", u, browser, target)
+	if e := r.engagement(); e.Clicks != 0 || e.MachineClicks != 0 || e.UniqueClickers != 0 {
+		t.Fatalf("a test link was counted: %+v", e)
+	}
+	tok := strings.TrimPrefix(u[:strings.Index(u, "?")], r.srv.URL+"/r/")
+	for _, bad := range []string{
+		r.srv.URL + "/r/" + tok + "?u=" + url.QueryEscape("https://evil.example/"),
+		r.srv.URL + "/r/" + tok,
+		r.srv.URL + "/r/" + tok + "x?u=" + url.QueryEscape(target),
+	} {
+		if resp := r.get("GET", bad, browser); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", bad, resp.StatusCode)
+		}
+	}
+	// After engage.TestLinkTTL the test link leads nowhere.
+	r.setNow(r.clock().Add(engage.TestLinkTTL + time.Hour))
+	if resp := r.get("GET", u, browser); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a test link past its time: %d, want 404", resp.StatusCode)
+	}
+	rw := engage.RewriteTo(`<a href="https://a.example/x">the notes</a>`, "See https://a.example/x.", "https://news.example.com",
+		func(_ int, target string) string {
+			return r.keys.TestLink("https://news.example.com", issue, target, r.sent)
+		})
+	want := r.keys.TestLink("https://news.example.com", issue, "https://a.example/x", r.sent)
+	if !strings.Contains(rw.HTML, html.EscapeString(want)) || !strings.Contains(rw.Text, want+".") {
+		t.Fatalf("test rewrite:\n%s\n%s", rw.HTML, rw.Text)
 	}
 }

@@ -71,7 +71,11 @@ func (h *Handler) badLink(w http.ResponseWriter, kind string) {
 // Redirect counts a click and sends the reader to the link's target.
 func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request) {
 	c, err := h.Keys.Parse(r.PathValue("token"))
-	if err != nil || (c.What != Link && c.What != Honeypot) {
+	if err != nil {
+		h.testRedirect(w, r)
+		return
+	}
+	if c.What != Link && c.What != Honeypot {
 		h.badLink(w, "click")
 		return
 	}
@@ -109,6 +113,20 @@ func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request) {
 		}
 		h.Recorder.Record(e)
 	}
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// testRedirect sends a test send's link to its target, counting nothing
+// (Keys.TestLink); any other token is refused.
+func (h *Handler) testRedirect(w http.ResponseWriter, r *http.Request) {
+	target := r.URL.Query().Get("u")
+	if _, err := h.Keys.ParseTest(r.PathValue("token"), target, h.now()); err != nil {
+		h.badLink(w, "click")
+		return
+	}
+	h.Metrics.Events.WithLabelValues("click", "test").Inc()
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, target, http.StatusFound)
 }
 

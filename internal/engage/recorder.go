@@ -342,7 +342,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_engagement_events_total",
-			Help: "Clicks and opens by kind (click, open) and result: person, machine (scanners, proxies), honeypot (the hidden link: a scanner), refused (a token we did not sign), dropped (the buffer was full while Redis was away).",
+			Help: "Clicks and opens by kind (click, open) and result: person, machine (scanners, proxies), honeypot (the hidden link: a scanner), test (a test send's link, led on and not counted), refused (a token we did not sign), dropped (the buffer was full while Redis was away).",
 		}, []string{"kind", "result"}),
 		Flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsletter_engagement_flushes_total",

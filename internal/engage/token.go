@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -73,6 +74,55 @@ func (k *Keys) ReaderPart(issue int64, reader int64, sent time.Time) string {
 	b := binary.AppendUvarint(nil, uint64(reader))
 	b = binary.AppendUvarint(b, uint64(max(0, sent.Unix())))
 	return enc.EncodeToString(append(b, sum(k.reader, readerSigned(issue, b))...))
+}
+
+// A test send's links (and a preview's) go through the redirect too, so
+// the tester sees what readers get, but they name no reader and no
+// stored link: the token signs the issue, the day it was made and the
+// target, which the URL carries (TestLink). The redirect leads to it and
+// counts nothing, for TestLinkTTL: a signed redirect to any address an
+// editor typed must not stay one for ever.
+const testWhat = 't'
+
+// TestLinkTTL is how long a test link leads on.
+const TestLinkTTL = 30 * 24 * time.Hour
+
+// TestLink is the URL, under base, of a test send's link to target in
+// issue, made at made: base/r/<token>?u=<target>.
+func (k *Keys) TestLink(base string, issue int64, target string, made time.Time) string {
+	b := []byte{testWhat, sourceIssue}
+	b = binary.AppendUvarint(b, uint64(issue))
+	b = binary.AppendUvarint(b, uint64(max(0, made.Unix())))
+	return base + "/r/" + enc.EncodeToString(append(b, sum(k.link, testSigned(b, target))...)) + "?u=" + url.QueryEscape(target)
+}
+
+// ParseTest verifies a test link's token against its target and answers
+// its issue; ErrInvalid for anything we did not sign, or made more than
+// TestLinkTTL before now.
+func (k *Keys) ParseTest(tok, target string, now time.Time) (int64, error) {
+	b, ok := decode(tok)
+	if !ok || len(b) < 3+macLen || b[0] != testWhat || b[1] != sourceIssue || target == "" {
+		return 0, ErrInvalid
+	}
+	body, mac := b[:len(b)-macLen], b[len(b)-macLen:]
+	if !hmac.Equal(mac, sum(k.link, testSigned(body, target))) {
+		return 0, ErrInvalid
+	}
+	issue, made, ok := uvarints(body[2:])
+	if !ok || issue == 0 || issue > 1<<62 || made > 1<<40 {
+		return 0, ErrInvalid
+	}
+	if age := now.Sub(time.Unix(int64(made), 0)); age > TestLinkTTL || age < -time.Hour {
+		return 0, ErrInvalid
+	}
+	return int64(issue), nil
+}
+
+// testSigned is what a test link's MAC covers: its body, then the target
+// (no body ends where a target could begin: its last byte is a uvarint's,
+// below 0x80, and the separator is 0xff).
+func testSigned(body []byte, target string) []byte {
+	return append(append(append([]byte(nil), body...), 0xff), target...)
 }
 
 // Token joins the two parts as the URL carries them.

@@ -31,6 +31,9 @@ const KindTest = "test"
 // testCode is the letter of a test send's tag.
 const testCode = "t"
 
+// inviteCode is the letter of a console invite's tag (InviteTag).
+const inviteCode = "a"
+
 func codeOf(kind string) (string, bool) {
 	if code, ok := kindCodes[kind]; ok {
 		return code, true
@@ -94,6 +97,18 @@ func (t *Tagger) TestTag(issue int64) string {
 	return t.sign(strconv.FormatInt(issue, 36), testCode)
 }
 
+// InviteTag is the tag of the console's invite whose token hash is hash
+// (hex): "<its first 12 digits>-a-<MAC>". An invite, like a test send,
+// goes to no subscriber: a report about it reads back as KindTest, ours
+// and about nobody's subscription.
+func (t *Tagger) InviteTag(hash string) string {
+	id := strings.ToLower(hash[:min(12, len(hash))])
+	if t == nil || id == "" || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return t.sign(id, inviteCode)
+}
+
 // Traced is what a tag says of the mail it was in.
 type Traced struct {
 	Subscriber int64
@@ -124,6 +139,12 @@ func (t *Tagger) Trace(tag string) (Traced, bool) {
 	}
 	if parts[1] == stepCode {
 		tr.Kind = KindStep
+	}
+	if parts[1] == inviteCode {
+		if parts[0] == "" || !hmac.Equal([]byte(parts[2]), []byte(t.mac(parts[0], parts[1]))) {
+			return Traced{}, false
+		}
+		return Traced{Kind: KindTest}, true
 	}
 	if parts[1] == testCode {
 		n, err := strconv.ParseInt(parts[0], 36, 64)

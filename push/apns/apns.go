@@ -2,6 +2,7 @@ package apns
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -26,13 +27,23 @@ import (
 // development builds of the app) is https://api.sandbox.push.apple.com.
 const DefaultBaseURL = "https://api.push.apple.com"
 
-// tokenRefresh is how long a provider token is reused: Apple takes one
-// up to an hour old and refuses updates more often than about every 20
-// minutes, so 50 minutes leaves room for clock skew both ways.
-const tokenRefresh = 50 * time.Minute
+// A provider token is reused for tokenRefresh: Apple takes one up to an
+// hour old and answers updates more often than every 20 minutes with 429
+// TooManyProviderTokenUpdates, so 50 minutes leaves room for clock skew
+// both ways. An ExpiredProviderToken answer mints a new one only once the
+// token is tokenMinAge old; a younger one is a pause (Apple's clock is
+// far ahead of ours, or it is still refusing the last update).
+const (
+	tokenRefresh = 50 * time.Minute
+	tokenMinAge  = 20 * time.Minute
+)
 
 // maxAnswer is how much of an answer's body is read.
 const maxAnswer = 4096
+
+// MaxPayload is the largest payload APNs takes for an alert (4 KB; a
+// larger one is answered 413 PayloadTooLarge).
+const MaxPayload = 4096
 
 // Notification is one mobile notification: a title, a line of text, and
 // the page (or deep link) a tap opens, sent as the payload's "url" key. It
@@ -114,14 +125,55 @@ func (c *Client) Send(ctx context.Context, deviceToken string, n Notification) e
 		}
 		err = c.post(ctx, hc, endpoint, token, now.Add(ttl), body, now)
 		var ae *Error
-		// ExpiredProviderToken while ours is under 50 minutes old means
-		// Apple's clock is ahead of ours: one new token, one retry.
-		if attempt == 1 && errors.As(err, &ae) && ae.Status == http.StatusForbidden && ae.Reason == "ExpiredProviderToken" {
-			c.refused(token)
-			continue
+		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Reason != "ExpiredProviderToken" {
+			return err
 		}
-		return err
+		// Apple's clock says our token is over an hour old. The first
+		// time, a token old enough is replaced (once, for every sender)
+		// and the message retried; otherwise it waits.
+		if attempt > 1 {
+			return c.pause(token, ae)
+		}
+		if retry, err := c.expired(token); err != nil || !retry {
+			return cmp.Or(err, c.pause(token, ae))
+		}
 	}
+}
+
+// expired handles an ExpiredProviderToken answer to token: true when the
+// send is to be retried, with the token another sender has already put in
+// its place or with one minted now because token is at least tokenMinAge
+// old; false when token is younger (no new token may be minted yet).
+func (c *Client) expired(token string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.token != token {
+		return true, nil
+	}
+	now := c.clock()
+	if now.Sub(c.signedAt) < tokenMinAge {
+		return false, nil
+	}
+	tok, err := c.sign(now)
+	if err != nil {
+		return false, err
+	}
+	c.token, c.signedAt = tok, now
+	return true, nil
+}
+
+// pause turns an ExpiredProviderToken answer that cannot be met with a new
+// token yet into a wait: push.ErrUnavailable, retried once token may be
+// replaced (at least a minute on).
+func (c *Client) pause(token string, ae *Error) error {
+	c.mu.Lock()
+	wait := time.Minute
+	if c.token == token {
+		wait = max(tokenMinAge-c.clock().Sub(c.signedAt), wait)
+	}
+	c.mu.Unlock()
+	ae.class, ae.retryAfter = push.ErrUnavailable, wait
+	return ae
 }
 
 func (c *Client) clock() time.Time {
@@ -143,7 +195,7 @@ func (c *Client) providerToken() (string, time.Time, *http.Client, error) {
 		}
 	}
 	now := c.clock()
-	if c.token == "" || now.Sub(c.signedAt) >= tokenRefresh || now.Before(c.signedAt) {
+	if c.token == "" || now.Sub(c.signedAt) >= tokenRefresh {
 		tok, err := c.sign(now)
 		if err != nil {
 			return "", now, nil, err
@@ -151,17 +203,6 @@ func (c *Client) providerToken() (string, time.Time, *http.Client, error) {
 		c.token, c.signedAt = tok, now
 	}
 	return c.token, now, c.client, nil
-}
-
-// refused forgets token, unless another sender has replaced it already:
-// sends refused at once sign one new token between them, as Apple counts
-// token updates.
-func (c *Client) refused(token string) {
-	c.mu.Lock()
-	if c.token == token {
-		c.token = ""
-	}
-	c.mu.Unlock()
 }
 
 // sign makes a provider token (RFC 7515 JWS, ES256: the signature is r
@@ -197,16 +238,34 @@ type alert struct {
 	Body  string `json:"body,omitempty"`
 }
 
+// payload encodes n, its title and body shortened to fit MaxPayload
+// (push.Notification.Fit); only a URL too long for it is an error.
 func payload(n Notification) ([]byte, error) {
-	p := struct {
-		APS aps    `json:"aps"`
-		URL string `json:"url,omitempty"`
-	}{aps{alert{n.Title, n.Body}}, n.URL}
-	b, err := json.Marshal(p)
+	var out []byte
+	_, err := push.Notification{Title: n.Title, Body: n.Body, URL: n.URL}.Fit(MaxPayload, func(m push.Notification) (int, error) {
+		p := struct {
+			APS aps    `json:"aps"`
+			URL string `json:"url,omitempty"`
+		}{aps{alert{m.Title, m.Body}}, m.URL}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return 0, fmt.Errorf("apns: encode the payload: %w", err)
+		}
+		out = b
+		return len(b), nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("apns: encode the payload: %w", err)
+		return nil, fmt.Errorf("apns: %w", err)
 	}
-	return b, nil
+	return out, nil
+}
+
+// Fits says whether n can be sent at all: its title and body are
+// shortened to fit, so only a URL too long for any payload is refused
+// (push.ErrTooLarge). The API asks at intake.
+func Fits(n Notification) error {
+	_, err := payload(n)
+	return err
 }
 
 func (c *Client) post(ctx context.Context, hc *http.Client, endpoint, token string, expires time.Time, body []byte, now time.Time) error {
@@ -223,7 +282,9 @@ func (c *Client) post(ctx context.Context, hc *http.Client, endpoint, token stri
 	h.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("apns: send: %w", err)
+		// The path holds the device token: no log may keep it whole.
+		device := strings.TrimPrefix(req.URL.Path, "/3/device/")
+		return fmt.Errorf("apns: send: %w", push.HideURL(err, req.URL.Scheme+"://"+req.URL.Host+"/3/device/"+device[:8]+"…"))
 	}
 	defer func() { _ = resp.Body.Close() }() // the answer is read; a close error changes nothing
 	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/testkit/apnstest"
 	"github.com/newsletter/newsletter/push"
@@ -111,12 +112,14 @@ func TestProviderTokenRefresh(t *testing.T) {
 	}
 }
 
-// 403 ExpiredProviderToken signs a new token and retries once.
+// 403 ExpiredProviderToken to a token at least 20 minutes old signs a new
+// token and retries once.
 func TestExpiredProviderTokenRefreshesOnce(t *testing.T) {
-	srv, c, _ := setup(t)
+	srv, c, clk := setup(t)
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
+	clk.advance(apns.TokenMinAge)
 	srv.ExpireProviderTokens()
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "second"}); err != nil {
 		t.Fatalf("send after the token expired: %v", err)
@@ -129,13 +132,40 @@ func TestExpiredProviderTokenRefreshesOnce(t *testing.T) {
 	}
 }
 
+// ExpiredProviderToken to a token under 20 minutes old mints none (Apple
+// would answer TooManyProviderTokenUpdates): the send is a pause,
+// retried once the token may be replaced; then one new token goes.
+func TestExpiredYoungTokenPauses(t *testing.T) {
+	srv, c, clk := setup(t)
+	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(5 * time.Minute)
+	srv.ExpireProviderTokens()
+	err := c.Send(context.Background(), device, apns.Notification{Title: "second"})
+	if !errors.Is(err, push.ErrUnavailable) || push.Permanent(err) || push.RetryAfter(err) != apns.TokenMinAge-5*time.Minute {
+		t.Fatalf("err = %v (retry after %s), want ErrUnavailable after 15m", err, push.RetryAfter(err))
+	}
+	if n, reqs, many := srv.ProviderTokens(), srv.Requests(), srv.TooManyUpdates(); n != 1 || reqs != 2 || many != 0 {
+		t.Fatalf("%d provider tokens, %d requests, %d TooManyProviderTokenUpdates; want 1, 2, 0", n, reqs, many)
+	}
+	clk.advance(push.RetryAfter(err))
+	if err := c.Send(context.Background(), device, apns.Notification{Title: "second"}); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if n, many := srv.ProviderTokens(), srv.TooManyUpdates(); n != 2 || many != 0 {
+		t.Errorf("%d provider tokens, %d TooManyProviderTokenUpdates; want 2 and 0", n, many)
+	}
+}
+
 // Sends refused at once for the same expired token sign one new token
 // between them (Apple counts token updates), and all get through.
 func TestConcurrentExpiredShareOneNewToken(t *testing.T) {
-	srv, c, _ := setup(t)
+	srv, c, clk := setup(t)
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "warm"}); err != nil {
 		t.Fatal(err)
 	}
+	clk.advance(apns.TokenMinAge + time.Minute)
 	srv.ExpireProviderTokens()
 	const n = 20
 	var wg sync.WaitGroup
@@ -150,27 +180,52 @@ func TestConcurrentExpiredShareOneNewToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := srv.ProviderTokens(); got != 2 {
-		t.Errorf("%d provider tokens, want 2 (the first and one replacement)", got)
+	if got, many := srv.ProviderTokens(), srv.TooManyUpdates(); got != 2 || many != 0 {
+		t.Errorf("%d provider tokens, %d TooManyProviderTokenUpdates; want 2 (the first and one replacement) and 0", got, many)
 	}
 	if got := len(srv.Received()); got != n+1 {
 		t.Errorf("%d notifications taken, want %d", got, n+1)
 	}
 }
 
-// When APNs' clock is over an hour ahead, the new token is expired too:
-// one retry, then a refusal.
+// When APNs' clock is over an hour ahead, a fresh token is expired too:
+// no new token is minted for it, the send waits (it is not dropped).
 func TestExpiredProviderTokenTwice(t *testing.T) {
 	srv, c, clk := setup(t)
 	ahead := clk.now().Add(2 * time.Hour)
 	srv.SetClock(func() time.Time { return ahead })
 	err := c.Send(context.Background(), device, apns.Notification{Title: "t"})
 	var ae *apns.Error
-	if !errors.Is(err, push.ErrRefused) || !errors.As(err, &ae) || ae.Reason != "ExpiredProviderToken" {
-		t.Fatalf("err = %v, want ErrRefused ExpiredProviderToken", err)
+	if !errors.Is(err, push.ErrUnavailable) || !errors.As(err, &ae) || ae.Reason != "ExpiredProviderToken" || push.RetryAfter(err) != apns.TokenMinAge {
+		t.Fatalf("err = %v, want ErrUnavailable ExpiredProviderToken after 20m", err)
 	}
-	if reqs := srv.Requests(); reqs != 2 {
-		t.Errorf("%d requests, want 2 (one retry)", reqs)
+	if reqs := srv.Requests(); reqs != 1 {
+		t.Errorf("%d requests, want 1 (a young token is not replaced)", reqs)
+	}
+}
+
+// A title and body too long for APNs' 4096 bytes are shortened on a
+// character boundary with an ellipsis and taken; only a URL too long for
+// any payload is refused, before anything is sent.
+func TestLongNotificationShortenedToFit(t *testing.T) {
+	srv, c, _ := setup(t)
+	title, body := strings.Repeat("日", 2000), strings.Repeat("\"", 3000)
+	if err := c.Send(context.Background(), device, apns.Notification{Title: title, Body: body, URL: "https://x.example/a"}); err != nil {
+		t.Fatalf("a long notification: %v", err)
+	}
+	got := srv.Received()[0]
+	if !utf8.ValidString(got.Title) || !strings.HasSuffix(got.Title, "…") || !strings.HasSuffix(got.Body, "…") || got.URL != "https://x.example/a" {
+		t.Errorf("want the title and body cut on a character with an ellipsis, the url whole; got url %q", got.URL)
+	}
+	long := apns.Notification{Title: "t", URL: "https://x.example/" + strings.Repeat("a", 4100)}
+	if err := c.Send(context.Background(), device, long); !errors.Is(err, push.ErrTooLarge) || !push.Permanent(err) {
+		t.Fatalf("a URL too long: %v, want ErrTooLarge", err)
+	}
+	if err := apns.Fits(long); !errors.Is(err, push.ErrTooLarge) {
+		t.Errorf("Fits: %v, want ErrTooLarge", err)
+	}
+	if srv.Requests() != 1 {
+		t.Errorf("%d requests, want 1: a payload that cannot fit is not sent", srv.Requests())
 	}
 }
 
@@ -394,5 +449,16 @@ func TestIncompleteClient(t *testing.T) {
 	}
 	if srv.Requests() != 0 {
 		t.Error("an incomplete client sent a request")
+	}
+}
+
+// A network error names the device by its token's start only: the path
+// holds the token, and the error goes to the logs and the task queue.
+func TestNetworkErrorHidesTheDeviceToken(t *testing.T) {
+	_, c, _ := setup(t)
+	c.BaseURL = "https://127.0.0.1:1" // nothing listens there
+	err := c.Send(context.Background(), device, apns.Notification{Title: "t"})
+	if err == nil || strings.Contains(err.Error(), device) || !strings.Contains(err.Error(), device[:8]+"…") {
+		t.Fatalf("err = %v: want the device token's start only", err)
 	}
 }

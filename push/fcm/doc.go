@@ -14,8 +14,9 @@
 // or expired early) drops the cached token and retries the message once.
 //
 // FCM's answers map onto what a caller does next, as in package push:
-// UNREGISTERED (404) and an INVALID_ARGUMENT that names the registration
-// token are push.ErrGone (delete the token, never retry); QUOTA_EXCEEDED
+// an FcmError detail UNREGISTERED (with its 404) alone is push.ErrGone
+// (delete the token, never retry), as firebase-admin-go's IsUnregistered;
+// a bare 404 or an INVALID_ARGUMENT is a refusal; QUOTA_EXCEEDED
 // (429), INTERNAL (500), UNAVAILABLE (503) and any other 5xx are
 // push.ErrUnavailable with the Retry-After FCM asked for
 // (push.RetryAfter); SENDER_ID_MISMATCH, THIRD_PARTY_AUTH_ERROR and any

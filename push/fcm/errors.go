@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/push"
 )
@@ -54,61 +55,50 @@ type errorBody struct {
 		Message string `json:"message"`
 		Status  string `json:"status"`
 		Details []struct {
-			Type            string `json:"@type"`
-			ErrorCode       string `json:"errorCode"`
-			FieldViolations []struct {
-				Field string `json:"field"`
-			} `json:"fieldViolations"`
+			Type      string `json:"@type"`
+			ErrorCode string `json:"errorCode"`
 		} `json:"details"`
 	} `json:"error"`
 }
 
-const (
-	fcmErrorType   = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
-	badRequestType = "type.googleapis.com/google.rpc.BadRequest"
-)
+const fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
 
 // parseError reads an error answer; an unreadable body leaves the status
 // to decide.
 func parseError(resp *http.Response, answer []byte) *Error {
 	e := &Error{Status: resp.StatusCode}
 	var b errorBody
-	tokenField := false
+	unregistered := false
 	if json.Unmarshal(answer, &b) == nil {
 		e.Message, e.Code = b.Error.Message, b.Error.Status
 		for _, d := range b.Error.Details {
-			switch d.Type {
-			case fcmErrorType:
-				if d.ErrorCode != "" {
-					e.Code = d.ErrorCode
-				}
-			case badRequestType:
-				for _, v := range d.FieldViolations {
-					tokenField = tokenField || v.Field == "message.token"
-				}
+			if d.Type == fcmErrorType && d.ErrorCode != "" {
+				e.Code = d.ErrorCode
+				unregistered = d.ErrorCode == "UNREGISTERED"
 			}
 		}
 	} else {
-		e.Message = strings.TrimSpace(string(answer[:min(len(answer), 512)]))
+		e.Message = strings.TrimSpace(string(answer))
 	}
-	e.class = classify(e, tokenField)
+	// The message goes to the logs and the task queue: a broken or
+	// hostile answer gets its first maxMessage bytes there, no more.
+	e.Message = clipMessage(e.Message)
+	e.class = classify(e, unregistered)
 	if e.class == push.ErrUnavailable {
 		e.retryAfter = push.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return e
 }
 
-// classify maps an answer to what the caller does next. INVALID_ARGUMENT
-// covers a bad token and a bad message alike; FCM tells them apart only
-// by a field violation on message.token or by its message ("The
-// registration token is not a valid FCM registration token"), so only
-// those delete the token: a message too large must not cost a reader
-// their device.
-func classify(e *Error, tokenField bool) error {
+// classify maps an answer to what the caller does next, as
+// firebase-admin-go does (messaging_errors.go: IsUnregistered reads only
+// the FcmError detail's errorCode). Only UNREGISTERED retires a token: a
+// bare 404 (a wrong project id or URL answers it for every device alike)
+// and an INVALID_ARGUMENT (a bad token and a message too large look the
+// same) are refusals, which drop the message and keep the device.
+func classify(e *Error, unregistered bool) error {
 	switch {
-	case e.Code == "UNREGISTERED" || e.Status == http.StatusNotFound:
-		return push.ErrGone
-	case e.Code == "INVALID_ARGUMENT" && (tokenField || strings.Contains(strings.ToLower(e.Message), "registration token")):
+	case unregistered:
 		return push.ErrGone
 	case e.Status == http.StatusTooManyRequests || e.Status >= 500,
 		e.Code == "QUOTA_EXCEEDED", e.Code == "UNAVAILABLE", e.Code == "INTERNAL":
@@ -116,4 +106,19 @@ func classify(e *Error, tokenField bool) error {
 	default:
 		return push.ErrRefused
 	}
+}
+
+// maxMessage bounds the message an error carries from FCM's answer.
+const maxMessage = 512
+
+// clipMessage is msg cut to maxMessage bytes on a character boundary.
+func clipMessage(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }

@@ -38,6 +38,12 @@ const defaultTimeout = 30 * time.Second
 // maxAnswer is how much of an answer's body is read.
 const maxAnswer = 64 << 10
 
+// MaxPayload bounds a message's notification and data together: FCM
+// takes at most 4096 bytes of them and answers a larger message 400
+// INVALID_ARGUMENT. They are measured as sent, in JSON, which is never
+// less than FCM's count of their text.
+const MaxPayload = 4096
+
 // Notification is one mobile notification: a title, a line of text, and
 // the page (or deep link) a tap opens, sent as the data key "url". It has
 // the fields of apns.Notification, so one converts to the other.
@@ -220,13 +226,24 @@ type notification struct {
 	Body  string `json:"body,omitempty"`
 }
 
+// messageBody encodes the message to token, n's title and body shortened
+// to fit MaxPayload (push.Notification.Fit); only a URL too long for it
+// is an error.
 func messageBody(token string, n Notification) ([]byte, error) {
 	var m message
 	m.Message.Token = token
-	m.Message.Notification = notification{Title: n.Title, Body: n.Body}
-	if n.URL != "" {
-		m.Message.Data = map[string]string{"url": n.URL}
+	fitted, err := push.Notification{Title: n.Title, Body: n.Body, URL: n.URL}.Fit(MaxPayload, func(p push.Notification) (int, error) {
+		m.Message.Notification = notification{Title: p.Title, Body: p.Body}
+		m.Message.Data = nil
+		if p.URL != "" {
+			m.Message.Data = map[string]string{"url": p.URL}
+		}
+		return payloadSize(m.Message.Notification, m.Message.Data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fcm: %w", err)
 	}
+	m.Message.Notification = notification{Title: fitted.Title, Body: fitted.Body}
 	ttl := n.TTL
 	if ttl <= 0 {
 		ttl = push.DefaultTTL
@@ -237,6 +254,27 @@ func messageBody(token string, n Notification) ([]byte, error) {
 		return nil, fmt.Errorf("fcm: encode the message: %w", err)
 	}
 	return b, nil
+}
+
+// payloadSize is what a message's notification and data take, as JSON.
+func payloadSize(n notification, data map[string]string) (int, error) {
+	a, err := json.Marshal(n)
+	if err != nil {
+		return 0, fmt.Errorf("fcm: encode the notification: %w", err)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("fcm: encode the data: %w", err)
+	}
+	return len(a) + len(b), nil
+}
+
+// Fits says whether n can be sent at all: its title and body are
+// shortened to fit, so only a URL too long for any message is refused
+// (push.ErrTooLarge). The API asks at intake.
+func Fits(n Notification) error {
+	_, err := messageBody("", n)
+	return err
 }
 
 func (c *Client) post(ctx context.Context, endpoint, access string, body []byte) error {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
 	"github.com/newsletter/newsletter/push"
@@ -226,7 +227,8 @@ func TestErrorClasses(t *testing.T) {
 		wantPermanent   bool
 		wantCodeOfError string
 	}{
-		{400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", push.ErrGone, true, "INVALID_ARGUMENT"},
+		{400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", push.ErrRefused, true, "INVALID_ARGUMENT"},
+		{404, "", "Requested entity was not found.", push.ErrRefused, true, "NOT_FOUND"},
 		{400, "INVALID_ARGUMENT", "Message is too big", push.ErrRefused, true, "INVALID_ARGUMENT"},
 		{403, "SENDER_ID_MISMATCH", "SenderId mismatch", push.ErrRefused, true, "SENDER_ID_MISMATCH"},
 		{429, "QUOTA_EXCEEDED", "Quota exceeded", push.ErrUnavailable, false, "QUOTA_EXCEEDED"},
@@ -244,18 +246,73 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
-// A field violation on message.token marks the token bad, whatever the
-// message says.
-func TestInvalidTokenByFieldViolation(t *testing.T) {
-	resp := `{"error":{"code":400,"message":"Invalid value","status":"INVALID_ARGUMENT","details":[
-		{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}`
-	err := fcm.ParseError(400, resp, "")
-	if !errors.Is(err, push.ErrGone) {
-		t.Errorf("err = %v, want ErrGone", err)
+// Only an FcmError UNREGISTERED retires a token, as firebase-admin-go's
+// IsUnregistered: a bare 404 (a wrong project answers it for every
+// device) and a field violation on message.token are refusals.
+func TestOnlyUnregisteredRetiresAToken(t *testing.T) {
+	for _, resp := range []string{
+		`{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}`,
+		`not json`,
+		`{"error":{"code":400,"message":"Invalid value","status":"INVALID_ARGUMENT","details":[
+		{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}`,
+	} {
+		status := 404
+		if strings.Contains(resp, "INVALID_ARGUMENT") {
+			status = 400
+		}
+		if err := fcm.ParseError(status, resp, ""); errors.Is(err, push.ErrGone) || !errors.Is(err, push.ErrRefused) {
+			t.Errorf("%d %s: err = %v, want ErrRefused, not ErrGone", status, resp, err)
+		}
 	}
-	resp = strings.Replace(resp, "message.token", "message.data[0].value", 1)
-	if err := fcm.ParseError(400, strings.Replace(resp, "registration token", "value", 1), ""); !errors.Is(err, push.ErrRefused) {
-		t.Errorf("err = %v, want ErrRefused for a bad data value", err)
+	gone := `{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[
+		{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}`
+	if err := fcm.ParseError(404, gone, ""); !errors.Is(err, push.ErrGone) {
+		t.Errorf("UNREGISTERED: err = %v, want ErrGone", err)
+	}
+}
+
+// 429 QUOTA_EXCEEDED and 503 carry their Retry-After, in seconds or as an
+// HTTP date (firebase-admin-go's parseRetryAfterHeader reads both).
+func TestThrottledRetryAfter(t *testing.T) {
+	srv, c := setup(t)
+	srv.Throttle(device, http.StatusTooManyRequests, "120")
+	err := c.Send(context.Background(), device, fcm.Notification{Title: "t"})
+	if !errors.Is(err, push.ErrUnavailable) || push.RetryAfter(err) != 2*time.Minute {
+		t.Fatalf("429: err = %v, retry after %s; want ErrUnavailable after 2m", err, push.RetryAfter(err))
+	}
+	srv.Throttle(device, http.StatusServiceUnavailable, time.Now().Add(10*time.Minute).UTC().Format(http.TimeFormat))
+	err = c.Send(context.Background(), device, fcm.Notification{Title: "t"})
+	if got := push.RetryAfter(err); !errors.Is(err, push.ErrUnavailable) || got < 9*time.Minute || got > 10*time.Minute {
+		t.Fatalf("503 with a date: err = %v, retry after %s; want about 10m", err, got)
+	}
+	srv.Clear(device)
+	if err := c.Send(context.Background(), device, fcm.Notification{Title: "t"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A title and body too long for FCM's 4096 bytes are shortened on a
+// character boundary with an ellipsis, and the message is taken; only a
+// URL too long for any message is refused, before anything is sent.
+func TestLongNotificationShortenedToFit(t *testing.T) {
+	srv, c := setup(t)
+	title, body := strings.Repeat("é", 3000), strings.Repeat("b", 5000)
+	if err := c.Send(context.Background(), device, fcm.Notification{Title: title, Body: body, URL: "https://x.example/a"}); err != nil {
+		t.Fatalf("a long notification: %v", err)
+	}
+	got := srv.Received()[0]
+	if !utf8.ValidString(got.Title) || !strings.HasSuffix(got.Title, "…") || !strings.HasSuffix(got.Body, "…") || got.URL != "https://x.example/a" {
+		t.Errorf("title %q… body %q…: want both cut on a character with an ellipsis, the url whole", got.Title[:10], got.Body[:10])
+	}
+	long := fcm.Notification{Title: "t", URL: "https://x.example/" + strings.Repeat("a", 5000)}
+	if err := c.Send(context.Background(), device, long); !errors.Is(err, push.ErrTooLarge) || !push.Permanent(err) {
+		t.Fatalf("a URL too long: %v, want ErrTooLarge", err)
+	}
+	if err := fcm.Fits(long); !errors.Is(err, push.ErrTooLarge) {
+		t.Errorf("Fits: %v, want ErrTooLarge", err)
+	}
+	if srv.Sends() != 1 {
+		t.Errorf("%d sends, want 1: a message that cannot fit is not sent", srv.Sends())
 	}
 }
 
@@ -446,5 +503,17 @@ func TestValidToken(t *testing.T) {
 	}
 	if srv.Sends() != 0 {
 		t.Error("a malformed token was sent to FCM")
+	}
+}
+
+// A broken or hostile FCM's long error message is cut to 512 bytes (on a
+// character) before it reaches an error, a log or the task queue.
+func TestErrorMessageIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 20000)
+	for _, body := range []string{`{"error":{"code":500,"message":"` + long + `","status":"INTERNAL"}}`, long} {
+		err := fcm.ParseError(500, body, "")
+		if n := len(err.Error()); n > 700 || !utf8.ValidString(err.Error()) {
+			t.Errorf("an error of %d bytes (valid UTF-8: %v), want at most about 512 of FCM's message", n, utf8.ValidString(err.Error()))
+		}
 	}
 }

@@ -88,3 +88,44 @@ func testDevices(t *testing.T, h Harness, s store.Store) {
 		t.Fatalf("devices kept after an erasure: %v", deviceIDs(got[0]))
 	}
 }
+
+// DeviceMovesToNewestOwner: a token registered by a second person is
+// theirs alone from then on (the first no longer lists it, nor is
+// notified on it), and back again when the first registers it anew; a
+// device the old owner deletes afterwards leaves the new owner's alone.
+func testDeviceMovesToNewestOwner(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	a, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "seller@x.io", Activate: true})
+	must(t, err)
+	b, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "buyer@x.io", Activate: true})
+	must(t, err)
+	sold := store.Device{Platform: store.PlatformAPNs, Token: "ab12cd34"}
+	kept := store.Device{Platform: store.PlatformFCM, Token: "kept-by-seller"}
+	for _, d := range []store.Device{sold, kept} {
+		_, err := s.AddDevice(ctx, a.ID, d)
+		must(t, err)
+	}
+	moved, err := s.AddDevice(ctx, b.ID, sold)
+	must(t, err)
+	got, err := s.DevicesOf(ctx, []int64{a.ID, b.ID})
+	must(t, err)
+	if len(got[0]) != 1 || got[0][0].Token != kept.Token || len(got[1]) != 1 || got[1][0].ID != moved.ID {
+		t.Fatalf("after the buyer registered the token: seller %v, buyer %v; want it the buyer's alone", deviceIDs(got[0]), deviceIDs(got[1]))
+	}
+	if err := s.DeleteDevice(ctx, a.ID, moved.ID); !errors.Is(err, store.ErrNoDevice) {
+		t.Fatalf("the seller deleting the moved device: %v, want ErrNoDevice (it is not theirs)", err)
+	}
+	_, err = s.AddDevice(ctx, a.ID, sold) // back to the first
+	must(t, err)
+	got, err = s.DevicesOf(ctx, []int64{a.ID, b.ID})
+	must(t, err)
+	if len(got[0]) != 2 || len(got[1]) != 0 {
+		t.Fatalf("after the seller registered it again: seller %v, buyer %v", deviceIDs(got[0]), deviceIDs(got[1]))
+	}
+	must(t, s.DeleteDevice(ctx, a.ID, moved.ID))
+	_, err = s.AddDevice(ctx, b.ID, sold)
+	must(t, err)
+	if got, _ := s.DevicesOf(ctx, []int64{b.ID}); len(got[0]) != 1 {
+		t.Fatalf("registered again after a delete: %v", deviceIDs(got[0]))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/store"
 )
@@ -86,14 +87,16 @@ func testPhones(t *testing.T, h Harness, s store.Store) {
 	}
 }
 
-// A number's texted code: kept with the number, at most one a minute; the
-// right code gives the number once; wrong tries are counted and the last
-// one spends the code.
+// A number's texted code: kept with the number, at most one a minute;
+// it is checked only once the gateway took its text (before that a try
+// is neither checked nor counted); the right code gives the number and
+// the SID of the message that carried it, once; wrong tries are counted
+// and the last one spends the code.
 func testPhoneCodes(t *testing.T, h Harness, s store.Store) {
 	ctx := context.Background()
 	a, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "code@x.io", Activate: true})
 	must(t, err)
-	if _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
+	if _, _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
 		t.Fatalf("no code sent: %v", err)
 	}
 	must(t, s.StartPhoneCode(ctx, a.ID, "+447400123456", "123456"))
@@ -103,28 +106,60 @@ func testPhoneCodes(t *testing.T, h Harness, s store.Store) {
 	if err := s.StartPhoneCode(ctx, a.ID, "+447400123457", "654321"); !errors.Is(err, store.ErrCodeTooSoon) {
 		t.Fatalf("a second code within the minute: %v", err)
 	}
-	if _, err := s.CheckPhoneCode(ctx, a.ID, "000000"); !errors.Is(err, store.ErrWrongCode) {
+	for range store.PhoneCodeTries + 1 {
+		if _, _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrCodeNotSent) {
+			t.Fatalf("the right code before its text went out: %v", err)
+		}
+	}
+	if err := s.PhoneCodeSent(ctx, a.ID, "+447400123456", "999999", "SMother"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("another code's text: %v", err)
+	}
+	if err := s.PhoneCodeSent(ctx, a.ID, "+447400123457", "123456", "SMother"); !errors.Is(err, store.ErrNoCode) {
+		t.Fatalf("a text to another number: %v", err)
+	}
+	must(t, s.PhoneCodeSent(ctx, a.ID, "+447400123456", "123456", "SM123"))
+	if _, _, err := s.CheckPhoneCode(ctx, a.ID, "000000"); !errors.Is(err, store.ErrWrongCode) {
 		t.Fatalf("a wrong code: %v", err)
 	}
-	n, err := s.CheckPhoneCode(ctx, a.ID, "123456")
-	if err != nil || n != "+447400123456" {
-		t.Fatalf("the right code: %q %v", n, err)
+	n, sid, err := s.CheckPhoneCode(ctx, a.ID, "123456")
+	if err != nil || n != "+447400123456" || sid != "SM123" {
+		t.Fatalf("the right code: %q %q %v", n, sid, err)
 	}
-	if _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
+	if _, _, err := s.CheckPhoneCode(ctx, a.ID, "123456"); !errors.Is(err, store.ErrNoCode) {
 		t.Fatalf("a code used twice: %v", err)
 	}
 	b, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "guess@x.io", Activate: true})
 	must(t, err)
 	must(t, s.StartPhoneCode(ctx, b.ID, "+447400123458", "111111"))
+	must(t, s.PhoneCodeSent(ctx, b.ID, "+447400123458", "111111", "SM456"))
 	for i := 1; i < store.PhoneCodeTries; i++ {
-		if _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrWrongCode) {
+		if _, _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrWrongCode) {
 			t.Fatalf("wrong try %d: %v", i, err)
 		}
 	}
-	if _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrNoCode) {
+	if _, _, err := s.CheckPhoneCode(ctx, b.ID, "222222"); !errors.Is(err, store.ErrNoCode) {
 		t.Fatalf("the last wrong try: %v, want the code spent", err)
 	}
-	if _, err := s.CheckPhoneCode(ctx, b.ID, "111111"); !errors.Is(err, store.ErrNoCode) {
+	if _, _, err := s.CheckPhoneCode(ctx, b.ID, "111111"); !errors.Is(err, store.ErrNoCode) {
 		t.Fatalf("the right code after the tries were spent: %v", err)
+	}
+}
+
+// A gateway callback acted on is remembered for its window, apart from
+// the other callbacks of the same message.
+func testSMSCallbacks(t *testing.T, h Harness, s store.Store) {
+	ctx := context.Background()
+	seen := func(key string) bool {
+		t.Helper()
+		ok, err := s.SMSCallbackSeen(ctx, key)
+		must(t, err)
+		return ok
+	}
+	if seen("SM1:stopped") {
+		t.Fatal("a callback never acted on is seen")
+	}
+	must(t, s.RememberSMSCallback(ctx, "SM1:stopped", time.Hour))
+	if !seen("SM1:stopped") || seen("SM1:on") || seen("SM2:stopped") {
+		t.Fatalf("remembered: %v; another state %v, another message %v", seen("SM1:stopped"), seen("SM1:on"), seen("SM2:stopped"))
 	}
 }

@@ -43,7 +43,10 @@ func TestIssueLinksCountedThroughTheRedirect(t *testing.T) {
 		}
 		ids = append(ids, sub.ID)
 	}
-	body := "Read [the post](https://example.com/post?a=1&b=2) and <https://example.com/other>; [again](https://example.com/post?a=1&b=2)."
+	// A link whose text is its address (<https://…>) is left as written
+	// (engage.Rewrite): the worded ones are counted.
+	body := "Read [the post](https://example.com/post?a=1&b=2) and [the other](https://example.com/other); [again](https://example.com/post?a=1&b=2). " +
+		"See <https://example.com/bare>."
 	is, err := st.CreateIssue(ctx, store.IssueContent{Subject: "Letter", Body: body, Topics: []string{topics.Digest}}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +91,9 @@ func TestIssueLinksCountedThroughTheRedirect(t *testing.T) {
 		found := hrefs.FindAllStringSubmatch(msg.HTML, -1)
 		if len(found) != 4 { // three links of the body, the honeypot
 			t.Fatalf("mail to %s: %d counted links, want 4:\n%s", msg.To, len(found), msg.HTML)
+		}
+		if !strings.Contains(msg.HTML, `<a href="https://example.com/bare">https://example.com/bare</a>`) {
+			t.Fatalf("mail to %s: the link that shows its address was rewritten:\n%s", msg.To, msg.HTML)
 		}
 		if !strings.Contains(msg.Text, found[0][1]) {
 			t.Fatalf("the text part lacks the HTML's first link %s:\n%s", found[0][1], msg.Text)

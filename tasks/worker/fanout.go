@@ -275,6 +275,10 @@ func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key
 		if len(ts) == 0 {
 			continue
 		}
+		orders := []string{channel}
+		if channel == store.ChannelPush {
+			orders = pushOrders // one per way a notification goes
+		}
 		ids := make([]int64, len(ts))
 		for i, t := range ts {
 			var who struct {
@@ -285,8 +289,10 @@ func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key
 			}
 			ids[i] = who.SubscriberID
 		}
-		if err := h.awaited().QueueInOrder(ctx, channel, key, p.At, ids); err != nil {
-			return err
+		for _, order := range orders {
+			if err := h.awaited().QueueInOrder(ctx, order, key, p.At, ids); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -36,7 +36,7 @@ type Store interface {
 	store.Phones
 	store.PersonOrder
 	store.ChannelChoices
-	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
+	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (string, error)
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
 	EventEngagement(ctx context.Context, eventID string) (int64, error)
@@ -227,7 +227,7 @@ func NewHandlers(d Deps) Handlers {
 			Applier: &listjobs.Applier{Store: d.ListStore, Topics: d.Links.Topics, Tasks: d.ListTasks}}}
 	}
 	return Handlers{
-		Invites:  &InviteMailer{Mailer: d.Mailer, Now: d.Now, Log: d.Log},
+		Invites:  &InviteMailer{Mailer: d.Mailer, Render: d.Render, Newsletter: d.Links.Newsletter, Tags: d.Tags, Now: d.Now, Log: d.Log},
 		ListJobs: listJobs,
 		Mails:    &Mails{Deliver: deliver, Links: d.Links, Holds: d.Store},
 		Sequence: &SequenceSender{

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,17 +9,33 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
 )
 
 // InviteMailer mails the console's invites (email:invite): the link, the
-// role and who invited. A plain text mail through the service's mailer,
-// as every transactional mail; the api only enqueues it.
+// role and who invited, in the newsletter's layout (HTML and text), with
+// a VERP return path as every mail; the api only enqueues it.
 type InviteMailer struct {
 	Mailer mailer.Mailer
-	Now    func() time.Time
-	Log    *slog.Logger
+	Render *mailer.Renderer
+	// Newsletter are the settings in effect (Links.Newsletter); nil: none.
+	Newsletter func() mailer.Newsletter
+	Tags       *feedback.Tagger
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// inviter is how the invite names who sent it: the inviting account, or,
+// for the service's own token (whose name is a credential's, not a
+// person's), the newsletter.
+func inviter(by string, nl mailer.Newsletter) string {
+	if by == "" || by == adminauth.EnvPrincipal.Name {
+		return cmp.Or(nl.Name, "The newsletter's administrator")
+	}
+	return by
 }
 
 // HandleInvite sends one invite. An invite past its expiry is not sent
@@ -30,16 +47,17 @@ func (h *InviteMailer) HandleInvite(ctx context.Context, p tasks.AccountInvitePa
 		h.Log.Warn("invite: expired before it could be mailed", "to", p.Email)
 		return nil
 	}
-	msg := &mailer.Message{
-		Kind:    mailer.KindInvite,
-		To:      p.Email,
-		Subject: "You are invited to the newsletter console",
-		Text: fmt.Sprintf("%s invited you to the newsletter console as %s.\n\n"+
-			"Open this link to choose your password and set up your authenticator app:\n\n%s\n\n"+
-			"The link works once, until %s. If you did not expect this mail, ignore it.\n",
-			p.By, p.Role, p.Link, p.Expires.UTC().Format("2006-01-02 15:04 UTC")),
+	var nl mailer.Newsletter
+	if h.Newsletter != nil {
+		nl = h.Newsletter()
 	}
-	err := h.Mailer.Send(ctx, msg)
+	msg, err := h.Render.Invite(p.Email, mailer.Invite{By: inviter(p.By, nl), Role: p.Role, Link: p.Link,
+		Expires: p.Expires.UTC().Format("2006-01-02 15:04 UTC")}, nl)
+	if err != nil {
+		return fmt.Errorf("invite: render: %w", err)
+	}
+	msg.Tag = h.Tags.InviteTag(p.Hash)
+	err = h.Mailer.Send(ctx, msg)
 	if se := mailer.AsSendError(err); se != nil && !se.Temporary() {
 		h.Log.Error("invite: the mail server refused it for good", "to", p.Email, "err", err)
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)

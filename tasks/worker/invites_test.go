@@ -11,6 +11,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -30,13 +32,22 @@ func (b *inviteBox) Send(_ context.Context, m *mailer.Message) error {
 }
 
 // TestInviteMail: the invite goes to the address with its link, role and
-// inviter; an expired one is not sent; a refusal for good is not retried,
-// a passing failure is.
+// inviter, as HTML in the newsletter's layout and as text, with a VERP
+// tag that reads back as ours and no subscriber's; the service token's
+// invite names the newsletter, not "admin-token"; an expired one is not
+// sent; a refusal for good is not retried, a passing failure is.
 func TestInviteMail(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	box := &inviteBox{}
-	h := &InviteMailer{Mailer: box, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	p := tasks.AccountInvitePayload{Hash: "h1", Email: "ed@example.org", Role: "editor", By: "alice",
+	r, err := mailer.NewRenderer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := feedback.NewTagger([]byte("secret"))
+	h := &InviteMailer{Mailer: box, Render: r, Tags: tags, Newsletter: func() mailer.Newsletter {
+		return mailer.Newsletter{Name: "Example News", LogoURL: "https://news.example.org/logo.png", PostalAddress: "1 Main St"}
+	}, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := tasks.AccountInvitePayload{Hash: "a1b2c3", Email: "ed@example.org", Role: "editor", By: "alice",
 		Link: "https://news.example.org/admin/invite/TOKEN", Expires: now.Add(48 * time.Hour)}
 	if err := h.HandleInvite(context.Background(), p); err != nil {
 		t.Fatal(err)
@@ -49,6 +60,21 @@ func TestInviteMail(t *testing.T) {
 		!strings.Contains(m.Text, "editor") || m.UnsubscribeURL != "" {
 		t.Fatalf("the mail: %+v", m)
 	}
+	if !strings.Contains(m.HTML, `href="`+p.Link+`"`) || !strings.Contains(m.HTML, "logo.png") || !strings.Contains(m.Text, "1 Main St") {
+		t.Fatalf("the invite is not in the layout with its link and the postal address:\n%s\n%s", m.HTML, m.Text)
+	}
+	if tr, ok := tags.Trace(m.Tag); !ok || tr.Kind != feedback.KindTest || tr.Subscriber != 0 {
+		t.Fatalf("the VERP tag %q reads back as %+v %v", m.Tag, tr, ok)
+	}
+	byToken := p
+	byToken.Hash, byToken.By = "d4e5f6", adminauth.EnvPrincipal.Name
+	if err := h.HandleInvite(context.Background(), byToken); err != nil {
+		t.Fatal(err)
+	}
+	if got := box.sent[1]; strings.Contains(got.Text+got.HTML+got.Subject, "admin-token") || !strings.Contains(got.Text, "Example News invited you") {
+		t.Fatalf("the token's invite: %s\n%s", got.Subject, got.Text)
+	}
+	box.sent = box.sent[:1]
 	expired := p
 	expired.Expires = now
 	if err := h.HandleInvite(context.Background(), expired); err != nil || len(box.sent) != 1 {

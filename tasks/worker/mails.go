@@ -64,6 +64,21 @@ func (l Links) Counted(issue int64, body mailer.Body) (mailer.Body, []string) {
 	return mailer.Body{HTML: htmltemplate.HTML(out), Text: rw.Text}, rw.URLs //nolint:gosec // the rendered body with our own links put in, escaped (engage.Rewrite)
 }
 
+// TestCounted is an issue's body as a test send (or a preview) carries
+// it: its links go through the redirect as a reader's do, but with test
+// tokens (engage.Keys.TestLink) that lead to their target, name no
+// reader and are never counted, and lead on for engage.TestLinkTTL from
+// made; no honeypot, no pixel. body itself with links not counted.
+func (l Links) TestCounted(issue int64, body mailer.Body, made time.Time) mailer.Body {
+	if l.Engagement == nil {
+		return body
+	}
+	rw := engage.RewriteTo(string(body.HTML), body.Text, l.BaseURL, func(_ int, target string) string {
+		return l.Engagement.TestLink(l.BaseURL, issue, target, made)
+	})
+	return mailer.Body{HTML: htmltemplate.HTML(rw.HTML), Text: rw.Text} //nolint:gosec // the rendered body with our own links put in, escaped (engage.Rewrite)
+}
+
 // CountedLink is target as the counted redirect's link index 0 of
 // engagement (an event's one link), the reader's part left as
 // mailer.ReaderMark; target itself when links are not counted, when

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -57,6 +58,9 @@ type Metrics struct {
 	// installs by platform (fcm, apns) and NotificationResults: of
 	// Notifications{lane="push"}, those that went to apps.
 	AppNotifications *prometheus.CounterVec // platform, result
+	// SMSCapReached counts texts held or dropped at a daily cap
+	// (newsletter_sms_cap_reached_total, cap: per_number_day, per_day).
+	SMSCapReached *prometheus.CounterVec // cap
 	// IssueRenders counts issue bodies rendered from Markdown: once per
 	// issue version in each worker process, however many readers it has.
 	IssueRenders prometheus.Counter
@@ -166,6 +170,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, typ := range tasks.HandledTypes() {
 		m.forType(typ)
+	}
+	m.SMSCapReached = sms.CapReachedMetric(reg)
+	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
+		m.SMSCapReached.WithLabelValues(c)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -73,74 +74,184 @@ func pushMark(key string, id int64, endpoint string) store.Mark {
 	return store.Mark{Kind: PushMarkKind, Key: key + ":" + hex.EncodeToString(sum[:8]), SubscriberID: id}
 }
 
-// HandlePush handles push:deliver. A person no longer active, or without
-// any of the notification's topics (they turned it off since the
-// fan-out), gets nothing; nor does a browser removed since. A browser
-// whose push service answers 404 or 410 is deleted; any other refusal
-// drops that browser's notification (retrying cannot help); a 429, a 5xx,
-// a timeout or a network error retries the task for the browsers left.
-func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error {
-	return inOrder(ctx, h.Store, h.away(), store.ChannelPush, p.Key, p.SubscriberID, p.At, func() error { return h.notify(ctx, p) })
+// pushOrders are the person's orders of the push channel, one per way a
+// notification goes: browsers (store.ChannelPush, the order earlier
+// releases kept for the whole channel), FCM and APNs. Each is sent apart
+// from the others and waits only for itself: an FCM that hangs holds
+// neither the person's iPhone nor their browser, and the person's next
+// event on APNs does not wait for this one's FCM.
+var pushOrders = []string{store.ChannelPush, store.ChannelPush + ":" + store.PlatformFCM, store.ChannelPush + ":" + store.PlatformAPNs}
+
+// pushRoute is one of a notification's ways to its person: the
+// addresses in one order (pushOrders), each with its delivery mark and
+// its send.
+type pushRoute struct {
+	marks []store.Mark
+	sends []func() error
 }
 
-// notify is HandlePush once the event's turn has come for its person.
-func (h *PushSender) notify(ctx context.Context, p tasks.PushPayload) error {
+// HandlePush handles push:deliver. A person no longer active, or without
+// any of the notification's topics (they turned it off since the
+// fan-out), gets nothing; nor does a browser or device removed since.
+// Browsers, FCM devices and APNs devices go at once, each in the person's
+// order of its own (pushOrders), one address after another. A browser
+// whose push service answers 404 or 410 is deleted, as is a device its
+// platform calls unregistered; any other refusal drops that address's
+// notification (retrying cannot help); a 429, a 5xx, a timeout or a
+// network error retries the task for the addresses left, no sooner than
+// the longest Retry-After any of them asked for.
+func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error {
 	sub, ok, err := h.recipient(ctx, p)
-	if err != nil || !ok {
-		return err
-	}
-	var browsers []store.PushSubscription
-	if h.Push != nil { // web push is on
-		if browsers, err = h.awaited().PushSubscriptions(ctx, sub.ID); err != nil {
-			return fmt.Errorf("push: load browsers: %w", err)
-		}
-	}
-	apps, err := h.devices(ctx, sub.ID)
 	if err != nil {
 		return err
+	}
+	routes := make([]pushRoute, len(pushOrders))
+	if ok {
+		if routes, err = h.routes(ctx, p, sub.ID); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(pushOrders))
+	var wg sync.WaitGroup
+	for i, order := range pushOrders {
+		wg.Go(func() {
+			if len(routes[i].marks) == 0 {
+				// Nothing to send this way: out of the order at once,
+				// without waiting for its turn.
+				errs[i] = h.leave(order, p)
+				return
+			}
+			errs[i] = inOrder(ctx, h.Store, h.away(), order, p.Key, p.SubscriberID, p.At, func() error { return h.sendRoute(ctx, routes[i]) })
+		})
+	}
+	wg.Wait()
+	err = laterRetry(errs...)
+	if err != nil && !p.At.IsZero() && settled(ctx, err) {
+		// The task is given up (its last attempt): a way that was only
+		// waiting its turn is done with too, or it would hold the
+		// person's next events there until it went stale.
+		for _, order := range pushOrders {
+			if lerr := h.leave(order, p); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
+	}
+	return err
+}
+
+// leave takes an event with nothing to send on one of the person's orders
+// out of it (an issue's notification is in none).
+func (h *PushSender) leave(order string, p tasks.PushPayload) error {
+	if p.At.IsZero() {
+		return nil
+	}
+	if err := h.Store.Leave(context.Background(), order, p.Key, p.SubscriberID); err != nil {
+		return fmt.Errorf("%s: leave the order: %w", order, err)
+	}
+	return nil
+}
+
+// routes sorts the reader's browsers and app installs into their routes,
+// lined up with pushOrders.
+func (h *PushSender) routes(ctx context.Context, p tasks.PushPayload, subID int64) ([]pushRoute, error) {
+	routes := make([]pushRoute, len(pushOrders))
+	var browsers []store.PushSubscription
+	var err error
+	if h.Push != nil { // web push is on
+		if browsers, err = h.awaited().PushSubscriptions(ctx, subID); err != nil {
+			return nil, fmt.Errorf("push: load browsers: %w", err)
+		}
+	}
+	apps, err := h.devices(ctx, subID)
+	if err != nil {
+		return nil, err
 	}
 	if len(browsers) == 0 && len(apps) == 0 {
 		h.count("dropped")
-		return nil
+		return routes, nil
 	}
 	n := push.Notification{Title: p.Title, Body: p.Body, URL: p.URL}
-	payload, err := n.Payload()
-	if err != nil {
-		h.count("dead")
-		return fmt.Errorf("push: %v: %w", err, asynq.SkipRetry)
-	}
-	// Every browser and every app install has a mark of its own: a
-	// retry sends only to those that have not got it.
-	marks := make([]store.Mark, 0, len(browsers)+len(apps))
+	payload, perr := n.Payload()
 	for _, b := range browsers {
-		marks = append(marks, pushMark(p.Key, sub.ID, b.Endpoint))
+		routes[0].marks = append(routes[0].marks, pushMark(p.Key, subID, b.Endpoint))
+		routes[0].sends = append(routes[0].sends, func() error {
+			if perr != nil {
+				h.count("dead")
+				return fmt.Errorf("push: %v: %w", perr, asynq.SkipRetry)
+			}
+			return h.notifyBrowser(ctx, subID, b, pushMark(p.Key, subID, b.Endpoint), payload)
+		})
 	}
 	for _, d := range apps {
-		marks = append(marks, appMark(p.Key, sub.ID, d))
+		at := slices.Index(pushOrders, store.ChannelPush+":"+d.Platform)
+		if at < 0 { // a gate for a platform the lane has no order for
+			h.Log.Error("push: no order for the platform, device not notified", "platform", d.Platform, "device", d.ID)
+			continue
+		}
+		r := &routes[at]
+		r.marks = append(r.marks, appMark(p.Key, subID, d))
+		r.sends = append(r.sends, func() error { return h.notifyApp(ctx, subID, d, appMark(p.Key, subID, d), n) })
+	}
+	return routes, nil
+}
+
+// sendRoute claims a route's marks and sends to each address whose mark
+// it holds, one after another (every address has a mark of its own: a
+// retry sends only to those that have not got it).
+func (h *PushSender) sendRoute(ctx context.Context, r pushRoute) error {
+	if len(r.marks) == 0 {
+		return nil
 	}
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := h.awaited().ClaimMarks(ctx, owner, marks, h.ClaimTTL)
+	claims, err := h.awaited().ClaimMarks(ctx, owner, r.marks, h.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("push: claim: %w", err)
 	}
 	var retry error
-	for i := range marks {
+	for i := range r.marks {
 		switch claims[i] {
 		case store.AlreadySent:
 			continue
 		case store.Busy:
-			retry = firstErr(retry, ErrDeliveryBusy)
+			retry = laterRetry(retry, ErrDeliveryBusy)
 			continue
 		}
-		// Browsers first: a slow or failing app platform delays no
-		// browser of the person's.
-		if i < len(browsers) {
-			retry = firstErr(retry, h.notifyBrowser(ctx, sub.ID, browsers[i], marks[i], payload))
-		} else {
-			retry = firstErr(retry, h.notifyApp(ctx, sub.ID, apps[i-len(browsers)], marks[i], n))
-		}
+		retry = laterRetry(retry, r.sends[i]())
 	}
 	return retry
+}
+
+// laterRetry is the one of errs the task returns: any retry before a
+// give-up (SkipRetry: an address that gets it later must not be given up
+// with it), and among retries the one that asks the longest wait (a
+// platform's Retry-After, a gate's deferral), so no address is tried
+// again before its platform asked; nil when all are nil.
+func laterRetry(errs ...error) error {
+	var kept error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case kept == nil, errors.Is(kept, asynq.SkipRetry) && !errors.Is(err, asynq.SkipRetry):
+			kept = err
+		case !errors.Is(err, asynq.SkipRetry) && waitOf(err) > waitOf(kept):
+			kept = err
+		}
+	}
+	return kept
+}
+
+// waitOf is how long err asked the task to wait: a platform's
+// Retry-After (deliveryFailure) or a deferral; 0 when it did not say.
+func waitOf(err error) time.Duration {
+	var f *deliveryFailure
+	if errors.As(err, &f) {
+		return f.wait
+	}
+	var ra retryAfterer
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0
 }
 
 // recipient loads the notification's reader. Not ok with a nil error

@@ -33,7 +33,8 @@ type SMSStore interface {
 	PhonesOf(ctx context.Context, ids []int64) ([]store.Phone, error)
 	SetNumberState(ctx context.Context, number, state string) error
 	NumberState(ctx context.Context, number string) (string, error)
-	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (bool, error)
+	TakeSMSAllowance(ctx context.Context, number, day string, perNumber, perDay int) (string, error)
+	PhoneCodeSent(ctx context.Context, id int64, number, code, messageSID string) error
 	GiveSMSAllowance(ctx context.Context, number, day string) error
 	OrderStore
 	store.Marks
@@ -134,14 +135,15 @@ func (h *SMSSender) text(ctx context.Context, subID int64, number, body string, 
 		}
 	}
 	day := now.UTC().Format(time.DateOnly)
-	ok, err := h.Store.TakeSMSAllowance(ctx, number, day, h.PerNumberDay, h.PerDay)
+	capped, err := h.Store.TakeSMSAllowance(ctx, number, day, h.PerNumberDay, h.PerDay)
 	if err != nil {
 		release()
 		return fmt.Errorf("sms: daily cap: %w", err)
 	}
-	if !ok {
+	if capped != "" {
 		release()
-		h.Log.Warn("sms: daily cap reached; the text waits for tomorrow", "subscriber", subID)
+		h.Metrics.SMSCapReached.WithLabelValues(capped).Inc()
+		h.Log.Warn("sms: daily cap reached; the text waits for tomorrow", "subscriber", subID, "cap", capped)
 		tomorrow := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return &Deferred{Reason: "the day's SMS cap", In: tomorrow.Sub(now)}
 	}
@@ -197,7 +199,9 @@ func (h *SMSSender) count(result string) {
 // sent twice is a second text, never a wrong one). A code past its end, a
 // number that replied STOP, or a day's cap reached: dropped (the person
 // asks again). A refusal retires the number or drops the code; a 503
-// retries while the code lasts.
+// retries while the code lasts. Only once the gateway took the text can
+// the code be entered: its message SID is recorded with it, and is the
+// consent's proof.
 func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) error {
 	now := h.Now()
 	if !now.Before(p.Until) {
@@ -215,20 +219,23 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		h.count("dropped")
 		return nil
 	}
-	allowed, err := awaitRedis(ctx, h.away(), "count against the day's cap", func(ctx context.Context) (bool, error) {
-		return h.Store.TakeSMSAllowance(ctx, p.Number, now.UTC().Format(time.DateOnly), h.PerNumberDay, h.PerDay)
+	day := now.UTC().Format(time.DateOnly)
+	capped, err := awaitRedis(ctx, h.away(), "count against the day's cap", func(ctx context.Context) (string, error) {
+		return h.Store.TakeSMSAllowance(ctx, p.Number, day, h.PerNumberDay, h.PerDay)
 	})
 	if err != nil {
 		return fmt.Errorf("sms code: daily cap: %w", err)
 	}
-	if !allowed {
-		h.Log.Warn("sms code: the day's cap reached; not sent", "subscriber", p.SubscriberID)
+	if capped != "" {
+		h.Metrics.SMSCapReached.WithLabelValues(capped).Inc()
+		h.Log.Warn("sms code: the day's cap reached; not sent", "subscriber", p.SubscriberID, "cap", capped)
 		h.count("dropped")
 		return nil
 	}
-	_, err = h.Gateway.Send(ctx, p.Number, p.Text)
+	sid, err := h.Gateway.Send(ctx, p.Number, p.Text)
 	switch {
 	case err == nil:
+		h.codeSent(p, sid)
 		h.count("sent")
 		return nil
 	case sms.Retire(err):
@@ -242,9 +249,25 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		h.count("dead")
 		return nil
 	}
-	if gerr := h.Store.GiveSMSAllowance(context.Background(), p.Number, now.UTC().Format(time.DateOnly)); gerr != nil {
+	if gerr := h.Store.GiveSMSAllowance(context.Background(), p.Number, day); gerr != nil {
 		h.Log.Warn("sms code: allowance not given back", "err", gerr)
 	}
 	h.count("retry")
 	return &deliveryFailure{msg: err.Error(), wait: sms.RetryAfter(err)}
+}
+
+// codeSent records that the gateway took the code's text, so the code
+// can be entered. Not under the task's context, and not a reason to send
+// again: the text is out. A code replaced or expired meanwhile stays
+// unusable (the person entered nothing yet, or asks again).
+func (h *SMSSender) codeSent(p tasks.SMSCodePayload, sid string) {
+	_, err := awaitRedis(context.Background(), h.away(), "record of the code's text", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.Store.PhoneCodeSent(ctx, p.SubscriberID, p.Number, p.Code, sid)
+	})
+	switch {
+	case errors.Is(err, store.ErrNoCode):
+		h.Log.Info("sms code: texted, but the code was replaced or ended meanwhile", "subscriber", p.SubscriberID)
+	case err != nil:
+		h.Log.Error("sms code: texted, but not recorded: the person must ask again", "subscriber", p.SubscriberID, "err", err)
+	}
 }

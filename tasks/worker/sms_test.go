@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
@@ -152,24 +153,76 @@ func TestSMSWaitsForQuietHoursAndTheDailyCap(t *testing.T) {
 }
 
 // TestSMSCode: a number's proof code is texted while it lasts, not to a
-// number that replied STOP, and not past its end.
+// number that replied STOP, and not past its end. Only a text the gateway
+// took makes the code usable, with that message's SID; a code whose text
+// was refused, or is still waiting on a 503, cannot be entered.
 func TestSMSCode(t *testing.T) {
 	e := newSMSEnv(t, SMSLimits{}, nil)
 	ctx := context.Background()
-	run := func(number string, until time.Time) error {
-		task := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: 7, Number: number, Text: "Your code is 123456", Until: until})
+	run := func(id int64, number string, until time.Time) error {
+		if err := e.d.store.StartPhoneCode(ctx, id, number, "123456"); err != nil {
+			t.Fatal(err)
+		}
+		task := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: id, Number: number, Code: "123456", Text: "Your code is 123456", Until: until})
 		return runTask(ctx, tasks.SMSCode, e.h.HandleSMSCode, task)
 	}
-	if err := run("+447400123456", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 || e.gw.Messages()[0].Body != "Your code is 123456" {
+	if err := run(7, "+447400123456", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 || e.gw.Messages()[0].Body != "Your code is 123456" {
 		t.Fatalf("a code: %v %+v", err, e.gw.Messages())
+	}
+	if number, sid, err := e.d.store.CheckPhoneCode(ctx, 7, "123456"); err != nil || number != "+447400123456" || sid != e.gw.Messages()[0].SID {
+		t.Fatalf("the code once texted: %q %q %v, want the message %s", number, sid, err, e.gw.Messages()[0].SID)
 	}
 	if err := e.d.store.SetNumberState(ctx, "+447400123457", store.NumberStopped); err != nil {
 		t.Fatal(err)
 	}
-	if err := run("+447400123457", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 {
+	if err := run(8, "+447400123457", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 {
 		t.Fatalf("a code to a number that replied STOP: %v, %d sent", err, len(e.gw.Messages()))
 	}
-	if err := run("+447400123458", e.now.Add(-time.Second)); err != nil || len(e.gw.Messages()) != 1 {
+	if err := run(9, "+447400123458", e.now.Add(-time.Second)); err != nil || len(e.gw.Messages()) != 1 {
 		t.Fatalf("a code past its end: %v, %d sent", err, len(e.gw.Messages()))
+	}
+	e.gw.Permanent("+447400123459", 21408)
+	if err := run(10, "+447400123459", e.now.Add(time.Minute)); err != nil || len(e.gw.Messages()) != 1 {
+		t.Fatalf("a code the gateway refused: %v, %d sent", err, len(e.gw.Messages()))
+	}
+	e.gw.FailNext(1, http.StatusServiceUnavailable, "")
+	if err := run(11, "+447400123460", e.now.Add(time.Minute)); err == nil {
+		t.Fatal("a code met with a 503 was not retried")
+	}
+	for id := int64(8); id <= 11; id++ {
+		if _, _, err := e.d.store.CheckPhoneCode(ctx, id, "123456"); !errors.Is(err, store.ErrCodeNotSent) {
+			t.Errorf("subscriber %d: the right code of a text not taken: %v, want it unusable", id, err)
+		}
+	}
+}
+
+// TestSMSCapsAreCounted: a text held at the number's daily cap, and one
+// held or a code dropped at the service's, are counted by the cap reached
+// (newsletter_sms_cap_reached_total), which the alert watches.
+func TestSMSCapsAreCounted(t *testing.T) {
+	e := newSMSEnv(t, SMSLimits{PerNumberDay: 1, PerDay: 2}, nil)
+	capped := func(c string) float64 { return testutil.ToFloat64(e.d.metrics.SMSCapReached.WithLabelValues(c)) }
+	a := e.reader(t, "a@x.io", "+447400123456", "")
+	b := e.reader(t, "b@x.io", "+447400123457", "")
+	c := e.reader(t, "c@x.io", "+447400123458", "")
+	if err := e.run(a, "ev:1", "News"); err != nil {
+		t.Fatal(err)
+	}
+	var d *Deferred
+	if err := e.run(a, "ev:2", "More"); !errors.As(err, &d) || capped(store.SMSCapPerNumberDay) != 1 || capped(store.SMSCapPerDay) != 0 {
+		t.Fatalf("past the number's cap: %v, counted %v/%v", err, capped(store.SMSCapPerNumberDay), capped(store.SMSCapPerDay))
+	}
+	if err := e.run(b, "ev:1", "News"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(c, "ev:1", "News"); !errors.As(err, &d) || capped(store.SMSCapPerDay) != 1 {
+		t.Fatalf("past the day's cap: %v, counted %v", err, capped(store.SMSCapPerDay))
+	}
+	code := tasks.NewSMSCode(tasks.SMSCodePayload{SubscriberID: c, Number: "+447400123458", Code: "123456", Text: "Your code is 123456", Until: e.now.Add(time.Minute)})
+	if err := runTask(context.Background(), tasks.SMSCode, e.h.HandleSMSCode, code); err != nil || capped(store.SMSCapPerDay) != 2 {
+		t.Fatalf("a code past the day's cap: %v, counted %v", err, capped(store.SMSCapPerDay))
+	}
+	if n := len(e.gw.Messages()); n != 2 {
+		t.Fatalf("%d texts sent, want 2 (the caps held the rest)", n)
 	}
 }

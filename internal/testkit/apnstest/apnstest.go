@@ -3,9 +3,13 @@
 // key of its own (written as a .p8 file). Every request must come over
 // HTTP/2 and carry a provider token that verifies (ES256 under the key,
 // kid the key's id, iss the team, iat under an hour old by the server's
-// clock), the app's topic and an alert push type. It records what it
-// takes, counts connections, and can be made slow, answer 503, or say a
-// device token is unregistered.
+// clock), the app's topic and an alert push type. It answers as APNs
+// does: apns-id on every answer (the request's, or a fresh UUID), JSON
+// {"reason"} errors, 413 PayloadTooLarge past 4096 bytes, 405 for a
+// method other than POST, and 429 TooManyProviderTokenUpdates for a new
+// provider token on a connection within 20 minutes of its last. It
+// records what it takes, counts connections, and can be made slow,
+// answer 503 (with Retry-After), or say a device token is unregistered.
 //
 // The JWT check is written here from RFC 7515 and 7518, sharing no code
 // with package apns.
@@ -46,6 +50,14 @@ const (
 	Topic  = "com.example.newsletter"
 )
 
+// TokenUpdateEvery is how seldom a connection may bring a new provider
+// token: a newer one within it is answered 429 TooManyProviderTokenUpdates.
+const TokenUpdateEvery = 20 * time.Minute
+
+// MaxPayload is the largest payload APNs takes for an alert; a larger
+// one is answered 413 PayloadTooLarge.
+const MaxPayload = 4096
+
 // Message is one notification the server took.
 type Message struct {
 	DeviceToken string
@@ -82,8 +94,10 @@ type Server struct {
 	received     []Message
 	rejected     []error
 	expectBad    bool
-	tokens       map[string]bool // provider tokens taken
-	expired      map[string]bool // provider tokens to answer ExpiredProviderToken
+	tokens       map[string]bool      // provider tokens taken
+	tokenSwaps   map[string]time.Time // by connection: when its last new provider token came
+	tooOften     int                  // TooManyProviderTokenUpdates answered
+	expired      map[string]bool      // provider tokens to answer ExpiredProviderToken
 	slow         time.Duration
 	unavailable  int
 	retryAfter   string
@@ -109,7 +123,7 @@ func New(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("apnstest: PKCS#8: %v", err)
 	}
-	s := &Server{Key: key, now: time.Now, tokens: map[string]bool{}, expired: map[string]bool{},
+	s := &Server{Key: key, now: time.Now, tokens: map[string]bool{}, expired: map[string]bool{}, tokenSwaps: map[string]time.Time{},
 		unregistered: map[string]time.Time{}, answers: map[string]answer{}}
 	s.KeyFile = filepath.Join(t.TempDir(), "AuthKey_"+KeyID+".p8")
 	if err := os.WriteFile(s.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
@@ -257,6 +271,13 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
+// TooManyUpdates counts the 429 TooManyProviderTokenUpdates answered.
+func (s *Server) TooManyUpdates() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tooOften
+}
+
 // ProviderTokens counts the distinct provider tokens that verified.
 func (s *Server) ProviderTokens() int {
 	s.mu.Lock()
@@ -282,7 +303,6 @@ func writeReason(w http.ResponseWriter, status int, reason string, timestamp tim
 		body["timestamp"] = timestamp.UnixMilli()
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Apns-Id", "00000000-0000-0000-0000-000000000000")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body) // a write error is the client's going away
 }
@@ -313,6 +333,12 @@ func (s *Server) hold(r *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	// Every answer carries apns-id: the request's own, or one APNs makes.
+	id := r.Header.Get("Apns-Id")
+	if id == "" {
+		id = newUUID()
+	}
+	w.Header().Set("Apns-Id", id)
 	s.mu.Lock()
 	s.requests++
 	slow := s.slow
@@ -341,7 +367,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	device, ok := strings.CutPrefix(r.URL.Path, "/3/device/")
-	if r.Method != http.MethodPost || !ok {
+	if r.Method != http.MethodPost && ok {
+		s.reject(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Errorf("%s %s", r.Method, r.URL.Path))
+		return
+	}
+	if !ok {
 		s.reject(w, http.StatusNotFound, "BadPath", fmt.Errorf("%s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -354,11 +384,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusForbidden, "MissingProviderToken", errors.New("no bearer provider token"))
 		return
 	}
-	if status, reason, err := s.checkToken(jwt); err != nil {
+	if status, reason, err := s.checkToken(jwt, r.RemoteAddr); err != nil {
 		s.reject(w, status, reason, err)
 		return
 	} else if status != 0 {
 		writeReason(w, status, reason, time.Time{})
+		return
+	}
+	if len(body) > MaxPayload {
+		// Not a rejection: a payload too large is the client's to avoid,
+		// and APNs answers it so.
+		writeReason(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", time.Time{})
 		return
 	}
 	m, err := s.checkRequest(r, device, body)
@@ -393,14 +429,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.received = append(s.received, m)
 	s.mu.Unlock()
-	w.Header().Set("Apns-Id", "00000000-0000-0000-0000-000000000001")
 	w.WriteHeader(http.StatusOK)
 }
 
 // checkToken verifies a provider token: an error is a malformed or
 // forged one (a rejection), a status without error is APNs' answer to a
 // good token it will not take (expired).
-func (s *Server) checkToken(jwt string) (int, string, error) {
+func (s *Server) checkToken(jwt, conn string) (int, string, error) {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
 		return http.StatusForbidden, "InvalidProviderToken", errors.New("provider token is not a JWT")
@@ -433,6 +468,15 @@ func (s *Server) checkToken(jwt string) (int, string, error) {
 	if now.Sub(iat) > time.Hour || s.expired[jwt] {
 		return http.StatusForbidden, "ExpiredProviderToken", nil
 	}
+	if !s.tokens[jwt] {
+		// A new token on a connection less than 20 minutes after its
+		// last: Apple refuses updates that often.
+		if last, ok := s.tokenSwaps[conn]; ok && now.Sub(last) < TokenUpdateEvery {
+			s.tooOften++
+			return http.StatusTooManyRequests, "TooManyProviderTokenUpdates", nil
+		}
+		s.tokenSwaps[conn] = now
+	}
 	s.tokens[jwt] = true
 	return 0, "", nil
 }
@@ -463,6 +507,16 @@ func (s *Server) checkRequest(r *http.Request, device string, body []byte) (Mess
 	}
 	m.Title, m.Body, m.URL = p.APS.Alert.Title, p.APS.Alert.Body, p.URL
 	return m, nil
+}
+
+// newUUID is a random (version 4) UUID, as APNs makes for apns-id.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func decodeJSON(part string, v any) error {

@@ -4,8 +4,12 @@
 // token_uri is this server. The token endpoint verifies the JWT assertion
 // as Google does (RS256 under the account's public key, kid, iss, aud,
 // scope, exp) and issues access tokens; messages:send takes a message only
-// with an access token it issued and that has not expired. It can be made
-// slow, answer 503, or say a token is unregistered.
+// with an access token it issued and that has not expired. Errors are
+// google.rpc.Status JSON with an FcmError detail where FCM gives one
+// (UNREGISTERED with 404; none for a message over 4096 bytes of
+// notification and data, a 400 INVALID_ARGUMENT). It can be made slow,
+// answer 503 or 429 with Retry-After (Unavailable, Throttle), or say a
+// token is unregistered.
 //
 // The JWT check is written here from RFC 7515 and 7523, sharing no code
 // with package fcm or golang.org/x/oauth2.
@@ -86,9 +90,10 @@ type Server struct {
 }
 
 type answer struct {
-	status    int
-	errorCode string
-	message   string
+	status     int
+	errorCode  string
+	message    string
+	retryAfter string
 }
 
 // New starts the server and writes the key file into t.TempDir. It stops
@@ -192,7 +197,29 @@ func (s *Server) Unregistered(token string) {
 // errorCode and message (for the error mapping's tests).
 func (s *Server) Answer(token string, status int, errorCode, message string) {
 	s.mu.Lock()
-	s.answers[token] = answer{status, errorCode, message}
+	s.answers[token] = answer{status, errorCode, message, ""}
+	s.mu.Unlock()
+}
+
+// Throttle makes every send to token answer 429 QUOTA_EXCEEDED (status
+// 429) or 503 UNAVAILABLE (status 503), with retryAfter (seconds or an
+// HTTP date) as its Retry-After header, as FCM does when a device or the
+// project is over its rate or FCM is overloaded.
+func (s *Server) Throttle(token string, status int, retryAfter string) {
+	code, msg := "UNAVAILABLE", "The service is currently unavailable."
+	if status == http.StatusTooManyRequests {
+		code, msg = "QUOTA_EXCEEDED", "Quota exceeded for quota metric 'Send requests'."
+	}
+	s.mu.Lock()
+	s.answers[token] = answer{status, code, msg, retryAfter}
+	s.mu.Unlock()
+}
+
+// Clear makes sends to token be taken again.
+func (s *Server) Clear(token string) {
+	s.mu.Lock()
+	delete(s.answers, token)
+	delete(s.unregistered, token)
 	s.mu.Unlock()
 }
 
@@ -432,6 +459,12 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if payloadSize(m) > MaxPayload {
+		// Not a rejection: FCM answers a message too large so (with no
+		// FcmError detail), and the client is to avoid it.
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "", "Request contains an invalid argument.")
+		return
+	}
 	token := m.Message.Token
 	s.mu.Lock()
 	unavailable := s.unavailable > 0
@@ -452,6 +485,9 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
 		return
 	case answered:
+		if a.retryAfter != "" {
+			w.Header().Set("Retry-After", a.retryAfter)
+		}
 		writeError(w, a.status, rpcStatus(a.status), a.errorCode, a.message)
 		return
 	}
@@ -464,6 +500,20 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{ // a write error is the client's going away
 		"name": "projects/" + ProjectID + "/messages/" + strconv.Itoa(n)})
+}
+
+// MaxPayload is what FCM takes of a message's notification and data
+// together.
+const MaxPayload = 4096
+
+// payloadSize counts a message's notification and data as FCM does: the
+// bytes of their text, keys and values.
+func payloadSize(m sendBody) int {
+	n := len(m.Message.Notification.Title) + len(m.Message.Notification.Body)
+	for k, v := range m.Message.Data {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func isUint(s string) bool {

@@ -57,11 +57,13 @@ func (m Message) Delivered() []byte { return m.delivered }
 // sesHeaders are the header fields SES writes into every message it
 // sends, whatever the raw message held ("Amazon SES header fields"; and
 // seen on any mail SES delivered): it replaces Date and Message-ID, and
-// adds its own Feedback-ID (its feedback loop's stream id) and
-// X-SES-Outgoing (its sending host). A message's own fields of those names
-// are dropped: a DKIM signature covering any of them, or signing their
+// adds X-SES-Outgoing (its sending host) and its own Feedback-ID (its
+// feedback loop's stream id). The message's own Date, Message-ID and
+// X-SES-Outgoing are dropped; a Feedback-ID of its own stays beside
+// SES's (a mail sent with one arrives with two), so a sender on SES
+// writes none. A DKIM signature covering any of them, or signing their
 // absence, fails after SES.
-var sesHeaders = []string{"Date", "Message-ID", "Feedback-ID", "X-SES-Outgoing"}
+var sesHeaders = []string{"Date", "Message-ID", "X-SES-Outgoing"}
 
 // deliver is data as SES delivers it, for the message SES numbered id:
 // SES's own fields first, as a relay adds them, then the message's header

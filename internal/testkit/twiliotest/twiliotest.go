@@ -5,7 +5,10 @@
 // JSON {"code","message","more_info","status"}. It records the messages
 // it took, and can be told to hang, to fail the next requests (429, 5xx,
 // with Retry-After) or to refuse a number for good (21610, 21211, ...).
-// It also signs inbound callbacks as Twilio does (SignedInbound).
+// A message sent with a StatusCallback gets its status callbacks posted
+// there as Twilio posts them (sent, then delivered, or undelivered with
+// an ErrorCode for a number set with Undelivered), signed. It also signs
+// inbound callbacks as Twilio does (SignedInbound).
 //
 // It shares no code with package sms: the signature and the checks are
 // written here again, so a test that passes through both has proven them.
@@ -25,6 +28,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +46,17 @@ type Message struct {
 	// messaging service.
 	MessagingServiceSID string
 	Body                string
-	At                  time.Time
+	// StatusCallback is the URL the client asked the status posted to.
+	StatusCallback string
+	At             time.Time
+}
+
+// Callback is one status callback the fake posted, with the answer it got
+// (Status 0 and Err when the post failed).
+type Callback struct {
+	MessageSID, MessageStatus, ErrorCode, To string
+	Status                                   int
+	Err                                      error
 }
 
 // Server is the fake gateway.
@@ -62,6 +76,14 @@ type Server struct {
 	failNext  int
 	failWith  failure
 	permanent map[string]int // To → Twilio error code
+	// undelivered: To → the ErrorCode of its messages' last status
+	// callback (taken, then undelivered).
+	undelivered map[string]int
+	// routes: a callback URL's prefix → where the post goes instead (a
+	// proxy in front of the service, whose public URL is signed).
+	routes    map[string]string
+	callbacks []Callback
+	reporting sync.WaitGroup
 }
 
 type failure struct {
@@ -76,7 +98,7 @@ func New(t testing.TB) *Server {
 	s := &Server{
 		AccountSID: "AC" + randomHex(16),
 		AuthToken:  randomHex(16),
-		permanent:  map[string]int{},
+		permanent:  map[string]int{}, undelivered: map[string]int{}, routes: map[string]string{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -84,10 +106,12 @@ func New(t testing.TB) *Server {
 	return s
 }
 
-// Close releases any held request and stops the fake.
+// Close releases any held request, stops the fake and waits for the
+// status callbacks it is posting.
 func (s *Server) Close() {
 	s.Release()
 	s.srv.Close()
+	s.reporting.Wait()
 }
 
 // Hang makes the fake take requests and not answer them, until Release or
@@ -131,6 +155,47 @@ func (s *Server) Permanent(to string, code int) {
 	s.mu.Lock()
 	s.permanent[to] = code
 	s.mu.Unlock()
+}
+
+// Undelivered makes every message to the number to (E.164) be taken (201)
+// and then reported undelivered with Twilio error code in its status
+// callback: 30006 (a landline), 30005 (unknown number), 30003 (handset
+// off), 30008 (unknown error), ...
+func (s *Server) Undelivered(to string, code int) {
+	s.mu.Lock()
+	s.undelivered[to] = code
+	s.mu.Unlock()
+}
+
+// RouteCallbacks posts the status callbacks whose URL starts with public
+// to listener instead (the same path and query after it), still signed
+// over the public URL: as Twilio calls the service's public origin and a
+// proxy passes the call on.
+func (s *Server) RouteCallbacks(public, listener string) {
+	s.mu.Lock()
+	s.routes[public] = listener
+	s.mu.Unlock()
+}
+
+// Callbacks lists the status callbacks posted, in order.
+func (s *Server) Callbacks() []Callback {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Callback(nil), s.callbacks...)
+}
+
+// WaitCallbacks waits until at least n status callbacks were posted and
+// answered, and answers them; the test fails if that does not happen
+// within poll.BusyMachine.
+func (s *Server) WaitCallbacks(t testing.TB, n int) []Callback {
+	t.Helper()
+	poll.Until(t, poll.BusyMachine, func() error {
+		if got := len(s.Callbacks()); got < n {
+			return fmt.Errorf("twiliotest: %d status callbacks posted, waiting for %d", got, n)
+		}
+		return nil
+	})
+	return s.Callbacks()
 }
 
 // Messages lists the messages taken (answered 201), in order.
@@ -178,7 +243,12 @@ func (s *Server) SignedInbound(fullURL string, form url.Values) *http.Request {
 // Signature is Twilio's X-Twilio-Signature of a callback to fullURL with
 // form: base64 of HMAC-SHA1, under the auth token, of the URL followed by
 // each field's name and value, names sorted, a repeated name's distinct
-// values sorted (as Twilio's libraries compute it).
+// values sorted. Checked against Twilio's own libraries: twilio-go
+// client/request_validator.go (RequestValidator.Validate: the URL, then
+// each name+value sorted, HMAC-SHA1 keyed by the auth token, standard
+// base64, and the URL tried with and without its default port) and
+// twilio-python's RequestValidator (compute_signature), and Twilio's
+// "Webhooks security" page (twilio.com/docs/usage/webhooks/webhooks-security).
 func Signature(authToken, fullURL string, form url.Values) string {
 	data := fullURL
 	names := make([]string, 0, len(form))
@@ -229,6 +299,7 @@ var errorMessages = map[int]string{
 	21610: "Attempt to send to unsubscribed recipient",
 	21612: "The 'To' phone number is not currently reachable via SMS",
 	21614: "'To' number is not a valid mobile number",
+	21609: "Invalid StatusCallback",
 	21617: "The concatenated message body exceeds the 1600 character limit.",
 }
 
@@ -317,10 +388,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, f.status, 20000+f.status, http.StatusText(f.status))
 		return
 	}
-	m := Message{SID: "SM" + randomHex(16), To: to, From: from, MessagingServiceSID: service, Body: body, At: time.Now()}
-	s.mu.Lock()
-	s.messages = append(s.messages, m)
-	s.mu.Unlock()
+	callback := form.Get("StatusCallback")
+	if !validCallback(callback) {
+		writeError(w, http.StatusBadRequest, 21609, "")
+		return
+	}
+	m := s.take(Message{SID: "SM" + randomHex(16), To: to, From: from, MessagingServiceSID: service, Body: body, StatusCallback: callback, At: time.Now()})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	answer := map[string]any{
@@ -331,6 +404,99 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"uri": "/2010-04-01/Accounts/" + s.AccountSID + "/Messages/" + m.SID + ".json",
 	}
 	_ = json.NewEncoder(w).Encode(answer) // the client may have gone; the message is taken either way
+}
+
+// validCallback reports whether a StatusCallback is empty or an absolute
+// http(s) URL, as Twilio requires (21609 otherwise).
+func validCallback(callback string) bool {
+	if callback == "" {
+		return true
+	}
+	u, err := url.Parse(callback)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// take records m as taken and, when it names a StatusCallback, starts
+// posting its statuses there.
+func (s *Server) take(m Message) Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages = append(s.messages, m)
+	if m.StatusCallback != "" {
+		s.reporting.Add(1)
+		go s.report(m, s.undelivered[m.To])
+	}
+	return m
+}
+
+// report posts m's status callbacks one after another, as Twilio does
+// once the message leaves: sent, then delivered, or undelivered with
+// failCode when it is not 0. Each is a form, url-encoded, with the fields
+// Twilio's status callbacks carry (MessageSid, SmsSid, MessageStatus,
+// SmsStatus, AccountSid, From or MessagingServiceSid, To, ApiVersion, and
+// ErrorCode on a failure; no Body, which only an inbound message has),
+// signed with the auth token over the callback URL as given.
+func (s *Server) report(m Message, failCode int) {
+	defer s.reporting.Done()
+	last, code := "delivered", ""
+	if failCode != 0 {
+		last, code = "undelivered", strconv.Itoa(failCode)
+	}
+	for _, status := range []string{"sent", last} {
+		form := url.Values{
+			"MessageSid": {m.SID}, "SmsSid": {m.SID}, "MessageStatus": {status}, "SmsStatus": {status},
+			"AccountSid": {s.AccountSID}, "To": {m.To}, "ApiVersion": {"2010-04-01"},
+		}
+		if m.From != "" {
+			form.Set("From", m.From)
+		} else {
+			form.Set("MessagingServiceSid", m.MessagingServiceSID)
+		}
+		if status == "undelivered" {
+			form.Set("ErrorCode", code)
+		}
+		cb := Callback{MessageSID: m.SID, MessageStatus: status, ErrorCode: form.Get("ErrorCode"), To: m.To}
+		cb.Status, cb.Err = s.postCallback(m.StatusCallback, form)
+		s.mu.Lock()
+		s.callbacks = append(s.callbacks, cb)
+		s.mu.Unlock()
+	}
+}
+
+// callbackClient posts the status callbacks.
+var callbackClient = &http.Client{Timeout: 10 * time.Second}
+
+// callbackSlots bounds the callbacks posted at once (by all fakes): a
+// test that sends thousands of texts gets their statuses as a steady
+// stream, not thousands of connections at one moment.
+var callbackSlots = make(chan struct{}, 8)
+
+// postCallback posts form to the callback URL (or where RouteCallbacks
+// sends it), signed over the URL as given; it answers the status code.
+func (s *Server) postCallback(callback string, form url.Values) (int, error) {
+	target := callback
+	s.mu.Lock()
+	for public, listener := range s.routes {
+		if strings.HasPrefix(callback, public) {
+			target = listener + strings.TrimPrefix(callback, public)
+		}
+	}
+	s.mu.Unlock()
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Twilio-Signature", Signature(s.AuthToken, callback, form))
+	callbackSlots <- struct{}{}
+	defer func() { <-callbackSlots }()
+	resp, err := callbackClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // read to reuse the connection; its content is not Twilio's concern
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // writeError answers Twilio's error JSON; message "" takes the code's.
