@@ -69,6 +69,9 @@ var smokeRuns = []smokeRun{
 		`(?m)^walk "topic:updates AND tag:beta AND NOT tag:paid": \d+ readers`}},
 	{name: "bench-list", program: "list", redis: true, env: []string{"N=300", "QUERIES=20"}, want: []string{
 		`(?m)^search: 20 queries .* p99 \S+ .*\(target p99 < 50ms\)`, `(?m)^export: 300 rows, .* rows/s \(target >= 50000\)`}},
+	{name: "bench-login", program: "login", redis: true, env: []string{"N=20"}, want: []string{
+		`(?m)^answers: \d+ x \d{3}`, `(?m)^503 \(too many hashes at once\): \d+`,
+		`(?m)^RSS before \d+ MB, peak \d+ MB \(VmHWM\); target < \d+ MB: `}},
 	{name: "bench-scale", program: "scale", redisServer: true,
 		env: []string{"N=2000", "CHECKPOINTS=2000", "WARMUP=100", "MAILS=1000", "WINDOW=2s", "IDLE=500ms"}, want: []string{
 			`(?m)^settings saved on the cluster Redis: postal address`, `(?m)^settings saved on the single Redis: postal address`,
