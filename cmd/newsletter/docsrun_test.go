@@ -142,7 +142,7 @@ func TestDocsShellBlocksRun(t *testing.T) {
 	var order []string
 	for _, b := range blocks {
 		if b.skip != "" {
-			t.Logf("%s:%d: skipped: %s", b.file, b.line, b.skip)
+			t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) { t.Skip(b.skip) })
 			continue
 		}
 		if byFile[b.file] == nil {
