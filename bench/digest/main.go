@@ -51,6 +51,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/bench"
+	"github.com/newsletter/newsletter/store"
 )
 
 func main() {
@@ -117,6 +118,10 @@ func run() error {
 	}
 	importTook, subscribersMem, err := h.importSubscribers(cfg.n, cfg.every)
 	if err != nil {
+		return err
+	}
+	// After the import, which stamps the data version of a fresh Redis.
+	if err := bench.SaveSettings(ctx, store.NewRedis(rdb), "the benchmark Redis"); err != nil {
 		return err
 	}
 	if h.w, err = startWorker(bin, h.env, sink, h.profileDir); err != nil {
@@ -499,7 +504,7 @@ func measure(ctx context.Context, rdb *redis.Client, sink *bench.Sink, w *worker
 	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
 	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
 	f.redisCPU = (rcpu1 - rcpu0) / time.Duration(mails)
-	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), 3*time.Second)
+	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), bench.Duration(3*time.Second))
 	return err
 }
 

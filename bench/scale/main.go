@@ -26,7 +26,12 @@
 // SINGLE_MAX caps the single Redis's list (default N; 0: no single
 // Redis): past it, the single Redis is left out of the checkpoints.
 // PORT_BASE (default 7800) places every port the run opens (nodes.go;
-// the service at base+30, the sink at base+31).
+// the service at base+30, the sink at base+31). A send window opens after
+// WARMUP mails (default 20000, at most a tenth of the audience) and holds
+// MAILS mails (default 300000) or WINDOW (default 60s); IDLE (default 5s)
+// is how long the idle floor is measured before each send. The settings
+// are saved with a postal address first, as an operator does: bulk mail
+// is refused without one.
 package main
 
 import (
@@ -74,10 +79,11 @@ type config struct {
 	mails       int64         // a send window's mails at most (MAILS)
 	window      time.Duration // and its time at most (WINDOW)
 	warmup      int64         // mails before the window opens (WARMUP)
+	idle        time.Duration // the idle floor's measure before each send (IDLE)
 }
 
 func readConfig() (config, error) {
-	c := config{n: 1000000, every: 5, workers: 4, batch: 1000, portBase: 7800, mails: 300000, window: 60 * time.Second, warmup: 20000}
+	c := config{n: 1000000, every: 5, workers: 4, batch: 1000, portBase: 7800, mails: 300000, window: 60 * time.Second, warmup: 20000, idle: 5 * time.Second}
 	num := func(name string, into *int, lo int) error {
 		v := os.Getenv(name)
 		if v == "" {
@@ -107,12 +113,17 @@ func readConfig() (config, error) {
 	if err := num("SINGLE_MAX", &c.singleMax, 0); err != nil {
 		return c, err
 	}
-	if v := os.Getenv("WINDOW"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("WINDOW=%q: want a duration such as 60s", v)
+	for _, e := range []struct {
+		name string
+		into *time.Duration
+	}{{"WINDOW", &c.window}, {"IDLE", &c.idle}} {
+		if v := os.Getenv(e.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("%s=%q: want a duration such as 5s", e.name, v)
+			}
+			*e.into = d
 		}
-		c.window = d
 	}
 	for _, f := range strings.Split(cmp.Or(os.Getenv("CHECKPOINTS"), "1000000,2000000,5000000,10000000"), ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(f))
@@ -262,6 +273,9 @@ func targets(ctx context.Context, srv *servers, cfg config) (cluster, single *ta
 	for _, t := range list {
 		if err := t.st.CheckVersion(ctx, discardLog()); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+		if err := bench.SaveSettings(ctx, t.st, "the "+t.name+" Redis"); err != nil {
+			return nil, nil, err
 		}
 		if t.baseMem, _, err = dataMem(ctx, t); err != nil {
 			return nil, nil, err

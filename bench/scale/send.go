@@ -190,7 +190,7 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(5 * time.Second):
+	case <-time.After(h.cfg.idle):
 	}
 	idle1, err := take(ctx, t, svc.Process.Pid, h.sink)
 	if err != nil {
@@ -267,7 +267,9 @@ func (h *sender) measure(ctx context.Context, t *target, audience int64) (*sendF
 		return nil, err
 	}
 	cancelled = true
-	if err := h.cancel(id); err != nil {
+	// A window that reached the whole audience may close after the
+	// issue finished (a small N): there is nothing left to cancel then.
+	if err := h.cancel(id); err != nil && !(errors.Is(err, errIssueOver) && after.sent-sent0 >= audience) {
 		return nil, err
 	}
 	stopSvc()
@@ -327,6 +329,10 @@ func (h *sender) cli(env []string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// errIssueOver is a cancel refused because the issue is no longer
+// sending (409: sent, or cancelled already).
+var errIssueOver = errors.New("the issue is no longer sending")
+
 // cancel cancels issue id through the API, as an editor would.
 func (h *sender) cancel(id string) error {
 	req, err := http.NewRequest("POST", "http://"+h.addr+"/api/issues/"+id+"/cancel", nil)
@@ -340,6 +346,9 @@ func (h *sender) cancel(id string) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	err = errors.Join(err, resp.Body.Close())
+	if resp.StatusCode == http.StatusConflict {
+		return fmt.Errorf("cancel issue %s: %w: %s", id, errIssueOver, body)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("cancel issue %s: %s %s", id, resp.Status, body)
 	}

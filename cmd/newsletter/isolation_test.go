@@ -346,17 +346,21 @@ tests:
 // alternate (ROUNDS, default 3) so a busy machine's drift falls on both
 // sides. It logs each round and reports each side's median and
 // troubled/healthy; the issue asks for the troubled side within 20 % of
-// the healthy one. make bench-isolation.
+// the healthy one. make bench-isolation. READERS (default 2,000) changes
+// the readers, for the smoke run (TestLaneIsolationBenchmarkRuns).
 func BenchmarkLaneIsolation(b *testing.B) {
-	rounds := 3
+	rounds, readers := 3, 2000
 	if v, err := strconv.Atoi(os.Getenv("ROUNDS")); err == nil && v > 0 {
 		rounds = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("READERS")); err == nil && v > 0 {
+		readers = v
 	}
 	var healthy, troubled []time.Duration
 	for b.Loop() {
 		for round := range rounds {
-			h := isolationMailTime(b, false)
-			u := isolationMailTime(b, true)
+			h := isolationMailTime(b, readers, false)
+			u := isolationMailTime(b, readers, true)
 			b.Logf("round %d: e-mail beside healthy providers %v (%s), beside troubled ones %v (%s): troubled/healthy %.2f",
 				round+1, h.mail.Round(time.Millisecond), h.others, u.mail.Round(time.Millisecond), u.others, u.mail.Seconds()/h.mail.Seconds())
 			healthy = append(healthy, h.mail)
@@ -364,11 +368,29 @@ func BenchmarkLaneIsolation(b *testing.B) {
 		}
 	}
 	h, u := median(healthy), median(troubled)
-	b.Logf("e-mail to 2,000 readers: beside healthy providers %v (median of %v), beside every other provider in trouble %v (median of %v): troubled/healthy %.2f (%+.0f %%)",
-		h, healthy, u, troubled, u.Seconds()/h.Seconds(), 100*(u.Seconds()/h.Seconds()-1))
+	b.Logf("e-mail to %d readers: beside healthy providers %v (median of %v), beside every other provider in trouble %v (median of %v): troubled/healthy %.2f (%+.0f %%)",
+		readers, h, healthy, u, troubled, u.Seconds()/h.Seconds(), 100*(u.Seconds()/h.Seconds()-1))
 	b.ReportMetric(h.Seconds(), "s-mail-healthy")
 	b.ReportMetric(u.Seconds(), "s-mail-troubled")
 	b.ReportMetric(u.Seconds()/h.Seconds(), "troubled/healthy")
+}
+
+// TestLaneIsolationBenchmarkRuns is make bench-isolation's smoke run
+// (bench.TestBenchmarksRun has the other benchmarks'): one round of
+// BenchmarkLaneIsolation at 50 readers must run and report its figures.
+// It checks that the benchmark runs, not how fast.
+func TestLaneIsolationBenchmarkRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the benchmarks' smoke run is make test's")
+	}
+	t.Setenv("ROUNDS", "1")
+	t.Setenv("READERS", "50")
+	res := testing.Benchmark(BenchmarkLaneIsolation)
+	for _, m := range []string{"s-mail-healthy", "s-mail-troubled", "troubled/healthy"} {
+		if v, ok := res.Extra[m]; !ok || v <= 0 {
+			t.Errorf("BenchmarkLaneIsolation reported no %s (it failed, or stopped reporting it): %+v; its log: make bench-isolation ISOLATION_ROUNDS=1", m, res)
+		}
+	}
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -396,13 +418,12 @@ func (o othersTaken) String() string {
 		o.web, o.webTried, o.fcm, o.fcmTried, o.apns, o.apnsTried, o.texts, o.textsTried)
 }
 
-// isolationMailTime runs one round: a fresh database of 2,000 readers on
+// isolationMailTime runs one round: a fresh database of subscribers readers on
 // every channel, a service serving every lane with every provider
 // configured, one event for their topic. With troubled, the web push
 // service and the SMS gateway hang, APNs answers 503 (Retry-After: 1) and
 // FCM takes 200 ms a message, as in TestChannelIsolation.
-func isolationMailTime(b *testing.B, troubled bool) isolationRound {
-	const subscribers = 2000
+func isolationMailTime(b *testing.B, subscribers int, troubled bool) isolationRound {
 	rdb, redisURL := redistest.New(b, redistest.DBCommand)
 	smtpSrv := smtptest.Start(b)
 	st := versionedStore(b, rdb)

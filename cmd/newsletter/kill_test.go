@@ -18,8 +18,13 @@ import (
 )
 
 // TestMain lets a test start this binary as a real `newsletter` process:
-// with NEWSLETTER_TEST_MAIN=worker the test binary is the worker.
+// with NEWSLETTER_TEST_MAIN=worker the test binary is the worker; with
+// NEWSLETTER_TEST_ARGV=1 it is `newsletter` with its own arguments, as a
+// guide's example calls it (TestDocsShellBlocksRun).
 func TestMain(m *testing.M) {
+	if os.Getenv("NEWSLETTER_TEST_ARGV") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	if role := os.Getenv("NEWSLETTER_TEST_MAIN"); role != "" {
 		// The role and its flags ("worker --lanes push").
 		os.Exit(run(context.Background(), strings.Fields(role), os.Getenv, os.Stdout, os.Stderr))

@@ -25,7 +25,8 @@ const EnvURL = "NEWSLETTER_TEST_REDIS_URL"
 
 // DB numbers reserved per package. Each package that talks to Redis takes
 // one, so packages tested in parallel never see each other's keys. The
-// benchmarks use db 15 (bench), above every number here.
+// benchmarks use db 15 (bench), above every number here, when run by
+// hand; their smoke run in the tests takes DBBench.
 const (
 	DBStore = 1 + iota
 	DBTasks
@@ -42,6 +43,12 @@ const (
 	DBRedisFault
 	DBIssues
 )
+
+// DBBench is the benchmarks' smoke run (package bench): db 0, below the
+// numbers above, and not 15, the benchmarks' own when run by hand (`make
+// bench-*` against the test Redis beside `make test` would otherwise
+// flush each other's data).
+const DBBench = 0
 
 // New returns a client on an empty database and the URL that reaches it
 // (for subprocesses). The client is closed when the test ends.
