@@ -88,11 +88,6 @@ func fileBlocks(name string, lines []string) (blocks []docsBlock, problems []str
 				mark = strings.TrimSpace(lines[i-1])
 			}
 			switch m := runMark.FindStringSubmatch(mark); {
-			case m == nil && name == filepath.Join("docs", "security.md"):
-				// Edited by the lead alone: its blocks are marked there by
-				// hand, until then skipped with this reason.
-				b.skip = "unmarked in docs/security.md, which only the lead edits"
-				blocks = append(blocks, b)
 			case m == nil:
 				problems = append(problems, fmt.Sprintf("%s:%d: a shell block without a mark on the line before it: <!-- run: local --> or <!-- run: skip (why) --> (docs/development.md)", name, i+1))
 			default:
