@@ -2,9 +2,7 @@ package api
 
 import (
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/hibiken/asynq"
 
@@ -35,15 +33,7 @@ func (s *Server) freshPreferences(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, "This link is not valid", "Copy the whole link from the foot of one of our mails.")
 		return
 	}
-	if s.leaving != nil {
-		if ok, wait := s.leaving.Allow(s.cfg.Clients.Key(r)); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-			fail(w, r, http.StatusTooManyRequests, "too many requests from your address, try again in a minute")
-			return
-		}
-	}
-	if !s.ownPage(r) {
-		fail(w, r, http.StatusForbidden, "cross-site request refused: use the button on our page")
+	if !s.mailRequestAllowed(w, r, "cross-site request refused: use the button on our page") {
 		return
 	}
 	email, err := s.addressOf(r.Context(), who)

@@ -111,15 +111,7 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		// By address alone: anyone can type any address, so this path
 		// is limited per client, refused from other sites' pages, and,
 		// in confirm mode, only mails a link to the address.
-		if s.leaving != nil {
-			if ok, wait := s.leaving.Allow(s.cfg.Clients.Key(r)); !ok {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-				fail(w, r, http.StatusTooManyRequests, "too many requests from your address, try again in a minute")
-				return
-			}
-		}
-		if !s.ownPage(r) {
-			fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
+		if !s.mailRequestAllowed(w, r, "cross-site request refused: use the link in any of our mails") {
 			return
 		}
 		if email, err = address.Normalize(in.get("email")); err != nil {
@@ -350,4 +342,23 @@ func firstNonEmpty(v ...string) string {
 		}
 	}
 	return ""
+}
+
+// mailRequestAllowed is the gate of a request that mails a link to an
+// address (an unsubscribe by typed address, a fresh preferences link):
+// limited per client and refused from other sites' pages, answering the
+// refusal itself (crossSite is its message for the second).
+func (s *Server) mailRequestAllowed(w http.ResponseWriter, r *http.Request, crossSite string) bool {
+	if s.leaving != nil {
+		if ok, wait := s.leaving.Allow(s.cfg.Clients.Key(r)); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			fail(w, r, http.StatusTooManyRequests, "too many requests from your address, try again in a minute")
+			return false
+		}
+	}
+	if !s.ownPage(r) {
+		fail(w, r, http.StatusForbidden, crossSite)
+		return false
+	}
+	return true
 }

@@ -74,26 +74,8 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
 		return
 	}
-	// A stolen session must not turn into a stolen password: the current
-	// one is needed, and a wrong one costs like a sign-in (the budget is
-	// asked before the hash, as there).
-	if tooMany := h.d.Guard.Blocked(r); tooMany != nil {
-		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
-		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
-		return
-	}
-	current, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, f.Current)
-	if err != nil {
-		hashBusy(w)
-		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
-		return
-	}
-	if !current {
-		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
-			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
-			return
-		}
-		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The current password is wrong. Nothing was changed.")
+	// A stolen session must not turn into a stolen password.
+	if !h.currentPasswordRight(w, r, a, f.Current, "The current password is wrong. Nothing was changed.") {
 		return
 	}
 	hash, problem, err := h.newPasswordHash(r, a, f.New, f.Repeat)
@@ -183,29 +165,9 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "No new authenticator is waiting: press Set up a new authenticator first.")
 		return
 	}
-	if tooMany := h.d.Guard.Blocked(r); tooMany != nil {
-		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
-		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
-		return
-	}
-	current, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, f.Current)
-	if err != nil {
-		hashBusy(w)
-		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
-		return
-	}
-	if !current {
-		// A stolen session must not turn into a second factor of the
-		// thief's (and new recovery codes): the password is needed, and
-		// a wrong one costs like a sign-in, against the account too.
-		if _, err := h.d.Accounts.SignInFailedAs(r.Context(), a.Email); err != nil {
-			h.d.Log.Warn("console: a wrong password could not be counted", "err", err)
-		}
-		if tooMany := h.d.Guard.Failed(r); tooMany != nil {
-			h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
-			return
-		}
-		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "The current password is wrong. Nothing was changed: your old app still signs you in.")
+	// A stolen session must not turn into a second factor of the thief's
+	// (and new recovery codes).
+	if !h.currentPasswordRight(w, r, a, f.Current, "The current password is wrong. Nothing was changed: your old app still signs you in.") {
 		return
 	}
 	step, codeOK := account.CheckCode(a.PendingTOTP, f.Code, h.d.Now())
@@ -233,4 +195,35 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 	if ok && h.startAccountSession(w, r, a, "after a new authenticator") {
 		h.renderAccount(w, r, http.StatusOK, a, codes, "")
 	}
+}
+
+// currentPasswordRight checks the password typed to confirm a change of
+// the account's own (a new password, a new authenticator), and answers
+// the page itself when it is not right. A wrong one costs like a sign-in:
+// the client's budget is asked before the hash, as there, and the failure
+// counts against the client and the account.
+func (h *Handler) currentPasswordRight(w http.ResponseWriter, r *http.Request, a store.Account, typed, wrong string) bool {
+	if tooMany := h.d.Guard.Blocked(r); tooMany != nil {
+		w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
+		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+		return false
+	}
+	current, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, typed)
+	if err != nil {
+		hashBusy(w)
+		h.renderAccount(w, r, http.StatusServiceUnavailable, a, nil, hashBusyMessage)
+		return false
+	}
+	if current {
+		return true
+	}
+	if _, err := h.d.Accounts.SignInFailedAs(r.Context(), a.Email); err != nil {
+		h.d.Log.Warn("console: a wrong password could not be counted", "err", err)
+	}
+	if tooMany := h.d.Guard.Failed(r); tooMany != nil {
+		h.renderAccount(w, r, http.StatusTooManyRequests, a, nil, tooMany.Error())
+		return false
+	}
+	h.renderAccount(w, r, http.StatusBadRequest, a, nil, wrong)
+	return false
 }
