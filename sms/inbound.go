@@ -68,8 +68,11 @@ func sign(authToken, fullURL string, form url.Values) string {
 }
 
 // urlVariants is fullURL as given, and with its scheme's default port
-// added when it has no port, or removed when it has that one; the URL
-// alone when it does not parse, has another scheme or another port.
+// added when it has no port, or with its port taken out when it has one:
+// the URLs Twilio's own validators (twilio-go's RequestValidator,
+// twilio-node's validateRequest) try. Twilio has signed callbacks to a
+// port of one's own without it, and a callback refused here is a STOP
+// lost. The URL alone when it does not parse or has another scheme.
 func urlVariants(fullURL string) []string {
 	u, err := url.Parse(fullURL)
 	if err != nil || u.Host == "" {
@@ -80,17 +83,13 @@ func urlVariants(fullURL string) []string {
 		return []string{fullURL}
 	}
 	other := *u
-	switch u.Port() {
-	case "":
+	if u.Port() == "" {
 		other.Host = net.JoinHostPort(u.Hostname(), defaultPort)
-	case defaultPort:
+	} else {
 		other.Host = u.Hostname()
 		if strings.Contains(other.Host, ":") { // IPv6 literal
 			other.Host = "[" + other.Host + "]"
 		}
-	default:
-		// Another port is another service: its signature stands alone.
-		return []string{fullURL}
 	}
 	return []string{fullURL, other.String()}
 }

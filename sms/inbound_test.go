@@ -45,6 +45,11 @@ func TestValidSignatureTwilioVectors(t *testing.T) {
 	if !sms.ValidSignature(docToken, "https://mycompany.com:443/myapp.php?foo=1&bar=2", docForm(), docSig) {
 		t.Error("a URL with :443 does not validate the signature of the URL without it")
 	}
+	// As twilio-go and twilio-node: a URL on a port of its own also takes
+	// the signature of the URL without the port.
+	if !sms.ValidSignature(docToken, "https://mycompany.com:8443/myapp.php?foo=1&bar=2", docForm(), docSig) {
+		t.Error("a URL with :8443 does not validate the signature of the URL without it")
+	}
 }
 
 func TestValidSignatureRefuses(t *testing.T) {
@@ -62,7 +67,6 @@ func TestValidSignatureRefuses(t *testing.T) {
 		{"an added field", docToken, docURL, extra, docSig},
 		{"a changed query", docToken, docURL + "&x=1", docForm(), docSig},
 		{"another host", docToken, "https://evil.example/myapp.php?foo=1&bar=2", docForm(), docSig},
-		{"another port", docToken, "https://mycompany.com:8443/myapp.php?foo=1&bar=2", docForm(), docSig},
 		{"http for https", docToken, "http://mycompany.com/myapp.php?foo=1&bar=2", docForm(), docSig},
 		{"no signature", docToken, docURL, docForm(), ""},
 		{"no token", "", docURL, docForm(), docSig},
