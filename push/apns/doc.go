@@ -20,11 +20,11 @@
 // beyond which net/http opens another).
 //
 // APNs' answers map onto what a caller does next, as in package push:
-// 410 (Unregistered, ExpiredToken) and 400 BadDeviceToken are
-// push.ErrGone (delete the token, never retry); 429, 500, 503 and any
-// other 5xx are push.ErrUnavailable with the Retry-After APNs sent
-// (push.RetryAfter); anything else (BadTopic, InvalidProviderToken,
-// PayloadTooLarge, and DeviceTokenNotForTopic, which a wrong topic setting
+// 410 (Unregistered, ExpiredToken) is push.ErrGone (delete the token,
+// never retry); 429, 500, 503 and any other 5xx are push.ErrUnavailable
+// with the Retry-After APNs sent (push.RetryAfter); anything else
+// (BadTopic, InvalidProviderToken, PayloadTooLarge, and BadDeviceToken
+// and DeviceTokenNotForTopic, which a wrong environment or topic setting
 // makes every device answer: gone would delete them all) is
 // push.ErrRefused.
 // push.Permanent works on all of them. A network error or a timeout is

@@ -60,11 +60,14 @@ func parseError(resp *http.Response, answer []byte, now time.Time) *Error {
 		e.Reason = strings.TrimSpace(string(answer[:min(len(answer), 200)]))
 	}
 	switch {
-	// DeviceTokenNotForTopic is refused, not gone: it answers every
-	// device alike when NEWSLETTER_APNS_TOPIC is wrong, and gone would
-	// delete every iOS device of the list for one mistyped setting.
-	case e.Status == http.StatusGone,
-		e.Status == http.StatusBadRequest && e.Reason == "BadDeviceToken":
+	// Only 410 (Unregistered, ExpiredToken) says the app is gone.
+	// BadDeviceToken and DeviceTokenNotForTopic are refused, not gone:
+	// Apple answers BadDeviceToken also for a token of the other
+	// environment (sandbox or production), and DeviceTokenNotForTopic for
+	// a wrong topic, so both answer every device alike when a setting is
+	// wrong, and gone would delete every iOS device of the list for one
+	// mistyped setting.
+	case e.Status == http.StatusGone:
 		e.class = push.ErrGone
 	case e.Status == http.StatusTooManyRequests || e.Status >= 500:
 		e.class = push.ErrUnavailable

@@ -291,7 +291,7 @@ func TestThrottledRetryAfter(t *testing.T) {
 	}
 }
 
-// A title and body too long for FCM's 4096 bytes are shortened on a
+// A title and body too long for FCM's 4000 bytes are shortened on a
 // character boundary with an ellipsis, and the message is taken; only a
 // URL too long for any message is refused, before anything is sent.
 func TestLongNotificationShortenedToFit(t *testing.T) {

@@ -6,7 +6,7 @@
 // scope, exp) and issues access tokens; messages:send takes a message only
 // with an access token it issued and that has not expired. Errors are
 // google.rpc.Status JSON with an FcmError detail where FCM gives one
-// (UNREGISTERED with 404; none for a message over 4096 bytes of
+// (UNREGISTERED with 404; none for a message over 4000 bytes of
 // notification and data, a 400 INVALID_ARGUMENT). It can be made slow,
 // answer 503 or 429 with Retry-After (Unavailable, Throttle), or say a
 // token is unregistered.
@@ -504,7 +504,7 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 
 // MaxPayload is what FCM takes of a message's notification and data
 // together.
-const MaxPayload = 4096
+const MaxPayload = 4000
 
 // payloadSize counts a message's notification and data as FCM does: the
 // bytes of their text, keys and values.
