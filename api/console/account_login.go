@@ -41,10 +41,12 @@ func accountHold(n int) time.Duration {
 // loginAccount signs a person in with their address, password and code
 // (a TOTP code, or a recovery code once). The order bounds what a guess
 // costs us: a client over its failure budget is answered from the budget
-// alone (429, nothing looked up, nothing hashed); an account whose second
-// factor is paused answers "wait" to everyone; the password is checked
-// in one of the Hasher's few slots (503 when none comes free soon); the
-// code is counted before it is checked. A wrong answer counts against the
+// alone (429, nothing looked up, nothing hashed); the password is
+// checked in one of the Hasher's few slots (503 when none comes free
+// soon); the code is counted before it is checked, and an account whose
+// second factor is paused answers "wait" to whoever has its password.
+// The pause is asked after the password, not before: asked first, it
+// told anyone who typed an address whether an account had it. A wrong answer counts against the
 // address tried, known or not (a hold that grows, never a lock) and the
 // client's budget, and is answered with one message that does not say
 // which part was wrong.
@@ -68,12 +70,6 @@ func (h *Handler) loginAccount(w http.ResponseWriter, r *http.Request, f form.Lo
 	if err != nil && !errors.Is(err, store.ErrAccountNotFound) {
 		h.storeAway(w, r, err)
 		return
-	}
-	if known {
-		if wait, err := h.d.Accounts.SecondFactorPaused(ctx, a.ID); err != nil || wait > 0 {
-			h.secondFactorPaused(w, r, wait, err, next)
-			return
-		}
 	}
 	ok, err := h.passwordMatches(ctx, a, known, f.Password)
 	if err != nil {

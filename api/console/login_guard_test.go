@@ -174,6 +174,13 @@ func TestTOTPGuessedInParallel(t *testing.T) {
 	if wait, _ := strconv.Atoi(p.header.Get("Retry-After")); wait <= 0 || time.Duration(wait)*time.Second > store.SecondFactorWindow {
 		t.Fatalf("Retry-After %q: want the rest of the window, at most %s", p.header.Get("Retry-After"), store.SecondFactorWindow)
 	}
+	// Without the password the pause does not show: a stranger gets the
+	// answer of any wrong sign-in, as for an address without an account.
+	stranger := e.browser(t)
+	stranger.client = "a stranger"
+	if p := stranger.signIn("ed@example.org", "not the password", right); p.code != http.StatusUnauthorized || strings.Contains(p.body, "Too many wrong codes") {
+		t.Fatalf("a wrong password to a paused account: %d, want 401 with no word of the pause\n%s", p.code, p.body)
+	}
 	// The window ends (its key's TTL run out), never a lock for good.
 	a, _ := e.st.AccountByEmail(context.Background(), "ed@example.org")
 	key := "nl:{acct}:2fa:" + strconv.FormatInt(a.ID, 10)
