@@ -16,7 +16,8 @@ const hstsMaxAge = "max-age=31536000"
 // tokenPage wraps the handlers of the pages whose URL or form carries a
 // token (confirm, unsubscribe, preferences, GET and POST alike). The
 // token is the key to someone's subscription: the page's links and
-// subresources must not pass it on in a Referer.
+// subresources must not pass it on in a Referer, and the page, which
+// names the person (their address, their topics), is kept by no cache.
 //
 // Under no-referrer a browser also sends "Origin: null" on the page's
 // own form posts (Fetch, "append a request Origin header"): ownPage reads
@@ -24,6 +25,7 @@ const hstsMaxAge = "max-age=31536000"
 func tokenPage(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
 		h(w, r)
 	}
 }

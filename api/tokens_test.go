@@ -93,6 +93,9 @@ func TestTokenPagesHeaders(t *testing.T) {
 			if got := resp.Header.Get("Referrer-Policy"); got != "no-referrer" {
 				t.Errorf("%s (%s): %d, Referrer-Policy %q, want no-referrer\n%.300s", c.name, origin, resp.StatusCode, got, body)
 			}
+			if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+				t.Errorf("%s (%s): Cache-Control %q, want no-store (the page names a person)", c.name, origin, got)
+			}
 			if got := resp.Header.Get("Strict-Transport-Security"); got != wantHSTS {
 				t.Errorf("%s (%s): Strict-Transport-Security %q, want %q", c.name, origin, got, wantHSTS)
 			}
