@@ -254,7 +254,7 @@ func TestErrorClasses(t *testing.T) {
 		reason string
 		want   error
 	}{
-		{400, "BadDeviceToken", push.ErrRefused}, // also a token of the other environment: a wrong setting must not delete every device
+		{400, "BadDeviceToken", push.ErrRefused},         // also a token of the other environment: a wrong setting must not delete every device
 		{400, "DeviceTokenNotForTopic", push.ErrRefused}, // a wrong topic setting: no device deleted
 		{410, "ExpiredToken", push.ErrGone},
 		{400, "BadTopic", push.ErrRefused},
