@@ -43,9 +43,6 @@ type AccountGuard interface {
 	SignInFailedAs(ctx context.Context, email string) (int, error)
 	// SignedInAs forgets the failures of email.
 	SignedInAs(ctx context.Context, email string) error
-	// SecondFactorPaused is how long the account's second factor is
-	// paused (0: it is not).
-	SecondFactorPaused(ctx context.Context, id int64) (time.Duration, error)
 	// TrySecondFactor counts a try of the account's second factor from
 	// client, before the code is checked: 0 when the code may be
 	// checked, else how long the account or the client is paused.
@@ -85,20 +82,6 @@ func (r *Redis) SignInFailedAs(ctx context.Context, email string) (int, error) {
 // SignedInAs implements AccountGuard.
 func (r *Redis) SignedInAs(ctx context.Context, email string) error {
 	return r.rdb.Del(ctx, nameFailKey(email)).Err()
-}
-
-// SecondFactorPaused implements AccountGuard.
-func (r *Redis) SecondFactorPaused(ctx context.Context, id int64) (time.Duration, error) {
-	k := accountTriesKey(id)
-	n, err := r.rdb.Get(ctx, k).Int()
-	if errors.Is(err, redis.Nil) || err == nil && n < SecondFactorFailures {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	ttl, err := r.rdb.PTTL(ctx, k).Result()
-	return max(ttl, time.Millisecond), err
 }
 
 // trySecondFactorScript counts a try against the account and the client:
