@@ -6,16 +6,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
 // AccountStore keeps the console's accounts and invites (store.Redis).
 type AccountStore interface {
-	account.InviteStore
-	account.InviteRevoker
+	accounts.InviteStore
+	accounts.InviteRevoker
 	ListAccounts(ctx context.Context) ([]store.Account, error)
 }
 
@@ -50,9 +50,9 @@ func (s *Server) inviteAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by, _ := adminauth.FromContext(r.Context())
-	iv := &account.Inviter{Store: s.deps.Accounts, Queue: s.deps.Queue, BaseURL: s.cfg.Origin, Now: s.deps.Now}
+	iv := &accounts.Inviter{Store: s.deps.Accounts, Queue: s.deps.Queue, BaseURL: s.cfg.Origin, Now: s.deps.Now}
 	inv, _, err := iv.Invite(r.Context(), by, in.get("email"), in.get("role"))
-	var bad *account.InputError
+	var bad *accounts.InputError
 	switch {
 	case errors.As(err, &bad):
 		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Error()))
@@ -74,7 +74,7 @@ func (s *Server) inviteAccount(w http.ResponseWriter, r *http.Request) {
 // nothing); 404 when no open invite has that id.
 func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) {
 	by, _ := adminauth.FromContext(r.Context())
-	email, err := account.RevokeInvite(r.Context(), s.deps.Accounts, by, r.PathValue("id"))
+	email, err := accounts.RevokeInvite(r.Context(), s.deps.Accounts, by, r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrInviteNotFound):
 		WriteJSON(w, http.StatusNotFound, errorBody("no open invite has this id (accepted, expired or revoked already)"))

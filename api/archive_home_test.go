@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/settings"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/channels/email/feedback"
 )
 
 // expectContinue sends the head of a POST that declares a body of size

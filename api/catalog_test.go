@@ -13,12 +13,12 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/catalog"
+	"github.com/newsletter/newsletter/services/catalog/catalogmail"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // confirmPage handles GET (and HEAD) /confirm?token=: a page whose button

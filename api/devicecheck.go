@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/push/apns"
-	"github.com/newsletter/newsletter/push/fcm"
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -28,7 +28,7 @@ func CheckDevice(platform, token string) error {
 	if err != nil {
 		// The packages class a bad token as a gone one (a stored token
 		// of the wrong shape is deleted); to the caller it is a reason.
-		return errors.New(strings.TrimPrefix(err.Error(), push.ErrGone.Error()+": "))
+		return errors.New(strings.TrimPrefix(err.Error(), webpush.ErrGone.Error()+": "))
 	}
 	return nil
 }
@@ -39,7 +39,7 @@ func CheckDevice(platform, token string) error {
 // limits differ (APNs and FCM escape &, < and > in JSON, a browser's
 // plaintext does not), so each is asked.
 func pushable(title, link string) error {
-	if err := push.CheckEvent(title, link); err != nil {
+	if err := webpush.CheckEvent(title, link); err != nil {
 		return err
 	}
 	if err := apns.Fits(apns.Notification{Title: title, URL: link}); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/newsletter/newsletter/push"
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -90,8 +90,8 @@ func TestAdminItemsEventsDigest(t *testing.T) {
 	// A URL no push message can carry: refused at intake, not a dead
 	// letter in every reader's push lane. The longest one that fits is
 	// taken.
-	longest := "https://example.com/" + strings.Repeat("a", push.MaxPayload)
-	for push.CheckEvent("Launch", longest) != nil {
+	longest := "https://example.com/" + strings.Repeat("a", webpush.MaxPayload)
+	for webpush.CheckEvent("Launch", longest) != nil {
 		longest = longest[:len(longest)-1]
 	}
 	for _, to := range []string{`"topic":"updates"`, `"email":"a@example.com"`} {
@@ -206,7 +206,7 @@ func TestTitlesCountCharacters(t *testing.T) {
 func TestEventURLMustFitAppPushToo(t *testing.T) {
 	e := newEnv(t, Config{AdminToken: "s3cret"})
 	link := "https://example.com/?" + strings.Repeat("a&", 700)
-	if err := push.CheckEvent("Launch", link); err != nil {
+	if err := webpush.CheckEvent("Launch", link); err != nil {
 		t.Fatalf("the premise: a browser's message carries the url: %v", err)
 	}
 	if code, m := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"Launch","url":"`+link+`"}`); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "push") {

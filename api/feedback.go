@@ -9,9 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/store"

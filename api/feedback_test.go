@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/adminauth"
-	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/logtest"
 	"github.com/newsletter/newsletter/store"

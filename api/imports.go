@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 // ImportStatuses reads the console's imports (*csvimport.Jobs).

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 // GET /api/imports/{id} answers an import's status: state, the file's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/token"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 )
 
 // sendIssue handles POST /api/issues/{id}/send: {} now, {"at"} or

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

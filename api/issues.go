@@ -12,8 +12,8 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/httpbody"
-	"github.com/newsletter/newsletter/internal/settings"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 

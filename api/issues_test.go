@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

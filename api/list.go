@@ -12,13 +12,13 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // Owning the list: adding a person by hand, changing one, bulk actions on

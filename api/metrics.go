@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/channels/sms"
 )
 
 // Metrics are the HTTP metrics, labelled by route pattern.

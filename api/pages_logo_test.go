@@ -15,10 +15,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/newsletter/newsletter/internal/settings"
 	headless "github.com/newsletter/newsletter/internal/testkit/browser"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 

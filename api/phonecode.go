@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/token"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -103,7 +103,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 		return
 	}
-	sub, err := push.ParseSubscription([]byte(in.get("subscription")))
+	sub, err := webpush.ParseSubscription([]byte(in.get("subscription")))
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return

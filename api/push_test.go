@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/token"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -31,7 +31,7 @@ func pushSub(endpoint, p256dh, auth string) map[string]any {
 
 func pushEnv(t *testing.T) (*env, string) {
 	t.Helper()
-	pub, _, err := push.GenerateVAPIDKeys()
+	pub, _, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestPushSubscribeRefusesBadInput(t *testing.T) {
 // With NEWSLETTER_WEBHOOK_ALLOW_PRIVATE (tests, development) a loopback
 // http endpoint is taken.
 func TestPushSubscribeAllowPrivate(t *testing.T) {
-	pub, _, err := push.GenerateVAPIDKeys()
+	pub, _, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/settings"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 

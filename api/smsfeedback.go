@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/httpbody"
-	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 )
 

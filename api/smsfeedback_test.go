@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
+	"github.com/newsletter/newsletter/channels/sms/smstest"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // an unsigned or wrongly signed callback, or one signed over another URL,
 // is 403 and changes nothing.
 func TestSMSFeedback(t *testing.T) {
-	gw := twiliotest.New(t)
+	gw := smstest.New(t)
 	const public = "https://news.example.com"
 	e := newHooksEnv(t, Config{Origin: public, SMSAuthToken: gw.AuthToken})
 	ctx := context.Background()

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/channels/sms/smstest"
 	"github.com/newsletter/newsletter/internal/clientip"
-	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // codeEnv is the preference centre with SMS on behind a trusted proxy
@@ -146,7 +146,7 @@ func TestSMSCodesPerClient(t *testing.T) {
 // code (30003 handset off, 30008 unknown) retires nothing; a callback
 // that would change a number but names no message is refused.
 func TestSMSCallbackReplay(t *testing.T) {
-	gw := twiliotest.New(t)
+	gw := smstest.New(t)
 	const public = "https://news.example.com"
 	e := newHooksEnv(t, Config{Origin: public, SMSAuthToken: gw.AuthToken})
 	ctx := context.Background()
@@ -208,7 +208,7 @@ func TestSMSCallbackReplay(t *testing.T) {
 // next text is skipped; one undelivered with a passing code (30003,
 // handset off) keeps its texts; a delivered one too.
 func TestSMSStatusCallbackRetires(t *testing.T) {
-	gw := twiliotest.New(t)
+	gw := smstest.New(t)
 	const public = "https://news.example.com"
 	e := newHooksEnv(t, Config{Origin: public, SMSAuthToken: gw.AuthToken})
 	gw.RouteCallbacks(public, e.srv.URL)
@@ -275,7 +275,7 @@ func (forgetfulStore) RememberSMSCallback(context.Context, string, time.Duration
 // all the same (200): a fault may let a replay through, never lose a
 // STOP.
 func TestSMSCallbackNotRememberedStillApplied(t *testing.T) {
-	gw := twiliotest.New(t)
+	gw := smstest.New(t)
 	const public = "https://news.example.com"
 	e := newEnvWith(t, Config{Origin: public, SMSAuthToken: gw.AuthToken}, func(d *Deps) { d.Store = forgetfulStore{d.Store} })
 	form := url.Values{"From": {"+447400123456"}, "To": {"+15005550006"}, "Body": {"STOP"}, "MessageSid": {"SM1"}}

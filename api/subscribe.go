@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // subscribe handles POST /subscribe: validate, write the subscriber and its

@@ -10,11 +10,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // unsubscribePage handles GET /unsubscribe?token=: a page with a button.

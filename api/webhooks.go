@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // The outgoing webhook endpoints (admin): register, list, remove, enable.

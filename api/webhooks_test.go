@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 const hooksAdmin = "hooks-admin-token"

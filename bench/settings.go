@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/newsletter/newsletter/internal/settings"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 

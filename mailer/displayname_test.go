@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // receivedTo is the To header of a message as received: its field

@@ -21,7 +21,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // testKeys are an RSA-2048 and an Ed25519 key with the DNS records a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // msgauthBodyHash is go-msgauth's relaxed body hash of body: the bh= of a

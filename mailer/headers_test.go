@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // A mail names no software: a library's banner (X-Mailer, User-Agent)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/nettest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // probeServer is a Server for addr with the URL's tls mode and user.

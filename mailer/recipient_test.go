@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // TestUnwritableNameQuotesNothing: a name no To header can carry fails

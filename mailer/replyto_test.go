@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // TestReplyToOverSMTP: an issue's Reply-To reaches the SMTP server as the

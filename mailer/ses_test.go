@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/newsletter/newsletter/internal/testkit/sestest"
+	"github.com/newsletter/newsletter/channels/email/sestest"
 )
 
 // newTestSES is an SES transport signed with the stand-in's key, against

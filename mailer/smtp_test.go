@@ -10,8 +10,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 func newTestSMTP(t *testing.T, srv *smtptest.Server, pool int) *SMTP {

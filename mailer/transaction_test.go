@@ -13,7 +13,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // countingConn counts the writes the client makes on a connection.

@@ -34,13 +34,13 @@ func TestLayering(t *testing.T) {
 		pkg       string
 		forbidden []string
 	}{
-		{mod + "api", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "tasks/worker", mod + "tasks/schedule", mod + "internal/config", mod + "internal/pace"}},
-		{mod + "tasks", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "tasks/worker", mod + "api", mod + "internal/config"}},
+		{mod + "api", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "worker", mod + "worker/schedule", mod + "internal/config", mod + "internal/pace"}},
+		{mod + "tasks", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "worker", mod + "api", mod + "internal/config"}},
 		{mod + "mailer", []string{mod + "store", mod + "tasks", mod + "internal/config"}},
 		{mod + "store", []string{mod + "tasks", mod + "mailer", mod + "internal/config"}},
-		{mod + "tasks/worker", []string{mod + "api", mod + "internal/config"}},
-		{mod + "internal/engage", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "tasks/worker", mod + "api", mod + "internal/config"}},
-		{mod + "internal/settings", []string{mod + "mailer", mod + "tasks", mod + "api", mod + "internal/config"}},
+		{mod + "worker", []string{mod + "api", mod + "internal/config"}},
+		{mod + "services/engage", []string{mod + "mailer", "github.com/wneessen/go-mail", mod + "worker", mod + "api", mod + "internal/config"}},
+		{mod + "services/settings", []string{mod + "mailer", mod + "tasks", mod + "api", mod + "internal/config"}},
 	} {
 		got := deps(t, c.pkg)
 		for _, f := range c.forbidden {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // Every kind has a queue that a lane serves, a known type and, unless it

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/newsletter/newsletter/webhook"
+	"github.com/newsletter/newsletter/channels/webhook"
 )
 
 // The kinds: every task type with its payload, queue, retries, time budget

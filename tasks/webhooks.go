@@ -10,8 +10,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // WebhookPayload is the payload of TypeWebhook: one event for one

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/api/console/form"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -118,7 +118,7 @@ const hashBusyMessage = "Too many passwords are being checked at this moment: tr
 
 // hashBusy sets the Retry-After of a 503 for a busy hash.
 func hashBusy(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(account.HashRetryAfter.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(int(accounts.HashRetryAfter.Seconds())))
 }
 
 // secondFactorPaused answers a sign-in to an account (or from a client)
@@ -176,11 +176,11 @@ func (h *Handler) secondFactor(ctx context.Context, a store.Account, client, cod
 
 // checkSecondFactor checks code for a: a recovery code or a TOTP code.
 func (h *Handler) checkSecondFactor(ctx context.Context, a store.Account, code string) (how string, ok bool, err error) {
-	if account.LooksLikeRecoveryCode(code) {
-		ok, err := h.d.Accounts.UseRecoveryCode(ctx, a.ID, account.HashRecoveryCode(code))
+	if accounts.LooksLikeRecoveryCode(code) {
+		ok, err := h.d.Accounts.UseRecoveryCode(ctx, a.ID, accounts.HashRecoveryCode(code))
 		return "with a recovery code", ok, err
 	}
-	step, ok := account.CheckCode(a.TOTPSecret, code, h.d.Now())
+	step, ok := accounts.CheckCode(a.TOTPSecret, code, h.d.Now())
 	if !ok {
 		return "", false, nil
 	}

@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -54,7 +54,7 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, code int
 		h.storeAway(w, r, err)
 		return
 	}
-	d := accountData{Account: a, CodesLeft: left, NewCodes: newCodes, MinLength: account.MinPassword}
+	d := accountData{Account: a, CodesLeft: left, NewCodes: newCodes, MinLength: accounts.MinPassword}
 	if a.PendingTOTP != "" {
 		d.Pending = newAuthenticator(h.newsletterName(r), a.Email, a.PendingTOTP)
 	}
@@ -112,7 +112,7 @@ func (h *Handler) newPasswordHash(r *http.Request, a store.Account, pw, repeat s
 	if pw != repeat {
 		return "", "The two new passwords differ.", nil
 	}
-	if err := account.CheckPassword(pw, a.Email, h.newsletterName(r)); err != nil {
+	if err := accounts.CheckPassword(pw, a.Email, h.newsletterName(r)); err != nil {
 		return "", "New password: " + err.Error() + ".", nil
 	}
 	same, err := h.d.Passwords.Verify(r.Context(), a.PasswordHash, pw)
@@ -137,7 +137,7 @@ func (h *Handler) newTOTP(w http.ResponseWriter, r *http.Request) {
 		h.renderAccount(w, r, form.Status(err), a, nil, err.Error())
 		return
 	}
-	secret, _, err := account.NewTOTP(a.Email)
+	secret, _, err := accounts.NewTOTP(a.Email)
 	if err == nil {
 		err = h.d.Accounts.SetPendingTOTP(r.Context(), a.ID, secret)
 	}
@@ -170,12 +170,12 @@ func (h *Handler) confirmTOTP(w http.ResponseWriter, r *http.Request) {
 	if !h.currentPasswordRight(w, r, a, f.Current, "The current password is wrong. Nothing was changed: your old app still signs you in.") {
 		return
 	}
-	step, codeOK := account.CheckCode(a.PendingTOTP, f.Code, h.d.Now())
+	step, codeOK := accounts.CheckCode(a.PendingTOTP, f.Code, h.d.Now())
 	if !codeOK {
 		h.renderAccount(w, r, http.StatusBadRequest, a, nil, "That code is not the new app's current one. Nothing was changed: your old app still signs you in.")
 		return
 	}
-	codes, hashes := account.NewRecoveryCodes()
+	codes, hashes := accounts.NewRecoveryCodes()
 	changed, err := h.d.Accounts.ConfirmTOTP(r.Context(), a.ID, a.PendingTOTP, step, hashes)
 	if err != nil {
 		h.storeAway(w, r, err)

@@ -5,9 +5,9 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -48,12 +48,12 @@ func (h *Handler) renderAccounts(w http.ResponseWriter, r *http.Request, code in
 
 // inviter makes invites whose links start with the service's base URL
 // (or, without one, the address this request came to).
-func (h *Handler) inviter(r *http.Request) *account.Inviter {
+func (h *Handler) inviter(r *http.Request) *accounts.Inviter {
 	base := h.cfg.BaseURL
 	if base == "" {
 		base = "http://" + r.Host
 	}
-	return &account.Inviter{Store: h.d.Accounts, Queue: h.d.Queue, BaseURL: base, Now: h.d.Now}
+	return &accounts.Inviter{Store: h.d.Accounts, Queue: h.d.Queue, BaseURL: base, Now: h.d.Now}
 }
 
 // inviteAccount is POST /admin/accounts: an address and a role; the link
@@ -69,7 +69,7 @@ func (h *Handler) inviteAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inv, _, err := h.inviter(r).Invite(r.Context(), principalOf(r), f.Email, f.Role)
-	var bad *account.InputError
+	var bad *accounts.InputError
 	switch {
 	case errors.As(err, &bad):
 		h.renderAccounts(w, r, http.StatusBadRequest, f, bad.Error()+". Nobody was invited.")
@@ -177,7 +177,7 @@ func (h *Handler) revokeInvite(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r, "page")
 		return
 	}
-	email, err := account.RevokeInvite(r.Context(), h.d.Accounts, principalOf(r), r.PathValue("id"))
+	email, err := accounts.RevokeInvite(r.Context(), h.d.Accounts, principalOf(r), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrInviteNotFound):
 		h.renderAccounts(w, r, http.StatusNotFound, form.Invite{Role: string(Viewer)}, "That invite is no longer open (accepted, expired or revoked already). Nothing was changed.")

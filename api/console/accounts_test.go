@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/account"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -66,10 +66,10 @@ func (e *env) accept(t *testing.T, b *browser, path, password string) (string, [
 	if again := secretOnPage.FindStringSubmatch(b.get(path).body); again == nil || again[1] != secret {
 		t.Fatalf("a reload shows another secret: %v, want %s", again, secret)
 	}
-	code, _ := account.Code(secret, e.clock.Now())
+	code, _ := accounts.Code(secret, e.clock.Now())
 	p = b.post(path, url.Values{"password": {password}, "repeat": {password}, "code": {code}})
 	codes := codesOnPage.FindAllStringSubmatch(p.body, -1)
-	if p.code != http.StatusCreated || len(codes) != account.RecoveryCodes {
+	if p.code != http.StatusCreated || len(codes) != accounts.RecoveryCodes {
 		t.Fatalf("accept: %d, %d codes\n%s", p.code, len(codes), p.body)
 	}
 	var out []string
@@ -102,7 +102,7 @@ func TestInviteAcceptSignInAsEditor(t *testing.T) {
 	ed := e.browser(t)
 	p := ed.get(path)
 	secret := secretOnPage.FindStringSubmatch(p.body)[1]
-	good, _ := account.Code(secret, e.clock.Now())
+	good, _ := accounts.Code(secret, e.clock.Now())
 	for _, c := range []struct{ pw, repeat, code, why string }{
 		{"short", "short", good, "too short"},
 		{"qazwsxedcrfv", "qazwsxedcrfv", good, "a common password"},
@@ -140,7 +140,7 @@ func TestInviteAcceptSignInAsEditor(t *testing.T) {
 	if c := e.browser(t).get(path).code; c != http.StatusNotFound {
 		t.Fatalf("the invite link a second time: %d, want 404", c)
 	}
-	if len(codes) != account.RecoveryCodes {
+	if len(codes) != accounts.RecoveryCodes {
 		t.Fatalf("%d recovery codes", len(codes))
 	}
 	acts := e.audit.actions()
@@ -172,12 +172,12 @@ func TestAccountSignIn(t *testing.T) {
 	secret, codes := e.accept(t, e.browser(t), e.invited(t, admin, "ed@example.org", "editor"), edPassword)
 
 	b := e.browser(t)
-	used, _ := account.Code(secret, e.clock.Now()) // the code accept used
+	used, _ := accounts.Code(secret, e.clock.Now()) // the code accept used
 	if p := b.signIn("ed@example.org", edPassword, used); p.code != http.StatusUnauthorized {
 		t.Fatalf("a code used already: %d, want 401", p.code)
 	}
-	e.clock.add(account.TOTPPeriod * time.Second)
-	now, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	now, _ := accounts.Code(secret, e.clock.Now())
 	wrong := "123456"
 	if wrong == now {
 		wrong = "654321"
@@ -245,16 +245,16 @@ func TestSuspendedCannotSignIn(t *testing.T) {
 	if p := ed.get("/admin/"); p.code != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/login") {
 		t.Fatalf("a suspended account's session: %d to %q", p.code, p.location)
 	}
-	e.clock.add(account.TOTPPeriod * time.Second)
-	code, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	code, _ := accounts.Code(secret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", edPassword, code); p.code != http.StatusForbidden || !strings.Contains(p.body, "suspended") {
 		t.Fatalf("a suspended account signing in: %d\n%s", p.code, p.body)
 	}
 	if p := admin.post("/admin/accounts/"+id+"/restore", nil); p.code != http.StatusSeeOther {
 		t.Fatalf("restore: %d", p.code)
 	}
-	e.clock.add(account.TOTPPeriod * time.Second)
-	code, _ = account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	code, _ = accounts.Code(secret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", edPassword, code); p.code != http.StatusSeeOther {
 		t.Fatalf("a restored account signing in: %d", p.code)
 	}
@@ -292,8 +292,8 @@ func TestThrottleDoesNotLockOut(t *testing.T) {
 		t.Fatalf("the account's holds %v: want doubling from 250ms, capped at 4s", held)
 	}
 	before := len(held)
-	e.clock.add(account.TOTPPeriod * time.Second)
-	code, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	code, _ := accounts.Code(secret, e.clock.Now())
 	hashes := e.passwords.Stats().Computed
 	if p := attacker.signIn("ed@example.org", edPassword, code); p.code != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
 		t.Fatalf("the right password from the client over its budget: %d, want 429 with Retry-After", p.code)
@@ -348,9 +348,9 @@ func TestAccountPage(t *testing.T) {
 		mustContain(t, c.why, p, c.why)
 	}
 	// A second session (another device) signed in before the change.
-	e.clock.add(account.TOTPPeriod * time.Second)
+	e.clock.add(accounts.TOTPPeriod * time.Second)
 	other := e.browser(t)
-	c, _ := account.Code(secret, e.clock.Now())
+	c, _ := accounts.Code(secret, e.clock.Now())
 	if p := other.signIn("ed@example.org", edPassword, c); p.code != http.StatusSeeOther {
 		t.Fatalf("a second session: %d", p.code)
 	}
@@ -362,8 +362,8 @@ func TestAccountPage(t *testing.T) {
 		t.Fatalf("another session after the password changed: %d to %q, want the sign-in page", p.code, p.location)
 	}
 	mustContain(t, "the changer's own session", ed.get(changed.location), "your other sessions have ended", `id="account-email">ed@example.org<`)
-	e.clock.add(account.TOTPPeriod * time.Second)
-	code, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	code, _ := accounts.Code(secret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", edPassword, code); p.code != http.StatusUnauthorized {
 		t.Fatalf("the old password: %d", p.code)
 	}
@@ -382,18 +382,18 @@ func TestAccountPage(t *testing.T) {
 	}
 	newSecret := m[1]
 	// A second session, signed in before the new authenticator.
-	e.clock.add(account.TOTPPeriod * time.Second)
-	c2, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	c2, _ := accounts.Code(secret, e.clock.Now())
 	second := e.browser(t)
 	if p := second.signIn("ed@example.org", newPassword, c2); p.code != http.StatusSeeOther {
 		t.Fatalf("a second session: %d", p.code)
 	}
-	e.clock.add(account.TOTPPeriod * time.Second)
-	oldCode, _ := account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	oldCode, _ := accounts.Code(secret, e.clock.Now())
 	if p := ed.post("/admin/account/totp/confirm", url.Values{"code": {oldCode}, "current": {newPassword}}); p.code != http.StatusBadRequest {
 		t.Fatalf("confirming with the old app's code: %d", p.code)
 	}
-	newCode, _ := account.Code(newSecret, e.clock.Now())
+	newCode, _ := accounts.Code(newSecret, e.clock.Now())
 	// A session alone (stolen) is not enough: the password is asked.
 	for _, pw := range []string{"", edPassword} {
 		if p := ed.post("/admin/account/totp/confirm", url.Values{"code": {newCode}, "current": {pw}}); p.code != http.StatusBadRequest ||
@@ -402,7 +402,7 @@ func TestAccountPage(t *testing.T) {
 		}
 	}
 	p = ed.post("/admin/account/totp/confirm", url.Values{"code": {newCode}, "current": {newPassword}})
-	if p.code != http.StatusOK || len(codesOnPage.FindAllString(p.body, -1)) != account.RecoveryCodes {
+	if p.code != http.StatusOK || len(codesOnPage.FindAllString(p.body, -1)) != accounts.RecoveryCodes {
 		t.Fatalf("confirm: %d\n%s", p.code, p.body)
 	}
 	if p := second.get("/admin/"); p.code != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/login") {
@@ -411,15 +411,15 @@ func TestAccountPage(t *testing.T) {
 	if p := ed.get("/admin/account"); p.code != http.StatusOK {
 		t.Fatalf("the changer's own session after the new authenticator: %d", p.code)
 	}
-	e.clock.add(account.TOTPPeriod * time.Second)
-	oldCode, _ = account.Code(secret, e.clock.Now())
+	e.clock.add(accounts.TOTPPeriod * time.Second)
+	oldCode, _ = accounts.Code(secret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", newPassword, oldCode); p.code != http.StatusUnauthorized {
 		t.Fatalf("the old app after the new one: %d", p.code)
 	}
 	if p := e.browser(t).signIn("ed@example.org", newPassword, oldCodes[0]); p.code != http.StatusUnauthorized {
 		t.Fatalf("an old recovery code after new ones: %d", p.code)
 	}
-	newCode, _ = account.Code(newSecret, e.clock.Now())
+	newCode, _ = accounts.Code(newSecret, e.clock.Now())
 	if p := e.browser(t).signIn("ed@example.org", newPassword, newCode); p.code != http.StatusSeeOther {
 		t.Fatalf("the new app: %d", p.code)
 	}

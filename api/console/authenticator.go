@@ -9,7 +9,7 @@ import (
 
 	"github.com/pquerna/otp"
 
-	"github.com/newsletter/newsletter/internal/account"
+	"github.com/newsletter/newsletter/services/accounts"
 )
 
 // qrSize is the QR code's side in pixels: a phone's camera reads it from
@@ -34,7 +34,7 @@ type authenticator struct {
 // issuer. A QR code that cannot be made is left out (the key and link
 // still work).
 func newAuthenticator(issuer, email, secret string) authenticator {
-	uri := account.TOTPURI(issuer, email, secret)
+	uri := accounts.TOTPURI(issuer, email, secret)
 	if !strings.HasPrefix(uri, "otpauth://") {
 		return authenticator{Secret: secret}
 	}

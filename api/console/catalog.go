@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/catalog"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/catalog"
 )
 
 // The notices of the Topics, Sequence and Mail templates screens, kept

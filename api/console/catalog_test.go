@@ -14,10 +14,10 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/catalog"
+	"github.com/newsletter/newsletter/services/catalog/catalogmail"
 )
 
 // storedVersion is the catalog's version in Redis (what a refused save

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -12,15 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/accounts"
+	"github.com/newsletter/newsletter/services/catalog"
+	"github.com/newsletter/newsletter/services/csvimport"
+	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -148,7 +148,7 @@ type Deps struct {
 	Hold func(time.Duration)
 	// Passwords hashes and checks passwords, a few at a time
 	// (account.Passwords, the process's one; tests give their own).
-	Passwords  *account.Hasher
+	Passwords  *accounts.Hasher
 	TokenAdmin TokenAdmin // nil: the Tokens screen only says how
 	Audit      Trail
 	AuditLog   audit.Reader   // the Audit log screen (store.Redis)
@@ -208,7 +208,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		d.Now = time.Now
 	}
 	if d.Passwords == nil {
-		d.Passwords = account.Passwords
+		d.Passwords = accounts.Passwords
 	}
 	if d.Hold == nil {
 		d.Hold = time.Sleep

@@ -18,12 +18,12 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
-	"github.com/newsletter/newsletter/webhook"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // receiver is a webhook endpoint that keeps what it is posted.

@@ -20,18 +20,18 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
-	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/settings"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/accounts"
+	"github.com/newsletter/newsletter/services/catalog"
+	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -182,7 +182,7 @@ type env struct {
 	listRunner *listjobs.Runner
 	// passwords hashes the console's passwords: the tests' own, so
 	// they can count its hashes.
-	passwords *account.Hasher
+	passwords *accounts.Hasher
 	// holds are the waits before failed sign-ins were answered: the
 	// accounts' (console.Deps.Hold) and the client budget's.
 	holds holds
@@ -230,11 +230,11 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	return newEnvWith(t, account.NewHasher(2, time.Minute), func(st *store.Redis) *store.Redis { return st })
+	return newEnvWith(t, accounts.NewHasher(2, time.Minute), func(st *store.Redis) *store.Redis { return st })
 }
 
 // newEnvHashing is newEnv whose passwords are hashed by passwords.
-func newEnvHashing(t testing.TB, passwords *account.Hasher) *env {
+func newEnvHashing(t testing.TB, passwords *accounts.Hasher) *env {
 	t.Helper()
 	return newEnvWith(t, passwords, func(st *store.Redis) *store.Redis { return st })
 }
@@ -242,11 +242,11 @@ func newEnvHashing(t testing.TB, passwords *account.Hasher) *env {
 // newEnvOf is newEnv whose store is the one adjust makes of it.
 func newEnvOf(t testing.TB, adjust func(*store.Redis) *store.Redis) *env {
 	t.Helper()
-	return newEnvWith(t, account.NewHasher(2, time.Minute), adjust)
+	return newEnvWith(t, accounts.NewHasher(2, time.Minute), adjust)
 }
 
 // newEnvWith is newEnv with its password hasher and its store adjusted.
-func newEnvWith(t testing.TB, passwords *account.Hasher, adjust func(*store.Redis) *store.Redis) *env {
+func newEnvWith(t testing.TB, passwords *accounts.Hasher, adjust func(*store.Redis) *store.Redis) *env {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBConsole)
 	st := adjust(store.NewRedis(rdb))

@@ -1,7 +1,7 @@
 package console
 
 import (
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 // An import is a job of the worker (tasks.TypeImportRun): the upload is

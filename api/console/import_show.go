@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 type importFormData struct {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 // showImportStatus is GET /admin/import/{job}: the progress bar and the

@@ -11,11 +11,11 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // startImportWorker runs the worker that reads the console's uploads

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/newsletter/newsletter/internal/csvimport"
 	"github.com/newsletter/newsletter/internal/httpbody"
+	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/tasks"
 )
 

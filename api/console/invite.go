@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api/console/form"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -33,7 +33,7 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) (store.Invite, 
 		h.notFound(w, r, "page")
 		return store.Invite{}, false
 	}
-	inv, err := h.d.Accounts.InviteByHash(r.Context(), account.HashInviteToken(r.PathValue("token")))
+	inv, err := h.d.Accounts.InviteByHash(r.Context(), accounts.HashInviteToken(r.PathValue("token")))
 	switch {
 	case errors.Is(err, store.ErrInviteNotFound):
 		h.errorPage(w, r, http.StatusNotFound, "Invite not found",
@@ -59,7 +59,7 @@ func (h *Handler) showInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if inv.TOTPSecret == "" {
-		secret, _, err := account.NewTOTP(inv.Email)
+		secret, _, err := accounts.NewTOTP(inv.Email)
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
@@ -104,8 +104,8 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		h.renderInvite(w, r, http.StatusBadRequest, inv, "Open the invite link again: the page sets up your authenticator app first.")
 		return
 	}
-	step, codeOK := account.CheckCode(inv.TOTPSecret, f.Code, h.d.Now())
-	weak := account.CheckPassword(f.Password, inv.Email, h.newsletterName(r))
+	step, codeOK := accounts.CheckCode(inv.TOTPSecret, f.Code, h.d.Now())
+	weak := accounts.CheckPassword(f.Password, inv.Email, h.newsletterName(r))
 	var problem string
 	switch {
 	case f.Password != f.Repeat:
@@ -113,7 +113,7 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	case weak != nil:
 		problem = "Password: " + weak.Error() + "."
 	case !codeOK:
-		problem = "That code is not the app's current one: check that the app shows " + account.Issuer + " (" + inv.Email + ") and type the code it shows now."
+		problem = "That code is not the app's current one: check that the app shows " + accounts.Issuer + " (" + inv.Email + ") and type the code it shows now."
 	}
 	if problem != "" {
 		h.renderInvite(w, r, http.StatusBadRequest, inv, problem)
@@ -126,7 +126,7 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		h.renderInvite(w, r, http.StatusServiceUnavailable, inv, hashBusyMessage)
 		return
 	}
-	codes, hashes := account.NewRecoveryCodes()
+	codes, hashes := accounts.NewRecoveryCodes()
 	a, err := h.d.Accounts.AcceptInvite(r.Context(), inv.Hash, hash, step, hashes)
 	switch {
 	case errors.Is(err, store.ErrInviteRevoked):

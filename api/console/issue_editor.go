@@ -3,7 +3,7 @@ package console
 import (
 	"context"
 	"errors"
-	"github.com/newsletter/newsletter/internal/settings"
+	"github.com/newsletter/newsletter/services/settings"
 	"html/template"
 	"net/http"
 	"slices"
@@ -12,7 +12,7 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

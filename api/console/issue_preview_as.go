@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

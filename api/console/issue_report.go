@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 )
 
 // issueReportCSV is GET /admin/issues/{id}/report.csv: the report's links

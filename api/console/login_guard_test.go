@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -69,7 +69,7 @@ func TestHashCapUnderConcurrentLogins(t *testing.T) {
 	}
 
 	// Every slot taken, a wait that runs out.
-	busy := newEnvHashing(t, account.NewHasher(1, 10*time.Millisecond))
+	busy := newEnvHashing(t, accounts.NewHasher(1, 10*time.Millisecond))
 	admin = busy.signedIn(t, adminToken)
 	ed := busy.browser(t)
 	path := busy.invited(t, admin, "ed@example.org", "editor")
@@ -78,7 +78,7 @@ func TestHashCapUnderConcurrentLogins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _ := account.Code(secret, busy.clock.Now())
+	code, _ := accounts.Code(secret, busy.clock.Now())
 	p := ed.post(path, url.Values{"password": {edPassword}, "repeat": {edPassword}, "code": {code}})
 	if p.code != http.StatusServiceUnavailable || p.header.Get("Retry-After") == "" || !strings.Contains(p.body, "Nothing was changed") {
 		t.Fatalf("accepting an invite with every slot taken: %d, Retry-After %q", p.code, p.header.Get("Retry-After"))
@@ -141,7 +141,7 @@ func wrongCodes(t *testing.T, secret string, now time.Time, n int) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		c := fmt.Sprintf("%06d", 100000+i*7919)
-		if _, ok := account.CheckCode(secret, c, now); !ok {
+		if _, ok := accounts.CheckCode(secret, c, now); !ok {
 			out = append(out, c)
 		}
 	}
@@ -157,14 +157,14 @@ func TestTOTPGuessedInParallel(t *testing.T) {
 	e := newEnv(t)
 	admin := e.signedIn(t, adminToken)
 	secret, _ := e.accept(t, e.browser(t), e.invited(t, admin, "ed@example.org", "editor"), edPassword)
-	e.clock.add(account.TOTPPeriod * time.Second)
+	e.clock.add(accounts.TOTPPeriod * time.Second)
 	now := e.clock.Now()
 	guesses := wrongCodes(t, secret, now, 20)
 	pages := e.concurrently(t, 20, func(i int, b *browser) page { return b.signIn("ed@example.org", edPassword, guesses[i]) })
 	if c := codesOf(pages); c[http.StatusUnauthorized] != store.SecondFactorFailures || c[http.StatusTooManyRequests] != 20-store.SecondFactorFailures {
 		t.Fatalf("20 wrong codes at once: %v, want %d checked (401) and the rest told to wait (429)", c, store.SecondFactorFailures)
 	}
-	right, _ := account.Code(secret, now)
+	right, _ := accounts.Code(secret, now)
 	owner := e.browser(t)
 	owner.client = "the owner's phone"
 	p := owner.signIn("ed@example.org", edPassword, right)
@@ -314,7 +314,7 @@ func TestRevokeInvite(t *testing.T) {
 	if p := ed.get(path); p.code != http.StatusGone || !strings.Contains(p.body, "revoked") {
 		t.Fatalf("the revoked link: %d\n%s", p.code, p.body)
 	}
-	code, _ := account.Code(secret, e.clock.Now())
+	code, _ := accounts.Code(secret, e.clock.Now())
 	if p := ed.post(path, url.Values{"password": {edPassword}, "repeat": {edPassword}, "code": {code}}); p.code != http.StatusGone {
 		t.Fatalf("accepting the revoked invite: %d", p.code)
 	}

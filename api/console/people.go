@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/listjobs"
+	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
 )
 

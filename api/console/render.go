@@ -12,7 +12,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 )
 
 //go:embed templates/*.html

@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 )
 
 // routes is the console's one list of routes, each with the role it

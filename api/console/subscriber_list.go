@@ -6,8 +6,8 @@ import (
 	"net/url"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -3,8 +3,8 @@ package console
 import (
 	"net/http"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 // webhookDeliveriesShown is how many of an endpoint's last deliveries

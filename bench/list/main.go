@@ -26,8 +26,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/internal/listjobs"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/store/storetest"
 )

@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/bench"
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -86,26 +86,26 @@ func run() error {
 	}
 	fmt.Printf("\n503 (too many hashes at once): %d, Retry-After %q\n", codes[http.StatusServiceUnavailable], retryAfter)
 	fmt.Printf("hashes' memory bound: %d slots x 19 MiB = %d MiB (account.Hasher)\n",
-		account.Passwords.Slots(), account.Passwords.HashMemoryBound()>>20)
+		accounts.Passwords.Slots(), accounts.Passwords.HashMemoryBound()>>20)
 	fmt.Printf("RSS before %d MB, peak %d MB (VmHWM); target < %d MB: %v\n", before/1024, peak/1024, targetMB, peak/1024 < targetMB)
 	return nil
 }
 
 // makeAccount stores ed's account as an accepted invite would.
 func makeAccount(ctx context.Context, st *store.Redis) error {
-	_, hash := account.NewInviteToken() // no link: the account is made here
+	_, hash := accounts.NewInviteToken() // no link: the account is made here
 	inv := store.Invite{Hash: hash, Email: email, Role: adminauth.Editor, By: "bench", Expires: time.Now().Add(time.Hour)}
 	if err := st.CreateInvite(ctx, inv); err != nil {
 		return err
 	}
-	totp, _, err := account.NewTOTP(email)
+	totp, _, err := accounts.NewTOTP(email)
 	if err != nil {
 		return err
 	}
 	if _, err := st.InviteSecret(ctx, hash, totp); err != nil {
 		return err
 	}
-	pw, err := account.Passwords.Hash(ctx, password)
+	pw, err := accounts.Passwords.Hash(ctx, password)
 	if err != nil {
 		return err
 	}

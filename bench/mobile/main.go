@@ -33,15 +33,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/bench"
-	"github.com/newsletter/newsletter/internal/testkit/apnstest"
-	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/push/apns"
-	"github.com/newsletter/newsletter/push/fcm"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // childEnv carries a child's job.
@@ -372,11 +372,11 @@ type (
 	apnsApp struct{ c *apns.Client }
 )
 
-func (f fcmApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
 	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
 
-func (a apnsApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
 	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
 

@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/bench"
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/testkit/pushtest"
-	"github.com/newsletter/newsletter/push"
 )
 
 // childEnv carries a sender's job to a child process.
@@ -68,7 +68,7 @@ func run() error {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_WORKERS")); err == nil && n > 0 {
 		workers = n
 	}
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		return err
 	}
@@ -125,18 +125,18 @@ type service struct {
 	wantPlaintextPayload []byte
 }
 
-func startService() (*service, push.Subscription, error) {
+func startService() (*service, webpush.Subscription, error) {
 	key, err := ecdh.P256().GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, push.Subscription{}, err
+		return nil, webpush.Subscription{}, err
 	}
 	auth := make([]byte, 16)
 	if _, err := rand.Read(auth); err != nil {
-		return nil, push.Subscription{}, err
+		return nil, webpush.Subscription{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, push.Subscription{}, err
+		return nil, webpush.Subscription{}, err
 	}
 	s := &service{ln: ln, key: key, auth: auth, wantPlaintextPayload: payload}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
@@ -145,7 +145,7 @@ func startService() (*service, push.Subscription, error) {
 			bench.Warn("push service", err)
 		}
 	}()
-	return s, push.Subscription{Endpoint: "http://" + ln.Addr().String() + "/push/bench", P256DH: key.PublicKey().Bytes(), Auth: auth}, nil
+	return s, webpush.Subscription{Endpoint: "http://" + ln.Addr().String() + "/push/bench", P256DH: key.PublicKey().Bytes(), Auth: auth}, nil
 }
 
 func (s *service) serve(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +155,7 @@ func (s *service) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n := s.taken.Add(1); n%100 == 1 {
-		plain, err := pushtest.Decrypt(s.key, s.auth, body)
+		plain, err := webpushtest.Decrypt(s.key, s.auth, body)
 		if err != nil || !bytes.Equal(plain, s.wantPlaintextPayload) {
 			s.bad.Add(1)
 		} else {
@@ -207,21 +207,21 @@ func child(raw string) int {
 		fmt.Fprintln(os.Stderr, "sender:", err)
 		return 2
 	}
-	v, err := push.NewVAPID(j.VAPIDPublic, j.VAPIDPriv, "mailto:bench@example.com")
+	v, err := webpush.NewVAPID(j.VAPIDPublic, j.VAPIDPriv, "mailto:bench@example.com")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sender:", err)
 		return 2
 	}
-	sub := push.Subscription{Endpoint: j.Endpoint, P256DH: j.P256DH, Auth: j.Auth}
+	sub := webpush.Subscription{Endpoint: j.Endpoint, P256DH: j.P256DH, Auth: j.Auth}
 	var op func(int64) error
 	switch j.Mode {
 	case "client":
 		// The lane's client: netguard's (private addresses allowed for
 		// the loopback service), as the worker builds it.
 		g := netguard.Guard{AllowPrivate: true}
-		c := push.NewClient(v, g.Client(netguard.Limits{Timeout: 10 * time.Second, MaxResponse: 4096}))
+		c := webpush.NewClient(v, g.Client(netguard.Limits{Timeout: 10 * time.Second, MaxResponse: 4096}))
 		ctx := context.Background()
-		op = func(int64) error { return c.Send(ctx, sub, payload, push.Options{TTL: time.Hour}) }
+		op = func(int64) error { return c.Send(ctx, sub, payload, webpush.Options{TTL: time.Hour}) }
 	case "bare":
 		// Only what a push needs: encrypt, and post with a header signed
 		// once.
@@ -232,7 +232,7 @@ func child(raw string) int {
 			return 2
 		}
 		op = func(int64) error {
-			body, err := push.Encrypt(sub, payload)
+			body, err := webpush.Encrypt(sub, payload)
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/bench"
-	"github.com/newsletter/newsletter/internal/engage"
+	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/store"
 )
 

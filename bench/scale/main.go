@@ -55,7 +55,7 @@ import (
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 func main() {

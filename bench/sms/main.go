@@ -28,12 +28,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/bench"
-	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
+	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/channels/sms/smstest"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/sms"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // childEnv carries a child's job.
@@ -101,7 +101,7 @@ func run() error {
 		n, len(text), senders, runtime.NumCPU(), len(ids), time.Since(began).Round(time.Millisecond))
 
 	tb := bench.NewTB()
-	gw := twiliotest.New(tb)
+	gw := smstest.New(tb)
 	defer func() {
 		for _, e := range tb.Close() {
 			bench.Warn("gateway", fmt.Errorf("%s", e))
@@ -225,7 +225,7 @@ type laneRun struct {
 // runLane enqueues one sms:deliver task per reader, then starts the
 // worker and times it until the gateway has taken every text (before
 // were there already).
-func runLane(ctx context.Context, rdb *redis.Client, base job, ids []int64, before int, gw *twiliotest.Server) (laneRun, error) {
+func runLane(ctx context.Context, rdb *redis.Client, base job, ids []int64, before int, gw *smstest.Server) (laneRun, error) {
 	var r laneRun
 	redis0, err := bench.RedisCPU(ctx, rdb)
 	if err != nil {

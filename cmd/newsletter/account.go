@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/accounts"
 )
 
 const accountUsage = `usage:
@@ -39,11 +39,11 @@ func accountCmd(ctx context.Context, args []string, getenv func(string) string, 
 		if fs.NArg() != 0 {
 			return errors.New(accountUsage)
 		}
-		if _, _, err := account.CheckInvite(*email, *roleName); err != nil {
+		if _, _, err := accounts.CheckInvite(*email, *roleName); err != nil {
 			return err
 		}
 		return withApp(ctx, getenv, stdout, stderr, func(a *app) error {
-			iv := &account.Inviter{Store: a.store, BaseURL: a.cfg.BaseURL, Now: time.Now}
+			iv := &accounts.Inviter{Store: a.store, BaseURL: a.cfg.BaseURL, Now: time.Now}
 			inv, link, err := iv.Invite(ctx, adminauth.Principal{Name: audit.CLIActor(), Role: adminauth.Admin}, *email, *roleName)
 			if err != nil {
 				return fmt.Errorf("account %s: %w", *email, err)

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/account"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -42,11 +42,11 @@ func TestAccountCreate(t *testing.T) {
 
 	code, out, errs := cmd("create", "--email", "Ann@Example.org", "--role", "admin")
 	link := strings.TrimSpace(out)
-	token, ok := strings.CutPrefix(link, "https://news.example.org"+account.InvitePath)
+	token, ok := strings.CutPrefix(link, "https://news.example.org"+accounts.InvitePath)
 	if code != 0 || !ok || strings.Contains(link, "\n") || !strings.Contains(errs, "ann@example.org") {
 		t.Fatalf("account create: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	inv, err := st.InviteByHash(context.Background(), account.HashInviteToken(token))
+	inv, err := st.InviteByHash(context.Background(), accounts.HashInviteToken(token))
 	if err != nil || inv.Email != "ann@example.org" || inv.Role != adminauth.Admin || !strings.HasPrefix(inv.By, "cli") {
 		t.Fatalf("the invite: %+v %v", inv, err)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/newsletter/newsletter/internal/account"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
+	"github.com/newsletter/newsletter/services/accounts"
 )
 
 var inviteLink = regexp.MustCompile(`https?://\S+/admin/invite/[A-Za-z0-9_-]+`)
@@ -72,7 +72,7 @@ func TestAccountsInChromium(t *testing.T) {
 		t.Fatalf("the authenticator link %q", href)
 	}
 	code := func(at time.Time) string {
-		c, err := account.Code(secret, at)
+		c, err := accounts.Code(secret, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestAccountsInChromium(t *testing.T) {
 	// invite used is spent; one step ahead is still accepted).
 	b.do(chromedp.Navigate(base+"/admin/login"), chromedp.WaitVisible(chromedp.ID("email")),
 		chromedp.SendKeys(chromedp.ID("email"), "ed@example.org"), chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.SendKeys(chromedp.ID("code"), code(time.Now().Add(account.TOTPPeriod*time.Second))))
+		chromedp.SendKeys(chromedp.ID("code"), code(time.Now().Add(accounts.TOTPPeriod*time.Second))))
 	b.shot("console-sign-in")
 	b.do(chromedp.Click(chromedp.CSS(`#account-login button[type=submit]`)))
 	b.heading("Overview")

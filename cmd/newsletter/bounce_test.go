@@ -12,10 +12,10 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/channels/email/feedback"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -36,7 +36,7 @@ func deliverReport(t *testing.T, addr, rcpt, raw string) {
 // mail to rcpt whose envelope sender and Message-ID carried tag.
 func postfixDSN(t *testing.T, rcpt, tag string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../internal/feedback/testdata/postfix-dsn.eml")
+	b, err := os.ReadFile("../../channels/email/feedback/testdata/postfix-dsn.eml")
 	if err != nil {
 		t.Fatal(err)
 	}

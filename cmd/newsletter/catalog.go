@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/newsletter/newsletter/internal/catalog"
-	"github.com/newsletter/newsletter/internal/catalog/catalogmail"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/catalog"
+	"github.com/newsletter/newsletter/services/catalog/catalogmail"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -12,14 +12,14 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/testkit/apnstest"
-	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/channels/sms/smstest"
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/internal/testkit/pushtest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
-	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -49,12 +49,12 @@ func TestChannelIsolation(t *testing.T) {
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
 
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	web := pushtest.New(t, pub)
-	fcmSvc, apnsSvc, gw := fcmtest.New(t), apnstest.New(t), twiliotest.New(t)
+	web := webpushtest.New(t, pub)
+	fcmSvc, apnsSvc, gw := fcmtest.New(t), apnstest.New(t), smstest.New(t)
 	ca := filepath.Join(t.TempDir(), "apns-ca.pem")
 	if err := os.WriteFile(ca, apnsSvc.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)

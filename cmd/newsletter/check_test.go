@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/nettest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 func runCheck(t *testing.T, env map[string]string) (int, string, string) {

@@ -21,9 +21,9 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // writeKey writes key as a PKCS #8 PEM file and returns its path and the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/csvimport"
+	"github.com/newsletter/newsletter/services/csvimport"
 )
 
 // importColumns are the CSV columns (the help names them).

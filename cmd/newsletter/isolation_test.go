@@ -19,18 +19,18 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/internal/testkit/apnstest"
-	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/channels/sms/smstest"
+	"github.com/newsletter/newsletter/channels/webhook"
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
-	"github.com/newsletter/newsletter/internal/testkit/twiliotest"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/webhook"
 )
 
 const isolationAdmin = "isolation-admin-0123456789"
@@ -62,11 +62,11 @@ func TestLaneIsolation(t *testing.T) {
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
 
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushSvc := pushtest.New(t, pub)
+	pushSvc := webpushtest.New(t, pub)
 	pushSvc.Hang()
 	var hookHits atomic.Int64
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -428,12 +428,12 @@ func isolationMailTime(b *testing.B, subscribers int, troubled bool) isolationRo
 	smtpSrv := smtptest.Start(b)
 	st := versionedStore(b, rdb)
 	ctx := context.Background()
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		b.Fatal(err)
 	}
-	pushSvc := pushtest.New(b, pub)
-	fcmSvc, apnsSvc, gw := fcmtest.New(b), apnstest.New(b), twiliotest.New(b)
+	pushSvc := webpushtest.New(b, pub)
+	fcmSvc, apnsSvc, gw := fcmtest.New(b), apnstest.New(b), smstest.New(b)
 	ca := filepath.Join(b.TempDir(), "apns-ca.pem")
 	if err := os.WriteFile(ca, apnsSvc.CertPEM(), 0o600); err != nil {
 		b.Fatal(err)

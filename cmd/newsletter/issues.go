@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/api"
-	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // issueMail is the API's IssueRenderer: the worker's renderer, links and

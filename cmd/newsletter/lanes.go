@@ -10,14 +10,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/pace"
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/push/apns"
-	"github.com/newsletter/newsletter/push/fcm"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // workerFlags reads `newsletter worker [--lanes email,push,webhook,sms]`: the
@@ -92,11 +92,11 @@ var pushLimits = netguard.Limits{Timeout: 15 * time.Second, MaxResponse: 4096}
 // pushSender is the web push client, nil without VAPID keys: the push
 // lane then runs nothing and its tasks wait in its queue for a worker
 // that has them.
-func pushSender(a *app) push.Sender {
+func pushSender(a *app) webpush.Sender {
 	if a.cfg.VAPID == nil {
 		return nil
 	}
-	return push.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
+	return webpush.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
 }
 
 // appGates are the app platforms this process can send to (FCM, APNs:
@@ -137,10 +137,10 @@ type (
 	apnsApp struct{ c *apns.Client }
 )
 
-func (f fcmApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
 	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
 
-func (a apnsApp) SendApp(ctx context.Context, token string, n push.Notification) error {
+func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
 	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/testkit/apnstest"
-	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/store"
 )
 

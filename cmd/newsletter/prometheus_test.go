@@ -17,11 +17,11 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/deploy"
 	"github.com/newsletter/newsletter/internal/testkit/logtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/tasks"
 )
 

@@ -13,13 +13,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/newsletter/newsletter/channels/email/smtptest"
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/internal/testkit/pushtest"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 	"github.com/newsletter/newsletter/internal/token"
-	"github.com/newsletter/newsletter/push"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -33,11 +33,11 @@ import (
 // push service: everything else is the browser's.
 func TestE2EWebPushInBrowser(t *testing.T) {
 	b := browser{t: t, ctx: newBrowser(t)}
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushSvc := pushtest.New(t, pub)
+	pushSvc := webpushtest.New(t, pub)
 	browserSub := pushSvc.NewSubscription()
 
 	rdb, redisURL := redistest.New(t, redistest.DBCommand)
@@ -111,15 +111,15 @@ func TestE2EWebPushInBrowser(t *testing.T) {
 		t.Fatalf("stored %+v, %v", stored, err)
 	}
 	// What the lane will do with it: a message the push service decrypts.
-	v, err := push.NewVAPID(pub, priv, "mailto:ops@example.com")
+	v, err := webpush.NewVAPID(pub, priv, "mailto:ops@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := netguard.Guard{AllowPrivate: true}
-	c := push.NewClient(v, g.Client(netguard.Limits{Timeout: 10 * time.Second}))
-	payload, _ := push.EventNotification("Your export is ready", "https://app.example.com/exports/1").Payload()
+	c := webpush.NewClient(v, g.Client(netguard.Limits{Timeout: 10 * time.Second}))
+	payload, _ := webpush.EventNotification("Your export is ready", "https://app.example.com/exports/1").Payload()
 	s := stored[0]
-	if err := c.Send(context.Background(), push.Subscription{Endpoint: s.Endpoint, P256DH: s.P256DH, Auth: s.Auth}, payload, push.Options{}); err != nil {
+	if err := c.Send(context.Background(), webpush.Subscription{Endpoint: s.Endpoint, P256DH: s.P256DH, Auth: s.Auth}, payload, webpush.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := pushSvc.Received(); len(got) != 1 || string(got[0].Plaintext) != string(payload) {

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/channels/email/feedback"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

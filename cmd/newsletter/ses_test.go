@@ -16,9 +16,9 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
+	"github.com/newsletter/newsletter/channels/email/sestest"
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
-	"github.com/newsletter/newsletter/internal/testkit/sestest"
-	"github.com/newsletter/newsletter/internal/testkit/smtptest"
 )
 
 // awsTestCredentials puts the SES stand-in's key into the environment,

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/engage"
-	"github.com/newsletter/newsletter/internal/feedback"
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // sentMail records what a test send hands the mailer.

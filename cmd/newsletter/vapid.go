@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/config"
-	"github.com/newsletter/newsletter/push"
 )
 
 // vapidCmd is `newsletter vapid generate`: a new VAPID key pair for web
@@ -17,7 +17,7 @@ func vapidCmd(args []string, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "generate" {
 		return errors.New("usage: newsletter vapid generate")
 	}
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		return err
 	}

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/netguard"
-	"github.com/newsletter/newsletter/internal/testkit/pushtest"
-	"github.com/newsletter/newsletter/push"
 )
 
 // `newsletter vapid generate` prints exactly the two lines of an env file,
@@ -36,10 +36,10 @@ func TestVAPIDGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pushtest.New(t, m[1])
+	srv := webpushtest.New(t, m[1])
 	g := netguard.Guard{AllowPrivate: true}
-	c := push.NewClient(cfg.VAPID, g.Client(netguard.Limits{Timeout: 10 * time.Second}))
-	if err := c.Send(context.Background(), srv.NewSubscription(), []byte(`{"title":"hi"}`), push.Options{}); err != nil {
+	c := webpush.NewClient(cfg.VAPID, g.Client(netguard.Limits{Timeout: 10 * time.Second}))
+	if err := c.Send(context.Background(), srv.NewSubscription(), []byte(`{"title":"hi"}`), webpush.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(srv.Received()) != 1 {

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/testkit/apnstest"
-	"github.com/newsletter/newsletter/internal/testkit/fcmtest"
-	"github.com/newsletter/newsletter/push/apns"
-	"github.com/newsletter/newsletter/push/fcm"
-	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/channels/sms"
 )
 
 // FCM and APNs are on with their settings, off without: the URLs default

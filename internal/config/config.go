@@ -18,24 +18,24 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
 
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/email/feedback"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
-	"github.com/newsletter/newsletter/internal/engage"
-	"github.com/newsletter/newsletter/internal/feedback"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/issues"
 	"github.com/newsletter/newsletter/mailer"
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/push/apns"
-	"github.com/newsletter/newsletter/push/fcm"
-	"github.com/newsletter/newsletter/sms"
+	"github.com/newsletter/newsletter/services/engage"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // Config is every setting of the service. Zero values are never used: Load
@@ -165,7 +165,7 @@ type Config struct {
 	SESEndpoint    string
 	// VAPID is the web push identity (NEWSLETTER_VAPID_PUBLIC_KEY,
 	// _PRIVATE_KEY and _SUBJECT, all three or none); nil: web push off.
-	VAPID *push.VAPID
+	VAPID *webpush.VAPID
 	// FCM is Firebase Cloud Messaging for Android (and iOS through
 	// Firebase) app installs: the service account's key
 	// (NEWSLETTER_FCM_CREDENTIALS_FILE), at FCMURL (NEWSLETTER_FCM_URL,
@@ -754,7 +754,7 @@ func (p *parser) apns() (*APNs, string) {
 }
 
 // vapid loads the web push identity: all three variables or none.
-func (p *parser) vapid() *push.VAPID {
+func (p *parser) vapid() *webpush.VAPID {
 	pub := p.str("NEWSLETTER_VAPID_PUBLIC_KEY", "")
 	priv := p.str("NEWSLETTER_VAPID_PRIVATE_KEY", "")
 	subject := p.str("NEWSLETTER_VAPID_SUBJECT", "")
@@ -773,17 +773,17 @@ func (p *parser) vapid() *push.VAPID {
 		}
 		return nil
 	}
-	v, err := push.NewVAPID(pub, priv, subject)
+	v, err := webpush.NewVAPID(pub, priv, subject)
 	switch {
 	case err == nil:
 		return v
-	case errors.Is(err, push.ErrVAPIDPublicKey):
+	case errors.Is(err, webpush.ErrVAPIDPublicKey):
 		p.check("NEWSLETTER_VAPID_PUBLIC_KEY", false, "the base64url public key that `newsletter vapid generate` prints (an uncompressed P-256 point)")
-	case errors.Is(err, push.ErrVAPIDPrivateKey):
+	case errors.Is(err, webpush.ErrVAPIDPrivateKey):
 		p.check("NEWSLETTER_VAPID_PRIVATE_KEY", false, "the base64url private key that `newsletter vapid generate` prints (a 32-byte P-256 scalar)")
-	case errors.Is(err, push.ErrVAPIDMismatch):
+	case errors.Is(err, webpush.ErrVAPIDMismatch):
 		p.check("NEWSLETTER_VAPID_PUBLIC_KEY", false, "the public key of NEWSLETTER_VAPID_PRIVATE_KEY: the two do not belong together (use the pair `newsletter vapid generate` printed)")
-	case errors.Is(err, push.ErrVAPIDSubject):
+	case errors.Is(err, webpush.ErrVAPIDSubject):
 		p.check("NEWSLETTER_VAPID_SUBJECT", false, "a contact for the push services: mailto:you@example.com or an https:// URL")
 	default:
 		p.errs = append(p.errs, fmt.Errorf("NEWSLETTER_VAPID_PUBLIC_KEY: %w", err))

@@ -9,9 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/redisconn"
-	"github.com/newsletter/newsletter/push"
-	"github.com/newsletter/newsletter/tasks/worker"
+	"github.com/newsletter/newsletter/worker"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -305,11 +305,11 @@ func TestEmailTransport(t *testing.T) {
 // in between, or a pair that does not belong together, stops the start
 // naming the variable to fix.
 func TestVAPID(t *testing.T) {
-	pub, priv, err := push.GenerateVAPIDKeys()
+	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherPub, _, err := push.GenerateVAPIDKeys()
+	otherPub, _, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}

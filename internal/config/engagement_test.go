@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/engage"
+	"github.com/newsletter/newsletter/services/engage"
 )
 
 // The engagement settings: aggregate and no opens by default, the three

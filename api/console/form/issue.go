@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/newsletter/newsletter/issues"
+	"github.com/newsletter/newsletter/services/issues"
 )
 
 // Send is the send form (and the reschedule form, which has no "now"):

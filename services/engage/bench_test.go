@@ -1,0 +1,38 @@
+package engage_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/newsletter/newsletter/services/engage"
+)
+
+// BenchmarkRedirect is the handler's own cost per click (no network),
+// its buffer written to the test's Redis: make bench-redirect measures
+// it served.
+func BenchmarkRedirect(b *testing.B) {
+	r := newRig(b, engage.Aggregate, false, engage.RecorderConfig{FlushEvery: -1})
+	paths := make([]string, 1024)
+	for i := range paths {
+		paths[i] = "/r/" + engage.Token(r.keys.LinkPart(engage.Link, issue, i%2), r.keys.ReaderPart(issue, int64(i+1), r.sent))
+	}
+	mux := http.NewServeMux()
+	r.h.Register(mux)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest("GET", paths[i%len(paths)], nil)
+		req.Header.Set("User-Agent", browser)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		if w.Code != http.StatusFound {
+			b.Fatal(w.Code)
+		}
+		if i%10000 == 0 {
+			if err := r.h.Recorder.Flush(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

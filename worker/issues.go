@@ -1,0 +1,791 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/newsletter/newsletter/channels/webhook"
+	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/segment"
+	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+)
+
+// DefaultIssueCheckInterval is how often a running batch looks at its
+// issue's status again: a pause or cancel stops every batch's sending
+// within about that long, at any send rate. Batches that start after it
+// look before their first mail. Checking by time rather than every so many
+// mails keeps the look cheap at a high rate (a batch of 50 takes well
+// under a second there and seldom looks more than once) and still prompt
+// at a low one.
+const DefaultIssueCheckInterval = time.Second
+
+// IssueStore is what sending an issue needs of the store.
+type IssueStore interface {
+	Issue(ctx context.Context, id int64) (store.Issue, error)
+	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
+	IssueProgress(ctx context.Context, id int64) (store.IssueProgress, error)
+	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error)
+	AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error
+	FinishIssue(ctx context.Context, id int64) (bool, error)
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+	AudienceByShard(ctx context.Context, topics []string, after int64, limit int) ([]int64, error)
+	// An issue with a segment walks the segment's readers instead.
+	IssueSegmentExpr(ctx context.Context, c store.IssueContent) (string, error)
+	SegmentAudienceByShard(ctx context.Context, expr string, after int64, limit int) ([]int64, error)
+	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
+	ChannelsOf(ctx context.Context, ids []int64) ([]store.Channels, error)
+	SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error
+	// SetIssueLinks stores the targets of the issue's counted links
+	// (internal/engage), before the first mail that carries them.
+	SetIssueLinks(ctx context.Context, issueID int64, urls []string) error
+}
+
+// IssueSender handles issue:plan and email:issue: an issue's audience
+// walked as the digest's is (the same back pressure, batches, delivery
+// marks and shared render), with a status check that lets a pause stop
+// it and a resume carry on.
+type IssueSender struct {
+	Store   IssueStore
+	Deliver *Deliverer
+	Queue   tasks.Enqueuer
+	Depth   QueueDepth
+	Links   Links
+	Quiet   *quiet.Hours
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *Metrics
+	// DefaultZone is the time zone of readers without one, for local-hour
+	// sending (nil: UTC).
+	DefaultZone       *time.Location
+	BatchSize         int
+	MaxPendingBatches int
+	// CheckInterval is how often a batch reads its issue's status
+	// again while it sends (DefaultIssueCheckInterval).
+	CheckInterval time.Duration
+	// RedisWait bounds how long each Redis step waits for a Redis that
+	// cannot be reached (DefaultRedisWait), as the digest's steps do.
+	RedisWait time.Duration
+	// Notify queues issue.sent when an issue's sending ends (nil: none).
+	Notify *tasks.WebhookNotifier
+
+	prepMu   sync.Mutex
+	prepared map[preparedKey]preparedIssue
+	// contents are the issues' contents by id and version, for batches:
+	// what a batch uses of an issue (its content, slug, period) changes
+	// only with its version, so a batch reads the small status and the
+	// whole issue only when its version is new to the worker.
+	contents map[issueVersion]store.Issue
+	// linksStored are the issue versions whose counted links this worker
+	// stored (SetIssueLinks), under prepMu.
+	linksStored map[issueVersion]bool
+}
+
+// issueVersion names one version of an issue's content.
+type issueVersion struct {
+	id      int64
+	version int
+}
+
+// preparedKey names an issue's mail to one topic's readers: the version
+// is part of it, since only a sent issue is frozen.
+type preparedKey struct {
+	id      int64
+	version int
+	topic   string
+}
+
+// preparedIssue is that mail's shared data and rendering.
+type preparedIssue struct {
+	data mailer.Data
+	prep *mailer.Prepared
+	// links are the targets of the body's counted links by index; nil
+	// when links are not counted (NEWSLETTER_ENGAGEMENT=off).
+	links []string
+}
+
+// maxPrepared bounds the cache: a worker sends a few issues at a time.
+const maxPrepared = 64
+
+// away is how the sender's Redis steps wait out an outage (redisaway.go):
+// each is safe to run twice (a transition refused as already done is
+// read again, a page's advance counts once, a batch's TaskID conflicts,
+// an outcome is a bit).
+func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
+
+// awaited is the sender's store and queue waiting out an outage as away
+// says.
+func (h *IssueSender) awaited() awaitIssues {
+	return awaitIssues{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store}
+}
+
+// issue reads the issue, waiting out an outage.
+func (h *IssueSender) issue(ctx context.Context, id int64) (store.Issue, error) {
+	return h.awaited().Issue(ctx, id)
+}
+
+// status reads the issue's status, round and version, waiting out an
+// outage.
+func (h *IssueSender) status(ctx context.Context, id int64) (store.IssueStatus, error) {
+	return h.awaited().IssueStatus(ctx, id)
+}
+
+// content is the issue at st (its status and round from st), read whole
+// only the first time the worker meets this version of it.
+func (h *IssueSender) content(ctx context.Context, id int64, st store.IssueStatus) (store.Issue, error) {
+	key := issueVersion{id, st.Version}
+	h.prepMu.Lock()
+	is, ok := h.contents[key]
+	h.prepMu.Unlock()
+	if !ok {
+		var err error
+		if is, err = h.issue(ctx, id); err != nil {
+			return store.Issue{}, err
+		}
+		h.prepMu.Lock()
+		if h.contents == nil || len(h.contents) >= maxPrepared {
+			h.contents = map[issueVersion]store.Issue{}
+		}
+		h.contents[issueVersion{id, is.Version}] = is
+		h.prepMu.Unlock()
+	}
+	is.Status, is.Round = st.Status, st.Round
+	return is, nil
+}
+
+// HandleIssuePlan walks the readers of any of the issue's topics (each
+// once) and enqueues their batches: due now, or at the issue's local hour
+// in each reader's time zone. The walk goes shard by shard, so that a
+// batch's readers sit in one or two of the store's shards and its
+// per-shard steps run once or twice, not for nearly every shard (an
+// issue an earlier release began walks on in id order: walkOrder). The
+// cursor is saved after each page, so a killed planner resumes; a paused
+// or cancelled issue stops the walk.
+func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayload) error {
+	size := h.BatchSize
+	room := backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
+	prog, err := h.awaited().IssueProgress(ctx, p.IssueID)
+	if errors.Is(err, store.ErrNoIssue) {
+		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	if prog.Round != p.Round || prog.PlanDone {
+		return nil // a later round plans it, or this one is done
+	}
+	cursor, maxCursor := prog.Cursor, prog.MaxCursor
+	fannedOut := false
+	var is store.Issue
+	order := prog.WalkOf()
+	walk := h.walkOrder(ctx, order, size, func() store.Issue { return is })
+	for {
+		var again bool
+		var err error
+		if is, again, err = h.planningIssue(ctx, p, is); err != nil {
+			return err
+		}
+		if again {
+			continue
+		}
+		if is.Status != store.IssueSending || is.Round != p.Round {
+			h.Log.Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
+			return nil
+		}
+		if !fannedOut {
+			// The readers' browsers, in the push lane (fanout.go).
+			if err := h.fanOutPush(ctx, is, p.Round); err != nil {
+				return err
+			}
+			fannedOut = true
+		}
+		if err := room.wait(ctx); err != nil {
+			return err
+		}
+		ids, err := walk.next(cursor)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			if err := h.advance(ctx, is.ID, p.Round, order, cursor, 0, true); err != nil {
+				return err
+			}
+			return h.finish(ctx, is)
+		}
+		if err := h.enqueuePage(ctx, is, p.Round, ids); err != nil {
+			return err
+		}
+		n := countAbove(ids, walk.key, maxCursor)
+		last := walk.key(ids[len(ids)-1])
+		cursor, maxCursor = last, max(maxCursor, last)
+		if err := h.advance(ctx, is.ID, p.Round, order, cursor, n, false); err != nil {
+			return err
+		}
+	}
+}
+
+// planningIssue reads the issue before the planner's next page: the
+// whole issue once, then its status alone before each page (while it is
+// sending in this round its content and schedule stay as read; a resume
+// starts a new round). A scheduled issue whose time came is moved to
+// sending here; again says another run moved it first (or changed it),
+// and the issue is to be read again.
+func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayload, is store.Issue) (_ store.Issue, again bool, err error) {
+	if is.ID == 0 || is.Status != store.IssueSending {
+		is, err = h.issue(ctx, p.IssueID)
+	} else {
+		var st store.IssueStatus
+		st, err = h.status(ctx, p.IssueID)
+		is.Status, is.Round = st.Status, st.Round
+	}
+	if err != nil {
+		return is, false, err
+	}
+	if is.Status == store.IssueScheduled && is.Round == p.Round {
+		// Never before its time: asynq keeps due times in whole
+		// seconds, and a relay or a clock apart can start a plan
+		// early. It comes back when the time is there.
+		if early := is.SendAt.Sub(h.Now()); early > 0 {
+			return is, false, notYetError{early}
+		}
+		// Its time came: from now on it is frozen.
+		if is, err = h.awaited().TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
+			store.IssueChange{Round: p.Round}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
+			return is, true, nil
+		} else if err != nil {
+			return is, false, err
+		}
+	}
+	return is, false, nil
+}
+
+// enqueuePage queues the batches of one page of readers ids: due now, or
+// at the issue's local hour in each reader's time zone.
+func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int, ids []int64) error {
+	due := map[time.Time][]int64{{}: ids}
+	if is.LocalTime != "" {
+		var err error
+		if due, err = h.byLocalTime(ctx, is.LocalTime, ids); err != nil {
+			return err
+		}
+	}
+	for at, part := range due {
+		task := tasks.NewIssueBatch(is.ID, round, part, h.Now(), false)
+		if !at.IsZero() {
+			task = tasks.NewIssueBatch(is.ID, round, part, at, true)
+		}
+		if err := h.awaited().Enqueue(ctx, task); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkOrder is the planner's walk in order (store.WalkByShard, or
+// store.WalkByID for an issue an earlier release began), over the topics
+// topics gives when it reads (the issue is read after the walk is made).
+func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, issue func() store.Issue) lookahead {
+	if order == store.WalkByID {
+		return lookahead{page: page, read: func(cursor int64, limit int) ([]int64, error) {
+			return h.audienceAny(ctx, issue().Topics, cursor, limit)
+		}}
+	}
+	// A segment's expression is read once a run of the planner: an edit
+	// of the segment while it sends reaches the pages planned after it.
+	var segExpr string
+	return lookahead{page: page, key: store.WalkKey, read: func(cursor int64, limit int) ([]int64, error) {
+		is := issue()
+		if is.Segment == 0 {
+			return h.awaited().AudienceByShard(ctx, is.Topics, cursor, limit)
+		}
+		if segExpr == "" {
+			var err error
+			segExpr, err = h.awaited().IssueSegmentExpr(ctx, is.IssueContent)
+			if errors.Is(err, store.ErrNoSegment) {
+				// The API refuses to delete a segment an unsent issue
+				// names; one gone anyway leaves nobody to plan for.
+				return nil, fmt.Errorf("issue %d: %w: %w", is.ID, err, asynq.SkipRetry)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		ids, err := h.awaited().SegmentAudienceByShard(ctx, segExpr, cursor, limit)
+		var bad *segment.Error
+		if errors.As(err, &bad) {
+			// The expression no longer holds (a topic gone from the
+			// topics file): a retry would find it as wrong.
+			return nil, fmt.Errorf("issue %d: its segment: %w: %w", is.ID, err, asynq.SkipRetry)
+		}
+		return ids, err
+	}}
+}
+
+// countAbove is how many of ids are past cursor in the walk (key): by
+// how much a page grows the issue's planned count, so that readers
+// planned by an earlier walk (a killed planner, an earlier round) are
+// not counted twice.
+func countAbove(ids []int64, key func(int64) int64, cursor int64) int {
+	n := 0
+	for _, id := range ids {
+		if key(id) > cursor {
+			n++
+		}
+	}
+	return n
+}
+
+// advance saves the planner's place after a page, waiting out an outage
+// (the store counts a page once, so saving it again is safe).
+func (h *IssueSender) advance(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error {
+	return h.awaited().AdvanceIssuePlan(ctx, id, round, walk, cursor, n, done)
+}
+
+// audienceAny is the keyset walk over the union of topics' audiences: up
+// to limit ids above cursor of active readers of any of them, each once.
+// Every id up to the smallest last id of a full page is in the pages read,
+// so cutting there misses nobody.
+func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
+	return audienceAny(ctx, h.awaited(), topicIDs, cursor, limit)
+}
+
+// LookaheadPages is how many pages a lookahead reads at once.
+const LookaheadPages = 10
+
+// lookahead reads a walk several pages at a time and hands them out a page
+// at a time: a read of the sharded store's bitmaps costs a round trip of
+// one GETRANGE per shard and bitmap however long the stretch, so ten
+// pages cost what one did. A page handed out is the one a read at its
+// cursor would have given when the pages were read; readers who join or
+// leave meanwhile are as for any two reads (the batches check each
+// reader as they send). It lives for one run of the planner's task.
+type lookahead struct {
+	// read gives up to limit ids past cursor, in the walk's order.
+	read func(cursor int64, limit int) ([]int64, error)
+	// key is an id's place in the walk's order, which cursors are
+	// (store.WalkKey); nil: id order, the id itself.
+	key  func(id int64) int64
+	page int
+	buf  []int64
+	end  bool // the last read reached the walk's end
+}
+
+// next is the page after cursor.
+func (l *lookahead) next(cursor int64) ([]int64, error) {
+	if l.key == nil {
+		l.key = func(id int64) int64 { return id }
+	}
+	i, _ := slices.BinarySearchFunc(l.buf, cursor+1, func(id, target int64) int { return cmp.Compare(l.key(id), target) })
+	l.buf = l.buf[i:]
+	if len(l.buf) < l.page && !l.end {
+		ids, err := l.read(cursor, l.page*LookaheadPages)
+		if err != nil {
+			return nil, err
+		}
+		l.buf, l.end = ids, len(ids) < l.page*LookaheadPages
+	}
+	return l.buf[:min(len(l.buf), l.page)], nil
+}
+
+// audienceReader reads one page of a topic's audience.
+type audienceReader interface {
+	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
+}
+
+// audienceAny is IssueSender.audienceAny for any reader of audiences (the
+// fan-out walks an issue's readers the same way).
+func audienceAny(ctx context.Context, s audienceReader, topicIDs []string, cursor int64, limit int) ([]int64, error) {
+	var all []int64
+	cut := int64(math.MaxInt64)
+	for _, tp := range topicIDs {
+		ids, err := s.AudienceAfter(ctx, tp, cursor, limit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ids...)
+		if len(ids) == limit {
+			cut = min(cut, ids[len(ids)-1])
+		}
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	end, _ := slices.BinarySearch(all, cut+1)
+	if cut == math.MaxInt64 {
+		end = len(all)
+	}
+	all = all[:end]
+	return all[:min(len(all), limit)], nil
+}
+
+// LocalDue is the next time at or after now that is hhmm in zone tz
+// (def when tz is empty or unknown).
+func LocalDue(now time.Time, hhmm, tz string, def *time.Location) (time.Time, error) {
+	at, err := time.Parse("15:04", hhmm)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("local time %q: want HH:MM", hhmm)
+	}
+	loc := def
+	if loc == nil {
+		loc = time.UTC
+	}
+	if tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
+			loc = l
+		}
+	}
+	n := now.In(loc)
+	due := time.Date(n.Year(), n.Month(), n.Day(), at.Hour(), at.Minute(), 0, 0, loc)
+	if due.Before(n) {
+		due = time.Date(n.Year(), n.Month(), n.Day()+1, at.Hour(), at.Minute(), 0, 0, loc)
+	}
+	return due.UTC(), nil
+}
+
+// byLocalTime groups a page by the time each reader is due. A time not
+// later than now is sent now (the zero key).
+func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64) (map[time.Time][]int64, error) {
+	subs, err := h.awaited().SubscribersByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := h.Now()
+	out := map[time.Time][]int64{}
+	for i, s := range subs {
+		due, err := LocalDue(now, hhmm, s.Timezone, h.DefaultZone)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+		}
+		if !due.After(now) {
+			due = time.Time{}
+		}
+		out[due] = append(out[due], ids[i])
+	}
+	return out, nil
+}
+
+// IssueData is the data every reader of topic shares: the stream's and
+// the issue's, its body rendered once (body).
+func IssueData(l Links, is store.Issue, topic string, body mailer.Body) mailer.Data {
+	d := l.Stream(topic)
+	d.Subject, d.Preheader, d.IssueHTML, d.IssueText = is.Subject, is.Preheader, body.HTML, body.Text
+	d.ArchiveURL = l.ArchiveURL(is)
+	d.ReplyTo = is.ReplyTo
+	return d
+}
+
+// ArchiveURL is the issue's page in the public archive ("view in the
+// browser"), the same for every reader: "" when one of its topics is
+// private or it went to a segment (the archive leaves it out,
+// api.Server.public).
+func (l Links) ArchiveURL(is store.Issue) string {
+	if l.BaseURL == "" || len(is.Topics) == 0 || is.Segment != 0 {
+		return ""
+	}
+	for _, t := range is.Topics {
+		if !l.Topics.Current().Public(t) {
+			return ""
+		}
+	}
+	return l.BaseURL + "/archive/" + url.PathEscape(is.Slug)
+}
+
+// IssueTopic is the topic reader s gets issue is as by e-mail: the first
+// of the issue's topics they follow and chose e-mail for (ch, their
+// choices; e-mail is on by default). None: they are skipped.
+//
+// An issue to a segment alone goes to readers for being in the segment,
+// not for a topic: it goes as "" (no topic), so its footer names no
+// topic ("You receive this mail") and its unsubscribe link and
+// List-Unsubscribe leave the newsletter's bulk mail, everything (leaving
+// one of the reader's topics would not stop the next such issue). A
+// reader who takes e-mail for none of their topics is skipped still.
+func IssueTopic(is store.Issue, s store.Subscriber, ch store.Channels) (string, bool) {
+	if len(is.Topics) == 0 && is.Segment != 0 {
+		for _, tp := range s.Topics {
+			if ch.Wants(tp, store.ChannelEmail) {
+				return "", true
+			}
+		}
+		return "", false
+	}
+	for _, tp := range is.Topics {
+		if slices.Contains(s.Topics, tp) && ch.Wants(tp, store.ChannelEmail) {
+			return tp, true
+		}
+	}
+	return "", false
+}
+
+// prepare is the issue's mail to topic's readers, rendered once per
+// issue version and topic for all the worker's batches, not once per
+// batch: the Markdown, then the shared parts of the mail (Prepare renders,
+// checks and encodes them). The result is the same as a render of its own
+// for each batch (and as the preview): only the work is shared.
+func (h *IssueSender) prepare(is store.Issue, topic string) (mailer.Data, *mailer.Prepared, error) {
+	h.prepMu.Lock()
+	defer h.prepMu.Unlock()
+	key := preparedKey{is.ID, is.Version, topic}
+	if p, ok := h.prepared[key]; ok {
+		return p.data, p.prep, nil
+	}
+	var body mailer.Body
+	var links []string
+	for k, p := range h.prepared {
+		if k.id == is.ID && k.version == is.Version {
+			body, links = mailer.Body{HTML: p.data.IssueHTML, Text: p.data.IssueText}, p.links
+			break
+		}
+	}
+	if body == (mailer.Body{}) {
+		var err error
+		if body, err = mailer.RenderMarkdown(is.Body); err != nil {
+			return mailer.Data{}, nil, fmt.Errorf("render issue %d: %w", is.ID, err)
+		}
+		h.Metrics.IssueRenders.Inc()
+		body, links = h.Links.Counted(is.ID, body)
+	}
+	data := IssueData(h.Links, is, topic, body)
+	prep, err := h.Deliver.Render.Prepare(mailer.KindIssue, data)
+	if err != nil {
+		return mailer.Data{}, nil, fmt.Errorf("prepare issue %d: %w", is.ID, err)
+	}
+	if h.prepared == nil || len(h.prepared) >= maxPrepared {
+		h.prepared = map[preparedKey]preparedIssue{}
+	}
+	h.prepared[key] = preparedIssue{data: data, prep: prep, links: links}
+	return data, prep, nil
+}
+
+// storeLinks stores the counted links of the issue's version once per
+// worker, before its first mail goes: a click on a link of a mail
+// already sent must find its target.
+func (h *IssueSender) storeLinks(ctx context.Context, is store.Issue, links []string) error {
+	v := issueVersion{is.ID, is.Version}
+	h.prepMu.Lock()
+	done := h.linksStored[v]
+	h.prepMu.Unlock()
+	if done || links == nil {
+		return nil
+	}
+	if _, err := awaitRedis(ctx, h.away(), "store the issue's links", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.Store.SetIssueLinks(ctx, is.ID, links)
+	}); err != nil {
+		return err
+	}
+	h.prepMu.Lock()
+	if h.linksStored == nil || len(h.linksStored) >= maxPrepared {
+		h.linksStored = map[issueVersion]bool{}
+	}
+	h.linksStored[v] = true
+	h.prepMu.Unlock()
+	return nil
+}
+
+// HandleIssueBatch sends an issue to a batch of readers (the whole batch
+// claimed, paced and sent over one SMTP session, marks, quiet hours),
+// reading the issue's status before the
+// first mail and again every CheckInterval while it sends: a paused or
+// cancelled issue (or one resumed since, in a new round) has the rest
+// handed back unsent (a resume plans them again; the marks skip whoever
+// got it).
+func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPayload) error {
+	st, err := h.status(ctx, p.IssueID)
+	if errors.Is(err, store.ErrNoIssue) {
+		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	checked := h.Now()
+	if st.Status != store.IssueSending || p.Round != st.Round {
+		// Paused, cancelled or done; or a batch of an earlier round: a
+		// resume plans everyone its rounds had not sent again, so a held
+		// batch of the round before (a local hour, quiet hours) would
+		// only race the new round's batch for the same readers' marks,
+		// and the loser would wait out the claim before it found them
+		// sent.
+		return nil
+	}
+	is, err := h.content(ctx, p.IssueID, st)
+	if err != nil {
+		return err
+	}
+	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
+	if err != nil {
+		return err
+	}
+	chans, err := h.awaited().ChannelsOf(ctx, p.IDs)
+	if err != nil {
+		return err
+	}
+	outcomes := store.IssueOutcomeKey(is.ID)
+	mails, skipped, held, links, err := h.sortRecipients(is, p.IDs, subs, chans)
+	if err != nil {
+		return err
+	}
+	if err := h.storeLinks(ctx, is, links); err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		if err := h.setOutcome(ctx, outcomes, store.OutcomeSkipped, skipped); err != nil {
+			return err
+		}
+	}
+	for until, ids := range held {
+		if err := h.awaited().Enqueue(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
+			return fmt.Errorf("defer quiet recipients: %w", err)
+		}
+	}
+	if len(mails) == 0 {
+		return h.finish(ctx, is)
+	}
+	gate := h.newStatusGate(is.ID, p.Round, st, checked)
+	failed, stopped, retry := h.Deliver.DeliverGated(ctx, mails, gate.check)
+	if len(failed) > 0 {
+		ids := make([]int64, len(failed))
+		for i, f := range failed {
+			ids[i] = f.SubscriberID
+		}
+		if err := h.setOutcome(ctx, outcomes, store.OutcomeFailed, ids); err != nil {
+			return firstErr(retry, fmt.Errorf("record %d failed recipients: %w", len(ids), err))
+		}
+	}
+	if stopped > 0 {
+		h.Log.Info("issue: batch stopped", "issue", is.ID, "status", gate.seen.Status, "round", gate.seen.Round, "unsent", stopped)
+		return retry
+	}
+	if retry != nil {
+		return retry
+	}
+	return h.finish(ctx, is)
+}
+
+// sortRecipients sorts a batch's readers subs (loaded for ids, in their
+// order) into the mails to send now, the readers skipped (gone, not
+// active, or no longer following any of the issue's topics) and the
+// readers held for the end of their quiet hours (by the time it ends).
+// A reader who turned e-mail off for each of the issue's topics they
+// follow (chans) is skipped.
+func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.Subscriber, chans []store.Channels) (mails []Mail, skipped []int64, held map[time.Time][]int64, links []string, err error) {
+	key := strconv.FormatInt(is.ID, 10)
+	countAs := ""
+	if is.Period != "" {
+		countAs = mailer.KindDigest // the weekly digest's issue
+	}
+	now := h.Now()
+	held = map[time.Time][]int64{}
+	// The batch's readers get the issue as one of a few topics: each
+	// topic's mail is fetched from h.prepare once per batch, not once per
+	// reader under the lock every batch of the worker shares.
+	byTopic := map[string]preparedIssue{}
+	for i, s := range subs {
+		topic, has := IssueTopic(is, s, chans[i])
+		switch until := h.Quiet.Until(s.Timezone, now); {
+		case s.ID == 0 || s.Status != store.Active || !has:
+			skipped = append(skipped, ids[i])
+		case !until.IsZero():
+			held[until] = append(held[until], s.ID)
+		default:
+			shared, ok := byTopic[topic]
+			if !ok {
+				stream, prep, err := h.prepare(is, topic)
+				if err != nil {
+					return nil, nil, nil, nil, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+				}
+				shared = preparedIssue{data: stream, prep: prep}
+				byTopic[topic] = shared
+			}
+			d := h.Links.ToIssue(shared.data, s, topic, is.ID)
+			d.Reader = h.Links.Reader(is.ID, s.ID, now)
+			mails = append(mails, Mail{
+				To:       s,
+				Mark:     store.Mark{Kind: store.IssueMarkKind, Key: key, SubscriberID: s.ID, Shared: true},
+				Data:     d,
+				Prepared: shared.prep,
+				CountAs:  countAs,
+			})
+		}
+	}
+	if len(mails) > 0 {
+		h.prepMu.Lock()
+		for k, p := range h.prepared {
+			if k.id == is.ID && k.version == is.Version {
+				links = p.links
+				break
+			}
+		}
+		h.prepMu.Unlock()
+	}
+	return mails, skipped, held, links, nil
+}
+
+// statusGate is an issue batch's Gate. Asked before every mail, it reads
+// the issue's status from Redis once an interval (CheckInterval), and
+// stops the batch once the issue is no longer sending in the batch's
+// round (paused, cancelled, or resumed in a new one).
+type statusGate struct {
+	h        *IssueSender
+	issue    int64
+	round    int
+	interval time.Duration
+	// checked is when the status was last read; seen is what it was.
+	checked time.Time
+	seen    store.IssueStatus
+}
+
+// newStatusGate starts a gate from the status st, read at checked.
+func (h *IssueSender) newStatusGate(issue int64, round int, st store.IssueStatus, checked time.Time) *statusGate {
+	return &statusGate{h: h, issue: issue, round: round, interval: h.CheckInterval, checked: checked, seen: st}
+}
+
+// check is the Gate.
+func (g *statusGate) check(ctx context.Context) (bool, error) {
+	if g.h.Now().Sub(g.checked) < g.interval {
+		return false, nil
+	}
+	cur, err := g.h.status(ctx, g.issue)
+	if err != nil {
+		return false, err
+	}
+	g.checked, g.seen = g.h.Now(), cur
+	return cur.Status != store.IssueSending || cur.Round != g.round, nil
+}
+
+// setOutcome records readers' outcome, waiting out an outage (a bitmap:
+// recording twice is recording once).
+func (h *IssueSender) setOutcome(ctx context.Context, key, outcome string, ids []int64) error {
+	return h.awaited().SetOutcome(ctx, key, outcome, ids...)
+}
+
+// finish marks the issue sent once every planned reader is done, and
+// tells the webhook endpoints that asked (issue.sent) the one time it
+// does.
+func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
+	done, err := h.awaited().FinishIssue(ctx, is.ID)
+	if err != nil || !done {
+		return err
+	}
+	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.Now()))
+	return nil
+}
+
+// notYetError is a plan that started before its issue's time: it comes
+// back then (a retryAfterer, so no failure is counted).
+type notYetError struct{ wait time.Duration }
+
+func (e notYetError) Error() string { return fmt.Sprintf("the issue's time is %s away", e.wait) }
+
+// RetryAfter implements retryAfterer: at least a second, asynq's grain.
+func (e notYetError) RetryAfter() time.Duration { return max(e.wait, time.Second) }
