@@ -1,15 +1,12 @@
 package api
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
@@ -21,86 +18,6 @@ import (
 // maxCatalogBody caps a PUT of the topics, the sequence or a template:
 // a sequence's Markdown steps or a layout fit well within it.
 const maxCatalogBody = 512 << 10
-
-// BuiltinTemplates gives the built-in templates' text (mailer.Builtin
-// and mailer.TemplateNames; the API does not depend on the mailer).
-type BuiltinTemplates interface {
-	Names() []string
-	Builtin(name string) (text, html string, ok bool)
-}
-
-// TopicJSON is a topic as the API shows and takes it.
-type TopicJSON struct {
-	ID          string     `json:"id"`
-	Name        string     `json:"name"`
-	Description string     `json:"description"`
-	Default     bool       `json:"default"`
-	Archive     *bool      `json:"archive,omitempty"` // absent: true (its sent issues are public)
-	Public      *bool      `json:"public,omitempty"`  // absent: true (offered on the public signup form)
-	Retired     bool       `json:"retired"`
-	Feeds       []FeedJSON `json:"feeds"`
-}
-
-// FeedJSON is a topic's feed.
-type FeedJSON struct {
-	URL       string `json:"url"`
-	Mode      string `json:"mode,omitempty"` // digest (default) or each
-	MaxPerDay int    `json:"max_per_day,omitempty"`
-}
-
-// StepJSON is a step of the sequence: After is a duration ("72h").
-type StepJSON struct {
-	Template string `json:"template"`
-	After    string `json:"after"`
-	Subject  string `json:"subject,omitempty"`
-	Body     string `json:"body,omitempty"`
-}
-
-// TopicsToJSON are set's topics as the API shows them.
-func TopicsToJSON(set *topics.Set) []TopicJSON {
-	out := make([]TopicJSON, 0, len(set.Topics))
-	for _, t := range set.Topics {
-		archived, public := !t.Private, !t.Assigned
-		j := TopicJSON{ID: t.ID, Name: t.Name, Description: t.Description, Default: t.Default, Archive: &archived, Public: &public, Retired: t.Retired, Feeds: []FeedJSON{}}
-		for _, f := range t.Feeds {
-			j.Feeds = append(j.Feeds, FeedJSON{URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
-// TopicFromJSON is j as a topic (Validate checks it).
-func TopicFromJSON(j TopicJSON) topics.Topic {
-	t := topics.Topic{ID: j.ID, Name: j.Name, Description: j.Description, Default: j.Default, Private: j.Archive != nil && !*j.Archive,
-		Assigned: j.Public != nil && !*j.Public, Retired: j.Retired}
-	for _, f := range j.Feeds {
-		t.Feeds = append(t.Feeds, topics.Feed{Topic: j.ID, URL: f.URL, Mode: f.Mode, MaxPerDay: f.MaxPerDay})
-	}
-	return t
-}
-
-// StepsToJSON are seq's steps as the API shows them.
-func StepsToJSON(seq topics.Sequence) []StepJSON {
-	out := make([]StepJSON, 0, len(seq.Steps))
-	for _, s := range seq.Steps {
-		out = append(out, StepJSON{Template: s.Template, After: s.After.String(), Subject: s.Subject, Body: s.Body})
-	}
-	return out
-}
-
-// StepsFromJSON reads the steps, refusing a delay that is not a duration.
-func StepsFromJSON(in []StepJSON) ([]topics.Step, error) {
-	out := make([]topics.Step, 0, len(in))
-	for _, j := range in {
-		d, err := time.ParseDuration(strings.TrimSpace(j.After))
-		if err != nil {
-			return nil, fmt.Errorf("step %q: after %q: want a duration such as 5m or 72h (no days: 7 days is 168h)", j.Template, j.After)
-		}
-		out = append(out, topics.Step{Template: j.Template, After: d, Subject: j.Subject, Body: j.Body})
-	}
-	return out, nil
-}
 
 func (s *Server) catalogRoutes() {
 	if s.deps.Catalog == nil || s.deps.Templates == nil {
@@ -170,18 +87,18 @@ func (s *Server) getTopics(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(c.Content, &set); err != nil {
 			return map[string]any{"version": c.Version, "error": "unreadable"}
 		}
-		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topics": TopicsToJSON(&set), "sequence": map[string]any{"topic": set.Sequence.Topic, "steps": StepsToJSON(set.Sequence)}}
+		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topics": catalog.TopicsToJSON(&set), "sequence": map[string]any{"topic": set.Sequence.Topic, "steps": catalog.StepsToJSON(set.Sequence)}}
 	}) {
 		return
 	}
 	snap := s.deps.Catalog.Snapshot()
-	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topics": TopicsToJSON(snap.Set), "history": s.versionsOf(r, "topics")})
+	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topics": catalog.TopicsToJSON(snap.Set), "history": s.versionsOf(r, "topics")})
 }
 
 // addTopic handles POST /api/topics: one new topic, added last.
 func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		TopicJSON
+		catalog.TopicJSON
 		Version int64 `json:"version"`
 	}
 	if err := readCatalogBody(w, r, &in); err != nil {
@@ -206,12 +123,12 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
 		return
 	}
-	next := CloneSet(snap.Set)
-	next.Topics = append(next.Topics, TopicFromJSON(in.TopicJSON))
+	next := catalog.CloneSet(snap.Set)
+	next.Topics = append(next.Topics, catalog.TopicFromJSON(in.TopicJSON))
 	saved, ok := s.saveTopics(w, r, next, in.Version, audit.TopicsChanged, "topics", "added "+strings.TrimSpace(in.ID))
 	if ok {
 		t, _ := saved.Set.Topic(strings.TrimSpace(in.ID))
-		WriteJSON(w, http.StatusCreated, map[string]any{"version": saved.Version, "topic": TopicsToJSON(&topics.Set{Topics: []topics.Topic{t}})[0]})
+		WriteJSON(w, http.StatusCreated, map[string]any{"version": saved.Version, "topic": catalog.TopicsToJSON(&topics.Set{Topics: []topics.Topic{t}})[0]})
 	}
 }
 
@@ -219,8 +136,8 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 // show), over the version read.
 func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Version *int64      `json:"version"`
-		Topics  []TopicJSON `json:"topics"`
+		Version *int64              `json:"version"`
+		Topics  []catalog.TopicJSON `json:"topics"`
 	}
 	if err := readCatalogBody(w, r, &in); err != nil {
 		s.answerListError(w, "change the topics", err)
@@ -235,13 +152,13 @@ func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 		s.answerCatalogError(w, "topics", err)
 		return
 	}
-	next := CloneSet(snap.Set)
+	next := catalog.CloneSet(snap.Set)
 	next.Topics = nil
 	for _, j := range in.Topics {
-		next.Topics = append(next.Topics, TopicFromJSON(j))
+		next.Topics = append(next.Topics, catalog.TopicFromJSON(j))
 	}
-	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", ChangedTopics(snap.Set, next)); ok {
-		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": TopicsToJSON(saved.Set)})
+	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", catalog.ChangedTopics(snap.Set, next)); ok {
+		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": catalog.TopicsToJSON(saved.Set)})
 	}
 }
 
@@ -251,21 +168,21 @@ func (s *Server) getSequence(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(c.Content, &set); err != nil {
 			return map[string]any{"version": c.Version, "error": "unreadable"}
 		}
-		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topic": set.Sequence.Topic, "steps": StepsToJSON(set.Sequence)}
+		return map[string]any{"version": c.Version, "at": c.At, "actor": c.Actor, "topic": set.Sequence.Topic, "steps": catalog.StepsToJSON(set.Sequence)}
 	}) {
 		return
 	}
 	snap := s.deps.Catalog.Snapshot()
-	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topic": snap.Set.Sequence.Topic, "steps": StepsToJSON(snap.Set.Sequence), "history": s.versionsOf(r, "topics")})
+	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topic": snap.Set.Sequence.Topic, "steps": catalog.StepsToJSON(snap.Set.Sequence), "history": s.versionsOf(r, "topics")})
 }
 
 // putSequence handles PUT /api/sequence: the topic and the whole list of
 // steps, over the version read (the topics' and the sequence's are one).
 func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Version *int64     `json:"version"`
-		Topic   string     `json:"topic"`
-		Steps   []StepJSON `json:"steps"`
+		Version *int64             `json:"version"`
+		Topic   string             `json:"topic"`
+		Steps   []catalog.StepJSON `json:"steps"`
 	}
 	if err := readCatalogBody(w, r, &in); err != nil {
 		s.answerListError(w, "change the sequence", err)
@@ -275,7 +192,7 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/sequence), so that nobody's change is lost"))
 		return
 	}
-	steps, err := StepsFromJSON(in.Steps)
+	steps, err := catalog.StepsFromJSON(in.Steps)
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
@@ -285,13 +202,13 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		s.answerCatalogError(w, "sequence", err)
 		return
 	}
-	next := CloneSet(snap.Set)
+	next := catalog.CloneSet(snap.Set)
 	next.Sequence = topics.Sequence{Topic: strings.TrimSpace(in.Topic), Steps: steps}
 	if next.Sequence.Topic == "" {
 		next.Sequence.Topic = snap.Set.Sequence.Topic
 	}
 	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.SequenceChanged, "sequence", fmt.Sprintf("%d steps", len(steps))); ok {
-		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topic": saved.Set.Sequence.Topic, "steps": StepsToJSON(saved.Set.Sequence)})
+		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topic": saved.Set.Sequence.Topic, "steps": catalog.StepsToJSON(saved.Set.Sequence)})
 	}
 }
 
@@ -328,89 +245,19 @@ func actorOf(r *http.Request) string {
 	return "unknown"
 }
 
-// CloneSet is a copy of set whose lists can be changed (the console's
-// forms change one topic or the sequence of the catalog in effect).
-func CloneSet(set *topics.Set) topics.Set {
-	out := topics.Set{Topics: slices.Clone(set.Topics), Sequence: topics.Sequence{Topic: set.Sequence.Topic, Steps: slices.Clone(set.Sequence.Steps)}}
-	for i := range out.Topics {
-		out.Topics[i].Feeds = slices.Clone(out.Topics[i].Feeds)
-	}
-	return out
-}
-
-// ChangedTopics names what a save changed, for the audit log (the API's
-// and the console's entries read alike).
-func ChangedTopics(prev *topics.Set, next topics.Set) string {
-	var out []string
-	for _, t := range next.Topics {
-		old, ok := prev.Topic(t.ID)
-		switch {
-		case !ok:
-			out = append(out, "added "+t.ID)
-		case old.Retired != t.Retired && t.Retired:
-			out = append(out, "retired "+t.ID)
-		case old.Name != t.Name || old.Description != t.Description || old.Default != t.Default || old.Private != t.Private || old.Assigned != t.Assigned || old.Retired != t.Retired || !slices.Equal(old.Feeds, t.Feeds):
-			out = append(out, "changed "+t.ID)
-		}
-	}
-	if len(out) == 0 {
-		return "order"
-	}
-	return strings.Join(out, ", ")
-}
-
-// TemplateJSON is a template as the API shows it (and the console lists it).
-type TemplateJSON struct {
-	Name    string `json:"name"`
-	Text    string `json:"text"`
-	HTML    string `json:"html"`
-	Version int64  `json:"version"`
-	Stored  bool   `json:"stored"`
-	Step    bool   `json:"step,omitempty"`
-}
-
 // templateNames are the names one can edit: the built-in ones, then the
 // sequence's steps.
 func (s *Server) templateNames() []string {
-	return CatalogTemplateNames(s.deps.Templates, s.deps.Catalog.Current())
+	return catalog.TemplateNames(s.deps.Templates, s.deps.Catalog.Current())
 }
 
 // template is name's text in effect: the stored one, else the built-in.
-func (s *Server) template(name string) (TemplateJSON, bool) {
-	return CatalogTemplate(s.deps.Templates, s.deps.Catalog.Snapshot(), name)
-}
-
-// CatalogTemplateNames are the templates one can edit: builtins' names,
-// then set's steps'.
-func CatalogTemplateNames(builtins BuiltinTemplates, set *topics.Set) []string {
-	names := slices.Clone(builtins.Names())
-	for _, st := range set.Sequence.Steps {
-		if !slices.Contains(names, st.Template) {
-			names = append(names, st.Template)
-		}
-	}
-	return names
-}
-
-// CatalogTemplate is template name's text in snap: the stored one, else
-// the built-in (false: no such template to edit).
-func CatalogTemplate(builtins BuiltinTemplates, snap catalog.Snapshot, name string) (TemplateJSON, bool) {
-	if !slices.Contains(CatalogTemplateNames(builtins, snap.Set), name) {
-		return TemplateJSON{}, false
-	}
-	t := TemplateJSON{Name: name}
-	t.Step = slices.Contains(snap.Set.Templates(), name)
-	if st, ok := snap.Templates[name]; ok {
-		t.Text, t.HTML, t.Version, t.Stored = st.Text, st.HTML, st.Version, true
-	}
-	if text, html, ok := builtins.Builtin(name); ok {
-		t.Text, t.HTML = cmp.Or(t.Text, text), cmp.Or(t.HTML, html)
-	}
-	return t, true
+func (s *Server) template(name string) (catalog.TemplateJSON, bool) {
+	return catalog.Template(s.deps.Templates, s.deps.Catalog.Snapshot(), name)
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
-	out := []TemplateJSON{}
+	out := []catalog.TemplateJSON{}
 	for _, name := range s.templateNames() {
 		t, _ := s.template(name)
 		t.Text, t.HTML = "", ""

@@ -112,8 +112,8 @@ func TestTopicsAtRunTime(t *testing.T) {
 		t.Fatalf("PUT without a version: %d %s", code, body)
 	}
 	var cur struct {
-		Version int64           `json:"version"`
-		Topics  []api.TopicJSON `json:"topics"`
+		Version int64               `json:"version"`
+		Topics  []catalog.TopicJSON `json:"topics"`
 	}
 	_, body = sendJSON(t, "GET", one.srv.URL+"/api/topics", "")
 	if err := json.Unmarshal([]byte(body), &cur); err != nil {

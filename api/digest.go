@@ -4,15 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/textcheck"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -44,31 +43,13 @@ func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, want fiel
 	return in
 }
 
-// validURL accepts absolute http(s) links without line breaks.
-func validURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !strings.ContainsAny(raw, "\r\n")
-}
-
-// The limits of digest items' and events' text, in characters (runes, not
-// bytes: 300 é is a title as 300 e is).
-const (
-	maxTitle   = 300
-	maxSummary = 2000
-)
-
-// oneLine is a line of at most max characters.
-func oneLine(s string, max int) bool {
-	return utf8.RuneCountInString(s) <= max && !strings.ContainsAny(s, "\r\n")
-}
-
 // addItem handles POST /api/items {title,url,summary}.
 func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	in := s.readAdminJSON(w, r, itemFields, false)
 	if in == nil {
 		return
 	}
-	it, err := CheckItem(store.Item{Title: in.get("title"), URL: in.get("url"), Summary: in.get("summary")})
+	it, err := store.CheckItem(store.Item{Title: in.get("title"), URL: in.get("url"), Summary: in.get("summary")})
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
@@ -117,7 +98,7 @@ func (s *Server) putItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it.Title, it.URL, it.Summary = in.get("title"), in.get("url"), in.get("summary")
-	it, err := CheckItem(it)
+	it, err := store.CheckItem(it)
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
@@ -152,20 +133,6 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// ErrBadItem is an item CheckItem refuses.
-var ErrBadItem = fmt.Errorf("want a title (one line, at most %d characters), an http(s) url and an optional summary (at most %d characters)", maxTitle, maxSummary)
-
-// CheckItem is the one check of a digest item, for the API and the
-// console alike: it returns it trimmed, or ErrBadItem. The topic is the
-// caller's to check against the topics file.
-func CheckItem(it store.Item) (store.Item, error) {
-	it.Title, it.URL, it.Summary = strings.TrimSpace(it.Title), strings.TrimSpace(it.URL), strings.TrimSpace(it.Summary)
-	if it.Title == "" || !oneLine(it.Title, maxTitle) || !validURL(it.URL) || utf8.RuneCountInString(it.Summary) > maxSummary {
-		return it, ErrBadItem
-	}
-	return it, nil
-}
-
 // addEvent handles POST /api/events: {email,title,url} notifies one
 // person (their bundled events mail, and their browsers), {topic,title,url}
 // every active reader of a topic (a mail each, and their browsers). Either
@@ -177,8 +144,8 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
-	if title == "" || !oneLine(title, maxTitle) || !validURL(link) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", maxTitle)))
+	if title == "" || !textcheck.OneLine(title, textcheck.MaxTitle) || !textcheck.HTTPURL(link) {
+		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", textcheck.MaxTitle)))
 		return
 	}
 	// Every event may be pushed to browsers and app installs: a URL no

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
@@ -38,21 +36,11 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "send the issue", err)
 		return
 	}
-	s.note(r, audit.IssueSent, audit.Issue(is.ID), SendDetail(when, rep))
+	s.note(r, audit.IssueSent, audit.Issue(is.ID), issues.SendDetail(when, rep))
 	overridden := rep.Overridden
 	if overridden == nil {
 		overridden = []string{} // [] in the JSON, not null
 	}
 	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status, "audience": rep.Audience,
 		"html_bytes": rep.HTMLBytes, "overridden": overridden})
-}
-
-// SendDetail is the audit's detail of a send: when, to how many, and
-// what force overrode.
-func SendDetail(when issues.When, rep issues.SendReport) string {
-	d := fmt.Sprintf("%s, to %d readers", when.Detail(), rep.Audience)
-	if len(rep.Overridden) > 0 {
-		d += ", forced past: " + strings.Join(rep.Overridden, ", ")
-	}
-	return d
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,21 +15,6 @@ import (
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
-
-// IssueRenderer renders and test-sends issues. The API never imports the
-// mailer: the binary injects one built on the worker's renderer, links and
-// mailer, so a preview is the very mail a reader gets.
-type IssueRenderer interface {
-	// Preview is the mail of is as a reader of topic gets it (personal
-	// links for a sample reader): format html, text or eml.
-	Preview(ctx context.Context, is store.Issue, topic, format string) (contentType string, body []byte, err error)
-	// SendTest mails is now to each address through the real path,
-	// subject prefixed "[Test] ", not counted, its personal links inert.
-	SendTest(ctx context.Context, is store.Issue, emails []string) error
-	// HTMLSize is the bytes of the HTML part a reader gets (its links
-	// counted): the size guard's measure (issues.ClipBytes).
-	HTMLSize(ctx context.Context, is store.Issue) (int, error)
-}
 
 // IssueStore is the store's side of issues the API uses.
 type IssueStore interface {
@@ -210,25 +194,6 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 	return c, version, true
 }
 
-// PreviewIssue is the preview of is for the API and the commands alike:
-// topic "" is the issue's first, format "" is html; another topic than
-// the issue's or another format is an *issues.InputError.
-func PreviewIssue(ctx context.Context, r IssueRenderer, is store.Issue, topic, format string) (contentType string, body []byte, err error) {
-	if topic == "" && len(is.Topics) > 0 {
-		topic = is.Topics[0]
-	}
-	if format == "" {
-		format = "html"
-	}
-	if !slices.Contains(is.Topics, topic) {
-		return "", nil, &issues.InputError{Msg: fmt.Sprintf("topic: one of the issue's topics (%s)", strings.Join(is.Topics, ", "))}
-	}
-	if format != "html" && format != "text" && format != "eml" {
-		return "", nil, &issues.InputError{Msg: "format: html, text or eml"}
-	}
-	return r.Preview(ctx, is, topic, format)
-}
-
 func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 	var bad *issues.InputError
 	var changed *issues.AudienceChangedError
@@ -369,7 +334,7 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ct, body, err := PreviewIssue(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
+	ct, body, err := issues.Preview(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
 	var bad *issues.InputError
 	if errors.As(err, &bad) {
 		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
@@ -478,7 +443,7 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 			when = issues.When{At: in.get("at"), LocalTime: in.get("local_time")}
 		}
 		was := is.Status
-		is, err := ChangeIssue(r.Context(), s.issues, is, action, when)
+		is, err := issues.Change(r.Context(), s.issues, is, action, when)
 		if err != nil {
 			s.storeFailed(w, "change the issue", err)
 			return
@@ -487,35 +452,9 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 		if action == "reschedule" {
 			detail += ", " + when.Detail()
 		}
-		s.note(r, IssueActionAudit(action), audit.Issue(is.ID), detail)
+		s.note(r, issues.ActionAudit(action), audit.Issue(is.ID), detail)
 		WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
-}
-
-// IssueActionAudit is the audit log's name of action (one of
-// issues.Actions).
-func IssueActionAudit(action string) string {
-	return map[string]string{"pause": audit.IssuePaused, "resume": audit.IssueResumed, "cancel": audit.IssueCancelled,
-		"reschedule": audit.IssueRescheduled, "unschedule": audit.IssueUnscheduled}[action]
-}
-
-// ChangeIssue makes action (one of issues.Actions) on is as its caller
-// just read it, for the API and the console alike; when is the new time
-// of a reschedule.
-func ChangeIssue(ctx context.Context, svc *issues.Service, is store.Issue, action string, when issues.When) (store.Issue, error) {
-	switch action {
-	case "pause":
-		return svc.Pause(ctx, is)
-	case "resume":
-		return svc.Resume(ctx, is)
-	case "reschedule":
-		return svc.Reschedule(ctx, is, when)
-	case "unschedule":
-		return svc.Unschedule(ctx, is)
-	case "cancel":
-		return svc.Cancel(ctx, is)
-	}
-	return is, &issues.InputError{Msg: "action: one of " + strings.Join(issues.Actions, ", ")}
 }
 
 func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
@@ -564,7 +503,7 @@ func (s *Server) issueReport(w http.ResponseWriter, r *http.Request) {
 
 // WithIssues is d serving /api/issues from st, rendered by r (a nil r:
 // no issue routes, as on an API process without a mail renderer).
-func (d Deps) WithIssues(st IssueStore, r IssueRenderer) Deps {
+func (d Deps) WithIssues(st IssueStore, r issues.Renderer) Deps {
 	if r != nil {
 		d.Issues, d.IssueRenderer = st, r
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/newsletter/newsletter/services/issues"
+
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -20,18 +22,18 @@ const maxCachedPreviews = 64
 // sends pass through. A nil r stays nil. generation (nil: none) names
 // what else a preview is made of, the templates and settings in effect:
 // a change to them is a new key.
-func CachePreviews(r IssueRenderer, generation func() string) IssueRenderer {
+func CachePreviews(r issues.Renderer, generation func() string) issues.Renderer {
 	if r == nil {
 		return nil
 	}
 	if generation == nil {
 		generation = func() string { return "" }
 	}
-	return &previewCache{IssueRenderer: r, generation: generation, entries: map[[32]byte]cachedPreview{}}
+	return &previewCache{Renderer: r, generation: generation, entries: map[[32]byte]cachedPreview{}}
 }
 
 type previewCache struct {
-	IssueRenderer
+	issues.Renderer
 	generation func() string
 	mu         sync.Mutex
 	entries    map[[32]byte]cachedPreview
@@ -49,7 +51,7 @@ func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, forma
 	if format == "eml" {
 		// The whole message carries a fresh Date, Message-ID and DKIM
 		// timestamp each time, as a sent one does: not cached.
-		return c.IssueRenderer.Preview(ctx, is, topic, format)
+		return c.Renderer.Preview(ctx, is, topic, format)
 	}
 	raw, err := json.Marshal(struct {
 		ID            int64
@@ -68,7 +70,7 @@ func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, forma
 	if ok {
 		return hit.contentType, hit.body, nil
 	}
-	ct, body, err := c.IssueRenderer.Preview(ctx, is, topic, format)
+	ct, body, err := c.Renderer.Preview(ctx, is, topic, format)
 	if err != nil {
 		return ct, body, err
 	}

@@ -1,11 +1,12 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/newsletter/newsletter/services/issues"
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/segment"
@@ -192,36 +193,7 @@ func (s *Server) segmentInUse(r *http.Request, id int64) (int64, error) {
 	if s.deps.Issues == nil {
 		return 0, nil
 	}
-	return SegmentInUse(r.Context(), s.deps.Issues, id)
-}
-
-// IssueLister lists issues by status (store.Issues).
-type IssueLister interface {
-	ListIssues(ctx context.Context, status string, after int64, limit int) ([]store.Issue, error)
-}
-
-// SegmentInUse is an issue not yet sent nor cancelled that goes to
-// segment id (0: none): its planner reads the segment when it sends, so
-// the API and the console refuse to delete it.
-func SegmentInUse(ctx context.Context, list IssueLister, id int64) (int64, error) {
-	for _, st := range []string{store.IssueDraft, store.IssueScheduled, store.IssueSending, store.IssuePaused} {
-		for after := int64(0); ; {
-			page, err := list.ListIssues(ctx, st, after, maxIssuePage)
-			if err != nil {
-				return 0, err
-			}
-			for _, is := range page {
-				if is.Segment == id {
-					return is.ID, nil
-				}
-			}
-			if len(page) < maxIssuePage {
-				break
-			}
-			after = page[len(page)-1].ID
-		}
-	}
-	return 0, nil
+	return issues.SegmentInUse(r.Context(), s.deps.Issues, id)
 }
 
 func segmentTarget(id int64) string { return "segment:" + strconv.FormatInt(id, 10) }

@@ -171,7 +171,7 @@ type Deps struct {
 	Now            func() time.Time
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
-	IssueRenderer IssueRenderer
+	IssueRenderer issues.Renderer
 	// Engagement gives an issue's clicks and opens for its report (nil:
 	// none counted, the report's engagement is zero).
 	Engagement store.EngagementReader
@@ -203,7 +203,7 @@ type Deps struct {
 	// Templates the built-in templates' text (nil: no such routes).
 	// Config.Topics is the same catalog where there is one.
 	Catalog   *catalog.Live
-	Templates BuiltinTemplates
+	Templates catalog.BuiltinTemplates
 }
 
 // Server is the HTTP API.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/settings"
@@ -78,7 +77,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 			*f = v[0]
 		}
 	}
-	saved, err := SaveSettings(r, s.deps.SettingsStore, s.deps.Settings, s.cfg.DKIMDomain, cur, next, version)
+	saved, err := settings.Save(r.Context(), s.deps.SettingsStore, s.deps.Settings, s.cfg.DKIMDomain, cur, next, version)
 	var bad *settings.Error
 	switch {
 	case errors.As(err, &bad):
@@ -92,42 +91,6 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not save the settings"))
 		return
 	}
-	s.note(r, audit.SettingsChanged, "settings", ChangedSettings(cur, saved))
+	s.note(r, audit.SettingsChanged, "settings", settings.Changed(cur, saved))
 	WriteJSON(w, http.StatusOK, saved)
-}
-
-// SaveSettings checks next, saves it over the version the writer read
-// and puts it in effect in cache: the API's PUT and the console's form
-// share it. A *settings.Error or store.ErrSettingsStale leaves everything
-// as it was.
-func SaveSettings(r *http.Request, st store.SettingsStore, cache *settings.Cache, dkimDomain string, cur, next store.Settings, version int64) (store.Settings, error) {
-	if err := settings.Check(&next, dkimDomain); err != nil {
-		return cur, err
-	}
-	saved, err := st.SaveSettings(r.Context(), next, version)
-	if err != nil {
-		return cur, err
-	}
-	cache.Set(saved)
-	return saved, nil
-}
-
-// ChangedSettings names the fields that differ between a and b, for the
-// audit log (the values may be personal: a postal address).
-func ChangedSettings(a, b store.Settings) string {
-	var out []string
-	for _, f := range []struct {
-		name string
-		a, b string
-	}{{"name", a.Name, b.Name}, {"description", a.Description, b.Description}, {"from", a.From, b.From},
-		{"reply_to", a.ReplyTo, b.ReplyTo}, {"postal_address", a.PostalAddress, b.PostalAddress},
-		{"logo_url", a.LogoURL, b.LogoURL}, {"accent", a.Accent, b.Accent}} {
-		if f.a != f.b {
-			out = append(out, f.name)
-		}
-	}
-	if len(out) == 0 {
-		return "nothing"
-	}
-	return strings.Join(out, ", ")
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 )
@@ -67,13 +69,13 @@ func TestNonPublicTopicIsNotOnTheSignup(t *testing.T) {
 	}
 	// The topics API's JSON (GET and PUT /api/topics, `newsletter topics
 	// show`): "public", absent meaning true.
-	js := TopicsToJSON(assignedTopics(t))
+	js := catalog.TopicsToJSON(assignedTopics(t))
 	b, _ := json.Marshal(js)
 	if !strings.Contains(string(b), `"id":"insiders","name":"Insiders","description":"","default":true,"archive":true,"public":false`) ||
 		!strings.Contains(string(b), `"id":"digest","name":"Weekly digest","description":"","default":true,"archive":true,"public":true`) {
 		t.Fatalf("the topics' JSON: %s", b)
 	}
-	if !TopicFromJSON(js[2]).Assigned || TopicFromJSON(TopicJSON{ID: "x", Name: "X"}).Assigned {
+	if !catalog.TopicFromJSON(js[2]).Assigned || catalog.TopicFromJSON(catalog.TopicJSON{ID: "x", Name: "X"}).Assigned {
 		t.Fatal("TopicFromJSON reads public wrong (absent is true)")
 	}
 

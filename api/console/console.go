@@ -121,7 +121,7 @@ type Deps struct {
 	// Redis keeps the sessions, and the imports' files and progress.
 	Redis    redis.UniversalClient
 	Store    Store
-	Renderer api.IssueRenderer
+	Renderer issues.Renderer
 	// Subscriptions change topics and end subscriptions (*api.Server).
 	Subscriptions Subscriptions
 	// People list people and read one's data and the overview's
@@ -172,7 +172,7 @@ type Deps struct {
 	// Templates the built-in templates' text (nil: the Topics, Sequence
 	// and Mail templates screens answer 501).
 	Catalog   *catalog.Live
-	Templates api.BuiltinTemplates
+	Templates catalog.BuiltinTemplates
 }
 
 // Handler serves /admin/.

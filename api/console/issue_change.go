@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
@@ -34,7 +33,7 @@ func (h *Handler) changeIssue(action string) http.HandlerFunc {
 			h.errorPage(w, r, form.Status(err), "Bad form", err.Error())
 			return
 		}
-		changed, err := api.ChangeIssue(r.Context(), h.issues, is, action, when)
+		changed, err := issues.Change(r.Context(), h.issues, is, action, when)
 		if err != nil {
 			h.issueFailed(w, r, is, formOf(is), err)
 			return
@@ -43,7 +42,7 @@ func (h *Handler) changeIssue(action string) http.HandlerFunc {
 		if action == "reschedule" {
 			detail += ", " + when.Detail()
 		}
-		h.record(r, api.IssueActionAudit(action), audit.Issue(is.ID), detail)
+		h.record(r, issues.ActionAudit(action), audit.Issue(is.ID), detail)
 		done(w, r, "/admin/issues/"+itoa(is.ID), notice)
 	}
 }

@@ -3,13 +3,13 @@ package console
 import (
 	"context"
 	"errors"
-	"github.com/newsletter/newsletter/services/settings"
 	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/settings"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/issues"
@@ -121,7 +121,7 @@ func (h *Handler) preview(ctx context.Context, is store.Issue, f form.Issue) (ht
 	if len(is.Topics) == 0 {
 		is.Topics = []string{topic}
 	}
-	_, body, err := api.PreviewIssue(ctx, h.d.Renderer, is, topic, "html")
+	_, body, err := issues.Preview(ctx, h.d.Renderer, is, topic, "html")
 	if err != nil {
 		var bad *issues.InputError
 		if errors.As(err, &bad) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
@@ -41,7 +40,7 @@ func (h *Handler) showPreview(w http.ResponseWriter, r *http.Request) {
 	if as == "text" {
 		format = "text"
 	}
-	_, body, err := api.PreviewIssue(r.Context(), h.d.Renderer, is, "", format)
+	_, body, err := issues.Preview(r.Context(), h.d.Renderer, is, "", format)
 	var bad *issues.InputError
 	if errors.As(err, &bad) {
 		h.errorPage(w, r, http.StatusBadRequest, "No preview", bad.Msg)

@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
@@ -38,7 +37,7 @@ func (h *Handler) sendIssue(w http.ResponseWriter, r *http.Request) {
 		h.issueFailed(w, r, is, formOf(is), err)
 		return
 	}
-	h.record(r, audit.IssueSent, audit.Issue(is.ID), api.SendDetail(when, rep))
+	h.record(r, audit.IssueSent, audit.Issue(is.ID), issues.SendDetail(when, rep))
 	notice := "sending"
 	if sent.Status == store.IssueScheduled {
 		notice = "scheduled"

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
@@ -61,7 +60,7 @@ func (h *Handler) updateItem(w http.ResponseWriter, r *http.Request) {
 	}
 	next := it
 	next.Title, next.URL, next.Summary = f.Title, f.URL, f.Summary
-	next, err = api.CheckItem(next)
+	next, err = store.CheckItem(next)
 	if err != nil {
 		h.render(w, r, http.StatusBadRequest, "item", page{Title: it.Title, Section: "items", Error: err.Error(), Data: itemEditData{Item: it, Form: f}})
 		return

@@ -4,7 +4,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/store"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 )
@@ -21,7 +22,7 @@ func (h *Handler) saveItem(w http.ResponseWriter, r *http.Request) {
 		h.items(w, r, http.StatusBadRequest, f, "topic: one of the topics file's")
 		return
 	}
-	it, err := api.CheckItem(f.Item())
+	it, err := store.CheckItem(f.Item())
 	if err != nil {
 		h.items(w, r, http.StatusBadRequest, f, err.Error())
 		return

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/issues"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
@@ -22,7 +23,7 @@ func (h *Handler) deleteSegment(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, form.Status(err), "Not done", err.Error())
 		return
 	}
-	used, err := api.SegmentInUse(r.Context(), h.d.Store, seg.ID)
+	used, err := issues.SegmentInUse(r.Context(), h.d.Store, seg.ID)
 	if err != nil {
 		h.storeAway(w, r, err)
 		return

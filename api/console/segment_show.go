@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/issues"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
@@ -37,7 +38,7 @@ func (h *Handler) segmentByID(w http.ResponseWriter, r *http.Request, id int64) 
 // editing is the Segments screen's data for seg's editor, with the
 // issue that keeps it from being deleted.
 func (h *Handler) editing(w http.ResponseWriter, r *http.Request, seg store.Segment, f form.Segment) (segmentsData, bool) {
-	used, err := api.SegmentInUse(r.Context(), h.d.Store, seg.ID)
+	used, err := issues.SegmentInUse(r.Context(), h.d.Store, seg.ID)
 	if err != nil {
 		h.storeAway(w, r, err)
 		return segmentsData{}, false

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -25,13 +26,13 @@ func (h *Handler) saveSequence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refused := h.onRefusal(r, &f.Version, func(code int, msg string) { h.sequencePage(w, r, code, f, msg) })
-	var kept []api.StepJSON
+	var kept []catalog.StepJSON
 	for _, st := range f.Steps {
 		if !st.Remove {
-			kept = append(kept, api.StepJSON{Template: st.Template, After: st.After, Subject: st.Subject, Body: st.Body})
+			kept = append(kept, catalog.StepJSON{Template: st.Template, After: st.After, Subject: st.Subject, Body: st.Body})
 		}
 	}
-	steps, err := api.StepsFromJSON(kept)
+	steps, err := catalog.StepsFromJSON(kept)
 	if err != nil {
 		refused(&refusal{http.StatusBadRequest, err.Error()})
 		return
@@ -41,7 +42,7 @@ func (h *Handler) saveSequence(w http.ResponseWriter, r *http.Request) {
 		refused(h.catalogRefusal(w, r, err, staleCatalog))
 		return
 	}
-	next := api.CloneSet(snap.Set)
+	next := catalog.CloneSet(snap.Set)
 	next.Sequence = topics.Sequence{Topic: f.Topic, Steps: steps}
 	if next.Sequence.Topic == "" {
 		next.Sequence.Topic = snap.Set.Sequence.Topic

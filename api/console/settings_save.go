@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/settings"
@@ -28,7 +27,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	saved, err := api.SaveSettings(r, h.d.SettingsStore, h.d.Settings, h.cfg.DKIMDomain, cur, f, f.Version)
+	saved, err := settings.Save(r.Context(), h.d.SettingsStore, h.d.Settings, h.cfg.DKIMDomain, cur, f, f.Version)
 	var bad *settings.Error
 	switch {
 	case errors.As(err, &bad):
@@ -44,6 +43,6 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	h.record(r, audit.SettingsChanged, "settings", api.ChangedSettings(cur, saved))
+	h.record(r, audit.SettingsChanged, "settings", settings.Changed(cur, saved))
 	done(w, r, "/admin/settings", "saved")
 }

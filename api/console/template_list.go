@@ -3,12 +3,12 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
 )
 
 // mailTemplateRow is a template on the Mail templates screen.
 type mailTemplateRow struct {
-	api.TemplateJSON
+	catalog.TemplateJSON
 	// Written: a step whose subject and Markdown body are written on the
 	// Sequence page; they make its mail, not this template's text.
 	Written bool
@@ -23,8 +23,8 @@ func (h *Handler) listMailTemplates(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := h.d.Catalog.Snapshot()
 	var rows []mailTemplateRow
-	for _, name := range api.CatalogTemplateNames(h.d.Templates, snap.Set) {
-		t, _ := api.CatalogTemplate(h.d.Templates, snap, name)
+	for _, name := range catalog.TemplateNames(h.d.Templates, snap.Set) {
+		t, _ := catalog.Template(h.d.Templates, snap, name)
 		t.Text, t.HTML = "", ""
 		rows = append(rows, mailTemplateRow{TemplateJSON: t, Written: writtenStep(snap.Set.Sequence.Steps, name)})
 	}

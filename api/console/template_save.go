@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
@@ -20,7 +21,7 @@ func (h *Handler) saveMailTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	if _, ok := api.CatalogTemplate(h.d.Templates, h.d.Catalog.Snapshot(), name); !ok {
+	if _, ok := catalog.Template(h.d.Templates, h.d.Catalog.Snapshot(), name); !ok {
 		h.notFound(w, r, "template")
 		return
 	}

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -37,7 +38,7 @@ func (h *Handler) showMailTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	t, ok := api.CatalogTemplate(h.d.Templates, h.d.Catalog.Snapshot(), name)
+	t, ok := catalog.Template(h.d.Templates, h.d.Catalog.Snapshot(), name)
 	if !ok {
 		h.notFound(w, r, "template")
 		return

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 )
@@ -31,7 +32,7 @@ func (h *Handler) addTopic(w http.ResponseWriter, r *http.Request) {
 		refused(&refusal{http.StatusConflict, fmt.Sprintf("topic %q exists: change it on its own page", f.ID)})
 		return
 	}
-	next := api.CloneSet(snap.Set)
+	next := catalog.CloneSet(snap.Set)
 	next.Topics = append(next.Topics, f.Topic())
 	if why, saved := h.saveTopics(w, r, next, f.Version, audit.TopicsChanged, "topics", "added "+f.ID); !saved {
 		refused(why)

@@ -3,7 +3,8 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 )
@@ -38,7 +39,7 @@ func (h *Handler) retireTopic(retire bool) http.HandlerFunc {
 			refused(h.catalogRefusal(w, r, err, staleCatalog))
 			return
 		}
-		next := api.CloneSet(snap.Set)
+		next := catalog.CloneSet(snap.Set)
 		for i := range next.Topics {
 			if next.Topics[i].ID == id {
 				next.Topics[i].Retired = retire
@@ -48,7 +49,7 @@ func (h *Handler) retireTopic(retire bool) http.HandlerFunc {
 		if retire {
 			notice = "topic-retired"
 		}
-		if why, saved := h.saveTopics(w, r, next, v, audit.TopicsChanged, "topics", api.ChangedTopics(snap.Set, next)); !saved {
+		if why, saved := h.saveTopics(w, r, next, v, audit.TopicsChanged, "topics", catalog.ChangedTopics(snap.Set, next)); !saved {
 			refused(why)
 			return
 		}

@@ -3,7 +3,8 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 )
@@ -34,13 +35,13 @@ func (h *Handler) saveTopic(w http.ResponseWriter, r *http.Request) {
 		refused(h.catalogRefusal(w, r, err, staleCatalog))
 		return
 	}
-	next := api.CloneSet(snap.Set)
+	next := catalog.CloneSet(snap.Set)
 	for i := range next.Topics {
 		if next.Topics[i].ID == id {
 			next.Topics[i] = f.Topic()
 		}
 	}
-	if why, saved := h.saveTopics(w, r, next, f.Version, audit.TopicsChanged, "topics", api.ChangedTopics(snap.Set, next)); !saved {
+	if why, saved := h.saveTopics(w, r, next, f.Version, audit.TopicsChanged, "topics", catalog.ChangedTopics(snap.Set, next)); !saved {
 		refused(why)
 		return
 	}

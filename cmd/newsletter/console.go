@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/newsletter/newsletter/services/issues"
+
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +23,7 @@ type consoleDeps struct {
 	jobs   api.JobDispatcher
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
-	render api.IssueRenderer
+	render issues.Renderer
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
 	redis redis.UniversalClient

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
@@ -111,7 +110,7 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 			return err
 		}
 		n := rep.Audience
-		a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), api.SendDetail(when, rep)+" (command)")
+		a.note(ctx, audit.IssueSent, "issue:"+strconv.FormatInt(is.ID, 10), issues.SendDetail(when, rep)+" (command)")
 		fmt.Fprintf(stdout, "issue %d %s to %d readers; progress: GET /api/issues/%d/progress\n", is.ID, is.Status, n, is.ID)
 		return nil
 	})
@@ -135,7 +134,7 @@ func issuePreviewCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdou
 		if err != nil {
 			return err
 		}
-		_, body, err := api.PreviewIssue(ctx, r, is, *topic, *format)
+		_, body, err := issues.Preview(ctx, r, is, *topic, *format)
 		if err != nil {
 			return err
 		}
@@ -164,7 +163,7 @@ func withApp(ctx context.Context, getenv func(string) string, stdout, stderr io.
 // issuePreviewer renders as the service does. It has no mail transport:
 // a preview sends nothing, and an eml preview composes the MIME message
 // as the SMTP mailer would (app.mimeComposer).
-func (a *app) issuePreviewer(format string) (api.IssueRenderer, error) {
+func (a *app) issuePreviewer(format string) (issues.Renderer, error) {
 	render, err := liveRenderer(a)
 	if err != nil {
 		return nil, fmt.Errorf("NEWSLETTER_TEMPLATE_DIR: %w", err)

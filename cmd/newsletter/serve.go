@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/newsletter/newsletter/services/issues"
+
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynq/x/metrics"
 	"github.com/hibiken/asynqmon"
@@ -643,7 +645,7 @@ func (a *app) links() worker.Links {
 
 // issueRenderer is r as the API's renderer, nil when there is none (not
 // a nil pointer in an interface).
-func issueRenderer(a *app, r *issueMail) api.IssueRenderer {
+func issueRenderer(a *app, r *issueMail) issues.Renderer {
 	if r == nil {
 		return nil
 	}

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/catalog"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
 )
@@ -39,8 +40,8 @@ func topicsCmd(ctx context.Context, args []string, getenv func(string) string, s
 			snap := a.catalog.Snapshot()
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(map[string]any{"version": snap.Version, "topics": api.TopicsToJSON(snap.Set),
-				"sequence": map[string]any{"topic": snap.Set.Sequence.Topic, "steps": api.StepsToJSON(snap.Set.Sequence)}})
+			return enc.Encode(map[string]any{"version": snap.Version, "topics": catalog.TopicsToJSON(snap.Set),
+				"sequence": map[string]any{"topic": snap.Set.Sequence.Topic, "steps": catalog.StepsToJSON(snap.Set.Sequence)}})
 		})
 	case "import":
 		if fs.NArg() != 1 {
