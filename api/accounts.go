@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/accounts"
@@ -55,18 +57,18 @@ func (s *Server) inviteAccount(w http.ResponseWriter, r *http.Request) {
 	var bad *accounts.InputError
 	switch {
 	case errors.As(err, &bad):
-		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Error()))
 		return
 	case errors.Is(err, store.ErrAccountExists), errors.Is(err, store.ErrTooManyAccounts):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	case err != nil:
 		s.deps.Log.Error("accounts: invite", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store or mail the invite; try again"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store or mail the invite; try again"))
 		return
 	}
 	s.note(r, audit.AccountInvited, audit.Account(inv.Email), string(inv.Role))
-	WriteJSON(w, http.StatusCreated, inviteView{ID: inv.Hash, Email: inv.Email, Role: inv.Role, Expires: inv.Expires})
+	webjson.Write(w, http.StatusCreated, inviteView{ID: inv.Hash, Email: inv.Email, Role: inv.Role, Expires: inv.Expires})
 }
 
 // revokeInvite handles DELETE /api/accounts/invites/{id}: 204 once the
@@ -77,11 +79,11 @@ func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) {
 	email, err := accounts.RevokeInvite(r.Context(), s.deps.Accounts, by, r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrInviteNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no open invite has this id (accepted, expired or revoked already)"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no open invite has this id (accepted, expired or revoked already)"))
 		return
 	case err != nil:
 		s.deps.Log.Error("accounts: revoke invite", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
 		return
 	}
 	s.note(r, audit.AccountInviteRevoked, audit.Account(email), "")
@@ -102,12 +104,12 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request) {
 	list, err := s.deps.Accounts.ListAccounts(r.Context())
 	if err != nil {
 		s.deps.Log.Error("accounts: list", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
 		return
 	}
 	out := make([]accountView, 0, len(list))
 	for _, a := range list {
 		out = append(out, accountView{Email: a.Email, Role: a.Role, Suspended: a.Suspended, Created: a.Created, LastSignIn: timePtr(a.LastSignIn)})
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
+	webjson.Write(w, http.StatusOK, map[string]any{"accounts": out})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -38,14 +40,14 @@ func (s *Server) getSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	sub, err := s.deps.Store.Get(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewOf(sub))
+	webjson.Write(w, http.StatusOK, viewOf(sub))
 }
 
 func viewOf(sub store.Subscriber) subscriberView {

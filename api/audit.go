@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -47,20 +49,20 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, limit := q.Get("after"), 50
 	if err := store.CheckAuditID(after); err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxAuditPage {
-			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxAuditPage)))
+			webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxAuditPage)))
 			return
 		}
 		limit = n
 	}
 	list, err := s.deps.AuditLog.AuditEntries(r.Context(), after, limit)
 	if errors.Is(err, store.ErrBadAuditID) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
@@ -74,5 +76,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	if len(list) == limit {
 		out["next"] = list[len(list)-1].ID
 	}
-	WriteJSON(w, http.StatusOK, out)
+	webjson.Write(w, http.StatusOK, out)
 }

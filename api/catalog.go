@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -48,7 +50,7 @@ func (s *Server) historic(w http.ResponseWriter, r *http.Request, what string, s
 	}
 	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || v < 1 {
-		WriteJSON(w, http.StatusBadRequest, errorBody("version: want a whole number from 1"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("version: want a whole number from 1"))
 		return true
 	}
 	hist, err := s.deps.Catalog.History(r.Context(), what, 1000)
@@ -58,11 +60,11 @@ func (s *Server) historic(w http.ResponseWriter, r *http.Request, what string, s
 	}
 	for _, c := range hist {
 		if c.Version == v {
-			WriteJSON(w, http.StatusOK, show(c))
+			webjson.Write(w, http.StatusOK, show(c))
 			return true
 		}
 	}
-	WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("%s: version %d is not kept (the history keeps the latest saves)", what, v)))
+	webjson.Write(w, http.StatusNotFound, errorBody(fmt.Sprintf("%s: version %d is not kept (the history keeps the latest saves)", what, v)))
 	return true
 }
 
@@ -92,7 +94,7 @@ func (s *Server) getTopics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.deps.Catalog.Snapshot()
-	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topics": catalog.TopicsToJSON(snap.Set), "history": s.versionsOf(r, "topics")})
+	webjson.Write(w, http.StatusOK, map[string]any{"version": snap.Version, "topics": catalog.TopicsToJSON(snap.Set), "history": s.versionsOf(r, "topics")})
 }
 
 // addTopic handles POST /api/topics: one new topic, added last.
@@ -120,7 +122,7 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := snap.Set.Topic(strings.TrimSpace(in.ID)); ok {
-		WriteJSON(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
+		webjson.Write(w, http.StatusConflict, errorBody(fmt.Sprintf("topic %q exists; change it with PUT /api/topics", in.ID)))
 		return
 	}
 	next := catalog.CloneSet(snap.Set)
@@ -128,7 +130,7 @@ func (s *Server) addTopic(w http.ResponseWriter, r *http.Request) {
 	saved, ok := s.saveTopics(w, r, next, in.Version, audit.TopicsChanged, "topics", "added "+strings.TrimSpace(in.ID))
 	if ok {
 		t, _ := saved.Set.Topic(strings.TrimSpace(in.ID))
-		WriteJSON(w, http.StatusCreated, map[string]any{"version": saved.Version, "topic": catalog.TopicsToJSON(&topics.Set{Topics: []topics.Topic{t}})[0]})
+		webjson.Write(w, http.StatusCreated, map[string]any{"version": saved.Version, "topic": catalog.TopicsToJSON(&topics.Set{Topics: []topics.Topic{t}})[0]})
 	}
 }
 
@@ -144,7 +146,7 @@ func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Version == nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/topics), so that nobody's change is lost"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/topics), so that nobody's change is lost"))
 		return
 	}
 	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
@@ -158,7 +160,7 @@ func (s *Server) putTopics(w http.ResponseWriter, r *http.Request) {
 		next.Topics = append(next.Topics, catalog.TopicFromJSON(j))
 	}
 	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.TopicsChanged, "topics", catalog.ChangedTopics(snap.Set, next)); ok {
-		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": catalog.TopicsToJSON(saved.Set)})
+		webjson.Write(w, http.StatusOK, map[string]any{"version": saved.Version, "topics": catalog.TopicsToJSON(saved.Set)})
 	}
 }
 
@@ -173,7 +175,7 @@ func (s *Server) getSequence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.deps.Catalog.Snapshot()
-	WriteJSON(w, http.StatusOK, map[string]any{"version": snap.Version, "topic": snap.Set.Sequence.Topic, "steps": catalog.StepsToJSON(snap.Set.Sequence), "history": s.versionsOf(r, "topics")})
+	webjson.Write(w, http.StatusOK, map[string]any{"version": snap.Version, "topic": snap.Set.Sequence.Topic, "steps": catalog.StepsToJSON(snap.Set.Sequence), "history": s.versionsOf(r, "topics")})
 }
 
 // putSequence handles PUT /api/sequence: the topic and the whole list of
@@ -189,12 +191,12 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Version == nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/sequence), so that nobody's change is lost"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/sequence), so that nobody's change is lost"))
 		return
 	}
 	steps, err := catalog.StepsFromJSON(in.Steps)
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	snap, err := s.deps.Catalog.At(r.Context(), *in.Version)
@@ -208,7 +210,7 @@ func (s *Server) putSequence(w http.ResponseWriter, r *http.Request) {
 		next.Sequence.Topic = snap.Set.Sequence.Topic
 	}
 	if saved, ok := s.saveTopics(w, r, next, *in.Version, audit.SequenceChanged, "sequence", fmt.Sprintf("%d steps", len(steps))); ok {
-		WriteJSON(w, http.StatusOK, map[string]any{"version": saved.Version, "topic": saved.Set.Sequence.Topic, "steps": catalog.StepsToJSON(saved.Set.Sequence)})
+		webjson.Write(w, http.StatusOK, map[string]any{"version": saved.Version, "topic": saved.Set.Sequence.Topic, "steps": catalog.StepsToJSON(saved.Set.Sequence)})
 	}
 }
 
@@ -228,12 +230,12 @@ func (s *Server) answerCatalogError(w http.ResponseWriter, what string, err erro
 	var bad *catalog.Error
 	switch {
 	case errors.As(err, &bad):
-		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Error()))
 	case errors.Is(err, catalog.ErrStale):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what+": store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(what+": the store cannot be reached just now; nothing was changed"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(what+": the store cannot be reached just now; nothing was changed"))
 	}
 }
 
@@ -263,7 +265,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 		t.Text, t.HTML = "", ""
 		out = append(out, t)
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"templates": out})
+	webjson.Write(w, http.StatusOK, map[string]any{"templates": out})
 }
 
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
@@ -279,10 +281,10 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	t, ok := s.template(name)
 	if !ok {
-		WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
+		webjson.Write(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"name": t.Name, "text": t.Text, "html": t.HTML, "version": t.Version, "stored": t.Stored,
+	webjson.Write(w, http.StatusOK, map[string]any{"name": t.Name, "text": t.Text, "html": t.HTML, "version": t.Version, "stored": t.Stored,
 		"history": s.versionsOf(r, "template:"+name)})
 }
 
@@ -292,7 +294,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if _, ok := s.template(name); !ok {
-		WriteJSON(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
+		webjson.Write(w, http.StatusNotFound, errorBody(fmt.Sprintf("no template %q: choose from %s", name, strings.Join(s.templateNames(), ", "))))
 		return
 	}
 	var in struct {
@@ -305,7 +307,7 @@ func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Version == nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/templates/"+name+"; 0: the built-in one), so that nobody's change is lost"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("version: the version you read (GET /api/templates/"+name+"; 0: the built-in one), so that nobody's change is lost"))
 		return
 	}
 	saved, err := s.deps.Catalog.SaveTemplate(r.Context(), store.Template{Name: name, Text: in.Text, HTML: in.HTML}, *in.Version, actorOf(r))
@@ -315,5 +317,5 @@ func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	t := saved.Templates[name]
 	s.note(r, audit.TemplateChanged, "template:"+name, fmt.Sprintf("version %d", t.Version))
-	WriteJSON(w, http.StatusOK, map[string]any{"name": name, "version": t.Version})
+	webjson.Write(w, http.StatusOK, map[string]any{"name": name, "version": t.Version})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -49,7 +51,7 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	platform, tok := strings.TrimSpace(in.get("platform")), strings.TrimSpace(in.get("token"))
 	if err := CheckDevice(platform, tok); err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	sub, ok := s.activeSubscriber(w, r, email)
@@ -59,18 +61,18 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 	d, err := s.deps.Store.AddDevice(r.Context(), sub.ID, store.Device{Platform: platform, Token: tok})
 	switch {
 	case errors.Is(err, store.ErrNotActive):
-		WriteJSON(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
+		webjson.Write(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
 		return
 	case errors.Is(err, store.ErrNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	case err != nil:
 		s.deps.Log.Error("devices: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the device, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store the device, please retry"))
 		return
 	}
 	s.noteSubscriber(r, audit.DeviceAdded, email, d.Platform+" "+d.ID)
-	WriteJSON(w, http.StatusCreated, deviceViewOf(d))
+	webjson.Write(w, http.StatusCreated, deviceViewOf(d))
 }
 
 // listDevices handles GET /api/subscribers/{email}/devices.
@@ -85,14 +87,14 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 	}
 	all, err := s.deps.Store.DevicesOf(r.Context(), []int64{sub.ID})
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	out := make([]deviceView, 0, len(all[0]))
 	for _, d := range all[0] {
 		out = append(out, deviceViewOf(d))
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"devices": out})
+	webjson.Write(w, http.StatusOK, map[string]any{"devices": out})
 }
 
 // deleteDevice handles DELETE /api/subscribers/{email}/devices/{id}: 204,
@@ -110,10 +112,10 @@ func (s *Server) deleteDevice(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeleteDevice(r.Context(), sub.ID, id)
 	switch {
 	case errors.Is(err, store.ErrNoDevice):
-		WriteJSON(w, http.StatusNotFound, errorBody("no device "+id+" of "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no device "+id+" of "+email))
 		return
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	s.noteSubscriber(r, audit.DeviceRemoved, email, id)
@@ -125,11 +127,11 @@ func (s *Server) deleteDevice(w http.ResponseWriter, r *http.Request) {
 func (s *Server) subscriber(w http.ResponseWriter, r *http.Request, email string) (store.Subscriber, bool) {
 	sub, err := s.deps.Store.Get(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return sub, false
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return sub, false
 	}
 	return sub, true
@@ -139,7 +141,7 @@ func (s *Server) subscriber(w http.ResponseWriter, r *http.Request, email string
 func (s *Server) activeSubscriber(w http.ResponseWriter, r *http.Request, email string) (store.Subscriber, bool) {
 	sub, ok := s.subscriber(w, r, email)
 	if ok && sub.Status != store.Active {
-		WriteJSON(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
+		webjson.Write(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
 		return sub, false
 	}
 	return sub, ok

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
@@ -33,11 +35,11 @@ func (s *Server) readAdminJSON(w http.ResponseWriter, r *http.Request, want fiel
 	}
 	in, err := s.readInput(w, r, want, true)
 	if errors.Is(err, errTooLarge) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 		return nil
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return nil
 	}
 	return in
@@ -51,17 +53,17 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) {
 	}
 	it, err := store.CheckItem(store.Item{Title: in.get("title"), URL: in.get("url"), Summary: in.get("summary")})
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	it, err = s.deps.Store.AddItem(r.Context(), it)
 	if err != nil {
 		s.deps.Log.Error("add item", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
 		return
 	}
 	s.note(r, audit.ItemAdded, "item:"+strconv.FormatInt(it.ID, 10), "")
-	WriteJSON(w, http.StatusCreated, it)
+	webjson.Write(w, http.StatusCreated, it)
 }
 
 // itemOf is the item of the route's {id}; it answers a bad or unknown
@@ -76,11 +78,11 @@ func (s *Server) itemOf(w http.ResponseWriter, r *http.Request) (store.Item, boo
 	}
 	switch {
 	case errors.Is(err, store.ErrNoItem):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such item"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such item"))
 		return it, false
 	case err != nil:
 		s.deps.Log.Error("load item", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not load the item"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not load the item"))
 		return it, false
 	}
 	return it, true
@@ -100,21 +102,21 @@ func (s *Server) putItem(w http.ResponseWriter, r *http.Request) {
 	it.Title, it.URL, it.Summary = in.get("title"), in.get("url"), in.get("summary")
 	it, err := store.CheckItem(it)
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	it, err = s.deps.Store.UpdateItem(r.Context(), it)
 	if errors.Is(err, store.ErrNoItem) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no such item"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such item"))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("update item", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store the item"))
 		return
 	}
 	s.note(r, audit.ItemUpdated, "item:"+strconv.FormatInt(it.ID, 10), "")
-	WriteJSON(w, http.StatusOK, it)
+	webjson.Write(w, http.StatusOK, it)
 }
 
 // deleteItem handles DELETE /api/items/{id}: 204.
@@ -126,7 +128,7 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeleteItem(r.Context(), it.ID)
 	if err != nil && !errors.Is(err, store.ErrNoItem) { // gone meanwhile: gone all the same
 		s.deps.Log.Error("delete item", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not delete the item"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not delete the item"))
 		return
 	}
 	s.note(r, audit.ItemDeleted, "item:"+strconv.FormatInt(it.ID, 10), it.Title)
@@ -145,25 +147,25 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
 	if title == "" || !textcheck.OneLine(title, textcheck.MaxTitle) || !textcheck.HTTPURL(link) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", textcheck.MaxTitle)))
+		webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", textcheck.MaxTitle)))
 		return
 	}
 	// Every event may be pushed to browsers and app installs: a URL no
 	// push message can carry would make each reader's push a dead letter.
 	if err := pushable(title, link); err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
 		return
 	}
 	channels, msg := eventChannels(in["channels"])
 	if msg != "" {
-		WriteJSON(w, http.StatusBadRequest, errorBody(msg))
+		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
 		return
 	}
 	// With SMS on, any reader who chose texts may be texted the title
 	// and link: one over the cap would be a dead letter each.
 	if s.cfg.SMSAuthToken != "" && (len(channels) == 0 || slices.Contains(channels, store.ChannelSMS)) {
 		if err := sms.CheckLength(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
-			WriteJSON(w, http.StatusBadRequest, errorBody("too long for a text message (title and url): "+err.Error()+`; shorten it, or leave SMS out with "channels"`))
+			webjson.Write(w, http.StatusBadRequest, errorBody("too long for a text message (title and url): "+err.Error()+`; shorten it, or leave SMS out with "channels"`))
 			return
 		}
 	}
@@ -172,18 +174,18 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
 	switch {
 	case rawEmail != "" && topic != "", rawEmail == "" && topic == "":
-		WriteJSON(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
 		return
 	case topic != "":
 		if _, ok := s.cfg.Topics.Current().Topic(topic); !ok {
-			WriteJSON(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.Current().IDs(), ", ")))
+			webjson.Write(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.Current().IDs(), ", ")))
 			return
 		}
 		p.Topic, answer["topic"] = topic, topic
 	default:
 		email, err := address.Normalize(rawEmail)
 		if err != nil {
-			WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 			return
 		}
 		answer["email"] = email
@@ -194,19 +196,19 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 			// Nobody to notify, as for a person who left: said, not queued.
 			answer["status"] = "not subscribed"
 			s.noteSubscriber(r, audit.EventPosted, email, p.ID)
-			WriteJSON(w, http.StatusAccepted, answer)
+			webjson.Write(w, http.StatusAccepted, answer)
 			return
 		}
 		if err != nil {
 			s.deps.Log.Error("event: read the subscriber", "err", err)
-			WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
+			webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 			return
 		}
 		p.SubscriberID = sub.ID
 	}
 	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil {
 		s.deps.Log.Error("enqueue event", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
 		return
 	}
 	if p.SubscriberID > 0 {
@@ -214,7 +216,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.note(r, audit.EventPosted, "topic:"+p.Topic, p.ID)
 	}
-	WriteJSON(w, http.StatusAccepted, answer)
+	webjson.Write(w, http.StatusAccepted, answer)
 }
 
 // runDigest handles POST /api/digest/run {"period":…}: the same as the
@@ -229,41 +231,41 @@ func (s *Server) runDigest(w http.ResponseWriter, r *http.Request) {
 		period = tasks.Period(s.deps.Now())
 	}
 	if err := s.deps.Settings.BulkReady(r.Context()); err != nil {
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	}
 	dup, err := tasks.EnqueueDigestPlan(r.Context(), s.deps.Queue, period)
 	if errors.Is(err, tasks.ErrInvalidPeriod) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("enqueue digest plan", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the digest, please retry"))
 		return
 	}
 	status := tasks.DigestRunStatus(dup)
 	s.note(r, audit.DigestRun, "digest:"+period, status)
-	WriteJSON(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
+	webjson.Write(w, http.StatusAccepted, map[string]string{"period": period, "status": status})
 }
 
 // digestStatus handles GET /api/digests/{period}.
 func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
 	period := r.PathValue("period")
 	if !tasks.ValidPeriod(period) {
-		WriteJSON(w, http.StatusBadRequest, errorBody("not a period"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("not a period"))
 		return
 	}
 	run, err := s.deps.Store.DigestRun(r.Context(), period)
 	if errors.Is(err, store.ErrNoRun) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no digest run for "+period))
+		webjson.Write(w, http.StatusNotFound, errorBody("no digest run for "+period))
 		return
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
-	WriteJSON(w, http.StatusOK, run)
+	webjson.Write(w, http.StatusOK, run)
 }
 
 // eventChannels reads an event's "channels": each one of

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
@@ -45,7 +47,7 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 			body, err = io.ReadAll(r.Body)
 		}
 		if err != nil {
-			WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
+			webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody("body too large"))
 			return
 		}
 		events, err := wh.Events(r, body)
@@ -57,19 +59,19 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 			// holds the secret, is never slowed.
 			if tooMany := s.deps.Guard.Failed(r); tooMany != nil {
 				w.Header().Set("Retry-After", tooMany.RetryAfterHeader())
-				WriteJSON(w, http.StatusTooManyRequests, errorBody("too many unverified requests from this address: try again later"))
+				webjson.Write(w, http.StatusTooManyRequests, errorBody("too many unverified requests from this address: try again later"))
 				return
 			}
-			WriteJSON(w, http.StatusUnauthorized, errorBody("not verified"))
+			webjson.Write(w, http.StatusUnauthorized, errorBody("not verified"))
 			return
 		}
 		if errors.Is(err, feedback.ErrUnavailable) {
 			s.deps.Log.Error("webhook: could not check the request", "source", source, "err", logredact.Clip(err.Error()))
-			WriteJSON(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
+			webjson.Write(w, http.StatusServiceUnavailable, errorBody("cannot check the request just now, please retry"))
 			return
 		}
 		if err != nil {
-			WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+			webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 			return
 		}
 		for _, ev := range events {
@@ -87,7 +89,7 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 			_, err = s.deps.Queue.EnqueueContext(r.Context(), task)
 			if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
 				s.deps.Log.Error("webhook: could not queue an event", "source", source, "err", err)
-				WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
+				webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the events, please retry"))
 				return
 			}
 		}
@@ -98,7 +100,7 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 				}
 			}
 		}
-		WriteJSON(w, http.StatusOK, map[string]int{"queued": len(events)})
+		webjson.Write(w, http.StatusOK, map[string]int{"queued": len(events)})
 	}
 }
 
@@ -136,7 +138,7 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := store.Status(q.Get("reason"))
 	if status != "" && status != store.Bounced && status != store.Complained {
-		WriteJSON(w, http.StatusBadRequest, errorBody("reason must be bounced or complained"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("reason must be bounced or complained"))
 		return
 	}
 	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
@@ -148,12 +150,12 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 		limit, lerr = 100, nil
 	}
 	if err != nil || after < 0 || lerr != nil || limit < 1 || limit > 1000 {
-		WriteJSON(w, http.StatusBadRequest, errorBody("after is a subscriber id; limit 1 to 1000"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("after is a subscriber id; limit 1 to 1000"))
 		return
 	}
 	subs, err := s.deps.Store.Suppressed(r.Context(), status, after, limit)
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	out := struct {
@@ -167,7 +169,7 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request) {
 	if len(subs) == limit {
 		out.Next = subs[len(subs)-1].ID
 	}
-	WriteJSON(w, http.StatusOK, out)
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // liftSuppression handles DELETE /api/suppressions/{email}.
@@ -179,14 +181,14 @@ func (s *Server) liftSuppression(w http.ResponseWriter, r *http.Request) {
 	sub, err := s.deps.Store.LiftSuppression(r.Context(), email)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 	case errors.Is(err, store.ErrNotSuppressed):
-		WriteJSON(w, http.StatusConflict, errorBody(email+" is not suppressed"))
+		webjson.Write(w, http.StatusConflict, errorBody(email+" is not suppressed"))
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Log.Warn("suppression lifted by hand", "subscriber", sub.ID, "domain", address.Domain(email), "now", sub.Status)
 		s.noteSubscriber(r, audit.SuppressionLifted, email, "now "+string(sub.Status))
-		WriteJSON(w, http.StatusOK, viewOf(sub))
+		webjson.Write(w, http.StatusOK, viewOf(sub))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/services/csvimport"
 )
 
@@ -27,11 +29,11 @@ func (s *Server) getImport(w http.ResponseWriter, r *http.Request) {
 	st, err := s.deps.Imports.Status(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, csvimport.ErrNoJob):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such import"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such import"))
 	case err != nil:
 		s.deps.Log.Error("read an import", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the store is unavailable; try again"))
 	default:
-		WriteJSON(w, http.StatusOK, st)
+		webjson.Write(w, http.StatusOK, st)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
 )
@@ -41,6 +43,6 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	if overridden == nil {
 		overridden = []string{} // [] in the JSON, not null
 	}
-	WriteJSON(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status, "audience": rep.Audience,
+	webjson.Write(w, http.StatusAccepted, map[string]any{"id": is.ID, "status": is.Status, "audience": rep.Audience,
 		"html_bytes": rep.HTMLBytes, "overridden": overridden})
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/httpbody"
@@ -77,7 +79,7 @@ func (s *Server) duplicateIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueDuplicated, audit.Issue(c.ID), "copy of "+audit.Issue(is.ID))
-	WriteJSON(w, http.StatusCreated, c)
+	webjson.Write(w, http.StatusCreated, c)
 }
 
 // deleteIssue handles DELETE /api/issues/{id}: 204 for a draft, 409 for
@@ -89,7 +91,7 @@ func (s *Server) deleteIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.issues.Delete(r.Context(), is)
 	if errors.Is(err, issues.ErrDigestDraft) {
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
@@ -113,7 +115,7 @@ func (s *Server) issueVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.Reverse(vs)
-	WriteJSON(w, http.StatusOK, map[string]any{"version": is.Version, "versions": vs})
+	webjson.Write(w, http.StatusOK, map[string]any{"version": is.Version, "versions": vs})
 }
 
 // restoreIssueVersion handles POST /api/issues/{id}/versions/{n}/restore
@@ -126,7 +128,7 @@ func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n <= 0 {
-		WriteJSON(w, http.StatusNotFound, errorBody(issues.ErrNoVersion.Error()))
+		webjson.Write(w, http.StatusNotFound, errorBody(issues.ErrNoVersion.Error()))
 		return
 	}
 	in := s.readAdminJSON(w, r, versionFields, true)
@@ -136,7 +138,7 @@ func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 	version, _ := strconv.Atoi(in.get("version"))
 	out, err := s.issues.Restore(r.Context(), s.cfg.Topics.Current(), is, version, n)
 	if errors.Is(err, issues.ErrNoVersion) {
-		WriteJSON(w, http.StatusNotFound, errorBody(err.Error()))
+		webjson.Write(w, http.StatusNotFound, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
@@ -144,7 +146,7 @@ func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueRestored, audit.Issue(is.ID), "version "+strconv.Itoa(n))
-	WriteJSON(w, http.StatusOK, out)
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // issueBody reads an issue's fields (the body may be up to
@@ -159,7 +161,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		in, err = decodeJSON(r.Body, issueFields)
 	}
 	if httpbody.IsTooLarge(err) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
+		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
 		return c, 0, false
 	}
 	if err != nil {
@@ -167,7 +169,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		if !errors.As(err, &fe) {
 			err = errors.New("unreadable body")
 		}
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return c, 0, false
 	}
 	c = store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
@@ -177,7 +179,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		// segment stays its audience.
 		seg, err := s.deps.Store.GetSegment(r.Context(), name)
 		if errors.Is(err, store.ErrNoSegment) {
-			WriteJSON(w, http.StatusBadRequest, errorBody("segment: no segment "+quote(name)))
+			webjson.Write(w, http.StatusBadRequest, errorBody("segment: no segment "+quote(name)))
 			return c, 0, false
 		}
 		if err != nil {
@@ -201,27 +203,27 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 	var clipped *issues.ClippedError
 	switch {
 	case errors.As(err, &bad):
-		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Msg))
 	case errors.As(err, &clipped):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "html_bytes": clipped.Bytes})
+		webjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "html_bytes": clipped.Bytes})
 	case errors.Is(err, issues.ErrTooLarge):
-		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoIssue):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such issue"))
 	case errors.Is(err, store.ErrIssueState), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 	case errors.Is(err, store.ErrIssueStale):
-		WriteJSON(w, http.StatusConflict, errorBody("the issue changed since you opened it; read it again"))
+		webjson.Write(w, http.StatusConflict, errorBody("the issue changed since you opened it; read it again"))
 	case errors.As(err, &changed):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "audience": changed.Now})
+		webjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "audience": changed.Now})
 	case errors.Is(err, issues.ErrTestRecipient):
-		WriteJSON(w, http.StatusForbidden, errorBody(err.Error()))
+		webjson.Write(w, http.StatusForbidden, errorBody(err.Error()))
 	case errors.As(err, &rate):
 		w.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Seconds()+0.999)))
-		WriteJSON(w, http.StatusTooManyRequests, errorBody(err.Error()))
+		webjson.Write(w, http.StatusTooManyRequests, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what, "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not "+what))
 	}
 }
 
@@ -240,27 +242,27 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 	if warn := issues.BodyWarnings(is.Body); warn != nil {
 		out["warnings"] = warn
 	}
-	WriteJSON(w, http.StatusCreated, out)
+	webjson.Write(w, http.StatusCreated, out)
 }
 
 func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !slices.Contains(store.IssueStatuses, status) {
-		WriteJSON(w, http.StatusBadRequest, errorBody("status: one of "+strings.Join(store.IssueStatuses, ", ")))
+		webjson.Write(w, http.StatusBadRequest, errorBody("status: one of "+strings.Join(store.IssueStatuses, ", ")))
 		return
 	}
 	after, limit := int64(0), 20
 	var err error
 	if v := q.Get("after"); v != "" {
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			WriteJSON(w, http.StatusBadRequest, errorBody("after: an issue id"))
+			webjson.Write(w, http.StatusBadRequest, errorBody("after: an issue id"))
 			return
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxIssuePage {
-			WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxIssuePage)))
+			webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxIssuePage)))
 			return
 		}
 	}
@@ -273,7 +275,7 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	if len(list) == limit {
 		out["next"] = strconv.FormatInt(list[len(list)-1].ID, 10)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // issueOf loads the issue of the route's {id}; it answers a bad or
@@ -281,7 +283,7 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 func (s *Server) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		WriteJSON(w, http.StatusNotFound, errorBody("no such issue"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such issue"))
 		return store.Issue{}, false
 	}
 	is, err := s.deps.Issues.Issue(r.Context(), id)
@@ -294,7 +296,7 @@ func (s *Server) issueOf(w http.ResponseWriter, r *http.Request) (store.Issue, b
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	if is, ok := s.issueOf(w, r); ok {
-		WriteJSON(w, http.StatusOK, is)
+		webjson.Write(w, http.StatusOK, is)
 	}
 }
 
@@ -306,7 +308,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !store.Editable(is.Status) {
-		WriteJSON(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
+		webjson.Write(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
 		return
 	}
 	c, version, ok := s.issueBody(w, r)
@@ -319,7 +321,7 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
-	WriteJSON(w, http.StatusOK, savedIssue{Issue: is, Warnings: issues.BodyWarnings(is.Body)})
+	webjson.Write(w, http.StatusOK, savedIssue{Issue: is, Warnings: issues.BodyWarnings(is.Body)})
 }
 
 // savedIssue is the answer to a save: the issue, and what the publisher
@@ -337,12 +339,12 @@ func (s *Server) previewIssue(w http.ResponseWriter, r *http.Request) {
 	ct, body, err := issues.Preview(r.Context(), s.deps.IssueRenderer, is, r.URL.Query().Get("topic"), r.URL.Query().Get("format"))
 	var bad *issues.InputError
 	if errors.As(err, &bad) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("preview issue", "issue", is.ID, "err", err)
-		WriteJSON(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
+		webjson.Write(w, http.StatusInternalServerError, errorBody("could not render the issue: "+err.Error()))
 		return
 	}
 	// The size of the HTML part as readers get it, and the warning near
@@ -384,11 +386,11 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.deps.IssueRenderer.SendTest(r.Context(), is, emails); err != nil {
 		s.deps.Log.Error("test-send issue", "issue", is.ID, "err", err)
-		WriteJSON(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
+		webjson.Write(w, http.StatusBadGateway, errorBody("the test mail was not sent: "+err.Error()))
 		return
 	}
 	s.note(r, audit.IssueTestSent, audit.Issue(is.ID), s.TestSendDetail(emails))
-	WriteJSON(w, http.StatusOK, map[string]any{"sent": len(emails)})
+	webjson.Write(w, http.StatusOK, map[string]any{"sent": len(emails)})
 }
 
 // TestSendDetail is the audit's detail of a test send: each address by
@@ -423,7 +425,7 @@ func (s *Server) issueAudience(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "count the audience", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "audience": n})
+	webjson.Write(w, http.StatusOK, map[string]any{"id": is.ID, "audience": n})
 }
 
 // issueAction handles POST /api/issues/{id}/pause, resume, reschedule,
@@ -453,7 +455,7 @@ func (s *Server) issueAction(action string) http.HandlerFunc {
 			detail += ", " + when.Detail()
 		}
 		s.note(r, issues.ActionAudit(action), audit.Issue(is.ID), detail)
-		WriteJSON(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
+		webjson.Write(w, http.StatusOK, map[string]any{"id": is.ID, "status": is.Status})
 	}
 }
 
@@ -467,7 +469,7 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "count the issue", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, p)
+	webjson.Write(w, http.StatusOK, p)
 }
 
 // issueReport handles GET /api/issues/{id}/report: the issue's report
@@ -477,7 +479,7 @@ func (s *Server) issueProgress(w http.ResponseWriter, r *http.Request) {
 func (s *Server) issueReport(w http.ResponseWriter, r *http.Request) {
 	format := r.URL.Query().Get("format")
 	if format != "" && format != "json" && format != "csv" {
-		WriteJSON(w, http.StatusBadRequest, errorBody("format: json or csv"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("format: json or csv"))
 		return
 	}
 	is, ok := s.issueOf(w, r)
@@ -490,7 +492,7 @@ func (s *Server) issueReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format != "csv" {
-		WriteJSON(w, http.StatusOK, rep)
+		webjson.Write(w, http.StatusOK, rep)
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

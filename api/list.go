@@ -12,6 +12,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/newsletter/newsletter/services/subscribers"
+
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
@@ -34,21 +38,11 @@ const (
 // MaxReason is the longest reason an addition without double opt-in
 // takes; MaxBulkEmails the most addresses a bulk action names.
 const (
-	MaxReason     = 500
-	MaxBulkEmails = 1000
-	maxListBody   = 256 << 10
+	maxListBody = 256 << 10
 )
 
-// ListError is a request the list refuses: its HTTP status and message.
-type ListError struct {
-	Code int
-	Msg  string
-}
-
-func (e *ListError) Error() string { return e.Msg }
-
 func bad(format string, a ...any) error {
-	return &ListError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+	return &subscribers.ListError{Code: http.StatusBadRequest, Msg: fmt.Sprintf(format, a...)}
 }
 
 func (s *Server) listRoutes() {
@@ -81,7 +75,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, max int64, v any) erro
 	}
 	switch {
 	case httpbody.IsTooLarge(err):
-		return &ListError{http.StatusRequestEntityTooLarge, "request body too large"}
+		return &subscribers.ListError{Code: http.StatusRequestEntityTooLarge, Msg: "request body too large"}
 	case errors.Is(err, io.EOF):
 		return bad("a JSON body is required")
 	case err != nil:
@@ -93,30 +87,18 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, max int64, v any) erro
 // answerListError answers err: a ListError as it says, a store failure
 // as 503.
 func (s *Server) answerListError(w http.ResponseWriter, what string, err error) {
-	var le *ListError
+	var le *subscribers.ListError
 	switch {
 	case errors.As(err, &le):
-		WriteJSON(w, le.Code, errorBody(le.Msg))
+		webjson.Write(w, le.Code, errorBody(le.Msg))
 	case errors.Is(err, store.ErrBadQuery):
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such subscriber"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such subscriber"))
 	default:
 		s.deps.Log.Error(what+": store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(what+": the store cannot be reached just now; trying again is safe"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(what+": the store cannot be reached just now; trying again is safe"))
 	}
-}
-
-// AddInput is POST /api/subscribers' body (and the console's add form).
-type AddInput struct {
-	Email       string            `json:"email"`
-	Name        string            `json:"name"`
-	Timezone    string            `json:"timezone"`
-	Topics      *[]string         `json:"topics"`
-	Tags        []string          `json:"tags"`
-	Fields      map[string]string `json:"fields"`
-	DoubleOptIn bool              `json:"double_optin"`
-	Reason      string            `json:"reason"`
 }
 
 // checkTimezone refuses a zone Go does not know.
@@ -134,8 +116,8 @@ func checkTimezone(tz string) (string, error) {
 // checkReason refuses a reason with control characters or too long.
 func checkReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
-	if len(reason) > MaxReason || strings.ContainsFunc(reason, unicode.IsControl) {
-		return "", bad("reason: at most %d characters on one line", MaxReason)
+	if len(reason) > subscribers.MaxReason || strings.ContainsFunc(reason, unicode.IsControl) {
+		return "", bad("reason: at most %d characters on one line", subscribers.MaxReason)
 	}
 	return reason, nil
 }
@@ -154,7 +136,7 @@ func actor(ctx context.Context) (name, role string) {
 // they are active at once and the reason and the actor are kept in their
 // consent record. Someone already on the list, suppressed or erased is
 // refused (409) with why; nothing changes.
-func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscriber, error) {
+func (s *Server) AddSubscriber(ctx context.Context, in subscribers.AddInput) (store.Subscriber, error) {
 	email, err := address.Normalize(in.Email)
 	if err != nil {
 		return store.Subscriber{}, bad("email: %v", err)
@@ -200,11 +182,11 @@ func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscrib
 	sub, err := s.deps.Store.Subscribe(ctx, req)
 	switch {
 	case errors.Is(err, store.ErrExists) && sub.Status.Suppressed():
-		return sub, &ListError{http.StatusConflict, fmt.Sprintf("%s is suppressed (%s): only their own confirmation or lifting the suppression brings them back", email, sub.Status)}
+		return sub, &subscribers.ListError{Code: http.StatusConflict, Msg: fmt.Sprintf("%s is suppressed (%s): only their own confirmation or lifting the suppression brings them back", email, sub.Status)}
 	case errors.Is(err, store.ErrExists):
-		return sub, &ListError{http.StatusConflict, fmt.Sprintf("%s is already on the list (%s)", email, sub.Status)}
+		return sub, &subscribers.ListError{Code: http.StatusConflict, Msg: fmt.Sprintf("%s is already on the list (%s)", email, sub.Status)}
 	case errors.Is(err, store.ErrErased):
-		return sub, &ListError{http.StatusConflict, email + " was erased at their own request: only their own signup brings them back"}
+		return sub, &subscribers.ListError{Code: http.StatusConflict, Msg: email + " was erased at their own request: only their own signup brings them back"}
 	case err != nil:
 		return sub, err
 	}
@@ -222,7 +204,7 @@ func (s *Server) AddSubscriber(ctx context.Context, in AddInput) (store.Subscrib
 
 // addSubscriber handles POST /api/subscribers.
 func (s *Server) addSubscriber(w http.ResponseWriter, r *http.Request) {
-	var in AddInput
+	var in subscribers.AddInput
 	if err := readListBody(w, r, &in); err != nil {
 		s.answerListError(w, "add a subscriber", err)
 		return
@@ -232,18 +214,7 @@ func (s *Server) addSubscriber(w http.ResponseWriter, r *http.Request) {
 		s.answerListError(w, "add a subscriber", err)
 		return
 	}
-	WriteJSON(w, http.StatusCreated, listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)})
-}
-
-// ChangeInput is PATCH /api/subscribers/{email}'s body: a field left out
-// stays as it is. Tags replace the person's; fields are merged into
-// theirs ("" clears one).
-type ChangeInput struct {
-	Name     *string           `json:"name"`
-	Timezone *string           `json:"timezone"`
-	Topics   *[]string         `json:"topics"`
-	Tags     *[]string         `json:"tags"`
-	Fields   map[string]string `json:"fields"`
+	webjson.Write(w, http.StatusCreated, listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)})
 }
 
 // checkExtras checks tags (nil: none given) and custom field values
@@ -286,7 +257,7 @@ func (s *Server) checkExtras(ctx context.Context, tags *[]string, fields map[str
 // everything checked first; the name, time zone and topics change in one
 // step of the store, then the tags and the fields, each in a step of its
 // own. It is audited.
-func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeInput) (store.Subscriber, error) {
+func (s *Server) ChangeSubscriber(ctx context.Context, email string, in subscribers.ChangeInput) (store.Subscriber, error) {
 	var c store.Change
 	var what []string
 	tags, fields, err := s.checkExtras(ctx, in.Tags, in.Fields)
@@ -336,7 +307,7 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in ChangeIn
 	if len(what) > core {
 		sub, err = s.deps.Store.ChangeSubscriber(ctx, email, c)
 		if errors.Is(err, store.ErrNotActive) {
-			return sub, &ListError{http.StatusConflict, fmt.Sprintf("the subscription is %s: topics change only while it runs", sub.Status)}
+			return sub, &subscribers.ListError{Code: http.StatusConflict, Msg: fmt.Sprintf("the subscription is %s: topics change only while it runs", sub.Status)}
 		}
 		if err != nil {
 			return sub, err
@@ -381,7 +352,7 @@ func (s *Server) patchSubscriber(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in ChangeInput
+	var in subscribers.ChangeInput
 	if err := readListBody(w, r, &in); err != nil {
 		s.answerListError(w, "change a subscriber", err)
 		return
@@ -391,5 +362,5 @@ func (s *Server) patchSubscriber(w http.ResponseWriter, r *http.Request) {
 		s.answerListError(w, "change a subscriber", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)})
+	webjson.Write(w, http.StatusOK, listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)})
 }

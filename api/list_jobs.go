@@ -8,48 +8,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/newsletter/newsletter/services/subscribers"
+
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
-
-// MaxEraseCount is the largest selection whose exact size an erasure
-// counts by reading it (a search narrowed by status or topic, which the
-// indexes cannot count): a larger one must be narrowed.
-const MaxEraseCount = 100000
-
-// BulkInput is POST /api/subscribers/bulk's body: a filter or a list of
-// addresses, the action, its topic, and for an erasure the count
-// confirmed.
-type BulkInput struct {
-	Filter  *store.Filter `json:"filter"`
-	Emails  []string      `json:"emails"`
-	Action  string        `json:"action"`
-	Topic   string        `json:"topic"`
-	Tag     string        `json:"tag"`
-	Confirm *int64        `json:"confirm"`
-}
-
-// BulkResult is what a bulk action answers: done at once (a list of
-// addresses), or the job that runs it (a filter).
-type BulkResult struct {
-	Action  string `json:"action"`
-	Count   int64  `json:"count"`
-	Changed int64  `json:"changed"`
-	Skipped int64  `json:"skipped"`
-	// NotFound are the addresses given that are not on the list.
-	NotFound []string      `json:"not_found,omitempty"`
-	Job      *listjobs.Job `json:"job,omitempty"`
-}
-
-// ConfirmError: an erasure not yet confirmed with its count.
-type ConfirmError struct{ Count int64 }
-
-func (e *ConfirmError) Error() string {
-	return fmt.Sprintf("erasing %d people cannot be undone: send the same request again with \"confirm\": %d", e.Count, e.Count)
-}
 
 func (s *Server) applier() *listjobs.Applier {
 	a := &listjobs.Applier{Store: s.deps.Store, Topics: s.cfg.Topics}
@@ -74,23 +42,23 @@ func (s *Server) checkFilter(ctx context.Context, f store.Filter) (int64, error)
 // filter as a job of the worker (tasks.TypeSubscribersBulk). An erasure
 // is asked twice: without "confirm" equal to the selection's size it
 // answers a ConfirmError with the size, and changes nothing.
-func (s *Server) StartBulk(ctx context.Context, in BulkInput) (BulkResult, error) {
+func (s *Server) StartBulk(ctx context.Context, in subscribers.BulkInput) (subscribers.BulkResult, error) {
 	a := s.applier()
 	if listjobs.TagAction(in.Action) {
 		// The job and the applier take the tag where they take a topic.
 		in.Topic = strings.TrimSpace(in.Tag)
 	}
 	if err := a.Check(in.Action, in.Topic); err != nil {
-		return BulkResult{}, bad("%v", err)
+		return subscribers.BulkResult{}, bad("%v", err)
 	}
 	if (in.Filter == nil) == (in.Emails == nil) {
-		return BulkResult{}, bad("give a filter or a list of emails (one of them)")
+		return subscribers.BulkResult{}, bad("give a filter or a list of emails (one of them)")
 	}
-	res := BulkResult{Action: in.Action}
+	res := subscribers.BulkResult{Action: in.Action}
 	var emails []string
 	if in.Emails != nil {
-		if len(in.Emails) == 0 || len(in.Emails) > MaxBulkEmails {
-			return res, bad("emails: 1 to %d addresses", MaxBulkEmails)
+		if len(in.Emails) == 0 || len(in.Emails) > subscribers.MaxBulkEmails {
+			return res, bad("emails: 1 to %d addresses", subscribers.MaxBulkEmails)
 		}
 		for _, e := range in.Emails {
 			n, err := address.Normalize(e)
@@ -124,12 +92,12 @@ func (s *Server) StartBulk(ctx context.Context, in BulkInput) (BulkResult, error
 		return res, bad("the selection is empty: nobody to erase")
 	}
 	if in.Action == listjobs.ActionErase && (in.Confirm == nil || *in.Confirm != res.Count) {
-		return res, &ConfirmError{res.Count}
+		return res, &subscribers.ConfirmError{Count: res.Count}
 	}
 	who, role := actor(ctx)
 	if in.Filter != nil {
 		if s.deps.ListJobs == nil {
-			return res, &ListError{http.StatusServiceUnavailable, "bulk actions on a filter need the worker's jobs, not configured here"}
+			return res, &subscribers.ListError{Code: http.StatusServiceUnavailable, Msg: "bulk actions on a filter need the worker's jobs, not configured here"}
 		}
 		job := listjobs.Job{Kind: listjobs.KindBulk, Filter: *in.Filter, Action: in.Action, Topic: in.Topic,
 			Total: res.Count, By: who, Role: role, Created: s.deps.Now().UTC()}
@@ -183,8 +151,8 @@ func (s *Server) countSelection(ctx context.Context, f store.Filter) (int64, err
 			return 0, err
 		}
 		n += int64(len(subs))
-		if n > MaxEraseCount {
-			return 0, bad("the selection is over %d people: narrow it to erase", MaxEraseCount)
+		if n > subscribers.MaxEraseCount {
+			return 0, bad("the selection is over %d people: narrow it to erase", subscribers.MaxEraseCount)
 		}
 		if next == "" {
 			return n, nil
@@ -195,22 +163,22 @@ func (s *Server) countSelection(ctx context.Context, f store.Filter) (int64, err
 
 // bulkSubscribers handles POST /api/subscribers/bulk.
 func (s *Server) bulkSubscribers(w http.ResponseWriter, r *http.Request) {
-	var in BulkInput
+	var in subscribers.BulkInput
 	if err := readListBody(w, r, &in); err != nil {
 		s.answerListError(w, "bulk action", err)
 		return
 	}
 	res, err := s.StartBulk(r.Context(), in)
-	var ce *ConfirmError
+	var ce *subscribers.ConfirmError
 	switch {
 	case errors.As(err, &ce):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": ce.Error(), "confirm_required": true, "count": ce.Count})
+		webjson.Write(w, http.StatusConflict, map[string]any{"error": ce.Error(), "confirm_required": true, "count": ce.Count})
 	case err != nil:
 		s.answerListError(w, "bulk action", err)
 	case res.Job != nil:
-		WriteJSON(w, http.StatusAccepted, res)
+		webjson.Write(w, http.StatusAccepted, res)
 	default:
-		WriteJSON(w, http.StatusOK, res)
+		webjson.Write(w, http.StatusOK, res)
 	}
 }
 
@@ -230,14 +198,14 @@ func (s *Server) ListJob(ctx context.Context, id, kind string) (listjobs.Job, er
 func (s *Server) bulkStatus(w http.ResponseWriter, r *http.Request) {
 	job, err := s.ListJob(r.Context(), r.PathValue("id"), listjobs.KindBulk)
 	if errors.Is(err, listjobs.ErrNoJob) {
-		WriteJSON(w, http.StatusNotFound, errorBody(err.Error()))
+		webjson.Write(w, http.StatusNotFound, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.answerListError(w, "bulk action", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, job)
+	webjson.Write(w, http.StatusOK, job)
 }
 
 // StartExport asks the worker for a CSV of the selection f
@@ -248,7 +216,7 @@ func (s *Server) StartExport(ctx context.Context, f store.Filter) (listjobs.Job,
 		return listjobs.Job{}, err
 	}
 	if s.deps.ListJobs == nil {
-		return listjobs.Job{}, &ListError{http.StatusServiceUnavailable, "exports need the worker's jobs, not configured here"}
+		return listjobs.Job{}, &subscribers.ListError{Code: http.StatusServiceUnavailable, Msg: "exports need the worker's jobs, not configured here"}
 	}
 	who, role := actor(ctx)
 	job, err := s.deps.ListJobs.Create(ctx, listjobs.Job{Kind: listjobs.KindExport, Filter: f, Total: n, By: who, Role: role, Created: s.deps.Now().UTC()})
@@ -274,7 +242,7 @@ func (s *Server) createExport(w http.ResponseWriter, r *http.Request) {
 		s.answerListError(w, "export", err)
 		return
 	}
-	WriteJSON(w, http.StatusAccepted, job)
+	webjson.Write(w, http.StatusAccepted, job)
 }
 
 // getExport handles GET /api/exports/{id}: 202 and the progress while it
@@ -291,16 +259,16 @@ func (s *Server) WriteExportCSV(w http.ResponseWriter, r *http.Request, id strin
 	job, err := s.ListJob(ctx, id, listjobs.KindExport)
 	switch {
 	case errors.Is(err, listjobs.ErrNoJob):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such export (exports are kept 24 hours)"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such export (exports are kept 24 hours)"))
 		return
 	case err != nil:
 		s.answerListError(w, "export", err)
 		return
 	case job.State == listjobs.StateRunning:
-		WriteJSON(w, http.StatusAccepted, job)
+		webjson.Write(w, http.StatusAccepted, job)
 		return
 	case job.State == listjobs.StateFailed:
-		WriteJSON(w, http.StatusInternalServerError, map[string]any{"error": "the export failed: " + job.Error, "job": job})
+		webjson.Write(w, http.StatusInternalServerError, map[string]any{"error": "the export failed: " + job.Error, "job": job})
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

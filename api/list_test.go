@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -222,7 +224,7 @@ func TestBulkAndExport(t *testing.T) {
 		t.Fatal("erased before the confirmation")
 	}
 	code, body = e.adminRaw2(t, "POST", "/api/subscribers/bulk", `{"filter":{"topic":"updates"},"action":"erase","confirm":2}`)
-	var res BulkResult
+	var res subscribers.BulkResult
 	if code != 202 || json.Unmarshal([]byte(body), &res) != nil || res.Job == nil {
 		t.Fatalf("erase confirmed: %d %s", code, body)
 	}

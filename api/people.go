@@ -2,18 +2,17 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/newsletter/newsletter/services/subscribers"
+
+	"github.com/newsletter/newsletter/internal/webjson"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
-	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -22,10 +21,6 @@ import (
 // the console, and the personal data requests of GDPR Art. 15 (export)
 // and 17 (erase), from an admin or from the person in the preference
 // centre.
-
-// DefaultSubscriberPage is the page size of GET /api/subscribers without
-// a limit.
-const DefaultSubscriberPage = 50
 
 func (s *Server) peopleRoutes() {
 	m := s.mux
@@ -73,49 +68,34 @@ func (s *Server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		s.searchSubscribers(w, r)
 		return
 	}
-	q, err := ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics.Current())
+	q, err := subscribers.ParseSubscriberQuery(r.URL.Query(), s.cfg.Topics.Current())
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	page, err := s.deps.Store.ListSubscribers(r.Context(), q)
 	if errors.Is(err, store.ErrBadQuery) {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("list subscribers: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the subscriber list cannot be read just now"))
 		return
 	}
 	out := subscriberPage{Subscribers: make([]listedSubscriber, len(page.Subscribers)), Next: page.Next, Prev: page.Prev, Total: page.Total}
 	for i, sub := range page.Subscribers {
 		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
 	}
-	WriteJSON(w, http.StatusOK, out)
-}
-
-// ParseSearchQuery reads a search's query string (q, status, topic,
-// after, before, limit; the API's and the console's).
-func ParseSearchQuery(v url.Values, set *topics.Set) (store.SearchQuery, error) {
-	base := url.Values{"status": v["status"], "topic": v["topic"], "limit": v["limit"]}
-	lq, err := ParseSubscriberQuery(base, set)
-	if err != nil {
-		return store.SearchQuery{}, err
-	}
-	q := store.SearchQuery{Q: v.Get("q"), Status: lq.Status, Topic: lq.Topic, After: v.Get("after"), Before: v.Get("before"), Limit: lq.Limit}
-	if len(q.Q) > store.MaxSearchQuery {
-		return q, fmt.Errorf("q: at most %d characters", store.MaxSearchQuery)
-	}
-	return q, nil
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // searchSubscribers handles GET /api/subscribers?q=: people whose address
 // or name (a word of it) begins with q.
 func (s *Server) searchSubscribers(w http.ResponseWriter, r *http.Request) {
-	q, err := ParseSearchQuery(r.URL.Query(), s.cfg.Topics.Current())
+	q, err := subscribers.ParseSearchQuery(r.URL.Query(), s.cfg.Topics.Current())
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	page, err := s.deps.Store.Search(r.Context(), q)
@@ -130,46 +110,7 @@ func (s *Server) searchSubscribers(w http.ResponseWriter, r *http.Request) {
 	for i, sub := range page.Subscribers {
 		out.Subscribers[i] = listedSubscriber{ID: sub.ID, subscriberView: viewOf(sub)}
 	}
-	WriteJSON(w, http.StatusOK, out)
-}
-
-// ParseSubscriberQuery reads a subscriber list's query string (status,
-// topic, after, limit; the API's and the console's); its error says what
-// is wrong with it, for a 400.
-func ParseSubscriberQuery(v url.Values, set *topics.Set) (q store.SubscriberQuery, err error) {
-	q = store.SubscriberQuery{Status: store.Status(v.Get("status")), Topic: v.Get("topic"), Limit: DefaultSubscriberPage}
-	if q.Status != "" && !q.Status.Valid() {
-		names := make([]string, len(store.Statuses))
-		for i, st := range store.Statuses {
-			names[i] = string(st)
-		}
-		return q, fmt.Errorf("unknown status %q: want one of %s", q.Status, strings.Join(names, ", "))
-	}
-	if _, ok := set.Topic(q.Topic); q.Topic != "" && !ok {
-		return q, fmt.Errorf("unknown topic %q: want one of %s", q.Topic, strings.Join(set.IDs(), ", "))
-	}
-	if a := v.Get("after"); a != "" {
-		n, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || n < 0 {
-			return q, errors.New("after: want the id of the previous page's last subscriber (a whole number, 0 or more)")
-		}
-		q.After = n
-	}
-	if b := v.Get("before"); b != "" {
-		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n < 1 || q.After > 0 {
-			return q, errors.New("before: want the id of the next page's first subscriber (a whole number), and no after")
-		}
-		q.Before = n
-	}
-	if l := v.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > store.MaxSubscriberPage {
-			return q, fmt.Errorf("limit: want 1 to %d", store.MaxSubscriberPage)
-		}
-		q.Limit = n
-	}
-	return q, nil
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // statsDays reads ?days= (default and most: store.MaxStatsDays),
@@ -181,7 +122,7 @@ func statsDays(w http.ResponseWriter, r *http.Request) (int, bool) {
 	}
 	n, err := strconv.Atoi(d)
 	if err != nil || n < 0 || n > store.MaxStatsDays {
-		WriteJSON(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
+		webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("days: want 0 to %d", store.MaxStatsDays)))
 		return 0, false
 	}
 	return n, true
@@ -196,13 +137,13 @@ func (s *Server) topicGrowth(w http.ResponseWriter, r *http.Request) {
 	}
 	topic := r.PathValue("id")
 	if _, known := s.cfg.Topics.Current().Topic(topic); !known {
-		WriteJSON(w, http.StatusNotFound, errorBody("no such topic"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such topic"))
 		return
 	}
 	all, err := s.deps.Store.Growth(r.Context(), days)
 	if err != nil {
 		s.deps.Log.Error("topic growth: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
 		return
 	}
 	g, _ := store.TopicGrowthOf(all, topic)
@@ -210,7 +151,7 @@ func (s *Server) topicGrowth(w http.ResponseWriter, r *http.Request) {
 	if g.Days == nil {
 		g.Days = []store.GrowthDay{}
 	}
-	WriteJSON(w, http.StatusOK, g)
+	webjson.Write(w, http.StatusOK, g)
 }
 
 // stats handles GET /api/stats?days=: the console overview's figures.
@@ -222,81 +163,17 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := s.deps.Store.Stats(r.Context(), days)
 	if err != nil {
 		s.deps.Log.Error("stats: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the figures cannot be read just now"))
 		return
 	}
-	WriteJSON(w, http.StatusOK, st)
-}
-
-// PersonalExport is the export's JSON: everything held about one person,
-// their browsers and app installs masked (maskedBrowsers, maskedDevices):
-// the export says which exist, and hands out no key to notify them.
-type PersonalExport struct {
-	ExportedAt time.Time `json:"exported_at"`
-	store.PersonalData
-	// Push and Devices stand in for PersonalData's, which hold the
-	// secrets (the outer field is the one JSON writes).
-	Push    []browserExport `json:"push_subscriptions"`
-	Devices []deviceExport  `json:"devices"`
-}
-
-// browserExport is a browser as an export shows it: its push service and
-// the ends of its endpoint and keys, enough to tell it from another.
-type browserExport struct {
-	Service   string    `json:"service"`
-	Endpoint  string    `json:"endpoint"`
-	P256DH    string    `json:"p256dh"`
-	Auth      string    `json:"auth"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// deviceExport is an app install as an export shows it.
-type deviceExport struct {
-	ID        string    `json:"id"`
-	Platform  string    `json:"platform"`
-	Token     string    `json:"token"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func maskedBrowsers(ps []store.PushSubscription) []browserExport {
-	out := make([]browserExport, len(ps))
-	enc := base64.RawURLEncoding
-	for i, p := range ps {
-		service := ""
-		if u, err := url.Parse(p.Endpoint); err == nil {
-			service = u.Host
-		}
-		out[i] = browserExport{Service: service, Endpoint: maskSecret(p.Endpoint), P256DH: maskSecret(enc.EncodeToString(p.P256DH)),
-			Auth: maskSecret(enc.EncodeToString(p.Auth)), CreatedAt: p.CreatedAt}
-	}
-	return out
-}
-
-func maskedDevices(ds []store.Device) []deviceExport {
-	out := make([]deviceExport, len(ds))
-	for i, d := range ds {
-		out[i] = deviceExport{ID: d.ID, Platform: d.Platform, Token: maskSecret(d.Token), CreatedAt: d.CreatedAt}
-	}
-	return out
-}
-
-// maskSecret shows a secret (a device token, a push endpoint or key) by
-// its first and last four characters: enough to tell two apart, or to
-// match one against the phone or browser it came from, and of no use to
-// notify it. A secret too short to keep most of it hidden shows nothing.
-func maskSecret(s string) string {
-	const shown = 4
-	if len(s) < 4*shown {
-		return "…"
-	}
-	return s[:shown] + "…" + s[len(s)-shown:]
+	webjson.Write(w, http.StatusOK, st)
 }
 
 // pathAddress reads the {email} of the path, answering a 400 itself.
 func pathAddress(w http.ResponseWriter, r *http.Request) (string, bool) {
 	email, err := address.Normalize(r.PathValue("email"))
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return "", false
 	}
 	return email, true
@@ -310,39 +187,28 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	pd, err := s.Export(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("export: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the personal data cannot be read just now"))
 		return
 	}
 	s.noteSubscriber(r, audit.SubscriberExport, email, "")
-	WriteExport(w, pd, "")
+	subscribers.WriteExport(w, pd, "")
 }
 
 // Export gathers everything held about the person with address email
 // (GDPR Art. 15), stamped with the time of the export: the API's, the
 // preference centre's and the console's export. store.ErrNotFound when
 // there is nobody.
-func (s *Server) Export(ctx context.Context, email string) (PersonalExport, error) {
+func (s *Server) Export(ctx context.Context, email string) (subscribers.PersonalExport, error) {
 	pd, err := s.deps.Store.PersonalData(ctx, email)
 	if err != nil {
-		return PersonalExport{}, err
+		return subscribers.PersonalExport{}, err
 	}
-	return PersonalExport{ExportedAt: s.deps.Now().UTC(), PersonalData: pd, Push: maskedBrowsers(pd.Push), Devices: maskedDevices(pd.Devices)}, nil
-}
-
-// WriteExport answers the export, as a file named filename to save when
-// filename is not "" (the console's export answers through it too).
-func WriteExport(w http.ResponseWriter, pd PersonalExport, filename string) {
-	// Personal data: no cache along the way may keep a copy.
-	w.Header().Set("Cache-Control", "no-store")
-	if filename != "" {
-		w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
-	}
-	WriteJSON(w, http.StatusOK, pd)
+	return subscribers.ExportOf(pd, s.deps.Now()), nil
 }
 
 // eraseSubscriber handles DELETE /api/subscribers/{email}.
@@ -353,12 +219,12 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.Erase(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	}
 	if err != nil {
 		s.deps.Log.Error("erase: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("the subscriber could not be erased just now; erasing again is safe"))
 		return
 	}
 	s.noteSubscriber(r, audit.SubscriberErased, email, "")
@@ -418,7 +284,7 @@ func (s *Server) preferencesExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.noteSelf(r, audit.SubscriberExport, sub.Email)
-	WriteExport(w, pd, "newsletter-personal-data.json")
+	subscribers.WriteExport(w, pd, "newsletter-personal-data.json")
 }
 
 // preferencesErase handles POST /preferences/erase: the first post (from
@@ -432,7 +298,7 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.get("confirm") != "yes" {
 		if wantsJSON(r) {
-			WriteJSON(w, http.StatusBadRequest, errorBody(`erasing cannot be undone: send "confirm": "yes" to erase`))
+			webjson.Write(w, http.StatusBadRequest, errorBody(`erasing cannot be undone: send "confirm": "yes" to erase`))
 			return
 		}
 		renderPage(w, http.StatusOK, "erase", pageData{Title: "Erase your data", Email: sub.Email, Token: tok})
@@ -448,7 +314,7 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 		s.noteSelf(r, audit.SubscriberErased, sub.Email)
 	}
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "erased"})
+		webjson.Write(w, http.StatusOK, map[string]string{"status": "erased"})
 		return
 	}
 	message(w, http.StatusOK, "Your data is erased",

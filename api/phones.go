@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -42,12 +44,12 @@ func (s *Server) putPhone(w http.ResponseWriter, r *http.Request) {
 	}
 	source := strings.TrimSpace(in.get("consent_source"))
 	if source == "" || !utf8.ValidString(source) || len(source) > maxConsentSource || strings.ContainsAny(source, "\r\n") {
-		WriteJSON(w, http.StatusBadRequest, errorBody(`want "consent_source": where the person agreed to SMS (one line, at most 200 bytes), recorded with the number`))
+		webjson.Write(w, http.StatusBadRequest, errorBody(`want "consent_source": where the person agreed to SMS (one line, at most 200 bytes), recorded with the number`))
 		return
 	}
 	number, err := s.textableNumber(in.get("phone"))
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	sub, ok := s.activeSubscriber(w, r, email)
@@ -57,18 +59,18 @@ func (s *Server) putPhone(w http.ResponseWriter, r *http.Request) {
 	p, err := s.deps.Store.SetPhone(r.Context(), sub.ID, number, source)
 	switch {
 	case errors.Is(err, store.ErrNotActive):
-		WriteJSON(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
+		webjson.Write(w, http.StatusConflict, errorBody(email+" is not an active subscriber"))
 		return
 	case errors.Is(err, store.ErrNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no subscriber "+email))
+		webjson.Write(w, http.StatusNotFound, errorBody("no subscriber "+email))
 		return
 	case err != nil:
 		s.deps.Log.Error("phones: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the number, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store the number, please retry"))
 		return
 	}
 	s.noteSubscriber(r, audit.PhoneSet, email, "consent: "+source)
-	WriteJSON(w, http.StatusOK, p)
+	webjson.Write(w, http.StatusOK, p)
 }
 
 // deletePhone handles DELETE /api/subscribers/{email}/phone: 204, or 404
@@ -85,10 +87,10 @@ func (s *Server) deletePhone(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeletePhone(r.Context(), sub.ID)
 	switch {
 	case errors.Is(err, store.ErrNoPhone):
-		WriteJSON(w, http.StatusNotFound, errorBody(email+" has no phone number"))
+		webjson.Write(w, http.StatusNotFound, errorBody(email+" has no phone number"))
 		return
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	s.noteSubscriber(r, audit.PhoneRemoved, email, "")

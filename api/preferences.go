@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/internal/address"
@@ -212,7 +214,7 @@ func (s *Server) preferences(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusOK, viewOf(sub))
+		webjson.Write(w, http.StatusOK, viewOf(sub))
 		return
 	}
 	// Post/Redirect/Get: the page saved is at its link again, so a
@@ -236,7 +238,7 @@ func (s *Server) noNewAssigned(chosen, had []string) error {
 // with the button that undoes it.
 func (s *Server) left(w http.ResponseWriter, r *http.Request, before store.Subscriber) {
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusOK, map[string]string{"email": before.Email, "status": string(store.Unsubscribed)})
+		webjson.Write(w, http.StatusOK, map[string]string{"email": before.Email, "status": string(store.Unsubscribed)})
 		return
 	}
 	renderPage(w, http.StatusOK, "message", pageData{Title: "You are unsubscribed", Undo: s.undoToken(before, leaving(before, "")),

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -127,7 +129,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusCreated, map[string]string{"status": "subscribed", "endpoint": sub.Endpoint})
+		webjson.Write(w, http.StatusCreated, map[string]string{"status": "subscribed", "endpoint": sub.Endpoint})
 		return
 	}
 	message(w, http.StatusCreated, "Notifications on", "This browser will show a notification when something new comes out.")

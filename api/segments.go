@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/services/issues"
 
 	"github.com/newsletter/newsletter/internal/audit"
@@ -42,20 +44,20 @@ func (s *Server) segmentFailed(w http.ResponseWriter, what string, err error) {
 	var se *segment.Error
 	switch {
 	case errors.As(err, &se):
-		WriteJSON(w, http.StatusBadRequest, map[string]any{"error": se.Error(), "position": se.Pos})
+		webjson.Write(w, http.StatusBadRequest, map[string]any{"error": se.Error(), "position": se.Pos})
 	case errors.Is(err, store.ErrSegmentTaken):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 	case errors.Is(err, store.ErrSegmentName), errors.Is(err, store.ErrBadField), errors.Is(err, store.ErrBadTag):
-		WriteJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 	case errors.Is(err, store.ErrNoSegment):
-		WriteJSON(w, http.StatusNotFound, errorBody("no such segment"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such segment"))
 	case errors.Is(err, store.ErrSegmentCountSlow):
 		// Not the store's fault and not worth a retry as it is: the
 		// expression costs more than a count may.
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Log.Error(what, "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not "+what+", please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not "+what+", please retry"))
 	}
 }
 
@@ -66,7 +68,7 @@ func (s *Server) listTags(w http.ResponseWriter, r *http.Request) {
 		s.segmentFailed(w, "read the tags", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"tags": nonNil(tags)})
+	webjson.Write(w, http.StatusOK, map[string]any{"tags": nonNil(tags)})
 }
 
 // listFields handles GET /api/fields: the declared fields by name.
@@ -76,7 +78,7 @@ func (s *Server) listFields(w http.ResponseWriter, r *http.Request) {
 		s.segmentFailed(w, "read the fields", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"fields": defs})
+	webjson.Write(w, http.StatusOK, map[string]any{"fields": defs})
 }
 
 // declareField handles POST /api/fields {"name","type","choices"}: 200
@@ -94,7 +96,7 @@ func (s *Server) declareField(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.FieldDeclared, "field:"+d.Name, string(d.Type))
-	WriteJSON(w, http.StatusOK, d)
+	webjson.Write(w, http.StatusOK, d)
 }
 
 // listSegments handles GET /api/segments.
@@ -104,7 +106,7 @@ func (s *Server) listSegments(w http.ResponseWriter, r *http.Request) {
 		s.segmentFailed(w, "read the segments", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"segments": list})
+	webjson.Write(w, http.StatusOK, map[string]any{"segments": list})
 }
 
 // getSegment handles GET /api/segments/{id}: by id or by name.
@@ -114,7 +116,7 @@ func (s *Server) getSegment(w http.ResponseWriter, r *http.Request) {
 		s.segmentFailed(w, "read the segment", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, seg)
+	webjson.Write(w, http.StatusOK, seg)
 }
 
 // countSegment handles GET /api/segments/count?expr=…: how many active
@@ -127,7 +129,7 @@ func (s *Server) countSegment(w http.ResponseWriter, r *http.Request) {
 		s.segmentFailed(w, "count the segment", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"expr": expr, "active": n.Active, "matching": n.Matching})
+	webjson.Write(w, http.StatusOK, map[string]any{"expr": expr, "active": n.Active, "matching": n.Matching})
 }
 
 // createSegment handles POST /api/segments {"name","expr"}: 201 with the
@@ -143,14 +145,14 @@ func (s *Server) createSegment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.SegmentSaved, segmentTarget(seg.ID), seg.Expr)
-	WriteJSON(w, http.StatusCreated, seg)
+	webjson.Write(w, http.StatusCreated, seg)
 }
 
 // putSegment handles PUT /api/segments/{id} {"name","expr"}.
 func (s *Server) putSegment(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		WriteJSON(w, http.StatusNotFound, errorBody("no such segment"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such segment"))
 		return
 	}
 	in := s.readAdminJSON(w, r, segmentFields, false)
@@ -163,21 +165,21 @@ func (s *Server) putSegment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.note(r, audit.SegmentSaved, segmentTarget(seg.ID), seg.Expr)
-	WriteJSON(w, http.StatusOK, seg)
+	webjson.Write(w, http.StatusOK, seg)
 }
 
 // deleteSegment handles DELETE /api/segments/{id}: 204.
 func (s *Server) deleteSegment(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		WriteJSON(w, http.StatusNotFound, errorBody("no such segment"))
+		webjson.Write(w, http.StatusNotFound, errorBody("no such segment"))
 		return
 	}
 	if used, err := s.segmentInUse(r, id); err != nil {
 		s.segmentFailed(w, "read the issues", err)
 		return
 	} else if used != 0 {
-		WriteJSON(w, http.StatusConflict, errorBody("issue "+strconv.FormatInt(used, 10)+" is to go to this segment; change or cancel it first"))
+		webjson.Write(w, http.StatusConflict, errorBody("issue "+strconv.FormatInt(used, 10)+" is to go to this segment; change or cancel it first"))
 		return
 	}
 	if err := s.deps.Store.DeleteSegment(r.Context(), id); err != nil {

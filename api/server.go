@@ -3,12 +3,13 @@ package api
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/webjson"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/sms"
@@ -31,11 +32,6 @@ import (
 // TaskDeleter removes a waiting task (*asynq.Inspector).
 type TaskDeleter interface {
 	DeleteTask(queue, id string) error
-}
-
-// JobDispatcher enqueues a job whose outbox entry the store already holds.
-type JobDispatcher interface {
-	Dispatch(ctx context.Context, j tasks.Job) (duplicate bool, err error)
 }
 
 // The values of NEWSLETTER_UNSUBSCRIBE_BY_EMAIL.
@@ -144,7 +140,7 @@ type Store interface {
 type Deps struct {
 	Store Store
 	// Jobs enqueues (a *tasks.Dispatcher).
-	Jobs JobDispatcher
+	Jobs tasks.JobDispatcher
 	// Queue enqueues events and digest plans (*asynq.Client): tasks without
 	// an outbox entry, which a caller can simply repeat.
 	Queue   tasks.Enqueuer
@@ -345,20 +341,12 @@ func wantsJSON(r *http.Request) bool {
 	return ct == "application/json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json")
 }
 
-// WriteJSON answers v as JSON with status code (the console answers its
-// JSON through it too).
-func WriteJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone mid-body has nothing to hear
-}
-
 func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }
 
 // fail answers an error as JSON or as a page.
 func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	if wantsJSON(r) {
-		WriteJSON(w, code, errorBody(msg))
+		webjson.Write(w, code, errorBody(msg))
 		return
 	}
 	message(w, code, http.StatusText(code), msg)

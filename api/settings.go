@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
@@ -35,10 +37,10 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 	cur, err := s.storedSettings(r)
 	if err != nil {
 		s.deps.Log.Error("read the settings", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
 		return
 	}
-	WriteJSON(w, http.StatusOK, cur)
+	webjson.Write(w, http.StatusOK, cur)
 }
 
 // storedSettings reads the settings from the store itself (not the
@@ -63,7 +65,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	cur, err := s.storedSettings(r)
 	if err != nil {
 		s.deps.Log.Error("read the settings", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not read the settings"))
 		return
 	}
 	version := cur.Version
@@ -81,16 +83,16 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	var bad *settings.Error
 	switch {
 	case errors.As(err, &bad):
-		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": bad.Error(), "field": bad.Field})
+		webjson.Write(w, http.StatusBadRequest, map[string]string{"error": bad.Error(), "field": bad.Field})
 		return
 	case errors.Is(err, store.ErrSettingsStale):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	case err != nil:
 		s.deps.Log.Error("save the settings", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not save the settings"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not save the settings"))
 		return
 	}
 	s.note(r, audit.SettingsChanged, "settings", settings.Changed(cur, saved))
-	WriteJSON(w, http.StatusOK, saved)
+	webjson.Write(w, http.StatusOK, saved)
 }

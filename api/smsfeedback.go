@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/store"
@@ -51,24 +53,24 @@ func (s *Server) smsRoutes() {
 // replies (see docs/channels.md for a short code).
 func (s *Server) smsFeedback(w http.ResponseWriter, r *http.Request) {
 	if err := httpbody.Limit(w, r, maxSMSCallback); err != nil {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody("callback too large"))
+		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody("callback too large"))
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		WriteJSON(w, http.StatusBadRequest, errorBody("unreadable form"))
+		webjson.Write(w, http.StatusBadRequest, errorBody("unreadable form"))
 		return
 	}
 	// Twilio signs the URL it was given: the public one, with the query.
 	full := s.cfg.Origin + r.URL.RequestURI()
 	if !sms.ValidSignature(s.cfg.SMSAuthToken, full, r.PostForm, r.Header.Get(sms.SignatureHeader)) {
-		WriteJSON(w, http.StatusForbidden, errorBody("not signed by the SMS gateway's account"))
+		webjson.Write(w, http.StatusForbidden, errorBody("not signed by the SMS gateway's account"))
 		return
 	}
 	number, state, err := smsCallbackChange(r.PostForm)
 	if state != "" && err == nil {
 		sid := r.PostForm.Get("MessageSid")
 		if sid == "" || len(sid) > maxMessageSID {
-			WriteJSON(w, http.StatusBadRequest, errorBody("want the callback's MessageSid"))
+			webjson.Write(w, http.StatusBadRequest, errorBody("want the callback's MessageSid"))
 			return
 		}
 		if !s.applySMSCallback(w, r, sid+":"+state, number, state) {
@@ -118,7 +120,7 @@ func (s *Server) applySMSCallback(w http.ResponseWriter, r *http.Request, key, n
 		err = s.deps.Store.SetNumberState(ctx, number, state)
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not record it, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not record it, please retry"))
 		return false
 	}
 	if err := s.deps.Store.RememberSMSCallback(context.Background(), key, smsReplayWindow); err != nil {

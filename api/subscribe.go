@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
@@ -137,7 +139,7 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, 
 		status = "active"
 	}
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
+		webjson.Write(w, http.StatusAccepted, map[string]string{"email": email, "status": status})
 		return
 	}
 	if !active {

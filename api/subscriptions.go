@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -16,7 +18,7 @@ import (
 func (s *Server) SetTopics(ctx context.Context, email string, topicIDs []string) (store.Subscriber, error) {
 	chosen, err := s.cfg.Topics.Current().Check(topicIDs)
 	if err != nil {
-		return store.Subscriber{}, &TopicsError{Err: err}
+		return store.Subscriber{}, &subscribers.TopicsError{Err: err}
 	}
 	before, err := s.deps.Store.Get(ctx, email)
 	if err != nil {
@@ -27,12 +29,6 @@ func (s *Server) SetTopics(ctx context.Context, email string, topicIDs []string)
 	}
 	return s.setPreferences(ctx, before, store.Preferences{Topics: chosen, Name: before.Name, Timezone: before.Timezone})
 }
-
-// TopicsError is a list of topics the topics file does not allow.
-type TopicsError struct{ Err error }
-
-func (e *TopicsError) Error() string { return e.Err.Error() }
-func (e *TopicsError) Unwrap() error { return e.Err }
 
 // EndSubscription ends email's subscription as an unsubscribe does: the
 // waiting welcome and confirmation are dropped with it, and the webhook

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/newsletter/newsletter/channels/webhook"
@@ -202,7 +204,7 @@ func (s *Server) unsubscribed(w http.ResponseWriter, r *http.Request, oneClick b
 		if topic != "" {
 			body["topic"] = topic
 		}
-		WriteJSON(w, http.StatusAccepted, body)
+		webjson.Write(w, http.StatusAccepted, body)
 	case topic != "":
 		renderPage(w, http.StatusAccepted, "message", pageData{Title: "You are unsubscribed from " + s.topicName(topic), Undo: undo, Lines: []string{
 			"We will not send " + s.topicName(topic) + " to " + whom + " any more. Anything else you chose goes on; the link at the foot of any of our mails changes it."}})
@@ -276,7 +278,7 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 		return
 	}
 	if wantsJSON(r) {
-		WriteJSON(w, http.StatusAccepted, map[string]string{"email": email, "status": "link sent"})
+		webjson.Write(w, http.StatusAccepted, map[string]string{"email": email, "status": "link sent"})
 		return
 	}
 	message(w, http.StatusAccepted, "Check your inbox",

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
@@ -43,14 +45,14 @@ func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.deps.Store.DisableWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint disabled", "endpoint", hook.ID)
 		s.note(r, audit.WebhookDisabled, "webhook:"+hook.ID, "")
-		WriteJSON(w, http.StatusOK, webhookViewOf(hook))
+		webjson.Write(w, http.StatusOK, webhookViewOf(hook))
 	}
 }
 
@@ -86,15 +88,15 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
 	ev, err := TestWebhook(r.Context(), s.deps.Store, s.deps.Queue, r.PathValue("id"), s.deps.Now())
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case errors.Is(err, ErrWebhookDisabled):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 	case err != nil:
 		s.deps.Log.Error("webhooks: test", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not queue the test event, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the test event, please retry"))
 	default:
 		s.note(r, audit.WebhookTested, "webhook:"+r.PathValue("id"), ev)
-		WriteJSON(w, http.StatusAccepted, map[string]string{"event": ev, "type": webhook.TestType})
+		webjson.Write(w, http.StatusAccepted, map[string]string{"event": ev, "type": webhook.TestType})
 	}
 }
 
@@ -104,11 +106,11 @@ func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	list, err := s.deps.Store.WebhookDeliveries(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
-		WriteJSON(w, http.StatusOK, map[string]any{"deliveries": list})
+		webjson.Write(w, http.StatusOK, map[string]any{"deliveries": list})
 	}
 }
 
@@ -144,20 +146,20 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 	var bad *BadWebhookError
 	switch {
 	case errors.As(err, &bad):
-		WriteJSON(w, http.StatusBadRequest, errorBody(bad.Msg))
+		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Msg))
 		return
 	case errors.Is(err, store.ErrTooManyWebhooks):
-		WriteJSON(w, http.StatusConflict, errorBody(err.Error()))
+		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 		return
 	case err != nil:
 		s.deps.Log.Error("webhooks: store", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody("could not store the endpoint, please retry"))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not store the endpoint, please retry"))
 		return
 	}
 	s.deps.Notify.Forget()
 	s.deps.Log.Info("webhooks: endpoint registered", "endpoint", hook.ID, "events", strings.Join(hook.Events, ","))
 	s.note(r, audit.WebhookAdded, "webhook:"+hook.ID, strings.Join(hook.Events, ","))
-	WriteJSON(w, http.StatusCreated, struct {
+	webjson.Write(w, http.StatusCreated, struct {
 		webhookView
 		Secret string `json:"secret"`
 	}{webhookViewOf(hook), hook.Secret})
@@ -226,7 +228,7 @@ func newWebhookID() string {
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	list, err := s.deps.Store.ListWebhooks(r.Context())
 	if err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 		return
 	}
 	out := struct {
@@ -235,7 +237,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	for _, h := range list {
 		out.Webhooks = append(out.Webhooks, webhookViewOf(h))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	webjson.Write(w, http.StatusOK, out)
 }
 
 // deleteWebhook handles DELETE /api/webhooks/{id}: 204; its waiting
@@ -244,9 +246,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeleteWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint removed", "endpoint", logredact.Clip(r.PathValue("id")))
@@ -261,13 +263,13 @@ func (s *Server) enableWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.deps.Store.EnableWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
 	case err != nil:
-		WriteJSON(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
 		s.deps.Notify.Forget()
 		s.deps.Log.Info("webhooks: endpoint enabled", "endpoint", hook.ID)
 		s.note(r, audit.WebhookEnabled, "webhook:"+hook.ID, "")
-		WriteJSON(w, http.StatusOK, webhookViewOf(hook))
+		webjson.Write(w, http.StatusOK, webhookViewOf(hook))
 	}
 }

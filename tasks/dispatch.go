@@ -139,3 +139,8 @@ func (d *Dispatcher) Close() {
 	close(d.stop)
 	d.wg.Wait()
 }
+
+// JobDispatcher enqueues a job whose outbox entry the store already holds.
+type JobDispatcher interface {
+	Dispatch(ctx context.Context, j Job) (duplicate bool, err error)
+}

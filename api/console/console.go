@@ -11,7 +11,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/netguard"
@@ -132,7 +131,7 @@ type Deps struct {
 	// List adds and changes people, runs bulk actions and exports (nil:
 	// those screens answer 501).
 	List ListOwner
-	Jobs api.JobDispatcher
+	Jobs tasks.JobDispatcher
 	// Queue enqueues the imports (run by the worker).
 	Queue tasks.Enqueuer
 	Guard Guard

@@ -13,7 +13,7 @@
 //
 // The console changes nothing by itself: each action calls the same
 // store, enqueue and check functions as its /api/ route (the issues service,
-// api.ChangeIssue, issues.CheckContent, csvimport, …), needs the same role,
+// issues.Change, issues.CheckContent, csvimport, …), needs the same role,
 // and is recorded in the audit log.
 //
 // Sign-in: a token (NEWSLETTER_ADMIN_TOKEN or one made with `newsletter

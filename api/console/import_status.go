@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/services/csvimport"
 )
 
@@ -22,7 +23,7 @@ func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		api.WriteJSON(w, http.StatusOK, s)
+		webjson.Write(w, http.StatusOK, s)
 		return
 	}
 	refresh := 0

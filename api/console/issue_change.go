@@ -9,7 +9,7 @@ import (
 )
 
 // changeIssue is POST /admin/issues/{id}/pause, /resume, /reschedule,
-// /unschedule and /cancel: api.ChangeIssue, as the API's routes of the
+// /unschedule and /cancel: issues.Change, as the API's routes of the
 // same names.
 func (h *Handler) changeIssue(action string) http.HandlerFunc {
 	notice := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled",

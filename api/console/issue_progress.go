@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
 )
 
 // issueProgress is GET /admin/issues/{id}/progress: the counts of GET
@@ -18,5 +18,5 @@ func (h *Handler) issueProgress(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, p)
+	webjson.Write(w, http.StatusOK, p)
 }

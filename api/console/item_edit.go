@@ -46,7 +46,7 @@ func (h *Handler) editItem(w http.ResponseWriter, r *http.Request) {
 		Data: itemEditData{Item: it, Form: form.Item{Title: it.Title, URL: it.URL, Summary: it.Summary, Topic: it.Topic}}})
 }
 
-// updateItem is POST /admin/items/{id}: api.CheckItem and the store's
+// updateItem is POST /admin/items/{id}: store.CheckItem and the store's
 // UpdateItem, as PUT /api/items/{id}.
 func (h *Handler) updateItem(w http.ResponseWriter, r *http.Request) {
 	it, ok := h.itemOf(w, r)

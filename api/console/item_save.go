@@ -10,7 +10,7 @@ import (
 	"github.com/newsletter/newsletter/internal/audit"
 )
 
-// saveItem is POST /admin/items: api.CheckItem and the store's AddItem,
+// saveItem is POST /admin/items: store.CheckItem and the store's AddItem,
 // as POST /api/items.
 func (h *Handler) saveItem(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewItem(w, r)

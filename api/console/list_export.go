@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
@@ -23,7 +24,7 @@ func (h *Handler) exportList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := h.d.List.StartExport(r.Context(), f)
-	var le *api.ListError
+	var le *subscribers.ListError
 	switch {
 	case errors.As(err, &le):
 		h.subscribersPage(w, r, le.Code, store.SubscriberQuery{}, "", "No export: "+le.Msg+".")

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/services/listjobs"
 )
 
@@ -36,7 +37,7 @@ func (h *Handler) showListJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		api.WriteJSON(w, http.StatusOK, job)
+		webjson.Write(w, http.StatusOK, job)
 		return
 	}
 	d := listJobData{Job: job}

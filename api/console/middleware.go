@@ -9,7 +9,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/store"
 )
@@ -109,7 +110,7 @@ func (h *Handler) liveAccount(ctx context.Context, id, gen int64) (Principal, bo
 // page read returns to where it was, a form or a script's read does not.
 func (h *Handler) toLogin(w http.ResponseWriter, r *http.Request) {
 	if wantsJSON(r) {
-		api.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in again"})
+		webjson.Write(w, http.StatusUnauthorized, map[string]string{"error": "sign in again"})
 		return
 	}
 	target := "/admin/login"

@@ -4,7 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
 )
@@ -38,9 +39,9 @@ type People interface {
 // ListOwner adds and changes people, runs bulk actions and exports the
 // list (*api.Server: the console's changes are the API's).
 type ListOwner interface {
-	AddSubscriber(ctx context.Context, in api.AddInput) (store.Subscriber, error)
-	ChangeSubscriber(ctx context.Context, email string, in api.ChangeInput) (store.Subscriber, error)
-	StartBulk(ctx context.Context, in api.BulkInput) (api.BulkResult, error)
+	AddSubscriber(ctx context.Context, in subscribers.AddInput) (store.Subscriber, error)
+	ChangeSubscriber(ctx context.Context, email string, in subscribers.ChangeInput) (store.Subscriber, error)
+	StartBulk(ctx context.Context, in subscribers.BulkInput) (subscribers.BulkResult, error)
 	StartExport(ctx context.Context, f store.Filter) (listjobs.Job, error)
 	ListJob(ctx context.Context, id, kind string) (listjobs.Job, error)
 	WriteExportCSV(w http.ResponseWriter, r *http.Request, id string)
@@ -51,6 +52,6 @@ type ListOwner interface {
 // export's JSON is the API's, and an erase deletes the person's waiting
 // tasks too.
 type PersonalRequests interface {
-	Export(ctx context.Context, email string) (api.PersonalExport, error)
+	Export(ctx context.Context, email string) (subscribers.PersonalExport, error)
 	Erase(ctx context.Context, email string) error
 }

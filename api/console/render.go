@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/services/issues"
 )
@@ -167,7 +168,7 @@ var notices = map[string]string{
 // layout.
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, code int, title, msg string) {
 	if wantsJSON(r) {
-		api.WriteJSON(w, code, map[string]string{"error": msg})
+		webjson.Write(w, code, map[string]string{"error": msg})
 		return
 	}
 	h.render(w, r, code, "error", page{Title: title, Error: msg})

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/internal/webjson"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/store"
@@ -26,13 +27,13 @@ func (h *Handler) countSegment(w http.ResponseWriter, r *http.Request) {
 		var bad *segment.Error
 		switch {
 		case errors.As(err, &bad):
-			api.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": bad.Error(), "position": bad.Pos})
+			webjson.Write(w, http.StatusBadRequest, map[string]any{"error": bad.Error(), "position": bad.Pos})
 		case errors.Is(err, store.ErrSegmentCountSlow):
-			api.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error()})
+			webjson.Write(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error()})
 		case err != nil:
 			h.storeAway(w, r, err)
 		default:
-			api.WriteJSON(w, http.StatusOK, map[string]any{"expr": f.Expr, "active": n.Active, "matching": n.Matching, "text": countText(n)})
+			webjson.Write(w, http.StatusOK, map[string]any{"expr": f.Expr, "active": n.Active, "matching": n.Matching, "text": countText(n)})
 		}
 		return
 	}

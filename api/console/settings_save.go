@@ -11,7 +11,7 @@ import (
 )
 
 // saveSettings is POST /admin/settings: as PUT /api/settings (one
-// api.SaveSettings), with the form shown again, as typed, on a refusal.
+// settings.Save), with the form shown again, as typed, on a refusal.
 func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request) {
 	if h.d.SettingsStore == nil {
 		h.errorPage(w, r, http.StatusNotImplemented, "Not here", "The settings are not served on this deployment.")

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
@@ -24,7 +25,7 @@ func (h *Handler) addSubscriber(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub, err := h.d.List.AddSubscriber(r.Context(), in)
-	var le *api.ListError
+	var le *subscribers.ListError
 	switch {
 	case errors.As(err, &le):
 		h.subscribersPage(w, r, le.Code, store.SubscriberQuery{}, "", "Not added: "+le.Msg+".")

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
 
 // bulkConfirmData is the page that asks again before an erasure.
 type bulkConfirmData struct {
-	In    api.BulkInput
+	In    subscribers.BulkInput
 	Count int64
 }
 
@@ -31,8 +32,8 @@ func (h *Handler) bulkSubscribers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.d.List.StartBulk(r.Context(), in)
-	var ce *api.ConfirmError
-	var le *api.ListError
+	var ce *subscribers.ConfirmError
+	var le *subscribers.ListError
 	switch {
 	case errors.As(err, &ce):
 		h.render(w, r, http.StatusOK, "bulk_confirm", page{Title: "Erase people", Section: "subscribers", Data: bulkConfirmData{In: in, Count: ce.Count}})

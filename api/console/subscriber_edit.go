@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/store"
 )
@@ -27,7 +28,7 @@ func (h *Handler) editSubscriber(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err = h.d.List.ChangeSubscriber(r.Context(), sub.Email, in)
-	var le *api.ListError
+	var le *subscribers.ListError
 	switch {
 	case errors.As(err, &le):
 		h.subscriberPage(w, r, le.Code, sub, "Not changed: "+le.Msg+".")

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
 )
@@ -32,5 +33,5 @@ func (h *Handler) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.record(r, audit.SubscriberExport, h.person(sub), "")
-	api.WriteExport(w, data, "subscriber-"+itoa(sub.ID)+".json")
+	subscribers.WriteExport(w, data, "subscriber-"+itoa(sub.ID)+".json")
 }

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/store"
@@ -40,7 +41,7 @@ type subscriberListData struct {
 func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	if v.Get("q") != "" {
-		q, err := api.ParseSearchQuery(v, h.cfg.Topics.Current())
+		q, err := subscribers.ParseSearchQuery(v, h.cfg.Topics.Current())
 		if err != nil {
 			h.badList(w, r, err)
 			return
@@ -48,7 +49,7 @@ func (h *Handler) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		h.searchPage(w, r, q)
 		return
 	}
-	q, err := api.ParseSubscriberQuery(v, h.cfg.Topics.Current())
+	q, err := subscribers.ParseSubscriberQuery(v, h.cfg.Topics.Current())
 	if err != nil {
 		h.badList(w, r, err)
 		return
@@ -82,7 +83,7 @@ func pageLink(f store.Filter, limit int, key, cursor string) string {
 	if f.Topic != "" {
 		v.Set("topic", f.Topic)
 	}
-	if limit != api.DefaultSubscriberPage {
+	if limit != subscribers.DefaultSubscriberPage {
 		v.Set("limit", itoa(int64(limit)))
 	}
 	return "/admin/subscribers?" + v.Encode()
@@ -121,7 +122,7 @@ func (h *Handler) subscribersPage(w http.ResponseWriter, r *http.Request, code i
 	d.Email = email
 	if h.d.People != nil {
 		if q.Limit == 0 {
-			q.Limit = api.DefaultSubscriberPage
+			q.Limit = subscribers.DefaultSubscriberPage
 		}
 		list, err := h.d.People.ListSubscribers(r.Context(), q)
 		if errors.Is(err, store.ErrBadQuery) {

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
@@ -24,7 +25,7 @@ func (h *Handler) subscriberTopics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	changed, err := h.d.Subscriptions.SetTopics(r.Context(), sub.Email, f.Topics)
-	var bad *api.TopicsError
+	var bad *subscribers.TopicsError
 	switch {
 	case errors.As(err, &bad):
 		h.subscriberPage(w, r, http.StatusBadRequest, sub, bad.Error())

@@ -20,7 +20,7 @@ import (
 // inspector and the issue renderer (nil without mail templates).
 type consoleDeps struct {
 	store  *store.Redis
-	jobs   api.JobDispatcher
+	jobs   tasks.JobDispatcher
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
 	render issues.Renderer

@@ -26,7 +26,7 @@ const issueUsage = `usage:
 // issues as Markdown files in git and sends them from a script. The
 // commands talk to the service's Redis through the store, check what they
 // are given as the API does (issues.CheckContent, the issues
-// service, api.PreviewIssue), and change nothing when it is wrong.
+// service, issues.Preview), and change nothing when it is wrong.
 func issueCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(issueUsage)

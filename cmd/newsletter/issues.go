@@ -62,7 +62,7 @@ func (x *issueMail) message(is store.Issue, topic string, to store.Subscriber, i
 	return msg, nil
 }
 
-// Preview implements api.IssueRenderer.
+// Preview implements issues.Renderer.
 func (x *issueMail) Preview(_ context.Context, is store.Issue, topic, format string) (string, []byte, error) {
 	msg, err := x.message(is, topic, previewReader, false)
 	if err != nil {
@@ -78,7 +78,7 @@ func (x *issueMail) Preview(_ context.Context, is store.Issue, topic, format str
 	return "text/html; charset=utf-8", []byte(msg.HTML), nil
 }
 
-// HTMLSize implements api.IssueRenderer: the bytes of the HTML part a
+// HTMLSize implements issues.Renderer: the bytes of the HTML part a
 // reader of the issue's first topic gets, as the worker makes it (its
 // links counted, a reader's token in them), for the size guard.
 func (x *issueMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
@@ -104,7 +104,7 @@ func (x *issueMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
 // address as long as most.
 var sizeReader = store.Subscriber{ID: 1 << 40, Email: "reader.name@example.com"}
 
-// SendTest implements api.IssueRenderer.
+// SendTest implements issues.Renderer.
 func (x *issueMail) SendTest(ctx context.Context, is store.Issue, emails []string) error {
 	var errs []string
 	for _, e := range emails {

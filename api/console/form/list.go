@@ -5,29 +5,30 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/services/subscribers"
+
 	"github.com/newsletter/newsletter/store"
 )
 
 // NewAdd reads the add-a-person form (the API's POST /api/subscribers
 // fields; the double opt-in box ticked means pending with a confirmation).
-func NewAdd(w http.ResponseWriter, r *http.Request) (api.AddInput, error) {
+func NewAdd(w http.ResponseWriter, r *http.Request) (subscribers.AddInput, error) {
 	if err := parse(w, r, MaxForm); err != nil {
-		return api.AddInput{}, err
+		return subscribers.AddInput{}, err
 	}
 	topics := r.PostForm["topics"]
-	return api.AddInput{Email: value(r, "email"), Name: value(r, "name"), Timezone: value(r, "timezone"),
+	return subscribers.AddInput{Email: value(r, "email"), Name: value(r, "name"), Timezone: value(r, "timezone"),
 		Topics: &topics, DoubleOptIn: value(r, "double_optin") != "", Reason: value(r, "reason")}, nil
 }
 
 // NewEdit reads the edit form of a person: name, time zone and (when
 // the form showed them) topics.
-func NewEdit(w http.ResponseWriter, r *http.Request) (api.ChangeInput, error) {
+func NewEdit(w http.ResponseWriter, r *http.Request) (subscribers.ChangeInput, error) {
 	if err := parse(w, r, MaxForm); err != nil {
-		return api.ChangeInput{}, err
+		return subscribers.ChangeInput{}, err
 	}
 	name, tz := value(r, "name"), value(r, "timezone")
-	in := api.ChangeInput{Name: &name, Timezone: &tz}
+	in := subscribers.ChangeInput{Name: &name, Timezone: &tz}
 	if value(r, "topics_shown") != "" {
 		topics := r.PostForm["topics"]
 		in.Topics = &topics
@@ -43,11 +44,11 @@ func Filter(r *http.Request) store.Filter {
 // NewBulk reads the bulk form: the ticked people (email) or, with
 // scope=filter, the list's filter; the action, its topic, and the count
 // confirmed for an erasure.
-func NewBulk(w http.ResponseWriter, r *http.Request) (api.BulkInput, error) {
+func NewBulk(w http.ResponseWriter, r *http.Request) (subscribers.BulkInput, error) {
 	if err := parse(w, r, MaxForm); err != nil {
-		return api.BulkInput{}, err
+		return subscribers.BulkInput{}, err
 	}
-	in := api.BulkInput{Action: value(r, "action"), Topic: value(r, "topic_action"), Tag: value(r, "tag_action")}
+	in := subscribers.BulkInput{Action: value(r, "action"), Topic: value(r, "topic_action"), Tag: value(r, "tag_action")}
 	if value(r, "scope") == "filter" {
 		f := Filter(r)
 		in.Filter = &f

@@ -1,0 +1,16 @@
+// Package webjson writes JSON answers the one way every web package of the
+// service does, so a status and its Content-Type never part.
+package webjson
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Write answers v as JSON with status code (the API and the console answer
+// their JSON through it).
+func Write(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone mid-body has nothing to hear
+}
