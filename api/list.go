@@ -314,17 +314,8 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in subscrib
 		}
 	}
 	if in.Tags != nil {
-		add := slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return slices.Contains(before.Tags, t) })
-		remove := slices.DeleteFunc(slices.Clone(before.Tags), func(t string) bool { return slices.Contains(tags, t) })
-		if len(add) > 0 {
-			if _, err := s.deps.Store.AddTags(ctx, before.ID, add); err != nil {
-				return sub, err
-			}
-		}
-		if len(remove) > 0 {
-			if _, err := s.deps.Store.RemoveTags(ctx, before.ID, remove); err != nil {
-				return sub, err
-			}
+		if err := s.replaceTags(ctx, before, tags); err != nil {
+			return sub, err
 		}
 		sub.Tags = slices.Sorted(slices.Values(tags)) // as the store keeps them
 	}
@@ -339,6 +330,24 @@ func (s *Server) ChangeSubscriber(ctx context.Context, email string, in subscrib
 	}
 	s.noteSubscriber(ctxRequest(ctx), audit.SubscriberChanged, email, "by hand: "+strings.Join(what, ", "))
 	return sub, nil
+}
+
+// replaceTags makes before's tags be tags: those missing are added, the
+// others removed, each in a step of the store.
+func (s *Server) replaceTags(ctx context.Context, before store.Subscriber, tags []string) error {
+	add := slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return slices.Contains(before.Tags, t) })
+	remove := slices.DeleteFunc(slices.Clone(before.Tags), func(t string) bool { return slices.Contains(tags, t) })
+	if len(add) > 0 {
+		if _, err := s.deps.Store.AddTags(ctx, before.ID, add); err != nil {
+			return err
+		}
+	}
+	if len(remove) > 0 {
+		if _, err := s.deps.Store.RemoveTags(ctx, before.ID, remove); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ctxRequest carries ctx to noteSubscriber, which takes a request.

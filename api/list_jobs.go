@@ -94,26 +94,16 @@ func (s *Server) StartBulk(ctx context.Context, in subscribers.BulkInput) (subsc
 	if in.Action == listjobs.ActionErase && (in.Confirm == nil || *in.Confirm != res.Count) {
 		return res, &subscribers.ConfirmError{Count: res.Count}
 	}
-	who, role := actor(ctx)
 	if in.Filter != nil {
-		if s.deps.ListJobs == nil {
-			return res, &subscribers.ListError{Code: http.StatusServiceUnavailable, Msg: "bulk actions on a filter need the worker's jobs, not configured here"}
-		}
-		job := listjobs.Job{Kind: listjobs.KindBulk, Filter: *in.Filter, Action: in.Action, Topic: in.Topic,
-			Total: res.Count, By: who, Role: role, Created: s.deps.Now().UTC()}
-		if in.Action == listjobs.ActionErase {
-			job.Max = res.Count
-		}
-		job, err := s.deps.ListJobs.Create(ctx, job)
-		if err != nil {
-			return res, err
-		}
-		if _, err := s.deps.Queue.EnqueueContext(ctx, tasks.SubscribersBulk.New(tasks.ListJobPayload{ID: job.ID})); err != nil {
-			return res, err
-		}
-		res.Job = &job
-		return res, nil
+		return s.startBulkJob(ctx, in, res)
 	}
+	return s.applyToEach(ctx, a, in, emails, res)
+}
+
+// applyToEach makes a bulk action on a list of addresses at once: each
+// person's change is the Applier's, as a job's would be; one audit entry
+// says what the whole action did.
+func (s *Server) applyToEach(ctx context.Context, a *listjobs.Applier, in subscribers.BulkInput, emails []string, res subscribers.BulkResult) (subscribers.BulkResult, error) {
 	for _, email := range emails {
 		sub, err := s.deps.Store.Get(ctx, email)
 		if errors.Is(err, store.ErrNotFound) {
@@ -138,6 +128,30 @@ func (s *Server) StartBulk(ctx context.Context, in subscribers.BulkInput) (subsc
 		_ = s.deps.Audit.Note(ctx, audit.Entry{Action: listjobs.AuditBulk, Target: fmt.Sprintf("addresses:%d", len(emails)),
 			Detail: fmt.Sprintf("%s %s: %d changed, %d left as they were, %d not on the list", in.Action, in.Topic, res.Changed, res.Skipped, len(res.NotFound))}) // logged and counted by the Trail
 	}
+	return res, nil
+}
+
+// startBulkJob queues a bulk action on a filter as a list job: its
+// selection is read when the job runs, an erasure capped at the count
+// confirmed now.
+func (s *Server) startBulkJob(ctx context.Context, in subscribers.BulkInput, res subscribers.BulkResult) (subscribers.BulkResult, error) {
+	who, role := actor(ctx)
+	if s.deps.ListJobs == nil {
+		return res, &subscribers.ListError{Code: http.StatusServiceUnavailable, Msg: "bulk actions on a filter need the worker's jobs, not configured here"}
+	}
+	job := listjobs.Job{Kind: listjobs.KindBulk, Filter: *in.Filter, Action: in.Action, Topic: in.Topic,
+		Total: res.Count, By: who, Role: role, Created: s.deps.Now().UTC()}
+	if in.Action == listjobs.ActionErase {
+		job.Max = res.Count
+	}
+	job, err := s.deps.ListJobs.Create(ctx, job)
+	if err != nil {
+		return res, err
+	}
+	if _, err := s.deps.Queue.EnqueueContext(ctx, tasks.SubscribersBulk.New(tasks.ListJobPayload{ID: job.ID})); err != nil {
+		return res, err
+	}
+	res.Job = &job
 	return res, nil
 }
 

@@ -318,33 +318,8 @@ func (r *Renderer) PostIssue(e Entry) (subject, body string, err error) {
 }
 
 func parseTemplates(src Sources, steps ...string) (*templates, error) {
-	overrideDir := src.Dir
-	read := func(name string) (string, error) {
-		if stored, ok := storedPart(src.Stored, name); ok {
-			return stored, nil
-		}
-		if overrideDir != "" {
-			b, err := os.ReadFile(filepath.Join(overrideDir, name))
-			if err == nil {
-				return string(b), nil
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("read template %s: %w", name, err)
-			}
-		}
-		b, err := embedded.ReadFile("templates/" + name)
-		return string(b), err
-	}
-	// missing names where a template was looked for: a catalog's
-	// (stored texts, no folder) are written in the console or the API,
-	// files in the template folder.
-	missing := func(file string) error {
-		if src.Stored != nil && overrideDir == "" {
-			return fmt.Errorf("template %s: none saved and none built in: give the step a subject and a body, or save a template of its name", file)
-		}
-		return fmt.Errorf("template %s: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", file, overrideDir)
-	}
-	layout, err := read("layout.html")
+	files := templateFiles{src}
+	layout, err := files.read("layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -353,55 +328,18 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		if _, done := r.text[k]; done {
 			continue // the welcome is a kind and the first step
 		}
-		txt, err := read(k + ".txt")
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, missing(k + ".txt")
-		}
-		if err != nil {
+		if err := r.parseKind(files, k, layout); err != nil {
 			return nil, err
 		}
-		// missingkey=zero: the only maps a template indexes are the
-		// reader's fields, and a field they have no value of is "" (a
-		// fallback's to replace), not an error nor "<no value>".
-		if r.text[k], err = texttemplate.New(k + ".txt").Option("missingkey=zero").Funcs(templateFuncs).Parse(txt); err != nil {
-			return nil, fmt.Errorf("parse template %s.txt: %w", k, err)
-		}
-		body, err := read(k + ".html")
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, missing(k + ".html")
-		}
-		if err != nil {
-			return nil, err
-		}
-		h := htmltemplate.New(k + ".html").Option("missingkey=zero").Funcs(templateFuncs).Funcs(layoutFuncs)
-		// The subject comes from the text template, where it is defined
-		// once; the HTML title needs it too.
-		subject := r.text[k].Lookup("subject")
-		if subject == nil {
-			return nil, fmt.Errorf("template %s.txt: no {{define \"subject\"}}", k)
-		}
-		if _, err := h.Parse(layout + body + `{{define "subject"}}` + subject.Root.String() + `{{end}}`); err != nil {
-			return nil, fmt.Errorf("parse template %s.html: %w", k, err)
-		}
-		r.html[k] = h
-		var trees []*parse.Tree
-		for _, t := range r.text[k].Templates() {
-			trees = append(trees, t.Tree)
-		}
-		trees = append(trees, htmlTrees(h)...)
-		// A reader's fields are filled in by a full render: Prepare fills
-		// only the fields of personal.
-		r.preparable[k] = preparable(trees...) && !usesField("Subscriber", trees...)
-		r.entries[k] = usesField("Entries", trees...)
 	}
-	md, err := read(DigestBodyTemplate)
+	md, err := files.read(DigestBodyTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("template %s: %w", DigestBodyTemplate, err)
 	}
 	if r.digestBody, err = parseDigestBody(md); err != nil {
 		return nil, err
 	}
-	post, err := read(PostBodyTemplate)
+	post, err := files.read(PostBodyTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("template %s: %w", PostBodyTemplate, err)
 	}
@@ -409,6 +347,86 @@ func parseTemplates(src Sources, steps ...string) (*templates, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// templateFiles finds a template's text: the catalog's stored one, else
+// the template folder's file, else the built-in one.
+type templateFiles struct{ src Sources }
+
+func (f templateFiles) read(name string) (string, error) {
+	if stored, ok := storedPart(f.src.Stored, name); ok {
+		return stored, nil
+	}
+	if f.src.Dir != "" {
+		b, err := os.ReadFile(filepath.Join(f.src.Dir, name))
+		if err == nil {
+			return string(b), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("read template %s: %w", name, err)
+		}
+	}
+	b, err := embedded.ReadFile("templates/" + name)
+	return string(b), err
+}
+
+// missing names where a template was looked for: a catalog's (stored
+// texts, no folder) are written in the console or the API, files in the
+// template folder.
+func (f templateFiles) missing(file string) error {
+	if f.src.Stored != nil && f.src.Dir == "" {
+		return fmt.Errorf("template %s: none saved and none built in: give the step a subject and a body, or save a template of its name", file)
+	}
+	return fmt.Errorf("template %s: not in NEWSLETTER_TEMPLATE_DIR (%s) nor built in", file, f.src.Dir)
+}
+
+// readPart is file's text, or missing's error when there is none.
+func (f templateFiles) readPart(file string) (string, error) {
+	text, err := f.read(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", f.missing(file)
+	}
+	return text, err
+}
+
+// parseKind parses kind k's text and HTML templates (the HTML inside
+// layout) into r, and notes what a render of them needs.
+func (r *templates) parseKind(files templateFiles, k, layout string) error {
+	txt, err := files.readPart(k + ".txt")
+	if err != nil {
+		return err
+	}
+	// missingkey=zero: the only maps a template indexes are the
+	// reader's fields, and a field they have no value of is "" (a
+	// fallback's to replace), not an error nor "<no value>".
+	if r.text[k], err = texttemplate.New(k + ".txt").Option("missingkey=zero").Funcs(templateFuncs).Parse(txt); err != nil {
+		return fmt.Errorf("parse template %s.txt: %w", k, err)
+	}
+	body, err := files.readPart(k + ".html")
+	if err != nil {
+		return err
+	}
+	h := htmltemplate.New(k + ".html").Option("missingkey=zero").Funcs(templateFuncs).Funcs(layoutFuncs)
+	// The subject comes from the text template, where it is defined
+	// once; the HTML title needs it too.
+	subject := r.text[k].Lookup("subject")
+	if subject == nil {
+		return fmt.Errorf("template %s.txt: no {{define \"subject\"}}", k)
+	}
+	if _, err := h.Parse(layout + body + `{{define "subject"}}` + subject.Root.String() + `{{end}}`); err != nil {
+		return fmt.Errorf("parse template %s.html: %w", k, err)
+	}
+	r.html[k] = h
+	var trees []*parse.Tree
+	for _, t := range r.text[k].Templates() {
+		trees = append(trees, t.Tree)
+	}
+	trees = append(trees, htmlTrees(h)...)
+	// A reader's fields are filled in by a full render: Prepare fills
+	// only the fields of personal.
+	r.preparable[k] = preparable(trees...) && !usesField("Subscriber", trees...)
+	r.entries[k] = usesField("Entries", trees...)
+	return nil
 }
 
 // usesField reports whether any of trees refers to .name.

@@ -144,6 +144,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_issue_renders_total", Help: "Issue bodies rendered from Markdown (once per issue version per worker process, not per reader).",
 		}),
 	}
+	m.startAtZero()
+	m.SMSCapReached = sms.CapReachedMetric(reg)
+	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
+		m.SMSCapReached.WithLabelValues(c)
+	}
+	if reg != nil {
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
+			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
+	}
+	return m
+}
+
+// startAtZero makes the series a dashboard or an alert reads exist at 0
+// before their first event: a rate over a series that appears only at
+// its first increment misses that increment.
+func (m *Metrics) startAtZero() {
 	for _, r := range FeedResults {
 		m.FeedPolls.WithLabelValues(r)
 	}
@@ -171,15 +187,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, typ := range tasks.HandledTypes() {
 		m.forType(typ)
 	}
-	m.SMSCapReached = sms.CapReachedMetric(reg)
-	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
-		m.SMSCapReached.WithLabelValues(c)
-	}
-	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
-			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
-	}
-	return m
 }
 
 // forType makes the series of a task type exist at 0, in the queue and
