@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -151,10 +152,10 @@ func (s *Server) preferencesPhoneConfirm(w http.ResponseWriter, r *http.Request)
 }
 
 // textableNumber is the number a person or the product backend gave, in
-// E.164, when texts may go to it: a mobile (sms.ParseNumber) of one of
+// E.164, when texts may go to it: a mobile (phone.Parse) of one of
 // the countries texts are for.
 func (s *Server) textableNumber(raw string) (string, error) {
-	number, err := sms.ParseNumber(raw, "")
+	number, err := phone.Parse(raw, "")
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/internal/ratelimit"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -106,7 +107,7 @@ type Config struct {
 	// (NEWSLETTER_SMS_COUNTRIES; none: any). SMSCodesPerClient caps the
 	// codes one client address may have texted in an hour
 	// (NEWSLETTER_SMS_CODES_PER_CLIENT; 0: sms.DefaultCodesPerClient).
-	SMSCountries      sms.Countries
+	SMSCountries      phone.Countries
 	SMSCodesPerClient int
 	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
 	// must align with it ("" : any From).

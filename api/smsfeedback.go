@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/httpbody"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -95,10 +96,10 @@ func smsCallbackChange(form url.Values) (number, state string, err error) {
 		default:
 			return "", "", nil
 		}
-		number, err = sms.ParseNumber(form.Get("From"), "")
+		number, err = phone.Parse(form.Get("From"), "")
 	case sms.RetireStatus(form.Get("MessageStatus"), form.Get("ErrorCode")): // a status callback
 		state = store.NumberRetired
-		number, err = sms.ParseNumber(form.Get("To"), "")
+		number, err = phone.Parse(form.Get("To"), "")
 	}
 	return number, state, err
 }

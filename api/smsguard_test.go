@@ -15,6 +15,7 @@ import (
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/sms/smstest"
 	"github.com/newsletter/newsletter/internal/clientip"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -81,7 +82,7 @@ func (e *codeEnv) queuedCodes() int {
 // nothing stored, no code kept, no text queued. A number of a listed
 // country goes on.
 func TestSMSCountriesAllowlist(t *testing.T) {
-	e := newCodeEnv(t, Config{SMSCountries: sms.Countries{"GB", "IE"}})
+	e := newCodeEnv(t, Config{SMSCountries: phone.Countries{"GB", "IE"}})
 	ctx := context.Background()
 	id, tok := e.reader("far@x.io")
 	for _, far := range []string{"+1 415 555 2671", "+263 71 123 4567"} { // a US mobile, a Zimbabwean one
@@ -116,7 +117,7 @@ func TestSMSCountriesAllowlist(t *testing.T) {
 // newsletter_sms_cap_reached_total{cap="per_client"}. Another client is
 // served.
 func TestSMSCodesPerClient(t *testing.T) {
-	e := newCodeEnv(t, Config{SMSCountries: sms.Countries{"GB"}, SMSCodesPerClient: 2})
+	e := newCodeEnv(t, Config{SMSCountries: phone.Countries{"GB"}, SMSCodesPerClient: 2})
 	ctx := context.Background()
 	for i, email := range []string{"a@x.io", "b@x.io"} {
 		_, tok := e.reader(email)

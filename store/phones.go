@@ -14,7 +14,7 @@ import (
 // Phone is a person's mobile number for SMS, with the consent it was
 // given under, and the number's own state.
 type Phone struct {
-	// Number is E.164 (+447400123456): the caller parsed it (sms.ParseNumber).
+	// Number is E.164 (+447400123456): the caller parsed it (phone.Parse).
 	Number string `json:"number"`
 	// Source is where the consent came from: "preferences" (the person
 	// entered the code sent to it) or what the product backend recorded

@@ -1,13 +1,11 @@
 // Package sms sends text messages through a Twilio-compatible Messages
-// API and reads what comes back: the numbers a message may go to, how
-// many segments a text costs, the error classes of the gateway's answers,
-// and the signed inbound messages (STOP, START, HELP) a reader sends.
+// API and reads what comes back: how many segments a text costs, the
+// error classes of the gateway's answers, and the signed inbound messages
+// (STOP, START, HELP) a reader sends.
 //
-// Numbers: ParseNumber normalises what a person types to E.164 with
-// github.com/nyaruka/phonenumbers (libphonenumber's metadata, not a
-// regex of ours) and refuses what cannot take an SMS or costs the sender
-// (landlines, premium-rate, shared-cost, toll-free, VoIP, pagers, ...),
-// with a *NumberError whose Reason can be shown to the person.
+// Numbers are read by internal/phone (phone.Parse, phone.Countries), a
+// leaf the settings share: a number reaches this package already in
+// E.164.
 //
 // Segments: an SMS carries 140 bytes. Measure counts a text in GSM-7
 // septets (160 in one message, 153 a segment once concatenated, the

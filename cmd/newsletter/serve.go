@@ -30,6 +30,7 @@ import (
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
@@ -668,7 +669,7 @@ const smsCallbackPath = "/feedback/sms"
 
 // smsCountries are the countries numbers may be given for; none without
 // SMS.
-func smsCountries(c *config.Config) sms.Countries {
+func smsCountries(c *config.Config) phone.Countries {
 	if c.SMS == nil {
 		return nil
 	}

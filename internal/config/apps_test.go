@@ -11,7 +11,7 @@ import (
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
-	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/internal/phone"
 )
 
 // FCM and APNs are on with their settings, off without: the URLs default
@@ -82,11 +82,11 @@ func TestSMSSettings(t *testing.T) {
 	}
 	c, err = Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006"}))
 	if err != nil || c.SMS == nil || c.SMS.URL != "https://api.twilio.com" || c.SMS.MaxSegments != 2 || c.SMS.PerNumberDay != 5 || c.SMS.PerDay != 10000 ||
-		c.SMS.CodesPerClient != 5 || !slices.Equal(c.SMS.Countries, sms.Countries{"US"}) {
+		c.SMS.CodesPerClient != 5 || !slices.Equal(c.SMS.Countries, phone.Countries{"US"}) {
 		t.Fatalf("on: %+v %v", c.SMS, err)
 	}
 	c, err = Load(env(map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+447400123456"}))
-	if err != nil || !slices.Equal(c.SMS.Countries, sms.Countries{"GB"}) {
+	if err != nil || !slices.Equal(c.SMS.Countries, phone.Countries{"GB"}) {
 		t.Fatalf("a British sender: %+v %v", c.SMS, err)
 	}
 	for _, from := range []string{"MG0123456789", "12345"} {
@@ -95,7 +95,7 @@ func TestSMSSettings(t *testing.T) {
 			t.Errorf("sender %s without countries: %v", from, err)
 		}
 		set["NEWSLETTER_SMS_COUNTRIES"] = " us, ca,US "
-		if c, err := Load(env(set)); err != nil || !slices.Equal(c.SMS.Countries, sms.Countries{"US", "CA"}) {
+		if c, err := Load(env(set)); err != nil || !slices.Equal(c.SMS.Countries, phone.Countries{"US", "CA"}) {
 			t.Errorf("sender %s: %v", from, err)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
@@ -234,7 +235,7 @@ type SMS struct {
 	// (NEWSLETTER_SMS_COUNTRIES, ISO 3166 codes: "US,CA"); default the
 	// country of From when From is a number. A short code or a messaging
 	// service says no country: the list is then required.
-	Countries sms.Countries
+	Countries phone.Countries
 	// CodesPerClient caps the codes one client address may have texted
 	// in an hour (NEWSLETTER_SMS_CODES_PER_CLIENT, default
 	// sms.DefaultCodesPerClient).
@@ -630,12 +631,6 @@ func (p *parser) certPool(name string) *x509.CertPool {
 	return pool
 }
 
-// e164 and shortCode are the shapes of an SMS sender's number.
-var (
-	e164      = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	shortCode = regexp.MustCompile(`^[0-9]{3,8}$`)
-)
-
 // sms reads the SMS gateway's settings: NEWSLETTER_SMS_ACCOUNT_SID,
 // _AUTH_TOKEN and _FROM together, or none of them (SMS off).
 func (p *parser) sms() *SMS {
@@ -666,9 +661,8 @@ func (p *parser) sms() *SMS {
 		}
 		return nil
 	}
-	// The sender may be a toll-free number or a short code, which
-	// sms.ParseNumber (mobiles only) refuses: its shape is checked alone.
-	p.check("NEWSLETTER_SMS_FROM", strings.HasPrefix(c.From, "MG") || e164.MatchString(c.From) || shortCode.MatchString(c.From),
+	// A messaging service's id (MG…) is Twilio's, not a number.
+	p.check("NEWSLETTER_SMS_FROM", strings.HasPrefix(c.From, "MG") || phone.IsSenderNumber(c.From),
 		"the sending number in E.164 (+15005550006), a short code, or a messaging service's id (MG…)")
 	c.Countries = p.smsCountries(c.From)
 	return c
@@ -678,17 +672,17 @@ func (p *parser) sms() *SMS {
 // sending number, which is where a number's texts are cheap and lawful.
 // A short code or a messaging service names no country: the list must
 // then be given, so that SMS is never open to every country by default.
-func (p *parser) smsCountries(from string) sms.Countries {
+func (p *parser) smsCountries(from string) phone.Countries {
 	list := p.str("NEWSLETTER_SMS_COUNTRIES", "")
 	if list == "" {
-		if country := sms.SenderCountry(from); country != "" {
-			return sms.Countries{country}
+		if country := phone.SenderCountry(from); country != "" {
+			return phone.Countries{country}
 		}
 		p.check("NEWSLETTER_SMS_COUNTRIES", false,
 			"set when NEWSLETTER_SMS_FROM is a short code or a messaging service (MG…): the ISO 3166 codes of the countries texts may go to (US,CA)")
 		return nil
 	}
-	countries, err := sms.ParseCountries(list)
+	countries, err := phone.ParseCountries(list)
 	if err != nil {
 		p.check("NEWSLETTER_SMS_COUNTRIES", false, "comma-separated ISO 3166 country codes (US,CA): "+err.Error())
 	}

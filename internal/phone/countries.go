@@ -1,4 +1,4 @@
-package sms
+package phone
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func SenderCountry(from string) string {
 	return ""
 }
 
-// Country is the country of an E.164 number as ParseNumber answers it
+// Country is the country of an E.164 number as Parse answers it
 // ("" when it has none).
 func Country(number string) string {
 	n, err := phonenumbers.Parse(number, "")
@@ -81,6 +81,6 @@ func (c Countries) Allows(number string) bool {
 
 // NotAllowed is the person's reason for a number of a country not on
 // the list.
-func (c Countries) NotAllowed(number string) *NumberError {
-	return &NumberError{Input: number, Reason: "we send texts only to numbers in " + strings.Join(c, ", ")}
+func (c Countries) NotAllowed(number string) *Error {
+	return &Error{Input: number, Reason: "we send texts only to numbers in " + strings.Join(c, ", ")}
 }

@@ -1,4 +1,4 @@
-package sms
+package phone
 
 import (
 	"slices"
@@ -69,22 +69,24 @@ func TestCountriesAllows(t *testing.T) {
 	}
 }
 
-// A status callback retires its number only for a failed or undelivered
-// message with a permanent code; a passing code, or a permanent code on
-// another status, does not.
-func TestRetireStatus(t *testing.T) {
-	for _, c := range []struct {
-		status, code string
-		want         bool
-	}{
-		{"undelivered", "30006", true}, {"failed", "30005", true}, {"failed", "21211", true},
-		{"failed", "21610", true}, {"failed", "21614", true},
-		{"undelivered", "30003", false}, {"undelivered", "30001", false}, {"failed", "30008", false},
-		{"undelivered", "30007", false}, {"undelivered", "30004", false}, {"failed", "", false},
-		{"sent", "30006", false}, {"delivered", "30006", false}, {"queued", "", false},
+// A sender is a number in E.164 or a short code; a name, a number
+// without its +, or one too long is not.
+func TestIsSenderNumber(t *testing.T) {
+	for from, want := range map[string]bool{
+		"+15005550006":      true,
+		"+447400123456":     true,
+		"12345":             true,
+		"123":               true,
+		"12":                false,
+		"123456789":         false,
+		"+0123456789":       false,
+		"+1234567890123456": false,
+		"our shop":          false,
+		"MG0123456789":      false,
+		"":                  false,
 	} {
-		if got := RetireStatus(c.status, c.code); got != c.want {
-			t.Errorf("%s %s: %v, want %v", c.status, c.code, got, c.want)
+		if got := IsSenderNumber(from); got != want {
+			t.Errorf("%q: %v, want %v", from, got, want)
 		}
 	}
 }

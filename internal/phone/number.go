@@ -1,4 +1,4 @@
-package sms
+package phone
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"github.com/nyaruka/phonenumbers"
 )
 
-// NumberError is a phone number ParseNumber refused. Reason is a short
+// Error is a phone number Parse refused. Reason is a short
 // sentence for the person who typed the number (the API answers it in
 // its 400).
-type NumberError struct {
+type Error struct {
 	Input  string
 	Reason string
 }
 
-func (e *NumberError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("phone number %q: %s", e.Input, e.Reason)
 }
 
@@ -24,7 +24,7 @@ func (e *NumberError) Error() string {
 // spaces and punctuation fits in far less, and the input comes from anyone.
 const maxNumberInput = 64
 
-// ParseNumber reads a phone number as a person types it ("+44 7400
+// Parse reads a phone number as a person types it ("+44 7400
 // 123456", "07400 123456" with defaultRegion "GB") and answers it in
 // E.164 ("+447400123456"), the one form stored and sent to the gateway.
 // defaultRegion is an ISO 3166 code for numbers written without their
@@ -43,19 +43,19 @@ const maxNumberInput = 64
 // UNKNOWN would be accepted (the library cannot tell), but the library
 // calls a number valid only when it matches one of the types above, so a
 // valid number is never UNKNOWN today.
-func ParseNumber(raw, defaultRegion string) (string, error) {
+func Parse(raw, defaultRegion string) (string, error) {
 	if len(raw) > maxNumberInput {
-		return "", &NumberError{Input: raw[:maxNumberInput] + "…", Reason: "too long to be a phone number"}
+		return "", &Error{Input: raw[:maxNumberInput] + "…", Reason: "too long to be a phone number"}
 	}
 	n, err := phonenumbers.Parse(raw, defaultRegion)
 	if err != nil {
-		return "", &NumberError{Input: raw, Reason: parseReason(err, raw, defaultRegion)}
+		return "", &Error{Input: raw, Reason: parseReason(err, raw, defaultRegion)}
 	}
 	if !phonenumbers.IsValidNumber(n) {
-		return "", &NumberError{Input: raw, Reason: invalidReason(n)}
+		return "", &Error{Input: raw, Reason: invalidReason(n)}
 	}
 	if reason := refusedType(phonenumbers.GetNumberType(n)); reason != "" {
-		return "", &NumberError{Input: raw, Reason: reason}
+		return "", &Error{Input: raw, Reason: reason}
 	}
 	return phonenumbers.Format(n, phonenumbers.E164), nil
 }
@@ -94,7 +94,7 @@ func invalidReason(n *phonenumbers.PhoneNumber) string {
 }
 
 // refusedType answers why a number of type t cannot take SMS, or ""
-// when it can (see ParseNumber).
+// when it can (see Parse).
 func refusedType(t phonenumbers.PhoneNumberType) string {
 	switch t {
 	case phonenumbers.MOBILE, phonenumbers.FIXED_LINE_OR_MOBILE, phonenumbers.UNKNOWN:

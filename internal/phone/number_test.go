@@ -1,11 +1,11 @@
-package sms_test
+package phone_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/internal/phone"
 )
 
 func TestParseNumberAccepts(t *testing.T) {
@@ -26,9 +26,9 @@ func TestParseNumberAccepts(t *testing.T) {
 		{"+44 7400 123456", "FR", "+447400123456"},   // + wins over the region
 		{"  +447400123456  ", "", "+447400123456"},   // already E.164, spaced
 	} {
-		got, err := sms.ParseNumber(c.raw, c.region)
+		got, err := phone.Parse(c.raw, c.region)
 		if err != nil || got != c.want {
-			t.Errorf("ParseNumber(%q, %q) = %q, %v; want %q", c.raw, c.region, got, err, c.want)
+			t.Errorf("Parse(%q, %q) = %q, %v; want %q", c.raw, c.region, got, err, c.want)
 		}
 	}
 }
@@ -63,20 +63,20 @@ func TestParseNumberRefuses(t *testing.T) {
 		{"+49 177 99 1234567", "", "voicemail"},
 		{"+44 " + strings.Repeat("7", 80), "", "too long"},
 	} {
-		got, err := sms.ParseNumber(c.raw, c.region)
-		var ne *sms.NumberError
+		got, err := phone.Parse(c.raw, c.region)
+		var ne *phone.Error
 		if !errors.As(err, &ne) {
-			t.Errorf("ParseNumber(%q, %q) = %q, %v; want a *NumberError", c.raw, c.region, got, err)
+			t.Errorf("Parse(%q, %q) = %q, %v; want a *phone.Error", c.raw, c.region, got, err)
 			continue
 		}
 		if !strings.Contains(ne.Reason, c.reason) {
-			t.Errorf("ParseNumber(%q, %q): reason %q, want it to say %q", c.raw, c.region, ne.Reason, c.reason)
+			t.Errorf("Parse(%q, %q): reason %q, want it to say %q", c.raw, c.region, ne.Reason, c.reason)
 		}
 		if got != "" {
-			t.Errorf("ParseNumber(%q, %q) answered %q beside its error", c.raw, c.region, got)
+			t.Errorf("Parse(%q, %q) answered %q beside its error", c.raw, c.region, got)
 		}
 		if len(ne.Input) > 70 {
-			t.Errorf("ParseNumber(%q): the error carries %d bytes of input, want it cut short", c.raw[:10], len(ne.Input))
+			t.Errorf("Parse(%q): the error carries %d bytes of input, want it cut short", c.raw[:10], len(ne.Input))
 		}
 	}
 }
