@@ -16,7 +16,6 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/testkit/logtest"
@@ -111,11 +110,23 @@ func (r *ownRedis) client(t *testing.T) (redis.UniversalClient, *holdHook) {
 // with result.
 func heldCount(t *testing.T, result string) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := heldSeconds.WithLabelValues(result).(prometheus.Histogram).Write(&m); err != nil {
+	reg := prometheus.NewRegistry()
+	RegisterMetrics(reg)
+	families, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleCount()
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	t.Fatalf("no newsletter_redis_held_seconds{result=%q}", result)
+	return 0
 }
 
 // TestHeldUntilRedisIsBack: a command and a pipeline sent under WaitOut
