@@ -93,8 +93,20 @@ func (c Cluster) options(pool int) *redis.ClusterOptions {
 // pool is sized for the API's parallel requests plus the worker's
 // concurrency (on a cluster, per node). Context deadlines bound its socket
 // waits (ContextTimeoutEnabled; go-redis ignores them otherwise), so a
-// request's timeout or a probe's budget holds when Redis hangs.
+// request's timeout or a probe's budget holds when Redis hangs. Its
+// commands sent under WaitOut wait out an unreachable Redis (Hold); the
+// others fail at once, as they would without the hook.
 func Client(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient, error) {
+	c, err := newClient(opt, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	Hold(c)
+	return c, nil
+}
+
+// newClient is Client without the hold.
+func newClient(opt asynq.RedisConnOpt, concurrency int) (redis.UniversalClient, error) {
 	pool := 10*runtime.GOMAXPROCS(0) + concurrency
 	switch o := opt.(type) {
 	case asynq.RedisClientOpt:
