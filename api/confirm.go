@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // confirmPage handles GET (and HEAD) /confirm?token=: a page whose button
@@ -79,7 +79,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
-	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, person, ""))
+	s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, person, ""))
 	s.confirmed(w, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
 }
 

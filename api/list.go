@@ -16,7 +16,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
@@ -194,7 +193,7 @@ func (s *Server) AddSubscriber(ctx context.Context, in subscribers.AddInput) (st
 	detail := "double opt-in: confirmation sent"
 	if !in.DoubleOptIn {
 		detail = "without double opt-in: " + reason
-		s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, ""))
+		s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
 	}
 	if s.deps.Audit != nil {
 		_ = s.deps.Audit.Note(ctx, audit.Entry{Action: AuditSubscriberAdded, Target: s.deps.Audit.Subscriber(email), Detail: detail}) // logged and counted by the Trail

@@ -11,7 +11,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -86,7 +85,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	s.dispatchSignup(ctx, job)
 	if req.Activate && sub.Status == store.Active {
 		// Without double opt-in the signup is the confirmation.
-		s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, ""))
+		s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
 	}
 	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
@@ -334,7 +333,7 @@ func (s *Server) notifyLeft(ctx context.Context, sub store.Subscriber) {
 	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || !sub.Ended {
 		return
 	}
-	s.deps.Notify.NotifyLogged(ctx, webhook.Subscriber(webhook.SubscriberUnsubscribed, sub, ""))
+	s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""))
 }
 
 func firstNonEmpty(v ...string) string {

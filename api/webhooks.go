@@ -56,7 +56,7 @@ func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestWebhook queues one sample event (webhook.TestType) for the active
+// TestWebhook queues one sample event (tasks.WebhookTestType) for the active
 // endpoint id: the worker signs and posts it as any event and logs the
 // outcome in the endpoint's deliveries. It answers the event's id, or
 // store.ErrWebhookNotFound, ErrWebhookDisabled, or the queue's error.
@@ -96,7 +96,7 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
 		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the test event, please retry"))
 	default:
 		s.note(r, audit.WebhookTested, "webhook:"+r.PathValue("id"), ev)
-		webjson.Write(w, http.StatusAccepted, map[string]string{"event": ev, "type": webhook.TestType})
+		webjson.Write(w, http.StatusAccepted, map[string]string{"event": ev, "type": tasks.WebhookTestType})
 	}
 }
 
@@ -197,12 +197,12 @@ func RegisterWebhook(ctx context.Context, st store.Webhooks, guard netguard.Guar
 // list as given, without repeats. The message is "" when they are fine.
 func webhookEvents(given []string) ([]string, string) {
 	if len(given) == 0 {
-		return nil, `want "events": a list of at least one of ` + strings.Join(webhook.Types, ", ")
+		return nil, `want "events": a list of at least one of ` + strings.Join(tasks.WebhookTypes, ", ")
 	}
 	var out []string
 	for _, e := range given {
-		if !webhook.Known(e) {
-			return nil, "unknown event " + quote(e) + ": want " + strings.Join(webhook.Types, ", ")
+		if !tasks.KnownWebhookType(e) {
+			return nil, "unknown event " + quote(e) + ": want " + strings.Join(tasks.WebhookTypes, ", ")
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)

@@ -228,15 +228,15 @@ func TestSubscriberEventsFromTheAPI(t *testing.T) {
 	confirm("ann@example.com") // already active: no second event
 	got := e.webhookTasks(t)
 	ann, _ := e.store.Get(ctx, "ann@example.com")
-	if len(got) != 1 || got[0].Endpoint != crm || got[0].Type != webhook.SubscriberConfirmed {
+	if len(got) != 1 || got[0].Endpoint != crm || got[0].Type != tasks.WebhookSubscriberConfirmed {
 		t.Fatalf("after confirming: %+v", got)
 	}
 	var ev struct {
 		Type string
-		Data webhook.SubscriberData
+		Data tasks.WebhookSubscriberData
 	}
-	if err := json.Unmarshal([]byte(got[0].Body), &ev); err != nil || ev.Type != webhook.SubscriberConfirmed ||
-		ev.Data != (webhook.SubscriberData{ID: ann.ID, Email: "ann@example.com"}) {
+	if err := json.Unmarshal([]byte(got[0].Body), &ev); err != nil || ev.Type != tasks.WebhookSubscriberConfirmed ||
+		ev.Data != (tasks.WebhookSubscriberData{ID: ann.ID, Email: "ann@example.com"}) {
 		t.Fatalf("the event: %s (%v)", got[0].Body, err)
 	}
 
@@ -244,7 +244,7 @@ func TestSubscriberEventsFromTheAPI(t *testing.T) {
 	for range 2 {
 		e.oneClick(t, e.sign(t, token.Unsubscribe, "ann@example.com"))
 	}
-	if got = e.webhookTasks(t); len(got) != 2 || got[1].Type != webhook.SubscriberUnsubscribed {
+	if got = e.webhookTasks(t); len(got) != 2 || got[1].Type != tasks.WebhookSubscriberUnsubscribed {
 		t.Fatalf("after unsubscribing twice: %+v", got)
 	}
 	// The same link a day later, when the first event's task is gone:
@@ -284,7 +284,7 @@ func TestSubscriberEventsFromTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got = e.webhookTasks(t); len(got) != 3 || got[1].Type != webhook.SubscriberConfirmed || got[2].Type != webhook.SubscriberUnsubscribed {
+	if got = e.webhookTasks(t); len(got) != 3 || got[1].Type != tasks.WebhookSubscriberConfirmed || got[2].Type != tasks.WebhookSubscriberUnsubscribed {
 		t.Fatalf("after pat confirmed and left: %+v", got)
 	}
 }
@@ -298,7 +298,7 @@ func TestSignupWithoutDoubleOptInIsConfirmed(t *testing.T) {
 	if resp, _ := e.post(t, "/subscribe", jsonCT, `{"email":"fast@example.com"}`); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
-	if got := e.webhookTasks(t); len(got) != 1 || got[0].Type != webhook.SubscriberConfirmed || !strings.Contains(got[0].Body, "fast@example.com") {
+	if got := e.webhookTasks(t); len(got) != 1 || got[0].Type != tasks.WebhookSubscriberConfirmed || !strings.Contains(got[0].Body, "fast@example.com") {
 		t.Fatalf("a signup without double opt-in: %+v", got)
 	}
 }

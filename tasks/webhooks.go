@@ -34,7 +34,7 @@ type WebhookPayload struct {
 
 // NewWebhookTest is the delivery of a test event to endpoint, queued now.
 func NewWebhookTest(endpoint string, now time.Time) (*asynq.Task, WebhookPayload, error) {
-	ev := webhook.TestEvent(endpoint, now)
+	ev := WebhookTestEvent(endpoint, now)
 	body, err := ev.Body()
 	if err != nil {
 		return nil, WebhookPayload{}, err
@@ -129,7 +129,7 @@ func (n *WebhookNotifier) endpoints(ctx context.Context) ([]store.Webhook, error
 
 // Notify queues ev for each active endpoint that asked for its type. No
 // such endpoint: nothing is built or queued.
-func (n *WebhookNotifier) Notify(ctx context.Context, ev webhook.Event) error {
+func (n *WebhookNotifier) Notify(ctx context.Context, ev WebhookEvent) error {
 	if n == nil {
 		return nil
 	}
@@ -159,7 +159,7 @@ func (n *WebhookNotifier) Notify(ctx context.Context, ev webhook.Event) error {
 // NotifyLogged is Notify for a change that already happened: a failure to
 // queue cannot undo it, so it is logged (at error: the event is lost to
 // the endpoints).
-func (n *WebhookNotifier) NotifyLogged(ctx context.Context, ev webhook.Event) {
+func (n *WebhookNotifier) NotifyLogged(ctx context.Context, ev WebhookEvent) {
 	if err := n.Notify(ctx, ev); err != nil {
 		n.log().Error("webhooks: event not queued", "type", ev.Type, "event", ev.ID, "err", err)
 	}

@@ -62,7 +62,7 @@ func TestWebhookNotifier(t *testing.T) {
 	n := &WebhookNotifier{Endpoints: mem, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sub := store.Subscriber{ID: 5, Email: "ann@example.com", ConfirmedAt: now}
-	confirmed := webhook.Subscriber(webhook.SubscriberConfirmed, sub, "")
+	confirmed := SubscriberWebhookEvent(WebhookSubscriberConfirmed, sub, "")
 
 	// No endpoint: nothing queued, and the next events within the TTL
 	// cost no read.
@@ -75,10 +75,10 @@ func TestWebhookNotifier(t *testing.T) {
 		t.Fatalf("no endpoints: %d tasks, %d reads of the list; want 0 and 1", len(got), reads())
 	}
 
-	addHook(t, mem, "crm", webhook.SubscriberConfirmed, webhook.SubscriberUnsubscribed)
-	addHook(t, mem, "audit", webhook.SubscriberConfirmed, webhook.IssueSent)
-	addHook(t, mem, "bounces", webhook.SubscriberBounced)
-	addHook(t, mem, "off", webhook.SubscriberConfirmed)
+	addHook(t, mem, "crm", WebhookSubscriberConfirmed, WebhookSubscriberUnsubscribed)
+	addHook(t, mem, "audit", WebhookSubscriberConfirmed, WebhookIssueSent)
+	addHook(t, mem, "bounces", WebhookSubscriberBounced)
+	addHook(t, mem, "off", WebhookSubscriberConfirmed)
 	if _, err := mem.DisableWebhook(ctx, "off"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestWebhookNotifier(t *testing.T) {
 	}
 
 	// Another type: only the endpoint that wants it.
-	must(t, n.Notify(ctx, webhook.Subscriber(webhook.SubscriberBounced, sub, "smtp")))
+	must(t, n.Notify(ctx, SubscriberWebhookEvent(WebhookSubscriberBounced, sub, "smtp")))
 	if got := q.take(); len(got) != 1 {
 		t.Fatalf("subscriber.bounced: %d tasks, want 1", len(got))
 	}
@@ -146,10 +146,10 @@ func TestWebhookTaskOncePerEndpoint(t *testing.T) {
 	st := store.NewRedis(rdb)
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	addHook(t, st, "crm", webhook.SubscriberConfirmed)
-	addHook(t, st, "audit", webhook.SubscriberConfirmed)
+	addHook(t, st, "crm", WebhookSubscriberConfirmed)
+	addHook(t, st, "audit", WebhookSubscriberConfirmed)
 	n := &WebhookNotifier{Endpoints: st, Queue: client}
-	ev := webhook.Subscriber(webhook.SubscriberConfirmed, store.Subscriber{ID: 9, Email: "b@example.com", ConfirmedAt: time.Now()}, "")
+	ev := SubscriberWebhookEvent(WebhookSubscriberConfirmed, store.Subscriber{ID: 9, Email: "b@example.com", ConfirmedAt: time.Now()}, "")
 	for range 3 {
 		must(t, n.Notify(ctx, ev))
 	}

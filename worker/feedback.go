@@ -8,7 +8,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
@@ -82,11 +81,11 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 		f.Metrics.Bounces.WithLabelValues(p.Type, p.Source).Inc()
 	}
 	if res.Changed {
-		typ := webhook.SubscriberBounced
+		typ := tasks.WebhookSubscriberBounced
 		if res.Subscriber.Status == store.Complained {
-			typ = webhook.SubscriberComplained
+			typ = tasks.WebhookSubscriberComplained
 		}
-		f.Notify.NotifyLogged(ctx, webhook.Subscriber(typ, res.Subscriber, p.Source))
+		f.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(typ, res.Subscriber, p.Source))
 	}
 	log.Info("feedback recorded", "subscriber", res.Subscriber.ID, "status", res.Subscriber.Status,
 		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "issue", p.IssueID, "reason", p.Reason)

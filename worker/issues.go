@@ -15,7 +15,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/mailer"
@@ -777,7 +776,7 @@ func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
 	if err != nil || !done {
 		return err
 	}
-	h.Notify.NotifyLogged(ctx, webhook.IssueSentEvent(webhook.Issue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.Now()))
+	h.Notify.NotifyLogged(ctx, tasks.IssueSentWebhookEvent(tasks.WebhookIssue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.Now()))
 	return nil
 }
 

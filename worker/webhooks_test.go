@@ -104,14 +104,14 @@ func TestWebhookRetriedUntilDelivered(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	hook := register(t, d.store, "crm", ep.srv.URL+"/hooks", webhook.SubscriberConfirmed)
-	register(t, d.store, "other", ep.srv.URL+"/other", webhook.IssueSent)
+	hook := register(t, d.store, "crm", ep.srv.URL+"/hooks", tasks.WebhookSubscriberConfirmed)
+	register(t, d.store, "other", ep.srv.URL+"/other", tasks.WebhookIssueSent)
 	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.hooks = webhook.Backoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Window: time.Hour}
 	d.startWorker(t, 1000, 2)
 
-	ev := webhook.Subscriber(webhook.SubscriberConfirmed, store.Subscriber{ID: 11, Email: "ann@example.com", ConfirmedAt: time.Now()}, "")
+	ev := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 11, Email: "ann@example.com", ConfirmedAt: time.Now()}, "")
 	if err := d.notify.Notify(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestHardBounceAtSendingIsAWebhookEvent(t *testing.T) {
 		return reply(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
 	})
 	ep := newEndpoint(t, nil)
-	hook := register(t, d.store, "bounces", ep.srv.URL, webhook.SubscriberBounced)
+	hook := register(t, d.store, "bounces", ep.srv.URL, tasks.WebhookSubscriberBounced)
 	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.startWorker(t, 1000, 2)
@@ -176,10 +176,10 @@ func TestHardBounceAtSendingIsAWebhookEvent(t *testing.T) {
 	sub, _ := d.store.Get(context.Background(), "gone@x.org")
 	var got struct {
 		Type string
-		Data webhook.SubscriberData
+		Data tasks.WebhookSubscriberData
 	}
-	if err := json.Unmarshal(h.body, &got); err != nil || got.Type != webhook.SubscriberBounced ||
-		got.Data != (webhook.SubscriberData{ID: sub.ID, Email: "gone@x.org", Source: "smtp"}) {
+	if err := json.Unmarshal(h.body, &got); err != nil || got.Type != tasks.WebhookSubscriberBounced ||
+		got.Data != (tasks.WebhookSubscriberData{ID: sub.ID, Email: "gone@x.org", Source: "smtp"}) {
 		t.Fatalf("event %s (%v)", h.body, err)
 	}
 }
@@ -190,7 +190,7 @@ func TestIssueSentIsAWebhookEvent(t *testing.T) {
 	d := newDelivery(t)
 	seed(t, d.store, "r", 20)
 	ep := newEndpoint(t, nil)
-	hook := register(t, d.store, "site", ep.srv.URL, webhook.IssueSent)
+	hook := register(t, d.store, "site", ep.srv.URL, tasks.WebhookIssueSent)
 	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.startWorker(t, 100000, 4)
@@ -201,9 +201,9 @@ func TestIssueSentIsAWebhookEvent(t *testing.T) {
 	verified(t, hook.Secret, []hit{h})
 	var ev struct {
 		Type string
-		Data webhook.Issue
+		Data tasks.WebhookIssue
 	}
-	if err := json.Unmarshal(h.body, &ev); err != nil || ev.Type != webhook.IssueSent || ev.Data.ID != is.ID ||
+	if err := json.Unmarshal(h.body, &ev); err != nil || ev.Type != tasks.WebhookIssueSent || ev.Data.ID != is.ID ||
 		ev.Data.Slug != is.Slug || ev.Data.Subject != "Lanes" || len(ev.Data.Topics) != 1 || ev.Data.Topics[0] != topics.Digest {
 		t.Fatalf("event %s (%v)", h.body, err)
 	}
@@ -247,7 +247,7 @@ func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff webhook.Bac
 }
 
 func (r *handlerRun) task(endpoint string, subscriberID int64) *asynq.Task {
-	ev := webhook.Subscriber(webhook.SubscriberConfirmed, store.Subscriber{ID: subscriberID, Email: "p" + strconv.FormatInt(subscriberID, 10) + "@example.com", ConfirmedAt: r.clock}, "")
+	ev := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: subscriberID, Email: "p" + strconv.FormatInt(subscriberID, 10) + "@example.com", ConfirmedAt: r.clock}, "")
 	body, _ := ev.Body()
 	return tasks.NewWebhook(tasks.WebhookPayload{Endpoint: endpoint, ID: ev.ID, Type: ev.Type, Queued: r.clock, Body: string(body)})
 }
@@ -273,7 +273,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 		}
 		return http.StatusNoContent
 	})
-	register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	ctx := context.Background()
 	first := r.task("crm", 1)
 	for i := 1; i <= 3; i++ { // 0, 20 and 40 minutes: failing, not for long enough
@@ -323,7 +323,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 func TestWebhookGivenUpAfterTheWindow(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{Window: 2 * time.Hour})
 	ep := newEndpoint(t, func(int) int { return http.StatusBadGateway })
-	register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	ctx := context.Background()
 	task := r.task("crm", 1)
 	r.clock = r.clock.Add(119 * time.Minute)
@@ -343,7 +343,7 @@ func TestWebhookGivenUpAfterTheWindow(t *testing.T) {
 func TestWebhookGoneDisablesAtOnce(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{})
 	ep := newEndpoint(t, func(int) int { return http.StatusGone })
-	register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	if err := runTask(context.Background(), tasks.Webhook, r.h.HandleWebhook, r.task("crm", 1)); !dead(err) {
 		t.Fatalf("410: %v, want a dead letter", err)
 	}
@@ -356,7 +356,7 @@ func TestWebhookGoneDisablesAtOnce(t *testing.T) {
 func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{})
 	ep := newEndpoint(t, nil)
-	register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	task := r.task("crm", 1)
 	if err := r.mem.DeleteWebhook(context.Background(), "crm"); err != nil {
 		t.Fatal(err)
@@ -372,9 +372,9 @@ func TestWebhookRetryDelay(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{Base: time.Minute, Max: 2 * time.Hour, Window: 24 * time.Hour})
 	ctx := context.Background()
 	busy := newEndpoint(t, func(int) int { return http.StatusServiceUnavailable })
-	register(t, r.mem, "busy", busy.srv.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "busy", busy.srv.URL, tasks.WebhookSubscriberConfirmed)
 	// Nothing listens there, nor will during the test: connection refused.
-	register(t, r.mem, "down", "http://"+nettest.RefusedAddr(t), webhook.SubscriberConfirmed)
+	register(t, r.mem, "down", "http://"+nettest.RefusedAddr(t), tasks.WebhookSubscriberConfirmed)
 
 	failed := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("busy", 1))
 	if d := r.h.RetryDelay(3, failed, nil); d < 4*time.Minute || d > 8*time.Minute {
@@ -385,7 +385,7 @@ func TestWebhookRetryDelay(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer slow.Close()
-	register(t, r.mem, "slow", slow.URL, webhook.SubscriberConfirmed)
+	register(t, r.mem, "slow", slow.URL, tasks.WebhookSubscriberConfirmed)
 	if d := r.h.RetryDelay(0, runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("slow", 1)), nil); d != 90*time.Minute {
 		t.Fatalf("Retry-After 5400: %s", d)
 	}
@@ -414,7 +414,7 @@ func TestFeedbackIsAWebhookEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	register(t, mem, "crm", "https://crm.example.com/hooks", webhook.SubscriberBounced, webhook.SubscriberComplained)
+	register(t, mem, "crm", "https://crm.example.com/hooks", tasks.WebhookSubscriberBounced, tasks.WebhookSubscriberComplained)
 	q := &recordQueue{}
 	f := NewHandlers(Deps{Store: mem, Log: discard, Notify: &tasks.WebhookNotifier{Endpoints: mem, Queue: q}}).Feedback
 	run := func(p tasks.FeedbackPayload) {
@@ -436,12 +436,12 @@ func TestFeedbackIsAWebhookEvent(t *testing.T) {
 		t.Fatalf("%d events, want the complaint and the hard bounce", len(got))
 	}
 	for i, want := range []struct{ typ, email, source string }{
-		{webhook.SubscriberComplained, "ann@example.com", "ses"},
-		{webhook.SubscriberBounced, "bob@example.com", "mailgun"},
+		{tasks.WebhookSubscriberComplained, "ann@example.com", "ses"},
+		{tasks.WebhookSubscriberBounced, "bob@example.com", "mailgun"},
 	} {
 		var body struct {
 			Type string
-			Data webhook.SubscriberData
+			Data tasks.WebhookSubscriberData
 		}
 		if err := json.Unmarshal([]byte(got[i].Body), &body); err != nil {
 			t.Fatal(err)
@@ -492,7 +492,7 @@ func TestWebhookTestEventLoggedNotCounted(t *testing.T) {
 		}
 		return http.StatusInternalServerError
 	})
-	hook := register(t, r.mem, "crm", ep.srv.URL, webhook.SubscriberConfirmed)
+	hook := register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	ctx := context.Background()
 	ok, p, err := tasks.NewWebhookTest("crm", r.clock)
 	if err != nil {
@@ -519,9 +519,9 @@ func TestWebhookTestEventLoggedNotCounted(t *testing.T) {
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("deliveries: %+v %v", ds, err)
 	}
-	if ds[2].Event != p.ID || !ds[2].OK || ds[2].Status != 204 || !ds[2].Test || ds[2].Type != webhook.TestType ||
+	if ds[2].Event != p.ID || !ds[2].OK || ds[2].Status != 204 || !ds[2].Test || ds[2].Type != tasks.WebhookTestType ||
 		ds[1].OK || ds[1].Status != 500 || !ds[1].Test || !strings.Contains(ds[1].Error, "500") ||
-		ds[0].Test || ds[0].OK || ds[0].Type != webhook.SubscriberConfirmed || !ds[0].At.Equal(r.clock) {
+		ds[0].Test || ds[0].OK || ds[0].Type != tasks.WebhookSubscriberConfirmed || !ds[0].At.Equal(r.clock) {
 		t.Fatalf("deliveries, newest first: %+v", ds)
 	}
 }

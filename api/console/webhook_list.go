@@ -3,8 +3,8 @@ package console
 import (
 	"net/http"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // webhookDeliveriesShown is how many of an endpoint's last deliveries
@@ -39,7 +39,7 @@ func (h *Handler) webhooks(w http.ResponseWriter, r *http.Request, code int, d w
 		h.storeAway(w, r, err)
 		return
 	}
-	d.Types = webhook.Types
+	d.Types = tasks.WebhookTypes
 	for _, hook := range list {
 		hook.Secret = "" // never on a page but once, at registration
 		ds, err := h.d.Store.WebhookDeliveries(r.Context(), hook.ID)

@@ -23,7 +23,6 @@ import (
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
 	"github.com/newsletter/newsletter/channels/sms/smstest"
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
@@ -115,7 +114,7 @@ func TestLaneIsolation(t *testing.T) {
 	notify := &tasks.WebhookNotifier{Endpoints: st, Queue: asynq.NewClientFromRedisClient(rdb)}
 	for _, e := range emails[:50] {
 		sub, _ := st.Get(ctx, e)
-		if err := notify.Notify(ctx, webhook.Subscriber(webhook.SubscriberConfirmed, sub, "")); err != nil {
+		if err := notify.Notify(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, "")); err != nil {
 			t.Fatal(err)
 		}
 	}
