@@ -22,10 +22,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -74,6 +76,9 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	}
 	if more != nil {
 		more(&deps)
+	}
+	if deps.Webhooks == nil {
+		deps.Webhooks = &webhooks.Service{Store: st, Queue: deps.Queue, Guard: cfg.Endpoints, NewSecret: webhook.NewSecret, Now: deps.Now}
 	}
 	s := New(cfg, deps)
 	srv := httptest.NewServer(s)

@@ -179,7 +179,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		// segment stays its audience.
 		seg, err := s.deps.Store.GetSegment(r.Context(), name)
 		if errors.Is(err, store.ErrNoSegment) {
-			webjson.Write(w, http.StatusBadRequest, errorBody("segment: no segment "+quote(name)))
+			webjson.Write(w, http.StatusBadRequest, errorBody("segment: no segment "+webjson.Quote(name)))
 			return c, 0, false
 		}
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/newsletter/newsletter/internal/topics"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/newsletter/newsletter/internal/topics"
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"

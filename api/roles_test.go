@@ -14,12 +14,14 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/services/csvimport"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -141,6 +143,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},
 		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
 		Imports: csvimport.NewJobs(rdb), SettingsStore: st,
+		Webhooks: &webhooks.Service{Store: st, Queue: client, NewSecret: webhook.NewSecret},
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -26,6 +26,7 @@ import (
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/services/settings"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -156,6 +157,9 @@ type Deps struct {
 	// Tokens are the stored tokens a Guard made here accepts (nil: only
 	// Config.AdminToken).
 	Tokens adminauth.TokenStore
+	// Webhooks registers and tests the outgoing webhook endpoints, as
+	// the console does (nil: no /api/webhooks routes).
+	Webhooks *webhooks.Service
 	// ProviderWebhooks are the providers' bounce and complaint webhooks
 	// (coming in) by name (ses, sendgrid, mailgun, postmark), each at POST
 	// /webhooks/<name>; one not configured has no route.

@@ -1,22 +1,16 @@
 package api
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/webjson"
+	"github.com/newsletter/newsletter/services/webhooks"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -25,10 +19,10 @@ import (
 
 var webhookFields = fields{"url": textField, "events": listField}
 
-// maxWebhookURL bounds an endpoint's URL.
-const maxWebhookURL = 2048
-
 func (s *Server) webhookRoutes() {
+	if s.deps.Webhooks == nil {
+		return // no endpoints to register, and none to list
+	}
 	s.mux.Handle("POST /api/webhooks", s.Admin(http.HandlerFunc(s.addWebhook)))
 	s.mux.Handle("GET /api/webhooks", s.Admin(http.HandlerFunc(s.listWebhooks)))
 	s.mux.Handle("DELETE /api/webhooks/{id}", s.Admin(http.HandlerFunc(s.deleteWebhook)))
@@ -45,7 +39,7 @@ func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.deps.Store.DisableWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+webjson.Quote(r.PathValue("id"))))
 	case err != nil:
 		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
@@ -56,40 +50,14 @@ func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestWebhook queues one sample event (tasks.WebhookTestType) for the active
-// endpoint id: the worker signs and posts it as any event and logs the
-// outcome in the endpoint's deliveries. It answers the event's id, or
-// store.ErrWebhookNotFound, ErrWebhookDisabled, or the queue's error.
-func TestWebhook(ctx context.Context, st store.Webhooks, q tasks.Enqueuer, id string, now time.Time) (string, error) {
-	hook, err := st.GetWebhook(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if hook.State != store.WebhookActive {
-		return "", ErrWebhookDisabled
-	}
-	t, p, err := tasks.NewWebhookTest(hook.ID, now)
-	if err != nil {
-		return "", err
-	}
-	if _, err := q.EnqueueContext(ctx, t); err != nil {
-		return "", fmt.Errorf("queue the test event: %w", err)
-	}
-	return p.ID, nil
-}
-
-// ErrWebhookDisabled is a test of a disabled endpoint (409): it would
-// get nothing.
-var ErrWebhookDisabled = errors.New("the endpoint is disabled: enable it to test it")
-
 // testWebhook handles POST /api/webhooks/{id}/test: 202 with the queued
 // sample event's id; its outcome shows in the deliveries.
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
-	ev, err := TestWebhook(r.Context(), s.deps.Store, s.deps.Queue, r.PathValue("id"), s.deps.Now())
+	ev, err := s.deps.Webhooks.Test(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
-	case errors.Is(err, ErrWebhookDisabled):
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+webjson.Quote(r.PathValue("id"))))
+	case errors.Is(err, webhooks.ErrDisabled):
 		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
 	case err != nil:
 		s.deps.Log.Error("webhooks: test", "err", err)
@@ -106,7 +74,7 @@ func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	list, err := s.deps.Store.WebhookDeliveries(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+webjson.Quote(r.PathValue("id"))))
 	case err != nil:
 		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
@@ -142,8 +110,8 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	hook, err := RegisterWebhook(r.Context(), s.deps.Store, s.cfg.Endpoints, in.get("url"), in["events"])
-	var bad *BadWebhookError
+	hook, err := s.deps.Webhooks.Register(r.Context(), in.get("url"), in["events"])
+	var bad *webhooks.BadEndpointError
 	switch {
 	case errors.As(err, &bad):
 		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Msg))
@@ -163,65 +131,6 @@ func (s *Server) addWebhook(w http.ResponseWriter, r *http.Request) {
 		webhookView
 		Secret string `json:"secret"`
 	}{webhookViewOf(hook), hook.Secret})
-}
-
-// BadWebhookError is an endpoint RegisterWebhook refuses (400).
-type BadWebhookError struct{ Msg string }
-
-func (e *BadWebhookError) Error() string { return e.Msg }
-
-// RegisterWebhook checks and stores a new endpoint, for the API and the
-// console alike: a *BadWebhookError for an unknown event or a URL that is
-// not https or resolves to a private address (per guard),
-// store.ErrTooManyWebhooks, or the store's error; nothing stored then.
-// The endpoint returned holds its secret, to be shown once.
-func RegisterWebhook(ctx context.Context, st store.Webhooks, guard netguard.Guard, raw string, given []string) (store.Webhook, error) {
-	raw = strings.TrimSpace(raw)
-	events, msg := webhookEvents(given)
-	switch {
-	case raw == "":
-		msg = `want "url": the endpoint's https URL`
-	case len(raw) > maxWebhookURL || strings.ContainsAny(raw, " \t\r\n"):
-		msg = "the URL must be at most 2048 characters, without spaces or line breaks"
-	}
-	if msg != "" {
-		return store.Webhook{}, &BadWebhookError{Msg: msg}
-	}
-	if _, err := guard.CheckURL(ctx, raw); err != nil {
-		return store.Webhook{}, &BadWebhookError{Msg: err.Error()}
-	}
-	return st.AddWebhook(ctx, store.Webhook{ID: newWebhookID(), URL: raw, Events: events, Secret: webhook.NewSecret()})
-}
-
-// webhookEvents checks the events field: known types, at least one; the
-// list as given, without repeats. The message is "" when they are fine.
-func webhookEvents(given []string) ([]string, string) {
-	if len(given) == 0 {
-		return nil, `want "events": a list of at least one of ` + strings.Join(tasks.WebhookTypes, ", ")
-	}
-	var out []string
-	for _, e := range given {
-		if !tasks.KnownWebhookType(e) {
-			return nil, "unknown event " + quote(e) + ": want " + strings.Join(tasks.WebhookTypes, ", ")
-		}
-		if !slices.Contains(out, e) {
-			out = append(out, e)
-		}
-	}
-	return out, ""
-}
-
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + strings.ToValidUTF8(s, "?") + `"`
-}
-
-func newWebhookID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "wh_" + hex.EncodeToString(b[:])
 }
 
 // listWebhooks handles GET /api/webhooks: every endpoint with its state.
@@ -246,7 +155,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	err := s.deps.Store.DeleteWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+webjson.Quote(r.PathValue("id"))))
 	case err != nil:
 		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:
@@ -263,7 +172,7 @@ func (s *Server) enableWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.deps.Store.EnableWebhook(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
-		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+quote(r.PathValue("id"))))
+		webjson.Write(w, http.StatusNotFound, errorBody("no webhook endpoint "+webjson.Quote(r.PathValue("id"))))
 	case err != nil:
 		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
 	default:

@@ -20,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/settings"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -134,7 +135,10 @@ type Deps struct {
 	Jobs tasks.JobDispatcher
 	// Queue enqueues the imports (run by the worker).
 	Queue tasks.Enqueuer
-	Guard Guard
+	// Webhooks registers and tests the outgoing webhook endpoints, as
+	// the API does.
+	Webhooks *webhooks.Service
+	Guard    Guard
 	// EnvToken is NEWSLETTER_ADMIN_TOKEN: its sessions last while it is
 	// the configured one.
 	EnvToken string

@@ -20,6 +20,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
+	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/logredact"
@@ -32,6 +33,7 @@ import (
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/services/settings"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -281,7 +283,8 @@ func newEnvWith(t testing.TB, passwords *accounts.Hasher, adjust func(*store.Red
 	e.catalog = live
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
 		Settings: e.settings, SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},
-		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
+		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client,
+		Webhooks: &webhooks.Service{Store: st, Queue: client, Guard: netguard.Guard{AllowPrivate: true}, NewSecret: webhook.NewSecret, Now: e.clock.Now}, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount, Passwords: e.passwords,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 		TestGate:   &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},

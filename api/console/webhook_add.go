@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 )
 
-// addWebhook is POST /admin/webhooks: api.RegisterWebhook, as POST
+// addWebhook is POST /admin/webhooks: webhooks.Service.Register, as POST
 // /api/webhooks; the page shows the new endpoint's secret this once.
 func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request) {
 	f, err := form.NewWebhook(w, r)
@@ -19,8 +19,8 @@ func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request) {
 		h.webhooks(w, r, form.Status(err), webhookListData{URL: f.URL, Events: f.Events}, err.Error())
 		return
 	}
-	hook, err := api.RegisterWebhook(r.Context(), h.d.Store, h.cfg.Endpoints, f.URL, f.Events)
-	var bad *api.BadWebhookError
+	hook, err := h.d.Webhooks.Register(r.Context(), f.URL, f.Events)
+	var bad *webhooks.BadEndpointError
 	switch {
 	case errors.As(err, &bad):
 		h.webhooks(w, r, http.StatusBadRequest, webhookListData{URL: f.URL, Events: f.Events}, bad.Msg)

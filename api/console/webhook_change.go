@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -46,7 +46,7 @@ func (h *Handler) changeWebhook(action string) http.HandlerFunc {
 }
 
 // testWebhook is POST /admin/webhooks/{id}/test: one sample event
-// queued through the real delivery path (api.TestWebhook, as POST
+// queued through the real delivery path (webhooks.Service.Test, as POST
 // /api/webhooks/{id}/test); its outcome shows in the deliveries.
 func (h *Handler) testWebhook(w http.ResponseWriter, r *http.Request) {
 	if err := form.Empty(w, r); err != nil {
@@ -54,12 +54,12 @@ func (h *Handler) testWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	ev, err := api.TestWebhook(r.Context(), h.d.Store, h.d.Queue, id, h.d.Now())
+	ev, err := h.d.Webhooks.Test(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrWebhookNotFound):
 		h.notFound(w, r, "webhook endpoint")
 		return
-	case errors.Is(err, api.ErrWebhookDisabled):
+	case errors.Is(err, webhooks.ErrDisabled):
 		h.errorPage(w, r, http.StatusConflict, "Not tested", "The endpoint is disabled: enable it to test it.")
 		return
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/webhooks"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ type consoleDeps struct {
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
 	render issues.Renderer
+	hooks  *webhooks.Service
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
 	redis redis.UniversalClient
@@ -35,7 +37,7 @@ type consoleDeps struct {
 // export and erase are the API's (srv).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
 		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,

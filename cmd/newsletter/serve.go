@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/webhooks"
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynq/x/metrics"
@@ -297,6 +298,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	// One renderer (and so one preview cache) for the API and the
 	// console.
 	render := issueRenderer(a, l.issues)
+	// One registry of webhook endpoints for the API and the console.
+	hooks := &webhooks.Service{Store: apiStore, Queue: apiClient, Guard: a.cfg.Endpoints(), NewSecret: webhook.NewSecret}
 	srv := api.New(api.Config{
 		DoubleOptIn: a.cfg.DoubleOptIn, WelcomeDelay: a.cfg.WelcomeDelay, Topics: a.catalog,
 		AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
@@ -314,13 +317,13 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs:   listjobs.NewJobs(a.rdb),
 		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
-		Engagement: apiStore,
+		Engagement: apiStore, Webhooks: hooks,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
-	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, redis: a.rdb}); err != nil {
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, hooks: hooks, redis: a.rdb}); err != nil {
 		release()
 		return nil, nil, err
 	}
