@@ -39,7 +39,7 @@ import (
 // app holds what every role shares: configuration, the Redis connection
 // (or the embedded server), the store and the metrics registry.
 type app struct {
-	cfg      *config.Config
+	cfg      *appConfig
 	warnings []string
 	log      *slog.Logger
 	out      io.Writer
@@ -76,7 +76,7 @@ type app struct {
 // newApp loads the configuration from getenv and connects to Redis. In
 // embedded mode it starts the in-memory Redis and makes up the secrets.
 func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (*app, error) {
-	cfg, err := config.Load(getenv)
+	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -107,7 +107,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	// Room for every pool this process may run (the lanes'), beside the API's.
 	workers := 0
 	for _, lane := range cfg.Lanes {
-		workers += cfg.LaneConcurrency(lane)
+		workers += cfg.laneConcurrency(lane)
 	}
 	rdb, err := redisconn.Client(opt, workers)
 	if err != nil {
@@ -119,7 +119,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		a.close()
-		where := redisWhere(cfg)
+		where := redisWhere(cfg.Config)
 		if a.emb != nil {
 			where = a.emb.URL() // no variable names it
 		}
@@ -216,7 +216,7 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
 		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
 	}
-	if opts.DKIM, err = dkimSigner(a.cfg); err != nil {
+	if opts.DKIM, err = dkimSigner(a.cfg.Config); err != nil {
 		return nil, nil, err
 	}
 	m, err := mailer.NewSMTP(opts)
@@ -231,7 +231,7 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 // through the SES v2 API, with credentials from the AWS SDK's default
 // chain (checked here, so a missing role stops start-up).
 func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, error) {
-	signer, err := dkimSigner(a.cfg)
+	signer, err := dkimSigner(a.cfg.Config)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -301,8 +301,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
-		VAPIDPublicKey: vapidPublicKey(a.cfg), AppPush: a.cfg.FCM != nil || a.cfg.APNs != nil, Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
-		SMSCountries: smsCountries(a.cfg), SMSCodesPerClient: smsCodesPerClient(a.cfg),
+		VAPIDPublicKey: vapidPublicKey(a.cfg), AppPush: a.cfg.FCM != nil || a.cfg.APNs != nil, Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg.Config), SMSMaxSegments: smsMaxSegments(a.cfg.Config),
+		SMSCountries: smsCountries(a.cfg.Config), SMSCodesPerClient: smsCodesPerClient(a.cfg.Config),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
 		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: catalogmail.Builtins{},
@@ -584,10 +584,7 @@ func providerWebhooks(a *app) map[string]feedback.ProviderWebhook {
 		w["ses"] = &feedback.SES{TopicARNs: a.cfg.SESTopicARNs, Tags: a.tags, Log: a.log}
 	}
 	if a.cfg.SendGridPublicKey != "" {
-		key, err := feedback.ParseSendGridKey(a.cfg.SendGridPublicKey) // checked by config.Load
-		if err == nil {
-			w["sendgrid"] = &feedback.SendGrid{Key: key, Tags: a.tags}
-		}
+		w["sendgrid"] = &feedback.SendGrid{Key: a.cfg.SendGridKey, Tags: a.tags}
 	}
 	if a.cfg.MailgunSigningKey != "" {
 		w["mailgun"] = &feedback.Mailgun{SigningKey: []byte(a.cfg.MailgunSigningKey), Nonces: feedback.RedisNonces{Client: a.rdb}, Tags: a.tags}
