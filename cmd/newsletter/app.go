@@ -86,23 +86,9 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	// Addresses in the logs are pseudonyms keyed from the secret.
 	redact := logredact.New([]byte(cfg.Secret))
 	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, redact: redact, log: slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
-	if cfg.Embedded() {
-		a.emb, err = embedded.Start("127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, a.emb.Close)
-		cfg.RedisURL = a.emb.URL()
-		if cfg.AdminToken == "" {
-			cfg.AdminToken = adminauth.NewToken()
-			a.tokenGenerated = true
-		}
-	}
-	opt := cfg.Redis
-	if a.emb != nil {
-		if opt, err = asynq.ParseRedisURI(a.emb.URL()); err != nil {
-			return nil, fmt.Errorf("embedded redis: %w", err)
-		}
+	opt, err := a.redisConnOpt()
+	if err != nil {
+		return nil, err
 	}
 	// Room for every pool this process may run (the lanes'), beside the API's.
 	workers := 0
@@ -161,6 +147,31 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		Help: "Keys this process's start-up moved from an older Redis layout into the current one (store.CheckVersion).",
 	}, func() float64 { return float64(store.UpgradedKeys()) }))
 	return a, nil
+}
+
+// redisConnOpt is the Redis to connect to: the configured one, or in
+// embedded mode an in-memory one started here, beside an admin token made
+// up when none is set.
+func (a *app) redisConnOpt() (asynq.RedisConnOpt, error) {
+	if !a.cfg.Embedded() {
+		return a.cfg.Redis, nil
+	}
+	emb, err := embedded.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	a.emb = emb
+	a.closers = append(a.closers, emb.Close)
+	a.cfg.RedisURL = emb.URL()
+	if a.cfg.AdminToken == "" {
+		a.cfg.AdminToken = adminauth.NewToken()
+		a.tokenGenerated = true
+	}
+	opt, err := asynq.ParseRedisURI(emb.URL())
+	if err != nil {
+		return nil, fmt.Errorf("embedded redis: %w", err)
+	}
+	return opt, nil
 }
 
 // batchedRedis is a second connection to Redis whose single commands are
