@@ -19,8 +19,9 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 )
 
-// Config is every setting of the service. Zero values are never used: Load
-// fills defaults.
+// Config is every plain setting of the service (the components' own
+// types are parsed by Parsers, outside). Zero values are never used:
+// Parse fills defaults.
 type Config struct {
 	// Addr is where the HTTP server listens: DefaultAddr, or
 	// DefaultEmbeddedAddr in embedded mode, whose dev mailbox shows every
