@@ -39,7 +39,7 @@ import (
 // app holds what every role shares: configuration, the Redis connection
 // (or the embedded server), the store and the metrics registry.
 type app struct {
-	cfg      *config.Config
+	cfg      *appConfig
 	warnings []string
 	log      *slog.Logger
 	out      io.Writer
@@ -76,7 +76,7 @@ type app struct {
 // newApp loads the configuration from getenv and connects to Redis. In
 // embedded mode it starts the in-memory Redis and makes up the secrets.
 func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (*app, error) {
-	cfg, err := config.Load(getenv)
+	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -86,28 +86,14 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	// Addresses in the logs are pseudonyms keyed from the secret.
 	redact := logredact.New([]byte(cfg.Secret))
 	a := &app{cfg: cfg, warnings: cfg.Warnings(), out: stdout, redact: redact, log: slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
-	if cfg.Embedded() {
-		a.emb, err = embedded.Start("127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, a.emb.Close)
-		cfg.RedisURL = a.emb.URL()
-		if cfg.AdminToken == "" {
-			cfg.AdminToken = adminauth.NewToken()
-			a.tokenGenerated = true
-		}
-	}
-	opt := cfg.Redis
-	if a.emb != nil {
-		if opt, err = asynq.ParseRedisURI(a.emb.URL()); err != nil {
-			return nil, fmt.Errorf("embedded redis: %w", err)
-		}
+	opt, err := a.redisConnOpt()
+	if err != nil {
+		return nil, err
 	}
 	// Room for every pool this process may run (the lanes'), beside the API's.
 	workers := 0
 	for _, lane := range cfg.Lanes {
-		workers += cfg.LaneConcurrency(lane)
+		workers += cfg.laneConcurrency(lane)
 	}
 	rdb, err := redisconn.Client(opt, workers)
 	if err != nil {
@@ -119,7 +105,7 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		a.close()
-		where := redisWhere(cfg)
+		where := redisWhere(cfg.Config)
 		if a.emb != nil {
 			where = a.emb.URL() // no variable names it
 		}
@@ -161,6 +147,31 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		Help: "Keys this process's start-up moved from an older Redis layout into the current one (store.CheckVersion).",
 	}, func() float64 { return float64(store.UpgradedKeys()) }))
 	return a, nil
+}
+
+// redisConnOpt is the Redis to connect to: the configured one, or in
+// embedded mode an in-memory one started here, beside an admin token made
+// up when none is set.
+func (a *app) redisConnOpt() (asynq.RedisConnOpt, error) {
+	if !a.cfg.Embedded() {
+		return a.cfg.Redis, nil
+	}
+	emb, err := embedded.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	a.emb = emb
+	a.closers = append(a.closers, emb.Close)
+	a.cfg.RedisURL = emb.URL()
+	if a.cfg.AdminToken == "" {
+		a.cfg.AdminToken = adminauth.NewToken()
+		a.tokenGenerated = true
+	}
+	opt, err := asynq.ParseRedisURI(emb.URL())
+	if err != nil {
+		return nil, fmt.Errorf("embedded redis: %w", err)
+	}
+	return opt, nil
 }
 
 // batchedRedis is a second connection to Redis whose single commands are
@@ -216,7 +227,7 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
 		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
 	}
-	if opts.DKIM, err = dkimSigner(a.cfg); err != nil {
+	if opts.DKIM, err = dkimSigner(a.cfg.Config); err != nil {
 		return nil, nil, err
 	}
 	m, err := mailer.NewSMTP(opts)
@@ -231,7 +242,7 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 // through the SES v2 API, with credentials from the AWS SDK's default
 // chain (checked here, so a missing role stops start-up).
 func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, error) {
-	signer, err := dkimSigner(a.cfg)
+	signer, err := dkimSigner(a.cfg.Config)
 	if err != nil {
 		return nil, nil, err
 	}

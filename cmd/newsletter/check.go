@@ -28,7 +28,7 @@ const checkTimeout = 30 * time.Second
 // transport, each on a line, as the service would meet them. It changes
 // nothing (no data version stamped, no mail) and fails if any check fails.
 func checkCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := config.Load(getenv)
+	cfg, err := loadConfig(getenv)
 	if err != nil {
 		fmt.Fprintf(stdout, "config  FAIL  %v\n", err)
 		return errors.New("the configuration is invalid")
@@ -43,7 +43,7 @@ func checkCmd(ctx context.Context, getenv func(string) string, stdout io.Writer)
 		}
 		fmt.Fprintf(stdout, "%-7s ok    %s\n", what, ok)
 	}
-	redisOK, err := checkRedis(ctx, cfg)
+	redisOK, err := checkRedis(ctx, cfg.Config)
 	report("redis", err, redisOK)
 	mailOK, err := checkMail(ctx, cfg)
 	report("mail", err, mailOK)
@@ -116,7 +116,7 @@ func checkCluster(ctx context.Context, rdb *redis.ClusterClient) ([]string, erro
 }
 
 // checkMail checks the mail transport the worker would send through.
-func checkMail(ctx context.Context, cfg *config.Config) (string, error) {
+func checkMail(ctx context.Context, cfg *appConfig) (string, error) {
 	switch {
 	case cfg.EmailTransport == config.TransportSES:
 		// The SES mailer's own start-up check: the AWS configuration
@@ -159,7 +159,7 @@ func smtpSummary(s *mailer.Server) string {
 // mail waits in the queue meanwhile; but a server that refuses what the
 // URL asks for (no STARTTLS, no AUTH, credentials refused) will refuse
 // every mail until the URL changes, and the line says so.
-func probeSMTPAtStart(ctx context.Context, cfg *config.Config, log *slog.Logger) {
+func probeSMTPAtStart(ctx context.Context, cfg *appConfig, log *slog.Logger) {
 	err := mailer.Probe(ctx, *cfg.SMTP, mailer.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout})
 	var pe *mailer.ProbeError
 	switch {

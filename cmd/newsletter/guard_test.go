@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -82,7 +81,7 @@ func TestWeakAdminTokenStopsStartUp(t *testing.T) {
 // default; the banner shows the URLs it is reached at (localhost, as the
 // links in mails say), with no second "links in mails" line.
 func TestEmbeddedBannerOnLoopback(t *testing.T) {
-	cfg, err := config.Load(func(string) string { return "" })
+	cfg, err := loadConfig(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

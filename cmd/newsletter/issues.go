@@ -133,7 +133,7 @@ func (a *app) mimeComposer(m mailer.Mailer) (composer, error) {
 	if c, ok := m.(composer); ok {
 		return c, nil
 	}
-	dkim, err := dkimSigner(a.cfg)
+	dkim, err := dkimSigner(a.cfg.Config)
 	if err != nil {
 		return nil, err
 	}

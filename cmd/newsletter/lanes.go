@@ -75,9 +75,9 @@ func workerConfig(a *app) worker.Config {
 		GroupGrace:   a.cfg.GroupGrace, GroupMaxDelay: a.cfg.GroupMaxDelay, GroupMaxSize: a.cfg.GroupMaxSize,
 	}
 	for _, name := range a.cfg.Lanes {
-		l := worker.Lane{Name: name, Concurrency: a.cfg.LaneConcurrency(name)}
+		l := worker.Lane{Name: name, Concurrency: a.cfg.laneConcurrency(name)}
 		if name != tasks.LaneEmail {
-			l.Pace = pace.NewLane(a.rdb, name, a.cfg.LaneRate(name))
+			l.Pace = pace.NewLane(a.rdb, name, a.cfg.laneRate(name))
 		}
 		cfg.Lanes = append(cfg.Lanes, l)
 	}

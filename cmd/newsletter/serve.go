@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -29,9 +28,7 @@ import (
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/config"
-	"github.com/newsletter/newsletter/internal/health"
 	"github.com/newsletter/newsletter/internal/pace"
-	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/internal/queuemetrics"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
@@ -306,8 +303,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
 		RequestTimeout: a.cfg.RequestTimeout,
-		VAPIDPublicKey: vapidPublicKey(a.cfg), AppPush: a.cfg.FCM != nil || a.cfg.APNs != nil, Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg), SMSMaxSegments: smsMaxSegments(a.cfg),
-		SMSCountries: smsCountries(a.cfg), SMSCodesPerClient: smsCodesPerClient(a.cfg),
+		VAPIDPublicKey: vapidPublicKey(a.cfg), AppPush: a.cfg.FCM != nil || a.cfg.APNs != nil, Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg.Config), SMSMaxSegments: smsMaxSegments(a.cfg.Config),
+		SMSCountries: smsCountries(a.cfg.Config), SMSCodesPerClient: smsCodesPerClient(a.cfg.Config),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
 	}, api.Deps{
 		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: catalogmail.Builtins{},
@@ -502,84 +499,6 @@ func confirmPace(a *app) worker.Pacer {
 	return pace.NewConfirmations(a.rdb, a.cfg.ConfirmRate)
 }
 
-// localURL is the http URL of a listening address; a wildcard host is
-// reached as localhost.
-func localURL(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "http://" + listen
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "localhost"
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
-
-// opsHandler serves what every non-API role needs: probes, metrics (nil:
-// served on a listener of their own), and the dev mailbox of a worker
-// without SMTP.
-func opsHandler(a *app, metrics, mailbox http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	health.Register(mux, a.store)
-	if metrics != nil {
-		mux.Handle("GET /metrics", metrics)
-	}
-	if a.cfg.PProf {
-		mux.Handle("/debug/pprof/", pprofHandler(a.guard))
-	}
-	if mailbox != nil {
-		mux.Handle("GET /dev/mailbox", mailbox)
-	}
-	return mux
-}
-
-// reachedAs is the URL to print for a listening address: NEWSLETTER_BASE_URL
-// when it names the same loopback endpoint (embedded mode listens on
-// 127.0.0.1:8080 and links to http://localhost:8080), else localURL.
-func (a *app) reachedAs(listen string) string {
-	own := localURL(listen)
-	ou, err1 := url.Parse(own)
-	bu, err2 := url.Parse(a.cfg.BaseURL)
-	if err1 == nil && err2 == nil && bu.Scheme == "http" && bu.Path == "" && ou.Port() == bu.Port() &&
-		config.Loopback(ou.Host) && config.Loopback(bu.Host) {
-		return a.cfg.BaseURL
-	}
-	return own
-}
-
-// banner prints, in a few lines, where to look: at the address this
-// process listens on, and where mails link to when that differs.
-func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
-	base := a.reachedAs(listen)
-	fmt.Fprintf(a.out, "newsletter %s listening on %s\n", r, listen)
-	if base != a.cfg.BaseURL {
-		fmt.Fprintf(a.out, "  links in mails   %s   (NEWSLETTER_BASE_URL)\n", a.cfg.BaseURL)
-	}
-	if r.api {
-		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
-		fmt.Fprintf(a.out, "  console          %s/admin/   (sign in with an account, or an admin, editor or viewer token)\n", base)
-		fmt.Fprintf(a.out, "  first account    bin/newsletter account create --email you@example.org --role admin   (another terminal; prints a link where you set a password and an authenticator app)\n")
-	}
-	if devMailbox {
-		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)
-	}
-	switch {
-	case r.api && a.tokenGenerated:
-		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password %s)\n", base, a.cfg.AdminToken)
-		fmt.Fprintf(a.out, "  admin API        Authorization: Bearer %s\n", a.cfg.AdminToken)
-	case r.api && a.cfg.AdminToken != "":
-		fmt.Fprintf(a.out, "  monitoring       %s/monitoring/   (user admin, password: NEWSLETTER_ADMIN_TOKEN)\n", base)
-	}
-	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", a.reachedAs(metricsListen))
-	if a.emb != nil {
-		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
-		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
-		if !a.cfg.RequirePostalAddress {
-			fmt.Fprintf(a.out, "  postal address   not required here (NEWSLETTER_REQUIRE_POSTAL_ADDRESS is off in embedded mode); set the newsletter's at %s/admin/settings\n", base)
-		}
-	}
-}
-
 // providerWebhooks are the providers' bounce and complaint webhooks that
 // are configured (coming in; the webhooks this service sends are
 // package webhook's).
@@ -589,10 +508,7 @@ func providerWebhooks(a *app) map[string]feedback.ProviderWebhook {
 		w["ses"] = &feedback.SES{TopicARNs: a.cfg.SESTopicARNs, Tags: a.tags, Log: a.log}
 	}
 	if a.cfg.SendGridPublicKey != "" {
-		key, err := feedback.ParseSendGridKey(a.cfg.SendGridPublicKey) // checked by config.Load
-		if err == nil {
-			w["sendgrid"] = &feedback.SendGrid{Key: key, Tags: a.tags}
-		}
+		w["sendgrid"] = &feedback.SendGrid{Key: a.cfg.SendGridKey, Tags: a.tags}
 	}
 	if a.cfg.MailgunSigningKey != "" {
 		w["mailgun"] = &feedback.Mailgun{SigningKey: []byte(a.cfg.MailgunSigningKey), Nonces: feedback.RedisNonces{Client: a.rdb}, Tags: a.tags}
@@ -656,42 +572,4 @@ func issueRenderer(a *app, r *issueMail) issues.Renderer {
 	return api.CachePreviews(r, func() string {
 		return fmt.Sprintf("%d/%d", a.catalog.Snapshot().Gen, a.settings.Current(context.Background()).Version)
 	})
-}
-
-// smsAuthToken checks the SMS gateway's callbacks; empty without SMS.
-func smsAuthToken(c *config.Config) string {
-	if c.SMS == nil {
-		return ""
-	}
-	return c.SMS.AuthToken
-}
-
-// smsCallbackPath is where the gateway posts a text's status (the route
-// api's smsRoutes serves).
-const smsCallbackPath = "/feedback/sms"
-
-// smsCountries are the countries numbers may be given for; none without
-// SMS.
-func smsCountries(c *config.Config) phone.Countries {
-	if c.SMS == nil {
-		return nil
-	}
-	return c.SMS.Countries
-}
-
-// smsCodesPerClient caps the codes a client address has texted in an
-// hour; 0 (the default) without SMS.
-func smsCodesPerClient(c *config.Config) int {
-	if c.SMS == nil {
-		return 0
-	}
-	return c.SMS.CodesPerClient
-}
-
-// smsMaxSegments caps an event's text at intake; 0 without SMS.
-func smsMaxSegments(c *config.Config) int {
-	if c.SMS == nil {
-		return 0
-	}
-	return c.SMS.MaxSegments
 }

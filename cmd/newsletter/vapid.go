@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/newsletter/newsletter/channels/webpush"
-	"github.com/newsletter/newsletter/internal/config"
 )
 
 // vapidCmd is `newsletter vapid generate`: a new VAPID key pair for web
@@ -26,7 +25,7 @@ func vapidCmd(args []string, stdout io.Writer) error {
 }
 
 // vapidPublicKey is the key the pages give browsers; "" with web push off.
-func vapidPublicKey(c *config.Config) string {
+func vapidPublicKey(c *appConfig) string {
 	if c.VAPID == nil {
 		return ""
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
-	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/netguard"
 )
 
@@ -32,7 +31,7 @@ func TestVAPIDGenerate(t *testing.T) {
 		k, v, _ := strings.Cut(line, "=")
 		vars[k] = v
 	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
+	cfg, err := loadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,15 +9,26 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/redisconn"
-	"github.com/newsletter/newsletter/worker"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// testDefaults stand for the components' defaults, which the command
+// hands in (cmd/newsletter's appconfig_test checks those).
+var testDefaults = Defaults{
+	FeedsInterval: 15 * time.Minute, DigestBatch: 100, DigestMaxPending: 50, ClaimTTL: 3 * time.Minute, RetryBase: 10 * time.Second,
+	SoftBounceLimit: 3, FCMURL: "https://fcm.example", APNsURL: "https://apns.example", SMSURL: "https://sms.example",
+	SMSMaxSegments: 2, SMSPerNumberDay: 5, SMSPerDay: 10000, SMSCodesPerClient: 5, Engagement: "aggregate", Lanes: "email",
+}
+
+// load parses the plain settings alone: no component parses its own.
+func load(getenv func(string) string) (*Config, error) {
+	return Parse(getenv, testDefaults, Parsers{})
+}
+
 func TestDefaults(t *testing.T) {
-	c, err := Load(env(nil))
+	c, err := load(env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,67 +40,18 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-func TestOneLinePerBadVariable(t *testing.T) {
-	_, err := Load(env(map[string]string{
-		"NEWSLETTER_REDIS_URL":     "redis://127.0.0.1:6379/0", // needs a secret
-		"NEWSLETTER_CONCURRENCY":   "zero",
-		"NEWSLETTER_WELCOME_DELAY": "soon",
-		"NEWSLETTER_SMTP_URL":      "http://x",
-		"NEWSLETTER_DIGEST_CRON":   "every monday",
-		"NEWSLETTER_QUIET_HOURS":   "22-8",
-	}))
-	if err == nil {
-		t.Fatal("bad config accepted")
-	}
-	lines := strings.Split(err.Error(), "\n")
-	for _, name := range []string{"NEWSLETTER_SECRET", "NEWSLETTER_CONCURRENCY", "NEWSLETTER_WELCOME_DELAY", "NEWSLETTER_SMTP_URL", "NEWSLETTER_DIGEST_CRON", "NEWSLETTER_QUIET_HOURS"} {
-		found := false
-		for _, l := range lines {
-			found = found || strings.HasPrefix(l, name+":")
-		}
-		if !found {
-			t.Errorf("no line for %s in:\n%s", name, err)
-		}
-	}
-	if len(lines) != 6 {
-		t.Errorf("want 6 lines, got %d:\n%s", len(lines), err)
-	}
-}
-
-func TestParsedOnce(t *testing.T) {
-	env := map[string]string{
-		"NEWSLETTER_REDIS_URL":   "redis://127.0.0.1:6379/3",
-		"NEWSLETTER_SECRET":      "0123456789abcdef",
-		"NEWSLETTER_SMTP_URL":    "smtp://mail.example.com:2525?tls=none",
-		"NEWSLETTER_QUIET_HOURS": "22:00-08:00",
-	}
-	c, err := Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Redis == nil || c.SMTP == nil || c.SMTP.Port != 2525 || c.Quiet == nil || c.Quiet.Start != 22*time.Hour || c.DigestSchedule == nil {
-		t.Fatalf("values not parsed into their types: %+v", c)
-	}
-	if c.ConfirmCooldown != 10*time.Minute || c.ConfirmRate != 600 {
-		t.Fatalf("confirmation limits: cooldown %s, rate %d", c.ConfirmCooldown, c.ConfirmRate)
-	}
-	if c.DigestBatch != worker.DefaultDigestBatch || c.ClaimTTL != worker.DefaultClaimTTL || c.RetryBase != worker.DefaultRetryBase {
-		t.Fatalf("defaults differ from the worker's own: %+v", c)
-	}
-}
-
 func TestPprofNeedsAnAdminToken(t *testing.T) {
 	env := map[string]string{
 		"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3",
 		"NEWSLETTER_SECRET":    "0123456789abcdef",
 		"NEWSLETTER_PPROF":     "true",
 	}
-	_, err := Load(func(k string) string { return env[k] })
+	_, err := load(func(k string) string { return env[k] })
 	if err == nil || !strings.Contains(err.Error(), "NEWSLETTER_PPROF:") {
 		t.Fatalf("profiles without an admin token: %v", err)
 	}
 	env["NEWSLETTER_ADMIN_TOKEN"] = "a-long-admin-token-0123"
-	if c, err := Load(func(k string) string { return env[k] }); err != nil || !c.PProf {
+	if c, err := load(func(k string) string { return env[k] }); err != nil || !c.PProf {
 		t.Fatalf("with a token: %+v %v", c, err)
 	}
 }
@@ -118,7 +80,7 @@ func TestAdminTokenAndDevMailbox(t *testing.T) {
 	} {
 		env := maps.Clone(base)
 		maps.Copy(env, c.set)
-		_, err := Load(func(k string) string { return env[k] })
+		_, err := load(func(k string) string { return env[k] })
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.set, err, c.want)
 		}
@@ -144,7 +106,7 @@ func TestDKIMDomainAlignsWithFrom(t *testing.T) {
 	} {
 		e := maps.Clone(base)
 		e["NEWSLETTER_DKIM_DOMAIN"] = domain
-		_, err := Load(env(e))
+		_, err := load(env(e))
 		if ok && err != nil {
 			t.Errorf("%s: %v", domain, err)
 		}
@@ -159,11 +121,11 @@ func TestDKIMDomainAlignsWithFrom(t *testing.T) {
 	// A public-suffix From domain of two labels: its own domain aligns.
 	e := maps.Clone(base)
 	e["NEWSLETTER_FROM"], e["NEWSLETTER_DKIM_DOMAIN"] = "news@example.co.uk", "example.co.uk"
-	if _, err := Load(env(e)); err != nil {
+	if _, err := load(env(e)); err != nil {
 		t.Errorf("example.co.uk: %v", err)
 	}
 	e["NEWSLETTER_FROM"], e["NEWSLETTER_DKIM_DOMAIN"] = "news@example.co.uk", "co.uk"
-	if _, err := Load(env(e)); err == nil {
+	if _, err := load(env(e)); err == nil {
 		t.Error("co.uk accepted for a From on example.co.uk")
 	}
 }
@@ -177,7 +139,7 @@ func TestDKIMSecondKey(t *testing.T) {
 	}
 	e := maps.Clone(base)
 	e["NEWSLETTER_DKIM_ED25519_KEY_FILE"], e["NEWSLETTER_DKIM_ED25519_SELECTOR"] = "/etc/dkim/ed.pem", "ed2026"
-	c, err := Load(env(e))
+	c, err := load(env(e))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +154,13 @@ func TestDKIMSecondKey(t *testing.T) {
 	} {
 		e := maps.Clone(base)
 		maps.Copy(e, change)
-		_, err := Load(env(e))
+		_, err := load(env(e))
 		if err == nil || !strings.HasPrefix(err.Error(), "NEWSLETTER_DKIM_ED25519_") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: want one line naming the Ed25519 variable, got %v", name, err)
 		}
 	}
 	// The second key needs the first beside it.
-	_, err = Load(env(map[string]string{
+	_, err = load(env(map[string]string{
 		"NEWSLETTER_FROM":                  "News <news@example.org>",
 		"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem",
 		"NEWSLETTER_DKIM_ED25519_SELECTOR": "ed2026",
@@ -224,7 +186,7 @@ func TestListenAddresses(t *testing.T) {
 		{real, ":8080", "", false},
 	} {
 		c.set = maps.Clone(c.set)
-		cfg, err := Load(env(c.set))
+		cfg, err := load(env(c.set))
 		if err != nil {
 			t.Fatalf("%v: %v", c.set, err)
 		}
@@ -241,7 +203,7 @@ func TestListenAddresses(t *testing.T) {
 		{"NEWSLETTER_METRICS_ADDR": "9090"},
 		{"NEWSLETTER_METRICS_ADDR": "127.0.0.1:8080"}, // the main listener's
 	} {
-		_, err := Load(env(bad))
+		_, err := load(env(bad))
 		for name := range bad {
 			if err == nil || !strings.HasPrefix(err.Error(), name+":") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("%v: %v, want one line naming %s", bad, err, name)
@@ -251,7 +213,7 @@ func TestListenAddresses(t *testing.T) {
 }
 
 func TestEmailTransport(t *testing.T) {
-	c, err := Load(env(nil))
+	c, err := load(env(nil))
 	if err != nil || c.EmailTransport != TransportSMTP {
 		t.Fatalf("default transport: %v %+v", err, c)
 	}
@@ -260,7 +222,7 @@ func TestEmailTransport(t *testing.T) {
 		"NEWSLETTER_SES_REGION":      "eu-central-1",
 		"NEWSLETTER_SES_ENDPOINT":    "https://vpce-0123.email.eu-central-1.vpce.amazonaws.com",
 	}
-	c, err = Load(env(ses))
+	c, err = load(env(ses))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +235,7 @@ func TestEmailTransport(t *testing.T) {
 		}
 	}
 	ses["NEWSLETTER_SES_ENDPOINT"] = "http://127.0.0.1:4566"
-	if c, err = Load(env(ses)); err != nil || !strings.Contains(strings.Join(c.Warnings(), "\n"), "NEWSLETTER_SES_ENDPOINT is http") {
+	if c, err = load(env(ses)); err != nil || !strings.Contains(strings.Join(c.Warnings(), "\n"), "NEWSLETTER_SES_ENDPOINT is http") {
 		t.Errorf("an http endpoint: %v, warnings %q", err, c.Warnings())
 	}
 
@@ -294,111 +256,10 @@ func TestEmailTransport(t *testing.T) {
 			"NEWSLETTER_DKIM_ED25519_KEY_FILE": "/etc/dkim/ed.pem", "NEWSLETTER_DKIM_ED25519_SELECTOR": "ed2026",
 		},
 	} {
-		_, err := Load(env(e))
+		_, err := load(env(e))
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: want one line starting %q, got %v", e, want, err)
 		}
-	}
-}
-
-// Web push is on with all three VAPID variables, off with none; anything
-// in between, or a pair that does not belong together, stops the start
-// naming the variable to fix.
-func TestVAPID(t *testing.T) {
-	pub, priv, err := webpush.GenerateVAPIDKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPub, _, err := webpush.GenerateVAPIDKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(env(nil))
-	if err != nil || c.VAPID != nil || c.WebhookAllowPrivate || c.Endpoints().AllowPrivate {
-		t.Fatalf("default: web push %v, private endpoints %v, %v", c.VAPID, c.WebhookAllowPrivate, err)
-	}
-	c, err = Load(env(map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv,
-		"NEWSLETTER_VAPID_SUBJECT": "mailto:ops@example.com", "NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "true"}))
-	if err != nil || c.VAPID == nil || c.VAPID.PublicKey() != pub || !c.Endpoints().AllowPrivate {
-		t.Fatalf("all three: %+v, %v", c, err)
-	}
-	for name, tc := range map[string]struct {
-		vars map[string]string
-		bad  []string
-	}{
-		"public only":    {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub}, []string{"NEWSLETTER_VAPID_PRIVATE_KEY", "NEWSLETTER_VAPID_SUBJECT"}},
-		"no subject":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv}, []string{"NEWSLETTER_VAPID_SUBJECT"}},
-		"mismatched":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": otherPub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PUBLIC_KEY"}},
-		"bad public":     {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": "abc", "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PUBLIC_KEY"}},
-		"bad private":    {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": "abc", "NEWSLETTER_VAPID_SUBJECT": "mailto:a@example.com"}, []string{"NEWSLETTER_VAPID_PRIVATE_KEY"}},
-		"bare address":   {map[string]string{"NEWSLETTER_VAPID_PUBLIC_KEY": pub, "NEWSLETTER_VAPID_PRIVATE_KEY": priv, "NEWSLETTER_VAPID_SUBJECT": "ops@example.com"}, []string{"NEWSLETTER_VAPID_SUBJECT"}},
-		"allow not bool": {map[string]string{"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE": "sometimes"}, []string{"NEWSLETTER_WEBHOOK_ALLOW_PRIVATE"}},
-	} {
-		_, err := Load(env(tc.vars))
-		if err == nil {
-			t.Errorf("%s: accepted", name)
-			continue
-		}
-		lines := strings.Split(err.Error(), "\n")
-		if len(lines) != len(tc.bad) {
-			t.Errorf("%s: %d lines, want %d:\n%s", name, len(lines), len(tc.bad), err)
-			continue
-		}
-		for i, v := range tc.bad {
-			if !strings.HasPrefix(lines[i], v+":") {
-				t.Errorf("%s: line %q, want it to name %s", name, lines[i], v)
-			}
-		}
-	}
-}
-
-// TestLanes: every lane by default with its own pool and rate; a list of
-// lanes is checked, each bad lane variable its own line.
-func TestLanes(t *testing.T) {
-	c, err := Load(env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(c.Lanes, []string{"email", "push", "webhook", "sms"}) {
-		t.Fatalf("default lanes %v", c.Lanes)
-	}
-	for lane, want := range map[string][2]int{"email": {10, 50}, "push": {32, 1000}, "webhook": {16, 100}, "sms": {8, 10}} {
-		if got := [2]int{c.LaneConcurrency(lane), c.LaneRate(lane)}; got != want {
-			t.Errorf("lane %s: concurrency and rate %v, want %v", lane, got, want)
-		}
-	}
-	c, err = Load(env(map[string]string{"NEWSLETTER_LANES": "push, webhook", "NEWSLETTER_PUSH_CONCURRENCY": "4", "NEWSLETTER_WEBHOOK_RATE": "7"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(c.Lanes, []string{"push", "webhook"}) || c.LaneConcurrency("push") != 4 || c.LaneRate("webhook") != 7 {
-		t.Fatalf("lanes %v, push concurrency %d, webhook rate %d", c.Lanes, c.PushConcurrency, c.WebhookRate)
-	}
-	if err := c.SetLanes("fax"); err == nil || !strings.HasPrefix(err.Error(), `--lanes: unknown lane "fax"`) || !slices.Equal(c.Lanes, []string{"push", "webhook"}) {
-		t.Fatalf("--lanes fax: %v, lanes %v; want an error naming the flag and the lanes unchanged", err, c.Lanes)
-	}
-	if err := c.SetLanes("email"); err != nil || !slices.Equal(c.Lanes, []string{"email"}) {
-		t.Fatalf("--lanes email: %v, lanes %v", err, c.Lanes)
-	}
-
-	_, err = Load(env(map[string]string{
-		"NEWSLETTER_LANES":               "email,fax",
-		"NEWSLETTER_PUSH_CONCURRENCY":    "0",
-		"NEWSLETTER_WEBHOOK_CONCURRENCY": "many",
-		"NEWSLETTER_PUSH_RATE":           "-1",
-		"NEWSLETTER_WEBHOOK_RATE":        "0",
-	}))
-	if err == nil {
-		t.Fatal("bad lane settings accepted")
-	}
-	lines := strings.Split(err.Error(), "\n")
-	for _, name := range []string{"NEWSLETTER_LANES", "NEWSLETTER_PUSH_CONCURRENCY", "NEWSLETTER_WEBHOOK_CONCURRENCY", "NEWSLETTER_PUSH_RATE", "NEWSLETTER_WEBHOOK_RATE"} {
-		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, name+":") }) {
-			t.Errorf("no line for %s in:\n%s", name, err)
-		}
-	}
-	if len(lines) != 5 || !strings.Contains(err.Error(), `NEWSLETTER_LANES: unknown lane "fax": want a comma-separated list of email, push, webhook, sms`) {
-		t.Errorf("want 5 lines, one naming the unknown lane:\n%s", err)
 	}
 }
 
@@ -437,7 +298,7 @@ func TestClusterConfig(t *testing.T) {
 			addrs: []string{"a.example:7000"}, pass: "pw"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Load(env(c.env))
+			cfg, err := load(env(c.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -463,13 +324,13 @@ func TestClusterConfig(t *testing.T) {
 	}
 
 	t.Run("a secret is needed", func(t *testing.T) {
-		_, err := Load(env(map[string]string{"NEWSLETTER_REDIS_CLUSTER_ADDRS": "10.0.0.1:7000"}))
+		_, err := load(env(map[string]string{"NEWSLETTER_REDIS_CLUSTER_ADDRS": "10.0.0.1:7000"}))
 		if err == nil || !strings.Contains(err.Error(), "NEWSLETTER_SECRET: want a secret") {
 			t.Fatalf("no secret on a cluster: %v", err)
 		}
 	})
 	t.Run("the cluster wins over the URL", func(t *testing.T) {
-		cfg, err := Load(env(with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "10.0.0.1:7000", "NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
+		cfg, err := load(env(with("NEWSLETTER_REDIS_CLUSTER_ADDRS", "10.0.0.1:7000", "NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,7 +345,7 @@ func TestClusterConfig(t *testing.T) {
 		}
 	})
 	t.Run("one Redis: nothing changes", func(t *testing.T) {
-		cfg, err := Load(env(with("NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
+		cfg, err := load(env(with("NEWSLETTER_REDIS_URL", "redis://127.0.0.1:6379/3")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -525,7 +386,7 @@ func TestClusterConfigErrors(t *testing.T) {
 		{"password without a cluster", "", "pw", "NEWSLETTER_REDIS_CLUSTER_ADDRS set too", "NEWSLETTER_REDIS_PASSWORD"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(env(map[string]string{
+			_, err := load(env(map[string]string{
 				"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3", "NEWSLETTER_SECRET": "0123456789abcdef",
 				"NEWSLETTER_REDIS_CLUSTER_ADDRS": c.addrs, "NEWSLETTER_REDIS_PASSWORD": c.password,
 			}))

@@ -20,7 +20,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 )
 
-// clusterOpt is the connection config.Load makes of the cluster's nodes
+// clusterOpt is the connection config.Parse makes of the cluster's nodes
 // given as NEWSLETTER_REDIS_CLUSTER_ADDRS.
 func clusterOpt(t *testing.T, c *rediscluster.Cluster) redisconn.Cluster {
 	t.Helper()
