@@ -7,7 +7,6 @@ import "github.com/redis/go-redis/v9"
 // (slots_test.go checks that every script variable is here).
 var Scripts = map[string]*redis.Script{
 	"acceptInviteScript":       acceptInviteScript,
-	"addIndexScript":           addIndexScript,
 	"addItemScript":            addItemScript,
 	"addPushScript":            addPushScript,
 	"addWebhookScript":         addWebhookScript,
@@ -52,7 +51,6 @@ var Scripts = map[string]*redis.Script{
 	"personClicksScript":       personClicksScript,
 	"recordDeliveryScript":     recordDeliveryScript,
 	"releaseFeedPostsScript":   releaseFeedPostsScript,
-	"renameScript":             renameScript,
 	"revokeInviteScript":       revokeInviteScript,
 	"revokeTokenScript":        revokeTokenScript,
 	"saveCatalogScript":        saveCatalogScript,

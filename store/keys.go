@@ -20,7 +20,13 @@ import (
 // {wh}: slots of their own, apart from the subscribers'.
 const (
 	keySchema     = "nl:schema"      // the layout version, Layout; start-up checks it (version.go)
-	keySuppFilled = "nl:supp:filled" // set by an earlier release once it put the subscribers bounced before the lists on them; start-up requires it (version.go)
+	keySuppFilled = "nl:supp:filled" // set by an earlier release once it put the subscribers bounced before the lists on them; start-up stamps it on an empty Redis (version.go)
+
+	// Keys of older layouts, never written now: their presence tells
+	// start-up that the data is older than this layout (version.go).
+	v3Seq        = "nl:seq"    // layout 3's (and 2's) subscriber id counter, set once any subscriber was written
+	v1EmailIndex = "nl:email"  // layout 1's hash email -> id
+	v1Active     = "nl:active" // layout 1's zset of active ids
 
 	// A shard's keys (shard.key(sfx…)). The record: see below.
 	sfxSeq     = "seq"    // counter: the shard's n-th id is n*Shards + the shard (newIDLua); also the anchor every shard script is given
@@ -45,7 +51,7 @@ const (
 	// at a time.
 	sfxTopic        = "t:"         // + topic id: bitmap, bit idSlot set while the subscriber has the topic on
 	sfxKnown        = "tknown"     // bitmap: bit idSlot set once the subscriber's topics were written
-	keyTopicsFilled = "nl:tfilled" // set by an earlier release once it gave the subscribers from before topics the default ones; start-up requires it (version.go)
+	keyTopicsFilled = "nl:tfilled" // set by an earlier release once it gave the subscribers from before topics the default ones; start-up stamps it on an empty Redis (version.go)
 
 	// The onboarding sequence: who confirmed lately (so a step added to
 	// the file reaches them), and which sequence the waiting steps follow.
@@ -187,7 +193,7 @@ const (
 	// idSlot is set while the subscriber has that status. The scripts'
 	// save() keeps them, so every status change moves one bit.
 	sfxStatus       = "st:"          // + status code p, u, b or c
-	keyStatusFilled = "nl:st:filled" // set by an earlier release once it put the subscribers from before them in the bitmaps; start-up requires it (version.go)
+	keyStatusFilled = "nl:st:filled" // set by an earlier release once it put the subscribers from before them in the bitmaps; start-up stamps it on an empty Redis (version.go)
 	// The consent record of each subscription, packed as the subscribers
 	// are (subsPerBucket to a hash): how the person came in and when
 	// they asked. The confirmation time is the record's.

@@ -303,7 +303,7 @@ return #recs / 2
 `)
 
 // fillSearch puts the subscribers written before the search index (by a
-// release without it, or an upgrade) in it, once: keySearchFilled
+// release without it, or moved into shards by UpgradeFrom) in it, once: keySearchFilled
 // records that it is done. It runs at start-up after the version check;
 // it can be stopped at any point and run again (every step is
 // idempotent), and two roles running it at once only do the work twice.
@@ -330,8 +330,8 @@ func (r *Redis) fillSearch(ctx context.Context, log *slog.Logger) error {
 	for i, s := range everyShard() {
 		n, _ := seqs[i].Int64() // no counter: nobody in the shard
 		// The shard's n ids are slots 1..n; an id from before the
-		// shards (upgrade4) may sit higher: its bucket is read too
-		// since the upgrade set the counter past it.
+		// shards (moved by UpgradeFrom) may sit higher: its bucket is
+		// read too since that move set the counter past it.
 		for b := int64(0); b <= n/subsPerBucket; b++ {
 			got, err := fillSearchScript.Run(ctx, r.rdb, []string{anchor(s)}, b).Int64()
 			if err != nil {

@@ -12,39 +12,28 @@ import (
 )
 
 // Layout is the key layout this code reads and writes (keys.go), recorded
-// in keySchema. Start-up brings layout 2 and 3 data (at the minimum
-// below) up to it (upgrade.go, upgrade4.go).
+// in keySchema. Older layouts are refused at start (CheckVersion): the
+// code that moved layouts 2 and 3 into this one is gone from the tree.
 const Layout = 4
 
-// minLayout is the oldest layout start-up upgrades.
-const minLayout = 2
+// UpgradeFrom is the release that brings data in an older layout (2 or 3,
+// as upgradeFromLayout1 left it) up to this one: the last commit with the
+// upgrade code. Its start-up, as its `newsletter migrate` (which checks
+// the source the same way before it copies), moves the data into layout 4
+// before it goes on; this version then reads it.
+const UpgradeFrom = "d127c22"
 
-// The minimum data version this code reads: layout 2 with what later
-// versions keep beside it filled for the subscribers from before them,
-// the suppression lists (keySuppFilled), the topics (keyTopicsFilled) and
-// the status bitmaps (keyStatusFilled). It is what UpgradeFrom leaves
-// once any of its roles has started: its start-up moved layout-1 data to
-// layout 2 and then ran the three back-fills, each recording its marker
-// when done, and returned an error (so the role did not run) unless all
-// of them were done. Code that only older data needed (the layout-1
-// migration, the lookup that moved a layout-1 subscriber on a miss, the
-// back-fills) is gone: older data is refused at start (CheckVersion).
-//
-// UpgradeFrom is the release that brings any older data to the minimum:
-// the last one with that code.
-const UpgradeFrom = "dbb0319"
+// upgradeFromLayout1 is the release that brought layout-1 data up to
+// layout 2 and ran the back-fills whose markers are minimumMarkers: data
+// from before it goes through it first, then through UpgradeFrom.
+const upgradeFromLayout1 = "dbb0319"
 
-// minimumMarkers are the keys that data at the minimum holds besides
-// keySchema: one per back-fill UpgradeFrom completed.
+// minimumMarkers are the keys that data in this layout holds besides
+// keySchema: one per back-fill upgradeFromLayout1 completed, carried
+// through UpgradeFrom's move. An empty Redis is stamped with them too, so
+// UpgradeFrom, should an operator go back to it, reads the data as
+// complete; data without them is refused as older.
 var minimumMarkers = []string{keySuppFilled, keyTopicsFilled, keyStatusFilled}
-
-// What layout 1 kept (one hash per subscriber, nl:sub:<id>, beside
-// these): none of it is read any more, but its presence means data
-// older than the minimum, or a role of a layout-1 version still writing.
-const (
-	v1EmailIndex = "nl:email"  // hash email -> id
-	v1Active     = "nl:active" // zset of active ids
-)
 
 // The data CheckVersion refuses, for errors.Is; the error's text says
 // which data it found and what to do.
@@ -62,14 +51,25 @@ type versionError struct {
 func (e *versionError) Error() string { return e.msg }
 func (e *versionError) Unwrap() error { return e.kind }
 
-// tooOld is the refusal of data below the minimum, with the upgrade path.
+// tooOld is the refusal of data in layout 2 or 3, with the upgrade path.
 func tooOld(found string) error {
-	return &versionError{ErrDataTooOld, fmt.Sprintf("%s, older than this version reads (layout %d with the suppression lists, topics and status bitmaps filled): "+
-		"start any role of the release of commit %s once (it brings the data up before it serves), then stop it and start this one", found, minLayout, UpgradeFrom)}
+	return &versionError{ErrDataTooOld, fmt.Sprintf("%s, older than this version reads (layout %d): "+
+		"start any role of the release of commit %s once, or run its newsletter migrate (either moves the data into layout %d before it goes on), then stop it and start this one",
+		found, Layout, UpgradeFrom, Layout)}
+}
+
+// tooOldForUpgradeFrom is the refusal of data older than UpgradeFrom
+// reads (layout 1, or layout 2 without its back-fills): two releases to
+// go through, in turn.
+func tooOldForUpgradeFrom(found string) error {
+	return &versionError{ErrDataTooOld, fmt.Sprintf("%s, older than this version reads (layout %d): "+
+		"start any role of the release of commit %s once (it brings the data to layout 2 with the suppression lists, topics and status bitmaps filled), "+
+		"then any role of the release of commit %s once (it moves it into layout %d), then stop it and start this one",
+		found, Layout, upgradeFromLayout1, UpgradeFrom, Layout)}
 }
 
 // checkVersionScript reads what CheckVersion judges in one go, and stamps
-// an empty Redis with the minimum in the same script, so no other writer
+// an empty Redis with this layout in the same script, so no other writer
 // comes between finding it empty and stamping it.
 //
 //	KEYS[1]     keySchema
@@ -99,8 +99,8 @@ return {schema or '', tostring(v1), table.concat(missing, ',')}
 // CheckVersion is the start-up check every role runs before it serves: it
 // reads a few keys, never a subscriber. An empty Redis (no subscriber
 // written, no layout-1 key, no layout version) is stamped with the
-// minimum, markers included, so this version and UpgradeFrom both read it
-// as complete; data at the minimum goes on; older or newer data is
+// layout, markers included, so this version and UpgradeFrom both read it
+// as complete; data in this layout goes on; older or newer data is
 // refused with an error (ErrDataTooOld, ErrDataTooNew) whose text is the
 // one-line way out. Stop the roles of an older version before starting
 // this one: whatever they write is not checked again.
@@ -114,7 +114,8 @@ func (r *Redis) CheckVersion(ctx context.Context, log *slog.Logger) error {
 	return r.fillSearch(ctx, log)
 }
 
-// checkLayout is CheckVersion's check of the layout and its upgrades.
+// checkLayout is CheckVersion's check of the layout: it stamps an empty
+// Redis and refuses any layout but this one.
 func (r *Redis) checkLayout(ctx context.Context, log *slog.Logger) error {
 	if _, ok := r.rdb.(*redis.ClusterClient); ok {
 		// A Redis Cluster only ever holds data in this layout (older
@@ -138,11 +139,10 @@ func (r *Redis) checkLayout(ctx context.Context, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("read the data version: %w", err)
 		}
-		_, err = judgeVersion(v, false, "")
-		if err == nil {
-			err = tooOld(fmt.Sprintf("a Redis Cluster holds data in layout %s, which only ever lived on one Redis", v))
+		if n, err := strconv.Atoi(v); err == nil && n >= 2 && n < Layout {
+			return tooOld(fmt.Sprintf("a Redis Cluster holds data in layout %d, which only ever lived on one Redis", n))
 		}
-		return err
+		return judgeVersion(v, false, "")
 	}
 	keys := append([]string{keySchema, v3Seq, v1EmailIndex, v1Active}, minimumMarkers...)
 	res, err := checkVersionScript.Run(ctx, r.rdb, keys, Layout).StringSlice()
@@ -156,51 +156,51 @@ func (r *Redis) checkLayout(ctx context.Context, log *slog.Logger) error {
 	if len(res) != 3 {
 		return fmt.Errorf("read the data version: unexpected answer %q", res)
 	}
-	from, err := judgeVersion(res[0], res[1] != "0", res[2])
-	if err != nil || from == Layout {
-		return err
-	}
-	if from < 3 {
-		if _, err := r.upgradeTo3(ctx, log); err != nil {
-			return err
-		}
-	}
-	_, err = r.upgradeTo4(ctx, log)
-	return err
+	return judgeVersion(res[0], res[1] != "0", res[2])
 }
 
 // judgeVersion decides on what checkVersionScript found in a Redis that
 // was not empty: the layout version recorded ("" for none), whether
-// layout-1 keys exist and which minimumMarkers are missing. It answers the
-// data's layout when this code reads it (Layout) or upgrades it.
-func judgeVersion(schema string, v1 bool, missing string) (int, error) {
+// layout-1 keys exist and which minimumMarkers are missing. It answers nil
+// for data in this layout, and a refusal with the way out for any other.
+func judgeVersion(schema string, v1 bool, missing string) error {
 	if schema == "" {
 		// Not empty (the script stamps an empty Redis), and every
 		// release since layout 2 records the version at start, before
 		// it writes anything: data without it was written by layout 1.
-		return 0, tooOld("the data is in layout 1 (no layout version in " + keySchema + ")")
+		return tooOldForUpgradeFrom("the data is in layout 1 (no layout version in " + keySchema + ")")
 	}
 	n, err := strconv.Atoi(schema)
 	if err != nil || n < 1 {
-		return 0, &versionError{ErrDataTooNew, fmt.Sprintf("%s holds %q, a layout no release of this service wrote (this version reads layout %d): "+
+		return &versionError{ErrDataTooNew, fmt.Sprintf("%s holds %q, a layout no release of this service wrote (this version reads layout %d): "+
 			"check that NEWSLETTER_REDIS_URL names this service's Redis and database", keySchema, schema, Layout)}
 	}
 	if n > Layout {
-		return 0, &versionError{ErrDataTooNew, fmt.Sprintf("the data is in layout %d, newer than this version reads (layout %d): "+
+		return &versionError{ErrDataTooNew, fmt.Sprintf("the data is in layout %d, newer than this version reads (layout %d): "+
 			"run the release that wrote it, or a later one", n, Layout)}
 	}
-	if n < minLayout {
-		return 0, tooOld(fmt.Sprintf("the data is in layout %d", n))
+	if n < 2 {
+		return tooOldForUpgradeFrom(fmt.Sprintf("the data is in layout %d", n))
 	}
 	if v1 {
-		// UpgradeFrom moves layout-1 data only while no layout version
-		// is recorded: a layout-1 role that wrote after the migration
-		// left data it would not move on its own.
-		return 0, &versionError{ErrDataTooOld, fmt.Sprintf("layout-1 keys (%s, %s) are beside layout %d, written by a role of a layout-1 version after the migration: "+
-			"stop it, delete %s, start any role of the release of commit %s once to move them, then stop that and start this one", v1EmailIndex, v1Active, n, keySchema, UpgradeFrom)}
+		// upgradeFromLayout1 moves layout-1 data only while no layout
+		// version is recorded: a layout-1 role that wrote after the
+		// migration left data it would not move on its own.
+		return &versionError{ErrDataTooOld, fmt.Sprintf("layout-1 keys (%s, %s) are beside layout %d, written by a role of a layout-1 version after the migration: "+
+			"stop it, delete %s, start any role of the release of commit %s once to move them, then any role of the release of commit %s once, then stop that and start this one",
+			v1EmailIndex, v1Active, n, keySchema, upgradeFromLayout1, UpgradeFrom)}
 	}
 	if missing != "" {
-		return 0, tooOld(fmt.Sprintf("the data is in layout %d without its back-fills done (no %s)", n, strings.ReplaceAll(missing, ",", ", ")))
+		return tooOldForUpgradeFrom(fmt.Sprintf("the data is in layout %d without its back-fills done (no %s)", n, strings.ReplaceAll(missing, ",", ", ")))
 	}
-	return n, nil
+	if n < Layout {
+		return tooOld(fmt.Sprintf("the data is in layout %d", n))
+	}
+	return nil
 }
+
+// UpgradedKeys is how many keys this process's start-up moved into a
+// newer layout (newsletter_store_upgraded_keys_total). Start-up no longer
+// moves any (older layouts are refused, CheckVersion): it is always 0, and
+// the metric stays for the dashboards and alerts that read it.
+func UpgradedKeys() int64 { return 0 }

@@ -158,7 +158,8 @@ func TestCheckVersionRefusesLayout1(t *testing.T) {
 	rdb, _ := redistest.New(t, redistest.DBStore)
 	ctx := context.Background()
 	loadFixture(t, rdb, "testdata/v1-layout.json")
-	refused(t, rdb, ErrDataTooOld, "layout 1", "layout 2", "start any role of the release of commit "+UpgradeFrom+" once", "then stop it and start this one")
+	refused(t, rdb, ErrDataTooOld, "layout 1", "layout 2",
+		"start any role of the release of commit "+upgradeFromLayout1+" once", "then any role of the release of commit "+UpgradeFrom+" once", "then stop it and start this one")
 
 	before := dumpAll(t, rdb)
 	if _, err := NewRedis(rdb).Get(ctx, "ann@example.com"); !errors.Is(err, ErrNotFound) {
@@ -208,6 +209,49 @@ func TestCheckVersionRefusesOlder(t *testing.T) {
 	}
 }
 
+// A store holding layout 3 data (one Redis, the subscribers in one
+// keyspace, with the markers of the back-fills: what UpgradeFrom moves
+// into shards) is refused with the upgrade path in one line; neither the
+// check nor a lookup changes a key.
+func TestCheckVersionRefusesLayout3(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	ctx := context.Background()
+	// What layout 3 kept of one active subscriber, id 5.
+	rec := strings.Join([]string{"a", "1", "1", "", "old@example.org", "Old", ""}, "\x1f")
+	p := rdb.Pipeline()
+	p.Set(ctx, keySchema, "3", 0)
+	for _, k := range minimumMarkers {
+		p.Set(ctx, k, "1", 0)
+	}
+	p.Set(ctx, v3Seq, "5", 0)
+	p.HSet(ctx, "nl:s:0", "5", rec)
+	p.SetBit(ctx, "nl:act", 5, 1)
+	p.SetBit(ctx, "nl:t:digest", 5, 1)
+	p.SetBit(ctx, "nl:tknown", 5, 1)
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, rdb, ErrDataTooOld, "the data is in layout 3, older than this version reads (layout 4)",
+		"start any role of the release of commit "+UpgradeFrom+" once, or run its newsletter migrate", "then stop it and start this one")
+
+	before := dumpAll(t, rdb)
+	if _, err := NewRedis(rdb).Get(ctx, "old@example.org"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a layout-3 subscriber looked up: %v, want not found", err)
+	}
+	if after := dumpAll(t, rdb); !maps.Equal(before, after) {
+		t.Fatal("a lookup wrote to Redis")
+	}
+}
+
+// Layout 2 as its last release left it (testdata/v2-content.json, the
+// back-fills done) is refused the same way: UpgradeFrom moves it too.
+func TestCheckVersionRefusesLayout2(t *testing.T) {
+	rdb, _ := redistest.New(t, redistest.DBStore)
+	loadFixture(t, rdb, "testdata/v2-content.json")
+	refused(t, rdb, ErrDataTooOld, "the data is in layout 2, older than this version reads (layout 4)",
+		"start any role of the release of commit "+UpgradeFrom+" once")
+}
+
 func TestCheckVersionRefusesNewer(t *testing.T) {
 	ctx := context.Background()
 	for v, want := range map[string]string{
@@ -222,4 +266,12 @@ func TestCheckVersionRefusesNewer(t *testing.T) {
 			refused(t, rdb, ErrDataTooNew, want)
 		})
 	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

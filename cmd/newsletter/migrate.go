@@ -20,9 +20,11 @@ const migrateUsage = `usage: newsletter migrate --to-cluster --from redis://host
   the Redis Cluster of NEWSLETTER_REDIS_CLUSTER_ADDRS (with NEWSLETTER_REDIS_PASSWORD)`
 
 // migrateCmd is `newsletter migrate --to-cluster --from URL`: the move from
-// one Redis to a cluster. It brings the source up to this version's
-// layout first (as any role's start-up would), then copies every key, the
-// store's and the queues', with its expiry (store.CopyToCluster). Every
+// one Redis to a cluster. It checks the source's layout first, as any
+// role's start-up does (store.CheckVersion: data in an older layout is
+// refused with the release that upgrades it, store.UpgradeFrom), then
+// copies every key, the store's and the queues', with its expiry
+// (store.CopyToCluster). Every
 // role must be stopped on the source, and the cluster must hold no data
 // set yet; a copy stopped half way may run again. Afterwards the roles
 // start with NEWSLETTER_REDIS_CLUSTER_ADDRS in place of

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,15 +159,15 @@ func stats(t *testing.T, s *store.Redis) string {
 	return string(b)
 }
 
-// TestStartUpUpgradesAndCounts: a role started on layout-3 data (one
-// Redis, the subscribers in one keyspace) moves it into shards before it
-// serves, says how many keys it moved on /metrics, and finds the
-// subscriber where it was.
-func TestStartUpUpgradesAndCounts(t *testing.T) {
+// TestLayout3StopsStartUpAndMigrate: a role started on layout-3 data (one
+// Redis, the subscribers in one keyspace) stops before it serves, and
+// `newsletter migrate` refuses it as its source, each with one line naming
+// the release that upgrades it (store.UpgradeFrom); neither changes a key.
+func TestLayout3StopsStartUpAndMigrate(t *testing.T) {
 	rdb, url := redistest.New(t, redistest.DBCommand)
 	ctx := context.Background()
 	// What layout 3 kept of one active subscriber, id 5, with the
-	// markers of the minimum.
+	// markers of the back-fills.
 	rec := strings.Join([]string{"a", "1", "1", "", "old@example.org", "Old", ""}, "\x1f")
 	p := rdb.Pipeline()
 	p.Set(ctx, "nl:schema", "3", 0)
@@ -182,14 +182,61 @@ func TestStartUpUpgradesAndCounts(t *testing.T) {
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	svc := startService(t, realEnv(url, "smtp://127.0.0.1:1?tls=none", map[string]string{"NEWSLETTER_ADMIN_TOKEN": digestIssueAdmin}))
-	_, metrics := svc.get(t, "/metrics", true)
-	m := regexp.MustCompile(`(?m)^newsletter_store_upgraded_keys_total (\d+)$`).FindStringSubmatch(metrics)
-	if m == nil || m[1] == "0" {
-		t.Fatalf("newsletter_store_upgraded_keys_total after an upgrade: %v", m)
+	before := keysAndValues(t, rdb)
+	worker := realEnv(url, "smtp://127.0.0.1:1?tls=none", nil)
+	// A cluster never reached: the source is refused before it is used.
+	migrate := map[string]string{"NEWSLETTER_REDIS_CLUSTER_ADDRS": "127.0.0.1:1"}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"worker"}, worker, "newsletter worker: redis layout: the data is in layout 3, older than this version reads (layout 4)"},
+		{[]string{"migrate", "--to-cluster", "--from", url}, migrate, "newsletter migrate: the source, "},
+	} {
+		var out, errb bytes.Buffer
+		code := run(ctx, c.args, func(k string) string { return c.env[k] }, &out, &errb)
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		last := lines[len(lines)-1]
+		if code != 1 || !strings.HasPrefix(last, c.want) || !strings.Contains(last, "the data is in layout 3") ||
+			!strings.Contains(last, "release of commit "+store.UpgradeFrom+" once") {
+			t.Fatalf("%v on layout-3 data: exit %d, stderr:\n%s\nwant exit 1 and a last line starting %q naming %s", c.args, code, errb.String(), c.want, store.UpgradeFrom)
+		}
+		if after := keysAndValues(t, rdb); after != before {
+			t.Fatalf("%v on layout-3 data changed it:\nbefore %s\nafter  %s", c.args, before, after)
+		}
 	}
-	sub, err := store.NewRedis(rdb).Get(ctx, "old@example.org")
-	if err != nil || sub.ID != 5 || sub.Status != store.Active || len(sub.Topics) != 1 {
-		t.Fatalf("the subscriber after the upgrade: %+v %v", sub, err)
+}
+
+// keysAndValues is every key of the database with its type and a dump of
+// its value, sorted, as one string to compare.
+func keysAndValues(t *testing.T, rdb *redis.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
 	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		typ, err := rdb.Type(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch typ {
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		default:
+			t.Fatalf("key %s of type %s", k, typ)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s %q\n", k, typ, fmt.Sprint(v))
+	}
+	return b.String()
 }
