@@ -91,7 +91,7 @@ func (h *PushSender) devices(ctx context.Context, id int64) ([]store.Device, err
 	if len(h.Apps) == 0 {
 		return nil, nil
 	}
-	all, err := h.awaited().DevicesOf(ctx, []int64{id})
+	all, err := h.Store.DevicesOf(ctx, []int64{id})
 	if err != nil {
 		return nil, fmt.Errorf("push: load devices: %w", err)
 	}
@@ -110,7 +110,7 @@ func (h *PushSender) devices(ctx context.Context, id int64) ([]store.Device, err
 func (h *PushSender) notifyApp(ctx context.Context, subID int64, d store.Device, mark store.Mark, n webpush.Notification) error {
 	err := h.Apps[d.Platform].send(ctx, d.Token, n)
 	if err == nil {
-		if merr := h.awaited().MarkSent(context.Background(), mark); merr != nil {
+		if merr := h.Store.MarkSent(context.WithoutCancel(ctx), mark); merr != nil {
 			h.Log.Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
 		}
 		h.countApp(d.Platform, "sent")

@@ -60,12 +60,8 @@ type Deliverer struct {
 	Throttle time.Duration
 	// ClaimTTL is the claims' expiry (DefaultClaimTTL).
 	ClaimTTL time.Duration
-	// RedisWait bounds how long each Redis step of a delivery (the
-	// re-read, claims, pacing, marks) waits for a Redis that cannot be
-	// reached before the task gives up (DefaultRedisWait).
-	RedisWait time.Duration
-	Metrics   *Metrics
-	Log       *slog.Logger
+	Metrics  *Metrics
+	Log      *slog.Logger
 	// Tags, when set, traces each mail to its subscriber in a late bounce
 	// or complaint (the VERP tag in its envelope sender and Message-ID).
 	Tags *feedback.Tagger
@@ -111,27 +107,13 @@ type Failure struct {
 	Err          error
 }
 
-// away is how the deliverer's Redis steps wait out an outage
-// (redisaway.go).
-func (d *Deliverer) away() redisWait { return redisWait{For: d.RedisWait, Log: d.Log} }
-
-// awaited is the Deliverer's store waiting out an unreachable Redis.
-func (d *Deliverer) awaited() awaitDelivery {
-	return awaitDelivery{awaitMarks: awaitMarks{s: d.Store, w: d.away()}, s: d.Store}
-}
-
-// subscriber reads one subscriber, waiting out a Redis outage.
-func (d *Deliverer) subscriber(ctx context.Context, email string) (store.Subscriber, error) {
-	return d.awaited().Get(ctx, email)
-}
-
 // Recipient re-reads the subscriber right before sending. ok is false when
 // nothing should be sent; err is then nil (skip) or a store failure (retry).
 // A suppressed subscriber whose own confirmation was asked for
 // (Reconfirming) counts as Pending: the confirmation is the one mail it
 // may get.
 func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Status) (sub store.Subscriber, ok bool, err error) {
-	sub, err = d.subscriber(ctx, email)
+	sub, err = d.Store.Get(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
 		d.Log.Info("skip: unknown subscriber", "domain", address.Domain(email))
 		return sub, false, nil
@@ -142,7 +124,7 @@ func (d *Deliverer) Recipient(ctx context.Context, email string, want store.Stat
 // RecipientByID is Recipient for a task that names its subscriber by id
 // (an erased one is not found: skipped).
 func (d *Deliverer) RecipientByID(ctx context.Context, id int64, want store.Status) (sub store.Subscriber, ok bool, err error) {
-	sub, err = d.awaited().GetByID(ctx, id)
+	sub, err = d.Store.GetByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		d.Log.Info("skip: unknown subscriber", "subscriber", id)
 		return sub, false, nil
@@ -218,7 +200,7 @@ func (d *Deliverer) DeliverGated(ctx context.Context, mails []Mail, gate Gate) (
 		b.mailer = sess
 	}
 
-	b.pace, b.confirms = newPacer(ctx, d.Pace, d.away()), newPacer(ctx, d.ConfirmPace, d.away())
+	b.pace, b.confirms = newPacer(ctx, d.Pace), newPacer(ctx, d.ConfirmPace)
 	// The claims were taken up front; stop well before they could expire
 	// under a slow gateway, and let a fresh run claim the rest.
 	b.stopAt = time.Now().Add(d.ClaimTTL / 2)
@@ -259,7 +241,7 @@ func (b *gatedBatch) claim(ctx context.Context) error {
 	// claiming again after a lost answer takes over what the first try
 	// took.
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := b.d.awaited().ClaimMarks(ctx, owner, b.marks, b.d.ClaimTTL)
+	claims, err := b.d.Store.ClaimMarks(ctx, owner, b.marks, b.d.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("claim delivery: %w", err)
 	}
@@ -397,7 +379,7 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		d.marks.add(mail.Mark, marked)
 		return nil
 	}
-	if err := d.awaited().MarkSent(ctx, mail.Mark); err != nil {
+	if err := d.Store.MarkSent(ctx, mail.Mark); err != nil {
 		// The mail is out. Returning an error would retry and could send
 		// it again once the claim expires; a missing mark costs nothing
 		// more than that, so log and succeed.
@@ -449,7 +431,7 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 	if len(marks) == 0 {
 		return why
 	}
-	if err := d.awaited().ReleaseMarks(ctx, marks); err != nil {
+	if err := d.Store.ReleaseMarks(ctx, marks); err != nil {
 		d.Log.Warn("release delivery marks; they expire on their own", "marks", len(marks), "err", err)
 		if why == nil {
 			return err
@@ -484,7 +466,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 	switch se.Class {
 	case mailer.Throttled:
 		if d.Pace != nil {
-			if err := (awaitPacer{p: d.Pace, w: d.away()}).Throttle(ctx, se.Domain, d.Throttle); err != nil {
+			if err := d.Pace.Throttle(ctx, se.Domain, d.Throttle); err != nil {
 				d.Log.Warn("pause domain", "domain", se.Domain, "err", err)
 			}
 		}
@@ -493,8 +475,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 		// one recorder keeps it in the person's history, counts it against
 		// the mail's issue or digest run, and says whether it changed the
 		// subscriber (only then is subscriber.bounced sent).
-		away := d.away()
-		if err := d.Feedback.Record(ctx, sendTimeBounce(mail, se), &away); err != nil {
+		if err := d.Feedback.Record(ctx, sendTimeBounce(mail, se)); err != nil {
 			return fmt.Errorf("record bounce after %v: %w", se, err) // retry; the next try bounces again
 		}
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)

@@ -83,16 +83,11 @@ func (h *EventSender) countedURL(ctx context.Context, e tasks.EventPayload, read
 	if h.Store == nil || !h.Links.Counts(e.URL) {
 		return e.URL, nil
 	}
-	w := h.Deliver.away()
-	eng, err := awaitRedis(ctx, w, "the event's engagement id", func(ctx context.Context) (int64, error) {
-		return h.Store.EventEngagement(ctx, e.ID)
-	})
+	eng, err := h.Store.EventEngagement(ctx, e.ID)
 	if err != nil {
 		return "", err
 	}
-	if err := untilRedis(ctx, w, "store the event's link", func(ctx context.Context) error {
-		return h.Store.SetIssueLinks(ctx, eng, []string{e.URL})
-	}); err != nil {
+	if err := h.Store.SetIssueLinks(ctx, eng, []string{e.URL}); err != nil {
 		return "", err
 	}
 	return strings.Replace(h.Links.CountedLink(eng, e.URL), mailer.ReaderMark, h.Links.Reader(eng, reader, now), 1), nil

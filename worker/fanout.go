@@ -64,12 +64,6 @@ type FanoutSender struct {
 	prepared map[string]*mailer.Prepared
 }
 
-// awaited is the fan-out's store and queue waiting out an unreachable
-// Redis as long as its delivery does.
-func (h *FanoutSender) awaited() awaitFanout {
-	return awaitFanout{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, s: h.Store}
-}
-
 // HandleFanout fans an event or an issue's notifications out. An event
 // for one person goes to their bundled events mail and their browsers; an
 // event for a topic to a batch mail per page of its readers and to each
@@ -108,7 +102,7 @@ func (h *FanoutSender) eventEngagement(ctx context.Context, p tasks.FanoutPayloa
 	if !p.Allows(store.ChannelEmail) || !h.Links.Counts(p.URL) {
 		return 0, nil
 	}
-	st := h.awaited()
+	st := h.Store
 	eng, err := st.EventEngagement(ctx, p.ID)
 	if err != nil {
 		return 0, err
@@ -136,7 +130,7 @@ func (h *FanoutSender) person(ctx context.Context, p tasks.FanoutPayload) (store
 // blip costs one page's read again, not the whole union's.
 func (h *FanoutSender) walk(ctx context.Context, p tasks.FanoutPayload, topicIDs []string, eng int64) error {
 	size := h.Page
-	st := h.awaited()
+	st := h.Store
 	var cursor int64
 	pages := lookahead{page: size, read: func(cursor int64, limit int) ([]int64, error) {
 		return audienceAny(ctx, st, topicIDs, cursor, limit)
@@ -196,7 +190,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	if len(todo) == 0 {
 		return nil
 	}
-	chans, err := h.awaited().ChannelsOf(ctx, todo)
+	chans, err := h.Store.ChannelsOf(ctx, todo)
 	if err != nil {
 		return err
 	}
@@ -215,7 +209,7 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	if err := h.enqueue(ctx, queue); err != nil {
 		return err
 	}
-	return h.awaited().MarkSent(ctx, todoMarks...)
+	return h.Store.MarkSent(ctx, todoMarks...)
 }
 
 // fanoutTopics are the topics a fan-out's readers get it as: the one
@@ -290,7 +284,7 @@ func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key
 			ids[i] = who.SubscriberID
 		}
 		for _, order := range orders {
-			if err := h.awaited().QueueInOrder(ctx, order, key, p.At, ids); err != nil {
+			if err := h.Store.QueueInOrder(ctx, order, key, p.At, ids); err != nil {
 				return err
 			}
 		}
@@ -300,7 +294,7 @@ func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key
 
 // withBrowsers is the readers among ids with a browser to notify.
 func (h *FanoutSender) withBrowsers(ctx context.Context, ids []int64) ([]int64, error) {
-	have, err := h.awaited().HavePushSubscriptions(ctx, ids)
+	have, err := h.Store.HavePushSubscriptions(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +314,7 @@ func (h *FanoutSender) notQueued(ctx context.Context, key string, ids []int64) (
 	for i, id := range ids {
 		marks[i] = store.Mark{Kind: tasks.FanoutMarkKind, Key: key, SubscriberID: id, Shared: true}
 	}
-	done, err := h.awaited().SentMarks(ctx, marks)
+	done, err := h.Store.SentMarks(ctx, marks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -363,7 +357,7 @@ func (h *FanoutSender) pushTasks(ctx context.Context, p tasks.FanoutPayload, key
 	var have []bool
 	if p.IssueID == 0 {
 		var err error
-		if have, err = h.awaited().HavePushSubscriptions(ctx, todo); err != nil {
+		if have, err = h.Store.HavePushSubscriptions(ctx, todo); err != nil {
 			return nil, err
 		}
 	}
@@ -387,9 +381,8 @@ func (h *FanoutSender) pushTasks(ctx context.Context, p tasks.FanoutPayload, key
 	return queue, nil
 }
 
-// enqueue puts the tasks in their queues, a few at a time, each waiting
-// out an outage (awaitQueue.Enqueue: a TaskID conflict is a task an earlier run
-// queued, done).
+// enqueue puts the tasks in their queues, a few at a time (a TaskID
+// conflict is a task an earlier run queued, done: enqueueOnce).
 func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 	work := make(chan *asynq.Task)
 	errs := make(chan error, fanoutEnqueuers)
@@ -401,7 +394,7 @@ func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 				if first != nil {
 					continue
 				}
-				if err := h.awaited().Enqueue(ctx, t); err != nil {
+				if err := enqueueOnce(ctx, h.Queue, t); err != nil {
 					first = fmt.Errorf("fanout: %w", err)
 				}
 			}
@@ -427,7 +420,7 @@ func (h *FanoutSender) enqueue(ctx context.Context, queue []*asynq.Task) error {
 // the topic off since is skipped; one inside quiet hours moves to a batch
 // of their own due when they end.
 func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPayload) error {
-	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
+	subs, err := h.Store.SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
@@ -464,7 +457,7 @@ func (h *FanoutSender) HandleEventMail(ctx context.Context, p tasks.EventMailPay
 	for until, ids := range held {
 		later := p
 		later.IDs = ids
-		if err := h.awaited().Enqueue(ctx, tasks.NewEventMail(later, until, true)); err != nil {
+		if err := enqueueOnce(ctx, h.Queue, tasks.NewEventMail(later, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -509,7 +502,7 @@ func (h *IssueSender) fanOutPush(ctx context.Context, is store.Issue, round int)
 	if n.URL == "" {
 		n.URL = h.Links.BaseURL
 	}
-	err := h.awaited().Enqueue(ctx, tasks.NewFanout(tasks.FanoutPayload{
+	err := enqueueOnce(ctx, h.Queue, tasks.NewFanout(tasks.FanoutPayload{
 		IssueID: is.ID, Round: round, Topics: is.Topics, Title: n.Title, Body: n.Body, URL: n.URL, At: h.Now().UTC(),
 	}))
 	if err != nil {

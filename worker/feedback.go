@@ -40,14 +40,13 @@ type FeedbackStore interface {
 
 // HandleFeedback handles TypeFeedback.
 func (f *FeedbackRecorder) HandleFeedback(ctx context.Context, p tasks.FeedbackPayload) error {
-	return f.Record(ctx, p, nil)
+	return f.Record(ctx, p)
 }
 
 // Record applies report p. An address not on the list is logged and
 // counted, not an error; an error is the store's, worth a retry (an
-// unknown type is SkipRetry). away, when set, waits out a Redis that
-// cannot be reached (the report's id makes a repeat count once).
-func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, away *redisWait) error {
+// unknown type is SkipRetry). The report's id makes a repeat count once.
+func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload) error {
 	typ := store.FeedbackType(p.Type)
 	if !typ.Valid() {
 		return fmt.Errorf("feedback type %q: %w", p.Type, asynq.SkipRetry)
@@ -56,11 +55,7 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload, 
 		ID: p.ID, SubscriberID: p.SubscriberID, Email: p.Email, Type: typ,
 		Digest: p.Kind == "" || p.Kind == mailer.KindDigest, Issue: p.IssueID,
 	}
-	st := f.Store
-	if away != nil {
-		st = awaitFeedback{s: st, w: *away}
-	}
-	res, err := st.RecordFeedback(ctx, report, f.Policy)
+	res, err := f.Store.RecordFeedback(ctx, report, f.Policy)
 	log := f.Log.With("source", p.Source, "type", p.Type, "domain", address.Domain(p.Email))
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -10,6 +10,7 @@ import (
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/quiet"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/csvimport"
@@ -81,7 +82,7 @@ type Deps struct {
 	DefaultZone *time.Location
 
 	ClaimTTL          time.Duration // DefaultClaimTTL
-	RedisWait         time.Duration // DefaultRedisWait
+	RedisWait         time.Duration // redisconn.DefaultWait
 	Throttle          time.Duration // DefaultThrottle
 	DigestBatch       int           // DefaultDigestBatch
 	MaxPendingBatches int           // DefaultMaxPendingBatches
@@ -166,7 +167,7 @@ func (d Deps) withDefaults() Deps {
 	}
 	// Zero or less is unset: none of these can be used as a bound.
 	d.ClaimTTL = positiveOr(d.ClaimTTL, DefaultClaimTTL)
-	d.RedisWait = positiveOr(d.RedisWait, DefaultRedisWait)
+	d.RedisWait = positiveOr(d.RedisWait, redisconn.DefaultWait)
 	d.Throttle = positiveOr(d.Throttle, DefaultThrottle)
 	d.DigestBatch = positiveOr(d.DigestBatch, DefaultDigestBatch)
 	d.MaxPendingBatches = positiveOr(d.MaxPendingBatches, DefaultMaxPendingBatches)
@@ -201,21 +202,22 @@ func NewHandlers(d Deps) Handlers {
 	recorder := &FeedbackRecorder{Store: d.Store, Policy: d.Feedback, Metrics: d.Metrics, Log: d.Log, Notify: d.Notify}
 	deliver := &Deliverer{
 		Store: d.Store, Mailer: d.Mailer, Render: d.Render, Pace: d.Pace, ConfirmPace: d.ConfirmPace,
-		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
+		Throttle: d.Throttle, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log, Tags: d.Tags,
 		Notify: d.Notify, Feedback: recorder,
 	}
+	wait := redisconn.Wait{For: d.RedisWait, Log: d.Log}
 	if d.MarkWindow > 0 {
-		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, deliver.away())
+		deliver.marks = newMarkWriter(d.Store, d.MarkWindow, markLinger, wait)
 	}
 	var pushes *PushSender // nil: neither web push nor an app platform is on, the push lane runs nothing
 	if d.Push != nil || len(d.Apps) > 0 {
-		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Services: d.Services, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Metrics: d.Metrics, Log: d.Log}
+		pushes = &PushSender{Store: d.Store, Push: d.Push, Apps: d.Apps, Services: d.Services, Retry: d.PushRetry, ClaimTTL: d.ClaimTTL, Metrics: d.Metrics, Log: d.Log}
 	}
 	var texts *SMSSender // nil: SMS is off, the sms lane runs nothing
 	if d.SMS != nil {
 		texts = &SMSSender{Store: d.Store, Gateway: d.SMS, MaxSegments: d.SMSLimits.MaxSegments,
 			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
-			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
+			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
@@ -236,12 +238,12 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Planner: &Planner{
 			Store: d.Store, Issues: d.Store, Render: d.Render, Now: d.Now,
-			Queue: d.Queue, Log: d.Log, RedisWait: d.RedisWait, BulkReady: d.BulkReady,
+			Queue: d.Queue, Log: d.Log, BulkReady: d.BulkReady,
 		},
 		Issues: &IssueSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Depth: d.Depth, Links: d.Links, Quiet: d.Quiet,
 			Now: d.Now, Log: d.Log, Metrics: d.Metrics, DefaultZone: d.DefaultZone,
-			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify, RedisWait: d.RedisWait,
+			BatchSize: d.DigestBatch, MaxPendingBatches: d.MaxPendingBatches, Notify: d.Notify,
 			CheckInterval: DefaultIssueCheckInterval,
 		},
 		Events:   &EventSender{Deliver: deliver, Links: d.Links, Quiet: d.Quiet, Now: d.Now, Store: d.Store},
@@ -256,10 +258,11 @@ func NewHandlers(d Deps) Handlers {
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
 			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log,
 		},
-		Push:    pushes,
-		SMS:     texts,
-		Imports: imports,
-		Metrics: d.Metrics,
+		Push:      pushes,
+		SMS:       texts,
+		Imports:   imports,
+		Metrics:   d.Metrics,
+		RedisWait: wait,
 	}
 }
 

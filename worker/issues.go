@@ -74,9 +74,6 @@ type IssueSender struct {
 	// CheckInterval is how often a batch reads its issue's status
 	// again while it sends (DefaultIssueCheckInterval).
 	CheckInterval time.Duration
-	// RedisWait bounds how long each Redis step waits for a Redis that
-	// cannot be reached (DefaultRedisWait), as the digest's steps do.
-	RedisWait time.Duration
 	// Notify queues issue.sent when an issue's sending ends (nil: none).
 	Notify *tasks.WebhookNotifier
 
@@ -118,27 +115,15 @@ type preparedIssue struct {
 // maxPrepared bounds the cache: a worker sends a few issues at a time.
 const maxPrepared = 64
 
-// away is how the sender's Redis steps wait out an outage (redisaway.go):
-// each is safe to run twice (a transition refused as already done is
-// read again, a page's advance counts once, a batch's TaskID conflicts,
-// an outcome is a bit).
-func (h *IssueSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
-
-// awaited is the sender's store and queue waiting out an outage as away
-// says.
-func (h *IssueSender) awaited() awaitIssues {
-	return awaitIssues{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store}
-}
-
 // issue reads the issue, waiting out an outage.
 func (h *IssueSender) issue(ctx context.Context, id int64) (store.Issue, error) {
-	return h.awaited().Issue(ctx, id)
+	return h.Store.Issue(ctx, id)
 }
 
 // status reads the issue's status, round and version, waiting out an
 // outage.
 func (h *IssueSender) status(ctx context.Context, id int64) (store.IssueStatus, error) {
-	return h.awaited().IssueStatus(ctx, id)
+	return h.Store.IssueStatus(ctx, id)
 }
 
 // content is the issue at st (its status and round from st), read whole
@@ -174,8 +159,8 @@ func (h *IssueSender) content(ctx context.Context, id int64, st store.IssueStatu
 // or cancelled issue stops the walk.
 func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayload) error {
 	size := h.BatchSize
-	room := backPressure{depth: h.Depth, limit: h.MaxPendingBatches, away: h.away()}
-	prog, err := h.awaited().IssueProgress(ctx, p.IssueID)
+	room := backPressure{depth: h.Depth, limit: h.MaxPendingBatches}
+	prog, err := h.Store.IssueProgress(ctx, p.IssueID)
 	if errors.Is(err, store.ErrNoIssue) {
 		return fmt.Errorf("issue %d: %w", p.IssueID, asynq.SkipRetry)
 	}
@@ -260,7 +245,7 @@ func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayloa
 			return is, false, notYetError{early}
 		}
 		// Its time came: from now on it is frozen.
-		if is, err = h.awaited().TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
+		if is, err = h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending,
 			store.IssueChange{Round: p.Round}); errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
 			return is, true, nil
 		} else if err != nil {
@@ -285,7 +270,7 @@ func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int
 		if !at.IsZero() {
 			task = tasks.NewIssueBatch(is.ID, round, part, at, true)
 		}
-		if err := h.awaited().Enqueue(ctx, task); err != nil {
+		if err := enqueueOnce(ctx, h.Queue, task); err != nil {
 			return err
 		}
 	}
@@ -307,11 +292,11 @@ func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, iss
 	return lookahead{page: page, key: store.WalkKey, read: func(cursor int64, limit int) ([]int64, error) {
 		is := issue()
 		if is.Segment == 0 {
-			return h.awaited().AudienceByShard(ctx, is.Topics, cursor, limit)
+			return h.Store.AudienceByShard(ctx, is.Topics, cursor, limit)
 		}
 		if segExpr == "" {
 			var err error
-			segExpr, err = h.awaited().IssueSegmentExpr(ctx, is.IssueContent)
+			segExpr, err = h.Store.IssueSegmentExpr(ctx, is.IssueContent)
 			if errors.Is(err, store.ErrNoSegment) {
 				// The API refuses to delete a segment an unsent issue
 				// names; one gone anyway leaves nobody to plan for.
@@ -321,7 +306,7 @@ func (h *IssueSender) walkOrder(ctx context.Context, order string, page int, iss
 				return nil, err
 			}
 		}
-		ids, err := h.awaited().SegmentAudienceByShard(ctx, segExpr, cursor, limit)
+		ids, err := h.Store.SegmentAudienceByShard(ctx, segExpr, cursor, limit)
 		var bad *segment.Error
 		if errors.As(err, &bad) {
 			// The expression no longer holds (a topic gone from the
@@ -349,7 +334,7 @@ func countAbove(ids []int64, key func(int64) int64, cursor int64) int {
 // advance saves the planner's place after a page, waiting out an outage
 // (the store counts a page once, so saving it again is safe).
 func (h *IssueSender) advance(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error {
-	return h.awaited().AdvanceIssuePlan(ctx, id, round, walk, cursor, n, done)
+	return h.Store.AdvanceIssuePlan(ctx, id, round, walk, cursor, n, done)
 }
 
 // audienceAny is the keyset walk over the union of topics' audiences: up
@@ -357,7 +342,7 @@ func (h *IssueSender) advance(ctx context.Context, id int64, round int, walk str
 // Every id up to the smallest last id of a full page is in the pages read,
 // so cutting there misses nobody.
 func (h *IssueSender) audienceAny(ctx context.Context, topicIDs []string, cursor int64, limit int) ([]int64, error) {
-	return audienceAny(ctx, h.awaited(), topicIDs, cursor, limit)
+	return audienceAny(ctx, h.Store, topicIDs, cursor, limit)
 }
 
 // LookaheadPages is how many pages a lookahead reads at once.
@@ -455,7 +440,7 @@ func LocalDue(now time.Time, hhmm, tz string, def *time.Location) (time.Time, er
 // byLocalTime groups a page by the time each reader is due. A time not
 // later than now is sent now (the zero key).
 func (h *IssueSender) byLocalTime(ctx context.Context, hhmm string, ids []int64) (map[time.Time][]int64, error) {
-	subs, err := h.awaited().SubscribersByID(ctx, ids)
+	subs, err := h.Store.SubscribersByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -578,9 +563,7 @@ func (h *IssueSender) storeLinks(ctx context.Context, is store.Issue, links []st
 	if done || links == nil {
 		return nil
 	}
-	if _, err := awaitRedis(ctx, h.away(), "store the issue's links", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, h.Store.SetIssueLinks(ctx, is.ID, links)
-	}); err != nil {
+	if err := h.Store.SetIssueLinks(ctx, is.ID, links); err != nil {
 		return err
 	}
 	h.prepMu.Lock()
@@ -621,11 +604,11 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 	if err != nil {
 		return err
 	}
-	subs, err := h.awaited().SubscribersByID(ctx, p.IDs)
+	subs, err := h.Store.SubscribersByID(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
-	chans, err := h.awaited().ChannelsOf(ctx, p.IDs)
+	chans, err := h.Store.ChannelsOf(ctx, p.IDs)
 	if err != nil {
 		return err
 	}
@@ -643,7 +626,7 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 		}
 	}
 	for until, ids := range held {
-		if err := h.awaited().Enqueue(ctx, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
+		if err := enqueueOnce(ctx, h.Queue, tasks.NewIssueBatch(is.ID, p.Round, ids, until, true)); err != nil {
 			return fmt.Errorf("defer quiet recipients: %w", err)
 		}
 	}
@@ -765,14 +748,14 @@ func (g *statusGate) check(ctx context.Context) (bool, error) {
 // setOutcome records readers' outcome, waiting out an outage (a bitmap:
 // recording twice is recording once).
 func (h *IssueSender) setOutcome(ctx context.Context, key, outcome string, ids []int64) error {
-	return h.awaited().SetOutcome(ctx, key, outcome, ids...)
+	return h.Store.SetOutcome(ctx, key, outcome, ids...)
 }
 
 // finish marks the issue sent once every planned reader is done, and
 // tells the webhook endpoints that asked (issue.sent) the one time it
 // does.
 func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
-	done, err := h.awaited().FinishIssue(ctx, is.ID)
+	done, err := h.Store.FinishIssue(ctx, is.ID)
 	if err != nil || !done {
 		return err
 	}

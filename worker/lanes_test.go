@@ -168,7 +168,7 @@ func (g *grants) TakeN(_ context.Context, n int) (int, time.Duration, error) {
 func TestLanePace(t *testing.T) {
 	g := &grants{n: 1, wait: time.Hour}
 	ran := 0
-	h := paceLane(g, redisWait{Log: discard})(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { ran++; return nil }))
+	h := paceLane(g)(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { ran++; return nil }))
 	task := asynq.NewTask(typePushTest, nil)
 	if err := h.ProcessTask(context.Background(), task); err != nil || ran != 1 {
 		t.Fatalf("with a slot free: %v, ran %d", err, ran)

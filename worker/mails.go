@@ -220,7 +220,7 @@ func (h *Mails) HandleConfirm(ctx context.Context, p tasks.ConfirmPayload) error
 // mailbox can use it, so nobody else can unsubscribe them. An unknown or
 // ended address gets nothing (the API answered the same either way).
 func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLinkPayload) error {
-	sub, err := h.Deliver.subscriber(ctx, p.Email)
+	sub, err := h.Deliver.Store.Get(ctx, p.Email)
 	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active && sub.Status != store.Pending {
 		return nil
 	}
@@ -240,7 +240,7 @@ func (h *Mails) HandleUnsubscribeLink(ctx context.Context, p tasks.UnsubscribeLi
 // either way). It shares the allowance of the unsubscribe link mailed on
 // request (store.HoldUnsubscribe): both are links mailed on a page's ask.
 func (h *Mails) HandlePreferencesLink(ctx context.Context, p tasks.PreferencesLinkPayload) error {
-	sub, err := h.Deliver.subscriber(ctx, p.Email)
+	sub, err := h.Deliver.Store.Get(ctx, p.Email)
 	if errors.Is(err, store.ErrNotFound) || err == nil && sub.Status != store.Active {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
@@ -67,10 +68,12 @@ func newStore(t *testing.T) *store.Redis {
 }
 
 // newAwayStore is newStore behind a fault that takes its Redis away on
-// demand.
+// demand, on a client that holds the commands of a context that waits
+// out Redis, as the service's do (redisconn.Hold, outside the fault).
 func newAwayStore(t *testing.T) (*store.Redis, *redisfault.Fault) {
 	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBWorker)
+	redisconn.Hold(rdb)
 	return store.NewRedis(rdb), redisfault.Add(rdb)
 }
 

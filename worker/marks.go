@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -24,8 +25,8 @@ import (
 // are ever sent and unmarked, as before, and a killed worker still doubles
 // at most that many.
 //
-// While Redis is away (restarting, say) a flush keeps trying for up to
-// DefaultRedisWait, holding its slots: the senders stop at a full window
+// While Redis is away (restarting, say) a flush waits for it for up to
+// the handlers' RedisWait (redisconn.DefaultWait), holding its slots: the senders stop at a full window
 // instead of sending mails that could not be marked, and once Redis is
 // back the marks go in and sending goes on, with nothing to send twice.
 //
@@ -36,11 +37,12 @@ import (
 // and costs no throughput, since on a busy worker the CPU the senders do
 // not use while they wait goes to the others.
 type markWriter struct {
-	// store waits out an unreachable Redis (awaitMarks; past its bound
-	// the marks are given up, logged: their claims then keep other runs
-	// out until they expire, and the same task's retry takes them over
-	// and sends those mails again), each attempt bounded (markAttempts).
+	// store is written under ctx, which waits out an unreachable Redis
+	// (redisconn.WaitOut; past its bound the marks are given up, logged:
+	// their claims then keep other runs out until they expire, and the
+	// same task's retry takes them over and sends those mails again).
 	store  store.Marks
+	ctx    context.Context
 	log    *slog.Logger
 	slots  chan struct{}
 	in     chan pendingMark
@@ -60,10 +62,12 @@ type pendingMark struct {
 // many marks share a round trip, and the longest a sender waits for a slot.
 const markLinger = time.Millisecond
 
-func newMarkWriter(s store.Marks, window int, linger time.Duration, away redisWait) *markWriter {
+func newMarkWriter(s store.Marks, window int, linger time.Duration, wait redisconn.Wait) *markWriter {
 	w := &markWriter{
-		store: awaitMarks{s: markAttempts{s}, w: away}, log: away.Log, slots: make(chan struct{}, max(window, 1)),
-		in: make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
+		// The writer runs for no task: it opts in to the wait itself.
+		store: s, ctx: redisconn.WaitOut(context.Background(), wait), log: wait.Log,
+		slots: make(chan struct{}, max(window, 1)),
+		in:    make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
 		linger: linger, stop: make(chan struct{}),
 	}
 	w.wg.Add(1)
@@ -158,23 +162,17 @@ func (w *markWriter) flush(batch []pendingMark) {
 	}
 }
 
-// write writes marks, trying again while Redis cannot be reached (for up
-// to DefaultRedisWait). Not under the task's context: the mails are out,
-// and their marks must be written even when the task that sent them was
-// cancelled.
+// write writes marks, waiting while Redis cannot be reached (w.ctx). Not
+// under the task's context: the mails are out, and their marks must be
+// written even when the task that sent them was cancelled. The writer's
+// context is never done, so the write is bounded by the wait's bound: a
+// Redis that hangs rather than refuses must not hold the marks longer
+// than one that refuses.
 func (w *markWriter) write(marks []store.Mark) error {
-	return w.store.MarkSent(context.Background(), marks...)
-}
-
-// markAttempts bounds each attempt to write marks to 10 s: the writer's
-// context is never done, and a Redis that hangs rather than refuses must
-// not hold the marks past the wait's bound.
-type markAttempts struct{ store.Marks }
-
-func (m markAttempts) MarkSent(ctx context.Context, marks ...store.Mark) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wait, _ := redisconn.WaitOf(w.ctx)
+	ctx, cancel := context.WithTimeout(w.ctx, wait.For)
 	defer cancel()
-	return m.Marks.MarkSent(ctx, marks...)
+	return w.store.MarkSent(ctx, marks...)
 }
 
 // close stops the writer. Every sender waits for its own marks before its

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -18,7 +19,7 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 	away.Hang() // a slow or hung Redis: the marks wait for it
 	// No linger: only a full window or a waiting sender sends the marks,
 	// so what goes together does not depend on this machine's speed.
-	w := newMarkWriter(mem, 3, time.Hour, redisWait{Log: discard})
+	w := newMarkWriter(mem, 3, time.Hour, redisconn.Wait{Log: discard})
 	defer w.close()
 	ctx := context.Background()
 	var done sync.WaitGroup
@@ -60,7 +61,7 @@ func TestMarkWindowBoundsUnmarkedMails(t *testing.T) {
 func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	mem, away := newAwayStore(t)
 	away.Refuse(errors.New("ERR the store refused the write"))
-	w := newMarkWriter(mem, 1, markLinger, redisWait{Log: discard})
+	w := newMarkWriter(mem, 1, markLinger, redisconn.Wait{Log: discard})
 	defer w.close()
 	// A window never given back would block the next send for good: with
 	// a deadline, that is a failure with a message, not a hung test.
@@ -91,7 +92,7 @@ func TestMarksWaitForRedisToComeBack(t *testing.T) {
 	// SETBIT), as during a Redis restart.
 	const down = 3
 	away.Flaky(down, "setbit")
-	w := newMarkWriter(mem, 2, markLinger, redisWait{Log: discard})
+	w := newMarkWriter(mem, 2, markLinger, redisconn.Wait{Log: discard})
 	defer w.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -26,13 +26,11 @@ const orderWait = time.Second
 // dropped or given up. Until its turn it waits, not counted as a failure;
 // only that person's later events wait with it. A zero at (an issue's
 // notification) is not in any order.
-func inOrder(ctx context.Context, s OrderStore, w redisWait, channel, key string, id int64, at time.Time, deliver func() error) error {
+func inOrder(ctx context.Context, s OrderStore, channel, key string, id int64, at time.Time, deliver func() error) error {
 	if at.IsZero() {
 		return deliver()
 	}
-	turn, err := awaitRedis(ctx, w, "read of the person's order", func(ctx context.Context) (bool, error) {
-		return s.Turn(ctx, channel, key, id)
-	})
+	turn, err := s.Turn(ctx, channel, key, id)
 	if err != nil {
 		return fmt.Errorf("%s: order: %w", channel, err)
 	}

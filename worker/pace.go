@@ -43,21 +43,20 @@ const maxInlineWait = time.Second
 // no failure, so on its last attempt a task waits in place, whatever the
 // wait (the task's own timeout bounds it).
 type pacer struct {
-	limits  Pacer // nil: no pacing; else waiting out Redis (awaitPacer)
+	limits  Pacer // nil: no pacing
 	domains map[string]time.Duration
 	budget  int
 	last    bool
 }
 
-// newPacer paces with limits; each question to them waits out a Redis
-// outage as away says, so a batch in flight carries on once Redis is back
-// instead of handing itself back to a queue that cannot record it.
-func newPacer(ctx context.Context, limits Pacer, away redisWait) *pacer {
+// newPacer paces with limits. Asked under a task's context, each question
+// waits out a Redis outage (waitingOutRedis), so a batch in flight carries
+// on once Redis is back instead of handing itself back to a queue that
+// cannot record it; asking again takes no slot twice, as only what did
+// not reach Redis is asked again.
+func newPacer(ctx context.Context, limits Pacer) *pacer {
 	retried, ok1 := asynq.GetRetryCount(ctx)
 	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
-	if limits != nil {
-		limits = awaitPacer{p: limits, w: away}
-	}
 	return &pacer{limits: limits, domains: map[string]time.Duration{}, last: ok1 && ok2 && retried >= maxRetry}
 }
 
@@ -144,10 +143,10 @@ func (p *pacer) sleep(ctx context.Context, wait time.Duration, reason string) er
 // waited in place; a long one hands the task back to its queue as
 // Deferred, which is no failure (on its last attempt it waits in place,
 // as the e-mail pacer does).
-func paceLane(limits RateLimiter, away redisWait) asynq.MiddlewareFunc {
+func paceLane(limits RateLimiter) asynq.MiddlewareFunc {
 	return func(next asynq.Handler) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-			if err := newPacer(ctx, rateOnly{limits}, away).take(ctx, 1); err != nil {
+			if err := newPacer(ctx, rateOnly{limits}).take(ctx, 1); err != nil {
 				return err
 			}
 			return next.ProcessTask(ctx, t)

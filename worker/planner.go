@@ -53,25 +53,11 @@ type Planner struct {
 	Render *mailer.Renderer
 	Now    func() time.Time
 	Queue  tasks.Enqueuer
-	// RedisWait bounds how long each Redis step of the planner waits for
-	// a Redis that cannot be reached (DefaultRedisWait).
-	RedisWait time.Duration
-	Log       *slog.Logger
+	Log    *slog.Logger
 	// BulkReady, when set, may hold a period's digest (no postal address
 	// saved yet): the plan fails before anything is recorded, and asynq's
 	// retries run it again, so the digest goes out once it is allowed.
 	BulkReady func(ctx context.Context) error
-}
-
-// away is how the planner's Redis steps wait out an outage
-// (redisaway.go): each is safe to run twice (the run is created once, its
-// issue made once, its send a transition only one caller wins).
-func (h *Planner) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
-
-// awaited is the planner's store, the digest's issue, the queue and its
-// waiting out an outage as away says.
-func (h *Planner) awaited() awaitPlanner {
-	return awaitPlanner{awaitQueue: awaitQueue{q: h.Queue, w: h.away()}, s: h.Store, issues: h.Issues}
 }
 
 // HandleDigestPlan records the period's run once (three schedulers or a
@@ -85,7 +71,7 @@ func (h *Planner) HandleDigestPlan(ctx context.Context, p tasks.DigestPlanPayloa
 			return fmt.Errorf("digest %s: %w", p.Period, err)
 		}
 	}
-	run, created, err := h.awaited().StartDigestRun(ctx, p.Period)
+	run, created, err := h.Store.StartDigestRun(ctx, p.Period)
 	if err != nil {
 		return err
 	}
@@ -136,19 +122,19 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 		return fmt.Errorf("digest %s: %v: %w", run.Period, err, asynq.SkipRetry)
 	}
 	content := store.IssueContent{Subject: subject, Body: body, Topics: []string{topics.Digest}}
-	is, err := h.awaited().DigestIssue(ctx, run.Period, content)
+	is, err := h.Issues.DigestIssue(ctx, run.Period, content)
 	if err != nil {
 		return err
 	}
 	if is.Status == store.IssueDraft {
 		job := tasks.NewIssuePlan(is.ID, is.Round, h.Now())
-		sent, err := h.awaited().TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
+		sent, err := h.Issues.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending,
 			store.IssueChange{Outbox: job.Outbox(), Round: is.Round})
 		switch {
 		case (errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale)):
 			// Sent already: by another planner of the period, or by
 			// this one before an answer was lost. Read where it is.
-			sent, err = h.awaited().DigestIssue(ctx, run.Period, content)
+			sent, err = h.Issues.DigestIssue(ctx, run.Period, content)
 			if err != nil {
 				return err
 			}
@@ -163,7 +149,7 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 	}
 	// The outbox entry would do (the relay), but at once is better; a
 	// plan queued or done already makes this a conflict or a no-op.
-	_, err = h.awaited().Dispatch(ctx, tasks.NewIssuePlan(is.ID, is.Round, h.Now()))
+	_, err = tasks.Dispatch(ctx, h.Queue, h.Issues, tasks.NewIssuePlan(is.ID, is.Round, h.Now()))
 	if err != nil && !errors.Is(err, tasks.ErrOutboxLeft) {
 		return err
 	}
@@ -177,7 +163,6 @@ func (h *Planner) sendAsIssue(ctx context.Context, run store.DigestRun) error {
 type backPressure struct {
 	depth QueueDepth // nil: no back pressure
 	limit int
-	away  redisWait
 }
 
 // wait returns once the queue has room, waiting in place up to
@@ -189,9 +174,7 @@ func (b backPressure) wait(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(planWaitLimit)
 	for {
-		pending, err := awaitRedis(ctx, b.away, "read of the queue's depth", func(ctx context.Context) (int, error) {
-			return b.depth.Pending(ctx, tasks.QueueCritical)
-		})
+		pending, err := b.depth.Pending(ctx, tasks.QueueCritical)
 		if err != nil {
 			if ctx.Err() != nil {
 				// The task's time ran out while it waited: hand it back

@@ -55,7 +55,7 @@ func (failingDepth) Pending(ctx context.Context, _ string) (int, error) {
 // while it waited for room is deferred (cursor saved), not failed; a
 // Redis error with time left is an error.
 func TestBackPressureHandsThePlannerBackWhenItsTimeIsUp(t *testing.T) {
-	p := backPressure{depth: failingDepth{}, limit: DefaultMaxPendingBatches, away: redisWait{Log: discard}}
+	p := backPressure{depth: failingDepth{}, limit: DefaultMaxPendingBatches}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var d *Deferred

@@ -55,17 +55,11 @@ type PushSender struct {
 	Services *ServiceGates
 	// Retry is the lane's backoff; a push service's Retry-After wins when
 	// it asks for longer.
-	Retry     RetryPolicy
-	ClaimTTL  time.Duration
-	RedisWait time.Duration
-	Metrics   *Metrics
-	Log       *slog.Logger
+	Retry    RetryPolicy
+	ClaimTTL time.Duration
+	Metrics  *Metrics
+	Log      *slog.Logger
 }
-
-func (h *PushSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
-
-// awaited is the push sender's store waiting out an unreachable Redis.
-func (h *PushSender) awaited() awaitPush { return awaitPush{s: h.Store, w: h.away()} }
 
 // pushMark is the delivery mark of key's notification to one browser of
 // subscriber id (the endpoint hashed: it is long, and a URL is no key).
@@ -121,7 +115,7 @@ func (h *PushSender) HandlePush(ctx context.Context, p tasks.PushPayload) error 
 				errs[i] = h.leave(order, p)
 				return
 			}
-			errs[i] = inOrder(ctx, h.Store, h.away(), order, p.Key, p.SubscriberID, p.At, func() error { return h.sendRoute(ctx, routes[i]) })
+			errs[i] = inOrder(ctx, h.Store, order, p.Key, p.SubscriberID, p.At, func() error { return h.sendRoute(ctx, routes[i]) })
 		})
 	}
 	wg.Wait()
@@ -158,7 +152,7 @@ func (h *PushSender) routes(ctx context.Context, p tasks.PushPayload, subID int6
 	var browsers []store.PushSubscription
 	var err error
 	if h.Push != nil { // web push is on
-		if browsers, err = h.awaited().PushSubscriptions(ctx, subID); err != nil {
+		if browsers, err = h.Store.PushSubscriptions(ctx, subID); err != nil {
 			return nil, fmt.Errorf("push: load browsers: %w", err)
 		}
 	}
@@ -203,7 +197,7 @@ func (h *PushSender) sendRoute(ctx context.Context, r pushRoute) error {
 		return nil
 	}
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := h.awaited().ClaimMarks(ctx, owner, r.marks, h.ClaimTTL)
+	claims, err := h.Store.ClaimMarks(ctx, owner, r.marks, h.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("push: claim: %w", err)
 	}
@@ -258,7 +252,7 @@ func waitOf(err error) time.Duration {
 // means the notification is dropped (counted): the reader is gone, not
 // active, or no longer follows any of its topics.
 func (h *PushSender) recipient(ctx context.Context, p tasks.PushPayload) (sub store.Subscriber, ok bool, err error) {
-	sub, err = h.awaited().GetByID(ctx, p.SubscriberID)
+	sub, err = h.Store.GetByID(ctx, p.SubscriberID)
 	if errors.Is(err, store.ErrNotFound) {
 		h.count("dropped")
 		return sub, false, nil
@@ -290,7 +284,7 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 	if err == nil {
 		// Not under the task's context: the notification is out, and
 		// its mark must be written even if the task was cancelled.
-		if merr := h.awaited().MarkSent(context.Background(), mark); merr != nil {
+		if merr := h.Store.MarkSent(context.WithoutCancel(ctx), mark); merr != nil {
 			h.Log.Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
 		}
 		h.count("sent")

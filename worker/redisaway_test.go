@@ -3,14 +3,15 @@ package worker
 import (
 	"context"
 	"errors"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/pace"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/mailer"
@@ -22,6 +23,7 @@ import (
 // the queue and its depth) behind a fault that takes it away on demand.
 type awayEnv struct {
 	h     Handlers
+	rdb   *redis.Client
 	st    *store.Redis
 	rec   *recorder
 	away  *redisfault.Fault
@@ -38,7 +40,8 @@ func newAwayEnv(t *testing.T, wait time.Duration) *awayEnv {
 		t.Fatal(err)
 	}
 	rdb, _ := redistest.New(t, redistest.DBWorker)
-	e := &awayEnv{st: store.NewRedis(rdb), rec: &recorder{}, away: redisfault.Add(rdb),
+	redisconn.Hold(rdb) // as the service's clients (redisconn.Client), outside the fault
+	e := &awayEnv{rdb: rdb, st: store.NewRedis(rdb), rec: &recorder{}, away: redisfault.Add(rdb),
 		queue: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb)}
 	e.h = NewHandlers(Deps{
 		Store: e.st, Mailer: e.rec, Render: render, Log: discard, Metrics: NewMetrics(nil),
@@ -47,6 +50,13 @@ func newAwayEnv(t *testing.T, wait time.Duration) *awayEnv {
 	})
 	t.Cleanup(e.h.Close)
 	return e
+}
+
+// runWaiting is task t handled by fn as a lane runs it: its Redis
+// commands waiting out Redis as h says (waitingOutRedis), its payload
+// decoded first (runTask).
+func runWaiting[P any](ctx context.Context, h Handlers, k tasks.Kind[P], fn func(context.Context, P) error, t *asynq.Task) error {
+	return waitingOutRedis(h.RedisWait)(on(k, fn).handler).ProcessTask(ctx, t)
 }
 
 // flakyRedis makes each Redis command fail its first n calls from now on,
@@ -135,7 +145,7 @@ func TestBatchRidesOutRedisOutage(t *testing.T) {
 	}
 	is := startRun(t, mem, "p")
 	e.flakyRedis(2)
-	if err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, ids...)); err != nil {
+	if err := runWaiting(ctx, h, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, ids...)); err != nil {
 		t.Fatalf("the batch handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -164,7 +174,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 	}
 	e.take(t) // the welcomes' outbox is not the planner's
 	e.flakyRedis(2)
-	if err := runTask(ctx, tasks.DigestPlan, h.Planner.HandleDigestPlan, tasks.NewDigestPlan("p")); err != nil {
+	if err := runWaiting(ctx, h, tasks.DigestPlan, h.Planner.HandleDigestPlan, tasks.NewDigestPlan("p")); err != nil {
 		t.Fatalf("the planner handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -174,7 +184,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 		t.Fatalf("the digest queued %v, want its issue's plan", taskTypes(queued))
 	}
 	e.flakyRedis(2)
-	if err := runTask(ctx, tasks.IssuePlan, h.Issues.HandleIssuePlan, queued[0]); err != nil {
+	if err := runWaiting(ctx, h, tasks.IssuePlan, h.Issues.HandleIssuePlan, queued[0]); err != nil {
 		t.Fatalf("the issue's planner handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -190,7 +200,7 @@ func TestPlannerAndSequenceRideOutRedisOutage(t *testing.T) {
 		t.Fatalf("issues %+v", list)
 	}
 	e.flakyRedis(2)
-	if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil {
+	if err := runWaiting(ctx, h, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil {
 		t.Fatalf("the welcome handed itself back: %v", err)
 	}
 	e.rodeOut(t)
@@ -210,7 +220,7 @@ func TestRedisWaitIsBounded(t *testing.T) {
 	is := startRun(t, mem, "p")
 	before := e.away.Seen()
 	e.away.Down()
-	err := runTask(ctx, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, sub.ID))
+	err := runWaiting(ctx, h, tasks.IssueEmail, h.Issues.HandleIssueBatch, issueBatch(is, sub.ID))
 	if err == nil || IsFailure(err) || (RetryPolicy{}).Delay(0, err, nil) != DefaultRedisAwayRetry || rec.count() != 0 {
 		t.Fatalf("after the bound: %v (failure %v), %d mails", err, IsFailure(err), rec.count())
 	}
@@ -230,36 +240,32 @@ func TestRedisWaitIsBounded(t *testing.T) {
 		t.Fatal("the batch sent nothing to Redis")
 	}
 
-	calls := 0
-	_, err = awaitRedis(ctx, redisWait{Log: discard}, "test", func(context.Context) (int, error) {
-		calls++
-		return 0, store.ErrNotFound
-	})
-	if !errors.Is(err, store.ErrNotFound) || calls != 1 {
-		t.Fatalf("%v after %d calls, want ErrNotFound at once", err, calls)
+	waiting := redisconn.WaitOut(ctx, h.RedisWait)
+	refused := errors.New("ERR the store refused")
+	e.away.Refuse(refused, "get")
+	gets := e.away.Calls("get")
+	if err := e.rdb.Get(waiting, "k").Err(); !errors.Is(err, refused) || e.away.Calls("get") != gets+1 {
+		t.Fatalf("%v after %d calls, want the refusal at once", err, e.away.Calls("get")-gets)
 	}
 	// A task whose time is up stops waiting.
-	done, cancel := context.WithCancel(ctx)
+	e.away.Down("get")
+	done, cancel := context.WithCancel(waiting)
 	cancel()
-	calls = 0
-	_, err = awaitRedis(done, redisWait{Log: discard}, "test", func(context.Context) (int, error) {
-		calls++
-		return 0, syscall.ECONNREFUSED
-	})
-	if !errors.Is(err, syscall.ECONNREFUSED) || calls != 1 {
-		t.Fatalf("%v after %d calls, want the error at once", err, calls)
+	gets = e.away.Calls("get")
+	if err := e.rdb.Get(done, "k").Err(); err == nil || e.away.Calls("get") > gets+1 {
+		t.Fatalf("%v after %d calls, want the error at once", err, e.away.Calls("get")-gets)
 	}
 }
 
-// TestEnqueueOnce: an enqueue (awaitQueue) that meets an unreachable Redis waits for it
-// and queues the task once; a TaskID conflict is a task queued already,
-// success; an outage past the bound is returned.
+// TestEnqueueOnce: an enqueue (enqueueOnce) that meets an unreachable
+// Redis under a task's context waits for it and queues the task once; a
+// TaskID conflict is a task queued already, success; an outage past the
+// bound is returned.
 func TestEnqueueOnce(t *testing.T) {
-	ctx := context.Background()
 	e := newAwayEnv(t, 10*time.Second)
-	q := awaitQueue{q: e.queue, w: redisWait{For: 10 * time.Second, Log: discard}}
+	ctx := redisconn.WaitOut(context.Background(), e.h.RedisWait)
 	e.flakyRedis(2)
-	if err := q.Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil {
+	if err := enqueueOnce(ctx, e.queue, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil {
 		t.Fatal(err)
 	}
 	e.rodeOut(t)
@@ -273,14 +279,15 @@ func TestEnqueueOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := e.away.Calls("evalsha")
-	if err := q.Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil || e.away.Calls("evalsha") != sent+1 {
+	if err := enqueueOnce(ctx, e.queue, issueBatch(store.Issue{ID: 1, Round: 1}, 1)); err != nil || e.away.Calls("evalsha") != sent+1 {
 		t.Fatalf("a conflict: %v after %d enqueues", err, e.away.Calls("evalsha")-sent)
 	}
 	if got := e.take(t); len(got) != 1 {
 		t.Fatalf("%d tasks under one TaskID", len(got))
 	}
 	e.away.Down()
-	err := (awaitQueue{q: e.queue, w: redisWait{For: 100 * time.Millisecond, Log: discard}}).Enqueue(ctx, issueBatch(store.Issue{ID: 1, Round: 1}, 1))
+	short := redisconn.WaitOut(context.Background(), redisconn.Wait{For: 100 * time.Millisecond, Log: discard})
+	err := enqueueOnce(short, e.queue, issueBatch(store.Issue{ID: 1, Round: 1}, 1))
 	e.away.Heal()
 	// (asynq hands the outage over as text: only its message tells.)
 	if got := e.take(t); !store.Unavailable(err) || len(got) != 0 {
@@ -293,14 +300,14 @@ type nopPush struct{}
 
 func (nopPush) Send(context.Context, webpush.Subscription, []byte, webpush.Options) error { return nil }
 
-// TestPushWaitsOutRedisAsLong: the push lane built from Deps waits out
-// Redis for Deps.RedisWait, as every other handler does, not for the
-// default.
+// TestPushWaitsOutRedisAsLong: the handlers built from Deps, the push
+// lane's with the others, wait out Redis for Deps.RedisWait (one wait for
+// every lane, waitingOutRedis), not for the default.
 func TestPushWaitsOutRedisAsLong(t *testing.T) {
 	h := NewHandlers(Deps{Store: newStore(t), Push: nopPush{}, Log: discard, RedisWait: 7 * time.Second})
 	t.Cleanup(h.Close)
-	if h.Push == nil || h.Push.away().For != 7*time.Second {
-		t.Fatalf("push lane waits %v for Redis, want 7s", h.Push.away().For)
+	if h.Push == nil || h.RedisWait.For != 7*time.Second {
+		t.Fatalf("the handlers wait %v for Redis, want 7s", h.RedisWait.For)
 	}
 }
 

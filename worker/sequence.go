@@ -57,13 +57,6 @@ const (
 // StepOutcomes lists the outcome label's values.
 var StepOutcomes = []string{StepSent, StepLeft, StepSuperseded}
 
-// awaited is the step's reads (its progress among the delivery marks, the
-// latest digest) and its queue waiting out an unreachable Redis as long as
-// its delivery does.
-func (h *SequenceSender) awaited() awaitSequence {
-	return awaitSequence{awaitQueue: awaitQueue{q: h.Queue, w: h.Deliver.away()}, marks: h.Deliver.Store, digests: h.Digests}
-}
-
 // HandleWelcome runs the first step.
 func (h *SequenceSender) HandleWelcome(ctx context.Context, p tasks.WelcomePayload) error {
 	return h.run(ctx, p.Email, 0, "")
@@ -98,7 +91,7 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 	for i, st := range seq.Steps {
 		marks[i] = stepMark(st.Template, sub.ID)
 	}
-	sent, err := h.awaited().SentMarks(ctx, marks)
+	sent, err := h.Deliver.Store.SentMarks(ctx, marks)
 	if err != nil {
 		return fmt.Errorf("read sequence progress: %w", err)
 	}
@@ -148,13 +141,13 @@ func (h *SequenceSender) run(ctx context.Context, email string, index int, templ
 // latestEntries are the items of the latest digest run (none before the
 // first run).
 func (h *SequenceSender) latestEntries(ctx context.Context) ([]mailer.Entry, error) {
-	period, err := h.awaited().LatestDigestPeriod(ctx)
+	period, err := h.Digests.LatestDigestPeriod(ctx)
 	if err != nil || period == "" {
 		return nil, err
 	}
 	// The items alone: this is on every sequence mail's path, and the
 	// run's counters are sums over every shard of the store.
-	items, err := h.awaited().DigestItems(ctx, period)
+	items, err := h.Digests.DigestItems(ctx, period)
 	if errors.Is(err, store.ErrNoRun) {
 		return nil, nil
 	}
@@ -232,8 +225,8 @@ func (h *SequenceSender) schedule(ctx context.Context, seq topics.Sequence, sub 
 		job = tasks.NewStep(sub.Email, st.Template, due)
 	}
 	// The step's TaskID makes scheduling it again after a lost answer a
-	// conflict, which is success (awaitQueue.Enqueue).
-	if err := h.awaited().Enqueue(ctx, job.Task, job.Options()...); err != nil {
+	// conflict, which is success (enqueueOnce).
+	if err := enqueueOnce(ctx, h.Queue, job.Task, job.Options()...); err != nil {
 		return fmt.Errorf("schedule step %s: %w", st.Template, err)
 	}
 	return nil

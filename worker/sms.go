@@ -56,13 +56,10 @@ type SMSSender struct {
 	Quiet                *quiet.Hours
 	Retry                RetryPolicy
 	ClaimTTL             time.Duration
-	RedisWait            time.Duration
 	Now                  func() time.Time
 	Metrics              *Metrics
 	Log                  *slog.Logger
 }
-
-func (h *SMSSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h.Log} }
 
 // HandleSMS handles sms:deliver. A person no longer active or without the
 // text's topics, without a number, or whose number said STOP or cannot
@@ -71,7 +68,7 @@ func (h *SMSSender) away() redisWait { return redisWait{For: h.RedisWait, Log: h
 // A number the gateway says is invalid or opted out is retired; another
 // refusal drops the text; a 429, a 5xx, a timeout retries it.
 func (h *SMSSender) HandleSMS(ctx context.Context, p tasks.SMSPayload) error {
-	return inOrder(ctx, h.Store, h.away(), store.ChannelSMS, p.Key, p.SubscriberID, p.At, func() error { return h.textOne(ctx, p) })
+	return inOrder(ctx, h.Store, store.ChannelSMS, p.Key, p.SubscriberID, p.At, func() error { return h.textOne(ctx, p) })
 }
 
 // textOne is HandleSMS once the event's turn has come for its person.
@@ -80,9 +77,7 @@ func (h *SMSSender) textOne(ctx context.Context, p tasks.SMSPayload) error {
 		h.count("dead")
 		return fmt.Errorf("sms: %v: %w", err, asynq.SkipRetry)
 	}
-	sub, err := awaitRedis(ctx, h.away(), "read of the reader", func(ctx context.Context) (store.Subscriber, error) {
-		return h.Store.GetByID(ctx, p.SubscriberID)
-	})
+	sub, err := h.Store.GetByID(ctx, p.SubscriberID)
 	if errors.Is(err, store.ErrNotFound) {
 		h.count("dropped")
 		return nil
@@ -94,9 +89,7 @@ func (h *SMSSender) textOne(ctx context.Context, p tasks.SMSPayload) error {
 		h.count("dropped")
 		return nil
 	}
-	phones, err := awaitRedis(ctx, h.away(), "read of the number", func(ctx context.Context) ([]store.Phone, error) {
-		return h.Store.PhonesOf(ctx, []int64{sub.ID})
-	})
+	phones, err := h.Store.PhonesOf(ctx, []int64{sub.ID})
 	if err != nil {
 		return fmt.Errorf("sms: load the number: %w", err)
 	}
@@ -112,9 +105,7 @@ func (h *SMSSender) textOne(ctx context.Context, p tasks.SMSPayload) error {
 	}
 	mark := store.Mark{Kind: SMSMarkKind, Key: p.Key, SubscriberID: sub.ID}
 	owner, _ := asynq.GetTaskID(ctx)
-	claims, err := awaitRedis(ctx, h.away(), "claim", func(ctx context.Context) ([]store.Claim, error) {
-		return h.Store.ClaimMarks(ctx, owner, []store.Mark{mark}, h.ClaimTTL)
-	})
+	claims, err := h.Store.ClaimMarks(ctx, owner, []store.Mark{mark}, h.ClaimTTL)
 	if err != nil {
 		return fmt.Errorf("sms: claim: %w", err)
 	}
@@ -208,9 +199,7 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		h.count("dropped")
 		return nil
 	}
-	state, err := awaitRedis(ctx, h.away(), "read of the number's state", func(ctx context.Context) (string, error) {
-		return h.Store.NumberState(ctx, p.Number)
-	})
+	state, err := h.Store.NumberState(ctx, p.Number)
 	if err != nil {
 		return fmt.Errorf("sms code: %w", err)
 	}
@@ -220,9 +209,7 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		return nil
 	}
 	day := now.UTC().Format(time.DateOnly)
-	capped, err := awaitRedis(ctx, h.away(), "count against the day's cap", func(ctx context.Context) (string, error) {
-		return h.Store.TakeSMSAllowance(ctx, p.Number, day, h.PerNumberDay, h.PerDay)
-	})
+	capped, err := h.Store.TakeSMSAllowance(ctx, p.Number, day, h.PerNumberDay, h.PerDay)
 	if err != nil {
 		return fmt.Errorf("sms code: daily cap: %w", err)
 	}
@@ -235,7 +222,7 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 	sid, err := h.Gateway.Send(ctx, p.Number, p.Text)
 	switch {
 	case err == nil:
-		h.codeSent(p, sid)
+		h.codeSent(ctx, p, sid)
 		h.count("sent")
 		return nil
 	case sms.Retire(err):
@@ -260,10 +247,8 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 // can be entered. Not under the task's context, and not a reason to send
 // again: the text is out. A code replaced or expired meanwhile stays
 // unusable (the person entered nothing yet, or asks again).
-func (h *SMSSender) codeSent(p tasks.SMSCodePayload, sid string) {
-	_, err := awaitRedis(context.Background(), h.away(), "record of the code's text", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, h.Store.PhoneCodeSent(ctx, p.SubscriberID, p.Number, p.Code, sid)
-	})
+func (h *SMSSender) codeSent(ctx context.Context, p tasks.SMSCodePayload, sid string) {
+	err := h.Store.PhoneCodeSent(context.WithoutCancel(ctx), p.SubscriberID, p.Number, p.Code, sid)
 	switch {
 	case errors.Is(err, store.ErrNoCode):
 		h.Log.Info("sms code: texted, but the code was replaced or ended meanwhile", "subscriber", p.SubscriberID)

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -110,6 +111,9 @@ type Handlers struct {
 	ListJobs *ListJobRunner
 	// Metrics are written by the middleware for every task.
 	Metrics *Metrics
+	// RedisWait is how every task's Redis commands wait out a Redis that
+	// cannot be reached (waitingOutRedis).
+	RedisWait redisconn.Wait
 }
 
 // pool is one lane's server and handlers.
@@ -224,9 +228,9 @@ func (h Handlers) newPool(rdb redis.UniversalClient, cfg Config, log *slog.Logge
 		acfg.GroupMaxSize = cfg.GroupMaxSize
 	}
 	mux := asynq.NewServeMux()
-	mux.Use(Observe(log, h.Metrics))
+	mux.Use(Observe(log, h.Metrics), waitingOutRedis(h.RedisWait))
 	if l.Pace != nil {
-		mux.Use(paceLane(l.Pace, redisWait{Log: log}))
+		mux.Use(paceLane(l.Pace))
 	}
 	for typ, handler := range l.Handlers {
 		mux.Handle(typ, handler)

@@ -318,7 +318,7 @@ func TestClusterPrimaryKilledMidIssue(t *testing.T) {
 	})
 	dups := assertEachOnce(t, withSubject(smtpSrv.Messages(), "Through a failover"), emails, concurrency)
 	// What the service met of it, for whoever reads the log: its Redis
-	// steps waiting the failover out in place (worker.awaitRedis).
+	// steps waiting the failover out in place (redisconn.Hold).
 	log := svc.stderr.String()
 	t.Logf("%d readers: %s without a fault, %s with primary %s killed after %d mails (a difference of %s); %d twice; %d Redis-away waits, %d CLUSTERDOWN replies logged",
 		readers, calm.Round(time.Millisecond), stormy.Round(time.Millisecond), killed, killedAt, (stormy - calm).Round(time.Millisecond), dups,
