@@ -79,7 +79,7 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 				continue // about a test send: no subscriber's
 			}
 			ev.Source = source
-			task, err := tasks.NewFeedback(ev)
+			task, err := tasks.NewFeedback(tasks.FeedbackPayload(ev))
 			if err != nil {
 				// One unusable event (no address) must not make the
 				// provider send the whole batch again.
@@ -109,7 +109,7 @@ func (s *Server) providerWebhook(source string, wh feedback.ProviderWebhook) htt
 // Without an id a report is not deduplicated.
 type genericWebhook struct{}
 
-func (genericWebhook) Events(_ *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+func (genericWebhook) Events(_ *http.Request, body []byte) ([]feedback.Event, error) {
 	in, err := decodeJSON(bytes.NewReader(body), bounceFields)
 	var fe fieldError
 	if errors.As(err, &fe) {
@@ -130,7 +130,7 @@ func (genericWebhook) Events(_ *http.Request, body []byte) ([]tasks.FeedbackPayl
 	if v := in.get("id"); v != "" {
 		id = "api-" + v
 	}
-	return []tasks.FeedbackPayload{{ID: id, Email: email, Type: typ, Reason: in.get("reason")}}, nil
+	return []feedback.Event{{ID: id, Email: email, Type: typ, Reason: in.get("reason")}}, nil
 }
 
 // listSuppressions handles GET /api/suppressions?reason=&after=&limit=.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -65,7 +64,7 @@ func TestConstructorsPlaceTheirTasks(t *testing.T) {
 		{NewIssueBatch(3, 2, []int64{5, 6}, due, false), QueueCritical, "issue:3:r2:5", "", 20, 10 * time.Minute, 0},
 		{NewIssueBatch(3, 2, []int64{5, 6}, due, true), QueueCritical, fmt.Sprintf("issue:3:r2:5:t%d", due.Unix()), "", 20, 10 * time.Minute, 0},
 		{NewFeedsPoll(slot, 15*time.Minute), QueueDefault, FeedsPollTaskID(slot), "", 2, 15 * time.Minute, 15 * time.Minute},
-		{NewWebhook(wh), QueueWebhook, "webhook:crm:msg_1", "", webhook.DefaultBackoff.MaxRetry(), webhookTimeout, webhook.DefaultBackoff.Window},
+		{NewWebhook(wh), QueueWebhook, "webhook:crm:msg_1", "", DefaultWebhookBackoff.MaxRetry(), webhookTimeout, DefaultWebhookBackoff.Window},
 		{NewFanout(FanoutPayload{ID: "ev_1", Topic: "updates", Title: "t", At: due}), QueueDefault, "fanout:ev:ev_1", "", 25, 30 * time.Minute, 24 * time.Hour},
 		{NewEventMail(EventMailPayload{ID: "ev_1", Topic: "updates", Title: "t", IDs: []int64{7, 8}}, due, false), QueueDefault, "event:ev_1:7", "", 20, 10 * time.Minute, 0},
 		{NewEventMail(EventMailPayload{ID: "ev_1", Topic: "updates", Title: "t", IDs: []int64{7, 8}}, due, true), QueueDefault, fmt.Sprintf("event:ev_1:7:t%d", due.Unix()), "", 20, 10 * time.Minute, 0},

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/newsletter/newsletter/channels/webhook"
 )
 
 // The kinds: every task type with its payload, queue, retries, time budget
@@ -112,12 +110,12 @@ var FeedsPoll = define(Kind[FeedsPollPayload]{
 })
 
 // Webhook delivers one event to one endpoint. It is retried for a day
-// (webhook.DefaultBackoff; the handler ends it at the window, MaxRetry is
+// (DefaultWebhookBackoff; the handler ends it at the window, MaxRetry is
 // only asynq's ceiling) and kept that long once done, so the same event
 // reported again within the day finds its id taken and is not sent twice.
 var Webhook = define(Kind[WebhookPayload]{
 	Type: TypeWebhook, Queue: QueueWebhook,
-	MaxRetry: webhook.DefaultBackoff.MaxRetry(), Timeout: webhookTimeout, Retention: webhook.DefaultBackoff.Window,
+	MaxRetry: DefaultWebhookBackoff.MaxRetry(), Timeout: webhookTimeout, Retention: DefaultWebhookBackoff.Window,
 	ID:    func(p WebhookPayload) string { return WebhookTaskID(p.Endpoint, p.ID) },
 	Check: func(p WebhookPayload) error { return need(p.Endpoint != "" && p.ID != "", "endpoint and event id") },
 })

@@ -158,7 +158,7 @@ func TestWebhookTaskOncePerEndpoint(t *testing.T) {
 		t.Fatalf("pending %d (%v), want one per endpoint", len(pending), err)
 	}
 	info, err := insp.GetTaskInfo(QueueWebhook, WebhookTaskID("crm", ev.ID))
-	if err != nil || info.MaxRetry != webhook.DefaultBackoff.MaxRetry() || info.Retention != 24*time.Hour {
+	if err != nil || info.MaxRetry != DefaultWebhookBackoff.MaxRetry() || info.Retention != 24*time.Hour {
 		t.Fatalf("task: %+v %v", info, err)
 	}
 	// Delivered: the task is kept for a day, so the same event reported

@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/channels/email/smtptest"
-	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
@@ -42,7 +41,7 @@ type delivery struct {
 	// poster (webhooks_test.go).
 	notify *tasks.WebhookNotifier
 	post   WebhookPoster
-	hooks  webhook.Backoff
+	hooks  tasks.WebhookBackoff
 
 	// now and zone, when set, are the worker's clock and the time zone
 	// of readers without one (issue_localtime_test.go).

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"fmt"
-	"github.com/newsletter/newsletter/services/settings"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/newsletter/newsletter/services/settings"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"

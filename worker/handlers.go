@@ -96,7 +96,7 @@ type Deps struct {
 	// default, a day).
 	WebhookPost    WebhookPoster
 	WebhookPolicy  store.WebhookPolicy
-	WebhookBackoff webhook.Backoff
+	WebhookBackoff tasks.WebhookBackoff
 
 	// Push sends web push notifications (nil: no push lane handler, web
 	// push is off); PushRetry is the push lane's backoff.
@@ -180,8 +180,8 @@ func (d Deps) withDefaults() Deps {
 	if d.WebhookPost == nil {
 		d.WebhookPost = webhook.NewSender(netguard.Guard{})
 	}
-	if d.WebhookBackoff == (webhook.Backoff{}) {
-		d.WebhookBackoff = webhook.DefaultBackoff
+	if d.WebhookBackoff == (tasks.WebhookBackoff{}) {
+		d.WebhookBackoff = tasks.DefaultWebhookBackoff
 	}
 	return d
 }

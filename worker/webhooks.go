@@ -34,7 +34,7 @@ type WebhookSender struct {
 	Store   store.Webhooks
 	Post    WebhookPoster
 	Policy  store.WebhookPolicy
-	Backoff webhook.Backoff
+	Backoff tasks.WebhookBackoff
 	Metrics *Metrics
 	Log     *slog.Logger
 	Now     func() time.Time

@@ -108,7 +108,7 @@ func TestWebhookRetriedUntilDelivered(t *testing.T) {
 	register(t, d.store, "other", ep.srv.URL+"/other", tasks.WebhookIssueSent)
 	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
-	d.hooks = webhook.Backoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Window: time.Hour}
+	d.hooks = tasks.WebhookBackoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Window: time.Hour}
 	d.startWorker(t, 1000, 2)
 
 	ev := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 11, Email: "ann@example.com", ConfirmedAt: time.Now()}, "")
@@ -238,7 +238,7 @@ type handlerRun struct {
 	h     *WebhookSender
 }
 
-func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff webhook.Backoff) *handlerRun {
+func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff tasks.WebhookBackoff) *handlerRun {
 	r := &handlerRun{t: t, clock: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
 	r.mem = newStore(t).WithClock(func() time.Time { return r.clock })
 	r.h = NewHandlers(Deps{Store: r.mem, WebhookPost: loopbackSender, WebhookPolicy: policy, WebhookBackoff: backoff,
@@ -265,7 +265,7 @@ func dead(err error) bool {
 // dead letter, and its later events are dead letters without a request,
 // until an admin enables it.
 func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{DisableAfter: time.Hour, MinFailures: 3}, webhook.DefaultBackoff)
+	r := newHandlerRun(t, store.WebhookPolicy{DisableAfter: time.Hour, MinFailures: 3}, tasks.DefaultWebhookBackoff)
 	down := true
 	ep := newEndpoint(t, func(int) int {
 		if down {
@@ -321,7 +321,7 @@ func TestWebhookEndpointDisabledAfterFailingForLong(t *testing.T) {
 // then it is a dead letter; the endpoint keeps its count of failures
 // (disabling is the endpoint's own policy).
 func TestWebhookGivenUpAfterTheWindow(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{Window: 2 * time.Hour})
+	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{Window: 2 * time.Hour})
 	ep := newEndpoint(t, func(int) int { return http.StatusBadGateway })
 	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	ctx := context.Background()
@@ -341,7 +341,7 @@ func TestWebhookGivenUpAfterTheWindow(t *testing.T) {
 
 // 410 Gone: the endpoint asked for nothing more; it is disabled at once.
 func TestWebhookGoneDisablesAtOnce(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{})
+	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{})
 	ep := newEndpoint(t, func(int) int { return http.StatusGone })
 	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	if err := runTask(context.Background(), tasks.Webhook, r.h.HandleWebhook, r.task("crm", 1)); !dead(err) {
@@ -354,7 +354,7 @@ func TestWebhookGoneDisablesAtOnce(t *testing.T) {
 
 // The events of a removed endpoint are dropped when they come up.
 func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{})
+	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{})
 	ep := newEndpoint(t, nil)
 	register(t, r.mem, "crm", ep.srv.URL, tasks.WebhookSubscriberConfirmed)
 	task := r.task("crm", 1)
@@ -369,7 +369,7 @@ func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
 // The webhook lane's retry delays are its own: the backoff, or the
 // endpoint's Retry-After, not the mail's policy.
 func TestWebhookRetryDelay(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{}, webhook.Backoff{Base: time.Minute, Max: 2 * time.Hour, Window: 24 * time.Hour})
+	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{Base: time.Minute, Max: 2 * time.Hour, Window: 24 * time.Hour})
 	ctx := context.Background()
 	busy := newEndpoint(t, func(int) int { return http.StatusServiceUnavailable })
 	register(t, r.mem, "busy", busy.srv.URL, tasks.WebhookSubscriberConfirmed)
@@ -484,7 +484,7 @@ func (q *recordQueue) payloads(t *testing.T) []tasks.WebhookPayload {
 // counted against the endpoint (a test is no sign the endpoint is dead).
 // Every attempt, an event's too, lands in the endpoint's deliveries.
 func TestWebhookTestEventLoggedNotCounted(t *testing.T) {
-	r := newHandlerRun(t, store.WebhookPolicy{DisableAfter: time.Nanosecond, MinFailures: 1}, webhook.DefaultBackoff)
+	r := newHandlerRun(t, store.WebhookPolicy{DisableAfter: time.Nanosecond, MinFailures: 1}, tasks.DefaultWebhookBackoff)
 	up := true
 	ep := newEndpoint(t, func(int) int {
 		if up {
@@ -523,5 +523,14 @@ func TestWebhookTestEventLoggedNotCounted(t *testing.T) {
 		ds[1].OK || ds[1].Status != 500 || !ds[1].Test || !strings.Contains(ds[1].Error, "500") ||
 		ds[0].Test || ds[0].OK || ds[0].Type != tasks.WebhookSubscriberConfirmed || !ds[0].At.Equal(r.clock) {
 		t.Fatalf("deliveries, newest first: %+v", ds)
+	}
+}
+
+// The webhook task's budget (tasks) covers the endpoint's timeout
+// (channels/webhook) and the store's round trips around it: two packages
+// that do not import each other, held together here.
+func TestWebhookTaskOutlastsTheEndpointTimeout(t *testing.T) {
+	if tasks.Webhook.Timeout < webhook.DefaultTimeout+10*time.Second {
+		t.Fatalf("the webhook task's timeout %s leaves too little beyond the endpoint's %s", tasks.Webhook.Timeout, webhook.DefaultTimeout)
 	}
 }

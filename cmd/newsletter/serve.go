@@ -526,7 +526,7 @@ func startIntake(a *app, queue tasks.Enqueuer) (func(), error) {
 		return nil, errors.New("NEWSLETTER_BOUNCE_SMTP_ADDR and NEWSLETTER_BOUNCE_ADDRESS: both are needed for the bounce intake")
 	}
 	srv, err := intake.New(intake.Config{
-		BounceAddress: a.cfg.BounceAddress, Domain: a.cfg.SMTPHelo, Tagger: a.tags, Queue: queue,
+		BounceAddress: a.cfg.BounceAddress, Domain: a.cfg.SMTPHelo, Tagger: a.tags, Consumer: worker.FeedbackQueue{Queue: queue},
 		Metrics: intake.NewMetrics(a.reg), Log: a.log,
 	})
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package feedback turns what mail systems say after the 250 into
-// tasks.FeedbackPayload reports: delivery-status notifications (RFC 3464)
+// Events (event.go): delivery-status notifications (RFC 3464)
 // and abuse reports (RFC 5965, ARF) that arrive by mail at the bounce
 // address, and the event webhooks of Amazon SES (through SNS), SendGrid,
 // Mailgun and Postmark, each verified the way its provider documents.

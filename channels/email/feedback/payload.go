@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // ErrUnverified means a report does not name its subscriber by a tag this
@@ -29,7 +28,7 @@ var (
 	ErrTagsDisagree = fmt.Errorf("%w: its tags name different subscribers", ErrUnverified)
 )
 
-// FromReport makes the task payload of a report read from mail. Only a
+// FromReport makes the event of a report read from mail. Only a
 // tag decides who it is about: the tags of the envelope recipients the
 // report was sent to (bounces+<tag>@…, the address our mail gave as its
 // envelope sender) and those the report quotes from the original (its
@@ -38,8 +37,8 @@ var (
 // those that verify must all name the same subscriber. The recipient
 // address the report states is not used: with the tag, the store finds the
 // subscriber by id, even when a forwarder changed the address.
-func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPayload, error) {
-	p := tasks.FeedbackPayload{ID: rep.ID, Type: rep.Type, Source: "smtp", Reason: rep.Reason}
+func FromReport(rep Report, envelopeTags []string, t *Tagger) (Event, error) {
+	p := Event{ID: rep.ID, Type: rep.Type, Source: "smtp", Reason: rep.Reason}
 	seen := false
 	for _, tag := range append(append([]string(nil), envelopeTags...), rep.Tags...) {
 		if tag == "" {
@@ -51,11 +50,11 @@ func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPay
 		case !ok:
 			continue
 		case tr.Kind == KindTest:
-			return tasks.FeedbackPayload{}, ErrTestMail
+			return Event{}, ErrTestMail
 		case p.SubscriberID == 0:
 			p.SubscriberID, p.Kind, p.IssueID = tr.Subscriber, tr.Kind, tr.Issue
 		case p.SubscriberID != tr.Subscriber:
-			return tasks.FeedbackPayload{}, ErrTagsDisagree
+			return Event{}, ErrTagsDisagree
 		case p.IssueID == 0:
 			p.IssueID = tr.Issue
 		}
@@ -64,9 +63,9 @@ func FromReport(rep Report, envelopeTags []string, t *Tagger) (tasks.FeedbackPay
 	case p.SubscriberID > 0:
 		return p, nil
 	case seen:
-		return tasks.FeedbackPayload{}, ErrTagForged
+		return Event{}, ErrTagForged
 	}
-	return tasks.FeedbackPayload{}, ErrNoTag
+	return Event{}, ErrNoTag
 }
 
 // normalise is the store's form of an address in a report (the signup's

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/logredact"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // ErrUnauthorized means a webhook request is unsigned, forged, stale or
@@ -42,7 +41,7 @@ type ProviderWebhook interface {
 	// Events verifies r (whose body is body) and returns its reports. An
 	// ErrUnauthorized error means 401; any other error a request that
 	// verified but could not be read (400).
-	Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error)
+	Events(r *http.Request, body []byte) ([]Event, error)
 }
 
 func unauthorized(why string) error { return fmt.Errorf("%w: %s", ErrUnauthorized, why) }
@@ -60,8 +59,8 @@ func fresh(at, now time.Time, window time.Duration) bool {
 
 // payload completes a provider's report: the kind and subscriber from our
 // Message-ID's tag when the provider passes it on, the address otherwise.
-func payload(source, id, email, typ, reason, messageID string, tags *Tagger) tasks.FeedbackPayload {
-	p := tasks.FeedbackPayload{ID: source + "-" + id, Email: normalise(email), Type: typ, Source: source, Reason: reason}
+func payload(source, id, email, typ, reason, messageID string, tags *Tagger) Event {
+	p := Event{ID: source + "-" + id, Email: normalise(email), Type: typ, Source: source, Reason: reason}
 	if id == "" {
 		p.ID = ""
 	}
@@ -153,7 +152,7 @@ func (m *snsMessage) stringToSign() string {
 }
 
 // Events implements ProviderWebhook.
-func (s *SES) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+func (s *SES) Events(r *http.Request, body []byte) ([]Event, error) {
 	var m snsMessage
 	if err := json.Unmarshal(body, &m); err != nil || m.Type == "" || m.Signature == "" {
 		return nil, unauthorized("not a signed SNS message")
@@ -349,7 +348,7 @@ type sesRecipient struct {
 
 // sesEvents reads an SES notification (notificationType) or event
 // (eventType) of type Bounce or Complaint; others give none.
-func sesEvents(message string, tags *Tagger) ([]tasks.FeedbackPayload, error) {
+func sesEvents(message string, tags *Tagger) ([]Event, error) {
 	var n struct {
 		NotificationType string `json:"notificationType"`
 		EventType        string `json:"eventType"`
@@ -378,7 +377,7 @@ func sesEvents(message string, tags *Tagger) ([]tasks.FeedbackPayload, error) {
 		kind = n.EventType
 	}
 	msgID := n.Mail.CommonHeaders.MessageID
-	var out []tasks.FeedbackPayload
+	var out []Event
 	switch kind {
 	case "Bounce":
 		typ := "soft" // Transient, Undetermined
@@ -435,7 +434,7 @@ const (
 )
 
 // Events implements ProviderWebhook.
-func (s *SendGrid) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+func (s *SendGrid) Events(r *http.Request, body []byte) ([]Event, error) {
 	ts := r.Header.Get(SendGridTimestampHeader)
 	sig, err := base64.StdEncoding.DecodeString(r.Header.Get(SendGridSignatureHeader))
 	if err != nil || len(sig) == 0 || ts == "" {
@@ -460,7 +459,7 @@ func (s *SendGrid) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload
 	if err := json.Unmarshal(body, &events); err != nil {
 		return nil, fmt.Errorf("SendGrid events: %w", err)
 	}
-	var out []tasks.FeedbackPayload
+	var out []Event
 	for _, e := range events {
 		typ := ""
 		switch {
@@ -505,7 +504,7 @@ type Mailgun struct {
 }
 
 // Events implements ProviderWebhook.
-func (m *Mailgun) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+func (m *Mailgun) Events(r *http.Request, body []byte) ([]Event, error) {
 	var b struct {
 		Signature struct {
 			Timestamp string `json:"timestamp"`
@@ -567,7 +566,7 @@ func (m *Mailgun) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload,
 	if msgID != "" && !strings.HasPrefix(msgID, "<") {
 		msgID = "<" + msgID + ">"
 	}
-	return []tasks.FeedbackPayload{payload("mailgun", e.ID, e.Recipient, typ, e.Reason, msgID, m.Tags)}, nil
+	return []Event{payload("mailgun", e.ID, e.Recipient, typ, e.Reason, msgID, m.Tags)}, nil
 }
 
 // ---- Postmark ----
@@ -580,7 +579,7 @@ type Postmark struct {
 }
 
 // Events implements ProviderWebhook.
-func (p *Postmark) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload, error) {
+func (p *Postmark) Events(r *http.Request, body []byte) ([]Event, error) {
 	user, pass, ok := r.BasicAuth()
 	if !ok || subtle.ConstantTimeCompare([]byte(user+"\x00"+pass), []byte("postmark\x00"+p.Token)) != 1 {
 		return nil, unauthorized("Postmark credentials")
@@ -605,5 +604,5 @@ func (p *Postmark) Events(r *http.Request, body []byte) ([]tasks.FeedbackPayload
 	default:
 		return nil, nil // auto-responders, subscribe requests, tests
 	}
-	return []tasks.FeedbackPayload{payload("postmark", b.ID.String(), b.Email, typ, b.Type+" "+b.Description, "", p.Tags)}, nil
+	return []Event{payload("postmark", b.ID.String(), b.Email, typ, b.Type+" "+b.Description, "", p.Tags)}, nil
 }

@@ -1,11 +1,12 @@
 // Package intake is the bounce intake: an SMTP server for the bounce
 // address that reads delivery-status and abuse reports (package feedback)
-// and enqueues a feedback task for the subscriber a report names by a VERP
-// tag. It answers 250 to anything it read, used or not (a report it cannot
-// use is logged and counted, never bounced back, which would loop), 5xx to
-// other recipients and oversized mail, and 451 when the queue cannot take
-// the events, so the sending MTA keeps the report and tries again: nothing
-// is lost.
+// and hands its Consumer (the process's, which queues a feedback task)
+// an event for the subscriber a report names by a VERP tag. It answers
+// 250 to anything it read, used or not (a report it cannot use is logged
+// and counted, never bounced back, which would loop), 5xx to other
+// recipients and oversized mail, and 451 when the Consumer cannot take
+// the events, so the sending MTA keeps the report and tries again:
+// nothing is lost.
 //
 // Anyone can reach the bounce MX, so the intake believes only what it can
 // check: a report counts when a tag this service made (a MAC over the
@@ -30,12 +31,10 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // DefaultMaxSize bounds one report mail. Reports quote at most the
@@ -50,9 +49,10 @@ type Config struct {
 	// Domain is the name in the greeting.
 	Domain string
 	// Tagger verifies the tags; without one no report verifies.
-	Tagger  *feedback.Tagger
-	Queue   tasks.Enqueuer
-	MaxSize int64 // DefaultMaxSize
+	Tagger *feedback.Tagger
+	// Consumer takes each verified event; its error is answered 451.
+	Consumer feedback.Consumer
+	MaxSize  int64 // DefaultMaxSize
 	// Session limits (sessions.go); zero: the defaults.
 	MaxSessions          int           // DefaultMaxSessions
 	MaxSessionsPerClient int           // DefaultMaxSessionsPerClient
@@ -267,11 +267,7 @@ func (x *session) Data(r io.Reader) error {
 			continue // another recipient block about the same mail
 		}
 		done[p.SubscriberID] = true
-		task, err := tasks.NewFeedback(p)
-		if err == nil {
-			_, err = x.s.cfg.Queue.EnqueueContext(ctx, task)
-		}
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
+		if err := x.s.cfg.Consumer.Consume(ctx, p); err != nil {
 			log.Error("bounce intake: could not queue the report; the sender will try again", "err", err)
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "cannot take the report just now, try again later"}
 		}

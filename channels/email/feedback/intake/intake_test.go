@@ -3,7 +3,6 @@ package intake
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,47 +15,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
-	"github.com/newsletter/newsletter/tasks"
 )
 
-// queue records what the intake enqueues, or fails like a Redis that is
-// away.
+// queue records what the intake hands its Consumer, or fails like a
+// Redis that is away.
 type queue struct {
-	mu    sync.Mutex
-	tasks []*asynq.Task
-	fail  bool
+	mu     sync.Mutex
+	events []feedback.Event
+	fail   bool
 }
 
-func (q *queue) EnqueueContext(_ context.Context, t *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
+func (q *queue) Consume(_ context.Context, ev feedback.Event) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail {
-		return nil, errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+		return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 	}
-	q.tasks = append(q.tasks, t)
-	return &asynq.TaskInfo{}, nil
+	q.events = append(q.events, ev)
+	return nil
 }
 
-func (q *queue) count() int { q.mu.Lock(); defer q.mu.Unlock(); return len(q.tasks) }
+func (q *queue) count() int { q.mu.Lock(); defer q.mu.Unlock(); return len(q.events) }
 
-func (q *queue) payloads(t *testing.T) []tasks.FeedbackPayload {
+func (q *queue) payloads(t *testing.T) []feedback.Event {
 	t.Helper()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []tasks.FeedbackPayload
-	for _, task := range q.tasks {
-		var p tasks.FeedbackPayload
-		if err := json.Unmarshal(task.Payload(), &p); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	return out
+	return append([]feedback.Event(nil), q.events...)
 }
 
 var testTagger = feedback.NewTagger([]byte("0123456789abcdef"))
@@ -64,7 +53,7 @@ var testTagger = feedback.NewTagger([]byte("0123456789abcdef"))
 func start(t *testing.T, q *queue, cfg Config) (string, *Metrics) {
 	t.Helper()
 	m := NewMetrics(nil)
-	cfg.BounceAddress, cfg.Tagger, cfg.Queue, cfg.Metrics = "bounces@b.example.com", testTagger, q, m
+	cfg.BounceAddress, cfg.Tagger, cfg.Consumer, cfg.Metrics = "bounces@b.example.com", testTagger, q, m
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if cfg.MaxSize == 0 {
 		cfg.MaxSize = 128 << 10
