@@ -17,7 +17,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // storedVersion is the catalog's version in Redis (what a refused save

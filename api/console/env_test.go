@@ -29,7 +29,7 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/services/settings"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
-	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )

@@ -33,7 +33,7 @@ import (
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/services/feeds"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
-	"github.com/newsletter/newsletter/services/catalog/catalogmail"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
 )
 
