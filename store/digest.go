@@ -3,7 +3,13 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/redis/go-redis/v9"
 )
 
 // Item is one entry of a topic's digest.
@@ -147,4 +153,179 @@ func (r DigestRun) WithRates() DigestRun {
 		r.ComplaintRate = float64(r.Complaints) / float64(r.Sent)
 	}
 	return r
+}
+
+// startRunScript creates a period's digest run once, fixing its items
+// (those after the last item any run took) and its audience.
+//
+//	KEYS[1]  prefixRun .. period   the run hash
+//	KEYS[2]  keyLastItem           highest item id any run took
+//	KEYS[3]  keyItems
+//	KEYS[4]  keyLatestRun          period of the latest run
+//	ARGV[1]  now, unix ms
+//	ARGV[2]  period
+//	ARGV[3]  the audience: the digest topic's active subscribers, counted
+//	         over the shards just before (audience)
+//
+// Writes the run hash: items (comma-separated ids), created, audience (the
+// active subscribers of the digest topic), cursor, planned, state, and
+// as_issue (the run is sent as an issue: DigestRun.AsIssue). Answers
+// 1 when it created the run, 0 when the run existed.
+var startRunScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local last = redis.call('GET', KEYS[2]) or '0'
+local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. last, '+inf')
+local state = 'planning'
+if #ids == 0 then
+  state = 'empty'
+else
+  redis.call('SET', KEYS[2], ids[#ids])
+end
+redis.call('HSET', KEYS[1], 'items', table.concat(ids, ','), 'created', ARGV[1],
+  'audience', ARGV[3], 'cursor', 0, 'planned', 0, 'state', state, 'as_issue', 1)
+redis.call('SET', KEYS[4], ARGV[2])
+return 1
+`)
+
+// StartDigestRun implements Digests.
+func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, bool, error) {
+	audience, err := r.audience(ctx, []string{topics.Digest})
+	if err != nil {
+		return DigestRun{}, false, fmt.Errorf("start digest %s: count its audience: %w", period, err)
+	}
+	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyLatestRun},
+		ms(r.now()), period, audience).Int()
+	if err != nil {
+		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
+	}
+	run, err := r.DigestRun(ctx, period)
+	return run, n == 1, err
+}
+
+// DigestRun implements Digests.
+func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error) {
+	f, err := r.rdb.HGetAll(ctx, prefixRun+period).Result()
+	if err != nil {
+		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
+	}
+	if len(f) == 0 {
+		return DigestRun{}, ErrNoRun
+	}
+	run := DigestRun{
+		Period: period, State: f["state"], CreatedAt: msTime(f["created"]), PlannedAt: msTime(f["planned_at"]),
+		Items: []Item{},
+	}
+	n, err := r.bitCounts(ctx, sfxSent+DigestMarkKind+":"+period, outcomeKey(period, OutcomeSkipped), outcomeKey(period, OutcomeFailed))
+	if err != nil {
+		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
+	}
+	run.Sent, run.Skipped, run.Failed = n[0], n[1], n[2]
+	run.Audience, _ = strconv.ParseInt(f["audience"], 10, 64)
+	run.Cursor, _ = strconv.ParseInt(f["cursor"], 10, 64)
+	run.Planned, _ = strconv.ParseInt(f["planned"], 10, 64)
+	run.Bounces, _ = strconv.ParseInt(f["bounces"], 10, 64)
+	run.Complaints, _ = strconv.ParseInt(f["complaints"], 10, 64)
+	run.AsIssue = f["as_issue"] == "1"
+	run.Issue, _ = strconv.ParseInt(f["issue"], 10, 64)
+	if run.Issue > 0 {
+		prog, err := r.IssueProgress(ctx, run.Issue)
+		if err != nil {
+			return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
+		}
+		run = run.WithIssue(prog)
+	}
+	run = run.WithRates()
+	if f["items"] != "" {
+		if run.Items, err = r.items(ctx, strings.Split(f["items"], ",")); err != nil {
+			return DigestRun{}, err
+		}
+	}
+	return run, nil
+}
+
+// DigestItems implements Digests: the run's item list and the items, two
+// round trips, whatever the list's size.
+func (r *Redis) DigestItems(ctx context.Context, period string) ([]Item, error) {
+	f, err := r.rdb.HMGet(ctx, prefixRun+period, "items", "created").Result()
+	if err != nil {
+		return nil, fmt.Errorf("load digest %s: %w", period, err)
+	}
+	if f[1] == nil {
+		return nil, ErrNoRun // every run has its creation time
+	}
+	ids, _ := f[0].(string)
+	if ids == "" {
+		return []Item{}, nil
+	}
+	return r.items(ctx, strings.Split(ids, ","))
+}
+
+func (r *Redis) items(ctx context.Context, ids []string) ([]Item, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, prefixItem+id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	out := make([]Item, 0, len(ids))
+	for i, c := range cmds {
+		f := c.Val()
+		if len(f) == 0 {
+			continue
+		}
+		id, _ := strconv.ParseInt(ids[i], 10, 64)
+		topic := f["tp"]
+		if topic == "" {
+			topic = topics.Digest // stored before items had topics
+		}
+		out = append(out, Item{ID: id, Title: f["t"], URL: f["u"], Summary: f["s"], Topic: topic, PublishedAt: msTime(f["p"])})
+	}
+	return out, nil
+}
+
+// LatestDigestPeriod implements Digests.
+func (r *Redis) LatestDigestPeriod(ctx context.Context) (string, error) {
+	p, err := r.rdb.Get(ctx, keyLatestRun).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return p, wrapErr("latest digest", err)
+}
+
+// advanceRunScript saves the planner's progress after a page, once: a page
+// whose cursor is not past the saved one was counted already (the planner
+// sent it again after a lost answer, or a second planner ran it), and only
+// its done flag still counts.
+//
+//	KEYS[1]  prefixRun .. period   the run hash
+//	ARGV[1]  cursor (the page's last id)
+//	ARGV[2]  recipients in the page
+//	ARGV[3]  RunPlanned when planning is done, else ""
+//	ARGV[4]  now, unix ms
+//
+// Writes the run hash's cursor, planned and, when done, state and
+// planned_at.
+var advanceRunScript = redis.NewScript(`
+if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0') then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[1])
+  redis.call('HINCRBY', KEYS[1], 'planned', ARGV[2])
+end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'planned_at', ARGV[4])
+end
+return 1
+`)
+
+// AdvanceDigestRun implements Digests.
+func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int64, n int, done bool) error {
+	state := ""
+	if done {
+		state = RunPlanned
+	}
+	err := advanceRunScript.Run(ctx, r.rdb, []string{prefixRun + period}, cursor, n, state, ms(r.now())).Err()
+	return wrapErr("advance digest "+period, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -185,4 +186,111 @@ func (r *Redis) CountSelection(ctx context.Context, f Filter) (int64, error) {
 		return 0, err
 	}
 	return r.countTerms(ctx, terms)
+}
+
+// ListSubscribers implements People: the shards' status and topic
+// bitmaps are walked side by side in id order (walkIDs), so a page of a
+// million costs what a page of a thousand does; without a status, the
+// walk reads every status's bitmap (a subscriber has exactly one).
+func (r *Redis) ListSubscribers(ctx context.Context, q SubscriberQuery) (SubscriberPage, error) {
+	return r.listPage(ctx, q, MaxSubscriberPage, true)
+}
+
+// MaxSelectPage is the largest page Select gives: a walk of a whole
+// selection (an export) takes bigger pages than a screen does, for fewer
+// round trips.
+const MaxSelectPage = 5000
+
+// listPage is ListSubscribers, with the total counted or not (a walk of
+// the whole selection, Select, needs it once, not per page).
+func (r *Redis) listPage(ctx context.Context, q SubscriberQuery, maxLimit int, counted bool) (SubscriberPage, error) {
+	if q.Limit < 1 || q.Limit > maxLimit || q.After < 0 || q.Before < 0 || (q.After > 0 && q.Before > 0) {
+		return SubscriberPage{}, fmt.Errorf("%w: limit %d (want 1..%d), after %d, before %d (not both)", ErrBadQuery, q.Limit, maxLimit, q.After, q.Before)
+	}
+	terms, err := r.listTerms(q.Status, q.Topic)
+	if err != nil {
+		return SubscriberPage{}, err
+	}
+	var ids []int64
+	if q.Before > 0 {
+		ids, err = r.walkIDsBefore(ctx, terms, q.Before, q.Limit+1)
+		slices.Reverse(ids)
+	} else {
+		ids, err = r.walkIDs(ctx, terms, q.After, q.Limit+1)
+	}
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	// The one id past the page tells whether there is another that way.
+	var page SubscriberPage
+	extra := len(ids) > q.Limit
+	if q.Before > 0 {
+		if extra {
+			ids = ids[1:]
+		}
+	} else if extra {
+		ids = ids[:q.Limit]
+	}
+	switch {
+	case len(ids) == 0 && q.Before > 0:
+		page.Next = q.Before - 1
+	case len(ids) == 0 && q.After > 0:
+		page.Prev = q.After + 1
+	case len(ids) == 0:
+	case q.Before > 0:
+		page.Next = ids[len(ids)-1]
+		if extra {
+			page.Prev = ids[0]
+		}
+	default:
+		if q.After > 0 {
+			page.Prev = ids[0]
+		}
+		if extra {
+			page.Next = ids[len(ids)-1]
+		}
+	}
+	subs, err := r.SubscribersByID(ctx, ids)
+	if err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	page.Subscribers = make([]Subscriber, 0, len(subs))
+	for _, sub := range subs {
+		// A bit without its record: erased between the two reads.
+		if sub.ID != 0 {
+			page.Subscribers = append(page.Subscribers, sub)
+		}
+	}
+	if !counted {
+		return page, nil
+	}
+	if page.Total, err = r.countTerms(ctx, terms); err != nil {
+		return SubscriberPage{}, fmt.Errorf("list subscribers: %w", err)
+	}
+	return page, nil
+}
+
+// listTerms are the bitmaps (walkIDs' terms) of the subscribers with
+// status st (any: "") and topic (any: "").
+func (r *Redis) listTerms(st Status, topic string) ([][]string, error) {
+	var terms [][]string
+	if st != "" {
+		if !st.Valid() {
+			return nil, fmt.Errorf("%w: unknown status %q", ErrBadQuery, st)
+		}
+		terms = append(terms, []string{statusBitmap(st)})
+	} else {
+		var any []string
+		for _, st := range Statuses {
+			any = append(any, statusBitmap(st))
+		}
+		terms = append(terms, any)
+	}
+	if topic != "" {
+		if !slices.Contains(r.tl().ids, topic) {
+			return nil, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, topic)
+		}
+		terms = append(terms, []string{sfxTopic + topic})
+	}
+	return terms, nil
 }
