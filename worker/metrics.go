@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -178,6 +179,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
 			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
+		// The worker's tasks are the commands the hold holds
+		// (waitingOutRedis): its registry shows them.
+		redisconn.RegisterMetrics(reg)
 	}
 	return m
 }
