@@ -145,6 +145,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_issue_renders_total", Help: "Issue bodies rendered from Markdown (once per issue version per worker process, not per reader).",
 		}),
 	}
+	m.zeroSeries()
+	m.SMSCapReached = sms.CapReachedMetric(reg)
+	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
+		m.SMSCapReached.WithLabelValues(c)
+	}
+	if reg != nil {
+		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
+			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
+		// The worker's tasks are the commands the hold holds
+		// (waitingOutRedis): its registry shows them.
+		redisconn.RegisterMetrics(reg)
+	}
+	return m
+}
+
+// zeroSeries makes every series whose labels are known in advance exist
+// at 0 (see Metrics).
+func (m *Metrics) zeroSeries() {
 	for _, r := range FeedResults {
 		m.FeedPolls.WithLabelValues(r)
 	}
@@ -172,18 +190,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, typ := range tasks.HandledTypes() {
 		m.forType(typ)
 	}
-	m.SMSCapReached = sms.CapReachedMetric(reg)
-	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
-		m.SMSCapReached.WithLabelValues(c)
-	}
-	if reg != nil {
-		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
-			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
-		// The worker's tasks are the commands the hold holds
-		// (waitingOutRedis): its registry shows them.
-		redisconn.RegisterMetrics(reg)
-	}
-	return m
 }
 
 // forType makes the series of a task type exist at 0, in the queue and
