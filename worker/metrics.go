@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -144,7 +145,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_issue_renders_total", Help: "Issue bodies rendered from Markdown (once per issue version per worker process, not per reader).",
 		}),
 	}
-	m.startAtZero()
+	m.zeroSeries()
 	m.SMSCapReached = sms.CapReachedMetric(reg)
 	for _, c := range []string{store.SMSCapPerNumberDay, store.SMSCapPerDay} {
 		m.SMSCapReached.WithLabelValues(c)
@@ -152,14 +153,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Tasks, m.TaskDuration, m.Sent, m.Failed, m.Archived, m.Bounces, m.Complaints, m.FeedbackUnmatched, m.Steps, m.TransportPaused,
 			m.FeedPolls, m.FeedItems, m.FeedIssues, m.Notifications, m.AppNotifications, m.WebhooksDisabled, m.IssueRenders)
+		// The worker's tasks are the commands the hold holds
+		// (waitingOutRedis): its registry shows them.
+		redisconn.RegisterMetrics(reg)
 	}
 	return m
 }
 
-// startAtZero makes the series a dashboard or an alert reads exist at 0
-// before their first event: a rate over a series that appears only at
-// its first increment misses that increment.
-func (m *Metrics) startAtZero() {
+// zeroSeries makes every series whose labels are known in advance exist
+// at 0 (see Metrics).
+func (m *Metrics) zeroSeries() {
 	for _, r := range FeedResults {
 		m.FeedPolls.WithLabelValues(r)
 	}
