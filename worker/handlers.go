@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
@@ -108,7 +109,7 @@ type Deps struct {
 
 	// SMS texts through the gateway (nil: no sms lane handler, SMS is
 	// off); SMSLimits are its caps, SMSRetry the lane's backoff.
-	SMS       SMSGateway
+	SMS       sms.Gateway
 	SMSLimits SMSLimits
 	SMSRetry  RetryPolicy
 
@@ -213,7 +214,7 @@ func NewHandlers(d Deps) Handlers {
 	}
 	var texts *SMSSender // nil: SMS is off, the sms lane runs nothing
 	if d.SMS != nil {
-		texts = &SMSSender{Store: d.Store, Gateway: d.SMS, MaxSegments: d.SMSLimits.MaxSegments,
+		texts = &SMSSender{Store: d.Store, Channel: sms.Channel{Gateway: d.SMS}, MaxSegments: d.SMSLimits.MaxSegments,
 			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
 			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, RedisWait: d.RedisWait, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 	}
