@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
@@ -109,7 +110,7 @@ type Deps struct {
 
 	// SMS texts through the gateway (nil: no sms lane handler, SMS is
 	// off); SMSLimits are its caps, SMSRetry the lane's backoff.
-	SMS       SMSGateway
+	SMS       sms.Gateway
 	SMSLimits SMSLimits
 	SMSRetry  RetryPolicy
 
@@ -215,7 +216,7 @@ func NewHandlers(d Deps) Handlers {
 	}
 	var texts *SMSSender // nil: SMS is off, the sms lane runs nothing
 	if d.SMS != nil {
-		texts = &SMSSender{Store: d.Store, Gateway: d.SMS, MaxSegments: d.SMSLimits.MaxSegments,
+		texts = &SMSSender{Store: d.Store, Channel: sms.Channel{Gateway: d.SMS}, MaxSegments: d.SMSLimits.MaxSegments,
 			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
 			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/store"
@@ -21,11 +22,6 @@ const LaneSMS = tasks.LaneSMS
 
 // SMSMarkKind is the delivery mark kind of one text to one person.
 const SMSMarkKind = "sms"
-
-// SMSGateway sends one text (sms.Client).
-type SMSGateway interface {
-	Send(ctx context.Context, to, body string) (sid string, err error)
-}
 
 // SMSStore is what the sms lane's handler needs of the store.
 type SMSStore interface {
@@ -46,8 +42,9 @@ type SMSStore interface {
 // answer and the mark. The lane's pool and shared rate (NEWSLETTER_SMS_RATE)
 // are its own: a gateway that hangs backs up this lane alone.
 type SMSSender struct {
-	Store   SMSStore
-	Gateway SMSGateway
+	Store SMSStore
+	// Channel texts (sms.Channel); the lane acts on its Outcomes.
+	Channel channels.Sender
 	// MaxSegments caps a text (a longer one is a dead letter).
 	MaxSegments int
 	// PerNumberDay and PerDay cap a day's texts to one number and in
@@ -138,8 +135,8 @@ func (h *SMSSender) text(ctx context.Context, subID int64, number, body string, 
 		tomorrow := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return &Deferred{Reason: "the day's SMS cap", In: tomorrow.Sub(now)}
 	}
-	_, err = h.Gateway.Send(ctx, number, body)
-	if err == nil {
+	out := h.textVia(ctx, number, body)
+	if out.Verdict == channels.Sent {
 		// Not under the task's context: the text is out, its mark must
 		// be written even if the task was cancelled.
 		if merr := h.Store.MarkSent(context.Background(), mark); merr != nil {
@@ -152,21 +149,26 @@ func (h *SMSSender) text(ctx context.Context, subID int64, number, body string, 
 	if gerr := h.Store.GiveSMSAllowance(context.Background(), number, day); gerr != nil {
 		h.Log.Warn("sms: allowance not given back", "err", gerr)
 	}
-	switch {
-	case sms.Retire(err):
+	switch out.Verdict {
+	case channels.Retire:
 		if serr := h.Store.SetNumberState(ctx, number, store.NumberRetired); serr != nil {
 			return fmt.Errorf("sms: retire the number: %w", serr)
 		}
-		h.Log.Info("sms: number cannot take SMS, retired", "subscriber", subID, "err", err)
+		h.Log.Info("sms: number cannot take SMS, retired", "subscriber", subID, "err", out.Err)
 		h.count("dropped")
-	case sms.Permanent(err):
-		h.Log.Warn("sms: refused, not retried", "subscriber", subID, "err", err)
+	case channels.Drop:
+		h.Log.Warn("sms: refused, not retried", "subscriber", subID, "err", out.Err)
 		h.count("dead")
 	default:
 		h.count("retry")
-		return &deliveryFailure{msg: err.Error(), wait: sms.RetryAfter(err)}
+		return &deliveryFailure{msg: out.Err.Error(), wait: out.After}
 	}
 	return nil
+}
+
+// textVia sends one text through the channel and answers its Outcome.
+func (h *SMSSender) textVia(ctx context.Context, number, body string) channels.Outcome {
+	return h.Channel.Send(ctx, []channels.Message{{To: number, Body: []byte(body)}})[0]
 }
 
 // RetryDelay is the sms lane's asynq RetryDelayFunc: a deferral's wait,
@@ -219,20 +221,20 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		h.count("dropped")
 		return nil
 	}
-	sid, err := h.Gateway.Send(ctx, p.Number, p.Text)
-	switch {
-	case err == nil:
-		h.codeSent(ctx, p, sid)
+	out := h.textVia(ctx, p.Number, p.Text)
+	switch out.Verdict {
+	case channels.Sent:
+		h.codeSent(ctx, p, out.ProviderID)
 		h.count("sent")
 		return nil
-	case sms.Retire(err):
+	case channels.Retire:
 		if serr := h.Store.SetNumberState(ctx, p.Number, store.NumberRetired); serr != nil {
 			return fmt.Errorf("sms code: retire the number: %w", serr)
 		}
 		h.count("dropped")
 		return nil
-	case sms.Permanent(err):
-		h.Log.Warn("sms code: refused", "subscriber", p.SubscriberID, "err", err)
+	case channels.Drop:
+		h.Log.Warn("sms code: refused", "subscriber", p.SubscriberID, "err", out.Err)
 		h.count("dead")
 		return nil
 	}
@@ -240,7 +242,7 @@ func (h *SMSSender) HandleSMSCode(ctx context.Context, p tasks.SMSCodePayload) e
 		h.Log.Warn("sms code: allowance not given back", "err", gerr)
 	}
 	h.count("retry")
-	return &deliveryFailure{msg: err.Error(), wait: sms.RetryAfter(err)}
+	return &deliveryFailure{msg: out.Err.Error(), wait: out.After}
 }
 
 // codeSent records that the gateway took the code's text, so the code

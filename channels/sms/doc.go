@@ -28,6 +28,10 @@
 // sends no callback URL and so never sees them; a lane that wants them
 // must add a status callback of its own.
 //
+// Channel is the channel as the worker's lane holds it (channels.Sender):
+// Classify maps each of these answers to an Outcome (Retire, Drop, Retry
+// with the gateway's Retry-After).
+//
 // Inbound: ValidSignature checks X-Twilio-Signature (HMAC-SHA1 under the
 // auth token, over the URL and the sorted form) and Keyword reads the
 // opt-out, opt-in and help words a reader may send.
