@@ -115,10 +115,6 @@ type Accounts interface {
 	AccountGuard
 }
 
-func accountKey(id int64) string   { return prefixAccount + strconv.FormatInt(id, 10) }
-func recoveryKey(id int64) string  { return prefixAccountRC + strconv.FormatInt(id, 10) }
-func inviteKey(hash string) string { return prefixInvite + hash }
-
 // createInviteScript stores an invite.
 //
 //	KEYS[1]  keyAccountEmails

@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,20 +46,6 @@ type AccountGuard interface {
 	TrySecondFactor(ctx context.Context, id int64, client string) (time.Duration, error)
 	// SecondFactorPassed takes back the try of a right code.
 	SecondFactorPassed(ctx context.Context, id int64, client string) error
-}
-
-// hashedKey keeps an attacker-chosen string out of the key names (and
-// their length bounded).
-func hashedKey(prefix, s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return prefix + hex.EncodeToString(sum[:16])
-}
-
-func nameFailKey(email string) string     { return hashedKey(prefixSignInName, email) }
-func accountTriesKey(id int64) string     { return prefix2FAAccount + strconv.FormatInt(id, 10) }
-func clientTriesKey(client string) string { return hashedKey(prefix2FAClient, client) }
-func tryKeys(id int64, client string) []string {
-	return []string{accountTriesKey(id), clientTriesKey(client)}
 }
 
 // nameFailedScript counts a failure of an address.

@@ -16,7 +16,7 @@ import (
 func (r *Redis) AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error) {
 	terms := [][]string{{sfxActive}}
 	if topic != "" {
-		terms = append(terms, []string{sfxTopic + topic})
+		terms = append(terms, []string{topicSfx(topic)})
 	}
 	ids, err := r.walkIDs(ctx, terms, cursor, limit)
 	if err != nil {
@@ -35,7 +35,7 @@ func (r *Redis) AudienceByShard(ctx context.Context, topicIDs []string, after in
 	if !slices.Contains(topicIDs, "") {
 		anyOf := make([]string, len(topicIDs))
 		for i, tp := range topicIDs {
-			anyOf[i] = sfxTopic + tp
+			anyOf[i] = topicSfx(tp)
 		}
 		terms = append(terms, anyOf)
 	}
@@ -67,7 +67,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 			continue // no such subscriber: ID 0
 		}
 		s := idShard(id)
-		key := s.key(sfxSubs + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
+		key := bucketKey(sfxSubs, id)
 		b, ok := buckets[key]
 		if !ok {
 			b = &bucket{}
@@ -99,7 +99,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		}
 		for s, st := range stretches {
 			for _, t := range tl.ids {
-				tps[s] = append(tps[s], p.GetRange(ctx, s.key(sfxTopic+t), st.lo, st.hi))
+				tps[s] = append(tps[s], p.GetRange(ctx, s.key(topicSfx(t)), st.lo, st.hi))
 			}
 		}
 		return nil
@@ -137,10 +137,6 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 	}
 	return out, nil
 }
-
-// outcomeKey is the suffix of the shards' bitmaps of the readers of key
-// (a period, IssueOutcomeKey) with an outcome.
-func outcomeKey(key, outcome string) string { return sfxOutcome + key + ":" + outcome }
 
 // SetOutcome implements Digests.
 func (r *Redis) SetOutcome(ctx context.Context, period, outcome string, ids ...int64) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +48,6 @@ type ChannelChoices interface {
 	// their choices alone.
 	ChannelsOf(ctx context.Context, ids []int64) ([]Channels, error)
 }
-
-func channelsKey(id int64) string { return idShard(id).key(sfxChannels + strconv.FormatInt(id, 10)) }
 
 // setChannelsScript records a choice of channels for one topic.
 //

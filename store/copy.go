@@ -19,10 +19,6 @@ var (
 	ErrSourceInUse = errors.New("roles still run on the source")
 )
 
-// asynqServers is asynq's sorted set of the running servers, scored by
-// when their last report expires (unix seconds).
-const asynqServers = "asynq:servers"
-
 // CopyToCluster copies one Redis (src, its data in this layout: run
 // CheckVersion on it first) into a Redis Cluster (dst), every key with its
 // expiry: the store's and asynq's (the tasks waiting in the queues go

@@ -66,22 +66,6 @@ type Devices interface {
 	DeleteDevice(ctx context.Context, id int64, deviceID string) error
 }
 
-func deviceKey(id int64) string { return idShard(id).key(sfxDevices + strconv.FormatInt(id, 10)) }
-
-// deviceOwnerKey names the one subscriber a token is notified for: its
-// newest registrant. It sits in the shard of the device id's hash (a
-// token's owner is the token's, whoever gave it, as a number's state is:
-// numberKey), so the move from one person to another is a single SET,
-// atomic in a Redis Cluster as in one Redis; the people's device hashes,
-// each in its own person's shard, follow it (DevicesOf lists a device only
-// for its owner, so an old owner's entry not yet deleted is never
-// notified). A device stored before the owners were kept has none and is
-// listed as before.
-func deviceOwnerKey(deviceID string) string {
-	sum := sha256.Sum256([]byte(deviceID))
-	return shardOfSum(sum[:]).key(sfxDevOwner + deviceID)
-}
-
 // disownScript forgets a device's owner if it is still the subscriber
 // who deleted the device (another may have registered it since).
 //

@@ -193,7 +193,7 @@ func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, b
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: count its audience: %w", period, err)
 	}
-	n, err := startRunScript.Run(ctx, r.rdb, []string{prefixRun + period, keyLastItem, keyItems, keyLatestRun},
+	n, err := startRunScript.Run(ctx, r.rdb, []string{runKey(period), keyLastItem, keyItems, keyLatestRun},
 		ms(r.now()), period, audience).Int()
 	if err != nil {
 		return DigestRun{}, false, fmt.Errorf("start digest %s: %w", period, err)
@@ -204,7 +204,7 @@ func (r *Redis) StartDigestRun(ctx context.Context, period string) (DigestRun, b
 
 // DigestRun implements Digests.
 func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error) {
-	f, err := r.rdb.HGetAll(ctx, prefixRun+period).Result()
+	f, err := r.rdb.HGetAll(ctx, runKey(period)).Result()
 	if err != nil {
 		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
 	}
@@ -215,7 +215,7 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 		Period: period, State: f["state"], CreatedAt: msTime(f["created"]), PlannedAt: msTime(f["planned_at"]),
 		Items: []Item{},
 	}
-	n, err := r.bitCounts(ctx, sfxSent+DigestMarkKind+":"+period, outcomeKey(period, OutcomeSkipped), outcomeKey(period, OutcomeFailed))
+	n, err := r.bitCounts(ctx, sharedSentSfx(DigestMarkKind, period), outcomeKey(period, OutcomeSkipped), outcomeKey(period, OutcomeFailed))
 	if err != nil {
 		return DigestRun{}, fmt.Errorf("load digest %s: %w", period, err)
 	}
@@ -246,7 +246,7 @@ func (r *Redis) DigestRun(ctx context.Context, period string) (DigestRun, error)
 // DigestItems implements Digests: the run's item list and the items, two
 // round trips, whatever the list's size.
 func (r *Redis) DigestItems(ctx context.Context, period string) ([]Item, error) {
-	f, err := r.rdb.HMGet(ctx, prefixRun+period, "items", "created").Result()
+	f, err := r.rdb.HMGet(ctx, runKey(period), "items", "created").Result()
 	if err != nil {
 		return nil, fmt.Errorf("load digest %s: %w", period, err)
 	}
@@ -264,7 +264,7 @@ func (r *Redis) items(ctx context.Context, ids []string) ([]Item, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, prefixItem+id)
+			cmds[i] = p.HGetAll(ctx, itemKey(id))
 		}
 		return nil
 	})
@@ -326,6 +326,6 @@ func (r *Redis) AdvanceDigestRun(ctx context.Context, period string, cursor int6
 	if done {
 		state = RunPlanned
 	}
-	err := advanceRunScript.Run(ctx, r.rdb, []string{prefixRun + period}, cursor, n, state, ms(r.now())).Err()
+	err := advanceRunScript.Run(ctx, r.rdb, []string{runKey(period)}, cursor, n, state, ms(r.now())).Err()
 	return wrapErr("advance digest "+period, err)
 }

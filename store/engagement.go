@@ -238,7 +238,7 @@ func (r *Redis) EventEngagement(ctx context.Context, eventID string) (int64, err
 	if eventID == "" {
 		return 0, errors.New("the engagement id of an event: no event id")
 	}
-	id, err := eventEngagementScript.Run(ctx, r.rdb, []string{prefixEventEngage + eventID, keyIssueSeq}, eventEngagementTTL.Milliseconds()).Int64()
+	id, err := eventEngagementScript.Run(ctx, r.rdb, []string{eventEngageKey(eventID), keyIssueSeq}, eventEngagementTTL.Milliseconds()).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("the engagement id of event %s: %w", eventID, err)
 	}
@@ -268,7 +268,7 @@ func engageArgs(b EngagementBatch) []any {
 		idx := strconv.Itoa(i)
 		n("c:"+idx, l.Clicks)
 		n("m:"+idx, l.MachineClicks)
-		pfadd(sfxEngLink+idx, l.Readers)
+		pfadd(linkReadersSfx(i), l.Readers)
 		all = append(all, l.Readers...)
 	}
 	slices.Sort(all)
@@ -326,7 +326,7 @@ func (r *Redis) RecordEngagement(ctx context.Context, w EngagementWrite) (Engage
 			for _, c := range byPerson[id] {
 				args = append(args, c.At.UnixMilli(), personClickMember(c))
 			}
-			personCmds[i] = personClicksScript.Eval(ctx, p, []string{idShard(id).key(sfxEngPerson + strconv.FormatInt(id, 10))}, args...)
+			personCmds[i] = personClicksScript.Eval(ctx, p, []string{perPersonKey(sfxEngPerson, id)}, args...)
 		}
 		return nil
 	})
@@ -469,7 +469,7 @@ func (r *Redis) IssueEngagement(ctx context.Context, issueID int64) (Engagement,
 		p := r.rdb.Pipeline()
 		uniq := make([]*redis.IntCmd, len(idx))
 		for k, i := range idx {
-			uniq[k] = p.PFCount(ctx, engageKey(issueID, sfxEngLink+strconv.Itoa(i)))
+			uniq[k] = p.PFCount(ctx, engageKey(issueID, linkReadersSfx(i)))
 		}
 		if err := pipeErr(p.Exec(ctx)); err != nil {
 			return Engagement{}, fmt.Errorf("engagement of issue %d: unique clickers: %w", issueID, err)

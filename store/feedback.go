@@ -283,7 +283,7 @@ func (r *Redis) Suppressed(ctx context.Context, status Status, after int64, limi
 		for _, sh := range everyShard() {
 			for _, c := range codes {
 				lists = append(lists, p.ZRangeArgs(ctx, redis.ZRangeArgs{
-					Key: sh.key(sfxSupp + c), ByScore: true, Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(limit),
+					Key: suppKey(sh, c), ByScore: true, Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(limit),
 				}))
 			}
 		}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -94,13 +92,6 @@ type Feeds interface {
 	// FeedPostDone takes a let-out issue off the feed's list once it is
 	// no longer a draft (sent, or moved by a publisher).
 	FeedPostDone(ctx context.Context, topic, url string, issue int64) error
-}
-
-// feedKey names one feed of one topic: a hash of both, since a URL can be
-// long, and the same feed in two topics feeds each once.
-func feedKey(topic, url string) string {
-	h := sha256.Sum256([]byte(topic + "\n" + url))
-	return prefixFeed + hex.EncodeToString(h[:12])
 }
 
 // FeedState implements Feeds.

@@ -2,24 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// holdKeys are the keys of the allowance of kind for email's mailbox
-// (address.Mailbox) in shard s: its cooldown and its count of the day.
-// The mailbox is hashed: the keys need not show addresses to whoever
-// lists them. They are kept in the mailbox's home shard, but for a
-// subscriber from before the shards whose id lives in another, in that
-// one, where its scripts run.
-func holdKeys(s shard, kind, email string) (cool, day string) {
-	sum := mailboxSum(email)
-	h := hex.EncodeToString(sum[:12])
-	return s.key(sfxHold + kind + ":" + h), s.key(sfxHoldDay + kind + ":" + h)
-}
 
 // holdSeconds is h's cooldown as the scripts take it: whole seconds, at
 // least one; 0 for none.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -183,10 +182,6 @@ type IssueChange struct {
 	// confirmed on what the publisher saw).
 	Version int
 }
-
-// IssueOutcomeKey is the key under which SetOutcome records an issue's
-// skipped and failed readers (beside the digest periods').
-func IssueOutcomeKey(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
 
 // Issues is the store's side of issues.
 type Issues interface {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,7 +18,7 @@ func (r *Redis) IssueUnsubscribes(ctx context.Context, issue int64) (int64, erro
 	cmds := make([]*redis.IntCmd, len(shards))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, s := range shards {
-			cmds[i] = p.BitCount(ctx, s.key(sfxLeftBy+strconv.FormatInt(issue, 10)), nil)
+			cmds[i] = p.BitCount(ctx, leftByKey(s, issue), nil)
 		}
 		return nil
 	})

@@ -148,13 +148,6 @@ func (r *Redis) TransitionIssue(ctx context.Context, id int64, from []string, to
 	return r.Issue(ctx, id)
 }
 
-// issueMarkKeys are the suffixes of the shards' bitmaps of an issue's
-// readers sent, skipped and failed.
-func issueMarkKeys(id int64) []string {
-	key := IssueOutcomeKey(id)
-	return []string{sfxSent + IssueMarkKind + ":" + strconv.FormatInt(id, 10), outcomeKey(key, OutcomeSkipped), outcomeKey(key, OutcomeFailed)}
-}
-
 // progressFields are the fields of an issue's hash that IssueProgress
 // reads: not its doc (the body, JSON), which DigestRun, on the sequence
 // sender's path for every mail, would otherwise fetch each time.

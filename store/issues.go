@@ -12,24 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The issues' keys (beside keys.go's): one hash per issue holds its
-// status, counters and content (a JSON document, replaced whole on each
-// save, the previous one pushed on the versions list).
-const (
-	keyIssueSeq     = "nl:{pub}:issue:seq"   // counter for issue ids
-	keyIssues       = "nl:{pub}:issues"      // zset of issue ids, score = id
-	keyIssueSlugs   = "nl:{pub}:issue:slugs" // hash slug -> id
-	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
-	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs, the last MaxIssueVersions
-	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent
-	// The issues' own outbox (the plan tasks their moves call for),
-	// beside the subscribers' (outboxes).
-	keyIssueOutbox    = "nl:{pub}:outbox"     // hash outbox id -> body
-	keyIssueOutboxDue = "nl:{pub}:outbox:due" // zset of outbox ids, score = due (unix ms)
-	issueListMaxScan  = 1000                  // issues read per page of a filtered list
-)
-
-func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) }
+// issueListMaxScan is how many issues a page of a filtered list reads.
+const issueListMaxScan = 1000
 
 // issueDoc is the stored content of an issue. Its schedule lives in
 // fields of its own beside it (send_at, local_time, sent_at), so a move
@@ -153,7 +137,7 @@ func (r *Redis) CreateIssue(ctx context.Context, c IssueContent, slug string) (I
 func (r *Redis) DigestIssue(ctx context.Context, period string, c IssueContent) (Issue, error) {
 	now := r.now().UTC().Truncate(time.Millisecond)
 	doc, _ := json.Marshal(issueDoc{IssueContent: c, Period: period, CreatedAt: now, UpdatedAt: now})
-	id, err := digestIssueScript.Run(ctx, r.rdb, []string{prefixRun + period, keyIssueSeq, keyIssues, keyIssueSlugs},
+	id, err := digestIssueScript.Run(ctx, r.rdb, []string{runKey(period), keyIssueSeq, keyIssues, keyIssueSlugs},
 		doc, DigestIssueSlug(period), prefixIssue).Int64()
 	if err != nil {
 		return Issue{}, fmt.Errorf("digest %s issue: %w", period, err)
@@ -356,7 +340,7 @@ func (r *Redis) listIssues(ctx context.Context, after int64, limit int, keep fun
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HGetAll(ctx, prefixIssue+id)
+				cmds[i] = p.HGetAll(ctx, issueKeyOf(id))
 			}
 			return nil
 		}); err != nil {

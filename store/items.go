@@ -47,15 +47,6 @@ func (r *Redis) AddItem(ctx context.Context, it Item) (Item, error) {
 	return it, nil
 }
 
-// itemsKey is the zset of topic's item ids. The digest's is the one it
-// always was, so items stored before topics had items are the digest's.
-func itemsKey(topic string) string {
-	if topic == topics.Digest || topic == "" {
-		return keyItems
-	}
-	return prefixItems + topic
-}
-
 // ItemsAfter implements Digests.
 func (r *Redis) ItemsAfter(ctx context.Context, topic string, after int64, limit int) ([]Item, error) {
 	ids, err := r.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: itemsKey(topic), ByScore: true,
@@ -95,7 +86,7 @@ return 1
 
 // UpdateItem implements Digests.
 func (r *Redis) UpdateItem(ctx context.Context, it Item) (Item, error) {
-	key := prefixItem + strconv.FormatInt(it.ID, 10)
+	key := itemKey(strconv.FormatInt(it.ID, 10))
 	n, err := updateItemScript.Run(ctx, r.rdb, []string{key}, it.Title, it.URL, it.Summary).Int()
 	if err != nil {
 		return Item{}, fmt.Errorf("update item %d: %w", it.ID, err)
@@ -127,7 +118,7 @@ func (r *Redis) DeleteItem(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	n, err := deleteItemScript.Run(ctx, r.rdb, []string{prefixItem + strconv.FormatInt(id, 10), itemsKey(it.Topic)}, id).Int()
+	n, err := deleteItemScript.Run(ctx, r.rdb, []string{itemKey(strconv.FormatInt(id, 10)), itemsKey(it.Topic)}, id).Int()
 	if err != nil {
 		return fmt.Errorf("delete item %d: %w", id, err)
 	}

@@ -1,8 +1,13 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/topics"
 )
 
 // The Redis keys, layout 4. The subscribers are spread over Shards
@@ -111,6 +116,22 @@ const (
 	// the first import's topics (LegacyServiceTopics).
 	keyLegacyServiceTopics = "nl:topics"
 	keyCatalogHistory      = "nl:{pub}:catalog:history" // list of CatalogChange JSON, newest first
+)
+
+// The issues' keys: one hash per issue holds its
+// status, counters and content (a JSON document, replaced whole on each
+// save, the previous one pushed on the versions list).
+const (
+	keyIssueSeq     = "nl:{pub}:issue:seq"   // counter for issue ids
+	keyIssues       = "nl:{pub}:issues"      // zset of issue ids, score = id
+	keyIssueSlugs   = "nl:{pub}:issue:slugs" // hash slug -> id
+	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
+	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs, the last MaxIssueVersions
+	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent
+	// The issues' own outbox (the plan tasks their moves call for),
+	// beside the subscribers' (outboxes).
+	keyIssueOutbox    = "nl:{pub}:outbox"     // hash outbox id -> body
+	keyIssueOutboxDue = "nl:{pub}:outbox:due" // zset of outbox ids, score = due (unix ms)
 )
 
 // The per-mailbox allowances (MailHolds), keyed on a hash of
@@ -288,3 +309,248 @@ const EngagementHours = 14 * 24
 func engageKey(issue int64, sfx string) string {
 	return prefixEngage + strconv.FormatInt(issue, 10) + "}:" + sfx
 }
+
+// Building the keys: every key a method hands Redis or a script is made
+// here, from the names above, so the layout is read in one file.
+
+// accountKey is account id's hash.
+func accountKey(id int64) string { return prefixAccount + strconv.FormatInt(id, 10) }
+
+// recoveryKey is the set of account id's unused recovery codes.
+func recoveryKey(id int64) string { return prefixAccountRC + strconv.FormatInt(id, 10) }
+
+// inviteKey is the invite whose token hashes to hash.
+func inviteKey(hash string) string { return prefixInvite + hash }
+
+// hashedKey keeps an attacker-chosen string out of the key names (and
+// their length bounded).
+func hashedKey(prefix, s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return prefix + hex.EncodeToString(sum[:16])
+}
+
+// nameFailKey counts the failed sign-ins in a row for an address.
+func nameFailKey(email string) string { return hashedKey(prefixSignInName, email) }
+
+// accountTriesKey counts account id's second-factor tries.
+func accountTriesKey(id int64) string { return prefix2FAAccount + strconv.FormatInt(id, 10) }
+
+// clientTriesKey counts a client's second-factor tries.
+func clientTriesKey(client string) string { return hashedKey(prefix2FAClient, client) }
+
+// tryKeys are the two counters of a second-factor try.
+func tryKeys(id int64, client string) []string {
+	return []string{accountTriesKey(id), clientTriesKey(client)}
+}
+
+// outcomeKey is the suffix of the shards' bitmaps of the readers of key
+// (a period, IssueOutcomeKey) with an outcome.
+func outcomeKey(key, outcome string) string { return sfxOutcome + key + ":" + outcome }
+
+// channelsKey is the hash of the channels subscriber id chose per topic.
+func channelsKey(id int64) string { return idShard(id).key(sfxChannels + strconv.FormatInt(id, 10)) }
+
+// deviceKey is the hash of subscriber id's devices.
+func deviceKey(id int64) string { return idShard(id).key(sfxDevices + strconv.FormatInt(id, 10)) }
+
+// deviceOwnerKey names the one subscriber a token is notified for: its
+// newest registrant. It sits in the shard of the device id's hash (a
+// token's owner is the token's, whoever gave it, as a number's state is:
+// numberKey), so the move from one person to another is a single SET,
+// atomic in a Redis Cluster as in one Redis; the people's device hashes,
+// each in its own person's shard, follow it (DevicesOf lists a device only
+// for its owner, so an old owner's entry not yet deleted is never
+// notified). A device stored before the owners were kept has none and is
+// listed as before.
+func deviceOwnerKey(deviceID string) string {
+	sum := sha256.Sum256([]byte(deviceID))
+	return shardOfSum(sum[:]).key(sfxDevOwner + deviceID)
+}
+
+// feedKey names one feed of one topic: a hash of both, since a URL can be
+// long, and the same feed in two topics feeds each once.
+func feedKey(topic, url string) string {
+	h := sha256.Sum256([]byte(topic + "\n" + url))
+	return prefixFeed + hex.EncodeToString(h[:12])
+}
+
+// holdKeys are the keys of the allowance of kind for email's mailbox
+// (address.Mailbox) in shard s: its cooldown and its count of the day.
+// The mailbox is hashed: the keys need not show addresses to whoever
+// lists them. They are kept in the mailbox's home shard, but for a
+// subscriber from before the shards whose id lives in another, in that
+// one, where its scripts run.
+func holdKeys(s shard, kind, email string) (cool, day string) {
+	sum := mailboxSum(email)
+	h := hex.EncodeToString(sum[:12])
+	return s.key(sfxHold + kind + ":" + h), s.key(sfxHoldDay + kind + ":" + h)
+}
+
+// IssueOutcomeKey is the key under which SetOutcome records an issue's
+// skipped and failed readers (beside the digest periods').
+func IssueOutcomeKey(id int64) string { return "issue:" + strconv.FormatInt(id, 10) }
+
+// sharedSentSfx is the suffix of the shards' bitmaps of the readers a
+// shared mark of kind and key was sent to (markKeys).
+func sharedSentSfx(kind, key string) string { return sfxSent + kind + ":" + key }
+
+// issueMarkKeys are the suffixes of the shards' bitmaps of an issue's
+// readers sent, skipped and failed.
+func issueMarkKeys(id int64) []string {
+	key := IssueOutcomeKey(id)
+	return []string{sharedSentSfx(IssueMarkKind, strconv.FormatInt(id, 10)), outcomeKey(key, OutcomeSkipped), outcomeKey(key, OutcomeFailed)}
+}
+
+// issueKey is issue id's hash.
+func issueKey(id int64) string { return prefixIssue + strconv.FormatInt(id, 10) }
+
+// itemsKey is the zset of topic's item ids. The digest's is the one it
+// always was, so items stored before topics had items are the digest's.
+func itemsKey(topic string) string {
+	if topic == topics.Digest || topic == "" {
+		return keyItems
+	}
+	return prefixItems + topic
+}
+
+// markKeys are a mark's sent key (a bitmap by idSlot for shared marks)
+// and its claim: a hash of claims for shared marks, a key of its own
+// otherwise; both in the subscriber's shard.
+func markKeys(m Mark) (sent, claim string) {
+	s, base := idShard(m.SubscriberID), m.Kind+":"+m.Key
+	if m.Shared {
+		return s.key(sharedSentSfx(m.Kind, m.Key)), s.key(sfxClaims + base)
+	}
+	id := strconv.FormatInt(m.SubscriberID, 10)
+	return s.key(sfxSent + base + ":" + id), s.key(sfxClaim + base + ":" + id)
+}
+
+// orderKey is subscriber id's queue of events waiting on channel.
+func orderKey(id int64, channel string) string {
+	return idShard(id).key(sfxOrder + channel + ":" + strconv.FormatInt(id, 10))
+}
+
+// statusBitmap is the suffix of the shards' bitmap of the subscribers
+// with status st.
+func statusBitmap(st Status) string {
+	if st == Active {
+		return sfxActive
+	}
+	return sfxStatus + codeByStatus[st]
+}
+
+// consentKey is the hash that holds subscriber id's consent.
+func consentKey(id int64) string {
+	return idShard(id).key(sfxConsent + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
+}
+
+// phoneKey is the hash of subscriber id's number.
+func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
+
+// numberKey is a number's state, in the shard of its hash: the state is
+// the number's, whoever gave it.
+func numberKey(number string) string {
+	sum := sha256.Sum256([]byte(number))
+	return shardOfSum(sum[:]).key(sfxNumber + number)
+}
+
+// keySMSDay counts the texts of a day (+ YYYY-MM-DD, UTC) in all: the
+// service's cap (TakeSMSAllowance). Its own slot: one INCR a text.
+const keySMSDay = "nl:sms:day:"
+
+// smsDayKey is the count of every text of day (YYYY-MM-DD, UTC).
+func smsDayKey(day string) string { return keySMSDay + day }
+
+// numberDayKey counts the texts of a day to one number, beside its state.
+func numberDayKey(number, day string) string {
+	sum := sha256.Sum256([]byte(number))
+	return shardOfSum(sum[:]).key(sfxNumber + "day:" + day + ":" + number)
+}
+
+// phoneCodeKey is subscriber id's code waiting to be typed.
+func phoneCodeKey(id int64) string { return idShard(id).key(sfxPhoneCode + strconv.FormatInt(id, 10)) }
+
+// keySMSCallback is a gateway callback acted on (+ its message SID and
+// what it said), kept for the replay window.
+const keySMSCallback = "nl:sms:callback:"
+
+// smsCallbackKey is the mark of a gateway callback acted on (key: its
+// message SID and what it said).
+func smsCallbackKey(key string) string { return keySMSCallback + key }
+
+// pushKey is the hash of subscriber id's browsers for web push.
+func pushKey(id int64) string { return idShard(id).key(sfxPush + strconv.FormatInt(id, 10)) }
+
+// dayKey is the key of shard s's counters of today.
+func (r *Redis) dayKey(s shard) string { return dayKeyOf(s, r.now().UTC().Format(time.DateOnly)) }
+
+// dayKeyOf is the key of shard s's counters of day (YYYY-MM-DD, UTC).
+func dayKeyOf(s shard, day string) string { return s.key(sfxDay + day) }
+
+// prefix is what every key of the shard begins with.
+func (s shard) prefix() string { return fmt.Sprintf("nl:{s%02d}:", int(s)) }
+
+// key is the shard's key for suffix (one of the sfx constants of keys.go,
+// with its own suffix after it where it takes one).
+func (s shard) key(suffix string) string { return s.prefix() + suffix }
+
+// anchor is the KEYS[1] of a subscriber script run in s: the scripts take
+// their shard from it (subscriberLua). It is the shard's id counter,
+// which tells a script run by address that the shard is the address's
+// home; visit is the one for a shard an index pointed to.
+func anchor(s shard) string { return s.key(sfxSeq) }
+
+// visit is anchor for a script run by address in a shard that is not the
+// address's home (byAddress). Nothing is stored under it.
+func visit(s shard) string { return s.key(sfxVisit) }
+
+// bucketKey is the hash that holds id's value of a per-person store
+// packed as the records are (sfx: sfxTagList, sfxFieldValues).
+func bucketKey(sfx string, id int64) string {
+	return idShard(id).key(sfx + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
+}
+
+// webhookKey is endpoint id's hash.
+func webhookKey(id string) string { return prefixWebhook + id }
+
+// webhookDeliveriesKey is the list of endpoint id's last deliveries.
+func webhookDeliveriesKey(id string) string { return prefixWebhookLog + id }
+
+// runKey is the digest run of period's hash.
+func runKey(period string) string { return prefixRun + period }
+
+// itemKey is the hash of the item whose id reads id.
+func itemKey(id string) string { return prefixItem + id }
+
+// issueKeyOf is issueKey for an id as the issues' zset holds it.
+func issueKeyOf(id string) string { return prefixIssue + id }
+
+// eventEngageKey holds the engagement id of event eventID.
+func eventEngageKey(eventID string) string { return prefixEventEngage + eventID }
+
+// linkReadersSfx is the engagement suffix (engageKey) of the readers who
+// clicked link index i.
+func linkReadersSfx(i int) string { return sfxEngLink + strconv.Itoa(i) }
+
+// topicSfx is the suffix of the shards' bitmaps of topic's subscribers.
+func topicSfx(topic string) string { return sfxTopic + topic }
+
+// tagSfx is the suffix of the shards' bitmaps of the people with tag.
+func tagSfx(tag string) string { return sfxTag + tag }
+
+// perPersonKey is subscriber id's key of a store kept one key a person
+// (sfx: sfxMailLog, sfxFeedbackLog, sfxSoft, sfxEngPerson), in their shard.
+func perPersonKey(sfx string, id int64) string {
+	return idShard(id).key(sfx + strconv.FormatInt(id, 10))
+}
+
+// suppKey is shard s's list of the subscribers suppressed with status code
+// c (b or c).
+func suppKey(s shard, c string) string { return s.key(sfxSupp + c) }
+
+// leftByKey is shard s's bitmap of who left through issue's links.
+func leftByKey(s shard, issue int64) string { return s.key(sfxLeftBy + strconv.FormatInt(issue, 10)) }
+
+// asynqServers is asynq's sorted set of the running servers, scored by
+// when their last report expires (unix seconds).
+const asynqServers = "asynq:servers"

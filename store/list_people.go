@@ -290,7 +290,7 @@ func (r *Redis) listTerms(st Status, topic string) ([][]string, error) {
 		if !slices.Contains(r.tl().ids, topic) {
 			return nil, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, topic)
 		}
-		terms = append(terms, []string{sfxTopic + topic})
+		terms = append(terms, []string{topicSfx(topic)})
 	}
 	return terms, nil
 }

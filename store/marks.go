@@ -9,18 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// markKeys are a mark's sent key (a bitmap by idSlot for shared marks)
-// and its claim: a hash of claims for shared marks, a key of its own
-// otherwise; both in the subscriber's shard.
-func markKeys(m Mark) (sent, claim string) {
-	s, base := idShard(m.SubscriberID), m.Kind+":"+m.Key
-	if m.Shared {
-		return s.key(sfxSent + base), s.key(sfxClaims + base)
-	}
-	id := strconv.FormatInt(m.SubscriberID, 10)
-	return s.key(sfxSent + base + ":" + id), s.key(sfxClaim + base + ":" + id)
-}
-
 // MarkSent implements Marks: one pipeline for all the marks. Each mark's
 // sent bit is set before its claim is dropped (every SETBIT comes before
 // the HDELs), so a mark is never seen neither sent nor claimed; no
@@ -44,7 +32,7 @@ func (r *Redis) MarkSent(ctx context.Context, marks ...Mark) error {
 			if !m.Shared {
 				p.Set(ctx, sent, "1", sentTTL)
 				p.Del(ctx, claim)
-				log := idShard(m.SubscriberID).key(sfxMailLog + strconv.FormatInt(m.SubscriberID, 10))
+				log := perPersonKey(sfxMailLog, m.SubscriberID)
 				p.ZAdd(ctx, log, redis.Z{Score: float64(now.UnixMilli()), Member: m.Kind + ":" + m.Key})
 				p.ZRemRangeByRank(ctx, log, 0, -mailLogCap-1)
 				p.Expire(ctx, log, sentTTL)

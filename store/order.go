@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,10 +21,6 @@ import (
 // StaleOrder is how long an event may hold the ones posted after it for
 // the same person and channel: past it, they go around it.
 const StaleOrder = time.Hour
-
-func orderKey(id int64, channel string) string {
-	return idShard(id).key(sfxOrder + channel + ":" + strconv.FormatInt(id, 10))
-}
 
 // PersonOrder is each person's order of events per channel.
 type PersonOrder interface {

@@ -214,15 +214,6 @@ func (r *Redis) WithErasure(h ErasureHash) *Redis {
 	return &c
 }
 
-// statusBitmap is the suffix of the shards' bitmap of the subscribers
-// with status st.
-func statusBitmap(st Status) string {
-	if st == Active {
-		return sfxActive
-	}
-	return sfxStatus + codeByStatus[st]
-}
-
 // PersonalData implements People.
 func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, error) {
 	sub, err := r.Get(ctx, email)
@@ -237,11 +228,11 @@ func (r *Redis) PersonalData(ctx context.Context, email string) (PersonalData, e
 	p.ZRemRangeByScore(ctx, sh.key(sfxSentKeys), "-inf", "("+ms(now.Add(-sharedSentTTL)))
 	sharedKeys := p.ZRange(ctx, sh.key(sfxSentKeys), 0, -1)
 	consent := p.HGet(ctx, consentKey(sub.ID), id)
-	own := p.ZRangeWithScores(ctx, sh.key(sfxMailLog+id), 0, -1)
-	fb := p.LRange(ctx, sh.key(sfxFeedbackLog+id), 0, -1)
-	soft := p.ZCount(ctx, sh.key(sfxSoft+id), ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
+	own := p.ZRangeWithScores(ctx, perPersonKey(sfxMailLog, sub.ID), 0, -1)
+	fb := p.LRange(ctx, perPersonKey(sfxFeedbackLog, sub.ID), 0, -1)
+	soft := p.ZCount(ctx, perPersonKey(sfxSoft, sub.ID), ms(now.Add(-DefaultSoftBounceWindow)), "+inf")
 	onboard := p.ZScore(ctx, sh.key(sfxOnboard), id)
-	clicks := p.ZRangeWithScores(ctx, sh.key(sfxEngPerson+id), 0, -1)
+	clicks := p.ZRangeWithScores(ctx, perPersonKey(sfxEngPerson, sub.ID), 0, -1)
 	if err := pipeErr(p.Exec(ctx)); err != nil {
 		return PersonalData{}, fmt.Errorf("personal data of subscriber %d: %w", sub.ID, err)
 	}
@@ -310,7 +301,9 @@ func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]Sen
 	}
 	p := r.rdb.Pipeline()
 	for _, k := range keys {
-		p.GetBit(ctx, idShard(id).key(sfxSent+k), idSlot(id))
+		// k is a member of sfxSentKeys: the mark's kind:key.
+		kind, key, _ := strings.Cut(k, ":")
+		p.GetBit(ctx, idShard(id).key(sharedSentSfx(kind, key)), idSlot(id))
 	}
 	cmds, err := p.Exec(ctx)
 	if err != nil {
@@ -324,10 +317,6 @@ func (r *Redis) sharedMails(ctx context.Context, id int64, keys []string) ([]Sen
 		}
 	}
 	return out, nil
-}
-
-func consentKey(id int64) string {
-	return idShard(id).key(sfxConsent + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
 }
 
 // eraseScript forgets one person (Erase): everything keyed by their id or

@@ -70,15 +70,6 @@ type Phones interface {
 	RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error
 }
 
-func phoneKey(id int64) string { return idShard(id).key(sfxPhone + strconv.FormatInt(id, 10)) }
-
-// numberKey is a number's state, in the shard of its hash: the state is
-// the number's, whoever gave it.
-func numberKey(number string) string {
-	sum := sha256.Sum256([]byte(number))
-	return shardOfSum(sum[:]).key(sfxNumber + number)
-}
-
 // setPhoneScript gives an active subscriber a number.
 //
 //	KEYS[1]  the id's shard's anchor
@@ -195,16 +186,6 @@ func (r *Redis) SetNumberState(ctx context.Context, number, state string) error 
 	return wrapErr("set a number's state", err)
 }
 
-// keySMSDay counts the texts of a day (+ YYYY-MM-DD, UTC) in all: the
-// service's cap (TakeSMSAllowance). Its own slot: one INCR a text.
-const keySMSDay = "nl:sms:day:"
-
-// numberDayKey counts the texts of a day to one number, beside its state.
-func numberDayKey(number, day string) string {
-	sum := sha256.Sum256([]byte(number))
-	return shardOfSum(sum[:]).key(sfxNumber + "day:" + day + ":" + number)
-}
-
 // takeAllowanceScript counts one text against a cap for the day.
 //
 //	KEYS[1]  the day's counter
@@ -240,7 +221,7 @@ func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNum
 	if ok == 0 {
 		return SMSCapPerNumberDay, nil
 	}
-	ok, err = takeAllowanceScript.Run(ctx, r.rdb, []string{keySMSDay + day}, perDay).Int()
+	ok, err = takeAllowanceScript.Run(ctx, r.rdb, []string{smsDayKey(day)}, perDay).Int()
 	if err != nil || ok == 0 {
 		// The number's count goes back: the text waits for another day.
 		if derr := r.rdb.Decr(ctx, numberDayKey(number, day)).Err(); derr != nil {
@@ -257,7 +238,7 @@ func (r *Redis) TakeSMSAllowance(ctx context.Context, number, day string, perNum
 // GiveSMSAllowance takes back what TakeSMSAllowance counted.
 func (r *Redis) GiveSMSAllowance(ctx context.Context, number, day string) error {
 	_, err1 := r.rdb.Decr(ctx, numberDayKey(number, day)).Result()
-	_, err2 := r.rdb.Decr(ctx, keySMSDay+day).Result()
+	_, err2 := r.rdb.Decr(ctx, smsDayKey(day)).Result()
 	return wrapErr("give back an SMS allowance", errors.Join(err1, err2))
 }
 
@@ -281,8 +262,6 @@ var (
 	// so guessing before the text is out learns nothing.
 	ErrCodeNotSent = errors.New("the code's text has not gone out yet")
 )
-
-func phoneCodeKey(id int64) string { return idShard(id).key(sfxPhoneCode + strconv.FormatInt(id, 10)) }
 
 // startCodeScript keeps a new code for a number.
 //
@@ -395,19 +374,15 @@ func (r *Redis) CheckPhoneCode(ctx context.Context, id int64, code string) (numb
 	return "", "", ErrNoCode
 }
 
-// keySMSCallback is a gateway callback acted on (+ its message SID and
-// what it said), kept for the replay window.
-const keySMSCallback = "nl:sms:callback:"
-
 // SMSCallbackSeen implements Phones.
 func (r *Redis) SMSCallbackSeen(ctx context.Context, key string) (bool, error) {
-	n, err := r.rdb.Exists(ctx, keySMSCallback+key).Result()
+	n, err := r.rdb.Exists(ctx, smsCallbackKey(key)).Result()
 	return n > 0, wrapErr("read an SMS callback", err)
 }
 
 // RememberSMSCallback implements Phones.
 func (r *Redis) RememberSMSCallback(ctx context.Context, key string, ttl time.Duration) error {
-	return wrapErr("remember an SMS callback", r.rdb.Set(ctx, keySMSCallback+key, "1", ttl).Err())
+	return wrapErr("remember an SMS callback", r.rdb.Set(ctx, smsCallbackKey(key), "1", ttl).Err())
 }
 
 // PendingPhoneCode is the number id's waiting code was sent to ("": none).

@@ -58,8 +58,6 @@ type PushSubscriptions interface {
 // subscriber's browsers (the eviction takes the lowest), the time it
 // subscribed, and its keys (base64url), separated by spaces.
 
-func pushKey(id int64) string { return idShard(id).key(sfxPush + strconv.FormatInt(id, 10)) }
-
 func encodePush(p PushSubscription) string {
 	enc := base64.RawURLEncoding
 	return ms(p.CreatedAt) + " " + enc.EncodeToString(p.P256DH) + " " + enc.EncodeToString(p.Auth)

@@ -103,7 +103,7 @@ func (r *Redis) withDayLeftBy(issue int64) func(a string, s shard) []string {
 		return r.withDay
 	}
 	return func(a string, s shard) []string {
-		return []string{a, r.dayKey(s), s.key(sfxLeftBy + strconv.FormatInt(issue, 10))}
+		return []string{a, r.dayKey(s), leftByKey(s, issue)}
 	}
 }
 

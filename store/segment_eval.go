@@ -71,9 +71,9 @@ func (r *Redis) planSegment(ctx context.Context, src string) (*segPlan, error) {
 		var sfx string
 		switch t.Kind {
 		case segment.Topic:
-			sfx = sfxTopic + t.Name
+			sfx = topicSfx(t.Name)
 		case segment.Tag:
-			sfx = sfxTag + t.Name
+			sfx = tagSfx(t.Name)
 		case segment.Status:
 			sfx = statusBitmap(Status(t.Name))
 		case segment.Joined:

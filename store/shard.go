@@ -28,13 +28,6 @@ const Shards = 64
 // counters.
 type shard int
 
-// prefix is what every key of the shard begins with.
-func (s shard) prefix() string { return fmt.Sprintf("nl:{s%02d}:", int(s)) }
-
-// key is the shard's key for suffix (one of the sfx constants of keys.go,
-// with its own suffix after it where it takes one).
-func (s shard) key(suffix string) string { return s.prefix() + suffix }
-
 // idShard is the shard of subscriber id: its id modulo Shards (newIDLua).
 func idShard(id int64) shard { return shard(id % Shards) }
 
@@ -126,16 +119,6 @@ func (r *Redis) byAddress(ctx context.Context, script *redis.Script, email strin
 	}
 	return nil, s, fmt.Errorf("%s: %w", email, errGone)
 }
-
-// anchor is the KEYS[1] of a subscriber script run in s: the scripts take
-// their shard from it (subscriberLua). It is the shard's id counter,
-// which tells a script run by address that the shard is the address's
-// home; visit is the one for a shard an index pointed to.
-func anchor(s shard) string { return s.key(sfxSeq) }
-
-// visit is anchor for a script run by address in a shard that is not the
-// address's home (byAddress). Nothing is stored under it.
-func visit(s shard) string { return s.key(sfxVisit) }
 
 // walkIDs finds, in id order, up to limit ids after `after` whose bits are
 // set in every term: a term is a list of bitmap suffixes (sfxActive,
@@ -353,7 +336,7 @@ func (r *Redis) audience(ctx context.Context, topicIDs []string) (int64, error) 
 	}
 	args := make([]any, len(topicIDs))
 	for i, t := range topicIDs {
-		args[i] = sfxTopic + t
+		args[i] = topicSfx(t)
 	}
 	shards := everyShard()
 	all := make([][]any, len(shards))

@@ -9,9 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// dayKey is the key of shard s's counters of today.
-func (r *Redis) dayKey(s shard) string { return s.key(sfxDay + r.now().UTC().Format(time.DateOnly)) }
-
 // statsScript counts one shard's subscribers of each status and topic
 // (Stats): BITCOUNT of each bitmap, and of each topic's AND the active one
 // (in a scratch key, deleted before the script ends).
@@ -55,7 +52,7 @@ func (r *Redis) StatsAndGrowth(ctx context.Context, ndays int) (Stats, []TopicGr
 		args = append(args, statusBitmap(st))
 	}
 	for _, t := range tl.ids {
-		args = append(args, sfxTopic+t)
+		args = append(args, topicSfx(t))
 	}
 	dayKeys := r.lastDays(ndays)
 	shards := everyShard()
@@ -125,7 +122,7 @@ func (r *Redis) daySums(ctx context.Context, dayKeys []string) ([]map[string]int
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, s := range shards {
 			for _, d := range dayKeys {
-				days[i] = append(days[i], p.HGetAll(ctx, s.key(sfxDay+d)))
+				days[i] = append(days[i], p.HGetAll(ctx, dayKeyOf(s, d)))
 			}
 		}
 		return nil

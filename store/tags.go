@@ -252,12 +252,6 @@ func (r *Redis) KnownTags(ctx context.Context) ([]string, error) {
 	return tags, nil
 }
 
-// bucketKey is the hash that holds id's value of a per-person store
-// packed as the records are (sfx: sfxTagList, sfxFieldValues).
-func bucketKey(sfx string, id int64) string {
-	return idShard(id).key(sfx + strconv.FormatInt(idSlot(id)/subsPerBucket, 10))
-}
-
 // bucketValues reads the values of ids in a packed per-person store (sfx),
 // lined up with ids ("" for none): one HMGET per bucket, one round trip.
 func (r *Redis) bucketValues(ctx context.Context, sfx string, ids []int64) ([]string, error) {

@@ -166,8 +166,6 @@ func (w Webhook) Check() error {
 	return nil
 }
 
-func webhookKey(id string) string { return prefixWebhook + id }
-
 // addWebhookScript registers an endpoint.
 //
 //	KEYS[1]  keyWebhooks
@@ -315,8 +313,6 @@ func (r *Redis) DeleteWebhook(ctx context.Context, id string) error {
 	}
 	return nil
 }
-
-func webhookDeliveriesKey(id string) string { return prefixWebhookLog + id }
 
 // recordDeliveryScript keeps one attempt in an endpoint's log.
 //
