@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
@@ -73,6 +74,10 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ListJobs:       listjobs.NewJobs(rdb),
+		Checks:         testChannelChecks(reg),
+	}
+	if cfg.SMSCodesPerClient == 0 {
+		cfg.SMSCodesPerClient = sms.DefaultCodesPerClient // the binary's default
 	}
 	if more != nil {
 		more(&deps)
