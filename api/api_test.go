@@ -86,6 +86,12 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 		deps.Webhooks = &webhooks.Service{Store: st, Queue: deps.Queue, Guard: cfg.Endpoints, NewSecret: webhook.NewSecret, Now: deps.Now}
 	}
 	s := New(cfg, deps)
+	if cfg.SMSAuthToken != "" { // beside the API, as the binary mounts it
+		s.Handle("POST "+sms.CallbackPath, &sms.CallbackHandler{
+			AuthToken: cfg.SMSAuthToken, Origin: cfg.Origin, Store: st, Log: deps.Log,
+			States: sms.NumberStates{Stopped: store.NumberStopped, On: store.NumberOn, Retired: store.NumberRetired},
+		})
+	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}

@@ -96,8 +96,9 @@ type Config struct {
 	// ArchiveRecheck is how often the archive's cache looks for newly
 	// sent issues (default DefaultArchiveRecheck).
 	ArchiveRecheck time.Duration
-	// SMSAuthToken checks the SMS gateway's signed callbacks
-	// (NEWSLETTER_SMS_AUTH_TOKEN); empty: SMS off, no callback route.
+	// SMSAuthToken is NEWSLETTER_SMS_AUTH_TOKEN; empty: SMS off. The
+	// gateway's signed callbacks are the SMS channel's handler
+	// (sms.CallbackHandler), which the binary mounts beside the API.
 	// SMSMaxSegments caps an event's text (its title and link), checked
 	// when the event is posted.
 	SMSAuthToken   string
@@ -295,7 +296,6 @@ func (s *Server) routes() {
 	s.pushRoutes()
 	s.deviceRoutes()
 	s.phoneRoutes()
-	s.smsRoutes()
 	s.phoneCodeRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()

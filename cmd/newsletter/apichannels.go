@@ -43,3 +43,18 @@ func browserPushSubscription(b []byte) (store.PushSubscription, error) {
 	}
 	return store.PushSubscription{Endpoint: sub.Endpoint, P256DH: sub.P256DH, Auth: sub.Auth}, nil
 }
+
+// mountSMSCallbacks serves the SMS gateway's signed callbacks (STOP,
+// START, a number's delivery status) beside the API, with SMS on: the
+// handler, its body cap, signature check and replay keys are the SMS
+// channel's; the numbers' states are the store's.
+func mountSMSCallbacks(a *app, srv *api.Server, st sms.CallbackStore) {
+	token := smsAuthToken(a.cfg.Config)
+	if token == "" {
+		return
+	}
+	srv.Handle("POST "+sms.CallbackPath, &sms.CallbackHandler{
+		AuthToken: token, Origin: a.cfg.BaseURL, Store: st, Log: a.log,
+		States: sms.NumberStates{Stopped: store.NumberStopped, On: store.NumberOn, Retired: store.NumberRetired},
+	})
+}
