@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
@@ -73,6 +74,10 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ListJobs:       listjobs.NewJobs(rdb),
+		Checks:         testChannelChecks(reg),
+	}
+	if cfg.SMSCodesPerClient == 0 {
+		cfg.SMSCodesPerClient = sms.DefaultCodesPerClient // the binary's default
 	}
 	if more != nil {
 		more(&deps)
@@ -81,6 +86,12 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 		deps.Webhooks = &webhooks.Service{Store: st, Queue: deps.Queue, Guard: cfg.Endpoints, NewSecret: webhook.NewSecret, Now: deps.Now}
 	}
 	s := New(cfg, deps)
+	if cfg.SMSAuthToken != "" { // beside the API, as the binary mounts it
+		s.Handle("POST "+sms.CallbackPath, &sms.CallbackHandler{
+			AuthToken: cfg.SMSAuthToken, Origin: cfg.Origin, Store: st, Log: deps.Log,
+			States: sms.NumberStates{Stopped: store.NumberStopped, On: store.NumberOn, Retired: store.NumberRetired},
+		})
+	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}

@@ -50,7 +50,7 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	platform, tok := strings.TrimSpace(in.get("platform")), strings.TrimSpace(in.get("token"))
-	if err := CheckDevice(platform, tok); err != nil {
+	if err := s.checkDevice(platform, tok); err != nil {
 		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/textcheck"
@@ -152,7 +151,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every event may be pushed to browsers and app installs: a URL no
 	// push message can carry would make each reader's push a dead letter.
-	if err := pushable(title, link); err != nil {
+	if err := s.pushable(title, link); err != nil {
 		webjson.Write(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
 		return
 	}
@@ -164,7 +163,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 	// With SMS on, any reader who chose texts may be texted the title
 	// and link: one over the cap would be a dead letter each.
 	if s.cfg.SMSAuthToken != "" && (len(channels) == 0 || slices.Contains(channels, store.ChannelSMS)) {
-		if err := sms.CheckLength(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
+		if err := s.deps.Checks.SMSText(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
 			webjson.Write(w, http.StatusBadRequest, errorBody("too long for a text message (title and url): "+err.Error()+`; shorten it, or leave SMS out with "channels"`))
 			return
 		}

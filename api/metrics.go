@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/newsletter/newsletter/channels/sms"
 )
 
 // Metrics are the HTTP metrics, labelled by route pattern.
@@ -15,9 +13,6 @@ type Metrics struct {
 	Duration *prometheus.HistogramVec
 	// Honeypot counts signups that filled the form's hidden field.
 	Honeypot prometheus.Counter
-	// SMSCapReached counts the codes refused at the per-client cap
-	// (newsletter_sms_cap_reached_total{cap="per_client"}).
-	SMSCapReached *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg (nil: not registered).
@@ -34,8 +29,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsletter_signup_honeypot_total", Help: "Signups that filled the form's hidden field: bots, answered 202 and dropped.",
 		}),
 	}
-	m.SMSCapReached = sms.CapReachedMetric(reg)
-	m.SMSCapReached.WithLabelValues(sms.CapPerClient)
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Duration, m.Honeypot)
 	}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/phone"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -84,7 +83,7 @@ func (s *Server) preferencesPhone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok, wait := s.texting.Allow(s.cfg.Clients.Key(r)); !ok {
-		s.deps.Metrics.SMSCapReached.WithLabelValues(sms.CapPerClient).Inc()
+		s.deps.Checks.SMSCodeCapped()
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		s.renderPreferences(w, r, http.StatusTooManyRequests, tok, sub, "", "Too many codes were texted from your address: try again later.")
 		return

@@ -9,7 +9,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 )
@@ -105,7 +104,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusForbidden, "cross-site request refused: use the link in any of our mails")
 		return
 	}
-	sub, err := webpush.ParseSubscription([]byte(in.get("subscription")))
+	sub, err := s.deps.Checks.PushSubscription([]byte(in.get("subscription")))
 	if err != nil {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -117,7 +116,7 @@ func (s *Server) pushSubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	person, err := s.subscriberOf(ctx, who)
 	if err == nil {
-		err = s.deps.Store.AddPushSubscription(ctx, person.ID, store.PushSubscription{Endpoint: sub.Endpoint, P256DH: sub.P256DH, Auth: sub.Auth})
+		err = s.deps.Store.AddPushSubscription(ctx, person.ID, sub)
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNotActive):

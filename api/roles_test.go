@@ -144,6 +144,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
 		Imports: csvimport.NewJobs(rdb), SettingsStore: st,
 		Webhooks: &webhooks.Service{Store: st, Queue: client, NewSecret: webhook.NewSecret},
+		Checks:   testChannelChecks(nil),
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

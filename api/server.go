@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"mime"
@@ -12,7 +11,6 @@ import (
 	"github.com/newsletter/newsletter/internal/webjson"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
-	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/clientip"
@@ -98,8 +96,9 @@ type Config struct {
 	// ArchiveRecheck is how often the archive's cache looks for newly
 	// sent issues (default DefaultArchiveRecheck).
 	ArchiveRecheck time.Duration
-	// SMSAuthToken checks the SMS gateway's signed callbacks
-	// (NEWSLETTER_SMS_AUTH_TOKEN); empty: SMS off, no callback route.
+	// SMSAuthToken is NEWSLETTER_SMS_AUTH_TOKEN; empty: SMS off. The
+	// gateway's signed callbacks are the SMS channel's handler
+	// (sms.CallbackHandler), which the binary mounts beside the API.
 	// SMSMaxSegments caps an event's text (its title and link), checked
 	// when the event is posted.
 	SMSAuthToken   string
@@ -107,7 +106,8 @@ type Config struct {
 	// SMSCountries are the countries whose numbers may be given
 	// (NEWSLETTER_SMS_COUNTRIES; none: any). SMSCodesPerClient caps the
 	// codes one client address may have texted in an hour
-	// (NEWSLETTER_SMS_CODES_PER_CLIENT; 0: sms.DefaultCodesPerClient).
+	// (NEWSLETTER_SMS_CODES_PER_CLIENT, whose default the binary gives;
+	// less than 1: 1).
 	SMSCountries      phone.Countries
 	SMSCodesPerClient int
 	// DKIMDomain is NEWSLETTER_DKIM_DOMAIN: a From saved in the settings
@@ -205,6 +205,9 @@ type Deps struct {
 	// Config.Topics is the same catalog where there is one.
 	Catalog   *catalog.Live
 	Templates catalog.BuiltinTemplates
+	// Checks are the channels' rules for what a client hands in, and
+	// the SMS channel's counter of codes refused.
+	Checks ChannelChecks
 }
 
 // Server is the HTTP API.
@@ -243,6 +246,9 @@ func New(cfg Config, d Deps) *Server {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
+	if d.Checks.SMSCodeCapped == nil {
+		d.Checks.SMSCodeCapped = func() {}
+	}
 	if cfg.Publisher == "" {
 		cfg.Publisher = "Newsletter"
 	}
@@ -260,7 +266,7 @@ func New(cfg Config, d Deps) *Server {
 		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 		s.leaving = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 	}
-	s.texting = ratelimit.New(cmp.Or(max(cfg.SMSCodesPerClient, 0), sms.DefaultCodesPerClient), time.Hour, d.Now)
+	s.texting = ratelimit.New(max(cfg.SMSCodesPerClient, 1), time.Hour, d.Now)
 	s.routes()
 	return s
 }
@@ -290,7 +296,6 @@ func (s *Server) routes() {
 	s.pushRoutes()
 	s.deviceRoutes()
 	s.phoneRoutes()
-	s.smsRoutes()
 	s.phoneCodeRoutes()
 	s.webhookRoutes()
 	s.auditRoutes()

@@ -212,7 +212,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 	}
 	if c := a.cfg.SMS; c != nil {
 		d.SMS = &sms.Client{BaseURL: c.URL, AccountSID: c.AccountSID, AuthToken: c.AuthToken, From: c.From,
-			StatusCallback: a.cfg.BaseURL + smsCallbackPath}
+			StatusCallback: a.cfg.BaseURL + sms.CallbackPath}
 		d.SMSLimits = worker.SMSLimits{MaxSegments: c.MaxSegments, PerNumberDay: c.PerNumberDay, PerDay: c.PerDay}
 		d.Quiet = quiet.New(a.cfg.Quiet) // the reader's quiet hours hold texts too
 	}
@@ -314,9 +314,10 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs:   listjobs.NewJobs(a.rdb),
 		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
-		Engagement: apiStore, Webhooks: hooks,
+		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg),
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
+	mountSMSCallbacks(a, srv, apiStore)
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}

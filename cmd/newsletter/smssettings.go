@@ -13,10 +13,6 @@ func smsAuthToken(c *config.Config) string {
 	return c.SMS.AuthToken
 }
 
-// smsCallbackPath is where the gateway posts a text's status (the route
-// api's smsRoutes serves).
-const smsCallbackPath = "/feedback/sms"
-
 // smsCountries are the countries numbers may be given for; none without
 // SMS.
 func smsCountries(c *config.Config) phone.Countries {

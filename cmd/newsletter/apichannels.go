@@ -1,0 +1,60 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/sms"
+	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/store"
+)
+
+// apiChannelChecks hands the API the channels' rules for what a client
+// hands in, and the SMS channel's per-client cap counter (registered on
+// reg, where the sms lane counts its daily caps): the API imports no
+// channel package.
+func apiChannelChecks(reg prometheus.Registerer) api.ChannelChecks {
+	return api.ChannelChecks{
+		DeviceTokens: map[string]func(string) error{
+			store.PlatformFCM:  fcm.ValidToken,
+			store.PlatformAPNs: apns.ValidToken,
+		},
+		PushFits:         []func(title, link string) error{webpush.CheckEvent, apnsFits, fcmFits},
+		PushSubscription: browserPushSubscription,
+		SMSText:          sms.CheckLength,
+		// Made at start, so the per-client series is exported at 0.
+		SMSCodeCapped: sms.CapReachedMetric(reg).WithLabelValues(sms.CapPerClient).Inc,
+	}
+}
+
+// apnsFits and fcmFits say whether an event's notification fits an APNs
+// or FCM message.
+func apnsFits(title, link string) error { return apns.Fits(apns.Notification{Title: title, URL: link}) }
+func fcmFits(title, link string) error  { return fcm.Fits(fcm.Notification{Title: title, URL: link}) }
+
+// browserPushSubscription reads and checks a browser's PushSubscription
+// JSON (webpush.ParseSubscription) as the store keeps it.
+func browserPushSubscription(b []byte) (store.PushSubscription, error) {
+	sub, err := webpush.ParseSubscription(b)
+	if err != nil {
+		return store.PushSubscription{}, err
+	}
+	return store.PushSubscription{Endpoint: sub.Endpoint, P256DH: sub.P256DH, Auth: sub.Auth}, nil
+}
+
+// mountSMSCallbacks serves the SMS gateway's signed callbacks (STOP,
+// START, a number's delivery status) beside the API, with SMS on: the
+// handler, its body cap, signature check and replay keys are the SMS
+// channel's; the numbers' states are the store's.
+func mountSMSCallbacks(a *app, srv *api.Server, st sms.CallbackStore) {
+	token := smsAuthToken(a.cfg.Config)
+	if token == "" {
+		return
+	}
+	srv.Handle("POST "+sms.CallbackPath, &sms.CallbackHandler{
+		AuthToken: token, Origin: a.cfg.BaseURL, Store: st, Log: a.log,
+		States: sms.NumberStates{Stopped: store.NumberStopped, On: store.NumberOn, Retired: store.NumberRetired},
+	})
+}
