@@ -46,22 +46,23 @@ func (r *Redis) AudienceByShard(ctx context.Context, topicIDs []string, after in
 	return ids, nil
 }
 
-// SubscribersByID implements Digests: one HMGET per record bucket of the
-// ids, and each topic's bitmap over the stretch of each shard the ids
-// cover (a batch's ids are close together), all in one pipeline.
-func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
-	tl := r.tl() // one list throughout, though the console changes it meanwhile
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	type bucket struct {
-		fields []string
-		at     []int
-	}
-	type stretch struct{ lo, hi int64 } // bytes of the shard's bitmaps
-	var order []string
-	buckets := map[string]*bucket{}
-	stretches := map[shard]*stretch{}
+// recordBucket is the ids SubscribersByID reads from one record bucket:
+// their fields (ids as text) and where each stands in the ids asked.
+type recordBucket struct {
+	fields []string
+	at     []int
+}
+
+// byteStretch is the bytes lo..hi of a shard's bitmaps that a batch's
+// ids cover.
+type byteStretch struct{ lo, hi int64 }
+
+// groupByBucket groups ids by their record bucket (order: the buckets'
+// keys, first seen first) and by shard the stretch of bitmap bytes they
+// cover. Ids of 0 or below (no such subscriber) are left out.
+func groupByBucket(ids []int64) (order []string, buckets map[string]*recordBucket, stretches map[shard]*byteStretch) {
+	buckets = map[string]*recordBucket{}
+	stretches = map[shard]*byteStretch{}
 	for i, id := range ids {
 		if id <= 0 {
 			continue // no such subscriber: ID 0
@@ -70,7 +71,7 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		key := bucketKey(sfxSubs, id)
 		b, ok := buckets[key]
 		if !ok {
-			b = &bucket{}
+			b = &recordBucket{}
 			buckets[key] = b
 			order = append(order, key)
 		}
@@ -78,11 +79,23 @@ func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber,
 		b.at = append(b.at, i)
 		at := idSlot(id) / 8
 		if st, ok := stretches[s]; !ok {
-			stretches[s] = &stretch{at, at}
+			stretches[s] = &byteStretch{at, at}
 		} else {
 			st.lo, st.hi = min(st.lo, at), max(st.hi, at)
 		}
 	}
+	return order, buckets, stretches
+}
+
+// SubscribersByID implements Digests: one HMGET per record bucket of the
+// ids, and each topic's bitmap over the stretch of each shard the ids
+// cover (a batch's ids are close together), all in one pipeline.
+func (r *Redis) SubscribersByID(ctx context.Context, ids []int64) ([]Subscriber, error) {
+	tl := r.tl() // one list throughout, though the console changes it meanwhile
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	order, buckets, stretches := groupByBucket(ids)
 	cmds := make([]*redis.SliceCmd, len(order))
 	tags := make([]*redis.SliceCmd, len(order))
 	fields := make([]*redis.SliceCmd, len(order))

@@ -7,7 +7,13 @@
 // marks), Digests, Suppressions and PushSubscriptions (each subscriber's
 // browsers for web push); Store is all of them. Redis implements it (every
 // state change one Lua script, above the method that runs it; the
-// preludes they share in scripts.go; the key layout in keys.go) and passes the contract suite (store/storetest). It is the one
+// preludes they share in scripts.go; the key layout in keys.go, where
+// every key is built) and passes the contract suite (store/storetest).
+// Its files go by domain, each named for the keys it owns
+// (subscriptions.go, holds.go, outbox.go, marks.go, people.go, stats.go,
+// issues.go, issue_sending.go, digest.go, items.go, audience.go,
+// segments.go, feeds.go, engagement.go, phones.go, devices.go, push.go,
+// webhooks.go, feedback.go, accounts.go, catalog.go …). It is the one
 // store: tests run on it over Redis or miniredis, with
 // internal/testkit/redisfault to take Redis away.
 //

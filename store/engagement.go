@@ -401,65 +401,15 @@ func (r *Redis) IssueEngagement(ctx context.Context, issueID int64) (Engagement,
 	}
 	out := Engagement{Links: []LinkStat{}, Hours: []HourCount{}, UniqueClickers: all.Val(), UniqueOpeners: openers.Val()}
 	stats := map[int]*LinkStat{}
-	stat := func(i int) *LinkStat {
-		if s, ok := stats[i]; ok {
-			return s
-		}
-		s := &LinkStat{Index: i}
-		stats[i] = s
-		return s
-	}
 	for i, u := range links.Val() {
-		stat(i).URL = u
+		linkStat(stats, i).URL = u
 	}
-	for field, v := range counts.Val() {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return Engagement{}, fmt.Errorf("engagement of issue %d: counter %s: %w", issueID, field, err)
-		}
-		kind, idx, _ := strings.Cut(field, ":")
-		switch kind {
-		case "o":
-			out.Opens = n
-		case "mo":
-			out.MachineOpens = n
-		case "c", "m":
-			i, err := strconv.Atoi(idx)
-			if err != nil || i < 0 {
-				return Engagement{}, fmt.Errorf("engagement of issue %d: counter %s: not a link", issueID, field)
-			}
-			if kind == "c" {
-				stat(i).Clicks = n
-				out.Clicks += n
-			} else {
-				stat(i).MachineClicks = n
-				out.MachineClicks += n
-			}
-		}
+	if err := addEngagementCounts(&out, stats, counts.Val()); err != nil {
+		return Engagement{}, fmt.Errorf("engagement of issue %d: %w", issueID, err)
 	}
-	byHour := map[int64]*HourCount{}
-	for field, v := range hours.Val() {
-		n, err1 := strconv.ParseInt(v, 10, 64)
-		h, kind, _ := strings.Cut(field, ":")
-		hour, err2 := strconv.ParseInt(h, 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return Engagement{}, fmt.Errorf("engagement of issue %d: hour %s: %w", issueID, field, err)
-		}
-		c, ok := byHour[hour]
-		if !ok {
-			c = &HourCount{Hour: time.Unix(hour*3600, 0).UTC()}
-			byHour[hour] = c
-		}
-		switch kind {
-		case "c":
-			c.Clicks = n
-		case "m":
-			c.MachineClicks = n
-		case "o":
-			c.Opens = n
-		case "mo":
-			c.MachineOpens = n
-		}
+	byHour, err := engagementHours(hours.Val())
+	if err != nil {
+		return Engagement{}, fmt.Errorf("engagement of issue %d: %w", issueID, err)
 	}
 	for _, h := range slices.Sorted(mapKeys(byHour)) {
 		out.Hours = append(out.Hours, *byHour[h])
@@ -481,4 +431,74 @@ func (r *Redis) IssueEngagement(ctx context.Context, issueID int64) (Engagement,
 		}
 	}
 	return out, nil
+}
+
+// linkStat is link i's entry of stats, made on first use.
+func linkStat(stats map[int]*LinkStat, i int) *LinkStat {
+	if s, ok := stats[i]; ok {
+		return s
+	}
+	s := &LinkStat{Index: i}
+	stats[i] = s
+	return s
+}
+
+// addEngagementCounts reads the issue's counters hash (sfxEngCounts) into
+// out's totals and each link's entry of stats.
+func addEngagementCounts(out *Engagement, stats map[int]*LinkStat, counts map[string]string) error {
+	for field, v := range counts {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("counter %s: %w", field, err)
+		}
+		kind, idx, _ := strings.Cut(field, ":")
+		switch kind {
+		case "o":
+			out.Opens = n
+		case "mo":
+			out.MachineOpens = n
+		case "c", "m":
+			i, err := strconv.Atoi(idx)
+			if err != nil || i < 0 {
+				return fmt.Errorf("counter %s: not a link", field)
+			}
+			if kind == "c" {
+				linkStat(stats, i).Clicks = n
+				out.Clicks += n
+			} else {
+				linkStat(stats, i).MachineClicks = n
+				out.MachineClicks += n
+			}
+		}
+	}
+	return nil
+}
+
+// engagementHours reads the issue's hourly hash (sfxEngHours) by hour.
+func engagementHours(hours map[string]string) (map[int64]*HourCount, error) {
+	byHour := map[int64]*HourCount{}
+	for field, v := range hours {
+		n, err1 := strconv.ParseInt(v, 10, 64)
+		h, kind, _ := strings.Cut(field, ":")
+		hour, err2 := strconv.ParseInt(h, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("hour %s: %w", field, err)
+		}
+		c, ok := byHour[hour]
+		if !ok {
+			c = &HourCount{Hour: time.Unix(hour*3600, 0).UTC()}
+			byHour[hour] = c
+		}
+		switch kind {
+		case "c":
+			c.Clicks = n
+		case "m":
+			c.MachineClicks = n
+		case "o":
+			c.Opens = n
+		case "mo":
+			c.MachineOpens = n
+		}
+	}
+	return byHour, nil
 }

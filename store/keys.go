@@ -276,7 +276,7 @@ const (
 	prefix2FAClient  = "nl:{acct}:2fc:"    // + SHA-256 of a client's key (128 bits): its second-factor tries in the window
 )
 
-// An issue's engagement (engagement_redis.go), counted in aggregate under
+// An issue's engagement (engagement.go), counted in aggregate under
 // a hash tag of the issue's own, {eID}: one issue's counters share a slot
 // (its flush is one script), and the issues spread over the cluster. The
 // readers behind the unique counts are HyperLogLogs of a keyed hash of

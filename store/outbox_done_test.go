@@ -36,7 +36,12 @@ func (h *outboxArgs) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (h *outboxArgs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
 		err := next(ctx, c)
-		h.count(c)
+		// go-redis may set a command's error only after its hooks
+		// return: an EVALSHA answered NOSCRIPT (then sent again as
+		// EVAL) shows it in err alone, and ran nothing.
+		if err == nil {
+			h.count(c)
+		}
 		return err
 	}
 }

@@ -118,24 +118,59 @@ func (r *Redis) Search(ctx context.Context, q SearchQuery) (SearchPage, error) {
 // selection and needs no total per page).
 func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (SearchPage, error) {
 	p := searchPrefix(q.Q)
+	if err := r.checkSearch(q, p); err != nil {
+		return SearchPage{}, err
+	}
+	back := q.Before != ""
+	hits, err := r.searchHits(ctx, q, p, back)
+	if err != nil {
+		return SearchPage{}, err
+	}
+	page := searchPageOf(q, hits, back)
+	if counted && q.Status == "" && q.Topic == "" {
+		n, err := r.searchCount(ctx, p)
+		if err != nil {
+			return SearchPage{}, err
+		}
+		page.Total = n
+	}
+	return page, nil
+}
+
+// checkSearch refuses a query search cannot answer (ErrBadQuery); p is
+// its prefix as the index keeps it (searchPrefix).
+func (r *Redis) checkSearch(q SearchQuery, p string) error {
 	switch {
 	case p == "" || len(p) > MaxSearchQuery:
-		return SearchPage{}, fmt.Errorf("%w: a search needs 1 to %d characters", ErrBadQuery, MaxSearchQuery)
+		return fmt.Errorf("%w: a search needs 1 to %d characters", ErrBadQuery, MaxSearchQuery)
 	case q.Limit < 1 || q.Limit > MaxSubscriberPage:
-		return SearchPage{}, fmt.Errorf("%w: limit %d (want 1..%d)", ErrBadQuery, q.Limit, MaxSubscriberPage)
+		return fmt.Errorf("%w: limit %d (want 1..%d)", ErrBadQuery, q.Limit, MaxSubscriberPage)
 	case q.After != "" && q.Before != "":
-		return SearchPage{}, fmt.Errorf("%w: after or before, not both", ErrBadQuery)
+		return fmt.Errorf("%w: after or before, not both", ErrBadQuery)
 	case q.Status != "" && !q.Status.Valid():
-		return SearchPage{}, fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
+		return fmt.Errorf("%w: unknown status %q", ErrBadQuery, q.Status)
 	case q.Topic != "" && !slices.Contains(r.tl().ids, q.Topic):
-		return SearchPage{}, fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
+		return fmt.Errorf("%w: unknown topic %q", ErrBadQuery, q.Topic)
 	}
 	for _, c := range []string{q.After, q.Before} {
 		if k, _, ok := splitMember(c); c != "" && (!ok || !strings.HasPrefix(k, p)) {
-			return SearchPage{}, fmt.Errorf("%w: the cursor is not one of this search's", ErrBadQuery)
+			return fmt.Errorf("%w: the cursor is not one of this search's", ErrBadQuery)
 		}
 	}
-	back := q.Before != ""
+	return nil
+}
+
+// searchHit is one person a search found, under the index member that
+// found them (the page's cursors).
+type searchHit struct {
+	member string
+	sub    Subscriber
+}
+
+// searchHits walks the index from the query's cursor (backwards: back)
+// and answers the people who match, limit+1 at most: the one past the
+// page tells there is another.
+func (r *Redis) searchHits(ctx context.Context, q SearchQuery, p string, back bool) ([]searchHit, error) {
 	// Bounds of the walk: [p … (p\xff holds every key beginning with p
 	// (UTF-8 has no byte 0xff).
 	lo, hi := "["+p, "("+p+"\xff"
@@ -148,16 +183,12 @@ func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (Search
 	keep := func(sub Subscriber) bool {
 		return (q.Status == "" || sub.Status == q.Status) && (q.Topic == "" || slices.Contains(sub.Topics, q.Topic))
 	}
-	type hit struct {
-		member string
-		sub    Subscriber
-	}
-	var hits []hit // limit+1 at most: the one past the page tells there is another
+	var hits []searchHit
 	want := q.Limit + 1
 	for len(hits) < want {
 		members, more, err := r.searchRange(ctx, lo, hi, want, back)
 		if err != nil {
-			return SearchPage{}, err
+			return nil, err
 		}
 		if len(members) == 0 {
 			break
@@ -168,14 +199,14 @@ func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (Search
 		}
 		subs, err := r.SubscribersByID(ctx, ids)
 		if err != nil {
-			return SearchPage{}, fmt.Errorf("search: %w", err)
+			return nil, fmt.Errorf("search: %w", err)
 		}
 		for i, m := range members {
 			key, _, _ := splitMember(m)
 			// An id erased or renamed between the two reads matches
 			// none of its keys here: skipped.
 			if subs[i].ID != 0 && firstMatch(subs[i], p) == key && keep(subs[i]) {
-				hits = append(hits, hit{m, subs[i]})
+				hits = append(hits, searchHit{m, subs[i]})
 				if len(hits) == want {
 					break
 				}
@@ -191,6 +222,12 @@ func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (Search
 			lo = "(" + last
 		}
 	}
+	return hits, nil
+}
+
+// searchPageOf is the page of hits (limit+1 at most, in walk order) with
+// its cursors; its Total is left unknown (-1).
+func searchPageOf(q SearchQuery, hits []searchHit, back bool) SearchPage {
 	extra := len(hits) > q.Limit
 	hits = hits[:min(len(hits), q.Limit)]
 	if back {
@@ -218,14 +255,7 @@ func (r *Redis) search(ctx context.Context, q SearchQuery, counted bool) (Search
 			page.Next = hits[len(hits)-1].member
 		}
 	}
-	if counted && q.Status == "" && q.Topic == "" {
-		n, err := r.searchCount(ctx, p)
-		if err != nil {
-			return SearchPage{}, err
-		}
-		page.Total = n
-	}
-	return page, nil
+	return page
 }
 
 // searchRange reads up to n members between lo and hi (ZRANGEBYLEX

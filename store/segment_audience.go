@@ -118,59 +118,71 @@ func (r *Redis) SegmentAudienceByShard(ctx context.Context, expr string, after i
 		}
 		sb := ahead[0]
 		ahead = ahead[1:]
-		b := p.eval(p.expr.Root, sb)
-		active := sb.maps[0]
-		one := map[shard]*shardBits{s: sb}
-		type cand struct {
-			id    int64
-			doubt bool
-		}
-		var cands []cand
-		flush := func() error {
-			var doubt []int64
-			for _, c := range cands {
-				if c.doubt {
-					doubt = append(doubt, c.id)
-				}
-			}
-			var ok []bool
-			if len(doubt) > 0 {
-				if ok, err = r.decide(ctx, p, doubt, one); err != nil {
-					return err
-				}
-			}
-			k := 0
-			for _, c := range cands {
-				if c.doubt {
-					k++
-					if !ok[k-1] {
-						continue
-					}
-				}
-				if len(out) < limit {
-					out = append(out, c.id)
-				}
-			}
-			cands = cands[:0]
-			return nil
-		}
-		for slot := from; slot < int64(len(sb.all))*8 && len(out) < limit; slot++ {
-			i, m := slot/8, byte(0x80>>(slot%8))
-			if active[i]&m == 0 || b.hi[i]&m == 0 {
-				continue
-			}
-			cands = append(cands, cand{idAt(s, slot), b.lo[i]&m == 0})
-			// Decided when they may fill the page, or a round trip's
-			// worth: not one by one as the page nears full.
-			if len(cands) >= min(max(limit-len(out), 256), decideChunk) {
-				if err := flush(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if err := flush(); err != nil {
+		if out, err = r.shardSegmentAudience(ctx, p, s, sb, from, out, limit); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// shardSegmentAudience appends to out, up to limit, the active people of
+// shard s (its bitmaps sb) from slot from on whom p holds for, in slot
+// order: those p surely holds for at once, those in doubt decided a chunk
+// at a time.
+func (r *Redis) shardSegmentAudience(ctx context.Context, p *segPlan, s shard, sb *shardBits, from int64, out []int64, limit int) ([]int64, error) {
+	b := p.eval(p.expr.Root, sb)
+	active := sb.maps[0]
+	one := map[shard]*shardBits{s: sb}
+	type cand struct {
+		id    int64
+		doubt bool
+	}
+	var cands []cand
+	flush := func() error {
+		var doubt []int64
+		for _, c := range cands {
+			if c.doubt {
+				doubt = append(doubt, c.id)
+			}
+		}
+		var ok []bool
+		if len(doubt) > 0 {
+			var err error
+			if ok, err = r.decide(ctx, p, doubt, one); err != nil {
+				return err
+			}
+		}
+		k := 0
+		for _, c := range cands {
+			if c.doubt {
+				k++
+				if !ok[k-1] {
+					continue
+				}
+			}
+			if len(out) < limit {
+				out = append(out, c.id)
+			}
+		}
+		cands = cands[:0]
+		return nil
+	}
+	for slot := from; slot < int64(len(sb.all))*8 && len(out) < limit; slot++ {
+		i, m := slot/8, byte(0x80>>(slot%8))
+		if active[i]&m == 0 || b.hi[i]&m == 0 {
+			continue
+		}
+		cands = append(cands, cand{idAt(s, slot), b.lo[i]&m == 0})
+		// Decided when they may fill the page, or a round trip's
+		// worth: not one by one as the page nears full.
+		if len(cands) >= min(max(limit-len(out), 256), decideChunk) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -18,9 +18,9 @@ const Layout = 4
 
 // UpgradeFrom is the release that brings data in an older layout (2 or 3,
 // as upgradeFromLayout1 left it) up to this one: the last commit with the
-// upgrade code. Its start-up, as its `newsletter migrate` (which checks
-// the source the same way before it copies), moves the data into layout 4
-// before it goes on; this version then reads it.
+// upgrade code. Its start-up, and its `newsletter migrate` (which checks
+// the source the same way before it copies), move the data into layout 4
+// before they go on; this version then reads it.
 const UpgradeFrom = "d127c22"
 
 // upgradeFromLayout1 is the release that brought layout-1 data up to
