@@ -22,8 +22,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
+	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/clientip"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
@@ -60,6 +62,13 @@ func newEnv(t *testing.T, cfg Config) *env { t.Helper(); return newEnvWith(t, cf
 // newEnvWith is newEnv with deps changed by more (when not nil).
 func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	t.Helper()
+	return newEnvWithProviders(t, cfg, nil, more)
+}
+
+// newEnvWithProviders is newEnvWith with the e-mail providers' webhooks
+// mounted beside the API, as the binary mounts them.
+func newEnvWithProviders(t *testing.T, cfg Config, providers map[string]feedback.ProviderWebhook, more func(*Deps)) *env {
+	t.Helper()
 	rdb, _ := redistest.New(t, redistest.DBAPI)
 	st := store.NewRedis(rdb).WithTopics(cfg.Topics)
 	client := asynq.NewClientFromRedisClient(rdb)
@@ -85,7 +94,18 @@ func newEnvWith(t *testing.T, cfg Config, more func(*Deps)) *env {
 	if deps.Webhooks == nil {
 		deps.Webhooks = &webhooks.Service{Store: st, Queue: deps.Queue, Guard: cfg.Endpoints, NewSecret: webhook.NewSecret, Now: deps.Now}
 	}
+	if len(providers) > 0 && deps.Guard == nil { // New's, made here to share it with the providers' webhooks
+		deps.Guard = adminauth.New(cfg.AdminToken, cfg.Clients.Key, deps.Now)
+		if deps.Tokens != nil {
+			deps.Guard.WithTokens(deps.Tokens)
+		}
+	}
 	s := New(cfg, deps)
+	for name, wh := range providers {
+		s.Handle("POST /webhooks/"+name, &feedback.WebhookHandler{
+			Source: name, Webhook: wh, Queue: testProviderEvents{deps.Queue}, Failures: deps.Guard, Log: deps.Log,
+		})
+	}
 	if cfg.SMSAuthToken != "" { // beside the API, as the binary mounts it
 		s.Handle("POST "+sms.CallbackPath, &sms.CallbackHandler{
 			AuthToken: cfg.SMSAuthToken, Origin: cfg.Origin, Store: st, Log: deps.Log,

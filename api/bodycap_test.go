@@ -88,8 +88,7 @@ func (b neverEnding) Read(p []byte) (int, error) {
 // body answers a declared length over its cap with 413 and no
 // 100 Continue, and a chunked body over the cap with 413 too.
 func TestBodyOverCapIs413BeforeContinue(t *testing.T) {
-	e := newEnvWith(t, Config{AdminToken: feedbackAdmin, VAPIDPublicKey: "BKey"}, func(d *Deps) {
-		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: "postmark-token-0123456789"}}
+	e := newEnvWithProviders(t, Config{AdminToken: feedbackAdmin, VAPIDPublicKey: "BKey"}, map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: "postmark-token-0123456789"}}, func(d *Deps) {
 	})
 	addr := e.srv.Listener.Addr().String()
 	const big = 2 << 20

@@ -18,8 +18,8 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // catalogProcess is one API process over a shared store, with its own

@@ -1,13 +1,19 @@
 package api
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // testChannelChecks are the channels' checks as the binary hands them in
@@ -28,4 +34,15 @@ func testChannelChecks(reg prometheus.Registerer) ChannelChecks {
 		SMSText:       sms.CheckLength,
 		SMSCodeCapped: sms.CapReachedMetric(reg).WithLabelValues(sms.CapPerClient).Inc,
 	}
+}
+
+// testProviderEvents queue a provider's events as feedback tasks, as
+// cmd/newsletter's providerEvents do.
+type testProviderEvents struct{ queue tasks.Enqueuer }
+
+func (q testProviderEvents) Queue(ctx context.Context, ev feedback.Event) error {
+	if _, err := tasks.NewFeedback(tasks.FeedbackPayload(ev)); err != nil {
+		return fmt.Errorf("%w: %w", feedback.ErrUnusable, err)
+	}
+	return worker.FeedbackQueue{Queue: q.queue}.Consume(ctx, ev)
 }

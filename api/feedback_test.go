@@ -67,8 +67,7 @@ func (e *env) queuedFeedback(t *testing.T) []tasks.FeedbackPayload {
 // needs the admin token and a valid type.
 func TestWebhooksQueueVerifiedEventsOnly(t *testing.T) {
 	key := []byte("mailgun-signing-key")
-	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
-		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key}}
+	e := newEnvWithProviders(t, Config{AdminToken: feedbackAdmin}, map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key}}, func(d *Deps) {
 	})
 	mailgun := func(key []byte) string {
 		ts := fmt.Sprint(time.Now().Unix())
@@ -135,8 +134,7 @@ func (n *nonces) Use(_ context.Context, nonce, digest string, _ time.Duration) (
 func TestMailgunReplayRefused(t *testing.T) {
 	key := []byte("mailgun-signing-key")
 	seen := &nonces{used: map[string]string{}}
-	e := newEnvWith(t, Config{AdminToken: feedbackAdmin}, func(d *Deps) {
-		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key, Nonces: seen}}
+	e := newEnvWithProviders(t, Config{AdminToken: feedbackAdmin}, map[string]feedback.ProviderWebhook{"mailgun": &feedback.Mailgun{SigningKey: key, Nonces: seen}}, func(d *Deps) {
 	})
 	ts := fmt.Sprint(time.Now().Unix())
 	mac := hmac.New(sha256.New, key)
@@ -222,8 +220,7 @@ func TestSuppressionsAPI(t *testing.T) {
 func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 	const secret = "postmark-token-0123456789"
 	var holds []time.Duration
-	e := newEnvWith(t, Config{}, func(d *Deps) {
-		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: secret}}
+	e := newEnvWithProviders(t, Config{}, map[string]feedback.ProviderWebhook{"postmark": &feedback.Postmark{Token: secret}}, func(d *Deps) {
 		d.Guard = adminauth.New("", func(*http.Request) string { return "client" }, nil).
 			WithHold(func(d time.Duration) { holds = append(holds, d) })
 	})
@@ -260,8 +257,7 @@ func TestProviderWebhookGuessingIsSlowed(t *testing.T) {
 // how much was left out, not the megabyte.
 func TestWebhookLogsClipClientValues(t *testing.T) {
 	var logs logtest.Buffer
-	e := newEnvWith(t, Config{}, func(d *Deps) {
-		d.ProviderWebhooks = map[string]feedback.ProviderWebhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}
+	e := newEnvWithProviders(t, Config{}, map[string]feedback.ProviderWebhook{"ses": &feedback.SES{TopicARNs: []string{"arn:aws:sns:eu-west-1:123456789012:bounces"}}}, func(d *Deps) {
 		d.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	topic := "arn:aws:sns:" + strings.Repeat("x", 900<<10)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/clientip"
@@ -160,10 +159,6 @@ type Deps struct {
 	// Webhooks registers and tests the outgoing webhook endpoints, as
 	// the console does (nil: no /api/webhooks routes).
 	Webhooks *webhooks.Service
-	// ProviderWebhooks are the providers' bounce and complaint webhooks
-	// (coming in) by name (ses, sendgrid, mailgun, postmark), each at POST
-	// /webhooks/<name>; one not configured has no route.
-	ProviderWebhooks map[string]feedback.ProviderWebhook
 	// Notify queues the webhook events of the changes the API makes
 	// (confirmed, unsubscribed); nil queues none.
 	Notify *tasks.WebhookNotifier

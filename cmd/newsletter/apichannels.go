@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // apiChannelChecks hands the API the channels' rules for what a client
@@ -57,4 +63,28 @@ func mountSMSCallbacks(a *app, srv *api.Server, st sms.CallbackStore) {
 		AuthToken: token, Origin: a.cfg.BaseURL, Store: st, Log: a.log,
 		States: sms.NumberStates{Stopped: store.NumberStopped, On: store.NumberOn, Retired: store.NumberRetired},
 	})
+}
+
+// mountProviderWebhooks serves each configured e-mail provider's bounce
+// and complaint webhook at POST /webhooks/<name> beside the API: the
+// handler, its body cap and the provider's verification are the e-mail
+// channel's; the failure budget is the admin token's (a.guard), so
+// guesses at a provider's secret and at the token count together.
+func mountProviderWebhooks(a *app, srv *api.Server, queue tasks.Enqueuer) {
+	for name, wh := range providerWebhooks(a) {
+		srv.Handle("POST /webhooks/"+name, &feedback.WebhookHandler{
+			Source: name, Webhook: wh, Queue: providerEvents{queue}, Failures: a.guard, Log: a.log,
+		})
+	}
+}
+
+// providerEvents queues a provider's events as feedback tasks
+// (worker.FeedbackQueue); one no task can carry is feedback.ErrUnusable.
+type providerEvents struct{ queue tasks.Enqueuer }
+
+func (q providerEvents) Queue(ctx context.Context, ev feedback.Event) error {
+	if _, err := tasks.NewFeedback(tasks.FeedbackPayload(ev)); err != nil {
+		return fmt.Errorf("%w: %w", feedback.ErrUnusable, err)
+	}
+	return worker.FeedbackQueue{Queue: q.queue}.Consume(ctx, ev)
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/services/feeds"
@@ -41,6 +40,7 @@ import (
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/worker"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/worker/schedule"
 )
 
@@ -310,7 +310,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Settings: a.settings, SettingsStore: apiStore, Catalog: a.catalog, Templates: catalogmail.Builtins{},
 		Store: apiStore, Jobs: jobs, Queue: apiClient, Tasks: insp, Signer: a.signer, Log: a.log,
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
-		ProviderWebhooks: providerWebhooks(a), Archive: apiStore, Markdown: archiveMarkdown,
+		Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs:   listjobs.NewJobs(a.rdb),
 		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
@@ -318,6 +318,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)
+	mountProviderWebhooks(a, srv, apiClient)
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
