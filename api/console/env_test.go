@@ -29,13 +29,13 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/accounts"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // The tokens of the tests' three people.

@@ -8,8 +8,8 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // openCatalog puts the stored topics, sequence and templates in effect in

@@ -11,9 +11,9 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/api/console"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // consoleDeps are the API role's parts the console shares: its store,

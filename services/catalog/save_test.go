@@ -11,8 +11,8 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/catalog"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 // Two processes: one removes step "tips" from the sequence, the other

@@ -7,8 +7,8 @@ import (
 
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
-	"github.com/newsletter/newsletter/worker/catalogmail"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker/catalogmail"
 )
 
 func withStep(tmpl string, body string) *topics.Set {
