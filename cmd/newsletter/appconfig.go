@@ -197,30 +197,30 @@ func checkTemplates(dir string, set *topics.Set) error {
 	return nil
 }
 
-// laneConcurrency is the size of lane's pool.
-func (ac *appConfig) laneConcurrency(lane string) int {
+// laneSizes are lane's pool size and its shared rate per second, each
+// lane's pair of settings in one place.
+func (ac *appConfig) laneSizes(lane string) (concurrency, rate int) {
 	switch lane {
 	case tasks.LanePush:
-		return ac.PushConcurrency
+		return ac.PushConcurrency, ac.PushRate
 	case tasks.LaneWebhook:
-		return ac.WebhookConcurrency
+		return ac.WebhookConcurrency, ac.WebhookRate
 	case tasks.LaneSMS:
-		return ac.SMSConcurrency
+		return ac.SMSConcurrency, ac.SMSRate
 	}
-	return ac.Concurrency
+	return ac.Concurrency, ac.SendRate
+}
+
+// laneConcurrency is the size of lane's pool.
+func (ac *appConfig) laneConcurrency(lane string) int {
+	n, _ := ac.laneSizes(lane)
+	return n
 }
 
 // laneRate is lane's shared rate per second.
 func (ac *appConfig) laneRate(lane string) int {
-	switch lane {
-	case tasks.LanePush:
-		return ac.PushRate
-	case tasks.LaneWebhook:
-		return ac.WebhookRate
-	case tasks.LaneSMS:
-		return ac.SMSRate
-	}
-	return ac.SendRate
+	_, r := ac.laneSizes(lane)
+	return r
 }
 
 // setLanes replaces Lanes with the comma-separated list s (`newsletter
