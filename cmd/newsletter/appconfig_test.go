@@ -207,10 +207,7 @@ func TestConfigAppPlatforms(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]struct {
-		set  map[string]string
-		want []string
-	}{
+	expectRefusals(t, map[string]refusal{
 		"fcm key file":     {map[string]string{"NEWSLETTER_FCM_CREDENTIALS_FILE": garbage}, []string{"NEWSLETTER_FCM_CREDENTIALS_FILE"}},
 		"fcm missing file": {map[string]string{"NEWSLETTER_FCM_CREDENTIALS_FILE": garbage + ".none"}, []string{"NEWSLETTER_FCM_CREDENTIALS_FILE"}},
 		"fcm url":          {map[string]string{"NEWSLETTER_FCM_URL": "fcm.example"}, []string{"NEWSLETTER_FCM_URL"}},
@@ -218,18 +215,7 @@ func TestConfigAppPlatforms(t *testing.T) {
 		"apns key file":    {map[string]string{"NEWSLETTER_APNS_KEY_FILE": garbage, "NEWSLETTER_APNS_KEY_ID": "K", "NEWSLETTER_APNS_TEAM_ID": "T", "NEWSLETTER_APNS_TOPIC": "app"}, []string{"NEWSLETTER_APNS_KEY_FILE"}},
 		"apns plain http":  {map[string]string{"NEWSLETTER_APNS_URL": "http://127.0.0.1:1"}, []string{"NEWSLETTER_APNS_URL"}},
 		"ca of no cert":    {map[string]string{"NEWSLETTER_PUSH_CA_FILE": garbage}, []string{"NEWSLETTER_PUSH_CA_FILE"}},
-	} {
-		_, err := loadConfig(envMap(c.set))
-		if err == nil {
-			t.Errorf("%s: loaded", name)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: %v, want it to name %s", name, err, w)
-			}
-		}
-	}
+	})
 }
 
 // SMS is on with its account, token and sender together, off without;
@@ -262,10 +248,7 @@ func TestConfigSMSSettings(t *testing.T) {
 			t.Errorf("sender %s: %v", from, err)
 		}
 	}
-	for name, c := range map[string]struct {
-		set  map[string]string
-		want []string
-	}{
+	expectRefusals(t, map[string]refusal{
 		"partial":  {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1"}, []string{"NEWSLETTER_SMS_AUTH_TOKEN", "NEWSLETTER_SMS_FROM"}},
 		"bad from": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "our shop"}, []string{"NEWSLETTER_SMS_FROM"}},
 		"caps":     {map[string]string{"NEWSLETTER_SMS_MAX_SEGMENTS": "0", "NEWSLETTER_SMS_PER_DAY": "lots"}, []string{"NEWSLETTER_SMS_MAX_SEGMENTS", "NEWSLETTER_SMS_PER_DAY"}},
@@ -273,18 +256,7 @@ func TestConfigSMSSettings(t *testing.T) {
 			[]string{"NEWSLETTER_SMS_CODES_PER_CLIENT"}},
 		"countries": {map[string]string{"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "tok", "NEWSLETTER_SMS_FROM": "+15005550006", "NEWSLETTER_SMS_COUNTRIES": "US,XX"},
 			[]string{"NEWSLETTER_SMS_COUNTRIES", `"XX"`}},
-	} {
-		_, err := loadConfig(envMap(c.set))
-		if err == nil {
-			t.Errorf("%s: loaded", name)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: %v, want it to name %s", name, err, w)
-			}
-		}
-	}
+	})
 }
 
 // The engagement settings: aggregate and no opens by default, the three
@@ -346,5 +318,30 @@ func TestConfigComposeEnvironment(t *testing.T) {
 	}
 	if cfg.AdminToken == "" || cfg.PrometheusURL != "http://prometheus:9090" || cfg.SMTP == nil {
 		t.Fatalf("monitoring needs an admin token and Prometheus, mail needs Mailpit: %+v", cfg.Config)
+	}
+}
+
+// refusal is a setting that must stop start-up, its error naming each of
+// want.
+type refusal struct {
+	set  map[string]string
+	want []string
+}
+
+// expectRefusals loads each case's settings and wants an error naming
+// every variable its case names.
+func expectRefusals(t *testing.T, cases map[string]refusal) {
+	t.Helper()
+	for name, c := range cases {
+		_, err := loadConfig(envMap(c.set))
+		if err == nil {
+			t.Errorf("%s: loaded", name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want it to name %s", name, err, w)
+			}
+		}
 	}
 }
