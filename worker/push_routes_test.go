@@ -93,9 +93,19 @@ func TestHungFCMHoldsNeitherAPNsNorBrowsers(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- runTask(ctx, tasks.Push, h.HandlePush, first) }()
+	// The first event reaches the iPhone and the browser, and is done with
+	// on both ways while FCM hangs: the person's next event has its turn
+	// there. Arriving is not yet done: a browser's push service and APNs
+	// have it before the task marks it sent and takes it out of the
+	// person's order, and until then the next event rightly waits.
 	poll.Until(t, poll.BusyMachine, func() error {
 		if len(apns.titles()) < 1 || len(svc.Received()) < 1 {
 			return fmt.Errorf("APNs took %v, the browser %d, while FCM hangs", apns.titles(), len(svc.Received()))
+		}
+		for _, order := range []string{store.ChannelPush, store.ChannelPush + ":" + store.PlatformAPNs} {
+			if turn, err := d.store.Turn(ctx, order, "ev:2", sub.ID); err != nil || !turn {
+				return fmt.Errorf("the first event is not done with on %s while FCM hangs (turn of the next: %v, %v)", order, turn, err)
+			}
 		}
 		return nil
 	})
