@@ -168,6 +168,10 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer issues.Renderer
+	// IssueService makes the moves of issues: the binary's one, shared
+	// with the console and made by issues.New (nil: made here by
+	// issues.New from Issues, Jobs, Settings and IssueRenderer).
+	IssueService *issues.Service
 	// Engagement gives an issue's clicks and opens for its report (nil:
 	// none counted, the report's engagement is zero).
 	Engagement store.EngagementReader

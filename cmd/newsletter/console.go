@@ -18,13 +18,15 @@ import (
 
 // consoleDeps are the API role's parts the console shares: its store,
 // dispatcher and client (so a console action is the API's), the queue
-// inspector and the issue renderer (nil without mail templates).
+// inspector, the issue renderer (nil without mail templates) and the
+// issues.Service.
 type consoleDeps struct {
 	store  *store.Redis
 	jobs   tasks.JobDispatcher
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
 	render issues.Renderer
+	issues *issues.Service
 	hooks  *webhooks.Service
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
@@ -37,7 +39,7 @@ type consoleDeps struct {
 // export and erase are the API's (srv).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Issues: d.issues, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
 		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,
