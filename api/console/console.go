@@ -126,7 +126,8 @@ type Deps struct {
 	// from both (nil: made here by issues.New from Store, Jobs, Settings
 	// and Renderer).
 	Issues *issues.Service
-	// Subscriptions change topics and end subscriptions (*api.Server).
+	// Subscriptions change topics and end subscriptions
+	// (*subscribers.Service, the API's).
 	Subscriptions Subscriptions
 	// People list people and read one's data and the overview's
 	// figures (nil: only find by address, no counts).
