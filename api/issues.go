@@ -39,9 +39,10 @@ func (s *Server) issueRoutes() {
 	if s.deps.Issues == nil {
 		return
 	}
-	s.issues = &issues.Service{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now, BulkReady: s.deps.Settings.BulkReady}
-	if s.deps.IssueRenderer != nil {
-		s.issues.HTMLSize = s.deps.IssueRenderer.HTMLSize
+	s.issues = s.deps.IssueService
+	if s.issues == nil {
+		s.issues = issues.New(issues.Parts{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now,
+			BulkReady: s.deps.Settings.BulkReady, Sizer: s.deps.IssueRenderer})
 	}
 	// Readers of the issues (viewer) and their writers (editor), as
 	// the reference's table of roles says.

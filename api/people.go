@@ -14,7 +14,6 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // The people routes: the subscriber list and the overview's figures for
@@ -199,18 +198,6 @@ func (s *Server) exportSubscriber(w http.ResponseWriter, r *http.Request) {
 	subscribers.WriteExport(w, pd, "")
 }
 
-// Export gathers everything held about the person with address email
-// (GDPR Art. 15), stamped with the time of the export: the API's, the
-// preference centre's and the console's export. store.ErrNotFound when
-// there is nobody.
-func (s *Server) Export(ctx context.Context, email string) (subscribers.PersonalExport, error) {
-	pd, err := s.deps.Store.PersonalData(ctx, email)
-	if err != nil {
-		return subscribers.PersonalExport{}, err
-	}
-	return subscribers.ExportOf(pd, s.deps.Now()), nil
-}
-
 // eraseSubscriber handles DELETE /api/subscribers/{email}.
 func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	email, ok := pathAddress(w, r)
@@ -229,27 +216,6 @@ func (s *Server) eraseSubscriber(w http.ResponseWriter, r *http.Request) {
 	}
 	s.noteSubscriber(r, audit.SubscriberErased, email, "")
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// Erase forgets email in the store (GDPR Art. 17), with the outbox
-// entries of the mails still waiting for them, then deletes those tasks
-// from the queue (their payloads hold the address): the API's, the
-// preference centre's and the console's erase. A task already running
-// finds no subscriber at its re-check and sends nothing.
-// store.ErrNotFound when there is nobody.
-func (s *Server) Erase(ctx context.Context, email string) error {
-	pending := tasks.PersonTasks(email, s.cfg.Topics.Current().Sequence)
-	ids := make([]string, len(pending))
-	for i, p := range pending {
-		ids[i] = p.ID
-	}
-	sub, err := s.deps.Store.Erase(ctx, email, ids...)
-	if err != nil {
-		return err
-	}
-	s.deleteTasks(pending)
-	s.deps.Log.Info("erase: subscriber erased", "subscriber", sub.ID)
-	return nil
 }
 
 // noteSelf records a request the person made themselves from the
@@ -321,3 +287,14 @@ func (s *Server) preferencesErase(w http.ResponseWriter, r *http.Request) {
 		"We deleted your address, your name and everything we kept about you. We send you nothing more.",
 		"To get our mail again one day, subscribe on the front page.")
 }
+
+// Export gathers everything held about the person with address email
+// (subscribers.Service.Export: the API's, the preference centre's and
+// the console's export).
+func (s *Server) Export(ctx context.Context, email string) (subscribers.PersonalExport, error) {
+	return s.subs.Export(ctx, email)
+}
+
+// Erase forgets email and their waiting tasks (subscribers.Service.Erase:
+// the API's, the preference centre's and the console's erase).
+func (s *Server) Erase(ctx context.Context, email string) error { return s.subs.Erase(ctx, email) }

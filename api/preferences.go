@@ -10,13 +10,10 @@ import (
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // The preference centre: the link at the foot of every bulk mail opens it
@@ -245,32 +242,9 @@ func (s *Server) left(w http.ResponseWriter, r *http.Request, before store.Subsc
 		Lines: []string{"We will not send any more mail to " + before.Email + "."}})
 }
 
-// setPreferences stores p for before (an active subscriber, as read
-// just now) and does what the change calls for: the onboarding
-// sequence's waiting steps go when its topic is turned off and carry on
-// when it is turned back on within the sequence, and a subscription left
-// with no topic is notified as ended.
+// setPreferences stores p for before and does what the change calls for
+// (subscribers.Service.SetPreferences: the console's topics change is
+// the same).
 func (s *Server) setPreferences(ctx context.Context, before store.Subscriber, p store.Preferences) (store.Subscriber, error) {
-	email := before.Email
-	seq := s.cfg.Topics.Current().Sequence
-	sub, err := s.deps.Store.SetPreferences(ctx, email, p, tasks.SequenceCancel(email, seq))
-	if err != nil {
-		return sub, err
-	}
-	had, has := slices.Contains(before.Topics, seq.Topic), slices.Contains(sub.Topics, seq.Topic)
-	switch {
-	case had && !has:
-		s.deleteTasks(tasks.SequenceTasks(email, seq))
-	case !had && has && s.deps.Now().Before(sub.ConfirmedAt.Add(seq.Steps[len(seq.Steps)-1].After)):
-		// Back on within the sequence's length: it goes on where the
-		// person is (the first step's task works out which step is next).
-		job := tasks.NewWelcomeAt(email, s.deps.Now())
-		if _, err := s.deps.Queue.EnqueueContext(ctx, job.Task, job.Options()...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			s.deps.Log.Warn("preferences: resume the sequence", "err", err)
-		}
-	}
-	if sub.Status != store.Active {
-		s.notifyLeft(ctx, sub)
-	}
-	return sub, nil
+	return s.subs.SetPreferences(ctx, before, p)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
 	"github.com/newsletter/newsletter/services/settings"
+	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -168,6 +169,10 @@ type Deps struct {
 	// Issues and IssueRenderer serve /api/issues (nil: no such routes).
 	Issues        IssueStore
 	IssueRenderer issues.Renderer
+	// IssueService makes the moves of issues: the binary's one, shared
+	// with the console and made by issues.New (nil: made here by
+	// issues.New from Issues, Jobs, Settings and IssueRenderer).
+	IssueService *issues.Service
 	// Engagement gives an issue's clicks and opens for its report (nil:
 	// none counted, the report's engagement is zero).
 	Engagement store.EngagementReader
@@ -200,6 +205,11 @@ type Deps struct {
 	// Config.Topics is the same catalog where there is one.
 	Catalog   *catalog.Live
 	Templates catalog.BuiltinTemplates
+	// Subscribers make the list's changes (adding, changing, bulk
+	// actions, exports, topics, ending, erasing): the binary's one,
+	// shared with the console (nil: made here from Store, Config.Topics,
+	// Jobs, Queue, Tasks, Notify, Audit, ListJobs).
+	Subscribers *subscribers.Service
 	// Checks are the channels' rules for what a client hands in, and
 	// the SMS channel's counter of codes refused.
 	Checks ChannelChecks
@@ -215,6 +225,7 @@ type Server struct {
 	mux     *routeMux
 	archive *archiveCache
 	issues  *issues.Service // nil: no issue routes
+	subs    *subscribers.Service
 }
 
 // New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
@@ -256,7 +267,11 @@ func New(cfg Config, d Deps) *Server {
 			d.Guard.WithTokens(d.Tokens)
 		}
 	}
-	s := &Server{cfg: cfg, deps: d, mux: newRouteMux()}
+	s := &Server{cfg: cfg, deps: d, mux: newRouteMux(), subs: d.Subscribers}
+	if s.subs == nil {
+		s.subs = &subscribers.Service{Store: d.Store, Topics: cfg.Topics, Jobs: d.Jobs, Queue: d.Queue, Tasks: d.Tasks,
+			Notify: d.Notify, Audit: d.Audit, ListJobs: d.ListJobs, Log: d.Log, Now: d.Now}
+	}
 	if cfg.SubscribeRate > 0 {
 		s.limiter = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)
 		s.leaving = ratelimit.New(cfg.SubscribeRate, time.Minute, d.Now)

@@ -119,18 +119,6 @@ func (s *Server) signupRequest(w http.ResponseWriter, r *http.Request, in input)
 	}, true
 }
 
-// dispatchSignup enqueues the signup's first mail; one that fails is the
-// relay's to send from the outbox.
-func (s *Server) dispatchSignup(ctx context.Context, job tasks.Job) {
-	dup, err := s.deps.Jobs.Dispatch(ctx, job)
-	switch {
-	case err != nil:
-		s.deps.Log.Warn("subscribe: enqueue failed, the relay will retry", "task", job.ID, "err", err)
-	case dup:
-		s.deps.Log.Info("subscribe: task already queued", "task", job.ID)
-	}
-}
-
 // accepted is the 202 of a signup, the same whatever happened behind it.
 func (s *Server) accepted(w http.ResponseWriter, r *http.Request, email string, active bool) {
 	status := "pending"
@@ -185,11 +173,6 @@ func (s *Server) chosenTopics(in input) ([]string, error) {
 	return chosen, nil
 }
 
-// firstStep is the sequence's first step for email, confirmed now.
-func (s *Server) firstStep(email string, now time.Time) tasks.Job {
-	return tasks.NewWelcome(email, now, s.cfg.Topics.Current().Sequence.Steps[0].After)
-}
-
 // refuseSignup answers a signup with bad fields: 400, and for a browser
 // the form again with the message and the boxes as they were ticked.
 func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, msg string) {
@@ -202,4 +185,15 @@ func (s *Server) refuseSignup(w http.ResponseWriter, r *http.Request, in input, 
 		ticked = s.cfg.Topics.Current().SignupDefaults()
 	}
 	renderPage(w, http.StatusBadRequest, "form", pageData{Title: "Subscribe", Error: msg, Email: in.get("email"), Topics: s.signupChoices(ticked), Newsletter: s.newsletter(r)})
+}
+
+// dispatchSignup enqueues the signup's first mail
+// (subscribers.Service.DispatchSignup: a hand-added person's goes the
+// same way).
+func (s *Server) dispatchSignup(ctx context.Context, job tasks.Job) { s.subs.DispatchSignup(ctx, job) }
+
+// firstStep is the sequence's first step for email, confirmed now
+// (subscribers.Service.FirstStep).
+func (s *Server) firstStep(email string, now time.Time) tasks.Job {
+	return s.subs.FirstStep(email, now)
 }

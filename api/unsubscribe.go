@@ -289,52 +289,19 @@ func (s *Server) mailUnsubscribeLink(w http.ResponseWriter, r *http.Request, ema
 // confirmation. DeleteTask fails on a running task; the re-check covers it.
 func (s *Server) end(ctx context.Context, email string) error { return s.endFrom(ctx, email, 0) }
 
-// endFrom is end through a link of issue's mail (0: none): the store
-// counts the subscription it ends in that issue's report, in the same
-// step.
+// endFrom is end through a link of issue's mail (0: none)
+// (subscribers.Service.EndFrom).
 func (s *Server) endFrom(ctx context.Context, email string, issue int64) error {
-	pending := tasks.PendingMails(email, s.cfg.Topics.Current().Sequence)
-	ids := make([]string, len(pending))
-	for i, p := range pending {
-		ids[i] = p.ID
-	}
-	sub, err := s.deps.Store.UnsubscribeFrom(ctx, email, issue, ids...)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if err == nil {
-		s.notifyLeft(ctx, sub)
-	}
-	// The same work for a stranger as for a subscriber, so neither the
-	// answer nor its time tells who is on the list.
-	s.deleteTasks(pending)
-	return nil
+	return s.subs.EndFrom(ctx, email, issue)
 }
 
-// deleteTasks deletes waiting tasks of a person who left. DeleteTask
-// fails on a running task; its handler's re-check skips it.
-func (s *Server) deleteTasks(refs []tasks.TaskRef) {
-	if s.deps.Tasks == nil {
-		return
-	}
-	for _, p := range refs {
-		if err := s.deps.Tasks.DeleteTask(p.Queue, p.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-			s.deps.Log.Info("unsubscribe: task not deleted, the handler's re-check will skip it", "queue", p.Queue, "err", err)
-		}
-	}
-}
+// deleteTasks deletes waiting tasks of a person who left
+// (subscribers.Service.DeleteTasks).
+func (s *Server) deleteTasks(refs []tasks.TaskRef) { s.subs.DeleteTasks(refs) }
 
-// notifyLeft queues subscriber.unsubscribed when the store call that
-// returned sub ended its subscription (sub.Ended, the store's own word):
-// not for an address that never confirmed (no system of the admin's
-// knows it, and anyone can type it), nor for one that had left before (an
-// unsubscribe link used again is no news).
-func (s *Server) notifyLeft(ctx context.Context, sub store.Subscriber) {
-	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || !sub.Ended {
-		return
-	}
-	s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""))
-}
+// notifyLeft queues subscriber.unsubscribed when sub's subscription just
+// ended (subscribers.Service.NotifyLeft).
+func (s *Server) notifyLeft(ctx context.Context, sub store.Subscriber) { s.subs.NotifyLeft(ctx, sub) }
 
 func firstNonEmpty(v ...string) string {
 	for _, s := range v {

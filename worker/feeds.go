@@ -243,7 +243,7 @@ func (p *FeedPoller) sendPosts(ctx context.Context, f topics.Feed) error {
 			return nil
 		}
 	}
-	svc := &issues.Service{Store: p.Store, Jobs: outboxDispatcher{queue: p.Queue, outbox: p.Store}, Log: p.Log, Now: p.now, BulkReady: p.BulkReady}
+	svc := issues.New(issues.Parts{Store: p.Store, Jobs: outboxDispatcher{queue: p.Queue, outbox: p.Store}, Log: p.Log, Now: p.now, BulkReady: p.BulkReady})
 	var errs []error
 	for _, id := range rel.Out {
 		is, err := p.Store.Issue(ctx, id)

@@ -122,7 +122,12 @@ type Deps struct {
 	Redis    redis.UniversalClient
 	Store    Store
 	Renderer issues.Renderer
-	// Subscriptions change topics and end subscriptions (*api.Server).
+	// Issues makes the moves of issues: the API's, so a move is the same
+	// from both (nil: made here by issues.New from Store, Jobs, Settings
+	// and Renderer).
+	Issues *issues.Service
+	// Subscriptions change topics and end subscriptions
+	// (*subscribers.Service, the API's).
 	Subscriptions Subscriptions
 	// People list people and read one's data and the overview's
 	// figures (nil: only find by address, no counts).
@@ -239,9 +244,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
-	h.issues = &issues.Service{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady}
-	if d.Renderer != nil {
-		h.issues.HTMLSize = d.Renderer.HTMLSize
+	h.issues = d.Issues
+	if h.issues == nil {
+		h.issues = issues.New(issues.Parts{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady, Sizer: d.Renderer})
 	}
 	h.routes()
 	return h, nil

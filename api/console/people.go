@@ -11,7 +11,7 @@ import (
 )
 
 // Subscriptions change a person's subscription with everything the
-// person's own change does (*api.Server).
+// person's own change does (*subscribers.Service, the API's).
 type Subscriptions interface {
 	SetTopics(ctx context.Context, email string, topics []string) (store.Subscriber, error)
 	EndSubscription(ctx context.Context, email string) error
@@ -37,7 +37,8 @@ type People interface {
 }
 
 // ListOwner adds and changes people, runs bulk actions and exports the
-// list (*api.Server: the console's changes are the API's).
+// list (*subscribers.Service: the one the API's routes call, so the
+// console's changes are the API's).
 type ListOwner interface {
 	AddSubscriber(ctx context.Context, in subscribers.AddInput) (store.Subscriber, error)
 	ChangeSubscriber(ctx context.Context, email string, in subscribers.ChangeInput) (store.Subscriber, error)
@@ -48,9 +49,9 @@ type ListOwner interface {
 }
 
 // PersonalRequests answer a person's requests about their data (GDPR
-// Art. 15 and 17) exactly as the API's routes do (*api.Server): the
-// export's JSON is the API's, and an erase deletes the person's waiting
-// tasks too.
+// Art. 15 and 17) exactly as the API's routes do (*subscribers.Service,
+// the API's): the export's JSON is the API's, and an erase deletes the
+// person's waiting tasks too.
 type PersonalRequests interface {
 	Export(ctx context.Context, email string) (subscribers.PersonalExport, error)
 	Erase(ctx context.Context, email string) error

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/services/webhooks"
 
 	"github.com/hibiken/asynq"
@@ -18,13 +20,16 @@ import (
 
 // consoleDeps are the API role's parts the console shares: its store,
 // dispatcher and client (so a console action is the API's), the queue
-// inspector and the issue renderer (nil without mail templates).
+// inspector, the issue renderer (nil without mail templates), the
+// issues.Service and the subscribers.Service.
 type consoleDeps struct {
 	store  *store.Redis
 	jobs   tasks.JobDispatcher
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
 	render issues.Renderer
+	issues *issues.Service
+	subs   *subscribers.Service
 	hooks  *webhooks.Service
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
@@ -34,11 +39,11 @@ type consoleDeps struct {
 // mountConsole serves the publisher's console at /admin/ on srv. It
 // signs in with the same guard as /api/ (NEWSLETTER_ADMIN_TOKEN and the
 // stored tokens, one failure budget) and writes the same audit log; its
-// export and erase are the API's (srv).
+// changes of the list, export and erase are the API's (d.subs).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
-		Subscriptions: srv, People: d.store, Requests: srv, List: srv,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Issues: d.issues, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
+		Subscriptions: d.subs, People: d.store, Requests: d.subs, List: d.subs,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,
 		Queues: d.insp, Log: a.log, TestGate: a.cfg.TestGate,
@@ -51,4 +56,13 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	}
 	srv.Handle("/admin/", h)
 	return nil
+}
+
+// listService is the binary's one subscribers.Service, over the API's
+// store, dispatcher, client and inspector: the API and the console change
+// the list through it. notify is the API's own notifier, whose cache of
+// endpoints the API's webhook routes reset.
+func listService(a *app, st *store.Redis, jobs tasks.JobDispatcher, q tasks.Enqueuer, insp *asynq.Inspector, notify *tasks.WebhookNotifier) *subscribers.Service {
+	return &subscribers.Service{Store: st, Topics: a.catalog, Jobs: jobs, Queue: q, Tasks: insp, Notify: notify,
+		Audit: a.audit, ListJobs: listjobs.NewJobs(a.rdb), Log: a.log}
 }

@@ -104,7 +104,7 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 		if err != nil {
 			return err
 		}
-		svc := &issues.Service{Store: a.store, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady, HTMLSize: sizer.HTMLSize}
+		svc := a.issueService(a.store, jobs, sizer)
 		is, rep, err := svc.SendReported(ctx, is, when, opt)
 		if err != nil {
 			return err
@@ -259,3 +259,12 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// issueService is the binary's issues.Service over st and jobs: the API
+// and the console share the one buildAPI makes, and the issue command
+// makes its own the same way, so a send from any of them is gated alike
+// (the settings' postal address, the renderer's size guard; r nil: no
+// templates, no size guard).
+func (a *app) issueService(st store.Issues, jobs issues.Dispatcher, r issues.Renderer) *issues.Service {
+	return issues.New(issues.Parts{Store: st, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady, Sizer: r})
+}

@@ -295,6 +295,11 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	// One renderer (and so one preview cache) for the API and the
 	// console.
 	render := issueRenderer(a, l.issues)
+	// One issues.Service and one subscribers.Service too: a move of an
+	// issue, a change of the list, is the same from both.
+	issueSvc := a.issueService(apiStore, jobs, render)
+	notify := &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log}
+	subs := listService(a, apiStore, jobs, apiClient, insp, notify)
 	// One registry of webhook endpoints for the API and the console.
 	hooks := &webhooks.Service{Store: apiStore, Queue: apiClient, Guard: a.cfg.Endpoints(), NewSecret: webhook.NewSecret}
 	srv := api.New(api.Config{
@@ -312,9 +317,8 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Metrics: api.NewMetrics(a.reg), MetricsHandler: publicMetrics, Guard: a.guard,
 		Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
-		ListJobs:   listjobs.NewJobs(a.rdb),
-		Notify:     &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log},
-		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg),
+		ListJobs: subs.ListJobs, Notify: notify, Subscribers: subs,
+		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg), IssueService: issueSvc,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)
@@ -322,7 +326,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
-	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, hooks: hooks, redis: a.rdb}); err != nil {
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, issues: issueSvc, subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
 		release()
 		return nil, nil, err
 	}

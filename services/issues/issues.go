@@ -207,6 +207,35 @@ type Service struct {
 	HTMLSize HTMLSizer
 }
 
+// Parts are what a Service is made of, as every door that moves issues
+// has them: the API, the console, the issue command and the feeds'
+// poller.
+type Parts struct {
+	Store store.Issues
+	Jobs  Dispatcher
+	Log   *slog.Logger
+	Now   func() time.Time
+	// BulkReady is the settings' gate on bulk mail
+	// (settings.Cache.BulkReady; nil: none).
+	BulkReady func(ctx context.Context) error
+	// Sizer measures a send's HTML part (the issue renderer; nil: no
+	// size guard, as where no mail templates are loaded).
+	Sizer interface {
+		HTMLSize(ctx context.Context, is store.Issue) (int, error)
+	}
+}
+
+// New is the one way a Service is made from its parts, so the API, the
+// console, the command and the worker cannot differ in how their moves
+// are guarded (the bulk-mail gate, the size guard).
+func New(p Parts) *Service {
+	s := &Service{Store: p.Store, Jobs: p.Jobs, Log: p.Log, Now: p.Now, BulkReady: p.BulkReady}
+	if p.Sizer != nil {
+		s.HTMLSize = p.Sizer.HTMLSize
+	}
+	return s
+}
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now()

@@ -1,7 +1,8 @@
 // Package subscribers is what the API, the console and the commands share
-// about the people on the list: the shapes of adding, changing and bulk
-// actions, the errors the list answers with, the queries of its pages and
-// a person's export.
+// about the people on the list: the Service that changes it (the binary
+// builds one for the API and the console), the shapes of adding, changing
+// and bulk actions, the errors the list answers with, the queries of its
+// pages and a person's export.
 package subscribers
 
 import (
