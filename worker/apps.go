@@ -8,15 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
 )
 
 // AppSender sends one notification to one app install of its platform:
-// push/fcm's and push/apns's clients (adapted where the service is put
-// together). Its errors are classed as push's are: push.ErrGone (the
-// token is dead: delete the device), push.Permanent (drop), anything else
-// retried, no sooner than push.RetryAfter.
+// channels/fcm's and channels/apns's clients (adapted where the service
+// is put together). Its answers are read by the platform's channel
+// (fcm.Classify, apns.Classify): Retire deletes the device, Drop drops
+// the notification, Retry retries it, no sooner than the Outcome's After.
 type AppSender interface {
 	SendApp(ctx context.Context, token string, n webpush.Notification) error
 }
@@ -109,7 +112,8 @@ func (h *PushSender) devices(ctx context.Context, id int64) ([]store.Device, err
 // token deletes the device, a refusal drops it, anything else retries.
 func (h *PushSender) notifyApp(ctx context.Context, subID int64, d store.Device, mark store.Mark, n webpush.Notification) error {
 	err := h.Apps[d.Platform].send(ctx, d.Token, n)
-	if err == nil {
+	out := classifyApp(d.Platform, err)
+	if out.Verdict == channels.Sent {
 		if merr := h.Store.MarkSent(context.WithoutCancel(ctx), mark); merr != nil {
 			h.Log.Error("push: mark sent failed after delivery", "subscriber", subID, "err", merr)
 		}
@@ -119,23 +123,41 @@ func (h *PushSender) notifyApp(ctx context.Context, subID int64, d store.Device,
 	if rerr := h.Store.ReleaseMarks(context.Background(), []store.Mark{mark}); rerr != nil {
 		h.Log.Warn("push: claim not released", "err", rerr)
 	}
-	switch {
-	case errors.Is(err, webpush.ErrGone):
+	if errors.As(err, new(*Deferred)) {
+		return err // its slots or its rate (the lane's gate): later, not a failure
+	}
+	switch out.Verdict {
+	case channels.Retire:
 		if derr := h.Store.DeleteDevice(ctx, subID, d.ID); derr != nil && !errors.Is(derr, store.ErrNoDevice) {
 			return fmt.Errorf("push: delete a dead device token: %w", derr)
 		}
 		h.Log.Info("push: device token dead, deleted", "subscriber", subID, "platform", d.Platform, "device", d.ID)
 		h.countApp(d.Platform, "dropped")
-	case webpush.Permanent(err):
+	case channels.Drop:
 		h.Log.Warn("push: refused, not retried", "subscriber", subID, "platform", d.Platform, "err", err)
 		h.countApp(d.Platform, "dead")
-	case errors.As(err, new(*Deferred)):
-		return err // its slots or its rate: later, not a failure
 	default:
 		h.countApp(d.Platform, "retry")
-		return &deliveryFailure{msg: d.Platform + ": " + err.Error(), wait: webpush.RetryAfter(err)}
+		return &deliveryFailure{msg: d.Platform + ": " + err.Error(), wait: out.After}
 	}
 	return nil
+}
+
+// appClassify is each app platform's channel's Classify: what its answer
+// means for the notification and the device.
+var appClassify = map[string]func(error) channels.Outcome{
+	store.PlatformFCM:  fcm.Classify,
+	store.PlatformAPNs: apns.Classify,
+}
+
+// classifyApp is the Outcome of platform's answer; a platform without a
+// channel of its own is read as web push reads its push services (the
+// classes every push sender's errors share).
+func classifyApp(platform string, err error) channels.Outcome {
+	if classify, ok := appClassify[platform]; ok {
+		return classify(err)
+	}
+	return webpush.Classify(err)
 }
 
 // countApp counts an app notification's result in the push lane, by

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -281,7 +282,8 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 	} else {
 		err = send()
 	}
-	if err == nil {
+	out := webpush.Classify(err)
+	if out.Verdict == channels.Sent {
 		// Not under the task's context: the notification is out, and
 		// its mark must be written even if the task was cancelled.
 		if merr := h.Store.MarkSent(context.WithoutCancel(ctx), mark); merr != nil {
@@ -295,10 +297,13 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 		// same task takes it over sooner (a claim names its task).
 		h.Log.Warn("push: claim not released", "err", rerr)
 	}
-	switch {
-	case errors.As(err, new(*Deferred)):
-		return err // its push service's slots: later, not a failure
-	case errors.Is(err, webpush.ErrGone):
+	if errors.As(err, new(*Deferred)) {
+		// Its push service's slots (the lane's gate, which the channel
+		// knows nothing of): later, not a failure.
+		return err
+	}
+	switch out.Verdict {
+	case channels.Retire:
 		if derr := h.Store.DeletePushSubscription(ctx, subID, b.Endpoint); derr != nil {
 			// Retried: the push service says gone again, and the
 			// delete is tried again.
@@ -306,12 +311,12 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 		}
 		h.Log.Info("push: subscription gone, deleted", "subscriber", subID, "host", hostOf(b.Endpoint))
 		h.count("dropped")
-	case webpush.Permanent(err):
+	case channels.Drop:
 		h.Log.Warn("push: refused, not retried", "subscriber", subID, "host", hostOf(b.Endpoint), "err", err)
 		h.count("dead")
 	default:
 		h.count("retry")
-		return &deliveryFailure{msg: err.Error(), wait: webpush.RetryAfter(err)}
+		return &deliveryFailure{msg: err.Error(), wait: out.After}
 	}
 	return nil
 }

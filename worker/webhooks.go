@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -22,10 +23,10 @@ import (
 var ErrNotificationDead = errors.New("notification given up")
 
 // WebhookPoster delivers one message to one endpoint (*webhook.Sender),
-// answering the endpoint's status code (0: no answer).
-type WebhookPoster interface {
-	Post(ctx context.Context, endpoint, secret string, m webhook.Message) (int, error)
-}
+// answering the endpoint's status code (0: no answer). It is the
+// channel's Poster: the handler classifies its answers as
+// webhook.Channel does.
+type WebhookPoster = webhook.Poster
 
 // WebhookSender handles TypeWebhook: read the endpoint, post the event,
 // and keep the endpoint's count of failures in a row, which disables it
@@ -58,15 +59,21 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayloa
 	}
 	status, err := h.Post.Post(ctx, ep.URL, ep.Secret, webhook.Message{ID: p.ID, Body: []byte(p.Body)})
 	h.logDelivery(ctx, log, p, status, err)
+	// The delivery is decided by the channel's Verdict; the poster is
+	// called here rather than through webhook.Channel.Send because the
+	// endpoint's log of deliveries keeps the status code, which an
+	// Outcome does not carry.
+	out := webhook.Classify(err)
 	if p.Test {
 		// An admin's check: the log shows the outcome; a failure neither
 		// counts against the endpoint nor is retried.
 		if err != nil {
-			return fmt.Errorf("webhook: test event: %w: %w", asDeliveryFailure(err), asynq.SkipRetry)
+			return fmt.Errorf("webhook: test event: %w: %w", &deliveryFailure{msg: err.Error(), wait: out.After}, asynq.SkipRetry)
 		}
 		return nil
 	}
-	if err == nil {
+	switch out.Verdict {
+	case channels.Sent:
 		if err := h.Store.WebhookDelivered(ctx, ep.ID); err != nil && !errors.Is(err, store.ErrWebhookNotFound) {
 			// Delivered; a count not reset only brings a disabling
 			// closer if the endpoint fails from now on.
@@ -74,21 +81,31 @@ func (h *WebhookSender) HandleWebhook(ctx context.Context, p tasks.WebhookPayloa
 		}
 		h.count("sent")
 		return nil
-	}
-	if errors.Is(err, webhook.ErrSecret) {
+	case channels.Drop:
 		h.count("dead")
 		return fmt.Errorf("webhook: endpoint %s: %w: %w: %w", ep.ID, err, ErrNotificationDead, asynq.SkipRetry)
+	case channels.Retire:
+		return h.retire(ctx, log, ep, err)
 	}
-	if r := webhook.AsRefused(err); r != nil && r.Gone() {
-		if _, derr := h.Store.DisableWebhook(ctx, ep.ID); derr != nil && !errors.Is(derr, store.ErrWebhookNotFound) {
-			return fmt.Errorf("webhook: %w; disable the endpoint: %w", err, derr) // retried: it answers 410 again
-		}
-		log.Error("webhook: the endpoint answered 410 Gone and is disabled; enable it to resume", "url_host", hostOf(ep.URL))
-		h.disabled()
-		h.count("dead")
-		return fmt.Errorf("webhook: %w: %w: %w", err, ErrNotificationDead, asynq.SkipRetry)
+	return h.failed(ctx, log, p, ep, out)
+}
+
+// retire disables an endpoint that answered 410 Gone and gives its event
+// up.
+func (h *WebhookSender) retire(ctx context.Context, log *slog.Logger, ep store.Webhook, err error) error {
+	if _, derr := h.Store.DisableWebhook(ctx, ep.ID); derr != nil && !errors.Is(derr, store.ErrWebhookNotFound) {
+		return fmt.Errorf("webhook: %w; disable the endpoint: %w", err, derr) // retried: it answers 410 again
 	}
-	err = asDeliveryFailure(err)
+	log.Error("webhook: the endpoint answered 410 Gone and is disabled; enable it to resume", "url_host", hostOf(ep.URL))
+	h.disabled()
+	h.count("dead")
+	return fmt.Errorf("webhook: %w: %w: %w", err, ErrNotificationDead, asynq.SkipRetry)
+}
+
+// failed counts a failure to retry against the endpoint, which disables
+// it when it keeps failing, and gives the event up past the retry window.
+func (h *WebhookSender) failed(ctx context.Context, log *slog.Logger, p tasks.WebhookPayload, ep store.Webhook, out channels.Outcome) error {
+	err := error(&deliveryFailure{msg: out.Err.Error(), wait: out.After})
 	after, ferr := h.Store.WebhookFailed(ctx, ep.ID, h.Policy)
 	if ferr != nil && !errors.Is(ferr, store.ErrWebhookNotFound) {
 		log.Warn("webhook: failure not counted", "err", ferr)
@@ -136,14 +153,6 @@ type deliveryFailure struct {
 }
 
 func (e *deliveryFailure) Error() string { return e.msg }
-
-func asDeliveryFailure(err error) error {
-	f := &deliveryFailure{msg: err.Error()}
-	if r := webhook.AsRefused(err); r != nil {
-		f.wait = r.Wait
-	}
-	return f
-}
 
 // RetryDelay is the asynq RetryDelayFunc of TypeWebhook: the backoff, and
 // an endpoint's Retry-After.

@@ -352,6 +352,24 @@ func TestWebhookGoneDisablesAtOnce(t *testing.T) {
 	}
 }
 
+// A secret that cannot sign (webhook.ErrSecret) gives the event up at
+// once: no attempt could sign it, and the endpoint is not to blame, so it
+// is neither called, counted against nor disabled.
+func TestWebhookBadSecretIsADeadLetter(t *testing.T) {
+	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{})
+	ep := newEndpoint(t, nil)
+	ctx := context.Background()
+	if _, err := r.mem.AddWebhook(ctx, store.Webhook{ID: "crm", URL: ep.srv.URL, Events: []string{tasks.WebhookSubscriberConfirmed}, Secret: "whsec_short"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTask(ctx, tasks.Webhook, r.h.HandleWebhook, r.task("crm", 1)); !dead(err) || len(ep.hits()) != 0 {
+		t.Fatalf("a bad secret: %v, %d requests, want a dead letter and none", err, len(ep.hits()))
+	}
+	if w, _ := r.mem.GetWebhook(ctx, "crm"); w.State != store.WebhookActive || w.Failures != 0 || r.count("dead") != 1 {
+		t.Fatalf("after a bad secret: %+v, dead %v", w, r.count("dead"))
+	}
+}
+
 // The events of a removed endpoint are dropped when they come up.
 func TestWebhookRemovedEndpointDropsItsEvents(t *testing.T) {
 	r := newHandlerRun(t, store.WebhookPolicy{}, tasks.WebhookBackoff{})

@@ -1,6 +1,9 @@
 package apns
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // TokenRefresh is tokenRefresh.
 const TokenRefresh = tokenRefresh
@@ -13,4 +16,13 @@ func (c *Client) SetClock(now func() time.Time) {
 	c.mu.Lock()
 	c.now = now
 	c.mu.Unlock()
+}
+
+// ParseError classes an answer of status with body and Retry-After.
+func ParseError(status int, body, retryAfter string) error {
+	resp := &http.Response{StatusCode: status, Header: http.Header{}}
+	if retryAfter != "" {
+		resp.Header.Set("Retry-After", retryAfter)
+	}
+	return parseError(resp, []byte(body), time.Now())
 }

@@ -7,8 +7,9 @@
 // HMAC-SHA256 of "id.timestamp.body" under the endpoint's secret, which is
 // "whsec_" and base64 of random bytes).
 //
-// This package is delivery only: the signature (sign.go) and one
-// delivery (send.go). The event vocabulary (tasks.WebhookEvent and its
+// This package is delivery only: the signature (sign.go), one delivery
+// (send.go) and the channel the lane holds (channel.go: its Spec, and the
+// Outcome of each answer, Classify). The event vocabulary (tasks.WebhookEvent and its
 // types), the retry schedule (tasks.WebhookBackoff), which endpoints want
 // an event and the task per endpoint are in tasks; the handler that runs
 // that task, counts failures and disables an endpoint is in worker; the

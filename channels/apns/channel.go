@@ -1,0 +1,72 @@
+package apns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/channels/webpush"
+)
+
+// Name is the APNs channel's name in its Spec.
+const Name = "apns"
+
+// Sender sends one notification to one app install (*Client).
+type Sender interface {
+	Send(ctx context.Context, deviceToken string, n Notification) error
+}
+
+// Channel is the APNs channel as the worker holds it: one notification
+// to one app install per Message (To: the device token, Body: the
+// notification's JSON, {"title","body","url"} as webpush.Notification
+// writes it; no Attrs). APNs takes one notification per request, so
+// MaxBatch is 1: what runs at once is the lane's concurrency, as streams
+// of the Client's one HTTP/2 connection. MaxBody is MaxPayload (4096
+// bytes).
+type Channel struct {
+	Sender Sender
+}
+
+var _ channels.Channel = Channel{}
+
+// Spec declares the channel.
+func (Channel) Spec() channels.Spec {
+	return channels.Spec{Name: Name, MaxBatch: 1, MaxBody: MaxPayload}
+}
+
+// Send sends each message in turn and answers its Outcome (Classify). A
+// body that is not a notification drops its message; a canceled ctx
+// answers Retry for what was not sent.
+func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
+	out := make([]channels.Outcome, len(batch))
+	for i, m := range batch {
+		if err := ctx.Err(); err != nil {
+			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
+			continue
+		}
+		var n webpush.Notification
+		if err := json.Unmarshal(m.Body, &n); err != nil {
+			out[i] = channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("apns: the body is not a notification: %w", err)}
+			continue
+		}
+		out[i] = Classify(c.Sender.Send(ctx, m.To, Notification{Title: n.Title, Body: n.Body, URL: n.URL}))
+	}
+	return out
+}
+
+// Classify is the Outcome of APNs' answer to one notification. The
+// answer's class (Error.Unwrap, the push classes) decides, so the mapping
+// is web push's (webpush.Classify):
+//
+//   - nil (200): Sent;
+//   - 410 (Unregistered, ExpiredToken), and a token that is not one
+//     (ErrBadToken): Retire, the device is deleted;
+//   - 429 TooManyRequests and 5xx: Retry, no sooner than Retry-After (at
+//     most webpush.MaxRetryAfter);
+//   - any other answer, 400 BadDeviceToken and DeviceTokenNotForTopic
+//     included (Apple answers them for every device of the other
+//     environment or a wrong topic, parseError), and a notification too
+//     large: Drop, the device stays;
+//   - a network error or a timeout: Retry on the lane's backoff.
+func Classify(err error) channels.Outcome { return webpush.Classify(err) }

@@ -1,0 +1,72 @@
+package fcm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/channels/webpush"
+)
+
+// Name is the FCM channel's name in its Spec.
+const Name = "fcm"
+
+// Sender sends one notification to one app install (*Client).
+type Sender interface {
+	Send(ctx context.Context, token string, n Notification) error
+}
+
+// Channel is the FCM channel as the worker holds it: one notification
+// to one app install per Message (To: the registration token, Body: the
+// notification's JSON, {"title","body","url"} as webpush.Notification
+// writes it; no Attrs). HTTP v1 takes one message per request (its batch
+// endpoint is gone), so MaxBatch is 1: what runs at once is the lane's
+// concurrency, on the one HTTP/2 connection of the Client. MaxBody is
+// MaxPayload.
+type Channel struct {
+	Sender Sender
+}
+
+var _ channels.Channel = Channel{}
+
+// Spec declares the channel.
+func (Channel) Spec() channels.Spec {
+	return channels.Spec{Name: Name, MaxBatch: 1, MaxBody: MaxPayload}
+}
+
+// Send sends each message in turn and answers its Outcome (Classify). A
+// body that is not a notification drops its message; a canceled ctx
+// answers Retry for what was not sent.
+func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
+	out := make([]channels.Outcome, len(batch))
+	for i, m := range batch {
+		if err := ctx.Err(); err != nil {
+			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
+			continue
+		}
+		var n webpush.Notification
+		if err := json.Unmarshal(m.Body, &n); err != nil {
+			out[i] = channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("fcm: the body is not a notification: %w", err)}
+			continue
+		}
+		out[i] = Classify(c.Sender.Send(ctx, m.To, Notification{Title: n.Title, Body: n.Body, URL: n.URL}))
+	}
+	return out
+}
+
+// Classify is the Outcome of FCM's answer to one message. The answer's
+// class (Error.Unwrap, the push classes) decides, so the mapping is web
+// push's (webpush.Classify):
+//
+//   - nil (200): Sent;
+//   - the FcmError UNREGISTERED (404), and a token that is not one
+//     (ErrBadToken): Retire, the device is deleted;
+//   - 429, 5xx, QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL: Retry, no sooner
+//     than Retry-After (at most webpush.MaxRetryAfter);
+//   - any other answer (INVALID_ARGUMENT, SENDER_ID_MISMATCH,
+//     THIRD_PARTY_AUTH_ERROR, a bare 404 NOT_FOUND, a refused token
+//     exchange) and a notification too large: Drop, the device stays, as
+//     those answer every device alike when a setting is wrong;
+//   - a network error or a timeout: Retry on the lane's backoff.
+func Classify(err error) channels.Outcome { return webpush.Classify(err) }
