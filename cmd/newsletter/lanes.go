@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
-	"github.com/newsletter/newsletter/channels/apns"
-	"github.com/newsletter/newsletter/channels/fcm"
-	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/pace"
-	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/worker"
 )
@@ -88,59 +81,3 @@ func workerConfig(a *app) worker.Config {
 // connection and never answers holds a push worker this long, then the
 // task is retried on the lane's backoff.
 var pushLimits = netguard.Limits{Timeout: 15 * time.Second, MaxResponse: 4096}
-
-// pushSender is the web push client, nil without VAPID keys: the push
-// lane then runs nothing and its tasks wait in its queue for a worker
-// that has them.
-func pushSender(a *app) webpush.Sender {
-	if a.cfg.VAPID == nil {
-		return nil
-	}
-	return webpush.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
-}
-
-// appGates are the app platforms this process can send to (FCM, APNs:
-// each on when its settings are), each behind its own gate in the push
-// lane (worker.AppGate); nil when neither is on.
-func appGates(a *app) map[string]*worker.AppGate {
-	gates := map[string]*worker.AppGate{}
-	// Each platform may hold a quarter of the push lane's workers: a slow
-	// one leaves the browsers and the other platform the rest.
-	slots := max(1, a.cfg.PushConcurrency/4)
-	if a.cfg.FCM != nil {
-		c := &fcm.Client{Creds: a.cfg.FCM, BaseURL: a.cfg.FCMURL}
-		if a.cfg.PushCAs != nil {
-			c.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-				Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-				TLSClientConfig: &tls.Config{RootCAs: a.cfg.PushCAs, MinVersion: tls.VersionTLS12},
-			}}
-		}
-		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, slots, 0)
-		gates[store.PlatformFCM].Rate = pace.NewLane(a.rdb, "push:fcm", a.cfg.FCMRate)
-	}
-	if k := a.cfg.APNs; k != nil {
-		c := &apns.Client{Key: k.Key, KeyID: k.KeyID, TeamID: k.TeamID, Topic: k.Topic, BaseURL: a.cfg.APNsURL,
-			HTTP: apns.NewHTTPClient(a.cfg.PushCAs)}
-		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, slots, 0)
-		gates[store.PlatformAPNs].Rate = pace.NewLane(a.rdb, "push:apns", a.cfg.APNsRate)
-	}
-	if len(gates) == 0 {
-		return nil
-	}
-	return gates
-}
-
-// fcmApp and apnsApp are the platforms' clients as the push lane's
-// worker.AppSender.
-type (
-	fcmApp  struct{ c *fcm.Client }
-	apnsApp struct{ c *apns.Client }
-)
-
-func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}
-
-func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}

@@ -25,7 +25,6 @@ import (
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/email/feedback/intake"
-	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/pace"
@@ -204,18 +203,12 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 	d := worker.Deps{
 		BulkReady: a.settings.BulkReady,
 		Store:     a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
-		ClaimTTL:    a.cfg.ClaimTTL,
-		Notify:      &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
-		WebhookPost: webhook.NewSender(a.cfg.Endpoints()),
-		Push:        pushSender(a), Apps: appGates(a), Services: &worker.ServiceGates{Slots: max(1, a.cfg.PushConcurrency/4)}, PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
-		SMSRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		ClaimTTL:  a.cfg.ClaimTTL,
+		Notify:    &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
+		PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		SMSRetry:  worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
-	if c := a.cfg.SMS; c != nil {
-		d.SMS = &sms.Client{BaseURL: c.URL, AccountSID: c.AccountSID, AuthToken: c.AuthToken, From: c.From,
-			StatusCallback: a.cfg.BaseURL + sms.CallbackPath}
-		d.SMSLimits = worker.SMSLimits{MaxSegments: c.MaxSegments, PerNumberDay: c.PerNumberDay, PerDay: c.PerDay}
-		d.Quiet = quiet.New(a.cfg.Quiet) // the reader's quiet hours hold texts too
-	}
+	buildChannels(a, &d)
 	if l.email {
 		// The sequence's steps are counted, and mails marked in a window
 		// as wide as the lane's pool, only where mail is sent.
