@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -79,7 +80,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.deps.Jobs.Dispatch(ctx, job); err != nil {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
-	s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, person, ""))
+	s.deps.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, person, ""))
 	s.confirmed(w, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/topics"
 
 	"github.com/newsletter/newsletter/internal/token"
@@ -143,7 +144,7 @@ func TestExportAndEraseByAdmin(t *testing.T) {
 	if resp, _ := e.post(t, "/subscribe", formCT, "email=Ex%40Example.com&name=Ex+Ample"); resp.StatusCode != 202 {
 		t.Fatal(resp.StatusCode)
 	}
-	must2(t)(e.store.Confirm(ctx, "ex@example.com", store.OutboxEntry{}))
+	must2(t)(e.store.Confirm(ctx, "ex@example.com", outbox.Entry{}))
 	resp, body := e.peopleAdmin(t, "GET", "/api/subscribers/EX@example.com/export")
 	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("export: %d %v %s", resp.StatusCode, resp.Header, body)

@@ -140,7 +140,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Signer: token.NewSigner([]byte("0123456789abcdef"), 0), Log: log, Tokens: st, Accounts: st,
 		MetricsHandler: http.NotFoundHandler(), Archive: st,
 		Markdown: MarkdownFunc(func(src string) (template.HTML, error) { return template.HTML(template.HTMLEscapeString(src)), nil }),
-		Notify:   &tasks.WebhookNotifier{Endpoints: st, Queue: client, Log: log},
+		Notify:   &webhooks.Notifier{Endpoints: st, Queue: client, Log: log},
 		Audit:    audit.NewTrail(st, logredact.New([]byte("matrix-secret")), log, nil), AuditLog: st,
 		Imports: csvimport.NewJobs(rdb), SettingsStore: st,
 		Webhooks: &webhooks.Service{Store: st, Queue: client, NewSecret: webhook.NewSecret},

@@ -162,7 +162,7 @@ type Deps struct {
 	Webhooks *webhooks.Service
 	// Notify queues the webhook events of the changes the API makes
 	// (confirmed, unsubscribed); nil queues none.
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 	// Metrics handler for GET /metrics; nil leaves the route out.
 	MetricsHandler http.Handler
 	Now            func() time.Time

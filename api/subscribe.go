@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/webjson"
+	"github.com/newsletter/newsletter/services/webhooks"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/store"
@@ -85,7 +86,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	s.dispatchSignup(ctx, job)
 	if req.Activate && sub.Status == store.Active {
 		// Without double opt-in the signup is the confirmation.
-		s.deps.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
+		s.deps.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
 	}
 	s.accepted(w, r, email, !s.cfg.DoubleOptIn)
 }

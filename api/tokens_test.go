@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 )
@@ -79,7 +80,7 @@ func TestTokenPagesHeaders(t *testing.T) {
 				t.Fatalf("%d %s", resp.StatusCode, body)
 			}
 		}
-		if _, err := e.store.Confirm(ctx, "a@x.io", store.OutboxEntry{}); err != nil {
+		if _, err := e.store.Confirm(ctx, "a@x.io", outbox.Entry{}); err != nil {
 			t.Fatal(err)
 		}
 		wantHSTS := ""

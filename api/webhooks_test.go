@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/channels/webhook"
 	"github.com/newsletter/newsletter/internal/netguard"
 	"github.com/newsletter/newsletter/internal/token"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -25,7 +26,7 @@ func newHooksEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
 	cfg.AdminToken = hooksAdmin
 	return newEnvWith(t, cfg, func(d *Deps) {
-		d.Notify = &tasks.WebhookNotifier{Endpoints: d.Store, Queue: d.Queue, Log: d.Log}
+		d.Notify = &webhooks.Notifier{Endpoints: d.Store, Queue: d.Queue, Log: d.Log}
 		d.Now = func() time.Time { return time.Now().Add(time.Duration(apiLater.Load())) }
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/newsletter/newsletter/internal/outbox"
 )
 
 // Issue statuses: draft → scheduled → sending → sent, or paused (and back
@@ -173,7 +175,7 @@ type IssueChange struct {
 	// Outbox, when it has an ID, is the plan task the change calls for,
 	// written in the same step (the relay enqueues it if the caller
 	// cannot).
-	Outbox OutboxEntry
+	Outbox outbox.Entry
 	// Round, when above 0, is the round the issue must be in (before a
 	// NewRound): otherwise ErrIssueStale, nothing changed.
 	Round int

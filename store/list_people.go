@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,7 +54,7 @@ type Change struct {
 	Topics []string
 	// Cancel: the sequence's topic and its outbox entries, dropped when
 	// Topics leaves it out.
-	Cancel Cancel
+	Cancel outbox.Cancel
 }
 
 // changeScript sets a subscriber's name, time zone or topics (an

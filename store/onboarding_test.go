@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -16,7 +17,7 @@ func TestOnboardingIndex(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Now().Truncate(time.Millisecond)
 	at := func(d time.Duration) *Redis { return NewRedis(rdb).WithClock(func() time.Time { return t0.Add(d) }) }
-	first := OutboxEntry{ID: "welcome:x", Due: t0, Body: []byte("w")}
+	first := outbox.Entry{ID: "welcome:x", Due: t0, Body: []byte("w")}
 	old, err := at(-48*time.Hour).Subscribe(ctx, SubscribeRequest{Email: "old@x.io", Activate: true, Outbox: first})
 	if err != nil {
 		t.Fatal(err)

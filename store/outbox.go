@@ -9,23 +9,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/redis/go-redis/v9"
 )
 
-// outbox is one outbox: its entries' bodies and their due times. The
+// outboxKeys are one outbox's keys: its entries' bodies and their due times. The
 // subscribers' scripts write theirs and the issues' scripts theirs, each
 // in the hash slot of the keys it changes with it (Redis Cluster), so the
 // relay reads every outbox (outboxes).
-type outbox struct{ hash, due string }
+type outboxKeys struct{ hash, due string }
 
 // outboxes are every outbox, in the order OutboxDue reads them: each
 // shard's, then the issues'.
-func outboxes() []outbox {
-	out := make([]outbox, 0, Shards+1)
+func outboxes() []outboxKeys {
+	out := make([]outboxKeys, 0, Shards+1)
 	for _, s := range everyShard() {
-		out = append(out, outbox{s.key(sfxOutbox), s.key(sfxDue)})
+		out = append(out, outboxKeys{s.key(sfxOutbox), s.key(sfxDue)})
 	}
-	return append(out, outbox{keyIssueOutbox, keyIssueOutboxDue})
+	return append(out, outboxKeys{keyIssueOutbox, keyIssueOutboxDue})
 }
 
 // outboxDoneScript drops entries from one outbox.
@@ -109,7 +110,7 @@ func elsewhere(missed []missedID) [][]any {
 
 // dropFrom runs outboxDoneScript on each outbox with ids, in one pipeline,
 // and answers the ids each did not hold.
-func (r *Redis) dropFrom(ctx context.Context, boxes []outbox, byBox [][]any) ([]missedID, error) {
+func (r *Redis) dropFrom(ctx context.Context, boxes []outboxKeys, byBox [][]any) ([]missedID, error) {
 	var which []int
 	var args [][]any
 	for b, ids := range byBox {
@@ -139,7 +140,7 @@ func (r *Redis) dropFrom(ctx context.Context, boxes []outbox, byBox [][]any) ([]
 // OutboxDue implements Outbox: the earliest limit entries of every outbox
 // together, their due times read in one round trip and their bodies in
 // a second.
-func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error) {
+func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]outbox.Entry, error) {
 	boxes := outboxes()
 	dues := make([]*redis.ZSliceCmd, len(boxes))
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -176,7 +177,7 @@ func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]O
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
-	out := make([]OutboxEntry, 0, len(all))
+	out := make([]outbox.Entry, 0, len(all))
 	for i, d := range all {
 		b, err := bodies[i].Result()
 		if errors.Is(err, redis.Nil) { // removed between the two reads: its task is enqueued
@@ -185,7 +186,7 @@ func (r *Redis) OutboxDue(ctx context.Context, before time.Time, limit int) ([]O
 		if err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
-		out = append(out, OutboxEntry{ID: d.z.Member.(string), Due: time.UnixMilli(int64(d.z.Score)), Body: []byte(b)})
+		out = append(out, outbox.Entry{ID: d.z.Member.(string), Due: time.UnixMilli(int64(d.z.Score)), Body: []byte(b)})
 	}
 	return out, nil
 }

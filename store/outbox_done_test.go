@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -70,7 +71,7 @@ func TestOutboxDoneAsksOneOutboxPerEntry(t *testing.T) {
 		id := "confirm:" + email
 		ids = append(ids, id)
 		if _, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Source: SourceForm,
-			Outbox: OutboxEntry{ID: id, Due: time.Now().Add(-time.Hour), Body: []byte("x")}}); err != nil {
+			Outbox: outbox.Entry{ID: id, Due: time.Now().Add(-time.Hour), Body: []byte("x")}}); err != nil {
 			t.Fatal(err)
 		}
 	}

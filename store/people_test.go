@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/internal/logredact"
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -80,15 +81,15 @@ func TestEraseLeavesNoTrace(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	outbox := func(id string) OutboxEntry {
-		return OutboxEntry{ID: id, Due: time.Now().Add(time.Hour), Body: []byte(`{"email":"` + email + `","name":"` + name + `"}`)}
+	entry := func(id string) outbox.Entry {
+		return outbox.Entry{ID: id, Due: time.Now().Add(time.Hour), Body: []byte(`{"email":"` + email + `","name":"` + name + `"}`)}
 	}
 	sub, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Name: name, Timezone: "Europe/Paris", Source: SourceForm,
-		Outbox: outbox("confirm:" + email), Hold: ConfirmHold{Every: time.Hour, PerDay: 3}})
+		Outbox: entry("confirm:" + email), Hold: ConfirmHold{Every: time.Hour, PerDay: 3}})
 	step("subscribe", err)
-	_, err = s.Confirm(ctx, email, outbox("welcome:"+email))
+	_, err = s.Confirm(ctx, email, entry("welcome:"+email))
 	step("confirm", err)
-	_, err = s.Subscribe(ctx, SubscribeRequest{Email: other, Name: "Keeper", Activate: true, Outbox: OutboxEntry{ID: "welcome:" + other, Due: time.Now(), Body: []byte("x")}})
+	_, err = s.Subscribe(ctx, SubscribeRequest{Email: other, Name: "Keeper", Activate: true, Outbox: outbox.Entry{ID: "welcome:" + other, Due: time.Now(), Body: []byte("x")}})
 	step("other", err)
 	step("push", s.AddPushSubscription(ctx, sub.ID, PushSubscription{Endpoint: "https://push.example/zoe", P256DH: []byte{4, 2}, Auth: []byte{1}}))
 	step("marks", s.MarkSent(ctx,
@@ -105,7 +106,7 @@ func TestEraseLeavesNoTrace(t *testing.T) {
 	_, err = s.RecordFeedback(ctx, Feedback{ID: "ses-2", SubscriberID: sub.ID, Type: Complaint}, FeedbackPolicy{})
 	step("complaint", err)
 	// A confirmation asked for after the complaint: it keeps the new name.
-	_, err = s.Subscribe(ctx, SubscribeRequest{Email: email, Name: nameAfter, Outbox: outbox("confirm:" + email), Source: SourceForm})
+	_, err = s.Subscribe(ctx, SubscribeRequest{Email: email, Name: nameAfter, Outbox: entry("confirm:" + email), Source: SourceForm})
 	step("reconfirm", err)
 
 	before := dumpAll(t, rdb)
@@ -139,12 +140,12 @@ func TestEraseLeavesNoTrace(t *testing.T) {
 		t.Fatal("the import wrote the erased address")
 	}
 	// The person's own signup and confirmation bring them back.
-	back, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Outbox: OutboxEntry{ID: "confirm:" + email, Due: time.Now()}, Source: SourceForm})
+	back, err := s.Subscribe(ctx, SubscribeRequest{Email: email, Outbox: outbox.Entry{ID: "confirm:" + email, Due: time.Now()}, Source: SourceForm})
 	step("signup after erase", err)
 	if back.ID == sub.ID || back.Status != Pending {
 		t.Fatalf("signup after erase: %+v", back)
 	}
-	_, err = s.Confirm(ctx, email, OutboxEntry{})
+	_, err = s.Confirm(ctx, email, outbox.Entry{})
 	step("confirm after erase", err)
 	if n, err := rdb.SCard(ctx, homeShard(email).key(sfxErased)).Result(); err != nil || n != 0 {
 		t.Fatalf("the confirmation left %d erased markers (%v)", n, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/outbox"
 )
 
 // Status is where a subscription stands.
@@ -82,16 +83,6 @@ var (
 	ErrErased = errors.New("this address was erased at its owner's request; only their own signup brings it back")
 )
 
-// OutboxEntry is a task that must reach the queue. It is written in the same
-// atomic step as the state change that calls for it, and removed once the
-// task is enqueued; a relay enqueues entries left behind by a crash. The
-// store treats Body as opaque bytes.
-type OutboxEntry struct {
-	ID   string    // the task's deterministic TaskID
-	Due  time.Time // when the task should run
-	Body []byte    // the encoded task
-}
-
 // SubscribeRequest asks to add or re-add an address.
 type SubscribeRequest struct {
 	Email, Name, Timezone string
@@ -99,7 +90,7 @@ type SubscribeRequest struct {
 	Activate bool
 	// Outbox is written atomically with the subscriber: the confirmation, or
 	// the welcome when Activate is set. An empty ID writes none.
-	Outbox OutboxEntry
+	Outbox outbox.Entry
 	// OnlyNew leaves an existing address as it is (ErrExists): an import
 	// must never re-subscribe someone who left.
 	OnlyNew bool
@@ -134,13 +125,6 @@ type Preferences struct {
 	// centre (0: none): a change that leaves no topic, ending the
 	// subscription, counts for that issue as UnsubscribeFrom does.
 	FromIssue int64
-}
-
-// Cancel names the outbox entries of a sequence: dropped, in the same
-// step, when a change leaves the subscriber without Topic (or any topic).
-type Cancel struct {
-	Topic  string
-	Outbox []string
 }
 
 // ConfirmHold limits the mails one mailbox gets because someone typed its
@@ -220,7 +204,7 @@ type Subscribers interface {
 	// person's own confirmation lifts the suppression). Already active:
 	// the subscriber and ErrAlreadyActive. Unsubscribed, or bounced or
 	// complained without a confirmation asked for: ErrNotPending.
-	Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error)
+	Confirm(ctx context.Context, email string, welcome outbox.Entry) (Subscriber, error)
 	// Unsubscribe ends the subscription at once and drops the named outbox
 	// entries, so neither the queue nor the relay can mail afterwards.
 	Unsubscribe(ctx context.Context, email string, cancel ...string) (Subscriber, error)
@@ -234,14 +218,14 @@ type Subscribers interface {
 	// caller checked), name and time zone. No topic left ends the
 	// subscription as Unsubscribe does. Not active: ErrNotActive, nothing
 	// changes.
-	SetPreferences(ctx context.Context, email string, p Preferences, cancel Cancel) (Subscriber, error)
+	SetPreferences(ctx context.Context, email string, p Preferences, cancel outbox.Cancel) (Subscriber, error)
 	// LeaveTopic turns one topic off (one-click from a mail of that
 	// topic), as SetPreferences. A topic already off changes nothing.
-	LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error)
+	LeaveTopic(ctx context.Context, email, topic string, cancel outbox.Cancel) (Subscriber, error)
 	// LeaveTopicFrom is LeaveTopic through a link of issue's mail: a
 	// topic turned off (or the subscription ended) counts as
 	// UnsubscribeFrom's does.
-	LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel Cancel) (Subscriber, error)
+	LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel outbox.Cancel) (Subscriber, error)
 	// Get returns the subscriber with that (normalised) address.
 	Get(ctx context.Context, email string) (Subscriber, error)
 	// GetByID returns the subscriber with that id (the links in mails
@@ -251,12 +235,12 @@ type Subscribers interface {
 	Ping(ctx context.Context) error
 }
 
-// Outbox holds tasks that must reach the queue (see OutboxEntry).
+// Outbox holds tasks that must reach the queue (see outbox.Entry).
 type Outbox interface {
 	// OutboxDone removes entries once their tasks are in the queue.
 	OutboxDone(ctx context.Context, ids ...string) error
 	// OutboxDue lists up to limit entries due before t, oldest first.
-	OutboxDue(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
+	OutboxDue(ctx context.Context, before time.Time, limit int) ([]outbox.Entry, error)
 }
 
 // Marks are the delivery marks (see the package doc).

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/outbox"
 )
 
 // subscribeScript adds an address or re-opens its ended subscription, and
@@ -272,7 +274,7 @@ return {'ok', id, packrec(r), topicsof(id, ARGV[6])}
 `)
 
 // Confirm implements Subscribers.
-func (r *Redis) Confirm(ctx context.Context, email string, welcome OutboxEntry) (Subscriber, error) {
+func (r *Redis) Confirm(ctx context.Context, email string, welcome outbox.Entry) (Subscriber, error) {
 	res, _, err := r.byAddress(ctx, confirmScript, email, r.withDay,
 		[]any{email, at36(r.now()), welcome.ID, welcome.Body, ms(welcome.Due), r.tl().all, ms(r.now()), r.erasure(email)})
 	if err != nil {
@@ -413,7 +415,7 @@ func (r *Redis) GetByID(ctx context.Context, id int64) (Subscriber, error) {
 }
 
 // SetPreferences implements Subscribers.
-func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences, cancel Cancel) (Subscriber, error) {
+func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences, cancel outbox.Cancel) (Subscriber, error) {
 	if err := checkFields(p.Name, p.Timezone); err != nil {
 		return Subscriber{}, fmt.Errorf("preferences of %s: %w", email, err)
 	}
@@ -421,12 +423,12 @@ func (r *Redis) SetPreferences(ctx context.Context, email string, p Preferences,
 }
 
 // LeaveTopic implements Subscribers.
-func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel Cancel) (Subscriber, error) {
+func (r *Redis) LeaveTopic(ctx context.Context, email, topic string, cancel outbox.Cancel) (Subscriber, error) {
 	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel, 0)
 }
 
 // LeaveTopicFrom implements Subscribers.
-func (r *Redis) LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel Cancel) (Subscriber, error) {
+func (r *Redis) LeaveTopicFrom(ctx context.Context, email, topic string, issue int64, cancel outbox.Cancel) (Subscriber, error) {
 	return r.changeTopics(ctx, email, "leave", topic, "", "", cancel, issue)
 }
 
@@ -484,7 +486,7 @@ end
 return {'ok', id, packrec(r), chosen}
 `)
 
-func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel Cancel, issue int64) (Subscriber, error) {
+func (r *Redis) changeTopics(ctx context.Context, email, mode, list, name, tz string, cancel outbox.Cancel, issue int64) (Subscriber, error) {
 	args := []any{email, at36(r.now()), r.tl().all, mode, list, cancel.Topic, name, tz}
 	for _, id := range cancel.Outbox {
 		args = append(args, id)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/topics"
-	"github.com/newsletter/newsletter/store"
 )
 
 // Every task's queue, TaskID and options are set here and nowhere else: the
@@ -75,8 +75,8 @@ func SequenceTasks(email string, seq topics.Sequence) []TaskRef {
 
 // SequenceCancel is what the store drops with the sequence's topic: the
 // outbox entries of email's steps.
-func SequenceCancel(email string, seq topics.Sequence) store.Cancel {
-	c := store.Cancel{Topic: seq.Topic}
+func SequenceCancel(email string, seq topics.Sequence) outbox.Cancel {
+	c := outbox.Cancel{Topic: seq.Topic}
 	for _, r := range SequenceTasks(email, seq) {
 		c.Outbox = append(c.Outbox, r.ID)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/internal/outbox"
 )
 
 // The outbox codec: a job is written to the store's outbox in the same step
@@ -17,12 +17,12 @@ type outboxBody struct {
 }
 
 // Outbox is the job's outbox entry.
-func (j Job) Outbox() store.OutboxEntry {
-	return store.OutboxEntry{ID: j.ID, Due: j.Due, Body: mustJSON(outboxBody{Type: j.Task.Type(), Payload: j.Task.Payload()})}
+func (j Job) Outbox() outbox.Entry {
+	return outbox.Entry{ID: j.ID, Due: j.Due, Body: mustJSON(outboxBody{Type: j.Task.Type(), Payload: j.Task.Payload()})}
 }
 
 // JobFromOutbox rebuilds the job an outbox entry stands for.
-func JobFromOutbox(e store.OutboxEntry) (Job, error) {
+func JobFromOutbox(e outbox.Entry) (Job, error) {
 	var b outboxBody
 	if err := json.Unmarshal(e.Body, &b); err != nil {
 		return Job{}, fmt.Errorf("decode outbox entry %s: %w", e.ID, err)

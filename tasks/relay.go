@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/internal/outbox"
 )
 
 // Relay enqueues outbox entries that a crash or a Redis blip left behind
@@ -15,7 +15,7 @@ import (
 // jobs' deterministic TaskIDs make concurrent relays harmless, and a job
 // that already ran finds its delivery mark and sends nothing.
 type Relay struct {
-	Store store.Outbox
+	Store OutboxReader
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Interval between scans (default 10s).
@@ -27,6 +27,13 @@ type Relay struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+}
+
+// OutboxReader is what the relay reads of the store's outbox
+// (store.Outbox): the entries due, and clearing those it queued.
+type OutboxReader interface {
+	OutboxDue(ctx context.Context, before time.Time, limit int) ([]outbox.Entry, error)
+	OutboxDone(ctx context.Context, ids ...string) error
 }
 
 const relayBatch = 500

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 )
@@ -111,7 +112,7 @@ func TestRelayDropsUnreadableEntries(t *testing.T) {
 	rdb, _ := redistest.New(t, redistest.DBTasks)
 	ctx := context.Background()
 	st := store.NewRedis(rdb)
-	bad := store.OutboxEntry{ID: "confirm:x@example.com", Due: time.Now().Add(-time.Hour), Body: []byte("{not json")}
+	bad := outbox.Entry{ID: "confirm:x@example.com", Due: time.Now().Add(-time.Hour), Body: []byte("{not json")}
 	if _, err := st.Subscribe(ctx, store.SubscribeRequest{Email: "x@example.com", Outbox: bad}); err != nil {
 		t.Fatal(err)
 	}

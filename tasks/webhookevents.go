@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/newsletter/newsletter/store"
 )
 
 // The event types an endpoint can ask for.
@@ -58,23 +56,15 @@ type WebhookSubscriberData struct {
 	Source string `json:"source,omitempty"`
 }
 
-// SubscriberWebhookEvent is the event typ (one of the subscriber.* types) about sub,
-// as the store answered the change: it happened at sub's confirmation
-// (subscriber.confirmed) or at the end of its subscription (the others).
-// source names where a bounce or complaint came from ("" for the others).
-func SubscriberWebhookEvent(typ string, sub store.Subscriber, source string) WebhookEvent {
-	at := sub.UnsubscribedAt
-	if typ == WebhookSubscriberConfirmed {
-		at = sub.ConfirmedAt
-	}
-	if at.IsZero() {
-		at = time.Now() // a record without the time: the moment we heard of it
-	}
+// SubscriberWebhookEvent is the event typ (one of the subscriber.* types)
+// about the subscriber sub, which happened at at: its id names the event,
+// so the same change reported twice is one event to the endpoints
+// (services/webhooks.SubscriberEvent reads at from the store's record).
+func SubscriberWebhookEvent(typ string, sub WebhookSubscriberData, at time.Time) WebhookEvent {
 	at = at.UTC()
 	return WebhookEvent{
 		ID:   webhookEventID(typ, strconv.FormatInt(sub.ID, 10), strconv.FormatInt(at.UnixMilli(), 10)),
-		Type: typ, Timestamp: at,
-		Data: WebhookSubscriberData{ID: sub.ID, Email: sub.Email, Source: source},
+		Type: typ, Timestamp: at, Data: sub,
 	}
 }
 

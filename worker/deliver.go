@@ -17,6 +17,7 @@ import (
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -67,7 +68,7 @@ type Deliverer struct {
 	Tags *feedback.Tagger
 	// Notify queues subscriber.bounced for an address that bounced at
 	// sending (nil: none), when Feedback is nil.
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 	// Feedback records a bounce at sending as every other bounce report
 	// (nil: a recorder on Store with the default policy, Metrics, Log
 	// and Notify).

@@ -20,6 +20,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -39,7 +40,7 @@ type delivery struct {
 
 	// notify and post, when set, are the worker's webhook notifier and
 	// poster (webhooks_test.go).
-	notify *tasks.WebhookNotifier
+	notify *webhooks.Notifier
 	post   WebhookPoster
 	hooks  tasks.WebhookBackoff
 

@@ -12,6 +12,7 @@ import (
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/channels/webpush/webpushtest"
 	"github.com/newsletter/newsletter/internal/netguard"
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
@@ -132,7 +133,7 @@ func TestPushStopsWithTheTopic(t *testing.T) {
 		s, _ := addBrowser(t, d.store, svc, e)
 		subs = append(subs, s)
 	}
-	if _, err := d.store.LeaveTopic(ctx, emails[1], topics.Updates, store.Cancel{}); err != nil {
+	if _, err := d.store.LeaveTopic(ctx, emails[1], topics.Updates, outbox.Cancel{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.store.Unsubscribe(ctx, emails[2]); err != nil {

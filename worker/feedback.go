@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -30,7 +31,7 @@ type FeedbackRecorder struct {
 	Log     *slog.Logger
 	// Notify queues subscriber.bounced and subscriber.complained when a
 	// report changes a subscriber (nil: none).
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 }
 
 // FeedbackStore is what the recorder needs of the store.
@@ -80,7 +81,7 @@ func (f *FeedbackRecorder) Record(ctx context.Context, p tasks.FeedbackPayload) 
 		if res.Subscriber.Status == store.Complained {
 			typ = tasks.WebhookSubscriberComplained
 		}
-		f.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(typ, res.Subscriber, p.Source))
+		f.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(typ, res.Subscriber, p.Source))
 	}
 	log.Info("feedback recorded", "subscriber", res.Subscriber.ID, "status", res.Subscriber.Status,
 		"changed", res.Changed, "soft_bounces", res.SoftBounces, "kind", p.Kind, "issue", p.IssueID, "reason", p.Reason)

@@ -17,6 +17,7 @@ import (
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/feeds"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -90,7 +91,7 @@ type Deps struct {
 
 	// Notify queues the webhook events of what the handlers change (a
 	// bounce, a complaint, an issue sent); nil queues none.
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 	// WebhookPost delivers webhook events (nil: a webhook.Sender that
 	// refuses private addresses); WebhookPolicy disables an endpoint that
 	// keeps failing; WebhookBackoff is the retry schedule (zero: the

@@ -17,6 +17,7 @@ import (
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/segment"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -74,7 +75,7 @@ type IssueSender struct {
 	// again while it sends (DefaultIssueCheckInterval).
 	CheckInterval time.Duration
 	// Notify queues issue.sent when an issue's sending ends (nil: none).
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 
 	prepMu   sync.Mutex
 	prepared map[preparedKey]preparedIssue

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/listjobs"
@@ -184,7 +185,7 @@ func TestBulkJob(t *testing.T) {
 	for i := range 20 {
 		req := store.SubscribeRequest{Email: fmt.Sprintf("b%02d@example.com", i), Topics: []string{"digest"}, Activate: i%4 != 0}
 		if i%4 == 0 {
-			req.Outbox = store.OutboxEntry{ID: "confirm:" + req.Email, Body: []byte("x"), Due: time.Now()}
+			req.Outbox = outbox.Entry{ID: "confirm:" + req.Email, Body: []byte("x"), Due: time.Now()}
 		}
 		if _, err := e.st.Subscribe(ctx, req); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -60,7 +61,7 @@ func TestReconcileSequence(t *testing.T) {
 			}
 		}
 	}
-	if _, err := d.store.LeaveTopic(ctx, "eve@x.io", "digest", store.Cancel{}); err != nil {
+	if _, err := d.store.LeaveTopic(ctx, "eve@x.io", "digest", outbox.Cancel{}); err != nil {
 		t.Fatal(err)
 	}
 	step := func(email, template string) (time.Time, bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/quiet"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/mailer"
@@ -319,7 +320,7 @@ func TestSequenceStopsWhenTheTopicIsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.queue.take()
-	if _, err := e.st.LeaveTopic(ctx, "s@x.io", "digest", store.Cancel{}); err != nil {
+	if _, err := e.st.LeaveTopic(ctx, "s@x.io", "digest", outbox.Cancel{}); err != nil {
 		t.Fatal(err)
 	}
 	e.now = confirmed.Add(72 * time.Hour)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -49,7 +50,7 @@ func TestDigestAudienceByTopic(t *testing.T) {
 		}
 	}
 	for i := 3; i < n; i += 6 {
-		if _, err := d.store.LeaveTopic(ctx, reqs[i].Email, "digest", store.Cancel{}); err != nil {
+		if _, err := d.store.LeaveTopic(ctx, reqs[i].Email, "digest", outbox.Cancel{}); err != nil {
 			t.Fatal(err)
 		}
 		if i+2 < n {

@@ -24,6 +24,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/nettest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -106,12 +107,12 @@ func TestWebhookRetriedUntilDelivered(t *testing.T) {
 	})
 	hook := register(t, d.store, "crm", ep.srv.URL+"/hooks", tasks.WebhookSubscriberConfirmed)
 	register(t, d.store, "other", ep.srv.URL+"/other", tasks.WebhookIssueSent)
-	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
+	d.notify = &webhooks.Notifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.hooks = tasks.WebhookBackoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Window: time.Hour}
 	d.startWorker(t, 1000, 2)
 
-	ev := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 11, Email: "ann@example.com", ConfirmedAt: time.Now()}, "")
+	ev := webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 11, Email: "ann@example.com", ConfirmedAt: time.Now()}, "")
 	if err := d.notify.Notify(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestHardBounceAtSendingIsAWebhookEvent(t *testing.T) {
 	})
 	ep := newEndpoint(t, nil)
 	hook := register(t, d.store, "bounces", ep.srv.URL, tasks.WebhookSubscriberBounced)
-	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
+	d.notify = &webhooks.Notifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.startWorker(t, 1000, 2)
 	d.welcome(t, "gone@x.org")
@@ -191,7 +192,7 @@ func TestIssueSentIsAWebhookEvent(t *testing.T) {
 	seed(t, d.store, "r", 20)
 	ep := newEndpoint(t, nil)
 	hook := register(t, d.store, "site", ep.srv.URL, tasks.WebhookIssueSent)
-	d.notify = &tasks.WebhookNotifier{Endpoints: d.store, Queue: d.client}
+	d.notify = &webhooks.Notifier{Endpoints: d.store, Queue: d.client}
 	d.post = loopbackSender
 	d.startWorker(t, 100000, 4)
 	is := d.sendIssue(t, store.IssueContent{Subject: "Lanes", Body: "Hello", Topics: []string{topics.Digest}})
@@ -247,7 +248,7 @@ func newHandlerRun(t *testing.T, policy store.WebhookPolicy, backoff tasks.Webho
 }
 
 func (r *handlerRun) task(endpoint string, subscriberID int64) *asynq.Task {
-	ev := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: subscriberID, Email: "p" + strconv.FormatInt(subscriberID, 10) + "@example.com", ConfirmedAt: r.clock}, "")
+	ev := webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: subscriberID, Email: "p" + strconv.FormatInt(subscriberID, 10) + "@example.com", ConfirmedAt: r.clock}, "")
 	body, _ := ev.Body()
 	return tasks.NewWebhook(tasks.WebhookPayload{Endpoint: endpoint, ID: ev.ID, Type: ev.Type, Queued: r.clock, Body: string(body)})
 }
@@ -434,7 +435,7 @@ func TestFeedbackIsAWebhookEvent(t *testing.T) {
 	}
 	register(t, mem, "crm", "https://crm.example.com/hooks", tasks.WebhookSubscriberBounced, tasks.WebhookSubscriberComplained)
 	q := &recordQueue{}
-	f := NewHandlers(Deps{Store: mem, Log: discard, Notify: &tasks.WebhookNotifier{Endpoints: mem, Queue: q}}).Feedback
+	f := NewHandlers(Deps{Store: mem, Log: discard, Notify: &webhooks.Notifier{Endpoints: mem, Queue: q}}).Feedback
 	run := func(p tasks.FeedbackPayload) {
 		t.Helper()
 		task, err := tasks.NewFeedback(p)

@@ -62,7 +62,7 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 // store, dispatcher, client and inspector: the API and the console change
 // the list through it. notify is the API's own notifier, whose cache of
 // endpoints the API's webhook routes reset.
-func listService(a *app, st *store.Redis, jobs tasks.JobDispatcher, q tasks.Enqueuer, insp *asynq.Inspector, notify *tasks.WebhookNotifier) *subscribers.Service {
+func listService(a *app, st *store.Redis, jobs tasks.JobDispatcher, q tasks.Enqueuer, insp *asynq.Inspector, notify *webhooks.Notifier) *subscribers.Service {
 	return &subscribers.Service{Store: st, Topics: a.catalog, Jobs: jobs, Queue: q, Tasks: insp, Notify: notify,
 		Audit: a.audit, ListJobs: listjobs.NewJobs(a.rdb), Log: a.log}
 }

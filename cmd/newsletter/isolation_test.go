@@ -28,6 +28,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -111,10 +112,10 @@ func TestLaneIsolation(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("register the webhook endpoint: %d %s", code, body)
 	}
-	notify := &tasks.WebhookNotifier{Endpoints: st, Queue: asynq.NewClientFromRedisClient(rdb)}
+	notify := &webhooks.Notifier{Endpoints: st, Queue: asynq.NewClientFromRedisClient(rdb)}
 	for _, e := range emails[:50] {
 		sub, _ := st.Get(ctx, e)
-		if err := notify.Notify(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, "")); err != nil {
+		if err := notify.Notify(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, "")); err != nil {
 			t.Fatal(err)
 		}
 	}

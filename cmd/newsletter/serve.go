@@ -204,7 +204,7 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		BulkReady: a.settings.BulkReady,
 		Store:     a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
 		ClaimTTL:  a.cfg.ClaimTTL,
-		Notify:    &tasks.WebhookNotifier{Endpoints: a.store, Queue: client, Log: a.log},
+		Notify:    &webhooks.Notifier{Endpoints: a.store, Queue: client, Log: a.log},
 		PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 		SMSRetry:  worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
@@ -291,7 +291,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	// One issues.Service and one subscribers.Service too: a move of an
 	// issue, a change of the list, is the same from both.
 	issueSvc := a.issueService(apiStore, jobs, render)
-	notify := &tasks.WebhookNotifier{Endpoints: apiStore, Queue: apiClient, Log: a.log}
+	notify := &webhooks.Notifier{Endpoints: apiStore, Queue: apiClient, Log: a.log}
 	subs := listService(a, apiStore, jobs, apiClient, insp, notify)
 	// One registry of webhook endpoints for the API and the console.
 	hooks := &webhooks.Service{Store: apiStore, Queue: apiClient, Guard: a.cfg.Endpoints(), NewSecret: webhook.NewSecret}

@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -123,7 +124,7 @@ func (s *Service) add(ctx context.Context, req store.SubscribeRequest, doubleOpt
 	detail := "double opt-in: confirmation sent"
 	if !doubleOptIn {
 		detail = "without double opt-in: " + reason
-		s.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
+		s.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, ""))
 	}
 	if s.Audit != nil {
 		_ = s.Audit.Note(ctx, audit.Entry{Action: AuditSubscriberAdded, Target: s.Audit.Subscriber(email), Detail: detail}) // logged and counted by the Trail

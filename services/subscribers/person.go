@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -103,7 +104,7 @@ func (s *Service) NotifyLeft(ctx context.Context, sub store.Subscriber) {
 	if sub.Status != store.Unsubscribed || sub.ConfirmedAt.IsZero() || !sub.Ended {
 		return
 	}
-	s.Notify.NotifyLogged(ctx, tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""))
+	s.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""))
 }
 
 // Export gathers everything held about the person with address email

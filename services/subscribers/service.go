@@ -14,6 +14,7 @@ import (
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/internal/webjson"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -51,7 +52,7 @@ type Service struct {
 	// handlers' re-check skips them).
 	Tasks TaskDeleter
 	// Notify queues the webhook events of the changes (nil-safe).
-	Notify *tasks.WebhookNotifier
+	Notify *webhooks.Notifier
 	// Audit records the changes (nil: none, for tests of other things).
 	Audit *audit.Trail
 	// ListJobs keep the bulk actions and exports (nil: those on a filter

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/store"
 )
@@ -114,7 +115,7 @@ func testOutbox(t *testing.T, h Harness, s store.Store) {
 	ctx := context.Background()
 	now := time.Now()
 	for i := 0; i < 5; i++ {
-		e := store.OutboxEntry{ID: fmt.Sprint("e", i), Due: now.Add(time.Duration(i-3) * time.Minute), Body: []byte{byte(i)}}
+		e := outbox.Entry{ID: fmt.Sprint("e", i), Due: now.Add(time.Duration(i-3) * time.Minute), Body: []byte{byte(i)}}
 		if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: fmt.Sprintf("o%d@x.io", i), Outbox: e}); err != nil {
 			t.Fatal(err)
 		}

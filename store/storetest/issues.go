@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -146,7 +147,7 @@ func testIssueTransitionWritesOutbox(t *testing.T, _ Harness, s store.Store) {
 		t.Fatal(err)
 	}
 	due := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	entry := func(id string) store.OutboxEntry { return store.OutboxEntry{ID: id, Due: due, Body: []byte(`{"x":1}`)} }
+	entry := func(id string) outbox.Entry { return outbox.Entry{ID: id, Due: due, Body: []byte(`{"x":1}`)} }
 	outbox := func() []string {
 		t.Helper()
 		es, err := s.OutboxDue(ctx, due.Add(time.Second), 100)
@@ -346,7 +347,7 @@ func testEndSaysWhetherItEnded(t *testing.T, _ Harness, s store.Store) {
 	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "bob@example.com", Activate: true, Topics: []string{"digest"}}); err != nil {
 		t.Fatal(err)
 	}
-	left, err := s.LeaveTopic(ctx, "bob@example.com", "digest", store.Cancel{})
+	left, err := s.LeaveTopic(ctx, "bob@example.com", "digest", outbox.Cancel{})
 	if err != nil || !left.Ended || left.Status != store.Unsubscribed {
 		t.Fatalf("leaving the last topic: %+v %v, want ended", left, err)
 	}

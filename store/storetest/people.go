@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -122,7 +123,7 @@ func testListSubscribers(t *testing.T, h Harness, s store.Store) {
 	pending := byStatus[store.Pending][0]
 	sub, err := s.GetByID(ctx, pending)
 	must(t, err)
-	must2(t)(s.Confirm(ctx, sub.Email, store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, sub.Email, outbox.Entry{}))
 	if got := listAll(t, s, store.SubscriberQuery{Status: store.Pending, Limit: 10}); slices.Contains(got, pending) {
 		t.Fatalf("confirmed %d still listed as pending: %v", pending, got)
 	}
@@ -152,7 +153,7 @@ func testPersonalData(t *testing.T, h Harness, s store.Store) {
 	before := time.Now().Add(-time.Second)
 	sub, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "pd@x.io", Name: "Pat", Source: store.SourceForm, Outbox: entry("confirm:pd@x.io")})
 	must(t, err)
-	must2(t)(s.Confirm(ctx, "pd@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "pd@x.io", outbox.Entry{}))
 	other, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "other@x.io", Activate: true, Source: store.SourceImport})
 	must(t, err)
 	must(t, s.MarkSent(ctx,
@@ -255,10 +256,10 @@ func testErase(t *testing.T, h Harness, s store.Store) {
 	if err != nil || again.ID == sub.ID || again.Status != store.Pending || again.Name != "" {
 		t.Fatalf("signup after erase: %+v %v", again, err)
 	}
-	must2(t)(s.Confirm(ctx, "er@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "er@x.io", outbox.Entry{}))
 	must2(t)(s.Erase(ctx, "er@x.io"))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "er@x.io", Outbox: entry("confirm:er@x.io")}))
-	must2(t)(s.Confirm(ctx, "er@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "er@x.io", outbox.Entry{}))
 	must2(t)(s.Unsubscribe(ctx, "er@x.io"))
 	if _, err := s.Subscribe(ctx, store.SubscribeRequest{Email: "er@x.io", Activate: true, OnlyNew: true}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("import of a returned person: %v, want ErrExists", err)
@@ -280,7 +281,7 @@ func testStats(t *testing.T, h Harness, s store.Store) {
 	}
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "s1@x.io", Outbox: entry("confirm:s1@x.io"), Source: store.SourceForm}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "s2@x.io", Outbox: entry("confirm:s2@x.io"), Topics: []string{"updates"}}))
-	must2(t)(s.Confirm(ctx, "s2@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "s2@x.io", outbox.Entry{}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "s3@x.io", Activate: true, OnlyNew: true, Source: store.SourceImport}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "s4@x.io", Activate: true, OnlyNew: true, Source: store.SourceImport}))
 	must2(t)(s.Unsubscribe(ctx, "s4@x.io"))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -104,13 +105,13 @@ func testPushSubscriptions(t *testing.T, h Harness, s store.Store) {
 	}{
 		{"leave@x.io", func(e string) error { return errOnly(s.Unsubscribe(ctx, e)) }, false},
 		{"untick@x.io", func(e string) error {
-			return errOnly(s.SetPreferences(ctx, e, store.Preferences{}, store.Cancel{}))
+			return errOnly(s.SetPreferences(ctx, e, store.Preferences{}, outbox.Cancel{}))
 		}, false},
 		{"lastone@x.io", func(e string) error {
-			if err := errOnly(s.LeaveTopic(ctx, e, "digest", store.Cancel{})); err != nil {
+			if err := errOnly(s.LeaveTopic(ctx, e, "digest", outbox.Cancel{})); err != nil {
 				return err
 			}
-			return errOnly(s.LeaveTopic(ctx, e, "updates", store.Cancel{}))
+			return errOnly(s.LeaveTopic(ctx, e, "updates", outbox.Cancel{}))
 		}, false},
 		{"bounce@x.io", func(e string) error { return s.MarkBounced(ctx, e) }, true},
 	} {

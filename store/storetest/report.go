@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -21,11 +22,11 @@ func testGrowth(t *testing.T, h Harness, s store.Store) {
 	// The form: counted when confirmed, not when signed up.
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "f1@x.io", Outbox: entry("confirm:f1@x.io"), Topics: []string{"updates"}, Source: store.SourceForm}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "f2@x.io", Outbox: entry("confirm:f2@x.io"), Topics: []string{"updates"}, Source: store.SourceForm}))
-	must2(t)(s.Confirm(ctx, "f1@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "f1@x.io", outbox.Entry{}))
 	// An import activated at once, and one asked to confirm.
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "i1@x.io", Activate: true, OnlyNew: true, Topics: []string{"digest"}, Source: store.SourceImport}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "i2@x.io", OnlyNew: true, Outbox: entry("confirm:i2@x.io"), Topics: []string{"updates"}, Source: store.SourceImport}))
-	must2(t)(s.Confirm(ctx, "i2@x.io", store.OutboxEntry{}))
+	must2(t)(s.Confirm(ctx, "i2@x.io", outbox.Entry{}))
 	// The API, two topics; one of unknown source.
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "a1@x.io", Activate: true, Topics: []string{"digest", "updates"}, Source: store.SourceAPI}))
 	must2(t)(s.Subscribe(ctx, store.SubscribeRequest{Email: "o1@x.io", Activate: true, Topics: []string{"digest"}}))
@@ -89,23 +90,23 @@ func testIssueUnsubscribes(t *testing.T, h Harness, s store.Store) {
 	}
 	must2(t)(s.UnsubscribeFrom(ctx, "u1@x.io", 7))
 	// The last topic (ends it), and one topic of two.
-	must2(t)(s.LeaveTopicFrom(ctx, "u2@x.io", "digest", 7, store.Cancel{}))
-	must2(t)(s.LeaveTopicFrom(ctx, "u3@x.io", "updates", 7, store.Cancel{}))
+	must2(t)(s.LeaveTopicFrom(ctx, "u2@x.io", "digest", 7, outbox.Cancel{}))
+	must2(t)(s.LeaveTopicFrom(ctx, "u3@x.io", "updates", 7, outbox.Cancel{}))
 	if n := count(7); n != 3 {
 		t.Fatalf("issue 7 after three leavings (one twice): %d", n)
 	}
 	// A topic the person does not have: nothing left, nothing counted.
-	must2(t)(s.LeaveTopicFrom(ctx, "u4@x.io", "updates", 7, store.Cancel{}))
+	must2(t)(s.LeaveTopicFrom(ctx, "u4@x.io", "updates", 7, outbox.Cancel{}))
 	// Left by another way first: the issue's link then changes nothing.
 	must2(t)(s.Unsubscribe(ctx, "u5@x.io"))
 	must2(t)(s.UnsubscribeFrom(ctx, "u5@x.io", 8))
 	// The preference centre: a change that keeps a topic is no leaving;
 	// one that leaves none is.
-	must2(t)(s.SetPreferences(ctx, "u6@x.io", store.Preferences{Topics: []string{"updates"}, FromIssue: 7}, store.Cancel{}))
+	must2(t)(s.SetPreferences(ctx, "u6@x.io", store.Preferences{Topics: []string{"updates"}, FromIssue: 7}, outbox.Cancel{}))
 	if n := count(7); n != 3 {
 		t.Fatalf("issue 7 after changes that left nothing: %d", n)
 	}
-	sub, err = s.SetPreferences(ctx, "u6@x.io", store.Preferences{Topics: nil, FromIssue: 7}, store.Cancel{})
+	sub, err = s.SetPreferences(ctx, "u6@x.io", store.Preferences{Topics: nil, FromIssue: 7}, outbox.Cancel{})
 	if err != nil || sub.Status != store.Unsubscribed {
 		t.Fatalf("preferences with no topic: %+v %v", sub, err)
 	}

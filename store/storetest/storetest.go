@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -109,8 +110,8 @@ func claimOne(ctx context.Context, s store.Marks, m store.Mark, ttl time.Duratio
 	return claims[0], nil
 }
 
-func entry(id string) store.OutboxEntry {
-	return store.OutboxEntry{ID: id, Due: time.Now().Add(-time.Minute), Body: []byte("task " + id)}
+func entry(id string) outbox.Entry {
+	return outbox.Entry{ID: id, Due: time.Now().Add(-time.Minute), Body: []byte("task " + id)}
 }
 
 // must fails the test on a set-up step's error.

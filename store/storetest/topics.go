@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -18,7 +19,7 @@ func outboxHas(t *testing.T, s store.Store, id string) bool {
 	t.Helper()
 	due, err := s.OutboxDue(context.Background(), farFuture, 1000)
 	must(t, err)
-	return slices.ContainsFunc(due, func(e store.OutboxEntry) bool { return e.ID == id })
+	return slices.ContainsFunc(due, func(e outbox.Entry) bool { return e.ID == id })
 }
 
 // Topics: chosen at signup (nil: the defaults), read back everywhere a
@@ -70,7 +71,7 @@ func testTopics(t *testing.T, h Harness, s store.Store) {
 	// stays active with the rest.
 	_, err = s.Subscribe(ctx, store.SubscribeRequest{Email: "seq@x.io", Activate: true, Outbox: entry("step:seq@x.io:welcome")})
 	must(t, err)
-	cancel := store.Cancel{Topic: "digest", Outbox: []string{"step:seq@x.io:welcome"}}
+	cancel := outbox.Cancel{Topic: "digest", Outbox: []string{"step:seq@x.io:welcome"}}
 	got, err := s.LeaveTopic(ctx, "seq@x.io", "updates", cancel)
 	if err != nil || got.Status != store.Active || !slices.Equal(got.Topics, []string{"digest"}) || !outboxHas(t, s, "step:seq@x.io:welcome") {
 		t.Fatalf("leave updates: %+v %v", got, err)
@@ -90,18 +91,18 @@ func testTopics(t *testing.T, h Harness, s store.Store) {
 	// Only an active subscription's topics change.
 	for _, email := range []string{"seq@x.io", "pending@x.io"} {
 		before, _ := s.Get(ctx, email)
-		if _, err := s.SetPreferences(ctx, email, store.Preferences{Topics: []string{"digest"}, Name: "X"}, store.Cancel{}); !errors.Is(err, store.ErrNotActive) {
+		if _, err := s.SetPreferences(ctx, email, store.Preferences{Topics: []string{"digest"}, Name: "X"}, outbox.Cancel{}); !errors.Is(err, store.ErrNotActive) {
 			t.Fatalf("%s: set topics of a %s subscription: %v", email, before.Status, err)
 		}
 		if after, _ := s.Get(ctx, email); !slices.Equal(after.Topics, before.Topics) || after.Status != before.Status || after.Name != before.Name {
 			t.Fatalf("%s changed: %+v -> %+v", email, before, after)
 		}
 	}
-	if _, err := s.LeaveTopic(ctx, "nobody@x.io", "digest", store.Cancel{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LeaveTopic(ctx, "nobody@x.io", "digest", outbox.Cancel{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown address: %v", err)
 	}
 	// No topic chosen is leaving everything.
-	got, err = s.SetPreferences(ctx, "both@x.io", store.Preferences{}, store.Cancel{})
+	got, err = s.SetPreferences(ctx, "both@x.io", store.Preferences{}, outbox.Cancel{})
 	if err != nil || got.Status != store.Unsubscribed || len(got.Topics) != 0 {
 		t.Fatalf("set no topics: %+v %v", got, err)
 	}

@@ -1,4 +1,4 @@
-package tasks
+package webhooks
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // queued records what is enqueued.
@@ -59,10 +60,10 @@ func TestWebhookNotifier(t *testing.T) {
 	reads := func() int { return away.Calls("zrange") }
 	q := &queued{}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := &WebhookNotifier{Endpoints: mem, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
+	n := &Notifier{Endpoints: mem, Queue: q, TTL: time.Minute, Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sub := store.Subscriber{ID: 5, Email: "ann@example.com", ConfirmedAt: now}
-	confirmed := SubscriberWebhookEvent(WebhookSubscriberConfirmed, sub, "")
+	confirmed := SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, "")
 
 	// No endpoint: nothing queued, and the next events within the TTL
 	// cost no read.
@@ -75,10 +76,10 @@ func TestWebhookNotifier(t *testing.T) {
 		t.Fatalf("no endpoints: %d tasks, %d reads of the list; want 0 and 1", len(got), reads())
 	}
 
-	addHook(t, mem, "crm", WebhookSubscriberConfirmed, WebhookSubscriberUnsubscribed)
-	addHook(t, mem, "audit", WebhookSubscriberConfirmed, WebhookIssueSent)
-	addHook(t, mem, "bounces", WebhookSubscriberBounced)
-	addHook(t, mem, "off", WebhookSubscriberConfirmed)
+	addHook(t, mem, "crm", tasks.WebhookSubscriberConfirmed, tasks.WebhookSubscriberUnsubscribed)
+	addHook(t, mem, "audit", tasks.WebhookSubscriberConfirmed, tasks.WebhookIssueSent)
+	addHook(t, mem, "bounces", tasks.WebhookSubscriberBounced)
+	addHook(t, mem, "off", tasks.WebhookSubscriberConfirmed)
 	if _, err := mem.DisableWebhook(ctx, "off"); err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +97,11 @@ func TestWebhookNotifier(t *testing.T) {
 	// One task per endpoint, in whatever order the store lists them.
 	seen := map[string]bool{}
 	for i := range got {
-		var p WebhookPayload
+		var p tasks.WebhookPayload
 		if err := json.Unmarshal(got[i].Payload(), &p); err != nil {
 			t.Fatal(err)
 		}
-		if got[i].Type() != TypeWebhook || p.ID != confirmed.ID || p.Body != string(body) || !p.Queued.Equal(now) {
+		if got[i].Type() != tasks.TypeWebhook || p.ID != confirmed.ID || p.Body != string(body) || !p.Queued.Equal(now) {
 			t.Fatalf("task %d: %s %+v", i, got[i].Type(), p)
 		}
 		seen[p.Endpoint] = true
@@ -110,7 +111,7 @@ func TestWebhookNotifier(t *testing.T) {
 	}
 
 	// Another type: only the endpoint that wants it.
-	must(t, n.Notify(ctx, SubscriberWebhookEvent(WebhookSubscriberBounced, sub, "smtp")))
+	must(t, n.Notify(ctx, SubscriberEvent(tasks.WebhookSubscriberBounced, sub, "smtp")))
 	if got := q.take(); len(got) != 1 {
 		t.Fatalf("subscriber.bounced: %d tasks, want 1", len(got))
 	}
@@ -125,11 +126,11 @@ func TestWebhookNotifier(t *testing.T) {
 		t.Fatalf("with Redis away: %d tasks, %d reads", len(got), reads()-before)
 	}
 	// With no list at all, the failure is the caller's to log.
-	cold := &WebhookNotifier{Endpoints: mem, Queue: q}
+	cold := &Notifier{Endpoints: mem, Queue: q}
 	if err := cold.Notify(ctx, confirmed); err == nil {
 		t.Fatal("a notifier that could never read the endpoints reported nothing")
 	}
-	var none *WebhookNotifier
+	var none *Notifier
 	if err := none.Notify(ctx, confirmed); err != nil {
 		t.Fatalf("a nil notifier: %v", err)
 	}
@@ -146,36 +147,36 @@ func TestWebhookTaskOncePerEndpoint(t *testing.T) {
 	st := store.NewRedis(rdb)
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	addHook(t, st, "crm", WebhookSubscriberConfirmed)
-	addHook(t, st, "audit", WebhookSubscriberConfirmed)
-	n := &WebhookNotifier{Endpoints: st, Queue: client}
-	ev := SubscriberWebhookEvent(WebhookSubscriberConfirmed, store.Subscriber{ID: 9, Email: "b@example.com", ConfirmedAt: time.Now()}, "")
+	addHook(t, st, "crm", tasks.WebhookSubscriberConfirmed)
+	addHook(t, st, "audit", tasks.WebhookSubscriberConfirmed)
+	n := &Notifier{Endpoints: st, Queue: client}
+	ev := SubscriberEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 9, Email: "b@example.com", ConfirmedAt: time.Now()}, "")
 	for range 3 {
 		must(t, n.Notify(ctx, ev))
 	}
-	pending, err := insp.ListPendingTasks(QueueWebhook)
+	pending, err := insp.ListPendingTasks(tasks.QueueWebhook)
 	if err != nil || len(pending) != 2 {
 		t.Fatalf("pending %d (%v), want one per endpoint", len(pending), err)
 	}
-	info, err := insp.GetTaskInfo(QueueWebhook, WebhookTaskID("crm", ev.ID))
-	if err != nil || info.MaxRetry != DefaultWebhookBackoff.MaxRetry() || info.Retention != 24*time.Hour {
+	info, err := insp.GetTaskInfo(tasks.QueueWebhook, tasks.WebhookTaskID("crm", ev.ID))
+	if err != nil || info.MaxRetry != tasks.DefaultWebhookBackoff.MaxRetry() || info.Retention != 24*time.Hour {
 		t.Fatalf("task: %+v %v", info, err)
 	}
 	// Delivered: the task is kept for a day, so the same event reported
 	// again is still no second delivery.
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Queues: map[string]int{QueueWebhook: 1}, LogLevel: asynq.FatalLevel})
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Queues: map[string]int{tasks.QueueWebhook: 1}, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeWebhook, func(context.Context, *asynq.Task) error { return nil })
+	mux.HandleFunc(tasks.TypeWebhook, func(context.Context, *asynq.Task) error { return nil })
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}
 	poll.True(t, 30*time.Second, "both tasks completed", func() bool {
-		done, _ := insp.ListCompletedTasks(QueueWebhook)
+		done, _ := insp.ListCompletedTasks(tasks.QueueWebhook)
 		return len(done) == 2
 	})
 	srv.Shutdown()
 	must(t, n.Notify(ctx, ev))
-	if pending, _ := insp.ListPendingTasks(QueueWebhook); len(pending) != 0 {
+	if pending, _ := insp.ListPendingTasks(tasks.QueueWebhook); len(pending) != 0 {
 		t.Fatalf("the event was queued again after its delivery: %d pending", len(pending))
 	}
 }

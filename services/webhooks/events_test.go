@@ -1,4 +1,4 @@
-package tasks_test
+package webhooks_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -18,17 +19,17 @@ func TestEventIDsAndPayload(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123e6, time.UTC)
 	sub := store.Subscriber{ID: 7, Email: "ann@example.com", Name: "Ann Secret", Timezone: "Europe/Berlin", Topics: []string{"digest"},
 		ConfirmedAt: at, UnsubscribedAt: at.Add(time.Hour)}
-	confirmed := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, "")
-	if again := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, sub, ""); again.ID != confirmed.ID {
+	confirmed := webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, "")
+	if again := webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, sub, ""); again.ID != confirmed.ID {
 		t.Fatal("the same confirmation made two event ids")
 	}
 	ids := map[string]string{confirmed.ID: "confirmed"}
 	for name, ev := range map[string]tasks.WebhookEvent{
-		"unsubscribed":    tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""),
-		"bounced":         tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberBounced, sub, "ses"),
-		"complained":      tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberComplained, sub, "ses"),
-		"other person":    tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 8, ConfirmedAt: at}, ""),
-		"confirmed later": tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 7, ConfirmedAt: at.Add(time.Millisecond)}, ""),
+		"unsubscribed":    webhooks.SubscriberEvent(tasks.WebhookSubscriberUnsubscribed, sub, ""),
+		"bounced":         webhooks.SubscriberEvent(tasks.WebhookSubscriberBounced, sub, "ses"),
+		"complained":      webhooks.SubscriberEvent(tasks.WebhookSubscriberComplained, sub, "ses"),
+		"other person":    webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 8, ConfirmedAt: at}, ""),
+		"confirmed later": webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, store.Subscriber{ID: 7, ConfirmedAt: at.Add(time.Millisecond)}, ""),
 		"issue":           tasks.IssueSentWebhookEvent(tasks.WebhookIssue{ID: 3, Slug: "lanes", Subject: "Lanes"}, at),
 	} {
 		if prev, dup := ids[ev.ID]; dup {
@@ -42,7 +43,7 @@ func TestEventIDsAndPayload(t *testing.T) {
 		}
 	}
 
-	body, err := tasks.SubscriberWebhookEvent(tasks.WebhookSubscriberBounced, sub, "ses").Body()
+	body, err := webhooks.SubscriberEvent(tasks.WebhookSubscriberBounced, sub, "ses").Body()
 	if err != nil {
 		t.Fatal(err)
 	}
