@@ -56,7 +56,7 @@ func issuesIn(t *testing.T, st *store.Redis) string {
 // TestIssueCommands: create prints the id of a draft holding the file,
 // send queues its plan, a second send is refused; preview prints the mail.
 func TestIssueCommands(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	env := issueEnv(redisURL)
@@ -140,7 +140,7 @@ func TestIssueCommands(t *testing.T) {
 // TestIssueCommandsBadInput: each bad input is a clear error, a non-zero
 // exit, and nothing stored or queued.
 func TestIssueCommandsBadInput(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	st := versionedStore(t, rdb)
 	env := issueEnv(redisURL)
 	md := writeFile(t, "ok.md", "Hello")
@@ -201,7 +201,7 @@ func TestIssueCommandsBadInput(t *testing.T) {
 // TestIssuePreviewCommandIsTheAPIPreview: the command prints exactly what
 // the running service's preview route answers.
 func TestIssuePreviewCommandIsTheAPIPreview(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{"NEWSLETTER_ADMIN_TOKEN": "issue-cmd-admin-token-0123456789"})
 	svc := startService(t, env, "serve")
@@ -265,7 +265,7 @@ func TestHelpListsIssueCommands(t *testing.T) {
 // preview prints the whole message, as html and text do: a preview
 // renders, it sends nothing.
 func TestIssuePreviewEMLNeedsNoTransport(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "issue-cmd-test-secret"}
 	md := writeFile(t, "eml.md", "Hello **readers**.\n")
 	code, out, errOut := runIssue(t, env, "create", "--subject", "Our March letter", "--topic", "updates", md)
@@ -289,7 +289,7 @@ func TestIssuePreviewEMLNeedsNoTransport(t *testing.T) {
 // only when the preview succeeds: a refused preview leaves no empty file,
 // and an earlier preview in that file stays as it was.
 func TestIssuePreviewOut(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := issueEnv(redisURL)
 	md := writeFile(t, "march.md", "Hello **readers**.\n")
 	code, out, errOut := runIssue(t, env, "create", "--subject", "Our March letter", "--topic", "updates", "--topic", "digest", md)

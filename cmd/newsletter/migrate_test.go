@@ -164,7 +164,7 @@ func stats(t *testing.T, s *store.Redis) string {
 // `newsletter migrate` refuses it as its source, each with one line naming
 // the release that upgrades it (store.UpgradeFrom); neither changes a key.
 func TestLayout3StopsStartUpAndMigrate(t *testing.T) {
-	rdb, url := redistest.New(t, redistest.DBCommand)
+	rdb, url := redistest.Own(t, redistest.DBCommand)
 	ctx := context.Background()
 	// What layout 3 kept of one active subscriber, id 5, with the
 	// markers of the back-fills.
