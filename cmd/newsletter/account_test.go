@@ -17,7 +17,7 @@ import (
 // with that role (Redis holds its hash, not the token); bad input prints
 // nothing and stores nothing.
 func TestAccountCreate(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := realEnv(redisURL, "smtp://127.0.0.1:1?tls=none", map[string]string{"NEWSLETTER_BASE_URL": "https://news.example.org"})
 	getenv := func(k string) string { return env[k] }
 	cmd := func(args ...string) (int, string, string) {

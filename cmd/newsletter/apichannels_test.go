@@ -15,7 +15,7 @@ import (
 // route refuses an unsigned callback with 403.
 func TestChannelRoutesMountedBesideTheAPI(t *testing.T) {
 	const postmark = "postmark-token-0123456789"
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	svc := startService(t, realEnv(redisURL, "smtp://127.0.0.1:1?tls=none", map[string]string{
 		"NEWSLETTER_POSTMARK_TOKEN":  postmark,
 		"NEWSLETTER_SMS_ACCOUNT_SID": "AC1", "NEWSLETTER_SMS_AUTH_TOKEN": "sms-auth-token", "NEWSLETTER_SMS_FROM": "+15005550006",

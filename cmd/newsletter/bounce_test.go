@@ -118,7 +118,7 @@ Message-ID: %[3]s
 // counts both (its tags name it), and the next digest goes to the others
 // only.
 func TestLateBounceAndComplaintEndToEnd(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	intakeAddr := freeAddr(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{

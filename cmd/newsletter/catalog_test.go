@@ -28,7 +28,7 @@ import (
 // as a new version; a file that drops a stored topic is refused and
 // changes nothing.
 func TestTopicsCommands(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "topics-test-secret-01"}
 	cmd := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
@@ -78,7 +78,7 @@ func TestTopicsCommands(t *testing.T) {
 // change), and a new reader gets the step written in Markdown, rendered
 // with their name, over SMTP.
 func TestSequenceChangedAtRunTime(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN":   issueAdmin,

@@ -27,7 +27,7 @@ func runCheck(t *testing.T, env map[string]string) (int, string, string) {
 // tls=starttls) against a relay without STARTTLS or AUTH, a closed port,
 // a Redis that is not there.
 func TestCheckCommand(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	relay := smtptest.Start(t) // no STARTTLS, no AUTH
 	refused := nettest.RefusedAddr(t)
 	for _, c := range []struct {
@@ -79,7 +79,7 @@ func TestCheckCommand(t *testing.T) {
 // the problem; it starts all the same (the server may be down for a
 // minute), and says so when the server is fine.
 func TestStartSaysWhatIsWrongWithSMTP(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	relay := smtptest.Start(t)
 	refused := nettest.RefusedAddr(t)
 	for _, c := range []struct {

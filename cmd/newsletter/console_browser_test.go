@@ -129,7 +129,14 @@ func (b *consoleBrowser) until(what, js string) {
 	poll.Until(b.t, poll.BusyMachine, func() error {
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
 		if err == nil && !ok {
-			err = fmt.Errorf("still waiting for %s (page %q)", what, b.eval(`location.pathname + " " + ((document.querySelector("h1")||{}).textContent||"")`))
+			// Not b.eval, which fails the test: the page may be
+			// navigating to the one waited for ("Inspected target
+			// navigated or closed"), and the wait goes on.
+			page, perr := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.pathname + " " + ((document.querySelector("h1")||{}).textContent||"")`))
+			if perr != nil {
+				page = "(" + perr.Error() + ")"
+			}
+			err = fmt.Errorf("still waiting for %s (page %q)", what, page)
 		}
 		return err
 	})
@@ -180,8 +187,10 @@ func TestConsoleInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a browser walk through a running service: not under -short")
 	}
+	// Own first: it may pause the test (t.Parallel), and the browser's
+	// deadline runs from its making.
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	b := newConsoleBrowser(t)
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()

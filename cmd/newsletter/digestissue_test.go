@@ -55,7 +55,7 @@ func TestDigestAsIssueEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{"NEWSLETTER_ADMIN_TOKEN": digestIssueAdmin, "NEWSLETTER_WELCOME_DELAY": "1h"})
 	svc := startService(t, env, "serve")

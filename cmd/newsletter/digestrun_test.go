@@ -13,7 +13,7 @@ import (
 // queued", the very status POST /api/digest/run answers in that case, and
 // queues nothing more.
 func TestDigestRunCommandSaysAlreadyQueued(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := map[string]string{
 		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": "smtp://127.0.0.1:2525",
 		"NEWSLETTER_SECRET": "digest-run-test-secret", "NEWSLETTER_REQUIRE_POSTAL_ADDRESS": "false",

@@ -65,7 +65,7 @@ func TestServiceSignsWithBothKeys(t *testing.T) {
 	edFile, edRecord := writeKey(t, ek)
 	records := map[string]string{"rsa2026._domainkey.example.com": rsaRecord, "ed2026._domainkey.example.com": edRecord}
 
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_FROM":                  "News <news@news.example.com>",
@@ -110,7 +110,7 @@ func TestDKIMMisconfigurationRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	edFile, _ := writeKey(t, ek)
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	for want, extra := range map[string]map[string]string{
 		"NEWSLETTER_DKIM_DOMAIN: ": {"NEWSLETTER_DKIM_DOMAIN": "unrelated.example.net", "NEWSLETTER_DKIM_KEY_FILE": edFile, "NEWSLETTER_DKIM_SELECTOR": "s1"},

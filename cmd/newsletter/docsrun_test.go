@@ -167,7 +167,7 @@ func TestDocsShellBlocksRun(t *testing.T) {
 // docsService starts the service a guide's blocks run against and
 // returns their environment and working directory.
 func docsService(t *testing.T) ([]string, string) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	st := versionedStore(t, rdb)
 	for e, tags := range map[string][]string{"ann@example.com": {"beta"}, "bob@example.com": {"beta", "paid"}, "cy@example.com": nil} {
 		req := store.SubscribeRequest{Email: e, Activate: true, Topics: []string{topics.Digest, topics.Updates}, Tags: tags}

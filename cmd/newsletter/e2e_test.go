@@ -136,6 +136,7 @@ func (b browser) shot(name string) {
 // the confirmation from the dev mailbox, confirm, open the preference
 // centre from the welcome's footer, change the topics, and leave.
 func TestE2ESignupInBrowser(t *testing.T) {
+	t.Parallel() // an embedded Redis of its own, first: the browser's deadline runs from its making
 	b := browser{t: t, ctx: newBrowser(t)}
 	svc := startService(t, map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": "e2e-admin-token-0123", "NEWSLETTER_WELCOME_DELAY": "1s", "NEWSLETTER_POLL_INTERVAL": "50ms",
@@ -212,7 +213,16 @@ func TestE2ESignupInBrowser(t *testing.T) {
 	// Untick the updates, save: the digest goes on.
 	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action="/preferences"] button[type="submit"]:not(.secondary)`)))
 	poll.True(t, poll.BusyMachine, "the saved preferences", func() bool { return status() == "active Europe/Berlin digest" })
-	if b.text(".saved") != "Saved." || checked("topic-updates") {
+	// The choice is saved before the page that says so has replaced the
+	// form (a node read from the old page is gone): wait for the new one.
+	poll.Until(t, poll.BusyMachine, func() error {
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`((document.querySelector(".saved") || {}).textContent || "").trim()`))
+		if err == nil && got != "Saved." {
+			err = fmt.Errorf("the page after saving shows %q where it says Saved.", got)
+		}
+		return err
+	})
+	if checked("topic-updates") {
 		t.Fatal("the page after saving does not show the new choice")
 	}
 	// One button leaves everything.

@@ -21,7 +21,7 @@ const eraseAdmin = "erase-admin-token-0123456789"
 // address nowhere: not in a key's name, not in any value, the ingress task
 // asynq keeps for a day after it ran included.
 func TestEraseLeavesNoAddressAfterAnEvent(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": eraseAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",

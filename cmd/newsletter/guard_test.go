@@ -16,7 +16,7 @@ import (
 // right token still passes on both.
 func TestRightTokenAfterTenWrongOnes(t *testing.T) {
 	const token = "guard-admin-token-0123"
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	svc := startService(t, realEnv(redisURL, "smtp://127.0.0.1:1?tls=none", map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": token,
 	}), "api")

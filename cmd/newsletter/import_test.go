@@ -30,7 +30,7 @@ func runImport(t *testing.T, redisURL string, args ...string) (int, string) {
 }
 
 func TestImport(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	st.Subscribe(ctx, store.SubscribeRequest{Email: "left@example.com", Activate: true})
@@ -99,7 +99,7 @@ func TestImport(t *testing.T) {
 // default topics; an unknown id makes the row invalid. A header row may
 // put the columns in any order.
 func TestImportTopics(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "list.csv")
@@ -132,7 +132,7 @@ func TestImportTopics(t *testing.T) {
 // of subscribers, valid or not, and not the header row; its last count is
 // the summary's added + present + invalid.
 func TestImportProgressCountsSubscriberRows(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	file := filepath.Join(t.TempDir(), "list.csv")
 	os.WriteFile(file, []byte("email,name\nann@example.com,Ann\nbob@example.com,Bob\nnot-an-address,X\n"), 0o644)
 	var out, errb bytes.Buffer
@@ -171,7 +171,7 @@ func TestHelpListsImportColumns(t *testing.T) {
 // An address erased at its owner's request is skipped by an import, and
 // the summary counts it without naming it.
 func TestImportSkipsErased(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	// The service's store: erased addresses keyed as the binary keys them.
 	st := versionedStore(t, rdb).WithErasure(logredact.New([]byte("import-test-secret-01")).Hash)
 	ctx := context.Background()
@@ -199,7 +199,7 @@ func TestImportSkipsErased(t *testing.T) {
 // command rejects line 51 with its reason and reads on from line 52:
 // every line is accounted for.
 func TestImportBrokenQuoteAccountsForEveryLine(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	var b strings.Builder
 	b.WriteString("email,name\n")
 	for line := 2; line <= 2006; line++ {
@@ -227,7 +227,7 @@ func TestImportBrokenQuoteAccountsForEveryLine(t *testing.T) {
 // the command, run from a shell with another topics file (or none), checks
 // and writes the stored ones, not its own, and says so.
 func TestImportUsesTheStoredTopics(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	topicsFile := filepath.Join(t.TempDir(), "topics.yaml")
 	if err := os.WriteFile(topicsFile, []byte("topics:\n  - {id: digest, name: Weekly digest, default: true}\n  - {id: updates, name: Updates}\n  - {id: essays, name: Long essays}\n"), 0o644); err != nil {
 		t.Fatal(err)

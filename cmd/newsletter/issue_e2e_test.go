@@ -164,7 +164,7 @@ const issueMarkdown = "# Spring notes\n\nHello **readers**, here is what changed
 // or all of them; an issue to one topic reaches exactly its readers, each
 // once, and the progress route counts them.
 func TestIssueToOneTopicOfThreeOverSMTP(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_TOPICS_FILE": threeTopicsFile(t),
@@ -284,7 +284,7 @@ func TestIssuePreviewIsTheSentMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyFile, _ := writeKey(t, key)
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_TOPICS_FILE": threeTopicsFile(t),
@@ -384,7 +384,7 @@ func TestIssuePausedAtHalfThenResumed(t *testing.T) {
 		t.Skip("sends 2,000 mails")
 	}
 	const readers = 2000
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	emails := seedReaders(t, versionedStore(t, rdb), "h", readers, "digest")
 	// Slow enough (400 mails/s) to pause midway on any machine.

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +32,25 @@ func TestMain(m *testing.M) {
 		// The role and its flags ("worker --lanes push").
 		os.Exit(run(context.Background(), strings.Fields(role), os.Getenv, os.Stdout, os.Stderr))
 	}
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		// Not flag.Set's error: the flag is testing's own, and the value
+		// a number.
+		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallelTests)))
+	}
 	os.Exit(m.Run())
 }
+
+// parallelTests is how many of the package's parallel tests (those on a
+// Redis of their own: redistest.Own) run at once when go test is not
+// given -parallel, instead of its default of one per CPU. Most of their
+// time is spent waiting, on asynq's pollers and recoverer, on a worker
+// process starting, on a browser, not computing: two at a time on a
+// 2-core machine left the cores idle for most of the package's 11
+// minutes. -parallel still says otherwise.
+const parallelTests = 4
 
 // recoverAfter is the longest asynq takes to hand a killed worker's task
 // to another: its recoverer looks every minute for tasks whose lease (30 s

@@ -39,7 +39,7 @@ func TestUnknownLaneStopsStartUp(t *testing.T) {
 // with no push sender in this build, is not started either, so every task
 // waits for the worker that serves it.
 func TestWorkerServesItsLanesOnly(t *testing.T) {
-	rdb, url := redistest.New(t, redistest.DBCommand)
+	rdb, url := redistest.Own(t, redistest.DBCommand)
 	env := realEnv(url, "", nil)
 	delete(env, "NEWSLETTER_SMTP_URL")
 	svc := startService(t, env, "worker", "--lanes", "push")

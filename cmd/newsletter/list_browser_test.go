@@ -29,8 +29,10 @@ func TestListInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a browser walk through a running service: not under -short")
 	}
+	// Own first: it may pause the test (t.Parallel), and the browser's
+	// deadline runs from its making.
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	b := newConsoleBrowser(t)
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()

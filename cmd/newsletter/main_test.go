@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,15 +23,34 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
+// freeAddr returns a loopback address that was free a moment ago, never
+// one it returned before in this test binary: the package's tests run in
+// parallel (redistest.Own), and a port freed by closing the listener could
+// otherwise be handed to the next test's service before this one binds it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freeAddrs.Lock()
+	defer freeAddrs.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !freeAddrs.given[addr] {
+			freeAddrs.given[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+var freeAddrs = struct {
+	sync.Mutex
+	given map[string]bool
+}{given: map[string]bool{}}
 
 // service runs `newsletter args...` in-process until the test ends.
 type service struct {
@@ -109,7 +129,7 @@ var linkPattern = regexp.MustCompile(`https?://\S+`)
 // confirmation over SMTP, follow its link, receive the welcome with the
 // RFC 8058 headers, and leave with one click.
 func TestSignupFlowOverSMTP(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN":   "admintoken-0123456789",
@@ -273,7 +293,7 @@ func TestSignupFlowOverSMTP(t *testing.T) {
 // the unsubscribe has answered, so the window is open by construction, not
 // by how fast this machine is; then a worker starts and sends what is due.
 func TestUnsubscribeInWindowStopsWelcome(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	env := func() map[string]string {
 		return realEnv(redisURL, smtpSrv.URL(), map[string]string{
@@ -354,7 +374,7 @@ func TestEmbeddedBanner(t *testing.T) {
 // mailbox, which shows every confirm and unsubscribe link, needs the admin
 // token. A configured token is never printed.
 func TestDevMailboxOnlyInDevelopment(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := map[string]string{"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SECRET": "integration-test-secret", "NEWSLETTER_ADDR": "127.0.0.1:0"}
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, &out, &errb); code != 1 ||

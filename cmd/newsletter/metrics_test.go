@@ -45,7 +45,7 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // fresh; the clock stands still, so every scrape here is within the cache's
 // time.
 func TestScrapesShareOneReading(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBCommand)
+	rdb, _ := redistest.Own(t, redistest.DBCommand)
 	// Some queues in use, so the inspector has something to walk.
 	client := asynq.NewClientFromRedisClient(rdb)
 	for _, q := range tasks.Queues {
@@ -98,7 +98,7 @@ func TestScrapesShareOneReading(t *testing.T) {
 // there, by the API role and by the other roles alike, and no longer on
 // the main (public) listener.
 func TestMetricsListener(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	for _, role := range []string{"api", "scheduler"} {
 		t.Run(role, func(t *testing.T) {
 			metricsAddr := freeAddr(t)

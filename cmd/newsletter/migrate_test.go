@@ -27,6 +27,7 @@ import (
 // the cluster now in use is refused, as is a copy while roles run on the
 // source.
 func TestMigrateToCluster(t *testing.T) {
+	t.Parallel() // a redis-server and a cluster of its own
 	// A Redis of its own, a real one whatever the tests use: the copy is
 	// DUMP and RESTORE, Redis's own serialisation, which miniredis does
 	// not speak.
@@ -164,7 +165,7 @@ func stats(t *testing.T, s *store.Redis) string {
 // `newsletter migrate` refuses it as its source, each with one line naming
 // the release that upgrades it (store.UpgradeFrom); neither changes a key.
 func TestLayout3StopsStartUpAndMigrate(t *testing.T) {
-	rdb, url := redistest.New(t, redistest.DBCommand)
+	rdb, url := redistest.Own(t, redistest.DBCommand)
 	ctx := context.Background()
 	// What layout 3 kept of one active subscriber, id 5, with the
 	// markers of the back-fills.

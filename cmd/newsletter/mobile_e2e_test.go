@@ -27,12 +27,12 @@ const mobileAdmin = "mobile-admin-token"
 // its device on the next event, and the other install still gets that
 // one.
 func TestE2EMobilePush(t *testing.T) {
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	fcmSvc, apnsSvc := fcmtest.New(t), apnstest.New(t)
 	ca := filepath.Join(t.TempDir(), "apns-ca.pem")
 	if err := os.WriteFile(ca, apnsSvc.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_DOUBLE_OPTIN":         "false",

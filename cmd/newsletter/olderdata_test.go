@@ -19,7 +19,7 @@ import (
 // one line that says the way out and does nothing; a batch that died
 // (archived) does not hold it, and neither does this version's own plan.
 func TestDigestOfAnEarlierVersionRefusesStart(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := map[string]string{
 		"NEWSLETTER_REDIS_URL": redisURL, "NEWSLETTER_SMTP_URL": "smtp://127.0.0.1:2525",
 		"NEWSLETTER_SECRET": "older-digest-test-secret", "NEWSLETTER_REQUIRE_POSTAL_ADDRESS": "false",

@@ -38,7 +38,7 @@ func TestOperatorSignalsInPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and three processes")
 	}
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	smtpSrv.SetScript(func(rcpt string, _ int) *smtptest.Fault {
 		switch rcpt {

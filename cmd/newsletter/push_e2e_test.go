@@ -32,6 +32,9 @@ import (
 // subscribe is replaced by one that hands out a subscription of the test
 // push service: everything else is the browser's.
 func TestE2EWebPushInBrowser(t *testing.T) {
+	// Own first: it may pause the test (t.Parallel), and the browser's
+	// deadline runs from its making.
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	b := browser{t: t, ctx: newBrowser(t)}
 	pub, priv, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
@@ -40,7 +43,6 @@ func TestE2EWebPushInBrowser(t *testing.T) {
 	pushSvc := webpushtest.New(t, pub)
 	browserSub := pushSvc.NewSubscription()
 
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_DOUBLE_OPTIN":          "false",

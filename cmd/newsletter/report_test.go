@@ -29,7 +29,7 @@ import (
 // welcome mail's one-click does not. The form signup counts in the
 // topic's growth by source.
 func TestIssueReportEndToEnd(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	intakeAddr := freeAddr(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{

@@ -37,6 +37,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, timeout time.Duration) *os.ProcessSta
 // clean shutdown the process exits 0, so a terminal, make or a supervisor
 // does not report an error.
 func TestSignalEndsWithExitZero(t *testing.T) {
+	t.Parallel() // processes on embedded Redis of their own, signalled by pid
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := freeAddr(t)

@@ -51,7 +51,7 @@ func bareTo(t *testing.T, msg smtptest.Message, rcpt string) {
 // unsubscribe-by-mail requests make one link; a complained address stays
 // suppressed until its owner follows the one confirmation it gets.
 func TestSignupAbuseOverSMTP(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN":          signupAdminToken,

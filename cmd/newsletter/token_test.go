@@ -18,7 +18,7 @@ import (
 // holds its hash, never the token; `list` shows it without the token;
 // `revoke` ends it at the next request; /monitoring/ takes only admins.
 func TestTokenCommands(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	env := realEnv(redisURL, "smtp://127.0.0.1:1?tls=none", nil)
 	getenv := func(k string) string { return env[k] }
 	cmd := func(args ...string) (int, string, string) {

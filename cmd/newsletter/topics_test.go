@@ -41,7 +41,7 @@ var footerLink = regexp.MustCompile(`Unsubscribe or change what you get: (\S+)`)
 // arrives. Leaving everything in the preference centre stops every kind
 // of mail: neither the next digest nor the next event comes.
 func TestPerTopicUnsubscribeEndToEnd(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": topicsAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",
@@ -188,7 +188,7 @@ var stepSubjects = []string{"Welcome to Newsletter", "Getting started with Newsl
 // A three-step sequence over real SMTP: each step in order, not before
 // its delay; leaving between steps 1 and 2 stops 2 and 3.
 func TestSequenceOverSMTP(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_TOPICS_FILE": threeStepFile(t, "1s", "3s", "5s"),
@@ -236,7 +236,7 @@ func TestSequenceOverSMTP(t *testing.T) {
 // steps, or asynq's 5 s poll against a 1 s welcome): the person still
 // gets the welcome, then the second step.
 func TestLateWelcomeStillGoesFirst(t *testing.T) {
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	env := func() map[string]string {
 		return realEnv(redisURL, smtpSrv.URL(), map[string]string{
@@ -272,7 +272,7 @@ func TestSequenceSurvivesKill(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	const people = 60
-	rdb, redisURL := redistest.New(t, redistest.DBCommand)
+	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_TOPICS_FILE": threeStepFile(t, "1s", "30s", "32s"),

@@ -19,7 +19,7 @@ import (
 // before it serves, with one line giving the way to upgrade, and writes
 // nothing; on an empty Redis it would have stamped the version.
 func TestOlderDataStopsStartUp(t *testing.T) {
-	rdb, url := redistest.New(t, redistest.DBCommand)
+	rdb, url := redistest.Own(t, redistest.DBCommand)
 	ctx := context.Background()
 	if err := rdb.Set(ctx, "nl:seq", "1", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ const webhookAdminToken = "webhook-e2e-admin-0123456789"
 // gets subscriber.confirmed, signed so that the official Standard
 // Webhooks library verifies it, with the person's id and address.
 func TestWebhookEndToEnd(t *testing.T) {
-	_, redisURL := redistest.New(t, redistest.DBCommand)
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
 
 	var mu sync.Mutex

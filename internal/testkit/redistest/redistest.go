@@ -4,9 +4,16 @@
 // a machine with nothing but Go.
 //
 // asynq's keys have no prefix option, and `go test ./...` runs packages in
-// parallel, so each package passes its own db number; the database is
-// flushed at the start of every test that asks for it, so tests that share a
-// package must not run in parallel with each other.
+// parallel, so each package passes its own db number; New flushes the
+// database at the start of every test that asks for it, so tests of one
+// package that take New must not run in parallel with each other.
+//
+// Own is for tests that should run in parallel: it gives the test a Redis
+// no other test uses (a redis-server of its own when the variable is set
+// and redis-server is on the PATH, the embedded miniredis when the
+// variable is unset) and calls t.Parallel; with the variable set and no
+// redis-server it falls back to New's shared database, and the test runs
+// alone, as before.
 package redistest
 
 import (
