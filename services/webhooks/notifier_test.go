@@ -52,7 +52,7 @@ func addHook(t *testing.T, s store.Webhooks, id string, events ...string) {
 // per TTL, however many events there are, and again at once after Forget.
 func TestWebhookNotifier(t *testing.T) {
 	ctx := context.Background()
-	rdb, _ := redistest.New(t, redistest.DBTasks)
+	rdb, _ := redistest.Own(t, redistest.DBWebhooks)
 	away := redisfault.Add(rdb)
 	mem := store.NewRedis(rdb)
 	// The endpoint list is read with one ZRANGE (then a pipeline of the
@@ -142,7 +142,7 @@ func TestWebhookNotifier(t *testing.T) {
 // the same event, while the first waits and after it was delivered, is a
 // task id conflict, never a second delivery.
 func TestWebhookTaskOncePerEndpoint(t *testing.T) {
-	rdb, _ := redistest.New(t, redistest.DBTasks)
+	rdb, _ := redistest.Own(t, redistest.DBWebhooks)
 	ctx := context.Background()
 	st := store.NewRedis(rdb)
 	client := asynq.NewClientFromRedisClient(rdb)

@@ -51,6 +51,14 @@ const (
 	DBIssues
 )
 
+// DBWebhooks is services/webhooks' database. Its tests take Own, a
+// redis-server of their own; the number matters only on a machine with
+// NEWSLETTER_TEST_REDIS_URL set and no redis-server, where Own falls
+// back to the shared Redis. Sixteen databases are all a Redis has, and
+// every other number is taken, so it shares the tasks package's there:
+// on such a machine run the two packages apart (go test -p 1).
+const DBWebhooks = DBTasks
+
 // DBBench is the benchmarks' smoke run (package bench): db 0, below the
 // numbers above, and not 15, the benchmarks' own when run by hand (`make
 // bench-*` against the test Redis beside `make test` would otherwise
