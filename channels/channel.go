@@ -132,3 +132,20 @@ type Report struct {
 type Reports interface {
 	Report(ctx context.Context, r Report) error
 }
+
+// OneByOne answers batch for a provider that takes one message per
+// request: each message goes through send in turn, and a canceled ctx
+// answers Retry for what was not sent. Every channel of MaxBatch 1 sends
+// so, which keeps the order of the Outcomes and the cancellation rule of
+// Sender in one place.
+func OneByOne(ctx context.Context, batch []Message, send func(context.Context, Message) Outcome) []Outcome {
+	out := make([]Outcome, len(batch))
+	for i, m := range batch {
+		if err := ctx.Err(); err != nil {
+			out[i] = Outcome{Verdict: Retry, Err: err}
+			continue
+		}
+		out[i] = send(ctx, m)
+	}
+	return out
+}

@@ -39,20 +39,13 @@ func (Channel) Spec() channels.Spec {
 // body that is not a notification drops its message; a canceled ctx
 // answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	out := make([]channels.Outcome, len(batch))
-	for i, m := range batch {
-		if err := ctx.Err(); err != nil {
-			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
-			continue
-		}
+	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
 		var n webpush.Notification
 		if err := json.Unmarshal(m.Body, &n); err != nil {
-			out[i] = channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("apns: the body is not a notification: %w", err)}
-			continue
+			return channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("apns: the body is not a notification: %w", err)}
 		}
-		out[i] = Classify(c.Sender.Send(ctx, m.To, Notification{Title: n.Title, Body: n.Body, URL: n.URL}))
-	}
-	return out
+		return Classify(c.Sender.Send(ctx, m.To, Notification{Title: n.Title, Body: n.Body, URL: n.URL}))
+	})
 }
 
 // Classify is the Outcome of APNs' answer to one notification. The

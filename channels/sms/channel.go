@@ -31,15 +31,9 @@ func (Channel) Spec() channels.Spec { return channels.Spec{Name: Name, MaxBatch:
 // Send texts each message in turn and answers its Outcome (Classify). A
 // canceled ctx answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	out := make([]channels.Outcome, len(batch))
-	for i, m := range batch {
-		if err := ctx.Err(); err != nil {
-			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
-			continue
-		}
-		out[i] = Classify(c.Gateway.Send(ctx, m.To, string(m.Body)))
-	}
-	return out
+	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
+		return Classify(c.Gateway.Send(ctx, m.To, string(m.Body)))
+	})
 }
 
 // Classify is the Outcome of the gateway's answer to one text: taken is

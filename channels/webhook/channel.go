@@ -43,16 +43,10 @@ func (Channel) Spec() channels.Spec { return channels.Spec{Name: Name, MaxBatch:
 // Send posts each message in turn and answers its Outcome (Classify). A
 // canceled ctx answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	out := make([]channels.Outcome, len(batch))
-	for i, m := range batch {
-		if err := ctx.Err(); err != nil {
-			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
-			continue
-		}
+	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
 		_, err := c.Poster.Post(ctx, m.To, m.Attrs[AttrSecret], Message{ID: m.Attrs[AttrID], Body: m.Body})
-		out[i] = Classify(err)
-	}
-	return out
+		return Classify(err)
+	})
 }
 
 // Classify is the Outcome of one delivery's error (Post's or Send's):

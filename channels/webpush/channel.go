@@ -39,19 +39,13 @@ func (Channel) Spec() channels.Spec {
 // Send sends each message in turn and answers its Outcome (Classify). A
 // canceled ctx answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	out := make([]channels.Outcome, len(batch))
-	for i, m := range batch {
-		if err := ctx.Err(); err != nil {
-			out[i] = channels.Outcome{Verdict: channels.Retry, Err: err}
-			continue
-		}
+	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
 		s, err := subscriptionOf(m)
 		if err == nil {
 			err = c.Sender.Send(ctx, s, m.Body, Options{})
 		}
-		out[i] = Classify(err)
-	}
-	return out
+		return Classify(err)
+	})
 }
 
 // subscriptionOf is the subscription a Message addresses; keys that do
