@@ -13,25 +13,10 @@ import (
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
-	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
-
-// fcmApp and apnsApp adapt the platforms' clients as the service does.
-type (
-	fcmApp  struct{ c *fcm.Client }
-	apnsApp struct{ c *apns.Client }
-)
-
-func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}
-
-func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}
 
 // TestAppAnswersAsTheirChannelsSay: the platforms' own answers, through
 // their real clients, settle each device as its channel's Classify says:
@@ -70,9 +55,9 @@ func TestAppAnswersAsTheirChannelsSay(t *testing.T) {
 		}
 	}
 	apps := map[string]*AppGate{
-		store.PlatformFCM: NewAppGate(fcmApp{&fcm.Client{Creds: creds, BaseURL: fcmSvc.URL, HTTP: &http.Client{Timeout: time.Minute}}}, 0, 0),
-		store.PlatformAPNs: NewAppGate(apnsApp{&apns.Client{Key: key, KeyID: apnstest.KeyID, TeamID: apnstest.TeamID, Topic: apnstest.Topic,
-			BaseURL: apnsSvc.URL, HTTP: apns.NewHTTPClient(apnsSvc.RootCAs())}}, 0, 0),
+		store.PlatformFCM: NewAppGate(&fcm.Client{Creds: creds, BaseURL: fcmSvc.URL, HTTP: &http.Client{Timeout: time.Minute}}, 0, 0),
+		store.PlatformAPNs: NewAppGate(&apns.Client{Key: key, KeyID: apnstest.KeyID, TeamID: apnstest.TeamID, Topic: apnstest.Topic,
+			BaseURL: apnsSvc.URL, HTTP: apns.NewHTTPClient(apnsSvc.RootCAs())}, 0, 0),
 	}
 	h := NewHandlers(Deps{Store: d.store, Apps: apps, PushRetry: RetryPolicy{Base: time.Millisecond, Max: time.Second},
 		Metrics: d.metrics, Log: discard}).Push

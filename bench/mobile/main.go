@@ -37,7 +37,6 @@ import (
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
-	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -354,30 +353,14 @@ func child(j job) error {
 		defer func() { bench.Warn("close redis", rdb.Close()) }()
 		log := slog.New(slog.DiscardHandler)
 		h := worker.NewHandlers(worker.Deps{Store: store.NewRedis(rdb), Log: log, Apps: map[string]*worker.AppGate{
-			store.PlatformFCM:  worker.NewAppGate(fcmApp{fc}, slots, 0),
-			store.PlatformAPNs: worker.NewAppGate(apnsApp{ac}, slots, 0),
+			store.PlatformFCM:  worker.NewAppGate(fc, slots, 0),
+			store.PlatformAPNs: worker.NewAppGate(ac, slots, 0),
 		}})
 		w := worker.New(rdb, worker.Config{Log: log, Lanes: []worker.Lane{{Name: tasks.LanePush, Concurrency: laneWorkers}}}, h)
 		defer w.Shutdown()
 		return bench.ChildRun(func() (any, error) { return nil, w.Start() })
 	}
 	return fmt.Errorf("unknown mode %q", j.Mode)
-}
-
-// fcmApp and apnsApp are the platforms' clients as the push lane's
-// worker.AppSender (copied from cmd/newsletter, which does not export
-// them).
-type (
-	fcmApp  struct{ c *fcm.Client }
-	apnsApp struct{ c *apns.Client }
-)
-
-func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}
-
-func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
 
 // bareLoops sends the n notifications, FCM's and APNs' at once, each from

@@ -140,6 +140,13 @@ func (c *Client) Send(ctx context.Context, deviceToken string, n Notification) e
 	}
 }
 
+// SendApp is Send of web push's notification (the shape the push lane
+// builds for every platform), so the Client is the lane's sender of APNs
+// as it is (worker.AppSender).
+func (c *Client) SendApp(ctx context.Context, deviceToken string, n webpush.Notification) error {
+	return c.Send(ctx, deviceToken, Notification{Title: n.Title, Body: n.Body, URL: n.URL})
+}
+
 // expired handles an ExpiredProviderToken answer to token: true when the
 // send is to be retried, with the token another sender has already put in
 // its place or with one minted now because token is at least tokenMinAge

@@ -112,6 +112,13 @@ func (c *Client) Send(ctx context.Context, token string, n Notification) error {
 	}
 }
 
+// SendApp is Send of web push's notification (the shape the push lane
+// builds for every platform), so the Client is the lane's sender of FCM
+// as it is (worker.AppSender).
+func (c *Client) SendApp(ctx context.Context, token string, n webpush.Notification) error {
+	return c.Send(ctx, token, Notification{Title: n.Title, Body: n.Body, URL: n.URL})
+}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP

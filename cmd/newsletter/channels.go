@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"net/http"
 	"time"
@@ -73,32 +72,17 @@ func appGates(a *app) map[string]*worker.AppGate {
 				TLSClientConfig: &tls.Config{RootCAs: a.cfg.PushCAs, MinVersion: tls.VersionTLS12},
 			}}
 		}
-		gates[store.PlatformFCM] = worker.NewAppGate(fcmApp{c}, slots, 0)
+		gates[store.PlatformFCM] = worker.NewAppGate(c, slots, 0)
 		gates[store.PlatformFCM].Rate = pace.NewLane(a.rdb, "push:fcm", a.cfg.FCMRate)
 	}
 	if k := a.cfg.APNs; k != nil {
 		c := &apns.Client{Key: k.Key, KeyID: k.KeyID, TeamID: k.TeamID, Topic: k.Topic, BaseURL: a.cfg.APNsURL,
 			HTTP: apns.NewHTTPClient(a.cfg.PushCAs)}
-		gates[store.PlatformAPNs] = worker.NewAppGate(apnsApp{c}, slots, 0)
+		gates[store.PlatformAPNs] = worker.NewAppGate(c, slots, 0)
 		gates[store.PlatformAPNs].Rate = pace.NewLane(a.rdb, "push:apns", a.cfg.APNsRate)
 	}
 	if len(gates) == 0 {
 		return nil
 	}
 	return gates
-}
-
-// fcmApp and apnsApp are the platforms' clients as the push lane's
-// worker.AppSender.
-type (
-	fcmApp  struct{ c *fcm.Client }
-	apnsApp struct{ c *apns.Client }
-)
-
-func (f fcmApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return f.c.Send(ctx, token, fcm.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
-}
-
-func (a apnsApp) SendApp(ctx context.Context, token string, n webpush.Notification) error {
-	return a.c.Send(ctx, token, apns.Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
