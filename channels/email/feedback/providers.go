@@ -130,19 +130,31 @@ func (s *SendGrid) Events(r *http.Request, body []byte) ([]Event, error) {
 	if err != nil || !fresh(time.Unix(sec, 0), nowOr(s.Now), 10*time.Minute) {
 		return nil, unauthorized("SendGrid timestamp is stale")
 	}
-	var events []struct {
-		Email     string `json:"email"`
-		Event     string `json:"event"`
-		Type      string `json:"type"`
-		ID        string `json:"sg_event_id"`
-		Reason    string `json:"reason"`
-		MessageID string `json:"smtp-id"`
-	}
-	if err := json.Unmarshal(body, &events); err != nil {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("SendGrid events: %w", err)
 	}
 	var out []Event
-	for _, e := range events {
+	for _, r := range raw {
+		var e struct {
+			Email     string `json:"email"`
+			Event     string `json:"event"`
+			Type      string `json:"type"`
+			ID        string `json:"sg_event_id"`
+			Reason    string `json:"reason"`
+			MessageID string `json:"smtp-id"`
+		}
+		if err := json.Unmarshal(r, &e); err != nil {
+			return nil, fmt.Errorf("SendGrid event: %w", err)
+		}
+		if e.ID == "" {
+			// An event is applied once by its id; one without is named
+			// by its signed bytes (SendGrid's events carry their own
+			// time), so the same event twice, in one body, a replayed
+			// one or SendGrid's retry signed anew, is seen before.
+			sum := sha256.Sum256(r)
+			e.ID = "sha256-" + hex.EncodeToString(sum[:16])
+		}
 		typ := ""
 		switch {
 		case e.Event == "bounce" && e.Type == "blocked":
@@ -248,7 +260,15 @@ func (m *Mailgun) Events(r *http.Request, body []byte) ([]Event, error) {
 	if msgID != "" && !strings.HasPrefix(msgID, "<") {
 		msgID = "<" + msgID + ">"
 	}
-	return []Event{payload("mailgun", e.ID, e.Recipient, typ, e.Reason, msgID, m.Tags)}, nil
+	id := e.ID
+	if id == "" {
+		// The same body is let through again (Mailgun retrying an answer
+		// it did not see), and an event is applied once by its id: one
+		// without an id is named by its signed token, which is Mailgun's
+		// one per delivery, so a replay of it is seen before.
+		id = "token-" + s.Token
+	}
+	return []Event{payload("mailgun", id, e.Recipient, typ, e.Reason, msgID, m.Tags)}, nil
 }
 
 // ---- Postmark ----

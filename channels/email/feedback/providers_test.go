@@ -391,3 +391,64 @@ func TestMailgunTokenReplay(t *testing.T) {
 		t.Fatalf("Redis away: %+v %v, want ErrUnavailable", evs, err)
 	}
 }
+
+// An event without the provider's id is applied once all the same: the
+// worker drops a report whose id it has seen, so such an event is named
+// by what was signed of it. A Mailgun event by its token (one per
+// delivery: the same request again is the same event, another token
+// another); a SendGrid event by its signed bytes (the same event twice
+// in one body, the body replayed or signed anew, is one event).
+func TestEventsWithoutIDsAreNamedBySignature(t *testing.T) {
+	key := []byte("key-3ax6xnjp29jd6fds4gc373sgvjxteol0")
+	mg := &Mailgun{SigningKey: key, Tags: testTags}
+	now := fmt.Sprint(time.Now().Unix())
+	mailgun := func(token string) []byte {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(now + token))
+		return []byte(fmt.Sprintf(`{"signature":{"timestamp":%q,"token":%q,"signature":%q},
+			"event-data":{"event":"failed","severity":"temporary","recipient":"fred@example.net"}}`, now, token, hex.EncodeToString(mac.Sum(nil))))
+	}
+	id := func(evs []Event, err error) string {
+		t.Helper()
+		if err != nil || len(evs) != 1 || evs[0].ID == "" {
+			t.Fatalf("events %+v %v, want one with an id", evs, err)
+		}
+		return evs[0].ID
+	}
+	b1 := mailgun("tok-a")
+	first, again, other := id(mg.Events(post(b1), b1)), id(mg.Events(post(b1), b1)), id(mg.Events(post(mailgun("tok-b")), mailgun("tok-b")))
+	if first != again || first == other {
+		t.Fatalf("Mailgun ids: %q, again %q, another token %q", first, again, other)
+	}
+
+	pk, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := &SendGrid{Key: &pk.PublicKey, Tags: testTags}
+	signed := func(ts string, body []byte) *http.Request {
+		h := sha256.Sum256(append([]byte(ts), body...))
+		sig, err := ecdsa.SignASN1(rand.Reader, pk, h[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := post(body)
+		r.Header.Set(SendGridTimestampHeader, ts)
+		r.Header.Set(SendGridSignatureHeader, base64.StdEncoding.EncodeToString(sig))
+		return r
+	}
+	soft := `{"email":"hank@example.net","event":"bounce","type":"blocked"}`
+	body := []byte("[" + soft + "," + soft + `,{"email":"gone@example.net","event":"bounce","type":"bounce"}]`)
+	evs, err := sg.Events(signed(now, body), body)
+	if err != nil || len(evs) != 3 || evs[0].ID == "" || evs[0].ID != evs[1].ID || evs[2].ID == evs[0].ID {
+		t.Fatalf("SendGrid events without ids: %+v %v, want the twice-sent one under one id and the other under its own", evs, err)
+	}
+	replayed, err := sg.Events(signed(now, body), body)
+	if err != nil || len(replayed) != 3 || replayed[0].ID != evs[0].ID {
+		t.Fatalf("the body replayed: %+v %v, want the same ids", replayed, err)
+	}
+	later := fmt.Sprint(time.Now().Unix() + 1)
+	if next, err := sg.Events(signed(later, body), body); err != nil || len(next) != 3 || next[0].ID != evs[0].ID {
+		t.Fatalf("signed anew (SendGrid's retry): %+v %v, want the same ids", next, err)
+	}
+}
