@@ -12,6 +12,7 @@ import (
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 	"github.com/newsletter/newsletter/worker"
@@ -20,15 +21,16 @@ import (
 // apiChannelChecks hands the API the channels' rules for what a client
 // hands in, and the SMS channel's per-client cap counter (registered on
 // reg, where the sms lane counts its daily caps): the API imports no
-// channel package.
-func apiChannelChecks(reg prometheus.Registerer) api.ChannelChecks {
+// channel package. pushServices are the hosts a browser's subscription
+// may name (nil: any, with NEWSLETTER_WEBHOOK_ALLOW_PRIVATE).
+func apiChannelChecks(reg prometheus.Registerer, pushServices []string) api.ChannelChecks {
 	return api.ChannelChecks{
 		DeviceTokens: map[string]func(string) error{
 			store.PlatformFCM:  fcm.ValidToken,
 			store.PlatformAPNs: apns.ValidToken,
 		},
 		PushFits:         []func(title, link string) error{webpush.CheckEvent, apnsFits, fcmFits},
-		PushSubscription: browserPushSubscription,
+		PushSubscription: browserPushSubscription(pushServices),
 		SMSText:          sms.CheckLength,
 		// Made at start, so the per-client series is exported at 0.
 		SMSCodeCapped: sms.CapReachedMetric(reg).WithLabelValues(sms.CapPerClient).Inc,
@@ -41,13 +43,34 @@ func apnsFits(title, link string) error { return apns.Fits(apns.Notification{Tit
 func fcmFits(title, link string) error  { return fcm.Fits(fcm.Notification{Title: title, URL: link}) }
 
 // browserPushSubscription reads and checks a browser's PushSubscription
-// JSON (webpush.ParseSubscription) as the store keeps it.
-func browserPushSubscription(b []byte) (store.PushSubscription, error) {
-	sub, err := webpush.ParseSubscription(b)
-	if err != nil {
-		return store.PushSubscription{}, err
+// JSON (webpush.ParseSubscription) as the store keeps it: its endpoint at
+// one of services (webpush.CheckService; nil: any host, which the
+// address check judges alone).
+func browserPushSubscription(services []string) func([]byte) (store.PushSubscription, error) {
+	return func(b []byte) (store.PushSubscription, error) {
+		sub, err := webpush.ParseSubscription(b)
+		if err == nil && services != nil {
+			err = webpush.CheckService(sub.Endpoint, services)
+		}
+		if err != nil {
+			return store.PushSubscription{}, err
+		}
+		return store.PushSubscription{Endpoint: sub.Endpoint, P256DH: sub.P256DH, Auth: sub.Auth}, nil
 	}
-	return store.PushSubscription{Endpoint: sub.Endpoint, P256DH: sub.P256DH, Auth: sub.Auth}, nil
+}
+
+// browserPushServices are the hosts a browser's push subscription may name:
+// the operator's list, else the browsers' own; none with private
+// addresses allowed (tests and development, whose push services are
+// local stand-ins).
+func browserPushServices(c *config.Config) []string {
+	switch {
+	case c.WebhookAllowPrivate:
+		return nil
+	case c.PushServices != nil:
+		return c.PushServices
+	}
+	return webpush.DefaultServices
 }
 
 // mountSMSCallbacks serves the SMS gateway's signed callbacks (STOP,

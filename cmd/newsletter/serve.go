@@ -311,7 +311,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs: subs.ListJobs, Notify: notify, Subscribers: subs,
-		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg), IssueService: issueSvc,
+		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg, browserPushServices(a.cfg.Config)), IssueService: issueSvc,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)

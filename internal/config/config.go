@@ -163,6 +163,11 @@ type Config struct {
 	// loopback or private addresses (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE:
 	// tests and development only).
 	WebhookAllowPrivate bool
+	// PushServices are the hosts a browser's push subscription may name
+	// (NEWSLETTER_PUSH_SERVICES, comma-separated; ".example.com" takes the
+	// hosts under it); nil: the browsers' own (the webpush package's
+	// list). WebhookAllowPrivate lifts the list with the address check.
+	PushServices []string
 	// Each lane (NEWSLETTER_LANES, the tasks package's list: Parsers) has
 	// its own pool: Concurrency is the e-mail lane's, PushConcurrency and
 	// WebhookConcurrency the others'; PushRate and WebhookRate are their

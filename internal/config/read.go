@@ -77,6 +77,7 @@ func (p *parser) read() *Config {
 		PostmarkToken:      p.str("NEWSLETTER_POSTMARK_TOKEN", ""),
 	}
 	c.WebhookAllowPrivate = p.boolean("NEWSLETTER_WEBHOOK_ALLOW_PRIVATE", false)
+	c.PushServices = p.hosts("NEWSLETTER_PUSH_SERVICES")
 	p.engagement(c)
 	p.vapid()
 	c.FCMURL = p.fcm()
@@ -328,4 +329,22 @@ func (p *parser) dkim(c *Config, fromDomain string) {
 	c.DKIMDomain = strings.ToLower(strings.TrimSuffix(c.DKIMDomain, "."))
 	p.check("NEWSLETTER_DKIM_DOMAIN", address.DKIMAligned(c.DKIMDomain, fromDomain),
 		fmt.Sprintf("the domain of NEWSLETTER_FROM (%s) or a parent of it below the public suffix, got %s: DMARC passes only on a signature aligned with From", fromDomain, c.DKIMDomain))
+}
+
+// hosts reads a comma-separated list of host names, each of which may
+// begin with a dot (the hosts under it); empty: nil.
+func (p *parser) hosts(name string) []string {
+	var out []string
+	for _, h := range strings.Split(p.str(name, ""), ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		if strings.Trim(h, ".") == "" || strings.ContainsAny(h, "/:@ *") {
+			p.check(name, false, "comma-separated host names (a leading dot takes the hosts under it), not "+strconv.Quote(h))
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
