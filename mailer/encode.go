@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"mime"
 	"strings"
 	"sync"
@@ -124,24 +125,25 @@ type wireTemplate struct {
 	// each mail's hash goes on from a copy of it.
 	bodyPrefix []byte
 	prefixOnce sync.Once
-	prefix     *relaxedBody
+	prefix     hash.Cloner
 }
 
-// bodyHash is the relaxed SHA-256 of body, a mail's body made from t.
-func (t *wireTemplate) bodyHash(body []byte) []byte {
+// bodyHash is signer's hash of body, a mail's body made from t.
+func (t *wireTemplate) bodyHash(signer Signer, body []byte) []byte {
 	t.prefixOnce.Do(func() {
-		t.prefix = newRelaxedBody()
-		t.prefix.write(t.bodyPrefix)
+		t.prefix = signer.BodyHash()
+		t.prefix.Write(t.bodyPrefix) // a hash's Write never fails
 	})
 	if !bytes.HasPrefix(body, t.bodyPrefix) {
-		return relaxedBodyHash(body)
+		return bodyHash(signer, body)
 	}
-	c, err := t.prefix.clone()
+	c, err := t.prefix.Clone()
 	if err != nil {
-		return relaxedBodyHash(body)
+		// A hash that cannot be copied is hashed whole: the same sum.
+		return bodyHash(signer, body)
 	}
-	c.write(body[len(t.bodyPrefix):])
-	return c.sum()
+	c.Write(body[len(t.bodyPrefix):])
+	return c.Sum(nil)
 }
 
 type opKind uint8

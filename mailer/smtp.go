@@ -37,8 +37,8 @@ type SMTPOptions struct {
 	// ListID names the list in a List-Id header on every mail with an
 	// unsubscribe link ("Newsletter <news.example.com>").
 	ListID string
-	// DKIM signs every message when set (see NewDKIMSigner).
-	DKIM *DKIM
+	// DKIM signs every message when set (channels/email's NewDKIM).
+	DKIM Signer
 	// Helo is the name in EHLO (default: go-mail's, the machine's name).
 	// Once mail leaves a relay, a bare machine name costs spam points.
 	Helo string
@@ -63,7 +63,7 @@ type SMTP struct {
 	envelopeFrom string
 	domain       string
 	listID       string
-	dkim         *DKIM
+	dkim         Signer
 	bounce       string
 	idleFor      time.Duration
 	timeout      time.Duration
@@ -289,11 +289,11 @@ func (s *SMTP) message(msg *Message, buf []byte) (envelope, []byte, error) {
 	header, body := data[:end+2], data[end+4:]
 	var bh []byte
 	if t != nil {
-		bh = t.bodyHash(body) // from the template's shared beginning
+		bh = t.bodyHash(s.dkim, body) // from the template's shared beginning
 	} else {
-		bh = relaxedBodyHash(body)
+		bh = bodyHash(s.dkim, body)
 	}
-	sig, err := s.dkim.sign(header, bh)
+	sig, err := s.dkim.SignHashed(header, bh)
 	if err != nil {
 		return env, nil, err
 	}

@@ -54,9 +54,12 @@ func AsPaused(err error) *PausedError {
 // ComposeOptions are what composing a message takes: the part of
 // SMTPOptions that is not about the connection.
 type ComposeOptions struct {
-	From          string // "Name <addr>"
-	ListID        string
-	DKIM          *DKIM
+	From   string // "Name <addr>"
+	ListID string
+	// DKIM signs every message when set. A transport that replaces some
+	// headers (HeaderRewriter) needs a signer that leaves them out:
+	// channels/email's DKIM.WithoutHeaders(send.RewritesHeaders()...).
+	DKIM          Signer
 	BounceAddress string // see SMTPOptions.BounceAddress
 }
 
@@ -73,9 +76,6 @@ type Composed struct {
 // NewComposed returns a Mailer that sends through send.
 func NewComposed(o ComposeOptions, send RawSender) (*Composed, error) {
 	hr, rewrites := send.(HeaderRewriter)
-	if rewrites && o.DKIM != nil {
-		o.DKIM = o.DKIM.WithoutHeaders(hr.RewritesHeaders()...)
-	}
 	s, err := NewSMTP(SMTPOptions{
 		// Never dialled: the SMTP mailer is here for its composition.
 		Server: Server{Host: "composer.invalid", Port: 25, TLS: "none"},
