@@ -232,27 +232,3 @@ func TestDKIMSignsWithTwoKeys(t *testing.T) {
 		}
 	}
 }
-
-func TestSessionKeepsOneConnection(t *testing.T) {
-	srv := smtptest.Start(t)
-	m := newTestSMTP(t, srv, 4)
-	ctx := context.Background()
-	sess, err := m.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if err := sess.Send(ctx, testMessage("s"+string(rune('a'+i))+"@example.org")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sess.Close()
-	srv.WaitFor(t, 20, 5*time.Second)
-	if srv.Sessions() != 1 {
-		t.Fatalf("a batch of 20 used %d connections", srv.Sessions())
-	}
-	// The connection went back to the pool: the next send reuses it.
-	if err := m.Send(ctx, testMessage("after@example.org")); err != nil || srv.Sessions() != 1 {
-		t.Fatalf("after the session: %v, %d connections", err, srv.Sessions())
-	}
-}

@@ -65,9 +65,23 @@ type Message struct {
 	boundary string
 }
 
-// Mailer delivers messages. Errors are *SendError.
+// Mailer delivers messages. Errors are channels/email's *SendError (the
+// worker's mailer, worker/email.go, makes a message that cannot be
+// composed Invalid).
 type Mailer interface {
 	Send(ctx context.Context, msg *Message) error
+}
+
+// Session holds one transport connection for a run of messages, such as
+// a digest batch; Close gives it back.
+type Session interface {
+	Mailer
+	Close() error
+}
+
+// Opener is a Mailer that can hand out a Session.
+type Opener interface {
+	Open(ctx context.Context) (Session, error)
 }
 
 // newMessageID returns a globally unique id at domain, carrying tag

@@ -35,6 +35,7 @@ import (
 	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // app holds what every role shares: configuration, the Redis connection
@@ -223,21 +224,19 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 		}
 		return box, box, nil
 	}
-	opts := mailer.SMTPOptions{
-		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
-		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
-	}
 	signer, err := dkimSigner(a.cfg.Config)
 	if err != nil {
 		return nil, nil, err
 	}
-	if signer != nil {
-		// A nil *email.DKIM in the Signer interface would not be nil.
-		opts.DKIM = signer
-	}
-	m, err := mailer.NewSMTP(opts)
+	pool, err := email.NewSMTP(email.SMTPOptions{Server: *a.cfg.SMTP, PoolSize: a.cfg.SMTPPool, Helo: a.cfg.SMTPHelo})
 	if err != nil {
 		return nil, nil, err
+	}
+	m, err := worker.NewSMTPEmail(mailer.ComposeOptions{
+		From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress,
+	}, signer, pool)
+	if err != nil {
+		return nil, nil, errors.Join(err, pool.Close())
 	}
 	a.closers = append(a.closers, func() { closeLogged(a.log, "SMTP pool", m) })
 	return m, nil, nil
@@ -253,19 +252,16 @@ func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ses, err := mailer.NewSES(ctx, mailer.SESOptions{
+	ses, err := email.NewSES(ctx, email.SESOptions{
 		Region: a.cfg.SESRegion, Endpoint: a.cfg.SESEndpoint, Conns: a.cfg.Concurrency,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("NEWSLETTER_EMAIL_TRANSPORT=ses: %w", err)
 	}
-	o := mailer.ComposeOptions{From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress}
-	if signer != nil {
-		// SES replaces some headers after signing: the signatures leave
-		// them out, or they would not verify at the receiver.
-		o.DKIM = signer.WithoutHeaders(ses.RewritesHeaders()...)
-	}
-	m, err := mailer.NewComposed(o, ses)
+	// The signatures leave out what SES rewrites (NewEmail).
+	m, err := worker.NewEmail(mailer.ComposeOptions{
+		From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress,
+	}, signer, ses)
 	if err != nil {
 		return nil, nil, err
 	}
