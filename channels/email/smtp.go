@@ -1,12 +1,10 @@
 package email
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -31,8 +29,6 @@ type SMTPOptions struct {
 	// Helo is the name in EHLO (default: go-mail's, the machine's name).
 	// Once mail leaves a relay, a bare machine name costs spam points.
 	Helo string
-	// Log takes what an operator should hear of (default slog.Default()).
-	Log *slog.Logger
 
 	// dial replaces the dialler (tests count the writes on a connection).
 	dial gomail.DialContextFunc
@@ -48,7 +44,6 @@ type SMTP struct {
 	client  *gomail.Client // configuration only; connections are pooled
 	idleFor time.Duration
 	timeout time.Duration
-	log     *slog.Logger
 	// Tests turn the server's extensions off to take the other paths.
 	noPipelining, noChunking bool
 
@@ -109,7 +104,6 @@ func NewSMTP(o SMTPOptions) (*SMTP, error) {
 		client:  client,
 		idleFor: o.IdleTimeout,
 		timeout: o.Timeout,
-		log:     cmp.Or(o.Log, slog.Default()),
 		slots:   make(chan struct{}, o.PoolSize),
 		idle:    make(chan *pooledConn, o.PoolSize),
 		stop:    make(chan struct{}),
