@@ -65,7 +65,9 @@ func (m *Email) Send(ctx context.Context, msg *mailer.Message) error {
 }
 
 // sendOn composes msg and sends it through t; a message that cannot be
-// composed is Invalid, as retrying cannot help.
+// composed is Invalid, as retrying cannot help. It is composed before the
+// transport takes a connection, so such a message never waits for one
+// (the SMTP mailer in mailer took the connection first).
 func (m *Email) sendOn(ctx context.Context, t MailTransport, msg *mailer.Message) error {
 	buf, _ := m.bufs.Get().(*[]byte)
 	if buf == nil {
