@@ -47,10 +47,10 @@ type Message struct {
 	// sent as List-Unsubscribe with RFC 8058 one-click.
 	UnsubscribeURL string
 	// ListID is the List-Id of the mail's topic; "" : the sender's
-	// (SMTPOptions.ListID).
+	// (ComposeOptions.ListID).
 	ListID string
 	// From is the mail's From ("Name <addr>", the settings'); "" : the
-	// sender's (SMTPOptions.From). It must align with the DKIM domain
+	// sender's (ComposeOptions.From). It must align with the DKIM domain
 	// (settings.Check sees to it). ReplyTo, when set, is its Reply-To.
 	From, ReplyTo string
 	// MessageID is filled by Send when empty, without angle brackets.
