@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/channels/email"
 )
 
 // DKIM's cost per mail is measured in a child process of its own, like the
@@ -85,7 +85,7 @@ func dkimChild(raw string) (dkimResult, error) {
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return dkimResult{}, err
 	}
-	signer, err := mailer.NewDKIMSigner(file, "example.com", "bench")
+	signer, err := email.NewDKIMSigner(file, "example.com", "bench")
 	if err != nil {
 		return dkimResult{}, err
 	}

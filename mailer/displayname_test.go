@@ -21,7 +21,10 @@ import (
 func receivedTo(t testing.TB, data []byte) *mail.Address {
 	t.Helper()
 	head, _, _ := bytes.Cut(data, []byte("\r\n\r\n"))
-	for _, field := range headerFields(append(head, "\r\n"...)) {
+	head = append(head, "\r\n"...)
+	for len(head) > 0 {
+		field := head[:fieldLen(head)]
+		head = head[len(field):]
 		name, value, _ := strings.Cut(string(field), ":")
 		if !strings.EqualFold(name, "To") {
 			continue

@@ -9,11 +9,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"net/textproto"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,13 +18,14 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 // testKeys are an RSA-2048 and an Ed25519 key with the DNS records a
 // receiver would look up for them.
 type testKeys struct {
-	rsa, ed DKIMKey
+	rsa, ed email.DKIMKey
 	records map[string]string // <selector>._domainkey.example.com → TXT
 }
 
@@ -46,8 +44,8 @@ func newTestKeys(t testing.TB) testKeys {
 		t.Fatal(err)
 	}
 	return testKeys{
-		rsa: DKIMKey{Selector: "rsa2026", Key: rk},
-		ed:  DKIMKey{Selector: "ed2026", Key: ek},
+		rsa: email.DKIMKey{Selector: "rsa2026", Key: rk},
+		ed:  email.DKIMKey{Selector: "ed2026", Key: ek},
 		records: map[string]string{
 			"rsa2026._domainkey.example.com": "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub),
 			"ed2026._domainkey.example.com":  "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub),
@@ -69,7 +67,7 @@ func (k testKeys) verify(raw []byte) ([]*dkim.Verification, error) {
 // signedDigest renders a digest with the built-in templates, as a batch
 // does, and sends it signed by signer through SMTP: the bytes a receiver
 // gets.
-func signedDigest(t *testing.T, signer *DKIM) smtptest.Message {
+func signedDigest(t *testing.T, signer *email.DKIM) smtptest.Message {
 	t.Helper()
 	r, err := NewRenderer("")
 	if err != nil {
@@ -119,7 +117,7 @@ func headerNames(t *testing.T, raw []byte) map[string]int {
 
 func TestDKIMOverSignsEveryHeader(t *testing.T) {
 	keys := newTestKeys(t)
-	signer, err := NewDKIM("example.com", keys.ed)
+	signer, err := email.NewDKIM("example.com", keys.ed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +189,7 @@ func TestDKIMOverSignsEveryHeader(t *testing.T) {
 
 func TestDKIMSignsWithTwoKeys(t *testing.T) {
 	keys := newTestKeys(t)
-	signer, err := NewDKIM("example.com", keys.rsa, keys.ed)
+	signer, err := email.NewDKIM("example.com", keys.rsa, keys.ed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,71 +230,5 @@ func TestDKIMSignsWithTwoKeys(t *testing.T) {
 		if v.Err == nil {
 			t.Error("a grafted List-Unsubscribe: a signature still verifies")
 		}
-	}
-}
-
-func TestNewDKIMRefusesIncompleteKeys(t *testing.T) {
-	keys := newTestKeys(t)
-	for name, err := range map[string]error{
-		"no domain":   func() error { _, err := NewDKIM("", keys.rsa); return err }(),
-		"no key":      func() error { _, err := NewDKIM("example.com"); return err }(),
-		"no selector": func() error { _, err := NewDKIM("example.com", DKIMKey{Key: keys.rsa.Key}); return err }(),
-	} {
-		if err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
-func TestDKIMKeyFile(t *testing.T) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "dkim.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	key, err := ReadDKIMKey(keyFile)
-	if err != nil || (DKIMKey{Key: key}).Algorithm() != "ed25519" {
-		t.Fatalf("read %v: %v", key, err)
-	}
-	if _, err := ReadDKIMKey(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
-		t.Fatal("a missing key file was read")
-	}
-	bad := filepath.Join(t.TempDir(), "bad.pem")
-	if err := os.WriteFile(bad, []byte("not a key"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadDKIMKey(bad); err == nil {
-		t.Fatal("a file without a key was read")
-	}
-}
-
-func TestSessionKeepsOneConnection(t *testing.T) {
-	srv := smtptest.Start(t)
-	m := newTestSMTP(t, srv, 4)
-	ctx := context.Background()
-	sess, err := m.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if err := sess.Send(ctx, testMessage("s"+string(rune('a'+i))+"@example.org")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sess.Close()
-	srv.WaitFor(t, 20, 5*time.Second)
-	if srv.Sessions() != 1 {
-		t.Fatalf("a batch of 20 used %d connections", srv.Sessions())
-	}
-	// The connection went back to the pool: the next send reuses it.
-	if err := m.Send(ctx, testMessage("after@example.org")); err != nil || srv.Sessions() != 1 {
-		t.Fatalf("after the session: %v, %d connections", err, srv.Sessions())
 	}
 }

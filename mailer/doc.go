@@ -1,9 +1,8 @@
-// Package mailer turns a mail kind and its data into a message and delivers
-// it: over SMTP through a pool of reused connections, through an ESP's API
-// (Amazon SES: the same composed bytes, see Composed and RawSender), or
-// into the in-memory dev mailbox. Only workers import it; the API never sends mail.
-//
-// Every failure comes back as a *SendError whose Class tells the handler
-// what to do: retry, retry later and slow down, stop mailing the address, or
-// alert the operator.
+// Package mailer turns a mail kind and its data into a message and composes
+// it: templates, Markdown, the MIME parts, the headers (Message-ID with the
+// VERP tag, the List and Feedback-ID headers) and the DKIM signatures
+// through a Signer (Composer), or keeps it in the in-memory dev mailbox.
+// Carrying the bytes (SMTP, Amazon SES) and classifying the answers is
+// channels/email's; the worker joins the two (worker/email.go). Only
+// workers and commands import it; the API never sends mail.
 package mailer

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"mime"
 	"strings"
 	"sync"
@@ -30,13 +31,13 @@ import (
 // written here: go-mail writes a skeleton of the variant once, with markers
 // where the parts' text goes, and the template keeps its bytes. So the
 // result is go-mail's, byte for byte, and the first mail of each template
-// is checked against go-mail's own bytes (SMTP.encode): any difference
+// is checked against go-mail's own bytes (Composer.encode): any difference
 // turns the template off and its mails take go-mail's path.
 
 // encode appends msg's bytes, as go-mail writes them, to buf: from its
 // variant's template when Prepared.Render made it (and returns the
 // template), else through go-mail.
-func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, *wireTemplate, error) {
+func (s *Composer) encode(msg *Message, buf []byte) ([]byte, *wireTemplate, error) {
 	pm := msg.prep
 	if pm == nil {
 		b, err := s.writeGoMail(msg, buf)
@@ -85,7 +86,7 @@ func (s *SMTP) encode(msg *Message, buf []byte) ([]byte, *wireTemplate, error) {
 
 // wireTemplate returns the template of pm's variant for s, made on first
 // use.
-func (s *SMTP) wireTemplate(pm *preparedMail, msg *Message) *wireTemplate {
+func (s *Composer) wireTemplate(pm *preparedMail, msg *Message) *wireTemplate {
 	v := pm.v
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -99,7 +100,7 @@ func (s *SMTP) wireTemplate(pm *preparedMail, msg *Message) *wireTemplate {
 		t.off.Store(true)
 	}
 	if v.wire == nil {
-		v.wire = map[*SMTP]*wireTemplate{}
+		v.wire = map[*Composer]*wireTemplate{}
 	}
 	v.wire[s] = t
 	return t
@@ -124,24 +125,25 @@ type wireTemplate struct {
 	// each mail's hash goes on from a copy of it.
 	bodyPrefix []byte
 	prefixOnce sync.Once
-	prefix     *relaxedBody
+	prefix     hash.Cloner
 }
 
-// bodyHash is the relaxed SHA-256 of body, a mail's body made from t.
-func (t *wireTemplate) bodyHash(body []byte) []byte {
+// bodyHash is signer's hash of body, a mail's body made from t.
+func (t *wireTemplate) bodyHash(signer Signer, body []byte) []byte {
 	t.prefixOnce.Do(func() {
-		t.prefix = newRelaxedBody()
-		t.prefix.write(t.bodyPrefix)
+		t.prefix = signer.BodyHash()
+		t.prefix.Write(t.bodyPrefix) // a hash's Write never fails
 	})
 	if !bytes.HasPrefix(body, t.bodyPrefix) {
-		return relaxedBodyHash(body)
+		return bodyHash(signer, body)
 	}
-	c, err := t.prefix.clone()
+	c, err := t.prefix.Clone()
 	if err != nil {
-		return relaxedBodyHash(body)
+		// A hash that cannot be copied is hashed whole: the same sum.
+		return bodyHash(signer, body)
 	}
-	c.write(body[len(t.bodyPrefix):])
-	return c.sum()
+	c.Write(body[len(t.bodyPrefix):])
+	return c.Sum(nil)
 }
 
 type opKind uint8
@@ -185,7 +187,7 @@ func newBoundary() string {
 // newWireTemplate builds the template of variant v of p for sender s:
 // go-mail writes the skeleton (msg with markers for the parts' text), and
 // the text and HTML parts are encoded here from the variant's pieces.
-func (s *SMTP) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemplate, error) {
+func (s *Composer) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wireTemplate, error) {
 	t := &wireTemplate{boundary: newBoundary(), html: len(v.html) > 0}
 	textMark, htmlMark := p.marks[0]+"t", p.marks[0]+"h"
 	personalSubject := v.subject.personal()
@@ -332,7 +334,7 @@ func qpOps(f filler, kind opKind) []wireOp {
 
 // assemble appends the bytes of msg, a mail of the template's variant with
 // reader values v, to dst.
-func (t *wireTemplate) assemble(s *SMTP, dst []byte, msg *Message, v *[nPersonal]string) ([]byte, error) {
+func (t *wireTemplate) assemble(s *Composer, dst []byte, msg *Message, v *[nPersonal]string) ([]byte, error) {
 	for i := range t.ops {
 		op := &t.ops[i]
 		switch op.kind {
@@ -361,7 +363,7 @@ func (t *wireTemplate) assemble(s *SMTP, dst []byte, msg *Message, v *[nPersonal
 }
 
 // appendMailHeader appends the field name of msg as go-mail writes it.
-func (s *SMTP) appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
+func (s *Composer) appendMailHeader(dst []byte, name string, msg *Message) ([]byte, error) {
 	var value string
 	switch name {
 	case "Date":
@@ -389,7 +391,7 @@ func (s *SMTP) appendMailHeader(dst []byte, name string, msg *Message) ([]byte, 
 }
 
 // dateValue is t as go-mail writes a Date header, made once per second.
-func (s *SMTP) dateValue(t time.Time) string {
+func (s *Composer) dateValue(t time.Time) string {
 	_, offset := t.Zone()
 	if d := s.date.Load(); d != nil && d.unix == t.Unix() && d.offset == offset {
 		return d.value

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
@@ -19,7 +20,7 @@ func TestMailCarriesNoLibraryBanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := newTestKeys(t)
-	signer, err := NewDKIM("example.com", keys.rsa, keys.ed)
+	signer, err := email.NewDKIM("example.com", keys.rsa, keys.ed)
 	if err != nil {
 		t.Fatal(err)
 	}

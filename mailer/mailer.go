@@ -47,10 +47,10 @@ type Message struct {
 	// sent as List-Unsubscribe with RFC 8058 one-click.
 	UnsubscribeURL string
 	// ListID is the List-Id of the mail's topic; "" : the sender's
-	// (SMTPOptions.ListID).
+	// (ComposeOptions.ListID).
 	ListID string
 	// From is the mail's From ("Name <addr>", the settings'); "" : the
-	// sender's (SMTPOptions.From). It must align with the DKIM domain
+	// sender's (ComposeOptions.From). It must align with the DKIM domain
 	// (settings.Check sees to it). ReplyTo, when set, is its Reply-To.
 	From, ReplyTo string
 	// MessageID is filled by Send when empty, without angle brackets.
@@ -65,9 +65,23 @@ type Message struct {
 	boundary string
 }
 
-// Mailer delivers messages. Errors are *SendError.
+// Mailer delivers messages. Errors are channels/email's *SendError (the
+// worker's mailer, worker/email.go, makes a message that cannot be
+// composed Invalid).
 type Mailer interface {
 	Send(ctx context.Context, msg *Message) error
+}
+
+// Session holds one transport connection for a run of messages, such as
+// a digest batch; Close gives it back.
+type Session interface {
+	Mailer
+	Close() error
+}
+
+// Opener is a Mailer that can hand out a Session.
+type Opener interface {
+	Open(ctx context.Context) (Session, error)
 }
 
 // newMessageID returns a globally unique id at domain, carrying tag

@@ -248,8 +248,8 @@ type variant struct {
 	off   atomic.Bool
 
 	mu sync.Mutex
-	// wire holds the variant's encoded templates, per sender (encode.go).
-	wire map[*SMTP]*wireTemplate
+	// wire holds the variant's encoded templates, per composer (encode.go).
+	wire map[*Composer]*wireTemplate
 }
 
 // preparedMail ties a filled-in Message to its variant, so that a sender
@@ -334,17 +334,19 @@ func (r *templates) Prepare(kind string, shared Data) (*Prepared, error) {
 // fields, the shared ones come from Prepare.
 func (p *Prepared) Render(d Data) (*Message, error) { return p.render(d, false) }
 
-// preparedEncoder is a Mailer that writes a prepared mail from its
-// variant's encoded template (encode.go), not from its Text and HTML.
-type preparedEncoder interface{ encodesPrepared() }
+// PreparedEncoder is a Mailer that writes a prepared mail from its
+// variant's encoded template (encode.go), not from its Text and HTML:
+// one that composes with a Composer (the worker's mailer and its
+// sessions) says so with this method.
+type PreparedEncoder interface{ EncodesPrepared() }
 
 // RenderFor is Render for a mail that m sends. A mailer that writes
-// prepared mails from their encoded templates (SMTP and its sessions) gets
+// prepared mails from their encoded templates (a PreparedEncoder) gets
 // the message without its Text and HTML filled in, which it would not
 // read: two copies of the mail's text fewer per mail. Such a message
 // fills them in itself if it must take the full path after all.
 func (p *Prepared) RenderFor(m Mailer, d Data) (*Message, error) {
-	_, lazy := m.(preparedEncoder)
+	_, lazy := m.(PreparedEncoder)
 	return p.render(d, lazy)
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
@@ -17,8 +18,8 @@ func TestUnwritableNameQuotesNothing(t *testing.T) {
 	msg := testMessage("john.smith=work@example.org")
 	msg.ToName = "Zoë\x00Quinn"
 	err := m.Send(context.Background(), msg)
-	se := AsSendError(err)
-	if se == nil || se.Class != Invalid || se.Domain != "example.org" {
+	se := email.AsSendError(err)
+	if se == nil || se.Class != email.Invalid || se.Domain != "example.org" {
 		t.Fatalf("%v, want an invalid message for example.org", err)
 	}
 	for _, leak := range []string{"Zo", "Quinn", "john", "smith", "work"} {

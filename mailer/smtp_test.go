@@ -2,16 +2,11 @@ package mailer
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/newsletter/newsletter/channels/email/smtptest"
-	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 func newTestSMTP(t *testing.T, srv *smtptest.Server, pool int) *SMTP {
@@ -71,96 +66,6 @@ func TestSMTPTransactionalHasNoListHeaders(t *testing.T) {
 	}
 	if h := srv.WaitFor(t, 1, 5*time.Second)[0].Header; h.Get("List-Unsubscribe") != "" {
 		t.Fatalf("a confirmation carries List-Unsubscribe: %q", h.Get("List-Unsubscribe"))
-	}
-}
-
-func TestSMTPReusesConnections(t *testing.T) {
-	srv := smtptest.Start(t)
-	m := newTestSMTP(t, srv, 3)
-	var wg sync.WaitGroup
-	for i := 0; i < 60; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if err := m.Send(context.Background(), testMessage(fmt.Sprintf("u%d@example.org", i))); err != nil {
-				t.Error(err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	srv.WaitFor(t, 60, 5*time.Second)
-	if n := srv.Sessions(); n < 1 || n > 3 {
-		t.Fatalf("60 mails over %d connections; want at most the pool size 3", n)
-	}
-}
-
-func TestSMTPErrorClasses(t *testing.T) {
-	srv := smtptest.Start(t)
-	srv.SetScript(func(rcpt string, attempt int) *smtptest.Fault {
-		switch strings.Split(rcpt, "@")[0] {
-		case "gone":
-			return &smtptest.Fault{Err: &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}}
-		case "grey":
-			return &smtptest.Fault{Err: &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "greylisted"}}
-		case "policy":
-			return &smtptest.Fault{AtData: true, Err: &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "spam"}}
-		case "drop":
-			if attempt == 1 {
-				return &smtptest.Fault{Drop: true}
-			}
-		}
-		return nil
-	})
-	m := newTestSMTP(t, srv, 1)
-	ctx := context.Background()
-	for rcpt, want := range map[string]Class{"gone@x.org": Bounced, "grey@x.org": Throttled, "policy@x.org": Rejected, "drop@x.org": Temporary} {
-		err := m.Send(ctx, testMessage(rcpt))
-		se := AsSendError(err)
-		if se == nil || se.Class != want || se.Domain != "x.org" {
-			t.Errorf("%s: %v, want class %s", rcpt, err, want)
-		}
-		// Whatever broke, the next mail goes through (on a clean or new
-		// connection).
-		if err := m.Send(ctx, testMessage("ok-after-"+rcpt)); err != nil {
-			t.Errorf("send after %s: %v", rcpt, err)
-		}
-	}
-	if se := AsSendError(m.Send(ctx, testMessage("gone@x.org"))); se.Code != 550 || se.Enhanced != "5.1.1" {
-		t.Fatalf("codes not carried: %+v", se)
-	}
-	// The dropped mail was not accepted; its retry is.
-	if err := m.Send(ctx, testMessage("drop@x.org")); err != nil || len(srv.To("drop@x.org")) != 1 {
-		t.Fatalf("retry after drop: %v, %d accepted", err, len(srv.To("drop@x.org")))
-	}
-}
-
-func TestSMTPServerDown(t *testing.T) {
-	m, err := NewSMTP(SMTPOptions{Server: Server{Host: "127.0.0.1", Port: 1, TLS: "none"}, From: "a@b.co", Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	se := AsSendError(m.Send(context.Background(), testMessage("a@b.co")))
-	if se == nil || !se.Temporary() {
-		t.Fatalf("unreachable server must be temporary: %v", se)
-	}
-}
-
-func TestSMTPClosesIdleConnections(t *testing.T) {
-	srv := smtptest.Start(t)
-	cfg, _ := ParseServerURL(srv.URL())
-	m, err := NewSMTP(SMTPOptions{Server: cfg, From: "a@b.co", PoolSize: 2, IdleTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Send(context.Background(), testMessage("x@example.org")); err != nil {
-		t.Fatal(err)
-	}
-	poll.True(t, 5*time.Second, "the idle connection to close", func() bool { return len(m.idle) == 0 && len(m.slots) == 0 })
-	// The next mail opens a new connection.
-	if err := m.Send(context.Background(), testMessage("y@example.org")); err != nil || srv.Sessions() != 2 {
-		t.Fatalf("after the idle close: %v, %d connections", err, srv.Sessions())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/mailer"
@@ -320,14 +321,14 @@ func (b *gatedBatch) sent(ctx context.Context, i int, domain string, err error) 
 	case errors.Is(err, asynq.SkipRetry):
 		b.failed = append(b.failed, Failure{SubscriberID: b.mails[i].To.ID, Err: err})
 	default:
-		if mailer.AsPaused(err) != nil {
+		if email.AsPaused(err) != nil {
 			// The transport refuses every mail for now: hand the
 			// rest back and let the task wait out the pause, not
 			// counted as a failure (PausedError.RetryAfter).
 			b.d.paused(1)
 			return true, 0, b.giveBack(ctx, i+1, err)
 		}
-		if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
+		if se := email.AsSendError(err); se != nil && se.Class == email.Throttled {
 			b.pace.domains[domain] = max(b.d.Throttle, time.Second)
 		}
 		b.retry = firstErr(b.retry, err)
@@ -352,8 +353,8 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 		msg, err = d.Render.Render(mail.Mark.Kind, mail.Data)
 	}
 	if err != nil {
-		d.countFailure(mail.countAs(), mailer.Invalid)
-		se := &mailer.SendError{Class: mailer.Invalid, Domain: address.Domain(mail.To.Email), Err: fmt.Errorf("render %s: %v", mail.Mark.Kind, err)}
+		d.countFailure(mail.countAs(), email.Invalid)
+		se := &email.SendError{Class: email.Invalid, Domain: address.Domain(mail.To.Email), Err: fmt.Errorf("render %s: %v", mail.Mark.Kind, err)}
 		return d.release(ctx, []store.Mark{mail.Mark}, fmt.Errorf("%w: %w", se, asynq.SkipRetry))
 	}
 	// The To: header names the person only where the mail's data does:
@@ -413,7 +414,7 @@ func (m Mail) issue() int64 {
 // sendTimeBounce is the bounce report of a mail the receiver refused for
 // good while we sent it. Its id names the mail (kind, key, subscriber), so
 // the same answer applied twice (a lost reply from Redis) counts once.
-func sendTimeBounce(mail Mail, se *mailer.SendError) tasks.FeedbackPayload {
+func sendTimeBounce(mail Mail, se *email.SendError) tasks.FeedbackPayload {
 	sum := sha256.Sum256([]byte(mail.Mark.Kind + "\x00" + mail.Mark.Key + "\x00" + strconv.FormatInt(mail.To.ID, 10)))
 	reason := se.Enhanced
 	if se.Code > 0 {
@@ -445,18 +446,18 @@ func (d *Deliverer) release(ctx context.Context, marks []store.Mark, why error) 
 	return why
 }
 
-func (d *Deliverer) countFailure(kind string, c mailer.Class) {
+func (d *Deliverer) countFailure(kind string, c email.Class) {
 	d.Metrics.Failed.WithLabelValues(kind, c.String()).Inc()
 }
 
 // sendFailed decides between retry, suppression and alerting.
 func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error {
-	se := mailer.AsSendError(err)
+	se := email.AsSendError(err)
 	if se == nil {
-		se = &mailer.SendError{Class: mailer.Temporary, Domain: address.Domain(mail.To.Email), Err: err}
+		se = &email.SendError{Class: email.Temporary, Domain: address.Domain(mail.To.Email), Err: err}
 	}
 	kind := mail.Mark.Kind
-	if pe := mailer.AsPaused(err); pe != nil {
+	if pe := email.AsPaused(err); pe != nil {
 		// Held, not failed: newsletter_transport_paused tells.
 		d.Log.Warn("transport paused: mail held", "kind", kind, "subscriber", mail.To.ID, "for", pe.In, "reason", pe.Reason)
 		return se
@@ -465,13 +466,13 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 	d.Log.Warn("send failed", "kind", kind, "subscriber", mail.To.ID, "domain", se.Domain,
 		"class", se.Class.String(), "code", se.Code, "enhanced", se.Enhanced)
 	switch se.Class {
-	case mailer.Throttled:
+	case email.Throttled:
 		if d.Pace != nil {
 			if err := d.Pace.Throttle(ctx, se.Domain, d.Throttle); err != nil {
 				d.Log.Warn("pause domain", "domain", se.Domain, "err", err)
 			}
 		}
-	case mailer.Bounced:
+	case email.Bounced:
 		// The receiver's answer is a bounce report like any other: the
 		// one recorder keeps it in the person's history, counts it against
 		// the mail's issue or digest run, and says whether it changed the
@@ -480,7 +481,7 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 			return fmt.Errorf("record bounce after %v: %w", se, err) // retry; the next try bounces again
 		}
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
-	case mailer.Rejected, mailer.Invalid:
+	case email.Rejected, email.Invalid:
 		return fmt.Errorf("%w: %w", se, asynq.SkipRetry)
 	}
 	return se
@@ -489,8 +490,8 @@ func (d *Deliverer) sendFailed(ctx context.Context, mail Mail, err error) error 
 // Unrenderable tells a failure of the mail itself (a template that fails,
 // a message that cannot be built): it never reached the receiver.
 func Unrenderable(err error) bool {
-	se := mailer.AsSendError(err)
-	return se != nil && se.Class == mailer.Invalid
+	se := email.AsSendError(err)
+	return se != nil && se.Class == email.Invalid
 }
 
 // transactional tells the mails a person waits for with a page open (a

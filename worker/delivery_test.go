@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/pace"
@@ -69,8 +70,8 @@ func newDelivery(t *testing.T) *delivery {
 // end stops it too, once.
 func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...func(*Config)) (stop func()) {
 	t.Helper()
-	cfg, _ := mailer.ParseServerURL(d.smtp.URL())
-	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", PoolSize: concurrency, Timeout: 5 * time.Second})
+	cfg, _ := email.ParseServerURL(d.smtp.URL())
+	m, err := NewSMTPMailer(mailer.ComposeOptions{From: "News <news@example.com>"}, email.SMTPOptions{Server: cfg, PoolSize: concurrency, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

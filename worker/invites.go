@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/mailer"
@@ -58,7 +59,7 @@ func (h *InviteMailer) HandleInvite(ctx context.Context, p tasks.AccountInvitePa
 	}
 	msg.Tag = h.Tags.InviteTag(p.Hash)
 	err = h.Mailer.Send(ctx, msg)
-	if se := mailer.AsSendError(err); se != nil && !se.Temporary() {
+	if se := email.AsSendError(err); se != nil && !se.Temporary() {
 		h.Log.Error("invite: the mail server refused it for good", "to", p.Email, "err", err)
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/adminauth"
 	"github.com/newsletter/newsletter/mailer"
@@ -80,11 +81,11 @@ func TestInviteMail(t *testing.T) {
 	if err := h.HandleInvite(context.Background(), expired); err != nil || len(box.sent) != 1 {
 		t.Fatalf("an expired invite: %v, %d mails", err, len(box.sent))
 	}
-	box.err = &mailer.SendError{Class: mailer.Rejected, Err: errors.New("550 no such user")}
+	box.err = &email.SendError{Class: email.Rejected, Err: errors.New("550 no such user")}
 	if err := h.HandleInvite(context.Background(), p); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a refusal for good: %v, want SkipRetry", err)
 	}
-	box.err = &mailer.SendError{Class: mailer.Temporary, Err: errors.New("421 try later")}
+	box.err = &email.SendError{Class: email.Temporary, Err: errors.New("421 try later")}
 	if err := h.HandleInvite(context.Background(), p); err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a passing failure: %v, want a retry", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
@@ -246,19 +247,19 @@ func TestBadPayloadSkipsRetry(t *testing.T) {
 func TestSendFailureClasses(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
-		class      mailer.Class
+		class      email.Class
 		skipRetry  bool
 		wantStatus store.Status
 	}{
-		{mailer.Temporary, false, store.Active},
-		{mailer.Throttled, false, store.Active},
-		{mailer.Bounced, true, store.Bounced},
-		{mailer.Rejected, true, store.Active},
+		{email.Temporary, false, store.Active},
+		{email.Throttled, false, store.Active},
+		{email.Bounced, true, store.Bounced},
+		{email.Rejected, true, store.Active},
 	}
 	for _, c := range cases {
 		h, st, rec := newHandlers(t)
 		activate(t, st, "a@x.org")
-		rec.fail = &mailer.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
+		rec.fail = &email.SendError{Class: c.class, Code: 500, Domain: "x.org", Err: errors.New("scripted")}
 		err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task)
 		if err == nil || errors.Is(err, asynq.SkipRetry) != c.skipRetry {
 			t.Errorf("%s: err %v, want SkipRetry=%v", c.class, err, c.skipRetry)
@@ -269,7 +270,7 @@ func TestSendFailureClasses(t *testing.T) {
 		}
 		// The claim was released: a retry that succeeds sends the mail.
 		rec.fail = nil
-		if c.class == mailer.Temporary {
+		if c.class == email.Temporary {
 			if err := runTask(ctx, tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err != nil || rec.count() != 1 {
 				t.Errorf("retry after temporary failure: %v, %d mails", err, rec.count())
 			}
@@ -295,7 +296,7 @@ func TestBusyClaimIsNotAFailure(t *testing.T) {
 
 func TestRetryDelayGrows(t *testing.T) {
 	p := RetryPolicy{Base: time.Second, Max: time.Hour, Throttled: time.Minute}
-	temp := &mailer.SendError{Class: mailer.Temporary}
+	temp := &email.SendError{Class: email.Temporary}
 	prevMax := time.Duration(0)
 	for n := 0; n < 6; n++ {
 		lo, hi := time.Duration(1<<62), time.Duration(0)
@@ -309,13 +310,13 @@ func TestRetryDelayGrows(t *testing.T) {
 		}
 		prevMax = hi
 	}
-	if d := p.Delay(0, &mailer.SendError{Class: mailer.Throttled}, nil); d < 30*time.Second {
+	if d := p.Delay(0, &email.SendError{Class: email.Throttled}, nil); d < 30*time.Second {
 		t.Fatalf("throttled retry after %s: must wait longer than a temporary one", d)
 	}
 	if d := p.Delay(40, temp, nil); d > time.Hour {
 		t.Fatalf("cap exceeded: %s", d)
 	}
-	if d := p.Delay(0, &mailer.SendError{Class: mailer.Temporary, RetryAfter: 7 * time.Second}, nil); d != 7*time.Second {
+	if d := p.Delay(0, &email.SendError{Class: email.Temporary, RetryAfter: 7 * time.Second}, nil); d != 7*time.Second {
 		t.Fatalf("a provider's Retry-After of 7s gave %s", d)
 	}
 }
@@ -329,7 +330,7 @@ func TestRedisAwayRetriesSoonWithoutFailure(t *testing.T) {
 	if d := p.Delay(3, away, nil); d != DefaultRedisAwayRetry || IsFailure(away) {
 		t.Fatalf("Redis away: retry in %s, failure=%v", d, IsFailure(away))
 	}
-	smtpDown := &mailer.SendError{Class: mailer.Temporary, Err: fmt.Errorf("connect: %w", syscall.ECONNREFUSED)}
+	smtpDown := &email.SendError{Class: email.Temporary, Err: fmt.Errorf("connect: %w", syscall.ECONNREFUSED)}
 	if d := p.Delay(0, smtpDown, nil); d < 30*time.Second || !IsFailure(smtpDown) {
 		t.Fatalf("SMTP server down: retry in %s, failure=%v; want the backoff", d, IsFailure(smtpDown))
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/mailer"
@@ -85,7 +86,7 @@ var Results = []string{"success", "retry", "archived", "deferred"}
 // ArchiveCauses are the values of the cause label of
 // newsletter_tasks_archived_total: a mail class that never retries, or
 // exhausted (every retry used).
-var ArchiveCauses = []string{mailer.Bounced.String(), mailer.Rejected.String(), mailer.Invalid.String(), "exhausted"}
+var ArchiveCauses = []string{email.Bounced.String(), email.Rejected.String(), email.Invalid.String(), "exhausted"}
 
 // NewMetrics registers the metrics on reg (nil: not registered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -183,7 +184,7 @@ func (m *Metrics) zeroSeries() {
 	}
 	for _, kind := range mailer.Kinds() {
 		m.Sent.WithLabelValues(kind)
-		for _, c := range mailer.Classes() {
+		for _, c := range email.Classes() {
 			m.Failed.WithLabelValues(kind, c.String())
 		}
 	}
@@ -214,7 +215,7 @@ func (m *Metrics) forType(typ string) {
 func (m *Metrics) ForSteps(templates []string) *Metrics {
 	for _, t := range templates {
 		m.Sent.WithLabelValues(t)
-		for _, c := range mailer.Classes() {
+		for _, c := range email.Classes() {
 			m.Failed.WithLabelValues(t, c.String())
 		}
 		for _, o := range StepOutcomes {
@@ -226,9 +227,9 @@ func (m *Metrics) ForSteps(templates []string) *Metrics {
 
 // archiveCause says why a task that will not run again failed.
 func archiveCause(err error) string {
-	if se := mailer.AsSendError(err); se != nil && errors.Is(err, asynq.SkipRetry) {
+	if se := email.AsSendError(err); se != nil && errors.Is(err, asynq.SkipRetry) {
 		switch se.Class {
-		case mailer.Bounced, mailer.Rejected, mailer.Invalid:
+		case email.Bounced, email.Rejected, email.Invalid:
 			return se.Class.String()
 		}
 	}
@@ -236,7 +237,7 @@ func archiveCause(err error) string {
 		return "exhausted" // the endpoint failed for good: an operator's
 	}
 	if errors.Is(err, asynq.SkipRetry) {
-		return mailer.Invalid.String() // an unreadable payload or a template error
+		return email.Invalid.String() // an unreadable payload or a template error
 	}
 	return "exhausted"
 }

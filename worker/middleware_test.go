@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -60,7 +61,7 @@ func TestObserveLogsAndCounts(t *testing.T) {
 // series at 0 before the first event, so increase() sees the first one.
 func TestCountersExistFromStart(t *testing.T) {
 	m := NewMetrics(nil)
-	kinds, classes := len(mailer.Kinds()), len(mailer.Classes())
+	kinds, classes := len(mailer.Kinds()), len(email.Classes())
 	for name, c := range map[string]struct {
 		got, want int
 	}{
@@ -73,7 +74,7 @@ func TestCountersExistFromStart(t *testing.T) {
 			t.Errorf("%s: %d series at start, want %d", name, c.got, c.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.Failed.WithLabelValues(mailer.KindWelcome, mailer.Rejected.String())); got != 0 {
+	if got := testutil.ToFloat64(m.Failed.WithLabelValues(mailer.KindWelcome, email.Rejected.String())); got != 0 {
 		t.Fatalf("failed{welcome,rejected} = %v at start", got)
 	}
 	if got := testutil.ToFloat64(m.Archived.WithLabelValues(tasks.LaneEmail, tasks.TypeIssueEmail, tasks.QueueCritical, "bounced")); got != 0 {

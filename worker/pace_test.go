@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -93,7 +94,7 @@ func TestThrottledReplyPausesTheDomain(t *testing.T) {
 	p := &fakePacer{take: []time.Duration{0}}
 	h.Mails.Deliver.Pace, h.Mails.Deliver.Throttle = p, 3*time.Minute
 	activate(t, st, "a@x.org")
-	rec.fail = &mailer.SendError{Class: mailer.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
+	rec.fail = &email.SendError{Class: email.Throttled, Code: 421, Domain: "x.org", Err: errors.New("slow down")}
 	if err := runTask(context.Background(), tasks.WelcomeEmail, h.Sequence.HandleWelcome, tasks.NewWelcome("a@x.org", time.Now(), 0).Task); err == nil {
 		t.Fatal("throttled send reported success")
 	}

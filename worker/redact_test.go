@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/internal/logredact"
 	"github.com/newsletter/newsletter/internal/testkit/logtest"
 	"github.com/newsletter/newsletter/mailer"
@@ -22,11 +23,11 @@ import (
 // address's local part.
 func TestFailedMailLogsNoNameOrAddress(t *testing.T) {
 	d := newDelivery(t)
-	cfg, err := mailer.ParseServerURL(d.smtp.URL())
+	cfg, err := email.ParseServerURL(d.smtp.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", Timeout: 5 * time.Second})
+	m, err := NewSMTPMailer(mailer.ComposeOptions{From: "News <news@example.com>"}, email.SMTPOptions{Server: cfg, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -67,7 +67,7 @@ func (p RetryPolicy) Delay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
 		return ra.RetryAfter()
 	}
-	if se := mailer.AsSendError(err); se != nil && se.RetryAfter > 0 {
+	if se := email.AsSendError(err); se != nil && se.RetryAfter > 0 {
 		return se.RetryAfter
 	}
 	if errors.Is(err, ErrDeliveryBusy) {
@@ -77,7 +77,7 @@ func (p RetryPolicy) Delay(n int, err error, _ *asynq.Task) time.Duration {
 		return p.RedisAway
 	}
 	base := p.Base
-	if se := mailer.AsSendError(err); se != nil && se.Class == mailer.Throttled {
+	if se := email.AsSendError(err); se != nil && se.Class == email.Throttled {
 		base = p.Throttled
 	}
 	d := base << min(n, 20)
@@ -99,5 +99,5 @@ func IsFailure(err error) bool {
 // (store.Unavailable) from one whose mail failed: an error that came from
 // sending is the mail's, whatever network error it wraps.
 func redisAway(err error) bool {
-	return mailer.AsSendError(err) == nil && store.Unavailable(err)
+	return email.AsSendError(err) == nil && store.Unavailable(err)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -95,7 +96,7 @@ func TestUnrenderableMailGivesTheAllowanceBack(t *testing.T) {
 		dir  string // the templates
 	}{
 		{"template fails", nil, broken},
-		{"message cannot be built", &mailer.SendError{Class: mailer.Invalid, Err: errors.New("go-mail: bad To")}, ""},
+		{"message cannot be built", &email.SendError{Class: email.Invalid, Err: errors.New("go-mail: bad To")}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			render, err := mailer.NewRenderer(c.dir)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/mailer"
@@ -39,8 +40,8 @@ func TestEveryMailCarriesItsTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := smtptest.Start(t)
-	cfg, _ := mailer.ParseServerURL(srv.URL())
-	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: cfg, From: "News <news@example.com>", BounceAddress: "bounces@b.example.com", Timeout: 5 * time.Second})
+	cfg, _ := email.ParseServerURL(srv.URL())
+	m, err := NewSMTPMailer(mailer.ComposeOptions{From: "News <news@example.com>", BounceAddress: "bounces@b.example.com"}, email.SMTPOptions{Server: cfg, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/sestest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
@@ -24,14 +25,14 @@ import (
 // after a pause answer.
 func sesMailer(t *testing.T, srv *sestest.Server, pause time.Duration) mailer.Mailer {
 	t.Helper()
-	ses, err := mailer.NewSES(context.Background(), mailer.SESOptions{
+	ses, err := email.NewSES(context.Background(), email.SESOptions{
 		Region: srv.Region, Endpoint: srv.URL(), MaxBackoff: time.Millisecond, PauseFor: pause,
 		Credentials: credentials.NewStaticCredentialsProvider(sestest.AccessKeyID, sestest.SecretAccessKey, ""),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mailer.NewComposed(mailer.ComposeOptions{From: "News <news@example.com>"}, ses)
+	m, err := NewEmail(mailer.ComposeOptions{From: "News <news@example.com>"}, nil, ses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPausedTransportStopsTheBatch(t *testing.T) {
 	}
 	ctx := context.Background()
 	failed, err := d.Deliver(ctx, mails)
-	if len(failed) != 0 || mailer.AsPaused(err) == nil {
+	if len(failed) != 0 || email.AsPaused(err) == nil {
 		t.Fatalf("failed %v, err %v: want the pause", failed, err)
 	}
 	requests := 0

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/bench"
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/mailer"
+	"github.com/newsletter/newsletter/worker"
 )
 
 func main() {
@@ -41,9 +43,12 @@ func run() error {
 	host, port, _ := net.SplitHostPort(sink.Addr)
 	p, _ := strconv.Atoi(port)
 	for _, conns := range []int{1, 4, 16} {
-		m, err := mailer.NewSMTP(mailer.SMTPOptions{
-			Server: mailer.Server{Host: host, Port: p, TLS: "none"}, From: "News <news@example.com>", PoolSize: conns,
-		})
+		pool, err := email.NewSMTP(email.SMTPOptions{Server: email.Server{Host: host, Port: p, TLS: "none"}, PoolSize: conns})
+		if err != nil {
+			return err
+		}
+		// As the worker sends: composed by mailer, carried by the pool.
+		m, err := worker.NewSMTPEmail(mailer.ComposeOptions{From: "News <news@example.com>"}, nil, pool)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/adminauth"
@@ -34,6 +35,7 @@ import (
 	"github.com/newsletter/newsletter/services/engage"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/worker"
 )
 
 // app holds what every role shares: configuration, the Redis connection
@@ -222,17 +224,19 @@ func (a *app) newMailer(ctx context.Context) (mailer.Mailer, http.Handler, error
 		}
 		return box, box, nil
 	}
-	var err error
-	opts := mailer.SMTPOptions{
-		Server: *a.cfg.SMTP, From: a.cfg.From, PoolSize: a.cfg.SMTPPool, ListID: listID(a.cfg.From),
-		Helo: a.cfg.SMTPHelo, BounceAddress: a.cfg.BounceAddress,
-	}
-	if opts.DKIM, err = dkimSigner(a.cfg.Config); err != nil {
-		return nil, nil, err
-	}
-	m, err := mailer.NewSMTP(opts)
+	signer, err := dkimSigner(a.cfg.Config)
 	if err != nil {
 		return nil, nil, err
+	}
+	pool, err := email.NewSMTP(email.SMTPOptions{Server: *a.cfg.SMTP, PoolSize: a.cfg.SMTPPool, Helo: a.cfg.SMTPHelo})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := worker.NewSMTPEmail(mailer.ComposeOptions{
+		From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress,
+	}, signer, pool)
+	if err != nil {
+		return nil, nil, errors.Join(err, pool.Close())
 	}
 	a.closers = append(a.closers, func() { closeLogged(a.log, "SMTP pool", m) })
 	return m, nil, nil
@@ -248,15 +252,16 @@ func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ses, err := mailer.NewSES(ctx, mailer.SESOptions{
+	ses, err := email.NewSES(ctx, email.SESOptions{
 		Region: a.cfg.SESRegion, Endpoint: a.cfg.SESEndpoint, Conns: a.cfg.Concurrency,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("NEWSLETTER_EMAIL_TRANSPORT=ses: %w", err)
 	}
-	m, err := mailer.NewComposed(mailer.ComposeOptions{
-		From: a.cfg.From, ListID: listID(a.cfg.From), DKIM: signer, BounceAddress: a.cfg.BounceAddress,
-	}, ses)
+	// The signatures leave out what SES rewrites (NewEmail).
+	m, err := worker.NewEmail(mailer.ComposeOptions{
+		From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress,
+	}, signer, ses)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,30 +272,30 @@ func (a *app) newSESMailer(ctx context.Context) (mailer.Mailer, http.Handler, er
 // dkimSigner reads the DKIM keys (nil: no signing). With two keys the
 // first is RSA and the second Ed25519: both sign every mail, and a
 // receiver that does not know Ed25519 checks the RSA signature.
-func dkimSigner(cfg *config.Config) (*mailer.DKIM, error) {
+func dkimSigner(cfg *config.Config) (*email.DKIM, error) {
 	if cfg.DKIMKeyFile == "" {
 		return nil, nil
 	}
-	key, err := mailer.ReadDKIMKey(cfg.DKIMKeyFile)
+	key, err := email.ReadDKIMKey(cfg.DKIMKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
 	}
-	keys := []mailer.DKIMKey{{Selector: cfg.DKIMSelector, Key: key}}
+	keys := []email.DKIMKey{{Selector: cfg.DKIMSelector, Key: key}}
 	if cfg.DKIMEd25519KeyFile != "" {
 		if alg := keys[0].Algorithm(); alg != "rsa" {
 			return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: want an RSA key beside NEWSLETTER_DKIM_ED25519_KEY_FILE, %s holds %s", cfg.DKIMKeyFile, alg)
 		}
-		ed, err := mailer.ReadDKIMKey(cfg.DKIMEd25519KeyFile)
+		ed, err := email.ReadDKIMKey(cfg.DKIMEd25519KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("NEWSLETTER_DKIM_ED25519_KEY_FILE: %w", err)
 		}
-		k := mailer.DKIMKey{Selector: cfg.DKIMEd25519Selector, Key: ed}
+		k := email.DKIMKey{Selector: cfg.DKIMEd25519Selector, Key: ed}
 		if alg := k.Algorithm(); alg != "ed25519" {
 			return nil, fmt.Errorf("NEWSLETTER_DKIM_ED25519_KEY_FILE: want an Ed25519 key, %s holds %s", cfg.DKIMEd25519KeyFile, alg)
 		}
 		keys = append(keys, k)
 	}
-	d, err := mailer.NewDKIM(cfg.DKIMDomain, keys...)
+	d, err := email.NewDKIM(cfg.DKIMDomain, keys...)
 	if err != nil {
 		return nil, fmt.Errorf("NEWSLETTER_DKIM_KEY_FILE: %w", err)
 	}

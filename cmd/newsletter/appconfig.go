@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/sms"
@@ -29,7 +30,7 @@ import (
 type appConfig struct {
 	*config.Config
 	// SMTP is NEWSLETTER_SMTP_URL parsed; nil: the dev mailbox (or SES).
-	SMTP *mailer.Server
+	SMTP *email.Server
 	// TestGate is NEWSLETTER_TEST_RECIPIENTS parsed: the addresses any
 	// test send may reach besides the account's own.
 	TestGate *issues.TestGate
@@ -171,7 +172,7 @@ func (ac *appConfig) parseSendGridKey(b64 string) error {
 }
 
 func (ac *appConfig) parseSMTP(url string) error {
-	srv, err := mailer.ParseServerURL(url)
+	srv, err := email.ParseServerURL(url)
 	if err != nil {
 		return config.Invalid("NEWSLETTER_SMTP_URL", "smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
 	}

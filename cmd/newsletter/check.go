@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/redisconn"
-	"github.com/newsletter/newsletter/mailer"
 )
 
 // checkTimeout bounds each check of `newsletter check` and of start-up: a
@@ -123,7 +123,7 @@ func checkMail(ctx context.Context, cfg *appConfig) (string, error) {
 		// loads and credentials are found. No call is made to SES.
 		ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 		defer cancel()
-		if _, err := mailer.NewSES(ctx, mailer.SESOptions{Region: cfg.SESRegion, Endpoint: cfg.SESEndpoint}); err != nil {
+		if _, err := email.NewSES(ctx, email.SESOptions{Region: cfg.SESRegion, Endpoint: cfg.SESEndpoint}); err != nil {
 			return "", fmt.Errorf("NEWSLETTER_EMAIL_TRANSPORT=ses: %w", err)
 		}
 		return "Amazon SES in " + cfg.SESRegion + ": AWS credentials found (not tried against SES: the first mail does that)", nil
@@ -132,14 +132,14 @@ func checkMail(ctx context.Context, cfg *appConfig) (string, error) {
 	case cfg.SMTP == nil:
 		return "", errors.New("NEWSLETTER_SMTP_URL: not set, and a worker on a real Redis needs it (or NEWSLETTER_DEV_MAILBOX=true)")
 	}
-	if err := mailer.Probe(ctx, *cfg.SMTP, mailer.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout}); err != nil {
+	if err := email.Probe(ctx, *cfg.SMTP, email.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout}); err != nil {
 		return "", fmt.Errorf("NEWSLETTER_SMTP_URL: %w", err)
 	}
 	return smtpSummary(cfg.SMTP), nil
 }
 
 // smtpSummary says what a passed probe did.
-func smtpSummary(s *mailer.Server) string {
+func smtpSummary(s *email.Server) string {
 	out := "SMTP server " + net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) + ": connected, EHLO"
 	switch s.TLS {
 	case "starttls":
@@ -160,8 +160,8 @@ func smtpSummary(s *mailer.Server) string {
 // URL asks for (no STARTTLS, no AUTH, credentials refused) will refuse
 // every mail until the URL changes, and the line says so.
 func probeSMTPAtStart(ctx context.Context, cfg *appConfig, log *slog.Logger) {
-	err := mailer.Probe(ctx, *cfg.SMTP, mailer.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout})
-	var pe *mailer.ProbeError
+	err := email.Probe(ctx, *cfg.SMTP, email.ProbeOptions{Helo: cfg.SMTPHelo, Timeout: checkTimeout})
+	var pe *email.ProbeError
 	switch {
 	case err == nil:
 		log.Info("mail server ok: " + smtpSummary(cfg.SMTP))

@@ -123,8 +123,8 @@ func (x *issueMail) SendTest(ctx context.Context, is store.Issue, emails []strin
 	return nil
 }
 
-// mimeComposer is what an eml preview composes with: the SMTP mailer m
-// itself when it is one, so the preview is the bytes it sends; otherwise
+// mimeComposer is what an eml preview composes with: the SMTP mailer m's
+// composer when it is one, so the preview is the bytes it sends; otherwise
 // (SES, the dev mailbox, the issue command, which has no transport) a
 // composer with the same From, List-Id, return path and DKIM keys that
 // never connects anywhere: a preview renders, it sends nothing, so it
@@ -137,18 +137,10 @@ func (a *app) mimeComposer(m mailer.Mailer) (composer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := mailer.NewSMTP(mailer.SMTPOptions{
-		// Never dialled: the SMTP mailer is here for its composition.
-		Server: mailer.Server{Host: "composer.invalid", Port: 25, TLS: "none"},
-		From:   a.cfg.From, ListID: listID(a.cfg.From), DKIM: dkim, BounceAddress: a.cfg.BounceAddress,
-	})
-	if err != nil {
-		return nil, err
+	o := mailer.ComposeOptions{From: a.cfg.From, ListID: listID(a.cfg.From), BounceAddress: a.cfg.BounceAddress}
+	if dkim != nil {
+		// A nil *email.DKIM in the Signer interface would not be nil.
+		o.DKIM = dkim
 	}
-	// Closing stops its idle reaper; it has no connection, and composing
-	// needs none.
-	if err := s.Close(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return mailer.NewComposer(o)
 }

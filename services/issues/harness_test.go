@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/pace"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
@@ -62,11 +63,11 @@ func newDelivery(t *testing.T) *delivery {
 // end calls it too, once.
 func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int) (stop func()) {
 	t.Helper()
-	server, err := mailer.ParseServerURL(d.smtp.URL())
+	server, err := email.ParseServerURL(d.smtp.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mailer.NewSMTP(mailer.SMTPOptions{Server: server, From: "News <news@example.com>", PoolSize: concurrency, Timeout: 5 * time.Second})
+	m, err := worker.NewSMTPMailer(mailer.ComposeOptions{From: "News <news@example.com>"}, email.SMTPOptions{Server: server, PoolSize: concurrency, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

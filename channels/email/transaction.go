@@ -1,4 +1,4 @@
-package mailer
+package email
 
 import (
 	"bytes"
@@ -23,10 +23,11 @@ import (
 // CHUNKING the message follows DATA's 354 in a second write, dot-stuffed
 // by a scan for line starts.
 //
-// go-mail still does everything else: dialling, STARTTLS, AUTH, EHLO,
-// QUIT, and the MIME of every mail that is not encoded from a prepared
-// template (encode.go). Those are many lines of protocol we have no reason
-// to own; the transaction is where the time per mail goes.
+// go-mail still does everything else: dialling, STARTTLS, AUTH, EHLO and
+// QUIT here, and in mailer the MIME of every mail that is not encoded from
+// a prepared template (mailer/encode.go). Those are many lines of protocol
+// we have no reason to own; the transaction is where the time per mail
+// goes.
 
 // pooledConn is one SMTP connection with what the transaction needs.
 type pooledConn struct {
@@ -34,9 +35,8 @@ type pooledConn struct {
 	lastUsed time.Time
 	// The server's extensions, read once after EHLO.
 	pipelining, chunking, smtputf8 bool
-	// msg and out are reused from mail to mail: the message's bytes, and
-	// the bytes of its transaction.
-	msg, out []byte
+	// out is reused from mail to mail: the bytes of a transaction.
+	out []byte
 }
 
 func (s *SMTP) newPooledConn(c *gosmtp.Client) *pooledConn {

@@ -1,4 +1,4 @@
-package mailer
+package email
 
 import (
 	"errors"
@@ -37,14 +37,8 @@ func (c Class) String() string {
 // Classes lists every class of failure.
 func Classes() []Class { return []Class{Temporary, Throttled, Bounced, Rejected, Invalid} }
 
-// Why a message could not be built for its recipient. Neither quotes
-// what it refuses: the logs carry no name or address.
-var (
-	errBadRecipient     = errors.New("the recipient's address cannot be written in a To header")
-	errBadRecipientName = errors.New("the recipient's name cannot be written in a To header")
-)
-
-// SendError is every error a Mailer returns.
+// SendError is every error a transport returns, and every error of the
+// worker's mailer (composition failures are Invalid).
 type SendError struct {
 	Class    Class
 	Code     int    // SMTP reply code, 0 for network errors
@@ -70,6 +64,31 @@ func (e *SendError) Unwrap() error { return e.Err }
 
 // Temporary reports whether a later attempt can succeed.
 func (e *SendError) Temporary() bool { return e.Class == Temporary || e.Class == Throttled }
+
+// PausedError means the transport refuses every message for now (SES's
+// sending pause): neither the message's fault nor the address's. The
+// worker stops sending until In has passed, and does not count the
+// postponed tasks as failed (RetryAfter).
+type PausedError struct {
+	Reason string
+	In     time.Duration
+}
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("transport paused for %s: %s", e.In, e.Reason)
+}
+
+// RetryAfter is when to try again.
+func (e *PausedError) RetryAfter() time.Duration { return e.In }
+
+// AsPaused returns the *PausedError in err's chain, or nil.
+func AsPaused(err error) *PausedError {
+	var pe *PausedError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
 
 // AsSendError returns the *SendError in err's chain, or nil.
 func AsSendError(err error) *SendError {

@@ -1,4 +1,4 @@
-package mailer
+package email
 
 import (
 	"context"
@@ -57,7 +57,8 @@ type SESOptions struct {
 
 // SES sends raw MIME through the Amazon SES v2 API (SendEmail with
 // Content.Raw): the message goes out with our headers and DKIM signature
-// as composed. It is a RawSender; NewComposed makes it a Mailer.
+// as composed. It takes a composed mail as SMTP does (SendRaw); the
+// worker's mailer composes in front of it.
 //
 // SES decides the SMTP envelope sender itself (its own bounce domain, or
 // the identity's custom MAIL FROM domain), so the VERP return path goes in
@@ -129,7 +130,8 @@ func NewSES(ctx context.Context, o SESOptions) (*SES, error) {
 	return &SES{client: sesv2.NewFromConfig(cfg), pauseFor: o.PauseFor, now: time.Now}, nil
 }
 
-// RewritesHeaders implements HeaderRewriter: SES replaces Date and
+// RewritesHeaders names the headers SES changes, so that the composer's
+// DKIM signatures leave them out (DKIM.WithoutHeaders): SES replaces Date and
 // Message-ID with its own ("Amazon SES header fields"), and writes its
 // own Feedback-ID (its feedback loop's stream id) and X-SES-Outgoing into
 // every mail it sends. A signature covering one of them, or signing its
@@ -138,7 +140,7 @@ func (s *SES) RewritesHeaders() []string {
 	return []string{"Date", "Message-ID", "Feedback-ID", "X-SES-Outgoing"}
 }
 
-// SendRaw implements RawSender: one SendEmail call with the message as
+// SendRaw sends a composed mail: one SendEmail call with the message as
 // it is, to the one recipient to (the envelope, whatever the header
 // says), with bounces and complaints forwarded to from.
 func (s *SES) SendRaw(ctx context.Context, from, to string, data []byte) error {

@@ -1,4 +1,4 @@
-package mailer
+package email
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ import (
 // fraction), and with two keys the body was read twice. Here the body is
 // canonicalized by lines and hashed once for all keys; and a prepared
 // mail's body hash starts from the state after its template's shared
-// beginning, computed once (encode.go). What is signed (signedHeaders) and
-// how (relaxed/relaxed, SHA-256, RSA or Ed25519 per RFC 6376 and RFC 8463)
-// is as before.
+// beginning, computed once (mailer/encode.go, through BodyHash). What is
+// signed (signedHeaders) and how (relaxed/relaxed, SHA-256, RSA or Ed25519
+// per RFC 6376 and RFC 8463) is as before.
 
 // relaxedBody is RFC 6376's relaxed body canonicalization (section 3.4.4)
 // feeding SHA-256, as go-msgauth's: whitespace at the end of lines is
@@ -120,6 +120,62 @@ func (c *relaxedBody) clone() (*relaxedBody, error) {
 	d.h, d.pending = h, bytes.Clone(c.pending)
 	d.out = append(make([]byte, 0, relaxedChunk+128), c.out...)
 	return &d, nil
+}
+
+// Write, Sum, Reset, Size, BlockSize and Clone make relaxedBody a
+// hash.Cloner: the composer (mailer) hashes a prepared mail's body through
+// DKIM.BodyHash without importing this package, and goes on from a copy
+// of its template's shared beginning.
+
+func (c *relaxedBody) Write(b []byte) (int, error) {
+	c.write(b)
+	return len(b), nil
+}
+
+// Sum appends the hash of the canonical body so far to b, leaving c as it
+// was (hash.Hash's rule): the finishing CRLF goes into a copy.
+func (c *relaxedBody) Sum(b []byte) []byte {
+	h, err := c.h.(hash.Cloner).Clone()
+	if err != nil {
+		// SHA-256 always copies; a hash that cannot is a programming error.
+		panic(err)
+	}
+	h.Write(c.out)
+	if c.written {
+		h.Write([]byte("\r\n"))
+	}
+	return h.Sum(b)
+}
+
+func (c *relaxedBody) Reset() { *c = *newRelaxedBody() }
+
+func (c *relaxedBody) Size() int { return sha256.Size }
+
+func (c *relaxedBody) BlockSize() int { return sha256.BlockSize }
+
+func (c *relaxedBody) Clone() (hash.Cloner, error) { return c.clone() }
+
+// BodyHash returns a fresh relaxed SHA-256 of a body, as the signatures'
+// bh= takes it; SignHashed signs with its Sum.
+func (d *DKIM) BodyHash() hash.Cloner { return newRelaxedBody() }
+
+// SignHashed is Sign for a body whose relaxed SHA-256 (BodyHash) is bh.
+func (d *DKIM) SignHashed(header, bh []byte) ([]byte, error) { return d.sign(header, bh) }
+
+// fieldLen is the length of the header field at the start of b, with its
+// folded lines and final CRLF.
+func fieldLen(b []byte) int {
+	n := 0
+	for {
+		i := bytes.Index(b[n:], []byte("\r\n"))
+		if i < 0 {
+			return len(b)
+		}
+		n += i + 2
+		if n == len(b) || (b[n] != ' ' && b[n] != '\t') {
+			return n
+		}
+	}
 }
 
 // relaxedBodyHash is the relaxed SHA-256 of body.

@@ -1,10 +1,9 @@
-package mailer
+package email
 
 import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/mail"
 	"strings"
 	"testing"
 	"time"
@@ -185,114 +184,5 @@ func TestSESPauseHoldsMailWithoutAsking(t *testing.T) {
 	}
 	if err := s.SendRaw(ctx, "news@example.com", "b@example.org", rawMIME); err != nil || len(srv.Messages()) != 2 {
 		t.Fatalf("the pause did not lift: %v, %d mails", err, len(srv.Messages()))
-	}
-}
-
-// TestComposedOverSESKeepsHeadersAndDKIM: a mail composed as the SMTP
-// mailer composes it reaches SES with its List headers (and no
-// Feedback-ID of ours: SES writes its own, and a second one stays
-// unsigned beside it),
-// the VERP tag in the Message-ID and in the feedback address, and a DKIM
-// signature that still verifies after SES has replaced Date, Message-ID
-// and Feedback-ID and added X-SES-Outgoing (the stand-in does as SES
-// does). A signature over those (as the SMTP mailer signs, Feedback-ID
-// oversigned) would not.
-func TestComposedOverSESKeepsHeadersAndDKIM(t *testing.T) {
-	keys := newTestKeys(t)
-	signer, err := NewDKIM("example.com", keys.rsa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := sestest.Start(t, "us-east-1")
-	m, err := NewComposed(ComposeOptions{
-		From: "News <news@example.com>", ListID: "News <newsletter.example.com>", DKIM: signer,
-		BounceAddress: "bounces@b.example.com",
-	}, newTestSES(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := &Message{
-		Kind: KindWelcome, To: "reader@example.org", ToName: "Rea Der", Tag: "t42", Subject: "Welcome",
-		Text: "Hello", HTML: "<p>Hello</p>", UnsubscribeURL: "https://news.example.com/u?token=abc",
-	}
-	if err := m.Send(context.Background(), msg); err != nil {
-		t.Fatal(err)
-	}
-	got := srv.WaitFor(t, 1, 5*time.Second)[0]
-	h := got.Header
-	for name, want := range map[string]string{
-		"List-Unsubscribe":      "<https://news.example.com/u?token=abc>",
-		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-		"List-Id":               "News <newsletter.example.com>",
-		"Feedback-ID":           "",
-		"Message-Id":            "<" + msg.MessageID + ">",
-		"Subject":               "Welcome",
-	} {
-		if h.Get(name) != want {
-			t.Errorf("%s: %q, want %q", name, h.Get(name), want)
-		}
-	}
-	if !strings.Contains(msg.MessageID, ".t42@example.com") || got.FeedbackTo != "bounces+t42@b.example.com" || got.To[0] != "reader@example.org" {
-		t.Errorf("VERP: Message-ID %s, feedback to %s, to %v", msg.MessageID, got.FeedbackTo, got.To)
-	}
-	sent, err := keys.verify(got.Data)
-	if err != nil || len(sent) != 1 {
-		t.Fatalf("DKIM as sent: %v %v", err, sent)
-	}
-	for _, n := range sent[0].HeaderKeys {
-		switch strings.ToLower(n) {
-		case "date", "message-id", "feedback-id", "x-ses-outgoing":
-			t.Errorf("the signature covers %s, which SES writes: h=%v", n, sent[0].HeaderKeys)
-		}
-	}
-	delivered, err := mail.ReadMessage(bytes.NewReader(got.Delivered()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dh := delivered.Header; len(dh["Feedback-Id"]) != 1 || !strings.HasSuffix(dh.Get("Feedback-ID"), ":AmazonSES") ||
-		dh.Get("X-Ses-Outgoing") == "" || !strings.HasSuffix(dh.Get("Message-ID"), "@email.amazonses.com>") {
-		t.Fatalf("the stand-in does not deliver as SES does: %v", dh)
-	}
-	for name, raw := range map[string][]byte{"as sent": got.Data, "as delivered by SES": got.Delivered()} {
-		verifs, err := keys.verify(raw)
-		if err != nil || len(verifs) != 1 || verifs[0].Err != nil {
-			t.Errorf("DKIM %s: %v %v", name, err, verifs)
-		}
-	}
-
-	// The control: the SMTP mailer's signature covers Date, Message-ID
-	// and Feedback-ID, and SES's replacement breaks it.
-	srv2 := sestest.Start(t, "us-east-1")
-	plain, err := NewComposed(ComposeOptions{From: "News <news@example.com>", DKIM: signer}, rawOnly{newTestSES(t, srv2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plain.Send(context.Background(), &Message{Kind: KindWelcome, To: "reader@example.org", Subject: "Welcome", Text: "Hello"}); err != nil {
-		t.Fatal(err)
-	}
-	verifs, err := keys.verify(srv2.WaitFor(t, 1, 5*time.Second)[0].Delivered())
-	if err == nil && len(verifs) == 1 && verifs[0].Err == nil {
-		t.Fatal("a signature over Date and Message-ID survived their replacement: the check above proves nothing")
-	}
-}
-
-// rawOnly hides the SES transport's HeaderRewriter.
-type rawOnly struct{ s *SES }
-
-func (r rawOnly) SendRaw(ctx context.Context, from, to string, data []byte) error {
-	return r.s.SendRaw(ctx, from, to, data)
-}
-
-// TestComposedRefusesABadMessageAsInvalid: a recipient go-mail cannot
-// parse is Invalid, and nothing is sent.
-func TestComposedRefusesABadMessageAsInvalid(t *testing.T) {
-	srv := sestest.Start(t, "us-east-1")
-	m, err := NewComposed(ComposeOptions{From: "News <news@example.com>"}, newTestSES(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = m.Send(context.Background(), &Message{Kind: KindConfirm, To: "not an address", Subject: "x", Text: "x"})
-	if se := AsSendError(err); se == nil || se.Class != Invalid || len(srv.Messages()) != 0 || srv.Attempts("not an address") != 0 {
-		t.Fatalf("%v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mailer
+package email
 
 import (
 	"context"
@@ -73,12 +73,12 @@ func TestProbe(t *testing.T) {
 				}
 			}
 
-			m, merr := NewSMTP(SMTPOptions{Server: server, From: "News <news@example.com>", TLSConfig: c.tls, Timeout: time.Minute})
+			m, merr := NewSMTP(SMTPOptions{Server: server, TLSConfig: c.tls, Timeout: time.Minute})
 			if merr != nil {
 				t.Fatal(merr)
 			}
 			defer m.Close()
-			sendErr := m.Send(context.Background(), testMessage("ann@example.org"))
+			sendErr := sendTest(context.Background(), m, "ann@example.org")
 			if (sendErr == nil) != (err == nil) {
 				t.Fatalf("the probe says %v, the mailer's send %v", err, sendErr)
 			}
