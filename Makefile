@@ -24,8 +24,10 @@ build: ## a static binary in bin/ (BIN=path puts it elsewhere)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/newsletter
 
 # -timeout: go test's default of 10 minutes a package is near the command
-# package's time on a busy machine (its kill and restart tests wait out
-# asynq's recovery by design); a hung test still fails, later.
+# package's time on a busy machine when its tests run one after another
+# (NEWSLETTER_TEST_REDIS_URL set and no redis-server: docs/development.md;
+# its kill and restart tests wait out asynq's recovery by design); a hung
+# test still fails, later.
 test: vet ## every test with the race detector, then a short fuzz run
 	$(GO) test -race -count=1 -timeout=15m ./...
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./internal/address

@@ -304,19 +304,41 @@ func TestIssuePreviewOut(t *testing.T) {
 		t.Fatalf("create: exit %d: %s", code, errOut)
 	}
 	id := strings.TrimSpace(out)
-	code, stdoutPreview, errOut := runIssue(t, env, "preview", id, "--topic", "digest")
-	if code != 0 {
-		t.Fatalf("preview to stdout: exit %d: %s", code, errOut)
-	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "preview.html")
-	code, out, errOut = runIssue(t, env, "preview", id, "--topic", "digest", "--out", file)
-	if code != 0 || out != "" {
-		t.Fatalf("preview --out: exit %d, stdout %q: %s", code, out, errOut)
-	}
-	if b, err := os.ReadFile(file); err != nil || string(b) != stdoutPreview || !strings.Contains(string(b), "<strong>readers</strong>") {
-		t.Fatalf("the file holds %q (%v), want the preview", b, err)
-	}
+	// The personal links carry their expiry in seconds: two renders are
+	// equal when made in one second (the command runs in this process, on
+	// this clock). A difference then fails at once; one across a second's
+	// boundary is tried again, and one that persists still fails.
+	var stdoutPreview string
+	poll.Until(t, poll.BusyMachine, func() error {
+		began := time.Now()
+		var code int
+		var errOut string
+		code, stdoutPreview, errOut = runIssue(t, env, "preview", id, "--topic", "digest")
+		if code != 0 {
+			t.Fatalf("preview to stdout: exit %d: %s", code, errOut)
+		}
+		code, out, errOut := runIssue(t, env, "preview", id, "--topic", "digest", "--out", file)
+		if code != 0 || out != "" {
+			t.Fatalf("preview --out: exit %d, stdout %q: %s", code, out, errOut)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "<strong>readers</strong>") {
+			t.Fatalf("the file holds %q, want the preview", b)
+		}
+		if string(b) == stdoutPreview {
+			return nil
+		}
+		err = fmt.Errorf("the file holds %q, want the preview on stdout %q", b, stdoutPreview)
+		if time.Now().Unix() == began.Unix() {
+			t.Fatal(err)
+		}
+		return err
+	})
 
 	// A topic the issue is not for: refused, and the file is untouched.
 	code, _, errOut = runIssue(t, env, "preview", id, "--topic", "events", "--out", file)

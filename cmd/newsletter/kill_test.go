@@ -44,12 +44,15 @@ func TestMain(m *testing.M) {
 }
 
 // parallelTests is how many of the package's parallel tests (those on a
-// Redis of their own: redistest.Own) run at once when go test is not
-// given -parallel, instead of its default of one per CPU. Most of their
-// time is spent waiting, on asynq's pollers and recoverer, on a worker
-// process starting, on a browser, not computing: two at a time on a
-// 2-core machine left the cores idle for most of the package's 11
-// minutes. -parallel still says otherwise.
+// Redis of their own: redistest.Own, an embedded one or a redis-server
+// they start) run at once when go test is not given -parallel, instead of
+// its default of one per CPU. Most of their time is spent waiting, on
+// asynq's pollers and recoverer, on a worker process starting, on a
+// browser: run one after another, the package used half of one core.
+// In a run of six at a time TestChannelIsolation fell short of its
+// two-minute wait on a busy machine (docs/performance.md, the test
+// suite's time).
+// -parallel still says otherwise.
 const parallelTests = 4
 
 // recoverAfter is the longest asynq takes to hand a killed worker's task
