@@ -1,6 +1,7 @@
 package webpush
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -40,4 +41,22 @@ func CheckService(endpoint string, services []string) error {
 		}
 	}
 	return fmt.Errorf("%w: %s is not a browser's push service", ErrBadSubscription, host)
+}
+
+// ServicesOnly is a Sender that posts only to endpoints at one of
+// Services: a subscription stored before the list was checked at sign-up
+// (or under another list) is answered ErrGone without a connection, so
+// the push lane retires it (Classify) instead of dialling a host the
+// browser did not get from its push service.
+type ServicesOnly struct {
+	Sender   Sender
+	Services []string
+}
+
+// Send implements Sender.
+func (s ServicesOnly) Send(ctx context.Context, sub Subscription, payload []byte, o Options) error {
+	if err := CheckService(sub.Endpoint, s.Services); err != nil {
+		return fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	return s.Sender.Send(ctx, sub, payload, o)
 }

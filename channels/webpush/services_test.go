@@ -1,8 +1,11 @@
 package webpush
 
 import (
+	"context"
 	"errors"
 	"testing"
+
+	"github.com/newsletter/newsletter/channels"
 )
 
 // Only the push services' hosts, on https's port, are taken; an entry
@@ -31,5 +34,29 @@ func TestCheckService(t *testing.T) {
 	}
 	if err := CheckService("https://push.example.org/up/x", append([]string{"push.example.org"}, DefaultServices...)); err != nil {
 		t.Errorf("a service added to the list: %v", err)
+	}
+}
+
+type recordingSender struct{ endpoints []string }
+
+func (r *recordingSender) Send(_ context.Context, s Subscription, _ []byte, _ Options) error {
+	r.endpoints = append(r.endpoints, s.Endpoint)
+	return nil
+}
+
+// ServicesOnly posts to a push service and retires, without a
+// connection, a subscription stored at any other host.
+func TestServicesOnly(t *testing.T) {
+	rec := &recordingSender{}
+	s := ServicesOnly{Sender: rec, Services: DefaultServices}
+	if err := s.Send(context.Background(), Subscription{Endpoint: "https://fcm.googleapis.com/fcm/send/a"}, nil, Options{}); err != nil {
+		t.Fatalf("a push service: %v", err)
+	}
+	err := s.Send(context.Background(), Subscription{Endpoint: "https://93.184.215.14/anything"}, nil, Options{})
+	if !errors.Is(err, ErrGone) || Classify(err).Verdict != channels.Retire {
+		t.Fatalf("a stored endpoint at no push service: %v (%v), want ErrGone, retired", err, Classify(err).Verdict)
+	}
+	if len(rec.endpoints) != 1 || rec.endpoints[0] != "https://fcm.googleapis.com/fcm/send/a" {
+		t.Fatalf("posted to %q, want the push service alone", rec.endpoints)
 	}
 }

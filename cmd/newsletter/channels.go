@@ -48,12 +48,17 @@ func smsChannel(a *app, d *worker.Deps) {
 
 // pushSender is the web push client, nil without VAPID keys: the push
 // lane then runs nothing and its tasks wait in its queue for a worker
-// that has them.
+// that has them. It posts only to the push services a subscription may
+// name (browserPushServices; a stored one elsewhere is retired).
 func pushSender(a *app) webpush.Sender {
 	if a.cfg.VAPID == nil {
 		return nil
 	}
-	return webpush.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
+	c := webpush.NewClient(a.cfg.VAPID, a.cfg.Endpoints().Client(pushLimits))
+	if services := browserPushServices(a.cfg.Config); services != nil {
+		return webpush.ServicesOnly{Sender: c, Services: services}
+	}
+	return c
 }
 
 // appGates are the app platforms this process can send to (FCM, APNs:
