@@ -64,8 +64,11 @@ const markLinger = time.Millisecond
 
 func newMarkWriter(s store.Marks, window int, linger time.Duration, wait redisconn.Wait) *markWriter {
 	w := &markWriter{
-		// The writer runs for no task: it opts in to the wait itself.
-		store: s, ctx: redisconn.WaitOut(context.Background(), wait), log: wait.Log,
+		// The writer runs for no task: it opts in to the wait itself, and
+		// to sending a write again whose answer was lost (a primary
+		// killed with it in flight): the marks are safe to write twice,
+		// and a mark lost leaves the mail's issue one short for good.
+		store: s, ctx: redisconn.WaitOut(context.Background(), resending(wait)), log: wait.Log,
 		slots: make(chan struct{}, max(window, 1)),
 		in:    make(chan pendingMark, max(window, 1)), kick: make(chan struct{}, 1),
 		linger: linger, stop: make(chan struct{}),
@@ -73,6 +76,12 @@ func newMarkWriter(s store.Marks, window int, linger time.Duration, wait redisco
 	w.wg.Add(1)
 	go w.loop()
 	return w
+}
+
+// resending is wait with Resend set.
+func resending(wait redisconn.Wait) redisconn.Wait {
+	wait.Resend = true
+	return wait
 }
 
 // acquire takes a slot for one mail about to be sent.

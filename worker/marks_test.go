@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -111,5 +112,36 @@ func TestMarksWaitForRedisToComeBack(t *testing.T) {
 	}
 	if n := away.Calls("setbit"); n <= down {
 		t.Fatalf("%d attempts: the writer gave up while Redis was away", n)
+	}
+}
+
+// TestMarksSentAgainWhenTheirAnswerIsLost: a write whose connection broke
+// after it went out (a primary killed with the marks in flight: EOF) may
+// or may not have run, and the writer sends it again, since marks are safe
+// to write twice: a mark lost there would leave its mail sent and
+// unmarked, and an issue one short of done for good.
+func TestMarksSentAgainWhenTheirAnswerIsLost(t *testing.T) {
+	mem, away := newAwayStore(t)
+	const lost = 2
+	away.FlakyWith(lost, io.EOF, "setbit")
+	w := newMarkWriter(mem, 2, markLinger, redisconn.Wait{Log: discard})
+	defer w.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var done sync.WaitGroup
+	marks := []store.Mark{{Kind: "issue", Key: "7", SubscriberID: 1, Shared: true}, {Kind: "issue", Key: "7", SubscriberID: 2, Shared: true}}
+	for _, m := range marks {
+		if err := w.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.add(m, &done)
+	}
+	w.wait(&done)
+	claims, err := mem.ClaimMarks(ctx, "", marks, time.Minute)
+	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
+		t.Fatalf("after two lost answers: %v %v, want both already sent", claims, err)
+	}
+	if n := away.Calls("setbit"); n <= lost {
+		t.Fatalf("%d attempts: the writer gave up on a write whose answer was lost", n)
 	}
 }

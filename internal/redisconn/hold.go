@@ -3,6 +3,7 @@ package redisconn
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -42,6 +43,12 @@ type Wait struct {
 	// Log gets a line when Redis goes away and when it is back (nil:
 	// slog.Default()).
 	Log *slog.Logger
+	// Resend also sends again a command whose connection broke after it
+	// was written (EOF, a reset, a read timeout), which may have run: for
+	// the caller whose commands are safe to run twice (the sent marks:
+	// setting a bit twice sets it once), and who would otherwise lose the
+	// write to a primary that died with it unanswered or unreplicated.
+	Resend bool
 }
 
 type waitKey struct{}
@@ -154,7 +161,8 @@ func (h *holdHook) hold(ctx context.Context, send func(context.Context) error) e
 	if !waits {
 		return err
 	}
-	if !notReached(err) {
+	again := func(err error) bool { return notReached(err) || w.Resend && brokeAfterWrite(err) }
+	if !again(err) {
 		if err == nil {
 			h.back(w.Log)
 		}
@@ -165,7 +173,7 @@ func (h *holdHook) hold(ctx context.Context, send func(context.Context) error) e
 	h.gone(w, err)
 	h.holding.Add(1)
 	defer h.holding.Add(-1)
-	for pause := firstPause; notReached(err); pause = min(2*pause, lastPause) {
+	for pause := firstPause; again(err); pause = min(2*pause, lastPause) {
 		if time.Now().Add(pause).After(giveUp) || !sleep(ctx, pause) {
 			heldSeconds.WithLabelValues(heldGaveUp).Observe(time.Since(start).Seconds())
 			return err
@@ -236,6 +244,19 @@ func notReached(err error) bool {
 		}
 	}
 	return false
+}
+
+// brokeAfterWrite tells whether err says the connection broke after the
+// command was written: it may have run (Wait.Resend).
+func brokeAfterWrite(err error) bool {
+	if err == nil || errors.Is(err, redis.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 var _ redis.Hook = (*holdHook)(nil)

@@ -75,6 +75,10 @@ func (f *Fault) Down(names ...string) { f.set(fail, ErrUnreachable, 0, names) }
 // once a step was tried again.
 func (f *Fault) Flaky(n int, names ...string) { f.set(fail, ErrUnreachable, n, names) }
 
+// FlakyWith is Flaky with err for the first n calls: io.EOF, say, as a
+// primary that died with the command written and unanswered.
+func (f *Fault) FlakyWith(n int, err error, names ...string) { f.set(fail, err, n, names) }
+
 // Refuse makes every call of the named commands (none: every command)
 // answer err, as a Redis that is up but refuses (a full disk, a script
 // error), until Heal.
