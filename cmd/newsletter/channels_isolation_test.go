@@ -45,6 +45,7 @@ func TestChannelIsolation(t *testing.T) {
 	}
 	const readers, smsConcurrency = 2000, 4
 	rdb, redisURL := longTestRedis(t)
+	oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()

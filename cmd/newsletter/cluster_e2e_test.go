@@ -138,6 +138,7 @@ func TestClusterIssueToManyReaders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 20,000 mails")
 	}
+	oneBulkSendAtATime(t)
 	cluster := rediscluster.Start(t)
 	smtpSrv := smtptest.Start(t)
 	emails := seedReaders(t, clusterStore(t, cluster), "c", clusterIssueReaders, "updates")

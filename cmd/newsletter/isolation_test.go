@@ -58,6 +58,7 @@ func TestLaneIsolation(t *testing.T) {
 	}
 	const subscribers, concurrency = 2000, 4
 	rdb, redisURL := longTestRedis(t)
+	oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()

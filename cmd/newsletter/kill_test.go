@@ -55,6 +55,24 @@ func TestMain(m *testing.M) {
 // -parallel still says otherwise.
 const parallelTests = 4
 
+// bulkSends lets one bulk send at a time run among the parallel tests:
+// the tests that push thousands of messages through a worker within a
+// deadline (TestClusterIssueToManyReaders, TestChannelIsolation,
+// TestLaneIsolation) each keep a core busy, and two of them beside each
+// other on a busy 2-core machine fell short of their waits (20,000
+// readers not done in two minutes). The other parallel tests, which
+// mostly wait, go on beside the one running.
+var bulkSends = make(chan struct{}, 1)
+
+// oneBulkSendAtATime waits for the other bulk sends to end, then holds
+// the turn until t ends. A test calls it once it runs in parallel and
+// before its deadlines start.
+func oneBulkSendAtATime(t *testing.T) {
+	t.Helper()
+	bulkSends <- struct{}{}
+	t.Cleanup(func() { <-bulkSends })
+}
+
 // recoverAfter is the longest asynq takes to hand a killed worker's task
 // to another: its recoverer looks every minute for tasks whose lease (30 s
 // from the last heartbeat) ran out at least 30 s before.
