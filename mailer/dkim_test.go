@@ -4,64 +4,27 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/base64"
-	"fmt"
 	"net/textproto"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-msgauth/dkim"
-
 	"github.com/newsletter/newsletter/channels/email"
+	"github.com/newsletter/newsletter/channels/email/dkimtest"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
-// testKeys are an RSA-2048 and an Ed25519 key with the DNS records a
-// receiver would look up for them.
+// testKeys are dkimtest's keys as this package's tests sign with them.
 type testKeys struct {
+	*dkimtest.Keys
 	rsa, ed email.DKIMKey
-	records map[string]string // <selector>._domainkey.example.com → TXT
 }
 
 func newTestKeys(t testing.TB) testKeys {
 	t.Helper()
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, ek, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rsaPub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testKeys{
-		rsa: email.DKIMKey{Selector: "rsa2026", Key: rk},
-		ed:  email.DKIMKey{Selector: "ed2026", Key: ek},
-		records: map[string]string{
-			"rsa2026._domainkey.example.com": "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub),
-			"ed2026._domainkey.example.com":  "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub),
-		},
-	}
-}
-
-// verify checks every DKIM-Signature of raw with go-msgauth, the DNS
-// answered from k.records.
-func (k testKeys) verify(raw []byte) ([]*dkim.Verification, error) {
-	return dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{LookupTXT: func(domain string) ([]string, error) {
-		if r, ok := k.records[domain]; ok {
-			return []string{r}, nil
-		}
-		return nil, fmt.Errorf("no TXT record for %s", domain)
-	}})
+	k := dkimtest.New(t)
+	return testKeys{k, email.DKIMKey{Selector: dkimtest.RSASelector, Key: k.RSA}, email.DKIMKey{Selector: dkimtest.EdSelector, Key: k.Ed}}
 }
 
 // signedDigest renders a digest with the built-in templates, as a batch
@@ -122,7 +85,7 @@ func TestDKIMOverSignsEveryHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := signedDigest(t, signer)
-	verifs, err := keys.verify(got.Data)
+	verifs, err := keys.Verify(got.Data)
 	if err != nil || len(verifs) != 1 || verifs[0].Err != nil || verifs[0].Domain != "example.com" {
 		t.Fatalf("the untouched mail does not verify: %v %+v\n%s", err, verifs, got.Data)
 	}
@@ -162,7 +125,7 @@ func TestDKIMOverSignsEveryHeader(t *testing.T) {
 			"top":    slices.Concat(field, got.Data),
 			"bottom": slices.Concat(got.Data[:headerEnd], field, got.Data[headerEnd:]),
 		} {
-			verifs, err := keys.verify(forged)
+			verifs, err := keys.Verify(forged)
 			if err == nil && len(verifs) == 1 && verifs[0].Err == nil {
 				t.Errorf("a %s added at the %s: the signature still verifies", h, where)
 			}
@@ -180,7 +143,7 @@ func TestDKIMOverSignsEveryHeader(t *testing.T) {
 		"Content-Type":            replace("Content-Type: multipart/alternative", "Content-Type: multipart/mixed"),
 		"body":                    replace("Release 2.0", "Release 6.6"),
 	} {
-		verifs, _ := keys.verify(forged)
+		verifs, _ := keys.Verify(forged)
 		if len(verifs) == 1 && verifs[0].Err == nil {
 			t.Errorf("%s changed, and the signature still verifies", name)
 		}
@@ -197,7 +160,7 @@ func TestDKIMSignsWithTwoKeys(t *testing.T) {
 	if n := headerNames(t, got.Data)["dkim-signature"]; n != 2 {
 		t.Fatalf("%d DKIM-Signature fields, want one per key:\n%s", n, got.Data)
 	}
-	verifs, err := keys.verify(got.Data)
+	verifs, err := keys.Verify(got.Data)
 	if err != nil || len(verifs) != 2 {
 		t.Fatalf("verify: %v (%d signatures)", err, len(verifs))
 	}
@@ -213,8 +176,8 @@ func TestDKIMSignsWithTwoKeys(t *testing.T) {
 	}
 	// Each signature alone verifies: a receiver that knows only RSA
 	// checks that one.
-	delete(keys.records, "ed2026._domainkey.example.com")
-	verifs, _ = keys.verify(got.Data)
+	delete(keys.Records, "ed2026._domainkey.example.com")
+	verifs, _ = keys.Verify(got.Data)
 	ok := 0
 	for _, v := range verifs {
 		if v.Err == nil {
@@ -225,7 +188,7 @@ func TestDKIMSignsWithTwoKeys(t *testing.T) {
 		t.Fatalf("without the Ed25519 record %d signatures verify, want the RSA one", ok)
 	}
 	forged := slices.Concat([]byte("List-Unsubscribe: <https://evil.example.com/u>\r\n"), got.Data)
-	verifs, _ = keys.verify(forged)
+	verifs, _ = keys.Verify(forged)
 	for _, v := range verifs {
 		if v.Err == nil {
 			t.Error("a grafted List-Unsubscribe: a signature still verifies")

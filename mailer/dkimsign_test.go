@@ -61,7 +61,7 @@ func TestDKIMSignsPreparedMails(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range srv.WaitFor(t, len(names), 5*time.Second) {
-		verifs, err := keys.verify(m.Data)
+		verifs, err := keys.Verify(m.Data)
 		if err != nil || len(verifs) != 2 {
 			t.Fatalf("%s: %v, %d signatures", m.To[0], err, len(verifs))
 		}

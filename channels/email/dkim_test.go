@@ -4,58 +4,25 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/emersion/go-msgauth/dkim"
+	"github.com/newsletter/newsletter/channels/email/dkimtest"
 )
 
-// testKeys are an RSA-2048 and an Ed25519 key with the DNS records a
-// receiver would look up for them.
+// testKeys are dkimtest's keys as this package's tests sign with them.
 type testKeys struct {
+	*dkimtest.Keys
 	rsa, ed DKIMKey
-	records map[string]string // <selector>._domainkey.example.com → TXT
 }
 
 func newTestKeys(t testing.TB) testKeys {
 	t.Helper()
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, ek, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rsaPub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testKeys{
-		rsa: DKIMKey{Selector: "rsa2026", Key: rk},
-		ed:  DKIMKey{Selector: "ed2026", Key: ek},
-		records: map[string]string{
-			"rsa2026._domainkey.example.com": "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub),
-			"ed2026._domainkey.example.com":  "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub),
-		},
-	}
-}
-
-// verify checks every DKIM-Signature of raw with go-msgauth, the DNS
-// answered from k.records.
-func (k testKeys) verify(raw []byte) ([]*dkim.Verification, error) {
-	return dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{LookupTXT: func(domain string) ([]string, error) {
-		if r, ok := k.records[domain]; ok {
-			return []string{r}, nil
-		}
-		return nil, fmt.Errorf("no TXT record for %s", domain)
-	}})
+	k := dkimtest.New(t)
+	return testKeys{k, DKIMKey{Selector: dkimtest.RSASelector, Key: k.RSA}, DKIMKey{Selector: dkimtest.EdSelector, Key: k.Ed}}
 }
 
 // TestSignMessageVerifies: a message signed on its own, with an RSA and
@@ -72,7 +39,7 @@ func TestSignMessageVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifs, err := keys.verify(append(sig, msg...))
+	verifs, err := keys.Verify(append(sig, msg...))
 	if err != nil || len(verifs) != 2 {
 		t.Fatalf("%v, %d signatures", err, len(verifs))
 	}
