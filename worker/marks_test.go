@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/internal/redisconn"
+	"github.com/newsletter/newsletter/internal/testkit/redisfault"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -84,64 +85,45 @@ func TestMarkWriteFailureFreesTheWindow(t *testing.T) {
 	}
 }
 
-// TestMarksWaitForRedisToComeBack: marks that could not be written because
-// Redis was away are written once it is back, so a retry finds the mails
-// sent instead of sending them again.
-func TestMarksWaitForRedisToComeBack(t *testing.T) {
-	mem, away := newAwayStore(t)
-	// Away for the first three writes of marks (a shared mark is a
-	// SETBIT), as during a Redis restart.
-	const down = 3
-	away.Flaky(down, "setbit")
-	w := newMarkWriter(mem, 2, markLinger, redisconn.Wait{Log: discard})
-	defer w.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var done sync.WaitGroup
-	marks := []store.Mark{{Kind: "digest", Key: "away", SubscriberID: 1, Shared: true}, {Kind: "digest", Key: "away", SubscriberID: 2, Shared: true}}
-	for _, m := range marks {
-		if err := w.acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
-		w.add(m, &done)
-	}
-	w.wait(&done)
-	claims, err := mem.ClaimMarks(ctx, "", marks, time.Minute)
-	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
-		t.Fatalf("after Redis came back: %v %v, want both already sent", claims, err)
-	}
-	if n := away.Calls("setbit"); n <= down {
-		t.Fatalf("%d attempts: the writer gave up while Redis was away", n)
-	}
-}
-
-// TestMarksSentAgainWhenTheirAnswerIsLost: a write whose connection broke
-// after it went out (a primary killed with the marks in flight: EOF) may
-// or may not have run, and the writer sends it again, since marks are safe
-// to write twice: a mark lost there would leave its mail sent and
-// unmarked, and an issue one short of done for good.
-func TestMarksSentAgainWhenTheirAnswerIsLost(t *testing.T) {
-	mem, away := newAwayStore(t)
-	const lost = 2
-	away.FlakyWith(lost, io.EOF, "setbit")
-	w := newMarkWriter(mem, 2, markLinger, redisconn.Wait{Log: discard})
-	defer w.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var done sync.WaitGroup
-	marks := []store.Mark{{Kind: "issue", Key: "7", SubscriberID: 1, Shared: true}, {Kind: "issue", Key: "7", SubscriberID: 2, Shared: true}}
-	for _, m := range marks {
-		if err := w.acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
-		w.add(m, &done)
-	}
-	w.wait(&done)
-	claims, err := mem.ClaimMarks(ctx, "", marks, time.Minute)
-	if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
-		t.Fatalf("after two lost answers: %v %v, want both already sent", claims, err)
-	}
-	if n := away.Calls("setbit"); n <= lost {
-		t.Fatalf("%d attempts: the writer gave up on a write whose answer was lost", n)
+// TestMarksWrittenThroughAnOutage: marks whose write failed are written
+// once Redis answers, so a retry finds the mails sent instead of sending
+// them again: marks that could not be written because Redis was away (as
+// during a restart), and marks whose write went out and whose answer was
+// lost (a primary killed with them in flight: EOF), which may or may not
+// have run and which the writer sends again, since marks are safe to
+// write twice (a mark lost there would leave its mail sent and unmarked,
+// and an issue one short of done for good).
+func TestMarksWrittenThroughAnOutage(t *testing.T) {
+	for name, c := range map[string]struct {
+		failed int // the first writes that fail
+		fault  func(f *redisfault.Fault, n int)
+	}{
+		"Redis away":      {3, func(f *redisfault.Fault, n int) { f.Flaky(n, "setbit") }},
+		"the answer lost": {2, func(f *redisfault.Fault, n int) { f.FlakyWith(n, io.EOF, "setbit") }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mem, away := newAwayStore(t)
+			c.fault(away, c.failed)
+			w := newMarkWriter(mem, 2, markLinger, redisconn.Wait{Log: discard})
+			defer w.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var done sync.WaitGroup
+			marks := []store.Mark{{Kind: "digest", Key: "away", SubscriberID: 1, Shared: true}, {Kind: "digest", Key: "away", SubscriberID: 2, Shared: true}}
+			for _, m := range marks {
+				if err := w.acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+				w.add(m, &done)
+			}
+			w.wait(&done)
+			claims, err := mem.ClaimMarks(ctx, "", marks, time.Minute)
+			if err != nil || claims[0] != store.AlreadySent || claims[1] != store.AlreadySent {
+				t.Fatalf("after the outage: %v %v, want both already sent", claims, err)
+			}
+			if n := away.Calls("setbit"); n <= c.failed {
+				t.Fatalf("%d attempts, the first %d failing: the writer gave up", n, c.failed)
+			}
+		})
 	}
 }
