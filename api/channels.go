@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/store"
+	"github.com/newsletter/newsletter/tasks"
 )
 
 // The preference centre's channels: under each topic, the channels the
@@ -65,18 +66,53 @@ func (s *Server) offered(c string, sms bool) bool {
 	case store.ChannelSMS:
 		return sms
 	}
-	return true
+	return true // e-mail, and the channels added through the seam
+}
+
+// choosable are the channels a person may choose, in the order pages
+// show them: the built-in ones (store.AllChannels), then those added
+// through the seam (tasks.AddedChannels).
+func choosable() []string {
+	out := slices.Clone(store.AllChannels)
+	for _, c := range tasks.AddedChannels() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// channelLabel is how the page names channel c.
+func channelLabel(c string) string {
+	if l, ok := channelLabels[c]; ok {
+		return l
+	}
+	for _, a := range tasks.AddedChannels() {
+		if a.Name == c {
+			return a.Label
+		}
+	}
+	return c
+}
+
+// wants tells whether chans get topic by channel c, an added channel on
+// by default if it says so.
+func wants(chans store.Channels, topic, c string) bool {
+	for _, a := range tasks.AddedChannels() {
+		if a.Name == c {
+			return chans.WantsOr(topic, c, a.DefaultOn)
+		}
+	}
+	return chans.Wants(topic, c)
 }
 
 // withChannels adds each topic's channel checkboxes to the page's topics.
 func (s *Server) withChannels(topics []topicChoice, chans store.Channels, sms bool) []topicChoice {
 	for i := range topics {
-		for _, c := range store.AllChannels {
+		for _, c := range choosable() {
 			if !s.offered(c, sms) {
 				continue
 			}
 			id := topics[i].ID
-			topics[i].Channels = append(topics[i].Channels, channelChoice{Value: id + ":" + c, Label: channelLabels[c], Checked: chans.Wants(id, c)})
+			topics[i].Channels = append(topics[i].Channels, channelChoice{Value: id + ":" + c, Label: channelLabel(c), Checked: wants(chans, id, c)})
 		}
 	}
 	return topics
@@ -92,7 +128,7 @@ func (s *Server) chosenChannels(values []string) (map[string][]string, error) {
 	}
 	for _, v := range values {
 		topic, channel, ok := strings.Cut(v, ":")
-		if _, known := out[topic]; !ok || !known || !slices.Contains(store.AllChannels, channel) {
+		if _, known := out[topic]; !ok || !known || !slices.Contains(choosable(), channel) {
 			return nil, fmt.Errorf("unknown channel choice %q", v)
 		}
 		if !slices.Contains(out[topic], channel) {
@@ -113,14 +149,14 @@ func (s *Server) saveChannels(ctx context.Context, sub store.Subscriber, chosen 
 	}
 	for _, t := range s.cfg.Topics.Current().Topics {
 		var want []string
-		for _, c := range store.AllChannels {
-			if s.offered(c, sms) && slices.Contains(chosen[t.ID], c) || !s.offered(c, sms) && before.Wants(t.ID, c) {
+		for _, c := range choosable() {
+			if s.offered(c, sms) && slices.Contains(chosen[t.ID], c) || !s.offered(c, sms) && wants(before, t.ID, c) {
 				want = append(want, c)
 			}
 		}
 		same := true
-		for _, c := range store.AllChannels {
-			same = same && before.Wants(t.ID, c) == slices.Contains(want, c)
+		for _, c := range choosable() {
+			same = same && wants(before, t.ID, c) == slices.Contains(want, c)
 		}
 		if same {
 			continue

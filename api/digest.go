@@ -267,15 +267,15 @@ func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
 	webjson.Write(w, http.StatusOK, run)
 }
 
-// eventChannels reads an event's "channels": each one of
-// store.AllChannels, none twice; none given: every channel. A message
-// says what is wrong.
+// eventChannels reads an event's "channels": each a built-in channel or
+// one added through the seam (choosable), none twice; none given: every
+// channel. A message says what is wrong.
 func eventChannels(list []string) ([]string, string) {
 	var out []string
 	for _, c := range list {
 		c = strings.TrimSpace(c)
-		if !slices.Contains(store.AllChannels, c) {
-			return nil, fmt.Sprintf("unknown channel %q: want some of %s", c, strings.Join(store.AllChannels, ", "))
+		if !slices.Contains(choosable(), c) {
+			return nil, fmt.Sprintf("unknown channel %q: want some of %s", c, strings.Join(choosable(), ", "))
 		}
 		if slices.Contains(out, c) {
 			return nil, fmt.Sprintf("channel %q is named twice", c)

@@ -30,9 +30,16 @@ type Channels map[string][]string
 
 // Wants tells whether the person gets topic by channel.
 func (c Channels) Wants(topic, channel string) bool {
+	return c.WantsOr(topic, channel, slices.Contains(DefaultChannels, channel))
+}
+
+// WantsOr tells whether the person gets topic by channel, a channel on by
+// default when onByDefault (a channel added through the seam says so of
+// itself: tasks.ChannelInfo).
+func (c Channels) WantsOr(topic, channel string, onByDefault bool) bool {
 	chosen, ok := c[topic]
 	if !ok {
-		chosen = DefaultChannels
+		return onByDefault
 	}
 	return slices.Contains(chosen, channel)
 }
@@ -70,14 +77,15 @@ return 'ok'
 // SetChannels implements ChannelChoices.
 func (r *Redis) SetChannels(ctx context.Context, id int64, topic string, channels []string) error {
 	for _, c := range channels {
-		if !slices.Contains(AllChannels, c) {
+		if !slices.Contains(AllChannels, c) && !slices.Contains(r.added, c) {
 			return fmt.Errorf("channels of %d: no channel %q", id, c)
 		}
 	}
 	if topic == "" || strings.Contains(topic, ",") {
 		return fmt.Errorf("channels of %d: no topic %q", id, topic)
 	}
-	ordered := slices.DeleteFunc(slices.Clone(AllChannels), func(c string) bool { return !slices.Contains(channels, c) })
+	// The built-in channels in their order, then the added ones in theirs.
+	ordered := slices.DeleteFunc(append(slices.Clone(AllChannels), r.added...), func(c string) bool { return !slices.Contains(channels, c) })
 	res, err := setChannelsScript.Run(ctx, r.rdb, []string{anchor(idShard(id)), channelsKey(id)}, id, topic, strings.Join(ordered, ",")).Text()
 	if err != nil {
 		return fmt.Errorf("store the channels of %d: %w", id, err)

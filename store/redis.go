@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,9 @@ type Redis struct {
 	erasure func(email string) string
 	// countTimeout bounds a segment count (WithSegmentCountTimeout).
 	countTimeout time.Duration
+	// added are the channels added through the seam (WithChannels): a
+	// person may choose them beside AllChannels.
+	added []string
 }
 
 // topicList is the topics file as the scripts take it.
@@ -85,6 +89,14 @@ func (r *Redis) WithTopics(s topics.Source) *Redis {
 	}
 	c := *r
 	c.topics = &liveTopics{src: s}
+	return &c
+}
+
+// WithChannels is r with the channels added through the seam (their
+// names; tasks.AddedChannels), which people's choices may then name.
+func (r *Redis) WithChannels(names ...string) *Redis {
+	c := *r
+	c.added = slices.Clone(names)
 	return &c
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/channels/webpush"
@@ -51,6 +52,9 @@ type delivery struct {
 	zone *time.Location
 	// push, when set, is the worker's web push sender (fanout_test.go).
 	push webpush.Sender
+	// channels, when set, are the channels added through the seam
+	// (channellane_test.go).
+	channels []channels.Channel
 }
 
 func newDelivery(t *testing.T) *delivery {
@@ -85,6 +89,7 @@ func (d *delivery) startWorker(t *testing.T, sendRate, concurrency int, opts ...
 		Notify: d.notify, WebhookPost: d.post, WebhookBackoff: d.hooks,
 		Now: d.now, DefaultZone: d.zone,
 		Push: d.push, PushRetry: RetryPolicy{Base: 20 * time.Millisecond, Max: time.Second},
+		Channels: d.channels, ChannelRetry: RetryPolicy{Base: 20 * time.Millisecond, Max: time.Second},
 	})
 	policy := RetryPolicy{Base: 20 * time.Millisecond, Throttled: 200 * time.Millisecond, Max: time.Second}
 	wc := Config{

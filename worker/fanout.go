@@ -60,6 +60,10 @@ type FanoutSender struct {
 	Now       func() time.Time
 	Log       *slog.Logger
 
+	// Added are the channels added through the seam: each reader who
+	// chose one for the event's topic gets a "<name>:deliver" task.
+	Added []AddedChannel
+
 	prepMu   sync.Mutex
 	prepared map[string]*mailer.Prepared
 }
@@ -203,7 +207,13 @@ func (h *FanoutSender) page(ctx context.Context, p tasks.FanoutPayload, ids []in
 	queue = append(queue, pushes...)
 	texts := smsTasks(p, key, wants(store.ChannelSMS))
 	queue = append(queue, texts...)
-	if err := h.noteOrder(ctx, p, key, pushes, texts); err != nil {
+	ordered := map[string][]*asynq.Task{store.ChannelPush: pushes, store.ChannelSMS: texts}
+	for _, c := range h.Added {
+		ts := deliverTasks(p, key, c.Name, chosenAdded(p, todo, chans, c))
+		ordered[c.Name] = ts
+		queue = append(queue, ts...)
+	}
+	if err := h.noteOrder(ctx, p, key, ordered); err != nil {
 		return err
 	}
 	if err := h.enqueue(ctx, queue); err != nil {
@@ -258,14 +268,16 @@ func smsTasks(p tasks.FanoutPayload, key string, todo []int64) []*asynq.Task {
 	return queue
 }
 
-// noteOrder notes an event's push and SMS tasks in their people's order
-// (store.PersonOrder) before they are queued, so that none can run ahead
-// of an event posted before it. An issue's notifications are not in it.
-func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key string, pushes, texts []*asynq.Task) error {
+// noteOrder notes an event's tasks of the channels that keep a person's
+// order (push, SMS and the added channels; byChannel) in their people's
+// order (store.PersonOrder) before they are queued, so that none can run
+// ahead of an event posted before it. An issue's notifications are not in
+// it.
+func (h *FanoutSender) noteOrder(ctx context.Context, p tasks.FanoutPayload, key string, byChannel map[string][]*asynq.Task) error {
 	if p.IssueID > 0 {
 		return nil
 	}
-	for channel, ts := range map[string][]*asynq.Task{store.ChannelPush: pushes, store.ChannelSMS: texts} {
+	for channel, ts := range byChannel {
 		if len(ts) == 0 {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/sms"
 	"github.com/newsletter/newsletter/channels/webhook"
@@ -115,6 +116,12 @@ type Deps struct {
 	SMSLimits SMSLimits
 	SMSRetry  RetryPolicy
 
+	// Channels are the channels added through the seam (channels.Plugin),
+	// each run by the generic lane (ChannelLane) in a lane of its name;
+	// ChannelRetry is their lanes' backoff.
+	Channels     []channels.Channel
+	ChannelRetry RetryPolicy
+
 	// Imports are the console's uploaded imports, ImportStore where they
 	// write (either nil: this worker runs none); Audit records their ends.
 	Imports     *csvimport.Jobs
@@ -221,6 +228,13 @@ func NewHandlers(d Deps) Handlers {
 			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
 			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 	}
+	lanes := map[string]*ChannelLane{}
+	var added []AddedChannel
+	for _, c := range d.Channels {
+		lanes[c.Spec().Name] = &ChannelLane{Channel: c, Store: d.Store, Retry: d.ChannelRetry, ClaimTTL: d.ClaimTTL,
+			Now: d.Now, Metrics: d.Metrics, Log: d.Log}
+		added = append(added, addedChannel(c.Spec().Name))
+	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
 		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
@@ -258,10 +272,11 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Fanout: &FanoutSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
-			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log,
+			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log, Added: added,
 		},
 		Push:      pushes,
 		SMS:       texts,
+		Channels:  lanes,
 		Imports:   imports,
 		Metrics:   d.Metrics,
 		RedisWait: wait,

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/hibiken/asynq"
 
@@ -51,6 +53,11 @@ func (h Handlers) routes() []route {
 	add(h.Webhooks != nil, on(tasks.Webhook, h.Webhooks.HandleWebhook))
 	add(h.Push != nil, on(tasks.Push, h.Push.HandlePush))
 	add(h.SMS != nil, on(tasks.SMS, h.SMS.HandleSMS), on(tasks.SMSCode, h.SMS.HandleSMSCode))
+	for _, name := range slices.Sorted(maps.Keys(h.Channels)) {
+		if k, ok := tasks.DeliverKind(name); ok {
+			add(true, on(k, h.Channels[name].Handle))
+		}
+	}
 	add(h.Imports != nil, on(tasks.ImportRun, h.Imports.HandleImportRun))
 	add(h.Invites != nil, on(tasks.AccountInvite, h.Invites.HandleInvite))
 	add(h.ListJobs != nil, on(tasks.SubscribersBulk, h.ListJobs.HandleListJob), on(tasks.ExportRun, h.ListJobs.HandleListJob))

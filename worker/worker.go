@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -102,6 +104,9 @@ type Handlers struct {
 	// SMS texts people's numbers (sms:deliver, the sms lane); nil
 	// without an SMS gateway.
 	SMS *SMSSender
+	// Channels run the channels added through the seam ("<name>:deliver",
+	// each in the lane of its name), by name.
+	Channels map[string]*ChannelLane
 	// Imports run the console's CSV imports (import:run); nil: none.
 	Imports *ImportRunner
 	// Invites mail the console's invites (email:invite).
@@ -165,6 +170,9 @@ func defaultLanes(cfg Config, h Handlers) []Lane {
 	if h.SMS != nil {
 		lanes = append(lanes, Lane{Name: tasks.LaneSMS, Concurrency: max(1, cfg.Concurrency/2)})
 	}
+	for _, name := range slices.Sorted(maps.Keys(h.Channels)) {
+		lanes = append(lanes, Lane{Name: name, Concurrency: max(1, cfg.Concurrency/2)})
+	}
 	return lanes
 }
 
@@ -193,6 +201,8 @@ func (h Handlers) completeLane(l Lane, retryDelay asynq.RetryDelayFunc) Lane {
 		l.Retry = h.Push.RetryDelay
 	case l.Name == tasks.LaneSMS && h.SMS != nil:
 		l.Retry = h.SMS.RetryDelay
+	case h.Channels[l.Name] != nil:
+		l.Retry = h.Channels[l.Name].RetryDelay
 	}
 	if len(l.Handlers) == 0 {
 		return l

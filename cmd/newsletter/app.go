@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/email"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/internal/address"
@@ -41,7 +42,9 @@ import (
 // app holds what every role shares: configuration, the Redis connection
 // (or the embedded server), the store and the metrics registry.
 type app struct {
-	cfg      *appConfig
+	cfg *appConfig
+	// added are the channels added through the seam, built (addedChannels).
+	added    []channels.Channel
 	warnings []string
 	log      *slog.Logger
 	out      io.Writer
@@ -131,7 +134,11 @@ func newApp(ctx context.Context, getenv func(string) string, stdout, stderr io.W
 		a.close()
 		return nil, err
 	}
-	a.store = a.store.WithTopics(a.catalog)
+	a.store = a.store.WithTopics(a.catalog).WithChannels(addedNames()...)
+	if a.added, err = buildAdded(a, getenv); err != nil {
+		a.close()
+		return nil, err
+	}
 	a.signer = token.NewSigner([]byte(cfg.Secret), 0)
 	a.engage = engage.NewKeys([]byte(cfg.Secret))
 	a.tags = feedback.NewTagger([]byte(cfg.Secret))

@@ -52,6 +52,9 @@ type appConfig struct {
 	// Lanes are the lanes a worker serves (NEWSLETTER_LANES, default every
 	// lane; `newsletter worker --lanes` overrides it).
 	Lanes []string
+	// added are the lanes of the channels added through the seam, by
+	// name: their pools and rates (addedLaneSizes).
+	added map[string]laneSize
 }
 
 // apnsKey is the APNs identity: the .p8 provider key
@@ -79,7 +82,6 @@ var componentDefaults = config.Defaults{
 	SMSPerDay:         worker.DefaultSMSPerDay,
 	SMSCodesPerClient: sms.DefaultCodesPerClient,
 	Engagement:        string(engage.Aggregate),
-	Lanes:             strings.Join(tasks.Lanes, ","),
 }
 
 // loadConfig reads the environment through getenv (os.Getenv when nil):
@@ -87,7 +89,10 @@ var componentDefaults = config.Defaults{
 // any, has one line per bad variable.
 func loadConfig(getenv func(string) string) (*appConfig, error) {
 	ac := &appConfig{}
-	cfg, err := config.Parse(getenv, componentDefaults, config.Parsers{
+	defaults := componentDefaults
+	// Every lane, the added channels' too (registered before this runs).
+	defaults.Lanes = strings.Join(tasks.Lanes, ",")
+	cfg, err := config.Parse(getenv, defaults, config.Parsers{
 		Engagement:     ac.parseEngagement,
 		VAPID:          ac.parseVAPID,
 		FCMCredentials: ac.loadFCM,
@@ -102,6 +107,9 @@ func loadConfig(getenv func(string) string) (*appConfig, error) {
 		return nil, err
 	}
 	ac.Config = cfg
+	if ac.added, err = addedLaneSizes(getenv); err != nil {
+		return nil, err
+	}
 	return ac, nil
 }
 
@@ -208,6 +216,9 @@ func (ac *appConfig) laneSizes(lane string) (concurrency, rate int) {
 		return ac.WebhookConcurrency, ac.WebhookRate
 	case tasks.LaneSMS:
 		return ac.SMSConcurrency, ac.SMSRate
+	}
+	if l, ok := ac.added[lane]; ok {
+		return l.concurrency, l.rate
 	}
 	return ac.Concurrency, ac.SendRate
 }

@@ -26,6 +26,7 @@ func buildChannels(a *app, d *worker.Deps) {
 	d.Push, d.Services = pushSender(a), pushServices(a)  // webpush: with VAPID keys
 	d.Apps = appGates(a)                                 // fcm, apns: each with its settings
 	smsChannel(a, d)                                     // sms: with NEWSLETTER_SMS_*
+	d.Channels = a.added                                 // the channels added through the seam (addedChannels)
 }
 
 // pushServices gate the browsers' push services: each may hold a quarter

@@ -64,5 +64,5 @@ func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 // endpoints the API's webhook routes reset.
 func listService(a *app, st *store.Redis, jobs tasks.JobDispatcher, q tasks.Enqueuer, insp *asynq.Inspector, notify *webhooks.Notifier) *subscribers.Service {
 	return &subscribers.Service{Store: st, Topics: a.catalog, Jobs: jobs, Queue: q, Tasks: insp, Notify: notify,
-		Audit: a.audit, ListJobs: listjobs.NewJobs(a.rdb), Log: a.log}
+		Audit: a.audit, ListJobs: listjobs.NewJobs(a.rdb), Channels: personData(a), Log: a.log}
 }

@@ -203,10 +203,11 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 	d := worker.Deps{
 		BulkReady: a.settings.BulkReady,
 		Store:     a.store, Log: a.log, Metrics: metrics, Links: l.links, Queue: client,
-		ClaimTTL:  a.cfg.ClaimTTL,
-		Notify:    &webhooks.Notifier{Endpoints: a.store, Queue: client, Log: a.log},
-		PushRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
-		SMSRetry:  worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		ClaimTTL:     a.cfg.ClaimTTL,
+		Notify:       &webhooks.Notifier{Endpoints: a.store, Queue: client, Log: a.log},
+		PushRetry:    worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		SMSRetry:     worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
+		ChannelRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
 	buildChannels(a, &d)
 	if l.email {
@@ -315,6 +316,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)
+	mountAddedRoutes(a, srv)
 	mountProviderWebhooks(a, srv, apiClient)
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)

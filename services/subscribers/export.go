@@ -20,6 +20,9 @@ type PersonalExport struct {
 	// secrets (the outer field is the one JSON writes).
 	Push    []browserExport `json:"push_subscriptions"`
 	Devices []deviceExport  `json:"devices"`
+	// Channels are what the channels added through the seam keep of the
+	// person, by channel.
+	Channels map[string]any `json:"channels,omitempty"`
 }
 
 // browserExport is a browser as an export shows it: its push service and

@@ -3,6 +3,7 @@ package subscribers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/hibiken/asynq"
@@ -116,7 +117,20 @@ func (s *Service) Export(ctx context.Context, email string) (PersonalExport, err
 	if err != nil {
 		return PersonalExport{}, err
 	}
-	return ExportOf(pd, s.now()), nil
+	out := ExportOf(pd, s.now())
+	for _, c := range s.Channels {
+		v, err := c.Export(ctx, pd.Subscriber.ID, pd.Subscriber.Email)
+		if err != nil {
+			return PersonalExport{}, fmt.Errorf("export from channel %s: %w", c.Name(), err)
+		}
+		if v != nil {
+			if out.Channels == nil {
+				out.Channels = map[string]any{}
+			}
+			out.Channels[c.Name()] = v
+		}
+	}
+	return out, nil
 }
 
 // Erase forgets email in the store (GDPR Art. 17), with the outbox
@@ -126,6 +140,9 @@ func (s *Service) Export(ctx context.Context, email string) (PersonalExport, err
 // finds no subscriber at its re-check and sends nothing.
 // store.ErrNotFound when there is nobody.
 func (s *Service) Erase(ctx context.Context, email string) error {
+	if err := s.eraseChannels(ctx, email); err != nil {
+		return err
+	}
 	pending := tasks.PersonTasks(email, s.topics().Sequence)
 	ids := make([]string, len(pending))
 	for i, p := range pending {
@@ -137,5 +154,24 @@ func (s *Service) Erase(ctx context.Context, email string) error {
 	}
 	s.DeleteTasks(pending)
 	s.log().Info("erase: subscriber erased", "subscriber", sub.ID)
+	return nil
+}
+
+// eraseChannels erases what the channels added through the seam keep of
+// email's person, before the store forgets them: a channel that fails
+// leaves the person whole, to be erased again.
+func (s *Service) eraseChannels(ctx context.Context, email string) error {
+	if len(s.Channels) == 0 {
+		return nil
+	}
+	sub, err := s.Store.Get(ctx, email)
+	if err != nil {
+		return err
+	}
+	for _, c := range s.Channels {
+		if err := c.Erase(ctx, sub.ID, sub.Email); err != nil {
+			return fmt.Errorf("erase from channel %s: %w", c.Name(), err)
+		}
+	}
 	return nil
 }

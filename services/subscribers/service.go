@@ -58,8 +58,21 @@ type Service struct {
 	// ListJobs keep the bulk actions and exports (nil: those on a filter
 	// answer 503).
 	ListJobs *listjobs.Jobs
+	// Channels are what the channels added through the seam keep of a
+	// person, for the person's export and erase.
+	Channels []PersonData
 	Log      *slog.Logger
 	Now      func() time.Time
+}
+
+// PersonData is what a channel added through the seam keeps of a person
+// (the binary adapts a channels.Exporter and channels.Eraser to it).
+type PersonData interface {
+	Name() string
+	// Export answers the person's data as a JSON value (nil: none).
+	Export(ctx context.Context, id int64, email string) (any, error)
+	// Erase forgets the person.
+	Erase(ctx context.Context, id int64, email string) error
 }
 
 func (s *Service) now() time.Time {
