@@ -81,13 +81,13 @@ func TestChannelSpec(t *testing.T) {
 // TestChannelSendsABatchOverOneSession: in every way a server may allow
 // (pipelined or not, BDAT or DATA), a batch goes over one connection,
 // every mail Sent with its bytes and envelope as handed over; pipelined
-// with CHUNKING, each mail is one write; the connection goes back to the
-// pool.
+// with CHUNKING, each mail is one write; each Sent carries the queue id
+// the server named it by; the connection goes back to the pool.
 func TestChannelSendsABatchOverOneSession(t *testing.T) {
 	const n = 12
 	for _, mode := range transportModes {
 		t.Run(mode.name, func(t *testing.T) {
-			srv := smtptest.Start(t)
+			srv := smtptest.StartWith(t, smtptest.Options{QueueIDs: true})
 			var writes atomic.Int64
 			s := newModeSMTP(t, srv, mode, &writes)
 			// The connection is opened first, so the batch's writes are
@@ -123,6 +123,9 @@ func TestChannelSendsABatchOverOneSession(t *testing.T) {
 			for i, m := range got {
 				if m.To[0] != tos[i] || m.From != batch[i].Attrs[AttrFrom] || !bytes.Equal(m.Data, batch[i].Body) {
 					t.Errorf("mail %d: %s from %s, %d bytes; want %s from %s, the bytes handed over", i, m.To[0], m.From, len(m.Data), tos[i], batch[i].Attrs[AttrFrom])
+				}
+				if m.QueueID == "" || out[i].ProviderID != m.QueueID {
+					t.Errorf("mail %d: provider id %q; the server queued it as %q", i, out[i].ProviderID, m.QueueID)
 				}
 			}
 			if len(s.idle) != 1 {
@@ -457,5 +460,30 @@ func TestQueueID(t *testing.T) {
 		if got := queueID(reply); got != want {
 			t.Errorf("%q: %q, want %q", reply, got, want)
 		}
+	}
+}
+
+// TestChannelLeavesTheBodiesAlone: a batch's bodies packed in one buffer,
+// the first without its final CRLF (which the transport adds): each
+// arrives as handed over, and the buffer is as it was.
+func TestChannelLeavesTheBodiesAlone(t *testing.T) {
+	srv := smtptest.Start(t)
+	s := newTestSMTP(t, srv, 1)
+	first, second := testMail("a@x.org"), testMail("b@x.org")
+	first = first[:len(first)-2]
+	packed := append(append([]byte(nil), first...), second...)
+	keep := bytes.Clone(packed)
+	batch := batchOf("a@x.org", "b@x.org")
+	batch[0].Body, batch[1].Body = packed[:len(first)], packed[len(first):]
+	out := Channel{Transport: s}.Send(context.Background(), batch)
+	if got := verdicts(out); !sameVerdicts(got, []channels.Verdict{channels.Sent, channels.Sent}) {
+		t.Fatalf("%v", got)
+	}
+	if !bytes.Equal(packed, keep) {
+		t.Fatalf("the caller's buffer changed:\n%q\nwant\n%q", packed, keep)
+	}
+	got := srv.WaitFor(t, 2, 5*time.Second)
+	if !bytes.Equal(got[1].Data, second) || !bytes.Equal(got[0].Data, testMail("a@x.org")) {
+		t.Fatalf("the server got other bytes:\n%q\n%q", got[0].Data, got[1].Data)
 	}
 }

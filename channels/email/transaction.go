@@ -114,8 +114,10 @@ func (s *SMTP) transactOn(t *txn, env envelope, data []byte) error {
 	}
 	rcpt := "RCPT TO:<" + env.to + ">"
 	if !bytes.HasSuffix(data, []byte("\r\n")) {
-		// As DATA ends it, so BDAT sends the same message.
-		data = append(data, '\r', '\n')
+		// As DATA ends it, so BDAT sends the same message. A copy: the
+		// bytes after data's end are the caller's (the next mail of a
+		// batch packed in one buffer).
+		data = append(data[:len(data):len(data)], '\r', '\n')
 	}
 	if !pc.pipelining {
 		for _, cmd := range []string{mail, rcpt} {
