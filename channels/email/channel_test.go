@@ -487,3 +487,29 @@ func TestChannelLeavesTheBodiesAlone(t *testing.T) {
 		t.Fatalf("the server got other bytes:\n%q\n%q", got[0].Data, got[1].Data)
 	}
 }
+
+// TestChannel421EndsTheSession: a 421 (service not available, closing the
+// channel; RFC 5321 3.8) retries its mail and, untried, the rest: the
+// connection is given up, and the next Send takes a new one.
+func TestChannel421EndsTheSession(t *testing.T) {
+	srv := smtptest.Start(t)
+	srv.SetScript(func(rcpt string, attempt int) *smtptest.Fault {
+		if strings.HasPrefix(rcpt, "closing@") && attempt == 1 {
+			return refusal(421, smtp.EnhancedCode{4, 3, 2}, "System not accepting network messages", false)
+		}
+		return nil
+	})
+	s := newTestSMTP(t, srv, 1)
+	tos := []string{"a@x.org", "closing@x.org", "b@x.org"}
+	out := Channel{Transport: s}.Send(context.Background(), batchOf(tos...))
+	if got, want := verdicts(out), []channels.Verdict{channels.Sent, channels.Retry, channels.Retry}; !sameVerdicts(got, want) {
+		t.Fatalf("verdicts %v, want %v", got, want)
+	}
+	if se := AsSendError(out[1].Err); se == nil || se.Code != 421 || !errors.Is(out[2].Err, ErrNotSent) || srv.Attempts("b@x.org") != 0 {
+		t.Fatalf("421: %v; then %v after %d attempts", out[1].Err, out[2].Err, srv.Attempts("b@x.org"))
+	}
+	out = Channel{Transport: s}.Send(context.Background(), batchOf(tos[1:]...))
+	if got := verdicts(out); !sameVerdicts(got, []channels.Verdict{channels.Sent, channels.Sent}) || srv.Sessions() != 2 {
+		t.Fatalf("the retry: %v over %d connections; want both Sent over a second", got, srv.Sessions())
+	}
+}
