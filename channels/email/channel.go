@@ -35,10 +35,11 @@ const MaxBatch = 100
 // answered 552 5.3.4 and dropped.
 const SESMaxBody = 30_000_000
 
-// AuthPause is how long a relay that refuses our login (535, 530) holds
-// the lane: every mail would meet the same answer until an operator fixes
-// the credentials, so the mails wait, uncounted as failures, instead of
-// each using up its retries.
+// AuthPause is how long a refusal of our account holds the lane: a
+// relay's refusal of our login (535, 530), SES's AccessDenied
+// (authRefused). Every mail would meet the same answer until an operator
+// fixes the credentials, so the mails wait, uncounted as failures,
+// instead of each using up its retries or being dropped.
 const AuthPause = 5 * time.Minute
 
 // ErrTooLarge drops a mail over the channel's MaxBody before it is sent.
@@ -134,8 +135,9 @@ func checkMessage(m channels.Message, maxBody int) error {
 //
 //   - Bounced (550 5.1.1 user unknown, 5.1.x, 5.2.1, a bare 550 at RCPT)
 //     retires the address.
-//   - A refused login or mail without one (535, 530, 534: authRefused)
-//     pauses the lane for AuthPause: the relay refuses every mail alike.
+//   - A refused login or mail without one (535, 530, 534), SES's
+//     AccessDenied or unverified MAIL FROM domain (authRefused) pause the
+//     lane for AuthPause: the provider refuses every mail alike.
 //   - A sending pause (SES's PausedError) pauses the lane for its In.
 //   - Rejected (552 5.3.4 too big, 554 5.7.1 content or policy, another
 //     5xx for the message) and Invalid (no sender, a bad address, too

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/textproto"
 	"strings"
 	"sync/atomic"
@@ -391,6 +392,19 @@ func TestSESChannelSendsOneByOne(t *testing.T) {
 		if m.FeedbackTo != batch[2*i].Attrs[AttrFrom] || !bytes.Equal(m.Data, batch[2*i].Body) {
 			t.Errorf("mail %d: feedback to %q; the bytes changed: %v", i, m.FeedbackTo, !bytes.Equal(m.Data, batch[2*i].Body))
 		}
+	}
+}
+
+// TestSESChannelPausesOnAccessDenied: SES refusing our account (no
+// permission to send) pauses the lane for AuthPause, the mail kept.
+func TestSESChannelPausesOnAccessDenied(t *testing.T) {
+	srv := sestest.Start(t, "us-east-1")
+	srv.SetScript(func(rcpt string, _ int) *sestest.Fault {
+		return &sestest.Fault{Status: http.StatusForbidden, Code: "AccessDeniedException"}
+	})
+	out := Channel{Transport: newTestSES(t, srv)}.Send(context.Background(), batchOf("a@x.org"))
+	if o := out[0]; o.Verdict != channels.Pause || o.After != AuthPause || srv.Attempts("a@x.org") != 1 {
+		t.Fatalf("%v after %s (%v), %d requests; want paused for %s", o.Verdict, o.After, o.Err, srv.Attempts("a@x.org"), AuthPause)
 	}
 }
 

@@ -13,8 +13,9 @@
 // and Classify turns the transport's SendError classes (errors.go) into
 // Verdicts: accepted is Sent (with the SMTP queue id or SES MessageId),
 // a dead address (550 5.1.1) Retire, a refused message (552 5.3.4, 554
-// 5.7.1) Drop, a 4xx or a network failure Retry, a refused login (535,
-// 530) or SES's sending pause Pause.
+// 5.7.1) Drop, a 4xx or a network failure Retry, a refusal of our
+// account (a login refused, 535 or 530; SES's AccessDenied) or SES's
+// sending pause Pause.
 //
 // It batches as SMTP allows. Over SMTP a Send of up to MaxBatch mails
 // takes one pooled connection for the whole batch, so the batch pays for

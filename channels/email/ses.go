@@ -186,6 +186,21 @@ var sesThrottles = map[string]bool{
 	"Throttling": true, "ThrottlingException": true,
 }
 
+// sesAccountRefusals are the SES answers that refuse our account, not the
+// mail: no permission to send (AccessDeniedException: the role's policy
+// lacks ses:SendEmail), the identity's MAIL FROM domain not verified.
+// Every mail meets them alike until an operator acts (authRefused).
+var sesAccountRefusals = map[string]bool{
+	"AccessDeniedException": true, "MailFromDomainNotVerifiedException": true,
+}
+
+// sesRefusesAccount reports an SES answer of sesAccountRefusals in err's
+// chain.
+func sesRefusesAccount(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && sesAccountRefusals[ae.ErrorCode()]
+}
+
 // classifySES maps an SES answer onto the classes of the SMTP replies.
 func classifySES(err error, domain string) *SendError {
 	out := &SendError{Class: Temporary, Domain: domain, Err: err}
