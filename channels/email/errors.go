@@ -3,6 +3,7 @@ package email
 import (
 	"errors"
 	"fmt"
+	"net/textproto"
 	"strings"
 	"time"
 )
@@ -166,4 +167,24 @@ func enhancedFromText(s string) string {
 		}
 	}
 	return ""
+}
+
+// authRefused reports a refusal of our account rather than of the mail:
+// a relay's refusal of our login, or of mail without one (535 credentials
+// invalid, 534 mechanism too weak, 530 authentication required; as the
+// reply to AUTH when dialling or to MAIL in a transaction), or SES's
+// (sesAccountRefusals). Every mail meets the same answer until an
+// operator fixes the credentials or the account (Classify pauses the
+// lane).
+func authRefused(err error) bool {
+	code := 0
+	var re *replyError
+	var te *textproto.Error
+	switch {
+	case errors.As(err, &re):
+		code = re.code
+	case errors.As(err, &te):
+		code = te.Code
+	}
+	return code == 530 || code == 534 || code == 535 || sesRefusesAccount(err)
 }

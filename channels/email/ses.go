@@ -144,24 +144,31 @@ func (s *SES) RewritesHeaders() []string {
 // it is, to the one recipient to (the envelope, whatever the header
 // says), with bounces and complaints forwarded to from.
 func (s *SES) SendRaw(ctx context.Context, from, to string, data []byte) error {
+	_, err := s.send(ctx, from, to, data)
+	return err
+}
+
+// send is SendRaw answering the id SES gave the accepted mail (its
+// MessageId, which its notifications name the mail by).
+func (s *SES) send(ctx context.Context, from, to string, data []byte) (string, error) {
 	domain := address.Domain(to)
 	if until := s.pausedUntil.Load(); until != 0 {
 		if wait := time.Unix(0, until).Sub(s.now()); wait > 0 {
 			// asynq schedules in whole seconds: a shorter wait would
 			// bring the task straight back.
 			wait = max(wait, time.Second)
-			return &SendError{Class: Temporary, Domain: domain, RetryAfter: wait,
+			return "", &SendError{Class: Temporary, Domain: domain, RetryAfter: wait,
 				Err: &PausedError{Reason: "Amazon SES paused sending for this account; held until the next try", In: wait}}
 		}
 	}
-	_, err := s.client.SendEmail(ctx, &sesv2.SendEmailInput{
+	out, err := s.client.SendEmail(ctx, &sesv2.SendEmailInput{
 		Content:                        &types.EmailContent{Raw: &types.RawMessage{Data: data}},
 		Destination:                    &types.Destination{ToAddresses: []string{to}},
 		FeedbackForwardingEmailAddress: aws.String(from),
 	})
 	if err == nil {
 		s.pausedUntil.Store(0)
-		return nil
+		return aws.ToString(out.MessageId), nil
 	}
 	se := classifySES(err, domain)
 	if pe := AsPaused(se); pe != nil {
@@ -169,7 +176,7 @@ func (s *SES) SendRaw(ctx context.Context, from, to string, data []byte) error {
 		se.RetryAfter = s.pauseFor
 		s.pausedUntil.Store(s.now().Add(s.pauseFor).UnixNano())
 	}
-	return se
+	return "", se
 }
 
 // sesThrottles are the error codes of SES's rate and quota limits. The
@@ -177,6 +184,21 @@ func (s *SES) SendRaw(ctx context.Context, from, to string, data []byte) error {
 var sesThrottles = map[string]bool{
 	"TooManyRequestsException": true, "LimitExceededException": true,
 	"Throttling": true, "ThrottlingException": true,
+}
+
+// sesAccountRefusals are the SES answers that refuse our account, not the
+// mail: no permission to send (AccessDeniedException: the role's policy
+// lacks ses:SendEmail), the identity's MAIL FROM domain not verified.
+// Every mail meets them alike until an operator acts (authRefused).
+var sesAccountRefusals = map[string]bool{
+	"AccessDeniedException": true, "MailFromDomainNotVerifiedException": true,
+}
+
+// sesRefusesAccount reports an SES answer of sesAccountRefusals in err's
+// chain.
+func sesRefusesAccount(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && sesAccountRefusals[ae.ErrorCode()]
 }
 
 // classifySES maps an SES answer onto the classes of the SMTP replies.

@@ -126,7 +126,7 @@ func (s *SMTP) SendRaw(ctx context.Context, from, to string, data []byte) error 
 	if err != nil {
 		return &SendError{Class: Temporary, Domain: address.Domain(to), Err: fmt.Errorf("connect: %w", err)}
 	}
-	pc, err = s.sendOn(ctx, pc, reused, env, data)
+	pc, _, err = s.sendOn(ctx, pc, reused, env, data)
 	if pc != nil {
 		s.put(pc)
 	}
@@ -165,7 +165,7 @@ func (x *Session) SendRaw(ctx context.Context, from, to string, data []byte) err
 		x.pc, x.reused = pc, false
 	}
 	var err error
-	x.pc, err = x.smtp.sendOn(ctx, x.pc, x.reused, env, data)
+	x.pc, _, err = x.smtp.sendOn(ctx, x.pc, x.reused, env, data)
 	x.reused = true
 	return err
 }
@@ -180,29 +180,30 @@ func (x *Session) Close() error {
 }
 
 // sendOn sends data over pc and returns the connection to keep using, or
-// nil when it was closed because its protocol state is unknown.
-func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, env envelope, data []byte) (*pooledConn, error) {
+// nil when it was closed because its protocol state is unknown, and the
+// server's name for the accepted mail (queueID).
+func (s *SMTP) sendOn(ctx context.Context, pc *pooledConn, reused bool, env envelope, data []byte) (*pooledConn, string, error) {
 	domain := address.Domain(env.to)
-	err := s.transact(pc, env, data)
+	reply, err := s.transact(pc, env, data)
 	if err != nil && reused && noReply(err) {
 		// The server closed an idle connection: one more try on a fresh
 		// one (see noReply).
 		s.discard(pc)
 		if pc, err = s.dial(ctx); err != nil {
-			return nil, &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
+			return nil, "", &SendError{Class: Temporary, Domain: domain, Err: fmt.Errorf("reconnect: %w", err)}
 		}
-		err = s.transact(pc, env, data)
+		reply, err = s.transact(pc, env, data)
 	}
 	if err == nil {
 		pc.lastUsed = s.now()
-		return pc, nil
+		return pc, queueID(reply), nil
 	}
 	se := classify(err, domain)
 	if connBroken(err) {
 		s.discard(pc)
-		return nil, se
+		return nil, "", se
 	}
-	return pc, se
+	return pc, "", se
 }
 
 // connBroken reports whether the connection may be in an unknown protocol

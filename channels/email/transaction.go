@@ -94,21 +94,30 @@ type step struct {
 }
 
 // transact sends data (a whole message, CRLF line ends) from env.from to
-// env.to over pc.
-func (s *SMTP) transact(pc *pooledConn, env envelope, data []byte) error {
+// env.to over pc. It answers the text of the server's last reply, which
+// may name the accepted mail (queueID).
+func (s *SMTP) transact(pc *pooledConn, env envelope, data []byte) (string, error) {
+	t := &txn{pc: pc}
+	err := s.transactOn(t, env, data)
+	return t.last, err
+}
+
+func (s *SMTP) transactOn(t *txn, env envelope, data []byte) error {
+	pc := t.pc
 	pc.out = pc.out[:0]
 	if err := pc.c.UpdateDeadline(s.timeout); err != nil {
 		return &transportError{step: "MAIL", err: err}
 	}
-	t := &txn{pc: pc}
 	mail := "MAIL FROM:<" + env.from + ">"
 	if pc.smtputf8 && !(ascii(env.from) && ascii(env.to)) {
 		mail += " SMTPUTF8"
 	}
 	rcpt := "RCPT TO:<" + env.to + ">"
 	if !bytes.HasSuffix(data, []byte("\r\n")) {
-		// As DATA ends it, so BDAT sends the same message.
-		data = append(data, '\r', '\n')
+		// As DATA ends it, so BDAT sends the same message. A copy: the
+		// bytes after data's end are the caller's (the next mail of a
+		// batch packed in one buffer).
+		data = append(data[:len(data):len(data)], '\r', '\n')
 	}
 	if !pc.pipelining {
 		for _, cmd := range []string{mail, rcpt} {
@@ -149,6 +158,8 @@ type txn struct {
 	pc       *pooledConn
 	replied  bool
 	dataOpen bool // DATA answered 354
+	// last is the text of the last reply read (without its code).
+	last string
 }
 
 func (t *txn) line(cmd string) {
@@ -217,7 +228,7 @@ func (t *txn) exchange(steps ...step) error {
 		if err != nil {
 			return &transportError{step: st.name, replied: t.replied, err: err}
 		}
-		t.replied = true
+		t.replied, t.last = true, msg
 		ok := code == st.want || st.want < 10 && code/100 == st.want
 		if st.want == 354 && code == 354 {
 			t.dataOpen = true

@@ -44,6 +44,9 @@ type Message struct {
 	At     time.Time
 	// Helo is the name the client gave in EHLO or HELO.
 	Helo string
+	// QueueID is the id the server named the mail by in its answer
+	// (Options.QueueIDs), "" otherwise.
+	QueueID string
 }
 
 // Fault is what the server does to one attempt for one recipient.
@@ -87,6 +90,9 @@ type Options struct {
 	// too, as some relays do): those credentials are taken, others are
 	// answered 535, and MAIL before a successful AUTH is answered 530.
 	Username, Password string
+	// QueueIDs answers an accepted mail "250 2.0.0 Ok: queued as <id>", as
+	// Postfix does, instead of go-smtp's "250 2.0.0 OK: queued".
+	QueueIDs bool
 }
 
 // Start runs a server until the test ends: plain SMTP, no STARTTLS, no
@@ -330,8 +336,16 @@ func (x *session) Data(r io.Reader) error {
 		msg.Header = m.Header
 	}
 	x.srv.mu.Lock()
+	if x.srv.opts.QueueIDs {
+		msg.QueueID = fmt.Sprintf("4Q%08X", len(x.srv.msgs)+1)
+	}
 	x.srv.msgs = append(x.srv.msgs, msg)
 	x.srv.mu.Unlock()
+	if msg.QueueID != "" {
+		// go-smtp answers a Data that returns an *SMTPError with its
+		// code and text, a 250 as well.
+		return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: queued as " + msg.QueueID}
+	}
 	return nil
 }
 
