@@ -77,8 +77,9 @@ type Addresser interface {
 }
 
 // Composer makes the message to one address from an event. Without it a
-// message's Body is the Event as JSON (the fields' names as above, in
-// lower case with underscores).
+// message's Body is the Event as JSON: key, person (the id; no address
+// leaves the service unless a Composer puts it in), topics, title, body,
+// url, at.
 type Composer interface {
 	Compose(ev Event, to string) (Message, error)
 }

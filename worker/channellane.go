@@ -153,13 +153,12 @@ func eventJSON(ev channels.Event) any {
 	return struct {
 		Key    string    `json:"key"`
 		Person int64     `json:"person"`
-		Email  string    `json:"email"`
 		Topics []string  `json:"topics"`
 		Title  string    `json:"title"`
 		Body   string    `json:"body,omitempty"`
 		URL    string    `json:"url,omitempty"`
 		At     time.Time `json:"at,omitzero"`
-	}{ev.Key, ev.Person.ID, ev.Person.Email, ev.Topics, ev.Title, ev.Body, ev.URL, ev.At}
+	}{ev.Key, ev.Person.ID, ev.Topics, ev.Title, ev.Body, ev.URL, ev.At}
 }
 
 // channelMark is the delivery mark of key's message to one address of
