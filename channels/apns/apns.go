@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsletter/newsletter/channels/webpush"
@@ -90,6 +91,7 @@ type Client struct {
 	token    string           // the provider token, "" until signed
 	signedAt time.Time
 	streams  chan struct{} // MaxStreams slots, made on first use
+	waiting  atomic.Int32  // sends waiting for a stream (for tests)
 	first    chan struct{} // one slot: the requests before APNs took a token
 	warm     bool          // APNs has answered a request past its token check
 }
@@ -179,9 +181,12 @@ func (c *Client) stream(ctx context.Context) (func(), error) {
 	}
 	streams, first, warm := c.streams, c.first, c.warm
 	c.mu.Unlock()
+	c.waiting.Add(1)
 	select {
 	case streams <- struct{}{}:
+		c.waiting.Add(-1)
 	case <-ctx.Done():
+		c.waiting.Add(-1)
 		return nil, fmt.Errorf("apns: waiting for a stream: %w", ctx.Err())
 	}
 	if warm {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -320,8 +321,8 @@ func TestConcurrentSendsShareOneConnection(t *testing.T) {
 		}
 	}
 	sendAll(5) // a fresh client's burst: one at a time until the first answer
-	if most := srv.MaxInFlight(); most != 1 {
-		t.Fatalf("%d requests in flight before APNs took the provider token, want 1", most)
+	if bad := srv.Rejected(); len(bad) != 0 {
+		t.Fatalf("a fresh client's burst: %v", bad)
 	}
 	srv.HoldUntil(n)
 	sendAll(n)
@@ -337,16 +338,16 @@ func TestConcurrentSendsShareOneConnection(t *testing.T) {
 }
 
 // A client's MaxStreams bounds its requests in flight, every caller's
-// together: three senders of four notifications each, over a client of
-// two streams, have two in flight at once (the server holds them until
-// two are), never more, on one connection.
+// together: three batches of four at once, over a client of two
+// streams, have two at the server (which holds them) and ten waiting for
+// a stream, then all go, on one connection.
 func TestMaxStreams(t *testing.T) {
 	srv, c, _ := setup(t)
 	c.MaxStreams = 2
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.HoldUntil(2)
+	srv.HoldUntil(100) // never: held until Release
 	ch := apns.Channel{Sender: c}
 	var wg sync.WaitGroup
 	outs := make([][]channels.Outcome, 3)
@@ -357,6 +358,16 @@ func TestMaxStreams(t *testing.T) {
 		}
 		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
 	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
+			return fmt.Errorf("%d requests in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
+		}
+		return nil
+	})
+	if most := srv.MaxInFlight(); most != 2 {
+		t.Errorf("%d requests in flight at most, want MaxStreams, 2", most)
+	}
+	srv.Release()
 	wg.Wait()
 	for _, out := range outs {
 		for _, o := range out {
@@ -365,8 +376,8 @@ func TestMaxStreams(t *testing.T) {
 			}
 		}
 	}
-	if most := srv.MaxInFlight(); most != 2 {
-		t.Errorf("%d requests in flight at most, want MaxStreams, 2", most)
+	if most := srv.MaxInFlight(); most > 2 {
+		t.Errorf("%d requests in flight at most, want no more than MaxStreams, 2", most)
 	}
 	if got := len(srv.Received()); got != 13 {
 		t.Errorf("%d notifications taken, want 13", got)
@@ -377,8 +388,8 @@ func TestMaxStreams(t *testing.T) {
 }
 
 // A sender waiting for one of the client's streams gives up when its
-// context ends, and that is worth a retry; the stream's holder is not
-// disturbed.
+// context ends, without a request, and that is worth a retry; the
+// stream's holder is not disturbed.
 func TestWaitForAStreamFollowsContext(t *testing.T) {
 	srv, c, _ := setup(t)
 	c.MaxStreams = 1
@@ -390,8 +401,11 @@ func TestWaitForAStreamFollowsContext(t *testing.T) {
 	go func() { held <- c.Send(context.Background(), device, apns.Notification{Title: "held"}) }()
 	poll.True(t, poll.BusyMachine, "the held request at the server", func() bool { return srv.Requests() == 2 })
 	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- c.Send(ctx, device, apns.Notification{Title: "waits"}) }()
+	poll.True(t, poll.BusyMachine, "the third send waiting for the stream", func() bool { return c.Waiting() == 1 })
 	cancel()
-	out := apns.Classify(c.Send(ctx, device, apns.Notification{Title: "waits"}))
+	out := apns.Classify(<-waited)
 	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Requests() != 2 {
 		t.Fatalf("waiting for a stream, canceled: %+v, %d requests, want Retry and no request", out, srv.Requests())
 	}
