@@ -170,8 +170,11 @@ func Concurrently(ctx context.Context, batch []Message, limit int, send func(con
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+			out[i] = Outcome{Verdict: Retry, Err: ctx.Err()}
+			continue
 		}
 		if err := ctx.Err(); err != nil {
+			<-slots
 			out[i] = Outcome{Verdict: Retry, Err: err}
 			continue
 		}

@@ -527,7 +527,8 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	defer s.hold(r)()
+	done := s.hold(r)
+	defer done()
 	if slow > 0 {
 		timer := time.NewTimer(slow)
 		select {
