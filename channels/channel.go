@@ -15,6 +15,7 @@ package channels
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -147,5 +148,41 @@ func OneByOne(ctx context.Context, batch []Message, send func(context.Context, M
 		}
 		out[i] = send(ctx, m)
 	}
+	return out
+}
+
+// Concurrently answers batch for a provider that takes many requests at
+// once (concurrent HTTP/2 streams of one connection): each message goes
+// through send in a goroutine of its own, at most limit at once (limit <=
+// 0: all of them), and the Outcomes come back in the batch's order. A
+// message whose turn comes after ctx ends is not sent and answers Retry;
+// one already sent answers what send made of the canceled ctx. The cap
+// on a provider's connection is its client's to keep (fcm.Client,
+// apns.Client): limit only bounds the goroutines of one batch.
+func Concurrently(ctx context.Context, batch []Message, limit int, send func(context.Context, Message) Outcome) []Outcome {
+	out := make([]Outcome, len(batch))
+	if limit <= 0 || limit > len(batch) {
+		limit = len(batch)
+	}
+	slots := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, m := range batch {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			out[i] = Outcome{Verdict: Retry, Err: ctx.Err()}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			<-slots
+			out[i] = Outcome{Verdict: Retry, Err: err}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i] = send(ctx, m)
+		})
+	}
+	wg.Wait()
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsletter/newsletter/channels/webpush"
@@ -45,6 +46,15 @@ const maxAnswer = 4096
 // larger one is answered 413 PayloadTooLarge).
 const MaxPayload = 4096
 
+// DefaultMaxStreams is how many requests a Client has in flight at once
+// unless told (Client.MaxStreams). Apple says not to assume a number of
+// streams: it varies with APNs' load, and APNs advertises it in its
+// SETTINGS_MAX_CONCURRENT_STREAMS (some 1000 once a provider token is
+// taken). 500 stays under what it has advertised, so one connection
+// carries them; past what APNs allows at the time, net/http opens a
+// second connection rather than fail, which Apple allows.
+const DefaultMaxStreams = 500
+
 // Notification is one mobile notification: a title, a line of text, and
 // the page (or deep link) a tap opens, sent as the payload's "url" key. It
 // has the fields of fcm.Notification, so one converts to the other.
@@ -69,12 +79,21 @@ type Client struct {
 	BaseURL string
 	// HTTP must speak HTTP/2; nil means NewHTTPClient(nil), made once.
 	HTTP *http.Client
+	// MaxStreams is the most requests the client has in flight at once,
+	// every caller's together: the streams of its one HTTP/2 connection
+	// (0: DefaultMaxStreams). A Send past it waits for a stream, or for
+	// its context.
+	MaxStreams int
 
 	mu       sync.Mutex
 	now      func() time.Time // the clock, for tests; nil means time.Now
 	client   *http.Client     // HTTP or the default
 	token    string           // the provider token, "" until signed
 	signedAt time.Time
+	streams  chan struct{} // MaxStreams slots, made on first use
+	waiting  atomic.Int32  // sends waiting for a stream (for tests)
+	first    chan struct{} // one slot: the requests before APNs took a token
+	warm     bool          // APNs has answered a request past its token check
 }
 
 // NewHTTPClient is an HTTP client for APNs: HTTP/2 over TLS (trusting
@@ -118,6 +137,11 @@ func (c *Client) Send(ctx context.Context, deviceToken string, n Notification) e
 	if ttl <= 0 {
 		ttl = webpush.DefaultTTL
 	}
+	release, err := c.stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
 		token, now, hc, err := c.providerToken()
 		if err != nil {
@@ -125,6 +149,9 @@ func (c *Client) Send(ctx context.Context, deviceToken string, n Notification) e
 		}
 		err = c.post(ctx, hc, endpoint, token, now.Add(ttl), body, now)
 		var ae *Error
+		if err == nil || errors.As(err, &ae) && ae.Status != http.StatusForbidden {
+			c.warmed()
+		}
 		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Reason != "ExpiredProviderToken" {
 			return err
 		}
@@ -138,6 +165,55 @@ func (c *Client) Send(ctx context.Context, deviceToken string, n Notification) e
 			return cmp.Or(err, c.pause(token, ae))
 		}
 	}
+}
+
+// stream waits for one of the client's MaxStreams and answers its
+// release. Until APNs has answered one request past its token check, the
+// requests go one at a time: on a new connection authorised by a provider
+// token, APNs allows a single stream until a request with a valid token
+// has come (Apple's "Establishing a connection to APNs"), and net/http
+// would open a connection for each request past it.
+func (c *Client) stream(ctx context.Context) (func(), error) {
+	c.mu.Lock()
+	if c.streams == nil {
+		c.streams = make(chan struct{}, cmp.Or(max(c.MaxStreams, 0), DefaultMaxStreams))
+		c.first = make(chan struct{}, 1)
+	}
+	streams, first, warm := c.streams, c.first, c.warm
+	c.mu.Unlock()
+	c.waiting.Add(1)
+	select {
+	case streams <- struct{}{}:
+		c.waiting.Add(-1)
+	case <-ctx.Done():
+		c.waiting.Add(-1)
+		return nil, fmt.Errorf("apns: waiting for a stream: %w", ctx.Err())
+	}
+	if warm {
+		return func() { <-streams }, nil
+	}
+	select {
+	case first <- struct{}{}:
+	case <-ctx.Done():
+		<-streams
+		return nil, fmt.Errorf("apns: waiting for the first answer: %w", ctx.Err())
+	}
+	c.mu.Lock()
+	warm = c.warm
+	c.mu.Unlock()
+	if warm { // the request before this one warmed the connection
+		<-first
+		return func() { <-streams }, nil
+	}
+	return func() { <-first; <-streams }, nil
+}
+
+// warmed notes that APNs has answered a request past its token check:
+// from now on requests go at once, up to MaxStreams.
+func (c *Client) warmed() {
+	c.mu.Lock()
+	c.warm = true
+	c.mu.Unlock()
 }
 
 // SendApp is Send of web push's notification (the shape the push lane

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,9 +19,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/apns"
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // A device token of today's length (32 bytes).
@@ -292,35 +295,123 @@ func TestUnavailableRetryAfter(t *testing.T) {
 	}
 }
 
-// Fifty concurrent sends from a fresh client travel as fifty streams of
-// one HTTP/2 connection: the server holds every request until all fifty
-// are in flight at once, and counts one connection.
+// Fifty concurrent sends travel as fifty streams of one HTTP/2
+// connection: the first of a fresh client goes alone (APNs allows one
+// stream until it has taken the provider token, which the fake holds the
+// client to), then the server holds every request until all fifty are in
+// flight at once, and counts one connection.
 func TestConcurrentSendsShareOneConnection(t *testing.T) {
 	srv, c, _ := setup(t)
 	const n = 50
-	srv.HoldUntil(n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			errs <- c.Send(context.Background(), device, apns.Notification{Title: "t" + strconv.Itoa(i)})
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	sendAll := func(n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				errs <- c.Send(context.Background(), device, apns.Notification{Title: "t" + strconv.Itoa(i)})
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if got := len(srv.Received()); got != n {
-		t.Errorf("%d notifications taken, want %d", got, n)
+	sendAll(5) // a fresh client's burst: one at a time until the first answer
+	if bad := srv.Rejected(); len(bad) != 0 {
+		t.Fatalf("a fresh client's burst: %v", bad)
+	}
+	srv.HoldUntil(n)
+	sendAll(n)
+	if got := len(srv.Received()); got != n+5 {
+		t.Errorf("%d notifications taken, want %d", got, n+5)
 	}
 	if conns := srv.Connections(); conns != 1 {
 		t.Errorf("%d connections for %d concurrent sends, want 1", conns, n)
 	}
 	if srv.ProviderTokens() != 1 {
 		t.Errorf("%d provider tokens, want 1", srv.ProviderTokens())
+	}
+}
+
+// A client's MaxStreams bounds its requests in flight, every caller's
+// together: three batches of four at once, over a client of two
+// streams, have two at the server (which holds them) and ten waiting for
+// a stream, then all go, on one connection.
+func TestMaxStreams(t *testing.T) {
+	srv, c, _ := setup(t)
+	c.MaxStreams = 2
+	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.HoldUntil(100) // never: held until Release
+	ch := apns.Channel{Sender: c}
+	var wg sync.WaitGroup
+	outs := make([][]channels.Outcome, 3)
+	for i := range outs {
+		batch := make([]channels.Message, 4)
+		for j := range batch {
+			batch[j] = channels.Message{To: device, Body: []byte(`{"title":"t"}`)}
+		}
+		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
+	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
+			return fmt.Errorf("%d requests in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
+		}
+		return nil
+	})
+	if most := srv.MaxInFlight(); most != 2 {
+		t.Errorf("%d requests in flight at most, want MaxStreams, 2", most)
+	}
+	srv.Release()
+	wg.Wait()
+	for _, out := range outs {
+		for _, o := range out {
+			if o.Verdict != channels.Sent {
+				t.Fatalf("outcome %+v, want Sent", o)
+			}
+		}
+	}
+	if most := srv.MaxInFlight(); most > 2 {
+		t.Errorf("%d requests in flight at most, want no more than MaxStreams, 2", most)
+	}
+	if got := len(srv.Received()); got != 13 {
+		t.Errorf("%d notifications taken, want 13", got)
+	}
+	if conns := srv.Connections(); conns != 1 {
+		t.Errorf("%d connections, want 1", conns)
+	}
+}
+
+// A sender waiting for one of the client's streams gives up when its
+// context ends, without a request, and that is worth a retry; the
+// stream's holder is not disturbed.
+func TestWaitForAStreamFollowsContext(t *testing.T) {
+	srv, c, _ := setup(t)
+	c.MaxStreams = 1
+	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.HoldUntil(2) // never: the one stream is held
+	held := make(chan error, 1)
+	go func() { held <- c.Send(context.Background(), device, apns.Notification{Title: "held"}) }()
+	poll.True(t, poll.BusyMachine, "the held request at the server", func() bool { return srv.Requests() == 2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- c.Send(ctx, device, apns.Notification{Title: "waits"}) }()
+	poll.True(t, poll.BusyMachine, "the third send waiting for the stream", func() bool { return c.Waiting() == 1 })
+	cancel()
+	out := apns.Classify(<-waited)
+	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Requests() != 2 {
+		t.Fatalf("waiting for a stream, canceled: %+v, %d requests, want Retry and no request", out, srv.Requests())
+	}
+	srv.Release()
+	if err := <-held; err != nil {
+		t.Fatalf("the held request: %v", err)
 	}
 }
 

@@ -20,26 +20,34 @@ type Sender interface {
 // Channel is the APNs channel as the worker holds it: one notification
 // to one app install per Message (To: the device token, Body: the
 // notification's JSON, {"title","body","url"} as webpush.Notification
-// writes it; no Attrs). APNs takes one notification per request, so
-// MaxBatch is 1: what runs at once is the lane's concurrency, as streams
-// of the Client's one HTTP/2 connection. MaxBody is MaxPayload (4096
-// bytes).
+// writes it; no Attrs). APNs takes one notification per request and has
+// no batch request, but takes many requests at once as concurrent
+// streams of one HTTP/2 connection: Send sends a batch of up to MaxBatch
+// so, all at once, and the Client keeps its connection's cap
+// (Client.MaxStreams) over every batch and caller. MaxBody is MaxPayload
+// (4096 bytes).
 type Channel struct {
 	Sender Sender
 }
+
+// MaxBatch is how many notifications one Send takes: a person's devices
+// are a few, and a batch of 100 waits for its slowest answer, no longer
+// than the Client's timeout.
+const MaxBatch = 100
 
 var _ channels.Channel = Channel{}
 
 // Spec declares the channel.
 func (Channel) Spec() channels.Spec {
-	return channels.Spec{Name: Name, MaxBatch: 1, MaxBody: MaxPayload}
+	return channels.Spec{Name: Name, MaxBatch: MaxBatch, MaxBody: MaxPayload}
 }
 
-// Send sends each message in turn and answers its Outcome (Classify). A
-// body that is not a notification drops its message; a canceled ctx
-// answers Retry for what was not sent.
+// Send sends the batch's messages at once, as concurrent requests
+// (channels.Concurrently), and answers each its Outcome (Classify), in
+// the batch's order. A body that is not a notification drops its
+// message; a canceled ctx answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
+	return channels.Concurrently(ctx, batch, 0, func(ctx context.Context, m channels.Message) channels.Outcome {
 		var n webpush.Notification
 		if err := json.Unmarshal(m.Body, &n); err != nil {
 			return channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("apns: the body is not a notification: %w", err)}

@@ -3,11 +3,15 @@ package apns_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/apns"
+	"github.com/newsletter/newsletter/channels/apns/apnstest"
 )
 
 // Each answer of APNs is the Outcome the lane acts on: 410 (and a token
@@ -42,11 +46,14 @@ func TestClassify(t *testing.T) {
 
 // fakeSender answers err for every send and keeps what it was given.
 type fakeSender struct {
+	mu   sync.Mutex
 	err  error
 	sent []apns.Notification
 }
 
 func (f *fakeSender) Send(_ context.Context, _ string, n apns.Notification) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.sent = append(f.sent, n)
 	return f.err
 }
@@ -72,7 +79,53 @@ func TestChannelSend(t *testing.T) {
 	if got := ch.Send(ctx, []channels.Message{{To: "tok", Body: []byte(`{}`)}}); got[0].Verdict != channels.Retry || len(f.sent) != 1 {
 		t.Fatalf("canceled: %+v, %d sent", got, len(f.sent))
 	}
-	if spec := ch.Spec(); spec.Name != "apns" || spec.MaxBatch != 1 || spec.MaxBody != 4096 {
+	if spec := ch.Spec(); spec.Name != "apns" || spec.MaxBatch != apns.MaxBatch || apns.MaxBatch != 100 || spec.MaxBody != 4096 {
 		t.Fatalf("spec %+v", spec)
+	}
+}
+
+// A batch goes to APNs over the client's one connection, and each
+// message is answered its own Outcome in the batch's order: a device
+// APNs calls unregistered retires, a body that is no notification drops,
+// the rest are sent.
+func TestChannelSendsABatchOverOneConnection(t *testing.T) {
+	srv := apnstest.New(t)
+	key, err := apns.LoadKey(srv.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &apns.Client{Key: key, KeyID: apnstest.KeyID, TeamID: apnstest.TeamID, Topic: apnstest.Topic,
+		BaseURL: srv.URL, HTTP: apns.NewHTTPClient(srv.RootCAs())}
+	const n = 20
+	batch := make([]channels.Message, n)
+	for i := range batch {
+		batch[i] = channels.Message{To: fmt.Sprintf("%064x", i+1), Body: []byte(fmt.Sprintf(`{"title":"t%d"}`, i))}
+	}
+	srv.Unregistered(batch[3].To)
+	batch[5].Body = []byte("not json")
+	out := apns.Channel{Sender: c}.Send(context.Background(), batch)
+	for i, o := range out {
+		want := channels.Sent
+		switch i {
+		case 3:
+			want = channels.Retire
+		case 5:
+			want = channels.Drop
+		}
+		if o.Verdict != want {
+			t.Fatalf("outcome %d: %+v, want %s", i, o, want)
+		}
+	}
+	got := srv.Received()
+	if len(got) != n-2 {
+		t.Fatalf("%d notifications taken, want %d", len(got), n-2)
+	}
+	for _, m := range got {
+		if m.DeviceToken == batch[3].To || m.DeviceToken == batch[5].To || !strings.HasPrefix(m.Title, "t") {
+			t.Fatalf("took %+v", m)
+		}
+	}
+	if conns := srv.Connections(); conns != 1 {
+		t.Fatalf("%d connections for one batch, want 1", conns)
 	}
 }

@@ -19,6 +19,18 @@
 // that connection (up to the server's SETTINGS_MAX_CONCURRENT_STREAMS,
 // beyond which net/http opens another).
 //
+// What it batches, and why: APNs has no batch request (one notification
+// a POST), but it takes many requests at once as streams of one
+// connection, and Apple asks for exactly that. So Channel.Send sends a
+// batch (MaxBatch, 100) as concurrent requests and answers in the
+// batch's order, and the Client caps what it has in flight, every
+// batch's and caller's together, at MaxStreams (DefaultMaxStreams, 500:
+// Apple advertises its limit, some 1000, and says not to count on a
+// number). Until APNs has answered a request past its token check, the
+// Client sends one request at a time: on a connection authorised by a
+// provider token APNs allows one stream until a valid token has come
+// ("Establishing a connection to APNs").
+//
 // APNs' answers map onto what a caller does next, as in package push:
 // 410 (Unregistered, ExpiredToken) is push.ErrGone (delete the token,
 // never retry); 429, 500, 503 and any other 5xx are push.ErrUnavailable

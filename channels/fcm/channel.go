@@ -21,25 +21,32 @@ type Sender interface {
 // to one app install per Message (To: the registration token, Body: the
 // notification's JSON, {"title","body","url"} as webpush.Notification
 // writes it; no Attrs). HTTP v1 takes one message per request (its batch
-// endpoint is gone), so MaxBatch is 1: what runs at once is the lane's
-// concurrency, on the one HTTP/2 connection of the Client. MaxBody is
-// MaxPayload.
+// endpoint is gone), but many requests at once as concurrent streams of
+// one HTTP/2 connection: Send sends a batch of up to MaxBatch so, all at
+// once, and the Client keeps its connection's cap (Client.MaxStreams)
+// over every batch and caller. MaxBody is MaxPayload.
 type Channel struct {
 	Sender Sender
 }
+
+// MaxBatch is how many messages one Send takes: a person's devices are a
+// few, and a batch of 100 waits for its slowest answer, no longer than
+// the Client's timeout.
+const MaxBatch = 100
 
 var _ channels.Channel = Channel{}
 
 // Spec declares the channel.
 func (Channel) Spec() channels.Spec {
-	return channels.Spec{Name: Name, MaxBatch: 1, MaxBody: MaxPayload}
+	return channels.Spec{Name: Name, MaxBatch: MaxBatch, MaxBody: MaxPayload}
 }
 
-// Send sends each message in turn and answers its Outcome (Classify). A
-// body that is not a notification drops its message; a canceled ctx
-// answers Retry for what was not sent.
+// Send sends the batch's messages at once, as concurrent requests
+// (channels.Concurrently), and answers each its Outcome (Classify), in
+// the batch's order. A body that is not a notification drops its
+// message; a canceled ctx answers Retry for what was not sent.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	return channels.OneByOne(ctx, batch, func(ctx context.Context, m channels.Message) channels.Outcome {
+	return channels.Concurrently(ctx, batch, 0, func(ctx context.Context, m channels.Message) channels.Outcome {
 		var n webpush.Notification
 		if err := json.Unmarshal(m.Body, &n); err != nil {
 			return channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("fcm: the body is not a notification: %w", err)}

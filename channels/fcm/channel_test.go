@@ -3,12 +3,17 @@ package fcm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/fcm"
+	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // unregistered is FCM v1's answer for a token whose app is gone.
@@ -52,11 +57,14 @@ func TestClassify(t *testing.T) {
 
 // fakeSender answers err for every send and keeps what it was given.
 type fakeSender struct {
+	mu   sync.Mutex
 	err  error
 	sent []fcm.Notification
 }
 
 func (f *fakeSender) Send(_ context.Context, _ string, n fcm.Notification) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.sent = append(f.sent, n)
 	return f.err
 }
@@ -82,7 +90,133 @@ func TestChannelSend(t *testing.T) {
 	if got := ch.Send(ctx, []channels.Message{{To: "tok", Body: []byte(`{}`)}}); got[0].Verdict != channels.Retry || len(f.sent) != 1 {
 		t.Fatalf("canceled: %+v, %d sent", got, len(f.sent))
 	}
-	if spec := ch.Spec(); spec.Name != "fcm" || spec.MaxBatch != 1 || spec.MaxBody != fcm.MaxPayload {
+	if spec := ch.Spec(); spec.Name != "fcm" || spec.MaxBatch != fcm.MaxBatch || fcm.MaxBatch != 100 || spec.MaxBody != fcm.MaxPayload {
 		t.Fatalf("spec %+v", spec)
+	}
+}
+
+// setupHTTP2 is a client of FCM over TLS and HTTP/2, as in production
+// (NewHTTPClient), with at most streams messages in flight.
+func setupHTTP2(t *testing.T, streams int) (*fcmtest.Server, *fcm.Client) {
+	t.Helper()
+	srv := fcmtest.NewHTTP2(t)
+	creds, err := fcm.LoadCredentials(srv.CredentialsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, &fcm.Client{Creds: creds, BaseURL: srv.URL, HTTP: fcm.NewHTTPClient(srv.RootCAs()), MaxStreams: streams}
+}
+
+// token is the i-th test registration token.
+func token(i int) string { return fmt.Sprintf("tok%d:%s", i, strings.Repeat("a", 40)) }
+
+// A batch goes to FCM at once over the client's one HTTP/2 connection
+// (the server holds every message until the whole batch is in flight),
+// and each message is answered its own Outcome in the batch's order:
+// UNREGISTERED retires, a body that is no notification drops, a 429
+// retries after its Retry-After, the rest are sent.
+func TestChannelSendsABatchOverOneConnection(t *testing.T) {
+	srv, c := setupHTTP2(t, 0)
+	const n = 20
+	batch := make([]channels.Message, n)
+	for i := range batch {
+		batch[i] = channels.Message{To: token(i), Body: []byte(fmt.Sprintf(`{"title":"t%d"}`, i))}
+	}
+	srv.Unregistered(batch[3].To)
+	srv.Throttle(batch[7].To, 429, "30")
+	batch[5].Body = []byte("not json")
+	srv.HoldUntil(n - 1) // every message but the one never sent
+	out := fcm.Channel{Sender: c}.Send(context.Background(), batch)
+	for i, o := range out {
+		want, after := channels.Sent, time.Duration(0)
+		switch i {
+		case 3:
+			want = channels.Retire
+		case 5:
+			want = channels.Drop
+		case 7:
+			want, after = channels.Retry, 30*time.Second
+		}
+		if o.Verdict != want || o.After != after {
+			t.Fatalf("outcome %d: %+v, want %s after %s", i, o, want, after)
+		}
+	}
+	if got := len(srv.Received()); got != n-3 {
+		t.Fatalf("%d messages taken, want %d", got, n-3)
+	}
+	if most := srv.MaxInFlight(); most != n-1 {
+		t.Fatalf("%d messages in flight at most, want the batch's %d", most, n-1)
+	}
+	if conns := srv.Connections(); conns != 1 {
+		t.Fatalf("%d connections for one batch (and its token exchange), want 1", conns)
+	}
+}
+
+// A client's MaxStreams bounds its messages in flight, every caller's
+// together: three batches of four at once, over a client of two streams,
+// have two at the server (which holds them) and ten waiting for a
+// stream, then all go, on one connection.
+func TestMaxStreams(t *testing.T) {
+	srv, c := setupHTTP2(t, 2)
+	srv.HoldUntil(100) // never: held until Release
+	ch := fcm.Channel{Sender: c}
+	var wg sync.WaitGroup
+	outs := make([][]channels.Outcome, 3)
+	for i := range outs {
+		batch := make([]channels.Message, 4)
+		for j := range batch {
+			batch[j] = channels.Message{To: token(4*i + j), Body: []byte(`{"title":"t"}`)}
+		}
+		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
+	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
+			return fmt.Errorf("%d in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
+		}
+		return nil
+	})
+	if most := srv.MaxInFlight(); most != 2 {
+		t.Errorf("%d messages in flight at most, want MaxStreams, 2", most)
+	}
+	srv.Release()
+	wg.Wait()
+	for _, out := range outs {
+		for _, o := range out {
+			if o.Verdict != channels.Sent {
+				t.Fatalf("outcome %+v, want Sent", o)
+			}
+		}
+	}
+	if most := srv.MaxInFlight(); most > 2 {
+		t.Errorf("%d messages in flight at most, want no more than MaxStreams, 2", most)
+	}
+	if got := len(srv.Received()); got != 12 {
+		t.Errorf("%d messages taken, want 12", got)
+	}
+	if conns := srv.Connections(); conns != 1 {
+		t.Errorf("%d connections, want 1", conns)
+	}
+}
+
+// A send waiting for one of the client's streams gives up when its
+// context ends, without a request, and that is worth a retry.
+func TestWaitForAStreamFollowsContext(t *testing.T) {
+	srv, c := setupHTTP2(t, 1)
+	srv.HoldUntil(2) // never: the one stream is held
+	held := make(chan error, 1)
+	go func() { held <- c.Send(context.Background(), token(1), fcm.Notification{Title: "held"}) }()
+	poll.True(t, poll.BusyMachine, "the held message at the server", func() bool { return srv.Sends() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- c.Send(ctx, token(2), fcm.Notification{Title: "waits"}) }()
+	poll.True(t, poll.BusyMachine, "the second send waiting for the stream", func() bool { return c.Waiting() == 1 })
+	cancel()
+	out := fcm.Classify(<-waited)
+	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Sends() != 1 {
+		t.Fatalf("waiting for a stream, canceled: %+v, %d sends, want Retry and no send", out, srv.Sends())
+	}
+	srv.Release()
+	if err := <-held; err != nil {
+		t.Fatalf("the held message: %v", err)
 	}
 }

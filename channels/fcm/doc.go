@@ -22,4 +22,13 @@
 // (push.RetryAfter); SENDER_ID_MISMATCH, THIRD_PARTY_AUTH_ERROR and any
 // other refusal are push.ErrRefused. push.Permanent works on all of them.
 // A network error or a timeout is none of these: retry it.
+//
+// What it batches, and why: HTTP v1 takes one message a request, and its
+// batch endpoint (multipart requests to /batch) was removed in 2024;
+// Google's answer is concurrent requests over HTTP/2. So Channel.Send
+// sends a batch (MaxBatch, 100) as concurrent requests and answers in
+// the batch's order, and the Client caps what it has in flight, every
+// batch's and caller's together, at MaxStreams (DefaultMaxStreams, 100,
+// the concurrent streams fcm.googleapis.com advertises a connection).
+// NewHTTPClient, the default, keeps them on one connection.
 package fcm

@@ -13,3 +13,6 @@ func ParseError(status int, body, retryAfter string) error {
 	}
 	return parseError(resp, []byte(body))
 }
+
+// Waiting counts the sends waiting for one of c's streams.
+func (c *Client) Waiting() int { return int(c.waiting.Load()) }

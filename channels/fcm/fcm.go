@@ -3,6 +3,8 @@ package fcm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -47,6 +50,34 @@ const maxAnswer = 64 << 10
 // than FCM's count of their text.
 const MaxPayload = 4000
 
+// DefaultMaxStreams is how many requests a Client has in flight at once
+// unless told (Client.MaxStreams): fcm.googleapis.com advertises 100
+// concurrent streams a connection (SETTINGS_MAX_CONCURRENT_STREAMS), so
+// one connection carries them; past what FCM allows, net/http opens a
+// second connection rather than fail.
+const DefaultMaxStreams = 100
+
+// NewHTTPClient is an HTTP client for FCM: HTTP/2 over TLS (trusting
+// rootCAs, or the system's roots when nil), one connection carrying
+// every concurrent request (MaxConnsPerHost 1 makes concurrent first
+// requests wait for the connection being dialled rather than each dial
+// its own), a timeout of defaultTimeout a request, and HTTP/2 pings to
+// find a connection that died quietly.
+func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
+	return &http.Client{
+		Timeout: defaultTimeout,
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			TLSClientConfig:     &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:   true,
+			MaxConnsPerHost:     1,
+			TLSHandshakeTimeout: 10 * time.Second,
+			IdleConnTimeout:     time.Hour,
+			HTTP2:               &http.HTTP2Config{SendPingTimeout: time.Minute, PingTimeout: 15 * time.Second},
+		},
+	}
+}
+
 // Notification is one mobile notification: a title, a line of text, and
 // the page (or deep link) a tap opens, sent as the data key "url". It has
 // the fields of apns.Notification, so one converts to the other.
@@ -65,13 +96,21 @@ type Client struct {
 	Creds *Credentials
 	// BaseURL is FCM's origin; empty means DefaultBaseURL.
 	BaseURL string
-	// HTTP posts the messages and makes the token exchange; nil means a
-	// client with a 30-second timeout. HTTP/2 to fcm.googleapis.com comes
-	// with the default transport.
+	// HTTP posts the messages and makes the token exchange; nil means
+	// NewHTTPClient(nil), made once: HTTP/2 to fcm.googleapis.com over
+	// one connection.
 	HTTP *http.Client
+	// MaxStreams is the most messages the client has in flight at once,
+	// every caller's together: the streams of its one HTTP/2 connection
+	// (0: DefaultMaxStreams). A Send past it waits for a stream, or for
+	// its context.
+	MaxStreams int
 
-	mu     sync.Mutex
-	tokens *tokenCache
+	mu      sync.Mutex
+	tokens  *tokenCache
+	client  *http.Client  // HTTP or the default
+	streams chan struct{} // MaxStreams slots, made on first use
+	waiting atomic.Int32  // sends waiting for a stream (for tests)
 }
 
 // Send posts n to the app install with registration token. nil means FCM
@@ -93,6 +132,11 @@ func (c *Client) Send(ctx context.Context, token string, n Notification) error {
 		base = DefaultBaseURL
 	}
 	endpoint := strings.TrimSuffix(base, "/") + "/v1/projects/" + url.PathEscape(c.Creds.ProjectID) + "/messages:send"
+	release, err := c.stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
 		access, src, err := tokens.token()
 		if err != nil {
@@ -119,11 +163,43 @@ func (c *Client) SendApp(ctx context.Context, token string, n webpush.Notificati
 	return c.Send(ctx, token, Notification{Title: n.Title, Body: n.Body, URL: n.URL})
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
+// stream waits for one of the client's MaxStreams and answers its
+// release.
+func (c *Client) stream(ctx context.Context) (func(), error) {
+	c.mu.Lock()
+	if c.streams == nil {
+		n := c.MaxStreams
+		if n <= 0 {
+			n = DefaultMaxStreams
+		}
+		c.streams = make(chan struct{}, n)
 	}
-	return &http.Client{Timeout: defaultTimeout}
+	streams := c.streams
+	c.mu.Unlock()
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	select {
+	case streams <- struct{}{}:
+		return func() { <-streams }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fcm: waiting for a stream: %w", ctx.Err())
+	}
+}
+
+func (c *Client) httpClient() *http.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.httpClientLocked()
+}
+
+func (c *Client) httpClientLocked() *http.Client {
+	if c.client == nil {
+		c.client = c.HTTP
+		if c.client == nil {
+			c.client = NewHTTPClient(nil)
+		}
+	}
+	return c.client
 }
 
 // tokenCache makes the client's token cache on first use, so a Client
@@ -146,7 +222,7 @@ func (c *Client) tokenCache() (*tokenCache, error) {
 	}
 	// The token source keeps this context for every later exchange: it
 	// carries the HTTP client and must outlive any one Send.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.httpClient())
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.httpClientLocked())
 	c.tokens = &tokenCache{cfg: cfg, ctx: ctx}
 	c.tokens.reset()
 	return c.tokens, nil

@@ -32,6 +32,14 @@
 // Classify maps each of these answers to an Outcome (Retire, Drop, Retry
 // with the gateway's Retry-After).
 //
+// What it batches, and why: nothing. Twilio's Messages API takes one
+// message (one To) a POST and has no batch or bulk request for distinct
+// texts to distinct numbers (a Messaging Service's queue is Twilio's,
+// not ours to fill faster), so Channel's MaxBatch is 1 and it sends with
+// channels.OneByOne. What runs at once is the lane's concurrency and its
+// rate (NEWSLETTER_SMS_RATE), which are the sender's limits Twilio
+// enforces with 429s.
+//
 // Inbound: ValidSignature checks X-Twilio-Signature (HMAC-SHA1 under the
 // auth token, over the URL and the sorted form) and Keyword reads the
 // opt-out, opt-in and help words a reader may send.

@@ -14,4 +14,10 @@
 // an event and the task per endpoint are in tasks; the handler that runs
 // that task, counts failures and disables an endpoint is in worker; the
 // endpoints are kept by the store (store.Webhooks).
+//
+// What it batches, and why: nothing. The specification delivers one
+// event a POST to one endpoint, each endpoint an admin's own server that
+// answers (and is retried, and disabled) on its own, and each delivery a
+// task of its own in tasks; so Channel's MaxBatch is 1 and it sends with
+// channels.OneByOne.
 package webhook

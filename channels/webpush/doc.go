@@ -24,6 +24,17 @@
 // browsers (so anyone) hand in, and must not reach this machine or its
 // private network.
 //
+// What it batches, and why: nothing, by choice. RFC 8030 takes one
+// message a POST, and every subscription is at an endpoint of its own,
+// each browser's push service (Google's, Mozilla's, Apple's, ...), so a
+// batch shares neither a request nor, mostly, a connection: concurrent
+// sends would gain only what the lane's concurrency gives already, and
+// the lane gates each push service apart (worker.ServiceGates), which a
+// batch spread over several services would step around. One person's
+// browsers are a few. So Channel's MaxBatch is 1 and it sends with
+// channels.OneByOne; the requests to one push service share its HTTP/2
+// connection through the client's transport all the same.
+//
 // Mobile apps are reached through their platforms' services instead:
 // push/fcm (Firebase Cloud Messaging, Android) and push/apns (Apple). Their
 // errors are classed as these are (ErrGone, ErrUnavailable, ErrRefused),

@@ -101,7 +101,7 @@ func TestAddedChannelEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, body := svc.call(t, "POST", "/api/events", `{"topic":"updates","title":"Fax","channels":["fax"]}`)
+	code, body := svc.call(t, "POST", "/api/events", `{"topic":"updates","title":"Fax","url":"https://example.com/f","channels":["fax"]}`)
 	if code != http.StatusBadRequest || !strings.Contains(string(body), "chat") {
 		t.Fatalf("an unknown channel: %d %s, want 400 naming chat among the channels", code, body)
 	}

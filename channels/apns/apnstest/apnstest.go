@@ -7,8 +7,11 @@
 // does: apns-id on every answer (the request's, or a fresh UUID), JSON
 // {"reason"} errors, 413 PayloadTooLarge past 4096 bytes, 405 for a
 // method other than POST, and 429 TooManyProviderTokenUpdates for a new
-// provider token on a connection within 20 minutes of its last. It
-// records what it takes, counts connections, and can be made slow,
+// provider token on a connection within 20 minutes of its last. As APNs
+// allows one stream on a new connection until a request with a valid
+// provider token has come, a second request in flight on a connection
+// before then is rejected. It records what it takes, counts connections
+// and the most requests in flight at once, and can be made slow,
 // answer 503 (with Retry-After), or say a device token is unregistered.
 //
 // The JWT check is written here from RFC 7515 and 7518, sharing no code
@@ -89,6 +92,9 @@ type Server struct {
 	conns        int
 	requests     int
 	inFlight     int
+	maxInFlight  int
+	connStreams  map[string]int  // by connection: requests in flight
+	connTaken    map[string]bool // by connection: a provider token verified
 	holdUntil    int
 	released     chan struct{}
 	received     []Message
@@ -124,7 +130,7 @@ func New(t testing.TB) *Server {
 		t.Fatalf("apnstest: PKCS#8: %v", err)
 	}
 	s := &Server{Key: key, now: time.Now, tokens: map[string]bool{}, expired: map[string]bool{}, tokenSwaps: map[string]time.Time{},
-		unregistered: map[string]time.Time{}, answers: map[string]answer{}}
+		connStreams: map[string]int{}, connTaken: map[string]bool{}, unregistered: map[string]time.Time{}, answers: map[string]answer{}}
 	s.KeyFile = filepath.Join(t.TempDir(), "AuthKey_"+KeyID+".p8")
 	if err := os.WriteFile(s.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
@@ -193,6 +199,9 @@ func (s *Server) HoldUntil(n int) {
 	s.holdUntil, s.released = n, make(chan struct{})
 	s.mu.Unlock()
 }
+
+// Release answers the requests HoldUntil holds, and holds no more.
+func (s *Server) Release() { s.release() }
 
 func (s *Server) release() {
 	s.mu.Lock()
@@ -271,6 +280,13 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
+// MaxInFlight is the most requests the server had in flight at once.
+func (s *Server) MaxInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxInFlight
+}
+
 // TooManyUpdates counts the 429 TooManyProviderTokenUpdates answered.
 func (s *Server) TooManyUpdates() int {
 	s.mu.Lock()
@@ -318,6 +334,7 @@ func (s *Server) reject(w http.ResponseWriter, status int, reason string, err er
 func (s *Server) hold(r *http.Request) {
 	s.mu.Lock()
 	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
 	released := s.released
 	if released != nil && s.inFlight >= s.holdUntil {
 		close(s.released)
@@ -342,7 +359,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests++
 	slow := s.slow
+	s.connStreams[r.RemoteAddr]++
+	early := s.connStreams[r.RemoteAddr] > 1 && !s.connTaken[r.RemoteAddr]
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.connStreams[r.RemoteAddr]--
+		s.mu.Unlock()
+	}()
+	if early {
+		// APNs advertises one stream until a valid provider token has
+		// come on the connection; a client that sends a second one
+		// then has not waited for the first answer.
+		s.reject(w, http.StatusBadRequest, "TooManyRequests", errors.New("a second stream on a connection before a request with a valid provider token"))
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8192))
 	if err != nil {
 		return
@@ -478,6 +509,7 @@ func (s *Server) checkToken(jwt, conn string) (int, string, error) {
 		s.tokenSwaps[conn] = now
 	}
 	s.tokens[jwt] = true
+	s.connTaken[conn] = true
 	return 0, "", nil
 }
 

@@ -9,7 +9,10 @@
 // (UNREGISTERED with 404; none for a message over 4000 bytes of
 // notification and data, a 400 INVALID_ARGUMENT). It can be made slow,
 // answer 503 or 429 with Retry-After (Unavailable, Throttle), or say a
-// token is unregistered.
+// token is unregistered. NewHTTP2 serves it over TLS and HTTP/2, as
+// fcm.googleapis.com does, and the server counts connections and the
+// most sends in flight at once, and can hold sends until enough are in
+// flight (HoldUntil).
 //
 // The JWT check is written here from RFC 7515 and 7523, sharing no code
 // with package fcm or golang.org/x/oauth2.
@@ -28,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -73,6 +77,11 @@ type Server struct {
 	srv *httptest.Server
 
 	mu           sync.Mutex
+	conns        int
+	inFlight     int
+	maxInFlight  int
+	holdUntil    int
+	released     chan struct{}
 	tokenTTL     time.Duration
 	issued       map[string]time.Time // access token -> expiry
 	exchanges    int
@@ -101,13 +110,38 @@ type answer struct {
 // message was rejected as malformed, unless ExpectRejections was called.
 func New(t testing.TB) *Server {
 	t.Helper()
+	return newServer(t, false)
+}
+
+// NewHTTP2 is New served over TLS with HTTP/2 (URL is https://), as FCM
+// is: a client trusts it with RootCAs (fcm.NewHTTPClient).
+func NewHTTP2(t testing.TB) *Server {
+	t.Helper()
+	return newServer(t, true)
+}
+
+func newServer(t testing.TB, h2 bool) *Server {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatalf("fcmtest: RSA key: %v", err)
 	}
 	s := &Server{Key: key, tokenTTL: time.Hour, issued: map[string]time.Time{},
 		unregistered: map[string]bool{}, answers: map[string]answer{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	if h2 {
+		s.srv.EnableHTTP2 = true
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
@@ -132,6 +166,7 @@ func New(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		s.Release()
 		s.srv.Close()
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -142,6 +177,74 @@ func New(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// RootCAs trusts the server's certificate (NewHTTP2's; nil for New's).
+func (s *Server) RootCAs() *x509.CertPool {
+	if s.srv.Certificate() == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(s.srv.Certificate())
+	return pool
+}
+
+// Connections counts the connections clients opened.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
+}
+
+// MaxInFlight is the most sends the server had in flight at once.
+func (s *Server) MaxInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxInFlight
+}
+
+// HoldUntil makes sends wait, unanswered, until n of them are in flight
+// at once: a client that does not send them concurrently never gets an
+// answer.
+func (s *Server) HoldUntil(n int) {
+	s.mu.Lock()
+	s.holdUntil, s.released = n, make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Release answers the sends HoldUntil holds, and holds no more.
+func (s *Server) Release() {
+	s.mu.Lock()
+	if s.released != nil {
+		close(s.released)
+		s.released, s.holdUntil = nil, 0
+	}
+	s.mu.Unlock()
+}
+
+// hold counts a send in flight and waits for HoldUntil's crowd, if one
+// was asked for; done counts it out.
+func (s *Server) hold(r *http.Request) (done func()) {
+	s.mu.Lock()
+	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	released := s.released
+	if released != nil && s.inFlight >= s.holdUntil {
+		close(s.released)
+		s.released, s.holdUntil = nil, 0
+	}
+	s.mu.Unlock()
+	if released != nil {
+		select {
+		case <-released:
+		case <-r.Context().Done():
+		}
+	}
+	return func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}
 }
 
 // TokenTTL sets the lifetime (expires_in) of the access tokens issued
@@ -424,6 +527,8 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	done := s.hold(r)
+	defer done()
 	if slow > 0 {
 		timer := time.NewTimer(slow)
 		select {
