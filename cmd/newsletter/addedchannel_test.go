@@ -161,3 +161,23 @@ func TestAddedChannelEndToEnd(t *testing.T) {
 		t.Fatalf("after the erasure chat still keeps the person's messages (%d, %v)", n, err)
 	}
 }
+
+// TestAddedLaneSizes: an added channel's lane takes its Plugin's pool,
+// or the default, and its variables override both; a bad value is an
+// error naming the variable.
+func TestAddedLaneSizes(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	sizes, err := addedLaneSizes(getenv)
+	if err != nil || sizes["chat"] != (laneSize{concurrency: defaultAddedWorkers}) {
+		t.Fatalf("defaults: %+v %v", sizes, err)
+	}
+	env["NEWSLETTER_CHAT_CONCURRENCY"], env["NEWSLETTER_CHAT_RATE"] = "12", "50"
+	if sizes, err = addedLaneSizes(getenv); err != nil || sizes["chat"] != (laneSize{concurrency: 12, rate: 50}) {
+		t.Fatalf("from the environment: %+v %v", sizes, err)
+	}
+	env["NEWSLETTER_CHAT_CONCURRENCY"] = "0"
+	if _, err := addedLaneSizes(getenv); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_CHAT_CONCURRENCY") {
+		t.Fatalf("a pool of 0: %v", err)
+	}
+}

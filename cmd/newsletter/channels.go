@@ -1,10 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
-	"net/http"
-	"time"
-
 	"github.com/newsletter/newsletter/channels/apns"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/sms"
@@ -71,13 +67,7 @@ func appGates(a *app) map[string]*worker.AppGate {
 	// one leaves the browsers and the other platform the rest.
 	slots := max(1, a.cfg.PushConcurrency/4)
 	if a.cfg.FCM != nil {
-		c := &fcm.Client{Creds: a.cfg.FCM, BaseURL: a.cfg.FCMURL}
-		if a.cfg.PushCAs != nil {
-			c.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-				Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-				TLSClientConfig: &tls.Config{RootCAs: a.cfg.PushCAs, MinVersion: tls.VersionTLS12},
-			}}
-		}
+		c := &fcm.Client{Creds: a.cfg.FCM, BaseURL: a.cfg.FCMURL, HTTP: fcm.NewHTTPClient(a.cfg.PushCAs)}
 		gates[store.PlatformFCM] = worker.NewAppGate(c, slots, 0)
 		gates[store.PlatformFCM].Rate = pace.NewLane(a.rdb, "push:fcm", a.cfg.FCMRate)
 	}

@@ -69,8 +69,10 @@ func workerConfig(a *app) worker.Config {
 	}
 	for _, name := range a.cfg.Lanes {
 		l := worker.Lane{Name: name, Concurrency: a.cfg.laneConcurrency(name)}
-		if name != tasks.LaneEmail {
-			l.Pace = pace.NewLane(a.rdb, name, a.cfg.laneRate(name))
+		// No rate (0) is an added channel's that names none; the
+		// built-in lanes' rates are at least 1.
+		if r := a.cfg.laneRate(name); name != tasks.LaneEmail && r > 0 {
+			l.Pace = pace.NewLane(a.rdb, name, r)
 		}
 		cfg.Lanes = append(cfg.Lanes, l)
 	}
