@@ -264,12 +264,7 @@ func (h *ChannelLane) now() time.Time {
 // provider's Retry-After when longer than the lane's backoff, or the
 // backoff.
 func (h *ChannelLane) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
-	d := h.Retry.Delay(n, err, t)
-	var f *deliveryFailure
-	if errors.As(err, &f) && f.wait > d {
-		return f.wait
-	}
-	return d
+	return h.Retry.ProviderDelay(n, err, t)
 }
 
 func (h *ChannelLane) count(result string) {

@@ -324,12 +324,7 @@ func (h *PushSender) notifyBrowser(ctx context.Context, subID int64, b store.Pus
 // RetryDelay is the push lane's asynq RetryDelayFunc: the lane's backoff,
 // or the push service's Retry-After when that is longer.
 func (h *PushSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
-	d := h.Retry.Delay(n, err, t)
-	var f *deliveryFailure
-	if errors.As(err, &f) && f.wait > d {
-		return f.wait
-	}
-	return d
+	return h.Retry.ProviderDelay(n, err, t)
 }
 
 func (h *PushSender) count(result string) {

@@ -101,3 +101,15 @@ func IsFailure(err error) bool {
 func redisAway(err error) bool {
 	return email.AsSendError(err) == nil && store.Unavailable(err)
 }
+
+// ProviderDelay is Delay, or the provider's own wait when that is longer
+// (a deliveryFailure's Retry-After): the notification lanes' retry delay,
+// so a provider that asked for an hour is not asked again in a minute.
+func (p RetryPolicy) ProviderDelay(n int, err error, t *asynq.Task) time.Duration {
+	d := p.Delay(n, err, t)
+	var f *deliveryFailure
+	if errors.As(err, &f) && f.wait > d {
+		return f.wait
+	}
+	return d
+}

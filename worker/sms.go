@@ -175,12 +175,7 @@ func (h *SMSSender) textVia(ctx context.Context, number, body string) channels.O
 // the gateway's Retry-After when longer than the lane's backoff, or the
 // backoff.
 func (h *SMSSender) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
-	d := h.Retry.Delay(n, err, t)
-	var f *deliveryFailure
-	if errors.As(err, &f) && f.wait > d {
-		return f.wait
-	}
-	return d
+	return h.Retry.ProviderDelay(n, err, t)
 }
 
 func (h *SMSSender) count(result string) {
