@@ -239,6 +239,7 @@ func TestClusterWorkerKilledMidIssue(t *testing.T) {
 	}
 	_ = first.Wait() // killed: its error is the signal
 	killedAt := len(smtpSrv.Messages())
+	expireKilledLeases(t, cluster.Client(t), first)
 
 	workerEnv["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", workerEnv)
