@@ -44,7 +44,7 @@ func TestChannelIsolation(t *testing.T) {
 		t.Skip("2,000 readers on four channels, and waits for asynq to recover a killed worker's tasks")
 	}
 	const readers, smsConcurrency = 2000, 4
-	rdb, redisURL := longTestRedis(t)
+	rdb, redisURL := bulkTestRedis(t)
 	bulkDone := oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)

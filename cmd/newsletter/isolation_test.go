@@ -57,7 +57,7 @@ func TestLaneIsolation(t *testing.T) {
 		t.Skip("2,000 mails and pushes, and waits for asynq to recover a killed worker's tasks (about a minute)")
 	}
 	const subscribers, concurrency = 2000, 4
-	rdb, redisURL := longTestRedis(t)
+	rdb, redisURL := bulkTestRedis(t)
 	bulkDone := oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)

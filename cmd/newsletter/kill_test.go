@@ -18,6 +18,7 @@ import (
 
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -37,11 +38,18 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	parallelGiven := false
 	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
-	if !parallelGiven {
-		// Not flag.Set's error: the flag is testing's own, and the value
-		// a number.
-		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallelTests)))
+	slots := max(runtime.GOMAXPROCS(0), parallelTests)
+	if parallelGiven {
+		slots, _ = strconv.Atoi(flag.Lookup("test.parallel").Value.String())
 	}
+	// go test's own gate lets every parallel test through (a test that
+	// waited in it could not get to the bulk sends' way round
+	// parallelSlots); parallelSlots holds all but the bulk sends to slots
+	// at a time (see bulkTest). Not flag.Set's error: the flag is
+	// testing's own, and the value a number.
+	_ = flag.Set("test.parallel", strconv.Itoa(everyTest))
+	parallelSlots = make(chan struct{}, max(slots, 1))
+	redistest.AfterParallel = takeSlot
 	os.Exit(m.Run())
 }
 
@@ -56,6 +64,49 @@ func TestMain(m *testing.M) {
 // suite's time).
 // -parallel still says otherwise.
 const parallelTests = 4
+
+// parallelSlots is the package's own gate for its parallel tests,
+// parallelTests (or -parallel) wide. go test's gate hands its slots to
+// the waiting tests in no order it promises (in practice the last
+// declared first), and the bulk sends, the package's long pole, often
+// got theirs minutes after the start, once most of the others had run.
+// They now pass go test's gate at once and skip this one (bulkTest):
+// they wait only for each other (oneBulkSendAtATime), and run beside
+// parallelTests others from the package's first parallel second.
+var parallelSlots chan struct{}
+
+// everyTest is go test's -parallel as TestMain sets it: more than the
+// package has tests and subtests, so that none waits in go test's gate.
+const everyTest = 10000
+
+// takeSlot holds t, which has just called t.Parallel, until one of
+// parallelSlots is free, and frees it when t ends. redistest.Own calls
+// it (redistest.AfterParallel); a test that calls t.Parallel itself
+// calls parallel instead.
+func takeSlot(t *testing.T) {
+	if parallelSlots == nil { // a test run without TestMain's set-up
+		return
+	}
+	parallelSlots <- struct{}{}
+	t.Cleanup(func() { <-parallelSlots })
+}
+
+// parallel is t.Parallel and then a slot of parallelSlots.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	takeSlot(t)
+}
+
+// bulkTest is t.Parallel for the bulk sends (TestLaneIsolation,
+// TestChannelIsolation, TestClusterIssueToManyReaders): no slot of
+// parallelSlots, and one bulk send at a time (oneBulkSendAtATime). A
+// test's elapsed time in go test's report includes its wait for a
+// slot.
+func bulkTest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
 
 // bulkSends lets one bulk send at a time run among the parallel tests:
 // the tests that push thousands of messages through a worker within a
