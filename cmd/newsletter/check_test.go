@@ -114,7 +114,7 @@ func TestStartSaysWhatIsWrongWithSMTP(t *testing.T) {
 // every primary; seeds that are not there fail the line, naming the
 // variable.
 func TestCheckCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	c := rediscluster.Start(t)
 	seeds := c.Addrs()
 	env := realEnv("", "", map[string]string{

@@ -38,7 +38,7 @@ func clusterEnv(c *rediscluster.Cluster, smtpURL string, extra map[string]string
 func TestClusterSignupFlowOverSMTP(t *testing.T) {
 	// Its own cluster, ports and SMTP fake: it runs beside the other
 	// cluster tests, after the package's sequential tests.
-	t.Parallel()
+	parallel(t)
 	cluster := rediscluster.Start(t)
 	smtpSrv := smtptest.Start(t)
 	svc := startService(t, clusterEnv(cluster, smtpSrv.URL(), map[string]string{
@@ -134,7 +134,7 @@ const clusterIssueReaders = 20000
 func TestClusterIssueToManyReaders(t *testing.T) {
 	// Its own cluster, ports and SMTP fake: it runs beside the other
 	// cluster tests, after the package's sequential tests.
-	t.Parallel()
+	bulkTest(t)
 	if testing.Short() {
 		t.Skip("sends 20,000 mails")
 	}
@@ -213,7 +213,7 @@ func withSubject(msgs []smtptest.Message, subject string) []smtptest.Message {
 func TestClusterWorkerKilledMidIssue(t *testing.T) {
 	// Its own cluster, ports and SMTP fake: it runs beside the other
 	// cluster tests, after the package's sequential tests.
-	t.Parallel()
+	parallel(t)
 	if testing.Short() {
 		t.Skip("waits for asynq to recover the killed worker's tasks (about a minute)")
 	}
@@ -239,6 +239,7 @@ func TestClusterWorkerKilledMidIssue(t *testing.T) {
 	}
 	_ = first.Wait() // killed: its error is the signal
 	killedAt := len(smtpSrv.Messages())
+	expireKilledLeases(t, cluster.Client(t), first)
 
 	workerEnv["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", workerEnv)
@@ -270,7 +271,7 @@ func TestClusterWorkerKilledMidIssue(t *testing.T) {
 func TestClusterPrimaryKilledMidIssue(t *testing.T) {
 	// Its own cluster, ports and SMTP fake: it runs beside the other
 	// cluster tests, after the package's sequential tests.
-	t.Parallel()
+	parallel(t)
 	if testing.Short() {
 		t.Skip("kills a Redis primary and may wait for asynq to recover tasks (about a minute)")
 	}

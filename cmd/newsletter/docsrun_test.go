@@ -115,6 +115,12 @@ func fileBlocks(name string, lines []string) (blocks []docsBlock, problems []str
 // renamed route, flag or field fails the test with the file, line and
 // output.
 func TestDocsShellBlocksRun(t *testing.T) {
+	// Each file's blocks run on a Redis and a service of their own
+	// (redistest.Own): nothing here need hold up the package's other
+	// tests, which start only once the sequential ones are done. The
+	// subtests take the parallel slots (takeSlot); this parent, which
+	// only waits for them, takes none.
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash on this machine")

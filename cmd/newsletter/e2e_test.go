@@ -136,7 +136,7 @@ func (b browser) shot(name string) {
 // the confirmation from the dev mailbox, confirm, open the preference
 // centre from the welcome's footer, change the topics, and leave.
 func TestE2ESignupInBrowser(t *testing.T) {
-	t.Parallel() // an embedded Redis of its own, first: the browser's deadline runs from its making
+	parallel(t) // an embedded Redis of its own, first: the browser's deadline runs from its making
 	b := browser{t: t, ctx: newBrowser(t)}
 	svc := startService(t, map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": "e2e-admin-token-0123", "NEWSLETTER_WELCOME_DELAY": "1s", "NEWSLETTER_POLL_INTERVAL": "50ms",

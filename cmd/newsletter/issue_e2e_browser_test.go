@@ -37,7 +37,7 @@ Tell us what you would like to read about: reply to this mail, or see the
 // personal. With NEWSLETTER_E2E_SCREENSHOTS it is the guide's picture
 // (7-archive.png).
 func TestE2EArchivePageInBrowser(t *testing.T) {
-	t.Parallel() // an embedded Redis of its own, first: the browser's deadline runs from its making
+	parallel(t) // an embedded Redis of its own, first: the browser's deadline runs from its making
 	b := browser{t: t, ctx: newBrowser(t)}
 	svc := startService(t, map[string]string{"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_POLL_INTERVAL": "50ms"}, "serve")
 	id := svc.createIssue(t, "Spring notes: three changes", "What changed this spring", archiveLetter, "updates")

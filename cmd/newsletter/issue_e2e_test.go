@@ -357,6 +357,7 @@ func TestWorkerKilledMidIssue(t *testing.T) {
 	}
 	_ = first.Wait() // killed: its error is the signal
 	killedAt := len(smtpSrv.Messages())
+	expireKilledLeases(t, rdb, first)
 
 	workerEnv["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", workerEnv)

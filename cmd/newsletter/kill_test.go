@@ -9,13 +9,16 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -35,11 +38,18 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	parallelGiven := false
 	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
-	if !parallelGiven {
-		// Not flag.Set's error: the flag is testing's own, and the value
-		// a number.
-		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), parallelTests)))
+	slots := max(runtime.GOMAXPROCS(0), parallelTests)
+	if parallelGiven {
+		slots, _ = strconv.Atoi(flag.Lookup("test.parallel").Value.String())
 	}
+	// go test's own gate lets every parallel test through (a test that
+	// waited in it could not get to the bulk sends' way round
+	// parallelSlots); parallelSlots holds all but the bulk sends to slots
+	// at a time (see bulkTest). Not flag.Set's error: the flag is
+	// testing's own, and the value a number.
+	_ = flag.Set("test.parallel", strconv.Itoa(everyTest))
+	parallelSlots = make(chan struct{}, max(slots, 1))
+	redistest.AfterParallel = takeSlot
 	os.Exit(m.Run())
 }
 
@@ -55,6 +65,49 @@ func TestMain(m *testing.M) {
 // -parallel still says otherwise.
 const parallelTests = 4
 
+// parallelSlots is the package's own gate for its parallel tests,
+// parallelTests (or -parallel) wide. go test's gate hands its slots to
+// the waiting tests in no order it promises (in practice the last
+// declared first), and the bulk sends, the package's long pole, often
+// got theirs minutes after the start, once most of the others had run.
+// They now pass go test's gate at once and skip this one (bulkTest):
+// they wait only for each other (oneBulkSendAtATime), and run beside
+// parallelTests others from the package's first parallel second.
+var parallelSlots chan struct{}
+
+// everyTest is go test's -parallel as TestMain sets it: more than the
+// package has tests and subtests, so that none waits in go test's gate.
+const everyTest = 10000
+
+// takeSlot holds t, which has just called t.Parallel, until one of
+// parallelSlots is free, and frees it when t ends. redistest.Own calls
+// it (redistest.AfterParallel); a test that calls t.Parallel itself
+// calls parallel instead.
+func takeSlot(t *testing.T) {
+	if parallelSlots == nil { // a test run without TestMain's set-up
+		return
+	}
+	parallelSlots <- struct{}{}
+	t.Cleanup(func() { <-parallelSlots })
+}
+
+// parallel is t.Parallel and then a slot of parallelSlots.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	takeSlot(t)
+}
+
+// bulkTest is t.Parallel for the bulk sends (TestLaneIsolation,
+// TestChannelIsolation, TestClusterIssueToManyReaders): no slot of
+// parallelSlots, and one bulk send at a time (oneBulkSendAtATime). A
+// test's elapsed time in go test's report includes its wait for a
+// slot.
+func bulkTest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // bulkSends lets one bulk send at a time run among the parallel tests:
 // the tests that push thousands of messages through a worker within a
 // deadline (TestClusterIssueToManyReaders, TestChannelIsolation,
@@ -65,18 +118,73 @@ const parallelTests = 4
 var bulkSends = make(chan struct{}, 1)
 
 // oneBulkSendAtATime waits for the other bulk sends to end, then holds
-// the turn until t ends. A test calls it once it runs in parallel and
-// before its deadlines start.
-func oneBulkSendAtATime(t *testing.T) {
+// the turn until t ends or until it calls the returned done, whichever
+// comes first. A test calls it once it runs in parallel and before its
+// deadlines start, and calls done once its bulk send is over: what
+// follows in the isolation tests (a lane backing up while its provider
+// hangs, asynq's recoverer handing a killed worker's tasks back, a
+// minute or two of waiting) keeps no core busy, and the next bulk send
+// need not wait for it.
+func oneBulkSendAtATime(t *testing.T) (done func()) {
 	t.Helper()
 	bulkSends <- struct{}{}
-	t.Cleanup(func() { <-bulkSends })
+	var once sync.Once
+	done = func() { once.Do(func() { <-bulkSends }) }
+	t.Cleanup(done)
+	return done
 }
 
 // recoverAfter is the longest asynq takes to hand a killed worker's task
 // to another: its recoverer looks every minute for tasks whose lease (30 s
 // from the last heartbeat) ran out at least 30 s before.
 const recoverAfter = 2 * time.Minute
+
+// expireKilledLeases stands for the time asynq waits before it gives a
+// killed worker's tasks to another: it moves the lease of every task
+// still active back by an hour (asynq's lease zsets, one per queue, whose
+// scores are the leases' ends), as if the minute had passed. It must be
+// called once every worker process is dead and before the next one
+// starts: asynq's recoverer runs when a server starts (then every
+// minute), finds the leases expired, and hands those tasks back as
+// retries, as it would have a minute or two later. Everything the test
+// checks of the recovery (who gets the mail, how many twice, the claims
+// the retries take over) is the same; only the wait is gone. It fails
+// the test while an asynq server other than the dead one still reports
+// (a live one's leases are not its to expire).
+func expireKilledLeases(t *testing.T, rdb redis.UniversalClient, dead *exec.Cmd) {
+	t.Helper()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	servers, err := insp.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		if s.PID != dead.Process.Pid {
+			t.Fatalf("expireKilledLeases: asynq server %s (pid %d) is alive beside the killed pid %d", s.ID, s.PID, dead.Process.Pid)
+		}
+	}
+	queues, err := insp.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	past := float64(time.Now().Add(-time.Hour).Unix())
+	expired := 0
+	for _, q := range queues {
+		key := "asynq:{" + q + "}:lease"
+		ids, err := rdb.ZRange(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if err := rdb.ZAddXX(ctx, key, redis.Z{Score: past, Member: id}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			expired++
+		}
+	}
+	t.Logf("expired the leases of the killed worker's %d active tasks", expired)
+}
 
 func startProcess(t *testing.T, role string, env map[string]string) *exec.Cmd {
 	t.Helper()
@@ -129,6 +237,7 @@ func TestWorkerKilledMidDigest(t *testing.T) {
 	}
 	first.Wait()
 	killedAt := len(smtpSrv.Messages())
+	expireKilledLeases(t, rdb, first)
 
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)

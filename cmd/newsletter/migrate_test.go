@@ -27,7 +27,7 @@ import (
 // the cluster now in use is refused, as is a copy while roles run on the
 // source.
 func TestMigrateToCluster(t *testing.T) {
-	t.Parallel() // a redis-server and a cluster of its own
+	parallel(t) // a redis-server and a cluster of its own
 	// A Redis of its own, a real one whatever the tests use: the copy is
 	// DUMP and RESTORE, Redis's own serialisation, which miniredis does
 	// not speak.

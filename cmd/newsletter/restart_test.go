@@ -97,11 +97,22 @@ func (r *redisServer) stop(t *testing.T) {
 // and runs alone.
 func longTestRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
+	return ownRedisServer(t, parallel)
+}
+
+// bulkTestRedis is longTestRedis for a bulk send (bulkTest).
+func bulkTestRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	return ownRedisServer(t, bulkTest)
+}
+
+func ownRedisServer(t *testing.T, parallel func(*testing.T)) (*redis.Client, string) {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return redistest.New(t, redistest.DBCommand)
 	}
-	t.Parallel()
+	parallel(t)
 	srv := newRedisServer(t, bin, true)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + srv.port})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -123,7 +134,7 @@ func TestRedisRestartMidDigest(t *testing.T) {
 	}
 	const subscribers, batch, concurrency = 3000, 50, 4
 	srv := startRedisServer(t)
-	t.Parallel() // a Redis of its own, as the other long tests (longTestRedis)
+	parallel(t) // a Redis of its own, as the other long tests (longTestRedis)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + srv.port})
 	t.Cleanup(func() { _ = rdb.Close() })
 	smtpSrv := smtptest.Start(t)

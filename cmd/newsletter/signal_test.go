@@ -37,7 +37,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, timeout time.Duration) *os.ProcessSta
 // clean shutdown the process exits 0, so a terminal, make or a supervisor
 // does not report an error.
 func TestSignalEndsWithExitZero(t *testing.T) {
-	t.Parallel() // processes on embedded Redis of their own, signalled by pid
+	parallel(t) // processes on embedded Redis of their own, signalled by pid
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := freeAddr(t)
@@ -71,7 +71,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 	}
 	// Minutes of compiling on a fresh machine: beside the long tests that
 	// wait on asynq's recoverer (longTestRedis), not before them.
-	t.Parallel()
+	parallel(t)
 	makePath, err := exec.LookPath("make")
 	if err != nil {
 		t.Skip("no make on this machine")

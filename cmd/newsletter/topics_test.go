@@ -314,6 +314,7 @@ func TestSequenceSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Wait()
+	expireKilledLeases(t, rdb, first)
 	env["NEWSLETTER_ADDR"] = freeAddr(t)
 	startProcess(t, "worker", env)
 	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {

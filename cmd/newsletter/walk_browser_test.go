@@ -88,7 +88,7 @@ func TestPublisherWalkInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a browser walk through a running service: not under -short")
 	}
-	t.Parallel() // an embedded Redis of its own, first: the browser's deadline runs from its making
+	parallel(t) // an embedded Redis of its own, first: the browser's deadline runs from its making
 	// The logo is on https (the settings want it so): a server of the
 	// test's own, whose certificate the browser is told to take.
 	logoSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -44,14 +44,14 @@ const ownWait = poll.BusyMachine
 func Own(t *testing.T, db int) (*redis.Client, string) {
 	t.Helper()
 	if os.Getenv(EnvURL) == "" {
-		t.Parallel()
+		parallel(t)
 		return New(t, db)
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return New(t, db)
 	}
-	t.Parallel()
+	parallel(t)
 	addr := startServer(t, bin)
 	c := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() {
@@ -60,6 +60,20 @@ func Own(t *testing.T, db int) (*redis.Client, string) {
 		}
 	})
 	return c, "redis://" + addr + "/" + strconv.Itoa(db)
+}
+
+// AfterParallel, when set, is called by Own right after its t.Parallel:
+// a package can hold its parallel tests to a gate of its own there
+// (cmd/newsletter's, which lets its longest tests start first). Set it
+// in TestMain, before any test runs.
+var AfterParallel func(t *testing.T)
+
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	if AfterParallel != nil {
+		AfterParallel(t)
+	}
 }
 
 // Ports handed to a private redis-server in this test binary: a port
