@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
@@ -273,9 +274,10 @@ func (s *Server) digestStatus(w http.ResponseWriter, r *http.Request) {
 func eventChannels(list []string) ([]string, string) {
 	var out []string
 	for _, c := range list {
-		c = strings.TrimSpace(c)
+		// Exactly a channel's name: " email" is not one (as a case
+		// variant is not), and a long name is quoted by its start only.
 		if !slices.Contains(choosable(), c) {
-			return nil, fmt.Sprintf("unknown channel %q: want some of %s", c, strings.Join(choosable(), ", "))
+			return nil, fmt.Sprintf("unknown channel %q: want some of %s", shortened(c, 40), strings.Join(choosable(), ", "))
 		}
 		if slices.Contains(out, c) {
 			return nil, fmt.Sprintf("channel %q is named twice", c)
@@ -286,4 +288,16 @@ func eventChannels(list []string) ([]string, string) {
 		return nil, "channels is empty: leave it out for every channel"
 	}
 	return out, ""
+}
+
+// shortened is s cut to at most n bytes at a rune boundary, with "…" when
+// cut: a client's bad value quoted back without all of it.
+func shortened(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -63,16 +63,20 @@ func TestPhoneByAPI(t *testing.T) {
 	}
 }
 
-// An event may name its channels: each one of email, push, sms, none
-// twice, not an empty list; otherwise 400 and nothing queued.
+// An event may name its channels: each exactly one of email, push, sms
+// (no spaces around it), none twice, not an empty list; otherwise 400,
+// the bad name quoted by its first 40 bytes, and nothing queued.
 func TestEventChannels(t *testing.T) {
 	e := newHooksEnv(t, Config{})
 	for body, says := range map[string]string{
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["fax"]}`:         "unknown channel",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","sms"]}`:   "twice",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[]}`:              "empty",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":"sms"}`:           "list",
-		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","email"]}`: "",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["fax"]}`:                              "unknown channel",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","sms"]}`:                        "twice",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[" email"]}`:                           "unknown channel",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["email\u00a0"]}`:                      "unknown channel",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["` + strings.Repeat("x", 500) + `"]}`: `unknown channel \"` + strings.Repeat("x", 40) + `…\"`,
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":[]}`:                                   "empty",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":"sms"}`:                                "list",
+		`{"topic":"updates","title":"T","url":"https://x.io/t","channels":["sms","email"]}`:                      "",
 	} {
 		status, got := e.hookAdmin(t, "POST", "/api/events", body)
 		want := 400

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,11 +149,12 @@ func TestAddedChannelEndToEnd(t *testing.T) {
 		t.Fatalf("a reader who did not choose chat got %v", got)
 	}
 	var export struct {
-		Channels map[string][]string `json:"channels"`
+		Channels    map[string][]string `json:"channels"`
+		ChannelData map[string][]string `json:"channel_data"`
 	}
 	svc.callJSON(t, "GET", "/api/subscribers/chooses@example.com/export", "", http.StatusOK, &export)
-	if len(export.Channels["chat"]) != 1 {
-		t.Fatalf("the export's channels: %v, want the chat message", export.Channels)
+	if len(export.ChannelData["chat"]) != 1 || !slices.Contains(export.Channels[topics.Updates], "chat") {
+		t.Fatalf("the export's channel data %v and channels %v: want the chat message, and chat among the choices", export.ChannelData, export.Channels)
 	}
 	if code, body := svc.call(t, "DELETE", "/api/subscribers/chooses@example.com", ""); code != http.StatusNoContent {
 		t.Fatalf("erase: %d %s", code, body)

@@ -20,9 +20,10 @@ type PersonalExport struct {
 	// secrets (the outer field is the one JSON writes).
 	Push    []browserExport `json:"push_subscriptions"`
 	Devices []deviceExport  `json:"devices"`
-	// Channels are what the channels added through the seam keep of the
-	// person, by channel.
-	Channels map[string]any `json:"channels,omitempty"`
+	// ChannelData is what the channels added through the seam keep of
+	// the person, by channel ("channels" is PersonalData's: their choice
+	// of channels by topic).
+	ChannelData map[string]any `json:"channel_data,omitempty"`
 }
 
 // browserExport is a browser as an export shows it: its push service and

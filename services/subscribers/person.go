@@ -124,10 +124,10 @@ func (s *Service) Export(ctx context.Context, email string) (PersonalExport, err
 			return PersonalExport{}, fmt.Errorf("export from channel %s: %w", c.Name(), err)
 		}
 		if v != nil {
-			if out.Channels == nil {
-				out.Channels = map[string]any{}
+			if out.ChannelData == nil {
+				out.ChannelData = map[string]any{}
 			}
-			out.Channels[c.Name()] = v
+			out.ChannelData[c.Name()] = v
 		}
 	}
 	return out, nil
