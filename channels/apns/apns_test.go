@@ -23,6 +23,7 @@ import (
 	"github.com/newsletter/newsletter/channels/apns"
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
@@ -347,43 +348,21 @@ func TestMaxStreams(t *testing.T) {
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.HoldUntil(100) // never: held until Release
 	ch := apns.Channel{Sender: c}
-	var wg sync.WaitGroup
-	outs := make([][]channels.Outcome, 3)
-	for i := range outs {
+	crowd.MaxStreams(t, srv, c.Waiting, crowd.Streams{Max: 2, Waiting: 10, Noun: "requests"}, 3, func(int) error {
 		batch := make([]channels.Message, 4)
 		for j := range batch {
 			batch[j] = channels.Message{To: device, Body: []byte(`{"title":"t"}`)}
 		}
-		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
-	}
-	poll.Until(t, poll.BusyMachine, func() error {
-		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
-			return fmt.Errorf("%d requests in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
+		for _, o := range ch.Send(context.Background(), batch) {
+			if o.Verdict != channels.Sent {
+				return fmt.Errorf("outcome %+v, want Sent", o)
+			}
 		}
 		return nil
 	})
-	if most := srv.MaxInFlight(); most != 2 {
-		t.Errorf("%d requests in flight at most, want MaxStreams, 2", most)
-	}
-	srv.Release()
-	wg.Wait()
-	for _, out := range outs {
-		for _, o := range out {
-			if o.Verdict != channels.Sent {
-				t.Fatalf("outcome %+v, want Sent", o)
-			}
-		}
-	}
-	if most := srv.MaxInFlight(); most > 2 {
-		t.Errorf("%d requests in flight at most, want no more than MaxStreams, 2", most)
-	}
 	if got := len(srv.Received()); got != 13 {
 		t.Errorf("%d notifications taken, want 13", got)
-	}
-	if conns := srv.Connections(); conns != 1 {
-		t.Errorf("%d connections, want 1", conns)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
@@ -158,44 +159,27 @@ func TestChannelSendsABatchOverOneConnection(t *testing.T) {
 // stream, then all go, on one connection.
 func TestMaxStreams(t *testing.T) {
 	srv, c := setupHTTP2(t, 2)
-	srv.HoldUntil(100) // never: held until Release
 	ch := fcm.Channel{Sender: c}
-	var wg sync.WaitGroup
-	outs := make([][]channels.Outcome, 3)
-	for i := range outs {
+	crowd.MaxStreams(t, srv, c.Waiting, crowd.Streams{Max: 2, Waiting: 10, Noun: "messages"}, 3, func(i int) error {
 		batch := make([]channels.Message, 4)
 		for j := range batch {
 			batch[j] = channels.Message{To: token(4*i + j), Body: []byte(`{"title":"t"}`)}
 		}
-		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
-	}
-	poll.Until(t, poll.BusyMachine, func() error {
-		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
-			return fmt.Errorf("%d in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
-		}
-		return nil
+		return allSent(ch.Send(context.Background(), batch))
 	})
-	if most := srv.MaxInFlight(); most != 2 {
-		t.Errorf("%d messages in flight at most, want MaxStreams, 2", most)
-	}
-	srv.Release()
-	wg.Wait()
-	for _, out := range outs {
-		for _, o := range out {
-			if o.Verdict != channels.Sent {
-				t.Fatalf("outcome %+v, want Sent", o)
-			}
-		}
-	}
-	if most := srv.MaxInFlight(); most > 2 {
-		t.Errorf("%d messages in flight at most, want no more than MaxStreams, 2", most)
-	}
 	if got := len(srv.Received()); got != 12 {
 		t.Errorf("%d messages taken, want 12", got)
 	}
-	if conns := srv.Connections(); conns != 1 {
-		t.Errorf("%d connections, want 1", conns)
+}
+
+// allSent is an error for the first outcome that is not Sent.
+func allSent(outs []channels.Outcome) error {
+	for _, o := range outs {
+		if o.Verdict != channels.Sent {
+			return fmt.Errorf("outcome %+v, want Sent", o)
+		}
 	}
+	return nil
 }
 
 // A send waiting for one of the client's streams gives up when its
