@@ -24,7 +24,6 @@ import (
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/webpush"
 	"github.com/newsletter/newsletter/internal/testkit/crowd"
-	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // A device token of today's length (32 bytes).
@@ -375,23 +374,16 @@ func TestWaitForAStreamFollowsContext(t *testing.T) {
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.HoldUntil(2) // never: the one stream is held
-	held := make(chan error, 1)
-	go func() { held <- c.Send(context.Background(), device, apns.Notification{Title: "held"}) }()
-	poll.True(t, poll.BusyMachine, "the held request at the server", func() bool { return srv.Requests() == 2 })
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() { waited <- c.Send(ctx, device, apns.Notification{Title: "waits"}) }()
-	poll.True(t, poll.BusyMachine, "the third send waiting for the stream", func() bool { return c.Waiting() == 1 })
-	cancel()
-	out := apns.Classify(<-waited)
-	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Requests() != 2 {
-		t.Fatalf("waiting for a stream, canceled: %+v, %d requests, want Retry and no request", out, srv.Requests())
-	}
-	srv.Release()
-	if err := <-held; err != nil {
-		t.Fatalf("the held request: %v", err)
-	}
+	crowd.WaitForAStream(t, crowd.Waiter{Server: srv, Waiting: c.Waiting, Requests: srv.Requests, Before: 1, Noun: "request",
+		Send: func(ctx context.Context, _ int, title string) error {
+			return c.Send(ctx, device, apns.Notification{Title: title})
+		},
+		Retry: func(err error) error {
+			if out := apns.Classify(err); out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) {
+				return fmt.Errorf("%+v", out)
+			}
+			return nil
+		}})
 }
 
 // A slow APNs is given up on when the caller's context ends, and that is

@@ -14,7 +14,6 @@ import (
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
 	"github.com/newsletter/newsletter/internal/testkit/crowd"
-	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
 // unregistered is FCM v1's answer for a token whose app is gone.
@@ -186,21 +185,14 @@ func allSent(outs []channels.Outcome) error {
 // context ends, without a request, and that is worth a retry.
 func TestWaitForAStreamFollowsContext(t *testing.T) {
 	srv, c := setupHTTP2(t, 1)
-	srv.HoldUntil(2) // never: the one stream is held
-	held := make(chan error, 1)
-	go func() { held <- c.Send(context.Background(), token(1), fcm.Notification{Title: "held"}) }()
-	poll.True(t, poll.BusyMachine, "the held message at the server", func() bool { return srv.Sends() == 1 })
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() { waited <- c.Send(ctx, token(2), fcm.Notification{Title: "waits"}) }()
-	poll.True(t, poll.BusyMachine, "the second send waiting for the stream", func() bool { return c.Waiting() == 1 })
-	cancel()
-	out := fcm.Classify(<-waited)
-	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Sends() != 1 {
-		t.Fatalf("waiting for a stream, canceled: %+v, %d sends, want Retry and no send", out, srv.Sends())
-	}
-	srv.Release()
-	if err := <-held; err != nil {
-		t.Fatalf("the held message: %v", err)
-	}
+	crowd.WaitForAStream(t, crowd.Waiter{Server: srv, Waiting: c.Waiting, Requests: srv.Sends, Noun: "message",
+		Send: func(ctx context.Context, i int, title string) error {
+			return c.Send(ctx, token(i), fcm.Notification{Title: title})
+		},
+		Retry: func(err error) error {
+			if out := fcm.Classify(err); out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) {
+				return fmt.Errorf("%+v", out)
+			}
+			return nil
+		}})
 }

@@ -6,6 +6,7 @@
 package crowd
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -151,5 +152,48 @@ func MaxStreams(t *testing.T, srv Server, waiting func() int, want Streams, send
 	}
 	if conns := srv.Connections(); conns != 1 {
 		t.Errorf("%d connections, want 1", conns)
+	}
+}
+
+// Waiter is what WaitForAStream drives: a client of one stream that has
+// made Before requests so far (Requests counts them at the server).
+type Waiter struct {
+	Server
+	// Send sends the i-th message (1, the one held; 2, the one that
+	// waits for a stream) titled title through the client.
+	Send func(ctx context.Context, i int, title string) error
+	// Waiting counts the client's sends waiting for a stream.
+	Waiting func() int
+	// Requests counts the requests at the server, Before of them before
+	// the test.
+	Requests func() int
+	Before   int
+	// Retry says why err (the canceled send's) is not a Retry of
+	// context.Canceled, or nil when it is.
+	Retry func(err error) error
+	// Noun names a request in the messages ("message", "request").
+	Noun string
+}
+
+// WaitForAStream tests that a send waiting for one of the client's
+// streams gives up when its context ends, without a request, and that is
+// worth a retry; the stream's holder is answered once released.
+func WaitForAStream(t *testing.T, w Waiter) {
+	t.Helper()
+	w.HoldUntil(2) // never: the one stream is held
+	held := make(chan error, 1)
+	go func() { held <- w.Send(context.Background(), 1, "held") }()
+	poll.True(t, poll.BusyMachine, "the held "+w.Noun+" at the server", func() bool { return w.Requests() == w.Before+1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- w.Send(ctx, 2, "waits") }()
+	poll.True(t, poll.BusyMachine, "the next send waiting for the stream", func() bool { return w.Waiting() == 1 })
+	cancel()
+	if err := w.Retry(<-waited); err != nil || w.Requests() != w.Before+1 {
+		t.Fatalf("waiting for a stream, canceled: %v, %d %ss, want Retry and no %s", err, w.Requests(), w.Noun, w.Noun)
+	}
+	w.Release()
+	if err := <-held; err != nil {
+		t.Fatalf("the held %s: %v", w.Noun, err)
 	}
 }
