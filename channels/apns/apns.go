@@ -7,7 +7,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/internal/h2client"
 )
 
 // DefaultBaseURL is APNs' production origin; the sandbox's (for
@@ -96,23 +96,12 @@ type Client struct {
 	warm     bool          // APNs has answered a request past its token check
 }
 
-// NewHTTPClient is an HTTP client for APNs: HTTP/2 over TLS (trusting
-// rootCAs, or the system's roots when nil), one connection carrying every
-// concurrent request (see the package doc), a 30-second timeout a
-// request, and HTTP/2 pings to find a connection that died quietly.
+// NewHTTPClient is an HTTP client for APNs (h2client.New): HTTP/2 over
+// TLS (trusting rootCAs, or the system's roots when nil), one connection
+// carrying every concurrent request (see the package doc), a 30-second
+// timeout a request, and HTTP/2 pings to find a connection that died quietly.
 func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
-	return &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			TLSClientConfig:     &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:   true,
-			MaxConnsPerHost:     1,
-			TLSHandshakeTimeout: 10 * time.Second,
-			IdleConnTimeout:     time.Hour,
-			HTTP2:               &http.HTTP2Config{SendPingTimeout: time.Minute, PingTimeout: 15 * time.Second},
-		},
-	}
+	return h2client.New(rootCAs, 30*time.Second)
 }
 
 // Send posts n to the app install with deviceToken. nil means APNs took

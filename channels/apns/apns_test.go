@@ -23,7 +23,7 @@ import (
 	"github.com/newsletter/newsletter/channels/apns"
 	"github.com/newsletter/newsletter/channels/apns/apnstest"
 	"github.com/newsletter/newsletter/channels/webpush"
-	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 )
 
 // A device token of today's length (32 bytes).
@@ -347,43 +347,21 @@ func TestMaxStreams(t *testing.T) {
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.HoldUntil(100) // never: held until Release
 	ch := apns.Channel{Sender: c}
-	var wg sync.WaitGroup
-	outs := make([][]channels.Outcome, 3)
-	for i := range outs {
+	crowd.MaxStreams(t, srv, c.Waiting, crowd.Streams{Max: 2, Waiting: 10, Noun: "requests"}, 3, func(int) error {
 		batch := make([]channels.Message, 4)
 		for j := range batch {
 			batch[j] = channels.Message{To: device, Body: []byte(`{"title":"t"}`)}
 		}
-		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
-	}
-	poll.Until(t, poll.BusyMachine, func() error {
-		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
-			return fmt.Errorf("%d requests in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
+		for _, o := range ch.Send(context.Background(), batch) {
+			if o.Verdict != channels.Sent {
+				return fmt.Errorf("outcome %+v, want Sent", o)
+			}
 		}
 		return nil
 	})
-	if most := srv.MaxInFlight(); most != 2 {
-		t.Errorf("%d requests in flight at most, want MaxStreams, 2", most)
-	}
-	srv.Release()
-	wg.Wait()
-	for _, out := range outs {
-		for _, o := range out {
-			if o.Verdict != channels.Sent {
-				t.Fatalf("outcome %+v, want Sent", o)
-			}
-		}
-	}
-	if most := srv.MaxInFlight(); most > 2 {
-		t.Errorf("%d requests in flight at most, want no more than MaxStreams, 2", most)
-	}
 	if got := len(srv.Received()); got != 13 {
 		t.Errorf("%d notifications taken, want 13", got)
-	}
-	if conns := srv.Connections(); conns != 1 {
-		t.Errorf("%d connections, want 1", conns)
 	}
 }
 
@@ -396,23 +374,16 @@ func TestWaitForAStreamFollowsContext(t *testing.T) {
 	if err := c.Send(context.Background(), device, apns.Notification{Title: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.HoldUntil(2) // never: the one stream is held
-	held := make(chan error, 1)
-	go func() { held <- c.Send(context.Background(), device, apns.Notification{Title: "held"}) }()
-	poll.True(t, poll.BusyMachine, "the held request at the server", func() bool { return srv.Requests() == 2 })
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() { waited <- c.Send(ctx, device, apns.Notification{Title: "waits"}) }()
-	poll.True(t, poll.BusyMachine, "the third send waiting for the stream", func() bool { return c.Waiting() == 1 })
-	cancel()
-	out := apns.Classify(<-waited)
-	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Requests() != 2 {
-		t.Fatalf("waiting for a stream, canceled: %+v, %d requests, want Retry and no request", out, srv.Requests())
-	}
-	srv.Release()
-	if err := <-held; err != nil {
-		t.Fatalf("the held request: %v", err)
-	}
+	crowd.WaitForAStream(t, crowd.Waiter{Server: srv, Waiting: c.Waiting, Requests: srv.Requests, Before: 1, Noun: "request",
+		Send: func(ctx context.Context, _ int, title string) error {
+			return c.Send(ctx, device, apns.Notification{Title: title})
+		},
+		Retry: func(err error) error {
+			if out := apns.Classify(err); out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) {
+				return fmt.Errorf("%+v", out)
+			}
+			return nil
+		}})
 }
 
 // A slow APNs is given up on when the caller's context ends, and that is

@@ -13,7 +13,7 @@ import (
 	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/fcm"
 	"github.com/newsletter/newsletter/channels/fcm/fcmtest"
-	"github.com/newsletter/newsletter/internal/testkit/poll"
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 )
 
 // unregistered is FCM v1's answer for a token whose app is gone.
@@ -158,65 +158,41 @@ func TestChannelSendsABatchOverOneConnection(t *testing.T) {
 // stream, then all go, on one connection.
 func TestMaxStreams(t *testing.T) {
 	srv, c := setupHTTP2(t, 2)
-	srv.HoldUntil(100) // never: held until Release
 	ch := fcm.Channel{Sender: c}
-	var wg sync.WaitGroup
-	outs := make([][]channels.Outcome, 3)
-	for i := range outs {
+	crowd.MaxStreams(t, srv, c.Waiting, crowd.Streams{Max: 2, Waiting: 10, Noun: "messages"}, 3, func(i int) error {
 		batch := make([]channels.Message, 4)
 		for j := range batch {
 			batch[j] = channels.Message{To: token(4*i + j), Body: []byte(`{"title":"t"}`)}
 		}
-		wg.Go(func() { outs[i] = ch.Send(context.Background(), batch) })
-	}
-	poll.Until(t, poll.BusyMachine, func() error {
-		if srv.MaxInFlight() < 2 || c.Waiting() != 10 {
-			return fmt.Errorf("%d in flight at most, %d waiting for a stream, want 2 and 10", srv.MaxInFlight(), c.Waiting())
-		}
-		return nil
+		return allSent(ch.Send(context.Background(), batch))
 	})
-	if most := srv.MaxInFlight(); most != 2 {
-		t.Errorf("%d messages in flight at most, want MaxStreams, 2", most)
-	}
-	srv.Release()
-	wg.Wait()
-	for _, out := range outs {
-		for _, o := range out {
-			if o.Verdict != channels.Sent {
-				t.Fatalf("outcome %+v, want Sent", o)
-			}
-		}
-	}
-	if most := srv.MaxInFlight(); most > 2 {
-		t.Errorf("%d messages in flight at most, want no more than MaxStreams, 2", most)
-	}
 	if got := len(srv.Received()); got != 12 {
 		t.Errorf("%d messages taken, want 12", got)
 	}
-	if conns := srv.Connections(); conns != 1 {
-		t.Errorf("%d connections, want 1", conns)
+}
+
+// allSent is an error for the first outcome that is not Sent.
+func allSent(outs []channels.Outcome) error {
+	for _, o := range outs {
+		if o.Verdict != channels.Sent {
+			return fmt.Errorf("outcome %+v, want Sent", o)
+		}
 	}
+	return nil
 }
 
 // A send waiting for one of the client's streams gives up when its
 // context ends, without a request, and that is worth a retry.
 func TestWaitForAStreamFollowsContext(t *testing.T) {
 	srv, c := setupHTTP2(t, 1)
-	srv.HoldUntil(2) // never: the one stream is held
-	held := make(chan error, 1)
-	go func() { held <- c.Send(context.Background(), token(1), fcm.Notification{Title: "held"}) }()
-	poll.True(t, poll.BusyMachine, "the held message at the server", func() bool { return srv.Sends() == 1 })
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() { waited <- c.Send(ctx, token(2), fcm.Notification{Title: "waits"}) }()
-	poll.True(t, poll.BusyMachine, "the second send waiting for the stream", func() bool { return c.Waiting() == 1 })
-	cancel()
-	out := fcm.Classify(<-waited)
-	if out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) || srv.Sends() != 1 {
-		t.Fatalf("waiting for a stream, canceled: %+v, %d sends, want Retry and no send", out, srv.Sends())
-	}
-	srv.Release()
-	if err := <-held; err != nil {
-		t.Fatalf("the held message: %v", err)
-	}
+	crowd.WaitForAStream(t, crowd.Waiter{Server: srv, Waiting: c.Waiting, Requests: srv.Sends, Noun: "message",
+		Send: func(ctx context.Context, i int, title string) error {
+			return c.Send(ctx, token(i), fcm.Notification{Title: title})
+		},
+		Retry: func(err error) error {
+			if out := fcm.Classify(err); out.Verdict != channels.Retry || !errors.Is(out.Err, context.Canceled) {
+				return fmt.Errorf("%+v", out)
+			}
+			return nil
+		}})
 }

@@ -3,7 +3,6 @@ package fcm
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/oauth2/jwt"
 
 	"github.com/newsletter/newsletter/channels/webpush"
+	"github.com/newsletter/newsletter/internal/h2client"
 )
 
 // DefaultBaseURL is FCM's API origin.
@@ -57,25 +57,12 @@ const MaxPayload = 4000
 // second connection rather than fail.
 const DefaultMaxStreams = 100
 
-// NewHTTPClient is an HTTP client for FCM: HTTP/2 over TLS (trusting
-// rootCAs, or the system's roots when nil), one connection carrying
-// every concurrent request (MaxConnsPerHost 1 makes concurrent first
-// requests wait for the connection being dialled rather than each dial
-// its own), a timeout of defaultTimeout a request, and HTTP/2 pings to
-// find a connection that died quietly.
+// NewHTTPClient is an HTTP client for FCM (h2client.New): HTTP/2 over TLS
+// (trusting rootCAs, or the system's roots when nil), one connection
+// carrying every concurrent request, a timeout of defaultTimeout a
+// request, and HTTP/2 pings to find a connection that died quietly.
 func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
-	return &http.Client{
-		Timeout: defaultTimeout,
-		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			TLSClientConfig:     &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:   true,
-			MaxConnsPerHost:     1,
-			TLSHandshakeTimeout: 10 * time.Second,
-			IdleConnTimeout:     time.Hour,
-			HTTP2:               &http.HTTP2Config{SendPingTimeout: time.Minute, PingTimeout: 15 * time.Second},
-		},
-	}
+	return h2client.New(rootCAs, defaultTimeout)
 }
 
 // Notification is one mobile notification: a title, a line of text, and

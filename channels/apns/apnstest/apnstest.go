@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
@@ -85,18 +85,14 @@ type Server struct {
 	// Key is the team's key.
 	Key *ecdsa.PrivateKey
 
-	srv *httptest.Server
+	srv   *httptest.Server
+	crowd crowd.Crowd // requests in flight, held, and the connections
 
 	mu           sync.Mutex
 	now          func() time.Time
-	conns        int
 	requests     int
-	inFlight     int
-	maxInFlight  int
 	connStreams  map[string]int  // by connection: requests in flight
 	connTaken    map[string]bool // by connection: a provider token verified
-	holdUntil    int
-	released     chan struct{}
 	received     []Message
 	rejected     []error
 	expectBad    bool
@@ -137,17 +133,11 @@ func New(t testing.TB) *Server {
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.EnableHTTP2 = true
-	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-		}
-	}
+	s.crowd.CountConnections(s.srv.Config)
 	s.srv.StartTLS()
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
-		s.release()
+		s.Release()
 		s.srv.Close()
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -194,23 +184,10 @@ func (s *Server) Slow(d time.Duration) {
 // HoldUntil makes requests wait, unanswered, until n of them are in
 // flight at once: a client that does not send them concurrently never
 // gets an answer.
-func (s *Server) HoldUntil(n int) {
-	s.mu.Lock()
-	s.holdUntil, s.released = n, make(chan struct{})
-	s.mu.Unlock()
-}
+func (s *Server) HoldUntil(n int) { s.crowd.HoldUntil(n) }
 
 // Release answers the requests HoldUntil holds, and holds no more.
-func (s *Server) Release() { s.release() }
-
-func (s *Server) release() {
-	s.mu.Lock()
-	if s.released != nil {
-		close(s.released)
-		s.released, s.holdUntil = nil, 0
-	}
-	s.mu.Unlock()
-}
+func (s *Server) Release() { s.crowd.Release() }
 
 // Unavailable answers the next n requests 503 ServiceUnavailable, with a
 // Retry-After header when retryAfter is not empty.
@@ -267,11 +244,7 @@ func (s *Server) Rejected() []error {
 }
 
 // Connections counts the connections clients opened.
-func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
+func (s *Server) Connections() int { return s.crowd.Connections() }
 
 // Requests counts the requests, whatever their answer.
 func (s *Server) Requests() int {
@@ -281,11 +254,7 @@ func (s *Server) Requests() int {
 }
 
 // MaxInFlight is the most requests the server had in flight at once.
-func (s *Server) MaxInFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.maxInFlight
-}
+func (s *Server) MaxInFlight() int { return s.crowd.MaxInFlight() }
 
 // TooManyUpdates counts the 429 TooManyProviderTokenUpdates answered.
 func (s *Server) TooManyUpdates() int {
@@ -330,25 +299,6 @@ func (s *Server) reject(w http.ResponseWriter, status int, reason string, err er
 	writeReason(w, status, reason, time.Time{})
 }
 
-// hold waits for HoldUntil's crowd, if one was asked for.
-func (s *Server) hold(r *http.Request) {
-	s.mu.Lock()
-	s.inFlight++
-	s.maxInFlight = max(s.maxInFlight, s.inFlight)
-	released := s.released
-	if released != nil && s.inFlight >= s.holdUntil {
-		close(s.released)
-		s.released, s.holdUntil = nil, 0
-	}
-	s.mu.Unlock()
-	if released != nil {
-		select {
-		case <-released:
-		case <-r.Context().Done():
-		}
-	}
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// Every answer carries apns-id: the request's own, or one APNs makes.
 	id := r.Header.Get("Apns-Id")
@@ -378,12 +328,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.hold(r)
-	defer func() {
-		s.mu.Lock()
-		s.inFlight--
-		s.mu.Unlock()
-	}()
+	done := s.crowd.Hold(r)
+	defer done()
 	if slow > 0 {
 		timer := time.NewTimer(slow)
 		select {

@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,6 +41,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/testkit/crowd"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 )
 
@@ -76,12 +76,9 @@ type Server struct {
 
 	srv *httptest.Server
 
+	crowd crowd.Crowd // sends in flight, held, and the connections
+
 	mu           sync.Mutex
-	conns        int
-	inFlight     int
-	maxInFlight  int
-	holdUntil    int
-	released     chan struct{}
 	tokenTTL     time.Duration
 	issued       map[string]time.Time // access token -> expiry
 	exchanges    int
@@ -129,13 +126,7 @@ func newServer(t testing.TB, h2 bool) *Server {
 	s := &Server{Key: key, tokenTTL: time.Hour, issued: map[string]time.Time{},
 		unregistered: map[string]bool{}, answers: map[string]answer{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-		}
-	}
+	s.crowd.CountConnections(s.srv.Config)
 	if h2 {
 		s.srv.EnableHTTP2 = true
 		s.srv.StartTLS()
@@ -190,62 +181,18 @@ func (s *Server) RootCAs() *x509.CertPool {
 }
 
 // Connections counts the connections clients opened.
-func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
+func (s *Server) Connections() int { return s.crowd.Connections() }
 
 // MaxInFlight is the most sends the server had in flight at once.
-func (s *Server) MaxInFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.maxInFlight
-}
+func (s *Server) MaxInFlight() int { return s.crowd.MaxInFlight() }
 
 // HoldUntil makes sends wait, unanswered, until n of them are in flight
 // at once: a client that does not send them concurrently never gets an
 // answer.
-func (s *Server) HoldUntil(n int) {
-	s.mu.Lock()
-	s.holdUntil, s.released = n, make(chan struct{})
-	s.mu.Unlock()
-}
+func (s *Server) HoldUntil(n int) { s.crowd.HoldUntil(n) }
 
 // Release answers the sends HoldUntil holds, and holds no more.
-func (s *Server) Release() {
-	s.mu.Lock()
-	if s.released != nil {
-		close(s.released)
-		s.released, s.holdUntil = nil, 0
-	}
-	s.mu.Unlock()
-}
-
-// hold counts a send in flight and waits for HoldUntil's crowd, if one
-// was asked for; done counts it out.
-func (s *Server) hold(r *http.Request) (done func()) {
-	s.mu.Lock()
-	s.inFlight++
-	s.maxInFlight = max(s.maxInFlight, s.inFlight)
-	released := s.released
-	if released != nil && s.inFlight >= s.holdUntil {
-		close(s.released)
-		s.released, s.holdUntil = nil, 0
-	}
-	s.mu.Unlock()
-	if released != nil {
-		select {
-		case <-released:
-		case <-r.Context().Done():
-		}
-	}
-	return func() {
-		s.mu.Lock()
-		s.inFlight--
-		s.mu.Unlock()
-	}
-}
+func (s *Server) Release() { s.crowd.Release() }
 
 // TokenTTL sets the lifetime (expires_in) of the access tokens issued
 // from now on; the default is an hour, as Google's.
@@ -527,7 +474,7 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	done := s.hold(r)
+	done := s.crowd.Hold(r)
 	defer done()
 	if slow > 0 {
 		timer := time.NewTimer(slow)
