@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,12 +21,16 @@ import (
 	"github.com/newsletter/newsletter/tasks"
 )
 
-// The test binary adds one channel through the seam, as a channel
-// package would with its one line in addedChannels: every service these
-// tests start has it, beside the built-in ones, and nothing else in the
-// binary knows it.
+// The test binary run as a service with NEWSLETTER_TEST_CHAT=1
+// (startProcess) adds one channel through the seam, as a channel package
+// would with its one line in addedChannels: beside the built-in ones,
+// and nothing else in the binary knows it. The package's other services
+// run without it (an added lane is one more asynq server polling Redis
+// in each of them).
 var _ = func() bool {
-	addedChannels = append(addedChannels, testChatPlugin)
+	if os.Getenv("NEWSLETTER_TEST_CHAT") == "1" {
+		addedChannels = append(addedChannels, testChatPlugin)
+	}
 	return true
 }()
 
@@ -86,9 +91,21 @@ func (c *testChat) Handler() http.Handler {
 func TestAddedChannelEndToEnd(t *testing.T) {
 	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
 	smtpSrv := smtptest.Start(t)
-	svc := startService(t, realEnv(redisURL, smtpSrv.URL(), map[string]string{
+	env := realEnv(redisURL, smtpSrv.URL(), map[string]string{
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",
-	}), "serve")
+		"NEWSLETTER_TEST_CHAT": "1",
+	})
+	addr := freeAddr(t)
+	env["NEWSLETTER_ADDR"], env["NEWSLETTER_BASE_URL"] = addr, "http://"+addr
+	startProcess(t, "serve", env)
+	svc := &service{base: "http://" + addr}
+	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
+		resp, err := http.Get(svc.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
 	ctx := context.Background()
 	st := store.NewRedis(rdb).WithChannels("chat")
 	ids := map[string]int64{}
@@ -170,16 +187,17 @@ func TestAddedChannelEndToEnd(t *testing.T) {
 func TestAddedLaneSizes(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	sizes, err := addedLaneSizes(getenv)
+	plugins := []channels.Plugin{testChatPlugin}
+	sizes, err := addedLaneSizes(getenv, plugins)
 	if err != nil || sizes["chat"] != (laneSize{concurrency: defaultAddedWorkers}) {
 		t.Fatalf("defaults: %+v %v", sizes, err)
 	}
 	env["NEWSLETTER_CHAT_CONCURRENCY"], env["NEWSLETTER_CHAT_RATE"] = "12", "50"
-	if sizes, err = addedLaneSizes(getenv); err != nil || sizes["chat"] != (laneSize{concurrency: 12, rate: 50}) {
+	if sizes, err = addedLaneSizes(getenv, plugins); err != nil || sizes["chat"] != (laneSize{concurrency: 12, rate: 50}) {
 		t.Fatalf("from the environment: %+v %v", sizes, err)
 	}
 	env["NEWSLETTER_CHAT_CONCURRENCY"] = "0"
-	if _, err := addedLaneSizes(getenv); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_CHAT_CONCURRENCY") {
+	if _, err := addedLaneSizes(getenv, plugins); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_CHAT_CONCURRENCY") {
 		t.Fatalf("a pool of 0: %v", err)
 	}
 }

@@ -52,12 +52,12 @@ type laneSize struct{ concurrency, rate int }
 // defaultAddedWorkers is an added channel's pool when its Plugin names none.
 const defaultAddedWorkers = 4
 
-// addedLaneSizes are the added channels' lanes' sizes: each Plugin's,
-// or NEWSLETTER_<NAME>_CONCURRENCY and NEWSLETTER_<NAME>_RATE.
-func addedLaneSizes(getenv func(string) string) (map[string]laneSize, error) {
+// addedLaneSizes are the lanes' sizes of the channels plugins: each
+// Plugin's, or NEWSLETTER_<NAME>_CONCURRENCY and NEWSLETTER_<NAME>_RATE.
+func addedLaneSizes(getenv func(string) string, plugins []channels.Plugin) (map[string]laneSize, error) {
 	out := map[string]laneSize{}
 	var errs []error
-	for _, p := range addedChannels {
+	for _, p := range plugins {
 		l := laneSize{concurrency: p.Workers, rate: p.Rate}
 		if l.concurrency <= 0 {
 			l.concurrency = defaultAddedWorkers
