@@ -2,8 +2,6 @@ package fcm
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/webpush"
@@ -41,18 +39,12 @@ func (Channel) Spec() channels.Spec {
 	return channels.Spec{Name: Name, MaxBatch: MaxBatch, MaxBody: MaxPayload}
 }
 
-// Send sends the batch's messages at once, as concurrent requests
-// (channels.Concurrently), and answers each its Outcome (Classify), in
-// the batch's order. A body that is not a notification drops its
-// message; a canceled ctx answers Retry for what was not sent.
+// Send sends the batch's messages at once (webpush.SendApps) and answers
+// each its Outcome (Classify), in the batch's order.
 func (c Channel) Send(ctx context.Context, batch []channels.Message) []channels.Outcome {
-	return channels.Concurrently(ctx, batch, 0, func(ctx context.Context, m channels.Message) channels.Outcome {
-		var n webpush.Notification
-		if err := json.Unmarshal(m.Body, &n); err != nil {
-			return channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("fcm: the body is not a notification: %w", err)}
-		}
-		return Classify(c.Sender.Send(ctx, m.To, Notification{Title: n.Title, Body: n.Body, URL: n.URL}))
-	})
+	return webpush.SendApps(ctx, Name, batch, func(ctx context.Context, to string, n webpush.Notification) error {
+		return c.Sender.Send(ctx, to, Notification{Title: n.Title, Body: n.Body, URL: n.URL})
+	}, Classify)
 }
 
 // Classify is the Outcome of FCM's answer to one message. The answer's
