@@ -328,11 +328,28 @@ func noIcon(w http.ResponseWriter, _ *http.Request) {
 // Handle mounts h at pattern (a Go 1.22 ServeMux pattern).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// HandleUntimed mounts h at pattern without the request timeout every
+// other route has (RequestTimeout): h holds long-lived responses
+// (server-sent events) and bounds its own time.
+func (s *Server) HandleUntimed(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if base, ok := r.Context().Value(untimedKey{}).(context.Context); ok {
+			r = r.WithContext(base)
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// untimedKey holds, in a request's context, the context before the
+// request timeout (HandleUntimed).
+type untimedKey struct{}
+
 // ServeHTTP implements http.Handler, counting every request by route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if s.cfg.RequestTimeout > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		base := r.Context()
+		ctx, cancel := context.WithTimeout(context.WithValue(base, untimedKey{}, base), s.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 	}

@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,6 +32,11 @@ type Plugin struct {
 	// per second (0: none). NEWSLETTER_<NAME>_CONCURRENCY and
 	// NEWSLETTER_<NAME>_RATE override them.
 	Workers, Rate int
+	// On tells, from the environment, whether the channel is on in this
+	// process (nil: always). An off channel has no lane, no place in the
+	// events API or the preference centre, and no routes: the inbox is on
+	// only with its secret. It is read once, when the process starts.
+	On func(getenv func(string) string) bool
 	// New builds the channel. An error stops the process at start.
 	New func(Env) (Channel, error)
 }
@@ -44,7 +50,19 @@ type Env struct {
 	BaseURL string
 	Getenv  func(string) string
 	Log     *slog.Logger
+	// People finds a person by address, for a channel whose own routes
+	// are called with one (an app's reader API).
+	People People
 }
+
+// People finds the service's people for a channel.
+type People interface {
+	// ByEmail is the person of a normalised address, or ErrNoPerson.
+	ByEmail(ctx context.Context, email string) (Person, error)
+}
+
+// ErrNoPerson: nobody has that address.
+var ErrNoPerson = errors.New("channels: no such person")
 
 // Person is the reader a message is for, as the generic lane hands them
 // to a channel.
@@ -107,4 +125,46 @@ type Exporter interface {
 // bounds what is its own.
 type Inbound interface {
 	Handler() http.Handler
+}
+
+// Rooted is an Inbound served at a root of its own (Root, as "/inbox":
+// the pattern and everything under it) rather than under
+// /channels/<name>/, for routes a product's pages link to. The root must
+// be no route of the service's; a clash stops the process at start.
+type Rooted interface {
+	Inbound
+	Root() string
+}
+
+// Streaming is an Inbound with long-lived responses (server-sent
+// events): the API leaves the time of its requests to the channel, which
+// bounds each of its routes itself (a stream's lifetime, a call's
+// deadline) and says so in docs/security.md. CloseStreams ends the open
+// streams when the server shuts down, which would otherwise wait for
+// them.
+type Streaming interface {
+	Inbound
+	CloseStreams()
+}
+
+// Unread is what a ReadTracker knows of one message to a person.
+type Unread uint8
+
+const (
+	// NotDelivered: the channel has no such message for the person (not
+	// yet written, or already gone).
+	NotDelivered Unread = iota
+	// IsUnread: delivered, and the person has not read it.
+	IsUnread
+	// IsRead: read, or put away (archived) unread.
+	IsRead
+)
+
+// ReadTracker is a channel that knows whether a person read a message
+// (an in-app inbox). An event posted with "email_if_unread_after" goes
+// to such a channel first; its readers who also chose e-mail for the
+// topic are mailed only if, when the time is up, the channel answers
+// IsUnread for the event's key.
+type ReadTracker interface {
+	Unread(ctx context.Context, p Person, key string) (Unread, error)
 }

@@ -11,8 +11,10 @@ import (
 
 	"github.com/newsletter/newsletter/api"
 	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/channels/inbox"
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/services/subscribers"
+	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
@@ -22,25 +24,33 @@ import (
 // type of its name, its readers' tasks from the fan-out, a place in the
 // events API and the preference centre, and its routes under
 // /channels/<name>/.
-var addedChannels = []channels.Plugin{}
+var addedChannels = []channels.Plugin{inbox.Plugin}
 
 var (
 	registerOnce sync.Once
 	registerErr  error
+	// onChannels are the added channels on in this process (each
+	// Plugin's On), decided once by registerChannels.
+	onChannels []channels.Plugin
 )
 
-// registerChannels registers the added channels' lanes, queues and task
-// types (tasks.AddChannel), once per process and before anything reads
-// them: the first thing run does.
-func registerChannels() error {
+// registerChannels registers the added channels that are on (each
+// Plugin's On, read from getenv) with their lanes, queues and task types
+// (tasks.AddChannel), once per process and before anything reads them:
+// the first thing run does.
+func registerChannels(getenv func(string) string) error {
 	registerOnce.Do(func() {
 		for _, p := range addedChannels {
 			if p.New == nil {
 				registerErr = errors.Join(registerErr, fmt.Errorf("channel %q: no New", p.Name))
 				continue
 			}
+			if p.On != nil && !p.On(getenv) {
+				continue
+			}
 			_, err := tasks.AddChannel(tasks.ChannelInfo{Name: p.Name, Label: p.Label, DefaultOn: p.DefaultOn})
 			registerErr = errors.Join(registerErr, err)
+			onChannels = append(onChannels, p)
 		}
 	})
 	return registerErr
@@ -88,8 +98,8 @@ func addedLaneSizes(getenv func(string) string, plugins []channels.Plugin) (map[
 // process: the worker sends through them, the API serves their routes.
 func buildAdded(a *app, getenv func(string) string) ([]channels.Channel, error) {
 	var out []channels.Channel
-	for _, p := range addedChannels {
-		c, err := p.New(channels.Env{Redis: a.rdb, BaseURL: a.cfg.BaseURL, Getenv: getenv, Log: a.log.With("channel", p.Name)})
+	for _, p := range onChannels {
+		c, err := p.New(channels.Env{Redis: a.rdb, BaseURL: a.cfg.BaseURL, Getenv: getenv, Log: a.log.With("channel", p.Name), People: channelPeople{a}})
 		if err != nil {
 			return nil, fmt.Errorf("channel %s: %w", p.Name, err)
 		}
@@ -101,13 +111,42 @@ func buildAdded(a *app, getenv func(string) string) ([]channels.Channel, error) 
 	return out, nil
 }
 
+// channelPeople finds a channel's people in the store (channels.People).
+type channelPeople struct{ a *app }
+
+func (p channelPeople) ByEmail(ctx context.Context, email string) (channels.Person, error) {
+	sub, err := p.a.store.Get(ctx, email)
+	if errors.Is(err, store.ErrNotFound) {
+		return channels.Person{}, channels.ErrNoPerson
+	}
+	if err != nil {
+		return channels.Person{}, err
+	}
+	return channels.Person{ID: sub.ID, Email: sub.Email, Timezone: sub.Timezone}, nil
+}
+
 // mountAddedRoutes serves each added channel's own routes (a
-// channels.Inbound) under /channels/<name>/.
+// channels.Inbound) under /channels/<name>/, or its root (a
+// channels.Rooted); a channels.Streaming one bounds its own time (and
+// listen ends its streams when the server shuts down).
 func mountAddedRoutes(a *app, srv *api.Server) {
 	for _, c := range a.added {
-		if in, ok := c.(channels.Inbound); ok {
-			prefix := "/channels/" + c.Spec().Name
-			srv.Handle(prefix+"/", http.StripPrefix(prefix, in.Handler()))
+		in, ok := c.(channels.Inbound)
+		if !ok {
+			continue
+		}
+		prefix := "/channels/" + c.Spec().Name
+		if r, ok := c.(channels.Rooted); ok {
+			prefix = r.Root()
+		}
+		h := http.StripPrefix(prefix, in.Handler())
+		handle := srv.Handle
+		if _, ok := c.(channels.Streaming); ok {
+			handle = srv.HandleUntimed
+		}
+		handle(prefix+"/", h)
+		if _, ok := c.(channels.Rooted); ok {
+			handle(prefix, h)
 		}
 	}
 }
@@ -149,7 +188,7 @@ func personData(a *app) []subscribers.PersonData {
 // addedNames are the added channels' names.
 func addedNames() []string {
 	var out []string
-	for _, p := range addedChannels {
+	for _, p := range onChannels {
 		out = append(out, p.Name)
 	}
 	return out

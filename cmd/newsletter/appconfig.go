@@ -107,7 +107,7 @@ func loadConfig(getenv func(string) string) (*appConfig, error) {
 		return nil, err
 	}
 	ac.Config = cfg
-	if ac.added, err = addedLaneSizes(getenv, addedChannels); err != nil {
+	if ac.added, err = addedLaneSizes(getenv, onChannels); err != nil {
 		return nil, err
 	}
 	return ac, nil

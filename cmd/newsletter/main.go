@@ -64,7 +64,7 @@ func main() {
 // run is main without the process: tests call it with their own
 // environment and writers.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if err := registerChannels(); err != nil {
+	if err := registerChannels(getenv); err != nil {
 		fmt.Fprintf(stderr, "newsletter: %v\n", err)
 		return 1
 	}

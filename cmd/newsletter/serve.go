@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/channels"
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/email/feedback/intake"
 	"github.com/newsletter/newsletter/channels/webhook"
@@ -363,6 +364,14 @@ func listen(a *app, handler, metricsHandler http.Handler) (*serving, error) {
 		return nil, fmt.Errorf("NEWSLETTER_ADDR %s: %w", a.cfg.Addr, err)
 	}
 	s := &serving{servers: []*http.Server{newHTTPServer(handler)}, listen: ln.Addr().String()}
+	// Shutdown waits for every request: the added channels' open
+	// streams end first (channels.Streaming), and their browsers
+	// reconnect elsewhere.
+	for _, c := range a.added {
+		if st, ok := c.(channels.Streaming); ok {
+			s.servers[0].RegisterOnShutdown(st.CloseStreams)
+		}
+	}
 	listeners := []net.Listener{ln}
 	s.metricsListen = s.listen
 	if a.cfg.MetricsAddr != "" {

@@ -51,6 +51,10 @@ const (
 	DBIssues
 )
 
+// DBInbox is channels/inbox's database: its tests take Own, as
+// services/webhooks' do (DBWebhooks).
+const DBInbox = DBTasks
+
 // DBWebhooks is services/webhooks' database. Its tests take Own, a
 // redis-server of their own; the number matters only on a machine with
 // NEWSLETTER_TEST_REDIS_URL set and no redis-server, where Own falls

@@ -1,0 +1,202 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/newsletter/newsletter/channels"
+)
+
+// Bounds of a stream (docs/security.md).
+const (
+	// streamLife is how long one stream lasts: then it ends and the
+	// browser's EventSource reconnects with its Last-Event-ID, so a
+	// replica's streams turn over and none is held forever.
+	streamLife = 30 * time.Minute
+	// heartbeat is how often an idle stream writes a comment (a proxy
+	// keeps it open; a dead client is found by the failed write) and
+	// reads its log (a lost notice costs at most this long).
+	heartbeat = 25 * time.Second
+	// writeTimeout bounds one write to the client.
+	writeTimeout = 10 * time.Second
+	// catchUp is the most log entries one read takes; a reader further
+	// behind gets the rest on the next read, at once.
+	catchUp = 200
+	// retryMS is the reconnection delay the stream asks of the browser.
+	retryMS = 3000
+)
+
+// stream serves GET /stream: the reader's changes as server-sent events,
+// each with the log id as its id:
+//
+//	event: message   a new message (the list's JSON of it)
+//	event: update    a message's state changed (the same JSON)
+//	event: count     {"unread":n}
+//	event: reset     the log no longer reaches back to Last-Event-ID:
+//	                 the reader refetches the list
+//
+// Without Last-Event-ID it starts with the count, at the log's newest id;
+// with one, it first sends everything after it.
+func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Person) {
+	rc := http.NewResponseController(w)
+	// The server's read deadline would end the stream (its background
+	// read fails, which cancels the request); streamLife bounds it.
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		writeError(w, http.StatusInternalServerError, "could not open a stream")
+		return
+	}
+	l, err := c.hub.join(p.ID)
+	if err != nil {
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusServiceUnavailable, "too many open streams, retry later")
+		return
+	}
+	defer c.hub.leave(p.ID, l)
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id") // a client that cannot set headers
+	}
+	if _, _, ok := parseLogID(last); !ok {
+		last = ""
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, rc: rc}
+	s.printf("retry: %d\n\n", retryMS)
+	ctx := r.Context()
+	if last == "" {
+		if last, err = c.start(ctx, p, s); err != nil {
+			return
+		}
+	}
+	life := time.NewTimer(streamLife)
+	defer life.Stop()
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	for {
+		if last, err = c.sendSince(ctx, p, s, last); err != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.done:
+			return
+		case <-life.C:
+			return
+		case <-beat.C:
+			if s.printf(": ping\n\n"); s.err != nil {
+				return
+			}
+		case <-l.wake:
+		}
+	}
+}
+
+// start sends a fresh stream's first event, the count, with the log's
+// newest id: the stream goes on from there.
+func (c *Channel) start(ctx context.Context, p channels.Person, s *sse) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	head, n := "0-0", int64(0)
+	if p.ID > 0 {
+		var err error
+		if head, err = c.store.head(ctx, p.ID); err != nil {
+			return "", err
+		}
+		if n, err = c.store.unread(ctx, p.ID); err != nil {
+			return "", err
+		}
+	}
+	s.event(head, "count", fmt.Sprintf(`{"unread":%d}`, n))
+	return head, s.err
+}
+
+// sendSince sends p's changes after last and answers the id it got to.
+func (c *Channel) sendSince(ctx context.Context, p channels.Person, s *sse, last string) (string, error) {
+	if p.ID == 0 {
+		return last, nil
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, callTimeout)
+		changes, reset, err := c.store.since(rctx, p.ID, last, catchUp)
+		if reset {
+			var head string
+			if head, err = c.store.head(rctx, p.ID); err == nil {
+				s.event(head, "reset", "{}")
+				last = head
+			}
+		}
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("inbox: read a reader's log", "err", err)
+			}
+			return last, nil // the heartbeat tries again
+		}
+		for _, ch := range changes {
+			data := ch.Data
+			if ch.Kind == "message" || ch.Kind == "update" {
+				data = wire(ch.Data)
+			}
+			s.event(ch.ID, ch.Kind, data)
+			last = ch.ID
+		}
+		if s.err != nil {
+			return last, s.err
+		}
+		if len(changes) < catchUp {
+			return last, nil
+		}
+	}
+}
+
+// wire is a stored message as the reader API shows it (without the
+// stored-only fields).
+func wire(raw string) string {
+	m, err := decode(raw)
+	if err != nil {
+		return "{}"
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// sse writes server-sent events, each flushed at once under a write
+// deadline; the first failure sticks.
+type sse struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error
+}
+
+func (s *sse) printf(format string, args ...any) {
+	if s.err != nil {
+		return
+	}
+	if err := s.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.err = err
+		return
+	}
+	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.rc.Flush()
+}
+
+// event writes one event. Data is one line of JSON (no newline can be in
+// it: encoding/json and cjson escape them).
+func (s *sse) event(id, kind, data string) {
+	s.printf("id: %s\nevent: %s\ndata: %s\n\n", id, kind, data)
+}
