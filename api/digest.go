@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/newsletter/newsletter/internal/webjson"
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/audit"
+	"github.com/newsletter/newsletter/internal/mdlimit"
 	"github.com/newsletter/newsletter/internal/textcheck"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -170,6 +172,14 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
+	if p.Markdown, msg = eventBody(in.get("body")); msg != "" {
+		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
+	if p.EmailIfUnreadAfter, msg = s.unreadAfter(in.get("email_if_unread_after"), channels); msg != "" {
+		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
 	answer := map[string]string{"id": p.ID, "status": "queued"}
 	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
 	switch {
@@ -288,6 +298,54 @@ func eventChannels(list []string) ([]string, string) {
 		return nil, "channels is empty: leave it out for every channel"
 	}
 	return out, ""
+}
+
+// maxEventBody bounds an event's Markdown body, in characters: a
+// notification's few paragraphs, not an issue.
+const maxEventBody = 4000
+
+// eventBody checks an event's Markdown body ("body"): at most
+// maxEventBody characters, within the renderer's bounds (mdlimit).
+func eventBody(body string) (string, string) {
+	body = strings.TrimSpace(body)
+	if n := utf8.RuneCountInString(body); n > maxEventBody {
+		return "", fmt.Sprintf("body: %d characters, at most %d", n, maxEventBody)
+	}
+	if !utf8.ValidString(body) {
+		return "", "body: not UTF-8"
+	}
+	if err := mdlimit.Check(body); err != nil {
+		return "", "body: " + err.Error()
+	}
+	return body, ""
+}
+
+// Bounds of "email_if_unread_after".
+const (
+	minUnreadAfter = 10 * time.Second
+	maxUnreadAfter = 7 * 24 * time.Hour
+)
+
+// unreadAfter reads "email_if_unread_after" (a Go duration: "10m",
+// "2h"): the event must be able to reach a channel that tracks reads and
+// e-mail, both.
+func (s *Server) unreadAfter(raw string, channels []string) (time.Duration, string) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return 0, ""
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < minUnreadAfter || d > maxUnreadAfter {
+		return 0, fmt.Sprintf("email_if_unread_after: want a duration from %s to %s, such as \"10m\" or \"2h\"", "10s", "168h")
+	}
+	if len(s.cfg.ReadTrackers) == 0 {
+		return 0, "email_if_unread_after: no channel here tracks reads (the inbox is off: NEWSLETTER_INBOX_SECRET)"
+	}
+	if len(channels) > 0 && (!slices.Contains(channels, store.ChannelEmail) ||
+		!slices.ContainsFunc(channels, func(c string) bool { return slices.Contains(s.cfg.ReadTrackers, c) })) {
+		return 0, fmt.Sprintf("email_if_unread_after: channels must name email and one of %s", strings.Join(s.cfg.ReadTrackers, ", "))
+	}
+	return d, ""
 }
 
 // shortened is s cut to at most n bytes at a rune boundary, with "…" when

@@ -58,7 +58,9 @@ var (
 	phoneFormFields = fields{"token": textField, "phone": textField, "remove": textField}
 	phoneCodeFields = fields{"token": textField, "code": textField}
 	itemFields      = fields{"title": textField, "url": textField, "summary": textField}
-	eventFields     = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField}
+	eventFields     = fields{"email": textField, "topic": textField, "title": textField, "url": textField, "channels": listField,
+		// the inbox's: a Markdown body, and the e-mail held until unread
+		"body": textField, "email_if_unread_after": textField}
 	digestRunFields = fields{"period": textField}
 	bounceFields    = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
 	pushFields      = fields{"token": textField, "subscription": objectField}

@@ -74,6 +74,10 @@ type Config struct {
 	// UnsubscribeByEmail is what an unsubscribe by address alone does:
 	// UnsubscribeImmediate (the default) or UnsubscribeConfirm.
 	UnsubscribeByEmail string
+	// ReadTrackers are the added channels that know whether a reader
+	// read a message (channels.ReadTracker: the inbox): an event may hold
+	// its e-mail until unread there ("email_if_unread_after").
+	ReadTrackers []string
 	// RequestTimeout bounds each request's work (NEWSLETTER_REQUEST_TIMEOUT;
 	// 0: none): a hung Redis makes a 503 in time, not a hung page.
 	RequestTimeout time.Duration

@@ -50,6 +50,42 @@ type FanoutPayload struct {
 	// Channels restrict an event to these channels (store.AllChannels'
 	// names; empty: every channel each reader chose).
 	Channels []string `json:"channels,omitempty"`
+	// Markdown is an event's longer body, for the channels that show one
+	// (the inbox); Body stays the one line a notification shows.
+	Markdown string `json:"markdown,omitempty"`
+	// EmailIfUnreadAfter holds the e-mail of the readers who also get
+	// the event in a channel that tracks reads: each is mailed only if
+	// they have not read it there this long after (IfUnread).
+	EmailIfUnreadAfter time.Duration `json:"email_if_unread_after,omitempty"`
+}
+
+// IfUnreadPayload is the payload of TypeIfUnread: one reader of one
+// event whose e-mail waits on whether they read it on Channel.
+type IfUnreadPayload struct {
+	Channel      string    `json:"channel"`
+	Key          string    `json:"key"` // the fan-out's (FanoutPayload.Key)
+	ID           string    `json:"id"`  // the event's
+	Topic        string    `json:"topic,omitempty"`
+	SubscriberID int64     `json:"subscriber_id"`
+	Title        string    `json:"title"`
+	URL          string    `json:"url"`
+	At           time.Time `json:"at"`
+	// Due is when the reader's time to read it is up.
+	Due time.Time `json:"due"`
+}
+
+// NewIfUnread is the check of p, due at p.Due, once per event and
+// reader (its TaskID).
+func NewIfUnread(p IfUnreadPayload) *asynq.Task {
+	return IfUnread.New(p, asynq.ProcessAt(p.Due))
+}
+
+// NewUnreadEvent is the event of p as the person's bundled events mail
+// takes it (as NewPersonEvent), under an id of its own per reader: a
+// topic's event has many.
+func NewUnreadEvent(p IfUnreadPayload) *asynq.Task {
+	return Event.New(EventPayload{ID: p.ID, Topic: p.Topic, SubscriberID: p.SubscriberID, Title: p.Title, URL: p.URL, At: p.At.UTC()},
+		asynq.Group(EventGroup(p.SubscriberID)), asynq.TaskID("event:"+p.ID+":"+strconv.FormatInt(p.SubscriberID, 10)))
 }
 
 // Allows tells whether the fan-out may use channel.

@@ -3,6 +3,7 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -73,6 +74,19 @@ var DigestPlan = define(Kind[DigestPlanPayload]{
 // Event is one notification for one person, grouped so the aggregator
 // bundles a person's events into one EventsEmail.
 var Event = define(Kind[EventPayload]{Type: TypeEvent, Queue: QueueDefault, Grouped: true})
+
+// IfUnread is an event's e-mail to one reader, held until they had the
+// time to read it in the inbox: kept a day once done, so the same event
+// fanned out again within the day finds its id taken.
+var IfUnread = define(Kind[IfUnreadPayload]{
+	Type: TypeIfUnread, Queue: QueueDefault, MaxRetry: 25, Timeout: time.Minute, Retention: 24 * time.Hour,
+	ID: func(p IfUnreadPayload) string {
+		return "if_unread:" + p.Key + ":" + strconv.FormatInt(p.SubscriberID, 10)
+	},
+	Check: func(p IfUnreadPayload) error {
+		return need(p.Channel != "" && p.Key != "" && p.ID != "" && p.SubscriberID > 0, "channel, key, event id and subscriber")
+	},
+})
 
 // EventsEmail is one person's bundle of events as one mail. The
 // aggregator makes it and asynq puts it in its group's queue (the events'

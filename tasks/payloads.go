@@ -58,6 +58,9 @@ type EventPayload struct {
 	Title        string    `json:"title"`
 	URL          string    `json:"url"`
 	At           time.Time `json:"at"`
+	// Topic is a topic event's, mailed in the person's bundle because it
+	// was not read in the inbox (IfUnread); empty: updates.
+	Topic string `json:"topic,omitempty"`
 }
 
 // EventsPayload is the payload of TypeEventsEmail: one subscriber's bundle.

@@ -37,6 +37,10 @@ const (
 	// a batch of its readers; TypePush notifies one person's browsers.
 	TypeFanout    = "event:fanout"
 	TypeEventMail = "email:event"
+	// TypeIfUnread checks, when an event's "email_if_unread_after" is up,
+	// whether one reader read it in a channel that tracks reads (the
+	// inbox), and queues its e-mail (into the person's bundle) if not.
+	TypeIfUnread = "event:if_unread"
 	TypePush      = "push:deliver"
 	// TypeSMS texts one person's number, in the sms lane; TypeSMSCode
 	// texts the code that proves a number a person gave.

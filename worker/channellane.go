@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -315,7 +316,7 @@ func deliverTasks(p tasks.FanoutPayload, key, name string, ids []int64) []*asynq
 	for _, id := range ids {
 		t := tasks.NewDeliver(tasks.DeliverPayload{
 			Channel: name, Key: key, SubscriberID: id, Topics: fanoutTopics(p),
-			Title: p.Title, Body: p.Body, URL: p.URL, At: p.At,
+			Title: p.Title, Body: cmp.Or(p.Markdown, p.Body), URL: p.URL, At: p.At,
 		})
 		if t != nil {
 			out = append(out, t)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -107,8 +108,13 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 	if !ok {
 		return err
 	}
-	if !slices.Contains(sub.Topics, topics.Updates) {
-		h.Deliver.Log.Info("skip: events to a subscriber without updates", "subscriber", sub.ID)
+	// A person's own events are updates; a topic's event comes into the
+	// bundle unread in the inbox (IfUnread), and goes to its readers.
+	events := slices.DeleteFunc(slices.Clone(p.Events), func(e tasks.EventPayload) bool {
+		return !slices.Contains(sub.Topics, cmp.Or(e.Topic, topics.Updates))
+	})
+	if len(events) == 0 {
+		h.Deliver.Log.Info("skip: events to a subscriber without their topics", "subscriber", sub.ID)
 		return nil
 	}
 	now := h.Now()
@@ -117,7 +123,6 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 	}
 	// The bundle lists the person's events in the order they were posted,
 	// whatever order the group handed them in.
-	events := slices.Clone(p.Events)
 	slices.SortStableFunc(events, func(a, b tasks.EventPayload) int { return a.At.Compare(b.At) })
 	entries := make([]mailer.Entry, len(events))
 	for i, e := range events {
@@ -127,7 +132,7 @@ func (h *EventSender) HandleEventsEmail(ctx context.Context, p tasks.EventsPaylo
 		}
 		entries[i] = mailer.Entry{Title: e.Title, URL: link}
 	}
-	data := h.Links.For(sub, topics.Updates)
+	data := h.Links.For(sub, cmp.Or(events[0].Topic, topics.Updates))
 	data.Entries = entries
 	return h.Deliver.DeliverOne(ctx, Mail{
 		To:   sub,

@@ -230,10 +230,14 @@ func NewHandlers(d Deps) Handlers {
 	}
 	lanes := map[string]*ChannelLane{}
 	var added []AddedChannel
+	trackers := map[string]channels.ReadTracker{}
 	for _, c := range d.Channels {
 		lanes[c.Spec().Name] = &ChannelLane{Channel: c, Store: d.Store, Retry: d.ChannelRetry, ClaimTTL: d.ClaimTTL,
 			Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 		added = append(added, addedChannel(c.Spec().Name))
+		if tr, ok := c.(channels.ReadTracker); ok {
+			trackers[c.Spec().Name] = tr
+		}
 	}
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
@@ -272,7 +276,7 @@ func NewHandlers(d Deps) Handlers {
 		},
 		Fanout: &FanoutSender{
 			Store: d.Store, Deliver: deliver, Queue: d.Queue, Links: d.Links, Quiet: d.Quiet,
-			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log, Added: added,
+			MailBatch: d.DigestBatch, Page: DefaultFanoutPage, Now: d.Now, Log: d.Log, Added: added, Trackers: trackers,
 		},
 		Push:      pushes,
 		SMS:       texts,

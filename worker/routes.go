@@ -49,7 +49,8 @@ func (h Handlers) routes() []route {
 	add(h.Feedback != nil, on(tasks.Feedback, h.Feedback.HandleFeedback))
 	add(h.Issues != nil, on(tasks.IssuePlan, h.Issues.HandleIssuePlan), on(tasks.IssueEmail, h.Issues.HandleIssueBatch))
 	add(h.Feeds != nil, on(tasks.FeedsPoll, h.Feeds.HandleFeedsPoll))
-	add(h.Fanout != nil, on(tasks.Fanout, h.Fanout.HandleFanout), on(tasks.EventMail, h.Fanout.HandleEventMail))
+	add(h.Fanout != nil, on(tasks.Fanout, h.Fanout.HandleFanout), on(tasks.EventMail, h.Fanout.HandleEventMail),
+		on(tasks.IfUnread, h.Fanout.HandleIfUnread))
 	add(h.Webhooks != nil, on(tasks.Webhook, h.Webhooks.HandleWebhook))
 	add(h.Push != nil, on(tasks.Push, h.Push.HandlePush))
 	add(h.SMS != nil, on(tasks.SMS, h.SMS.HandleSMS), on(tasks.SMSCode, h.SMS.HandleSMSCode))

@@ -193,3 +193,15 @@ func addedNames() []string {
 	}
 	return out
 }
+
+// readTrackers are the added channels that know whether a reader read a
+// message (channels.ReadTracker): an event may hold its e-mail on them.
+func readTrackers(a *app) []string {
+	var out []string
+	for _, c := range a.added {
+		if _, ok := c.(channels.ReadTracker); ok {
+			out = append(out, c.Spec().Name)
+		}
+	}
+	return out
+}

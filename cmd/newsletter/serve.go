@@ -302,7 +302,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		AdminToken: a.cfg.AdminToken, SubscribeRate: a.cfg.SubscribeRate, Clients: a.cfg.Clients,
 		ConfirmHold: store.ConfirmHold{Every: a.cfg.ConfirmCooldown, PerDay: api.ConfirmationsPerDay},
 		Origin:      a.cfg.BaseURL, UnsubscribeByEmail: a.cfg.UnsubscribeByEmail,
-		RequestTimeout: a.cfg.RequestTimeout,
+		RequestTimeout: a.cfg.RequestTimeout, ReadTrackers: readTrackers(a),
 		VAPIDPublicKey: vapidPublicKey(a.cfg), AppPush: a.cfg.FCM != nil || a.cfg.APNs != nil, Endpoints: a.cfg.Endpoints(), SMSAuthToken: smsAuthToken(a.cfg.Config), SMSMaxSegments: smsMaxSegments(a.cfg.Config),
 		SMSCountries: smsCountries(a.cfg.Config), SMSCodesPerClient: smsCodesPerClient(a.cfg.Config),
 		Publisher: publisher(a.cfg.From), DKIMDomain: a.cfg.DKIMDomain,
