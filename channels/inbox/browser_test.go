@@ -40,7 +40,7 @@ const shadow = `document.querySelector("newsletter-inbox").shadowRoot`
 
 // TestInboxComponentInChromium: a product's page on an origin of its own
 // (listed in Origins, so the calls cross origins and CORS applies for
-// real) loads the component from the inbox's server, mounted under
+// real) and a strict CSP loads the component from the inbox's server, mounted under
 // /inbox as the service mounts it, with no base: the component finds
 // the routes where its script came from. The bell shows the unread
 // count; opening the panel lists the messages with their rendered
@@ -59,8 +59,10 @@ func TestInboxComponentInChromium(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The product</title>
-<style>header{display:flex;justify-content:flex-end;padding:8px} newsletter-inbox{--inbox-accent:#0b57d0}</style></head>
+		// A strict policy: the component needs the inbox's origin for its
+		// script and calls, and no inline style.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src "+inboxURL+"; connect-src "+inboxURL)
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The product</title></head>
 <body><header><newsletter-inbox subscriber="%s" hash="%s"></newsletter-inbox></header>
 <main><p>The product's page.</p></main>
 <script src="%s/inbox/inbox.js"></script></body></html>`, html.EscapeString(ana.Email), hash, html.EscapeString(inboxURL))
@@ -115,6 +117,13 @@ func TestInboxComponentInChromium(t *testing.T) {
 	}
 
 	eventually("the badge", badge, "3")
+	// Its style applies under the page's CSP, and the CSS variables theme it.
+	badgeColor := `getComputedStyle(` + shadow + `.querySelector("[part=badge]")).backgroundColor`
+	eventually("the badge's default colour", badgeColor, "rgb(37, 99, 235)")
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("newsletter-inbox").style.setProperty("--inbox-accent", "rgb(11, 87, 208)")`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the badge's themed colour", badgeColor, "rgb(11, 87, 208)")
 	eventually("the bell's label", bellLabel, "Inbox, 3 unread expanded=false")
 	eventually("the panel before a click", panelShown, "false")
 

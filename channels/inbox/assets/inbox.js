@@ -6,10 +6,9 @@ const css = `:host{--a:var(--inbox-accent,#2563eb);--bg:var(--inbox-bg,#fff);--f
 [hidden]{display:none!important}
 button{font:inherit;color:inherit;cursor:pointer}
 :focus-visible{outline:2px solid var(--a);outline-offset:2px}
-[part=bell]{position:relative;display:grid;place-items:center;width:2.5rem;height:2.5rem;padding:0;border:0;border-radius:50%;background:none}
-[part=bell]:hover{background:var(--l)}
+[part=bell]{position:relative;display:grid;place-items:center;width:2.5rem;height:2.5rem;padding:0;border:0;border-radius:50%;background:none}[part=bell]:hover{background:var(--l)}
 [part=badge]{position:absolute;top:1px;right:-2px;min-width:1.15rem;height:1.15rem;padding:0 .3rem;box-sizing:border-box;border-radius:999px;background:var(--a);color:#fff;font-size:.7rem;font-weight:600;line-height:1.15rem}
-[part=panel]{position:absolute;right:0;top:calc(100% + 6px);z-index:1000;width:min(24rem,calc(100vw - 1rem));max-height:min(32rem,75vh);overflow:auto;background:var(--bg);color:var(--fg);border:1px solid var(--l);border-radius:var(--r);box-shadow:0 8px 24px rgb(0 0 0/.15);text-align:left}
+[part=panel]{position:absolute;right:0;top:calc(100% + 6px);z-index:1000;width:min(24rem,calc(100vw - 1rem));max-height:min(32rem,75vh);overflow:auto;background:var(--bg);color:var(--fg);border:1px solid var(--l);border-radius:var(--r);box-shadow:0 8px 24px rgb(0 0 0/.15);text-align:left}[part=panel][data-left]{left:0;right:auto}
 [part=header]{display:flex;justify-content:space-between;align-items:center;gap:.5rem;padding:.6rem .8rem;border-bottom:1px solid var(--l)}
 ul{list-style:none;margin:0;padding:0}
 li{padding:.7rem .8rem;border-bottom:1px solid var(--l)}
@@ -25,10 +24,13 @@ li[part~=read] [part=title]{font-weight:400;color:var(--mu)}
 [part~=more]{display:block;margin:.6rem auto}
 [part=status]{margin:0;padding:.5rem .8rem;color:var(--mu)}[part=status]:empty{display:none}
 [part=empty]{color:var(--mu);text-align:center;padding:1.5rem}`;
+// Constructed: a page's CSP need not allow inline styles.
+const sheet = new CSSStyleSheet();
+sheet.replaceSync(css);
 const bell = '<svg viewBox="0 0 24 24" width="22" height="22" aria-hidden="true"><path fill="currentColor" d="M12 22a2 2 0 0 0 2-2h-4a2 2 0 0 0 2 2Zm6-6v-5c0-3.1-1.6-5.6-4.5-6.3V4a1.5 1.5 0 0 0-3 0v.7C7.6 5.4 6 7.9 6 11v5l-2 2v1h16v-1l-2-2Z"/></svg>';
 const el = (tag, part, text) => {
   const e = document.createElement(tag);
-  if (part) e.setAttribute('part', part);
+  e.setAttribute('part', part);
   if (text != null) e.textContent = text;
   return e;
 };
@@ -39,14 +41,12 @@ class NewsletterInbox extends HTMLElement {
   constructor() {
     super();
     const r = this.attachShadow({ mode: 'open' });
-    r.innerHTML = `<style>${css}</style><button part="bell" aria-expanded="false" aria-controls="p">${bell}<span part="badge" hidden></span></button>` +
+    r.adoptedStyleSheets = [sheet];
+    r.innerHTML = `<button part="bell" aria-expanded="false" aria-controls="p">${bell}<span part="badge" hidden></span></button>` +
       '<div part="panel" id="p" role="dialog" tabindex="-1" aria-label="Inbox" hidden><div part="header"><strong>Inbox</strong><button part="button read-all">Mark all read</button></div>' +
       '<p part="status" role="status"></p><ul part="list"></ul><button part="button more" hidden>Load more</button></div>';
     const q = (s) => r.querySelector(s);
     this.$ = { bell: q('[part=bell]'), badge: q('[part=badge]'), panel: q('[part=panel]'), list: q('ul'), status: q('[part=status]'), more: q('[part~=more]') };
-    this.items = [];
-    this.open = false;
-    this.count(0);
     this.$.bell.onclick = () => this.toggle();
     this.$.more.onclick = () => this.load(this.next);
     q('[part~=read-all]').onclick = () => this.readAll();
@@ -58,7 +58,7 @@ class NewsletterInbox extends HTMLElement {
     this.outside = (e) => { if (this.open && !e.composedPath().includes(this)) this.toggle(false); };
   }
 
-  // base: the routes' root, always ending in "/".
+  // The routes' root, ending in "/".
   get base() {
     const b = new URL(this.getAttribute('base') || (src ? new URL('.', src).href : '/inbox/'), document.baseURI).href;
     return b.endsWith('/') ? b : b + '/';
@@ -68,7 +68,7 @@ class NewsletterInbox extends HTMLElement {
   disconnectedCallback() { document.removeEventListener('click', this.outside); this.stop(); }
   attributeChangedCallback() { this.restart(); }
 
-  // restart once for the attributes set together.
+  // Once for the attributes set together.
   restart() {
     if (this.pending) return;
     this.pending = true;
@@ -80,12 +80,12 @@ class NewsletterInbox extends HTMLElement {
     const s = this.getAttribute('subscriber'), h = this.getAttribute('hash');
     this.items = []; this.next = ''; this.loaded = false;
     this.render(); this.count(0);
-    if (!s || !h) return;
-    this.h = { 'X-Inbox-Subscriber': s, 'X-Inbox-Hash': h };
+    this.h = s && h ? { 'X-Inbox-Subscriber': s, 'X-Inbox-Hash': h } : null;
+    if (!this.h) return;
     if (this.open) this.load();
-    // EventSource sends no headers (the query, then) and resumes by itself (Last-Event-ID).
+    // EventSource sends no headers (so: the query) and resumes by itself.
     const es = this.es = new EventSource(new URL('stream?' + new URLSearchParams({ subscriber: s, hash: h }), this.base));
-    const on = (kind, f) => es.addEventListener(kind, (e) => { try { f(JSON.parse(e.data)); } catch { /* not JSON */ } });
+    const on = (kind, f) => es.addEventListener(kind, (e) => { try { f(JSON.parse(e.data)); } catch {} });
     on('count', (d) => this.count(d.unread));
     on('message', (m) => this.upsert(m, true));
     on('update', (m) => this.upsert(m));
@@ -104,7 +104,10 @@ class NewsletterInbox extends HTMLElement {
 
   toggle(open = !this.open) {
     this.open = open;
-    this.$.panel.hidden = !open;
+    const p = this.$.panel, b = this.getBoundingClientRect();
+    p.hidden = !open;
+    // Open towards the wider side of the window.
+    p.toggleAttribute('data-left', b.left + b.right < innerWidth);
     this.$.bell.setAttribute('aria-expanded', open);
     if (open && !this.loaded && this.h) this.load();
   }
@@ -133,7 +136,7 @@ class NewsletterInbox extends HTMLElement {
     this.render();
   }
 
-  // upsert: a new message first, a changed one in place, an archived one gone.
+  // A new message first, a changed one in place, an archived one gone.
   upsert(m, isNew) {
     if (!this.loaded || !m || !m.id) return;
     const i = this.items.findIndex((x) => x.id === m.id);
@@ -144,7 +147,7 @@ class NewsletterInbox extends HTMLElement {
   }
 
   async act(path, then) {
-    try { then(await this.call(path, true)); } catch { this.say('Could not save that, please retry.'); }
+    try { then(await this.call(path, true)); } catch { this.say('Could not save, please retry.'); }
   }
 
   mark(id, what) {
@@ -171,11 +174,10 @@ class NewsletterInbox extends HTMLElement {
     li.dataset.id = m.id;
     const title = li.appendChild(el('div', 'title'));
     let href = '';
-    try { href = /^https?:$/.test(new URL(m.url).protocol) ? m.url : ''; } catch { /* none */ }
+    try { href = /^https?:$/.test(new URL(m.url).protocol) ? m.url : ''; } catch {}
     if (href) { const a = title.appendChild(el('a', 'link', m.title)); a.href = href; } else title.textContent = m.title;
     if (m.body) {
-      // The body is HTML the service rendered and sanitised; parsed by
-      // a template, nothing in it runs on the way in.
+      // HTML the service sanitised, parsed inert by a template.
       const t = document.createElement('template');
       t.innerHTML = m.body;
       li.appendChild(el('div', 'body')).append(t.content);
