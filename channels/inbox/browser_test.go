@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -164,6 +165,31 @@ func TestInboxComponentInChromium(t *testing.T) {
 	if got := serverCount(t, c, ana); got != `{"unread":0}` {
 		t.Errorf("the server's count after mark all read: %s", got)
 	}
+
+	// More than a page (20): the page loaded again lists the newest 20,
+	// and "Load more" the rest.
+	batch := make([]channels.Message, 20)
+	for i := range batch {
+		raw, err := json.Marshal(event{Key: fmt.Sprintf("ev:ev_more%02d", i), Person: ana.ID, Title: fmt.Sprintf("More %02d", i), At: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch[i] = channels.Message{To: fmt.Sprint(ana.ID), Body: raw}
+	}
+	for i, o := range c.Send(context.Background(), batch) {
+		if o.Verdict != channels.Sent {
+			t.Fatalf("deliver More %02d: %v %v", i, o.Verdict, o.Err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(host.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the badge with more than a page", badge, "20")
+	click("the bell, again", shadow+`.querySelector("[part=bell]")`)
+	items := `(() => { const r = ` + shadow + `; const li = r.querySelectorAll("li[data-id]"); return li.length + " " + li[0].dataset.id + ".." + li[li.length - 1].dataset.id + " more " + (r.querySelector("[part~=more]").hidden ? "hidden" : "shown") })()`
+	eventually("the first page", items, "20 ev_more19..ev_more00 more shown")
+	click("Load more", shadow+`.querySelector("[part~=more]")`)
+	eventually("after Load more", items, "23 ev_more19..ev_2 more hidden")
 }
 
 // TestInboxPageWithoutJavaScript: the no-JS page, in Chromium with
