@@ -138,11 +138,9 @@ func (c *Channel) reader(r *http.Request) (channels.Person, int, string) {
 func (c *Channel) list(w http.ResponseWriter, r *http.Request, p channels.Person) {
 	q := r.URL.Query()
 	cursor := q.Get("cursor")
-	if cursor != "" {
-		if n, err := strconv.ParseUint(cursor, 10, 63); err != nil || n == 0 {
-			writeError(w, http.StatusBadRequest, "cursor: not one this service gave")
-			return
-		}
+	if !validCursor(cursor) {
+		writeError(w, http.StatusBadRequest, "cursor: not one this service gave")
+		return
 	}
 	limit := 20
 	if s := q.Get("limit"); s != "" {
@@ -159,6 +157,15 @@ func (c *Channel) list(w http.ResponseWriter, r *http.Request, p channels.Person
 		return
 	}
 	writeJSON(w, http.StatusOK, pg)
+}
+
+// validCursor tells a cursor a list gave (an order), or none.
+func validCursor(cursor string) bool {
+	if cursor == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(cursor, 10, 63)
+	return err == nil && n > 0
 }
 
 // listAnswer is GET /messages's answer.
@@ -263,11 +270,17 @@ func backToPage(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("archived") == "1" {
 		q.Set("archived", "1")
 	}
-	http.Redirect(w, r, pageBase(r)+"?"+q.Encode(), http.StatusSeeOther)
+	base := pageBase(r)
+	if base == "" {
+		base = "/" // the routes served at the server's root
+	}
+	http.Redirect(w, r, base+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // pageBase is the page's path as the browser called it: the root the
-// service mounted the routes at, which StripPrefix took off.
+// service mounted the routes at, which StripPrefix took off, without a
+// trailing slash ("/inbox" for /inbox and /inbox/, "" at the server's
+// root), so that the page's Base + "/read-all" is a path.
 func pageBase(r *http.Request) string {
 	p := r.URL.Path
 	if raw := r.RequestURI; raw != "" {
@@ -278,7 +291,7 @@ func pageBase(r *http.Request) string {
 	if i := strings.Index(p, "/messages/"); i >= 0 {
 		return p[:i]
 	}
-	return strings.TrimSuffix(p, "/read-all")
+	return strings.TrimSuffix(strings.TrimSuffix(p, "/read-all"), "/")
 }
 
 func (c *Channel) unavailable(w http.ResponseWriter, err error) {

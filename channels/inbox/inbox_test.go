@@ -435,3 +435,93 @@ func TestReadConfig(t *testing.T) {
 		t.Errorf("bad origin and days: %v", err)
 	}
 }
+
+// TestComponentScript: the web component stays small (docs/channels.md
+// promises a script of under 10 KB, no dependencies) and is served as
+// JavaScript.
+func TestComponentScript(t *testing.T) {
+	b, err := assets.ReadFile("assets/inbox.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) >= 10240 {
+		t.Errorf("assets/inbox.js is %d bytes, want under 10,240", len(b))
+	}
+	if !strings.Contains(string(b), "customElements.define('newsletter-inbox'") {
+		t.Errorf("assets/inbox.js does not define <newsletter-inbox>")
+	}
+	c, _ := newTestInbox(t, Config{})
+	w := httptest.NewRecorder()
+	c.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/inbox.js", nil))
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/javascript") || w.Body.String() != string(b) {
+		t.Errorf("GET /inbox.js: %d %q, %d bytes", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
+	}
+}
+
+// TestInboxPageFormsComeBack: the no-JS page's forms post to the routes
+// where the page is, at the server's root as under /inbox (the service
+// mounts them there), and a form's post answers 303 back to the page,
+// the archived view to the archived view.
+func TestInboxPageFormsComeBack(t *testing.T) {
+	c, _ := newTestInbox(t, Config{})
+	deliver(t, c, ana, "ev:ev_1", "One", "")
+	deliver(t, c, ana, "ev:ev_2", "Two", "")
+	if w := call(t, c.Handler(), "POST", "/messages/ev_2/archive", ana, ""); w.Code != http.StatusOK {
+		t.Fatalf("archive: %d", w.Code)
+	}
+	hash, err := Hash([]byte(testSecret), ana.Email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := url.Values{"subscriber": {ana.Email}, "hash": {hash}}.Encode()
+	inbox := http.StripPrefix("/inbox", c.Handler())
+	for _, tc := range []struct {
+		name, page, root string
+		h                http.Handler
+	}{
+		{"at the server's root", "/", "", c.Handler()},
+		{"at /inbox", "/inbox", "/inbox", inbox},
+		{"at /inbox/", "/inbox/", "/inbox", inbox},
+	} {
+		w := httptest.NewRecorder()
+		tc.h.ServeHTTP(w, httptest.NewRequest("GET", tc.page+"?"+creds, nil))
+		page := w.Body.String()
+		for _, want := range []string{
+			`action="` + tc.root + `/messages/ev_1/archive?` + strings.ReplaceAll(creds, "&", "&amp;") + `"`,
+			`action="` + tc.root + `/read-all?`,
+		} {
+			if w.Code != http.StatusOK || !strings.Contains(page, want) {
+				t.Errorf("%s: the page (%d) has no %s", tc.name, w.Code, want)
+			}
+		}
+		w = httptest.NewRecorder()
+		tc.h.ServeHTTP(w, httptest.NewRequest("GET", tc.page+"?archived=1&"+creds, nil))
+		if want := `/messages/ev_2/read?` + strings.ReplaceAll(creds, "&", "&amp;") + `&amp;archived=1"`; !strings.Contains(w.Body.String(), want) {
+			t.Errorf("%s: the archived page has no %s", tc.name, want)
+		}
+		for path, back := range map[string]string{
+			"/messages/ev_1/read?" + creds:              "?" + creds,
+			"/read-all?" + creds:                        "?" + creds,
+			"/messages/ev_2/unread?archived=1&" + creds: "?archived=1&" + creds,
+		} {
+			r := httptest.NewRequest("POST", tc.root+path, strings.NewReader(""))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("Accept", "text/html,application/xhtml+xml")
+			w := httptest.NewRecorder()
+			tc.h.ServeHTTP(w, r)
+			want := tc.root + back
+			if tc.root == "" {
+				want = "/" + back
+			}
+			if w.Code != http.StatusSeeOther || w.Header().Get("Location") != want {
+				t.Errorf("%s: POST %s: %d to %q, want 303 to %q", tc.name, path, w.Code, w.Header().Get("Location"), want)
+			}
+		}
+	}
+	// A cursor the page never gave is refused, not sent to Redis.
+	w := httptest.NewRecorder()
+	c.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/?cursor=x&"+creds, nil))
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("the page with a bad cursor: %d", w.Code)
+	}
+}

@@ -37,6 +37,10 @@ type pageData struct {
 func (c *Channel) page(w http.ResponseWriter, r *http.Request, p channels.Person) {
 	q := r.URL.Query()
 	archived := q.Get("archived") == "1"
+	if !validCursor(q.Get("cursor")) {
+		http.Error(w, "cursor: not one this service gave", http.StatusBadRequest)
+		return
+	}
 	a, err := c.page1(r.Context(), p, q.Get("cursor"), 20, archived)
 	if err != nil {
 		c.unavailable(w, err)
