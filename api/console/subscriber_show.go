@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -18,6 +20,15 @@ type subscriberData struct {
 	Data *store.PersonalData
 	// CanRequest: the export and the erase are wired.
 	CanRequest bool
+	// Channels is what each channel added through the seam keeps of the
+	// person (the inbox's messages), as indented JSON by channel.
+	Channels map[string]string
+}
+
+// channelData reads what the added channels keep of a person: the
+// subscribers service's, when Requests is one.
+type channelData interface {
+	ChannelData(ctx context.Context, id int64, email string) (map[string]any, error)
 }
 
 // Suppressed tells the template whether to offer the lift.
@@ -101,6 +112,24 @@ func (h *Handler) subscriberPage(w http.ResponseWriter, r *http.Request, code in
 			return
 		}
 		d.Sub, d.Data = pd.Subscriber, &pd
+	}
+	if cd, ok := h.d.Requests.(channelData); ok {
+		kept, err := cd.ChannelData(r.Context(), d.Sub.ID, d.Sub.Email)
+		if err != nil {
+			h.storeAway(w, r, err)
+			return
+		}
+		for name, v := range kept {
+			b, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				h.storeAway(w, r, err)
+				return
+			}
+			if d.Channels == nil {
+				d.Channels = map[string]string{}
+			}
+			d.Channels[name] = string(b)
+		}
 	}
 	h.render(w, r, code, "subscriber", page{Title: "Subscriber " + itoa(sub.ID), Section: "subscribers", Error: problem, Data: d})
 }

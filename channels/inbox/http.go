@@ -305,10 +305,11 @@ func (c *Channel) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		allowed := origin != "" && slices.Contains(c.cfg.Origins, origin)
+		// Every answer varies by Origin: a shared cache must not hand
+		// one origin's answer (inbox.js is cacheable) to another.
+		w.Header().Add("Vary", "Origin")
 		if allowed {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
+			w.Header().Set("Access-Control-Allow-Origin", origin)
 		}
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			if !allowed {

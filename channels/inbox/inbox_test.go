@@ -375,6 +375,9 @@ func TestInboxStreamResetsWhenTrimmedPast(t *testing.T) {
 	if ev := next(t, events, "reset"); ev.id == "" {
 		t.Errorf("reset without an id")
 	}
+	if ev := nextAny(t, events); ev.kind != "count" || ev.data != `{"unread":1}` {
+		t.Errorf("after the reset: %s %s, want the count (the newest message kept)", ev.kind, ev.data)
+	}
 }
 
 func TestInboxStreamBounds(t *testing.T) {

@@ -128,9 +128,16 @@ func (c *Channel) sendSince(ctx context.Context, p channels.Person, s *sse, last
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		changes, reset, err := c.store.since(rctx, p.ID, last, catchUp)
 		if reset {
+			// Refetch, and the count as of now: nothing after the reset
+			// may come to correct a stale one.
 			var head string
+			var n int64
 			if head, err = c.store.head(rctx, p.ID); err == nil {
+				n, err = c.store.unread(rctx, p.ID)
+			}
+			if err == nil {
 				s.event(head, "reset", "{}")
+				s.event(head, "count", fmt.Sprintf(`{"unread":%d}`, n))
 				last = head
 			}
 		}

@@ -118,16 +118,28 @@ func (s *Service) Export(ctx context.Context, email string) (PersonalExport, err
 		return PersonalExport{}, err
 	}
 	out := ExportOf(pd, s.now())
+	if out.ChannelData, err = s.ChannelData(ctx, pd.Subscriber.ID, pd.Subscriber.Email); err != nil {
+		return PersonalExport{}, err
+	}
+	return out, nil
+}
+
+// ChannelData is what the channels added through the seam keep of the
+// person (the inbox's messages), by channel; nil when none keeps
+// anything. The export carries it, and the console's page of the person
+// shows it.
+func (s *Service) ChannelData(ctx context.Context, id int64, email string) (map[string]any, error) {
+	var out map[string]any
 	for _, c := range s.Channels {
-		v, err := c.Export(ctx, pd.Subscriber.ID, pd.Subscriber.Email)
+		v, err := c.Export(ctx, id, email)
 		if err != nil {
-			return PersonalExport{}, fmt.Errorf("export from channel %s: %w", c.Name(), err)
+			return nil, fmt.Errorf("export from channel %s: %w", c.Name(), err)
 		}
 		if v != nil {
-			if out.ChannelData == nil {
-				out.ChannelData = map[string]any{}
+			if out == nil {
+				out = map[string]any{}
 			}
-			out.ChannelData[c.Name()] = v
+			out[c.Name()] = v
 		}
 	}
 	return out, nil
