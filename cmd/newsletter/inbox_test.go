@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -210,6 +212,30 @@ func TestInboxEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	// The console's page of the person shows their inbox.
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &http.Client{Jar: jar}
+	resp, err := admin.PostForm(svc.base+"/admin/login", url.Values{"token": {issueAdmin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sub, err := st.Get(ctx, ignores.email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = admin.Get(fmt.Sprintf("%s/admin/subscribers/%d", svc.base, sub.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `data-channel="inbox"`) || !strings.Contains(string(page), "Deploy finished") {
+		t.Errorf("the console's page of the person: %d, inbox shown %v", resp.StatusCode, strings.Contains(string(page), `data-channel="inbox"`))
+	}
 	for email, want := range map[string]int{reads.email: 0, ignores.email: 1} {
 		n := 0
 		for _, m := range smtpSrv.To(email) {
