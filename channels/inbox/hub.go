@@ -40,7 +40,11 @@ type hub struct {
 	streams map[int64]map[*listener]struct{}
 	open    int
 	stop    context.CancelFunc // the listening, once started
-	closed  bool
+	// listening is closed once the subscriptions are confirmed (or
+	// failed: the heartbeat then stands in), so a stream's first change
+	// is not published before anyone listens.
+	listening chan struct{}
+	closed    bool
 }
 
 // listener is one open stream: wake gets a value when its person's
@@ -66,7 +70,7 @@ func (h *hub) join(id int64) (*listener, error) {
 	}
 	if h.stop == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		h.stop = cancel
+		h.stop, h.listening = cancel, make(chan struct{})
 		go h.listen(ctx)
 	}
 	l := &listener{wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -76,6 +80,21 @@ func (h *hub) join(id int64) (*listener, error) {
 	h.streams[id][l] = struct{}{}
 	h.open++
 	return l, nil
+}
+
+// ready waits, at most until ctx ends, for the subscriptions to be
+// confirmed.
+func (h *hub) ready(ctx context.Context) {
+	h.mu.Lock()
+	ch := h.listening
+	h.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
 }
 
 // leave closes a stream.
@@ -145,6 +164,12 @@ func (h *hub) listen(ctx context.Context) {
 		}
 		subs = append(subs, h.rdb.Subscribe(ctx, names...))
 	}
+	for _, ps := range subs {
+		if _, err := ps.Receive(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("inbox: subscribe to changes (streams read their logs on each heartbeat meanwhile)", "err", err)
+		}
+	}
+	close(h.listening)
 	var wg sync.WaitGroup
 	for _, ps := range subs {
 		wg.Go(func() {

@@ -56,6 +56,9 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 		return
 	}
 	defer c.hub.leave(p.ID, l)
+	rctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	c.hub.ready(rctx)
+	cancel()
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id") // a client that cannot set headers
