@@ -528,3 +528,24 @@ func TestInboxPageFormsComeBack(t *testing.T) {
 		t.Errorf("the page with a bad cursor: %d", w.Code)
 	}
 }
+
+// TestSendRetriesWhileRedisIsAway: with Redis away nothing is lost: each
+// message of the batch answers Retry, and the lane holds it as it holds
+// every lane's; the same batch once Redis is back is written once.
+func TestSendRetriesWhileRedisIsAway(t *testing.T) {
+	away := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = away.Close() })
+	c := NewWith(Config{Secret: []byte(testSecret)}, channels.Env{Redis: away})
+	if o := deliver(t, c, ana, "ev:ev_away", "Held", ""); o.Verdict != channels.Retry || o.Err == nil {
+		t.Fatalf("with Redis away: %v %v, want Retry", o.Verdict, o.Err)
+	}
+	back, _ := newTestInbox(t, Config{})
+	for range 2 {
+		if o := deliver(t, back, ana, "ev:ev_away", "Held", ""); o.Verdict != channels.Sent {
+			t.Fatalf("with Redis back: %v %v", o.Verdict, o.Err)
+		}
+	}
+	if a := decodeList(t, call(t, back.Handler(), "GET", "/messages", ana, "")); len(a.Messages) != 1 {
+		t.Errorf("after the retries: %d messages, want 1", len(a.Messages))
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/channels/inbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -136,6 +137,22 @@ func TestInboxEndToEnd(t *testing.T) {
 	}
 	reads, ignores := newInboxReader(t, svc, "reads@example.com"), newInboxReader(t, svc, "ignores@example.com")
 
+	// The preference centre offers the inbox per topic beside e-mail.
+	sub, err := st.Get(ctx, reads.email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := token.NewSigner([]byte("integration-test-secret"), 0).Sign(token.Preferences, sub.ID)
+	resp, err := http.Get(svc.base + "/preferences?token=" + url.QueryEscape(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefs, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(prefs), "In the app") || !strings.Contains(string(prefs), `value="updates:inbox"`) {
+		t.Errorf("the preference centre does not offer the inbox (%d): %v", resp.StatusCode, err)
+	}
+
 	stranger := url.Values{"subscriber": {reads.email}, "hash": {ignores.hash}}.Encode()
 	if code, body := svc.call(t, "GET", "/inbox/messages?"+stranger, ""); code != http.StatusForbidden || strings.Contains(string(body), "messages") {
 		t.Fatalf("another reader's signature: %d %s, want 403", code, body)
@@ -218,12 +235,12 @@ func TestInboxEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := &http.Client{Jar: jar}
-	resp, err := admin.PostForm(svc.base+"/admin/login", url.Values{"token": {issueAdmin}})
+	resp, err = admin.PostForm(svc.base+"/admin/login", url.Values{"token": {issueAdmin}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	sub, err := st.Get(ctx, ignores.email)
+	sub, err = st.Get(ctx, ignores.email)
 	if err != nil {
 		t.Fatal(err)
 	}
