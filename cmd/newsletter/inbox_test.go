@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -109,7 +110,8 @@ func until(t *testing.T, events <-chan [3]string, kind, has string) [3]string {
 // TestInboxEndToEnd: the inbox added through the seam, in the binary: an
 // event reaches an open stream and the list, a read moves the count, a
 // stranger's signature is refused, a reconnect with Last-Event-ID gets
-// what it missed, and an event's e-mail held by "email_if_unread_after"
+// what it missed (on another API replica, which then gets the changes
+// made through the first), and an event's e-mail held by "email_if_unread_after"
 // goes, once, only to the reader who did not read it in the inbox.
 func TestInboxEndToEnd(t *testing.T) {
 	rdb, redisURL := redistest.Own(t, redistest.DBCommand)
@@ -198,9 +200,27 @@ func TestInboxEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	events, stop = reads.stream(t, last)
+	// On another API replica: any replica serves any reader, from the
+	// id the last one gave.
+	addr2 := freeAddr(t)
+	env2 := maps.Clone(env)
+	env2["NEWSLETTER_ADDR"] = addr2
+	startProcess(t, "api", env2)
+	replica := &service{base: "http://" + addr2}
+	poll.True(t, poll.BusyMachine, "the replica to listen", func() bool {
+		resp, err := http.Get(replica.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	events, stop = newInboxReader(t, replica, reads.email).stream(t, last)
 	defer stop()
 	until(t, events, "message", "While you were away")
+	// A change made through the first replica reaches the stream on the
+	// second (pub/sub).
+	svc.post(t, "/api/events", `{"email":"reads@example.com","title":"Live on the replica","url":"https://example.com/l","channels":["inbox"]}`, issueAdmin, http.StatusAccepted)
+	until(t, events, "message", "Live on the replica")
 
 	// The held e-mail: the reader who did not read it gets it, once; the
 	// one who read it does not.
