@@ -91,7 +91,7 @@ func (c *Channel) detach(conn net.Conn, p channels.Person, l *listener, last str
 	d.pending, d.running = doRead, true
 	d.life = time.AfterFunc(streamLife, func() { d.kick(doEnd) })
 	d.beat = time.AfterFunc(heartbeat, func() { d.kick(doBeat) })
-	c.hub.attach(l, d.kick)
+	c.hub.attach(l, d.kick, func() bool { return peerGone(conn) })
 	go d.run()
 }
 

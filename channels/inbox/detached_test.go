@@ -1,8 +1,12 @@
 package inbox
 
 import (
+	"context"
 	"net"
+	"net/http"
+	"net/url"
 	"testing"
+	"time"
 )
 
 // TestPeerGone: a detached stream's heartbeat tells a client that closed
@@ -36,5 +40,41 @@ func TestPeerGone(t *testing.T) {
 	}
 	if !gone {
 		t.Error("a closed client still counted as there")
+	}
+}
+
+// TestReloadFindsRoom: a person's streams whose clients went away (a
+// page reloaded as often as the cap) are found when they open another,
+// not only at their heartbeat, so the new one is not refused.
+func TestReloadFindsRoom(t *testing.T) {
+	c, _ := newTestInbox(t, Config{})
+	srv := newTestServer(t, c)
+	for range MaxStreamsPerPerson {
+		events, stop := openStream(t, srv, ana, "")
+		next(t, events, "count")
+		stop()
+		for range events { // until the client's end is closed
+		}
+	}
+	hash, _ := Hash([]byte(testSecret), ana.Email)
+	u := srv.URL + "/stream?" + url.Values{"subscriber": {ana.Email}, "hash": {hash}}.Encode()
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		code := resp.StatusCode
+		cancel()
+		resp.Body.Close()
+		if code == http.StatusOK {
+			return
+		}
+		if try == 20 { // the FINs take a moment to reach the server
+			t.Fatalf("a stream after %d closed ones: %d", MaxStreamsPerPerson, code)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

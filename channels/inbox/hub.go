@@ -57,6 +57,7 @@ type listener struct {
 	wake chan struct{}
 	done chan struct{}
 	kick func(what int)
+	gone func() bool // its client closed its end (detached: it has no read pending)
 }
 
 func newHub(rdb redis.UniversalClient, log *slog.Logger, maxAll, maxPerson int) *hub {
@@ -104,6 +105,29 @@ func (h *hub) join(id int64) (*listener, error) {
 	return l, nil
 }
 
+// prune ends person id's detached streams whose client went away (a
+// reload, a closed tab: found at their heartbeat otherwise), so a new
+// stream of theirs finds room; it answers how many it ended.
+func (h *hub) prune(id int64) int {
+	h.mu.Lock()
+	var ls []*listener
+	for l := range h.streams[id] {
+		if l.gone != nil {
+			ls = append(ls, l)
+		}
+	}
+	h.mu.Unlock()
+	n := 0
+	for _, l := range ls {
+		if l.gone() {
+			h.leave(id, l)
+			l.kick(doEnd)
+			n++
+		}
+	}
+	return n
+}
+
 // leave closes a stream.
 func (h *hub) leave(id int64, l *listener) {
 	h.mu.Lock()
@@ -120,10 +144,10 @@ func (h *hub) leave(id int64, l *listener) {
 
 // attach has l's notices and its end kick it (a detached stream); if
 // the process ended its streams meanwhile, it ends at once.
-func (h *hub) attach(l *listener, kick func(what int)) {
+func (h *hub) attach(l *listener, kick func(what int), gone func() bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l.kick = kick
+	l.kick, l.gone = kick, gone
 	if h.closed {
 		kick(doEnd)
 	}

@@ -51,6 +51,9 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 		return
 	}
 	l, err := c.hub.join(p.ID)
+	if err != nil && c.hub.prune(p.ID) > 0 {
+		l, err = c.hub.join(p.ID) // a stream of theirs had gone: a reload
+	}
 	if err != nil {
 		w.Header().Set("Retry-After", "30")
 		writeError(w, http.StatusServiceUnavailable, "too many open streams, retry later")
