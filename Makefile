@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login bench-inbox up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -47,7 +47,7 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-login ## every benchmark, one after another
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-login bench-inbox ## every benchmark, one after another
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./bench/subscribe
@@ -63,6 +63,9 @@ bench-archive: ## GET /archive/{slug} and /archive/feed.atom requests/s and p99 
 
 bench-login: ## issue #41: N sign-ins at once (default 1000) to POST /admin/login of the API role in its own process, each from its own client address: peak RSS (VmHWM, target < 300 MB), answers by status and the 503s of the capped password hashes (needs a Redis, default 127.0.0.1:6379 db 15)
 	N=$(or $(N),1000) $(GO) run ./bench/login
+
+bench-inbox: ## issue #44: STREAMS event streams (default 10000) open on one inbox server process (net/http, its own process; raw TCP clients): RSS and Go heap+stacks per stream (target < 20 KB); one event to N readers (default 100000) through Channel.Send (batches of 100, 8 goroutines): first Send to the last stream's message, writes/s, Redis CPU and memory per message (needs a Redis, default 127.0.0.1:6379 db 15)
+	N=$(or $(N),100000) STREAMS=$(or $(STREAMS),10000) $(GO) run ./bench/inbox
 
 bench-redirect: ## GET /r/{token} (the counted redirect) requests/s and p99 from the API role alone, its counting written to Redis included (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./bench/redirect

@@ -132,3 +132,6 @@ func ChildRun(run func() (any, error)) error {
 	_, err = io.Copy(io.Discard, in) // until the parent closes stdin
 	return err
 }
+
+// Pid is the child's process id (its memory read from /proc).
+func (c *Child) Pid() int { return c.cmd.Process.Pid }

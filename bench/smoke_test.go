@@ -72,6 +72,11 @@ var smokeRuns = []smokeRun{
 	{name: "bench-login", program: "login", redis: true, env: []string{"N=20"}, want: []string{
 		`(?m)^answers: \d+ x \d{3}`, `(?m)^503 \(too many hashes at once\): \d+`,
 		`(?m)^RSS before \d+ MB, peak \d+ MB \(VmHWM\); target < \d+ MB: `}},
+	{name: "bench-inbox", program: "inbox", redis: true, env: []string{"N=300", "STREAMS=30"}, want: []string{
+		`(?m)^memory per stream: RSS [\d.]+ KB, Go heap\+stacks [\d.]+ KB \(target < 20 KB\): `,
+		`(?m)^event to 300 readers reaching 30 open streams: first Send to last stream's message \S+; writes done in \S+ \(\d+ writes/s\)`,
+		`(?m)^Redis CPU per inbox message: [\d.]+ µs with the streams, [\d.]+ µs without`,
+		`(?m)^Redis memory per kept message: -?\d+ B the first .*, -?\d+ B the next`}},
 	{name: "bench-scale", program: "scale", redisServer: true,
 		env: []string{"N=2000", "CHECKPOINTS=2000", "WARMUP=100", "MAILS=1000", "WINDOW=2s", "IDLE=500ms"}, want: []string{
 			`(?m)^settings saved on the cluster Redis: postal address`, `(?m)^settings saved on the single Redis: postal address`,

@@ -36,6 +36,13 @@ type hub struct {
 	maxAll    int // streams in this process
 	maxPerson int // streams of one person (tabs, devices)
 
+	// reads are the slots of the streams' reads of Redis: a notice to
+	// thousands of streams at once (an event to everyone) queues them
+	// here, not in the Redis client's pool, whose wait would count
+	// against each read's time and fail some, which then wait for their
+	// heartbeat.
+	reads chan struct{}
+
 	mu      sync.Mutex
 	streams map[int64]map[*listener]struct{}
 	open    int
@@ -48,14 +55,34 @@ type hub struct {
 }
 
 // listener is one open stream: wake gets a value when its person's
-// inbox changed; done is closed when the process ends its streams.
+// inbox changed; done is closed when the process ends its streams. A
+// detached stream (detached.go) is kicked instead, once attached.
 type listener struct {
 	wake chan struct{}
 	done chan struct{}
+	kick func(what int)
+	gone func() bool // its client closed its end (detached: it has no read pending)
 }
 
 func newHub(rdb redis.UniversalClient, log *slog.Logger, maxAll, maxPerson int) *hub {
-	return &hub{rdb: rdb, log: log, maxAll: maxAll, maxPerson: maxPerson, streams: map[int64]map[*listener]struct{}{}}
+	return &hub{rdb: rdb, log: log, maxAll: maxAll, maxPerson: maxPerson, streams: map[int64]map[*listener]struct{}{},
+		reads: make(chan struct{}, streamReads)}
+}
+
+// streamReads bounds the streams' reads of Redis at once in a process:
+// under the Redis client's pool (10 a core and more), so the rest of the
+// API keeps connections.
+const streamReads = 8
+
+// read waits for a read slot (ctx: the stream's end) and answers its
+// release.
+func (h *hub) read(ctx context.Context) (func(), error) {
+	select {
+	case h.reads <- struct{}{}:
+		return func() { <-h.reads }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // join opens a stream of person id's, listening to Redis from the first.
@@ -97,6 +124,29 @@ func (h *hub) ready(ctx context.Context) {
 	}
 }
 
+// prune ends person id's detached streams whose client went away (a
+// reload, a closed tab: found at their heartbeat otherwise), so a new
+// stream of theirs finds room; it answers how many it ended.
+func (h *hub) prune(id int64) int {
+	h.mu.Lock()
+	var ls []*listener
+	for l := range h.streams[id] {
+		if l.gone != nil {
+			ls = append(ls, l)
+		}
+	}
+	h.mu.Unlock()
+	n := 0
+	for _, l := range ls {
+		if l.gone() {
+			h.leave(id, l)
+			l.kick(doEnd)
+			n++
+		}
+	}
+	return n
+}
+
 // leave closes a stream.
 func (h *hub) leave(id int64, l *listener) {
 	h.mu.Lock()
@@ -111,6 +161,17 @@ func (h *hub) leave(id int64, l *listener) {
 	h.open--
 }
 
+// attach has l's notices and its end kick it (a detached stream); if
+// the process ended its streams meanwhile, it ends at once.
+func (h *hub) attach(l *listener, kick func(what int), gone func() bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l.kick, l.gone = kick, gone
+	if h.closed {
+		kick(doEnd)
+	}
+}
+
 // count is how many streams are open.
 func (h *hub) count() int {
 	h.mu.Lock()
@@ -123,6 +184,10 @@ func (h *hub) wake(id int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for l := range h.streams[id] {
+		if l.kick != nil {
+			l.kick(doRead)
+			continue
+		}
 		select {
 		case l.wake <- struct{}{}:
 		default: // already woken: it reads everything new when it runs
@@ -140,6 +205,9 @@ func (h *hub) close() {
 	for _, ls := range h.streams {
 		for l := range ls {
 			close(l.done)
+			if l.kick != nil {
+				l.kick(doEnd)
+			}
 		}
 	}
 	h.streams = map[int64]map[*listener]struct{}{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -50,12 +51,16 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 		return
 	}
 	l, err := c.hub.join(p.ID)
+	if err != nil && c.hub.prune(p.ID) > 0 {
+		l, err = c.hub.join(p.ID) // a stream of theirs had gone: a reload
+	}
 	if err != nil {
 		w.Header().Set("Retry-After", "30")
 		writeError(w, http.StatusServiceUnavailable, "too many open streams, retry later")
 		return
 	}
-	defer c.hub.leave(p.ID, l)
+	// Its first change must not be published before this process
+	// listens.
 	rctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	c.hub.ready(rctx)
 	cancel()
@@ -70,8 +75,15 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on
+	if r.ProtoMajor == 1 {
+		if conn := hijack(rc, h); conn != nil {
+			c.detach(conn, p, l, last)
+			return
+		}
+	}
+	defer c.hub.leave(p.ID, l)
 	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: rc}
+	s := &sse{w: w, deadline: rc.SetWriteDeadline, flush: rc.Flush}
 	s.printf("retry: %d\n\n", retryMS)
 	ctx := r.Context()
 	if last == "" {
@@ -106,20 +118,32 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 // start sends a fresh stream's first event, the count, with the log's
 // newest id: the stream goes on from there.
 func (c *Channel) start(ctx context.Context, p channels.Person, s *sse) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	head, n := "0-0", int64(0)
 	if p.ID > 0 {
 		var err error
-		if head, err = c.store.head(ctx, p.ID); err != nil {
-			return "", err
-		}
-		if n, err = c.store.unread(ctx, p.ID); err != nil {
+		if head, n, err = c.headAndUnread(ctx, p.ID); err != nil {
 			return "", err
 		}
 	}
 	s.event(head, "count", fmt.Sprintf(`{"unread":%d}`, n))
 	return head, s.err
+}
+
+// headAndUnread reads person id's log's newest id and unread count, in
+// one of the streams' read slots.
+func (c *Channel) headAndUnread(ctx context.Context, id int64) (head string, n int64, err error) {
+	release, err := c.hub.read(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if head, err = c.store.head(ctx, id); err != nil {
+		return "", 0, err
+	}
+	n, err = c.store.unread(ctx, id)
+	return head, n, err
 }
 
 // sendSince sends p's changes after last and answers the id it got to.
@@ -128,23 +152,28 @@ func (c *Channel) sendSince(ctx context.Context, p channels.Person, s *sse, last
 		return last, nil
 	}
 	for {
+		release, err := c.hub.read(ctx)
+		if err != nil {
+			return last, nil // the stream is ending
+		}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		changes, reset, err := c.store.since(rctx, p.ID, last, catchUp)
+		var head string
+		var n int64
 		if reset {
 			// Refetch, and the count as of now: nothing after the reset
 			// may come to correct a stale one.
-			var head string
-			var n int64
 			if head, err = c.store.head(rctx, p.ID); err == nil {
 				n, err = c.store.unread(rctx, p.ID)
 			}
-			if err == nil {
-				s.event(head, "reset", "{}")
-				s.event(head, "count", fmt.Sprintf(`{"unread":%d}`, n))
-				last = head
-			}
 		}
 		cancel()
+		release() // before the writes: a slow client holds no slot
+		if reset && err == nil {
+			s.event(head, "reset", "{}")
+			s.event(head, "count", fmt.Sprintf(`{"unread":%d}`, n))
+			last = head
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("inbox: read a reader's log", "err", err)
@@ -183,18 +212,20 @@ func wire(raw string) string {
 }
 
 // sse writes server-sent events, each flushed at once under a write
-// deadline; the first failure sticks.
+// deadline; the first failure sticks. Its writer is the response's, or
+// a detached stream's connection (flush nil: each event is one write).
 type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	err error
+	w        io.Writer
+	deadline func(time.Time) error
+	flush    func() error
+	err      error
 }
 
 func (s *sse) printf(format string, args ...any) {
 	if s.err != nil {
 		return
 	}
-	if err := s.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := s.deadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		s.err = err
 		return
 	}
@@ -202,7 +233,9 @@ func (s *sse) printf(format string, args ...any) {
 		s.err = err
 		return
 	}
-	s.err = s.rc.Flush()
+	if s.flush != nil {
+		s.err = s.flush()
+	}
 }
 
 // event writes one event. Data is one line of JSON (no newline can be in
