@@ -549,3 +549,23 @@ func TestSendRetriesWhileRedisIsAway(t *testing.T) {
 		t.Errorf("after the retries: %d messages, want 1", len(a.Messages))
 	}
 }
+
+// TestInboxStreamSkipsMessagesGone: the log names messages; one trimmed
+// away before the reader came back is not sent, and the stream goes on
+// past it to the one kept.
+func TestInboxStreamSkipsMessagesGone(t *testing.T) {
+	c, _ := newTestInbox(t, Config{Keep: 1})
+	srv := newTestServer(t, c)
+	head, err := c.store.head(context.Background(), ana.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, c, ana, "ev:ev_old", "Old", "")
+	deliver(t, c, ana, "ev:ev_new", "New", "")
+	events, stop := openStream(t, srv, ana, head)
+	defer stop()
+	ev := next(t, events, "message")
+	if !strings.Contains(ev.data, `"title":"New"`) {
+		t.Errorf("the first message sent is %s, want New (Old was trimmed)", ev.data)
+	}
+}

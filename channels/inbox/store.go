@@ -19,8 +19,10 @@ import (
 //	ch:inbox:{<id>}:o    sorted set: message ids by their order (n)
 //	ch:inbox:{<id>}:u    set: the ids unread and not archived (the count)
 //	ch:inbox:{<id>}:n    counter: the last order given
-//	ch:inbox:{<id>}:log  stream: what changed, the ids a reader's event
-//	                     stream resumes from (Last-Event-ID)
+//	ch:inbox:{<id>}:log  stream: what changed (a message's id, or the
+//	                     count), the ids a reader's event stream resumes
+//	                     from (Last-Event-ID); the message itself is read
+//	                     from the hash, so the log costs an id an entry
 //	ch:inbox:{<id>}:cut  the newest log id trimmed away: a reader behind
 //	                     it missed something and refetches
 //
@@ -107,7 +109,7 @@ for _ = 1, 16 do
   redis.call('HDEL', KEYS[1], old[1])
   redis.call('SREM', KEYS[3], old[1])
 end
-log(cap, 'message', ARGV[2])
+log(cap, 'message', ARGV[1])
 log(cap, 'count', count())
 expire(tonumber(ARGV[5]))
 return 1
@@ -178,7 +180,7 @@ if changed then
     redis.call('SADD', KEYS[3], ARGV[1])
   end
   local cap = tonumber(ARGV[3])
-  log(cap, 'update', raw)
+  log(cap, 'update', ARGV[1])
   log(cap, 'count', count())
 end
 return {raw, redis.call('SCARD', KEYS[3])}
@@ -199,7 +201,7 @@ for _, id in ipairs(ids) do
     m.read, m.seen = true, true
     raw = cjson.encode(m)
     redis.call('HSET', KEYS[1], id, raw)
-    log(cap, 'update', raw)
+    log(cap, 'update', id)
   end
 end
 redis.call('DEL', KEYS[3])
@@ -411,13 +413,41 @@ func (s *store) since(ctx context.Context, id int64, last string, n int64) (out 
 	if c, err := cut.Result(); err == nil && laterID(c, last) {
 		return nil, true, nil
 	}
+	var ids []string
 	for _, e := range rng.Val() {
 		kind, _ := e.Values["k"].(string)
 		data, _ := e.Values["d"].(string)
 		out = append(out, change{ID: e.ID, Kind: kind, Data: data})
+		if kind == "message" || kind == "update" {
+			ids = append(ids, data)
+		}
+	}
+	if len(ids) == 0 {
+		return out, false, nil
+	}
+	// A message's entries name it; what is sent is the message as it
+	// is now (a message gone since, trimmed or erased, is left out).
+	raws, err := s.rdb.HMGet(ctx, k[0], ids...).Result()
+	if err != nil {
+		return nil, false, err
+	}
+	i := 0
+	for j, ch := range out {
+		if ch.Kind == "message" || ch.Kind == "update" {
+			raw, _ := raws[i].(string)
+			i++
+			if raw == "" {
+				out[j].Kind = gone
+			}
+			out[j].Data = raw
+		}
 	}
 	return out, false, nil
 }
+
+// gone is the kind of a change whose message is no longer kept: the
+// stream sends nothing for it and goes on past its id.
+const gone = "gone"
 
 // head is the newest id of person id's log ("0-0" when it is empty).
 func (s *store) head(ctx context.Context, id int64) (string, error) {

@@ -182,7 +182,11 @@ func (c *Channel) sendSince(ctx context.Context, p channels.Person, s *sse, last
 		}
 		for _, ch := range changes {
 			data := ch.Data
-			if ch.Kind == "message" || ch.Kind == "update" {
+			switch ch.Kind {
+			case gone:
+				last = ch.ID
+				continue
+			case "message", "update":
 				data = wire(ch.Data)
 			}
 			s.event(ch.ID, ch.Kind, data)
