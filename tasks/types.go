@@ -41,7 +41,7 @@ const (
 	// whether one reader read it in a channel that tracks reads (the
 	// inbox), and queues its e-mail (into the person's bundle) if not.
 	TypeIfUnread = "event:if_unread"
-	TypePush      = "push:deliver"
+	TypePush     = "push:deliver"
 	// TypeSMS texts one person's number, in the sms lane; TypeSMSCode
 	// texts the code that proves a number a person gave.
 	TypeSMS     = "sms:deliver"

@@ -95,17 +95,7 @@ func TestAddedChannelEndToEnd(t *testing.T) {
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",
 		"NEWSLETTER_TEST_CHAT": "1",
 	})
-	addr := freeAddr(t)
-	env["NEWSLETTER_ADDR"], env["NEWSLETTER_BASE_URL"] = addr, "http://"+addr
-	startProcess(t, "serve", env)
-	svc := &service{base: "http://" + addr}
-	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
-		resp, err := http.Get(svc.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	svc := startServiceProcess(t, "serve", env)
 	ctx := context.Background()
 	st := store.NewRedis(rdb).WithChannels("chat")
 	ids := map[string]int64{}

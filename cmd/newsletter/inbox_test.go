@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -120,17 +119,7 @@ func TestInboxEndToEnd(t *testing.T) {
 		"NEWSLETTER_ADMIN_TOKEN": issueAdmin, "NEWSLETTER_DOUBLE_OPTIN": "false", "NEWSLETTER_WELCOME_DELAY": "1h",
 		"NEWSLETTER_INBOX_SECRET": inboxSecret, "NEWSLETTER_GROUP_GRACE": "1s", "NEWSLETTER_GROUP_MAX_DELAY": "2s",
 	})
-	addr := freeAddr(t)
-	env["NEWSLETTER_ADDR"], env["NEWSLETTER_BASE_URL"] = addr, "http://"+addr
-	startProcess(t, "serve", env)
-	svc := &service{base: "http://" + addr}
-	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
-		resp, err := http.Get(svc.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	svc := startServiceProcess(t, "serve", env)
 	ctx := context.Background()
 	st := store.NewRedis(rdb)
 	for _, email := range []string{"reads@example.com", "ignores@example.com"} {
@@ -202,18 +191,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	})
 	// On another API replica: any replica serves any reader, from the
 	// id the last one gave.
-	addr2 := freeAddr(t)
-	env2 := maps.Clone(env)
-	env2["NEWSLETTER_ADDR"] = addr2
-	startProcess(t, "api", env2)
-	replica := &service{base: "http://" + addr2}
-	poll.True(t, poll.BusyMachine, "the replica to listen", func() bool {
-		resp, err := http.Get(replica.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	replica := startServiceProcess(t, "api", env)
 	events, stop = newInboxReader(t, replica, reads.email).stream(t, last)
 	defer stop()
 	until(t, events, "message", "While you were away")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,30 @@ func startService(t testing.TB, env map[string]string, args ...string) *service 
 			t.Logf("the service's log, last lines:\n%s", lastLines(s.stderr.String(), 40))
 		}
 	})
+	s.waitListening(t)
+	return s
+}
+
+// startServiceProcess runs the test binary as the service's role (role
+// and its flags, as startProcess), listening on an address of its own,
+// and returns once it answers.
+func startServiceProcess(t *testing.T, role string, env map[string]string) *service {
+	t.Helper()
+	addr := freeAddr(t)
+	env = maps.Clone(env)
+	env["NEWSLETTER_ADDR"] = addr
+	if env["NEWSLETTER_BASE_URL"] == "" {
+		env["NEWSLETTER_BASE_URL"] = "http://" + addr
+	}
+	startProcess(t, role, env)
+	s := &service{base: "http://" + addr}
+	s.waitListening(t)
+	return s
+}
+
+// waitListening waits for the service to answer /healthz.
+func (s *service) waitListening(t testing.TB) {
+	t.Helper()
 	poll.True(t, poll.BusyMachine, "the service to listen", func() bool {
 		resp, err := http.Get(s.base + "/healthz")
 		if err == nil {
@@ -83,7 +108,6 @@ func startService(t testing.TB, env map[string]string, args ...string) *service 
 		}
 		return err == nil && resp.StatusCode == 200
 	})
-	return s
 }
 
 // lastLines is the end of a log, enough to see why a test failed.
