@@ -205,6 +205,12 @@ func TestChannelIsolation(t *testing.T) {
 	}
 	_ = killed.Wait()
 	t.Logf("sms worker killed at %s", time.Since(began).Round(time.Second))
+	// Another sms worker joins once the killed one's leases are expired:
+	// its start runs asynq's recoverer, which takes those tasks back now,
+	// not at the live servers' next minute (TestLaneIsolation).
+	expireDeadLeases(t, rdb, tasks.QueueSMS, killed)
+	wenv["NEWSLETTER_ADDR"] = freeAddr(t)
+	startProcess(t, "worker --lanes sms", wenv)
 
 	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
 		texted := map[string]bool{}

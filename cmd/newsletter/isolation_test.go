@@ -192,6 +192,13 @@ func TestLaneIsolation(t *testing.T) {
 	}
 	_ = killed.Wait() // killed: its exit status is the signal
 	killedAt := len(pushSvc.Received())
+	// Its tasks go back to the lane as retries when an asynq server's
+	// recoverer finds their leases run out: once a minute in the live
+	// ones, and as a server starts. Their leases expired, another push
+	// worker joins, and its start takes them back now.
+	expireDeadLeases(t, rdb, tasks.QueuePush, killed)
+	wenv["NEWSLETTER_ADDR"] = freeAddr(t)
+	startProcess(t, "worker --lanes push", wenv)
 
 	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
 		got := map[string]bool{}
