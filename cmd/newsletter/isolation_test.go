@@ -58,7 +58,6 @@ func TestLaneIsolation(t *testing.T) {
 	}
 	const subscribers, concurrency = 2000, 4
 	rdb, redisURL := bulkTestRedis(t)
-	bulkDone := oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
@@ -105,6 +104,9 @@ func TestLaneIsolation(t *testing.T) {
 		"NEWSLETTER_RETRY_BASE":            "100ms",
 		"NEWSLETTER_CLAIM_TTL":             "30m", // a killed worker's claims are taken over by its tasks' retries, not by expiry
 	})
+	// The readers are in: the bulk send's turn (its set-up ran beside
+	// the other bulk sends).
+	bulkDone := oneBulkSendAtATime(t)
 	svc := startService(t, env, "serve")
 
 	// The webhook lane has work that fails: events for an endpoint that
@@ -192,6 +194,13 @@ func TestLaneIsolation(t *testing.T) {
 	}
 	_ = killed.Wait() // killed: its exit status is the signal
 	killedAt := len(pushSvc.Received())
+	// Its tasks go back to the lane as retries when an asynq server's
+	// recoverer finds their leases run out: once a minute in the live
+	// ones, and as a server starts. Their leases expired, another push
+	// worker joins, and its start takes them back now.
+	expireDeadLeases(t, rdb, tasks.QueuePush, killed)
+	wenv["NEWSLETTER_ADDR"] = freeAddr(t)
+	startProcess(t, "worker --lanes push", wenv)
 
 	poll.Until(t, poll.BusyMachine+recoverAfter, func() error {
 		got := map[string]bool{}

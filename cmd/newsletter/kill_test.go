@@ -119,8 +119,10 @@ var bulkSends = make(chan struct{}, 1)
 
 // oneBulkSendAtATime waits for the other bulk sends to end, then holds
 // the turn until t ends or until it calls the returned done, whichever
-// comes first. A test calls it once it runs in parallel and before its
-// deadlines start, and calls done once its bulk send is over: what
+// comes first. A test calls it once its readers are seeded (the set-up,
+// a Redis, a cluster and thousands of subscribers, runs beside the other
+// bulk sends: none of it waits on a deadline) and before its deadlines
+// start, and calls done once its bulk send is over: what
 // follows in the isolation tests (a lane backing up while its provider
 // hangs, asynq's recoverer handing a killed worker's tasks back, a
 // minute or two of waiting) keeps no core busy, and the next bulk send
@@ -184,6 +186,92 @@ func expireKilledLeases(t *testing.T, rdb redis.UniversalClient, dead *exec.Cmd)
 		}
 	}
 	t.Logf("expired the leases of the killed worker's %d active tasks", expired)
+}
+
+// expireDeadLeases is expireKilledLeases for a worker killed beside
+// others that live on (the service's own lanes): it expires the leases of
+// the dead worker's tasks in queue, and only those, so that the next
+// asynq server to start (whose recoverer runs at once, then every
+// minute) hands them back as retries, as the live servers' recoverers
+// would have one or two minutes later. The tasks are told apart by their
+// leases: every asynq server extends the leases of its running tasks at
+// each heartbeat (every 5 s, to a whole second 30 s ahead) and a dead one
+// no longer does. The leases are read once the worker is dead; then it
+// waits, with a deadline, until every live asynq server has beaten three
+// times (the TTL of its asynq:servers key renewed: a beat writes it, then
+// extends its leases, and the next beat starts 5 s after). The second
+// of those beats extended every lease the server then held, at least
+// 5 s after it was read, so to another second; the third's renewal says
+// the second's extension is done. A lease read then as before is a dead
+// task's. It returns how many leases it expired.
+func expireDeadLeases(t *testing.T, rdb redis.UniversalClient, queue string, dead *exec.Cmd) int {
+	t.Helper()
+	ctx := context.Background()
+	key := "asynq:{" + queue + "}:lease"
+	before, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	servers, err := insp.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// beats counts each live server's renewals of its key's TTL.
+	type live struct {
+		key   string
+		ttl   time.Duration
+		beats int
+	}
+	var alive []*live
+	for _, s := range servers {
+		if s.PID != dead.Process.Pid {
+			alive = append(alive, &live{key: fmt.Sprintf("asynq:servers:{%s:%d:%s}", s.Host, s.PID, s.ID), ttl: -1})
+		}
+	}
+	poll.Until(t, poll.BusyMachine, func() error {
+		for _, s := range alive {
+			ttl, err := rdb.PTTL(ctx, s.key).Result()
+			if err != nil {
+				return err
+			}
+			if ttl < 0 {
+				return fmt.Errorf("asynq server %s gone (TTL %s): no longer alive beside the killed pid %d", s.key, ttl, dead.Process.Pid)
+			}
+			if s.ttl >= 0 && ttl > s.ttl {
+				s.beats++
+			}
+			s.ttl = ttl
+		}
+		for _, s := range alive {
+			if s.beats < 3 {
+				return fmt.Errorf("asynq server %s beat %d times since the kill, want 3", s.key, s.beats)
+			}
+		}
+		return nil
+	})
+	after, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := map[string]float64{}
+	for _, z := range before {
+		was[z.Member.(string)] = z.Score
+	}
+	past := float64(time.Now().Add(-time.Hour).Unix())
+	expired := 0
+	for _, z := range after {
+		id := z.Member.(string)
+		if score, ok := was[id]; !ok || score != z.Score {
+			continue // a live server's task: new since, or its lease extended
+		}
+		if err := rdb.ZAddXX(ctx, key, redis.Z{Score: past, Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		expired++
+	}
+	t.Logf("expired the leases of the killed worker's %d active tasks in %s (of %d leases then, %d now)", expired, queue, len(before), len(after))
+	return expired
 }
 
 func startProcess(t *testing.T, role string, env map[string]string) *exec.Cmd {
