@@ -58,6 +58,14 @@ func (c *Channel) Handler() http.Handler {
 		if r.URL.Path == "" {
 			r.URL.Path = "/" // the root itself: /inbox
 		}
+		// A HEAD of a GET route would do what the GET does (mark a
+		// page seen, hold a stream) and show nothing: only the script,
+		// which changes nothing, answers one.
+		if r.Method == http.MethodHead && r.URL.Path != "/inbox.js" {
+			w.Header().Set("Allow", "GET")
+			writeError(w, http.StatusMethodNotAllowed, "HEAD is not answered here: use GET")
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		mux.ServeHTTP(w, r)
 	}))
@@ -330,6 +338,7 @@ func (c *Channel) cors(next http.Handler) http.Handler {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		return // the client went away; nothing to tell it

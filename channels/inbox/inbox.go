@@ -150,8 +150,17 @@ func New(env channels.Env) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewWith(cfg, env), nil
+	c := NewWith(cfg, env)
+	if n := openFiles(); n > 0 && n < uint64(c.cfg.MaxStreams)+fileHeadroom {
+		c.log.Warn("inbox: the process may open fewer files than its streams need: raise its limit (LimitNOFILE, ulimit -n) or lower NEWSLETTER_INBOX_STREAMS",
+			"open_files", n, "streams", c.cfg.MaxStreams, "want_at_least", uint64(c.cfg.MaxStreams)+fileHeadroom)
+	}
+	return c, nil
 }
+
+// fileHeadroom is the open files a process needs beside its streams:
+// Redis connections, providers, the console's and the API's clients.
+const fileHeadroom = 1024
 
 // NewWith builds the inbox with cfg.
 func NewWith(cfg Config, env channels.Env) *Channel {

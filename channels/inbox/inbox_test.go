@@ -569,3 +569,45 @@ func TestInboxStreamSkipsMessagesGone(t *testing.T) {
 		t.Errorf("the first message sent is %s, want New (Old was trimmed)", ev.data)
 	}
 }
+
+// TestInboxStreamEdges: someone with no account yet holds no stream
+// (their count, then the end, with a minute's retry, whoever else has
+// none either); an id past the log's newest gets a reset, not silence;
+// a HEAD holds nothing and marks nothing.
+func TestInboxStreamEdges(t *testing.T) {
+	c, _ := newTestInbox(t, Config{})
+	srv := newTestServer(t, c)
+	for i := range MaxStreamsPerPerson + 2 {
+		stranger := channels.Person{Email: fmt.Sprintf("not.yet%d@example.org", i)}
+		events, stop := openStream(t, srv, stranger, "")
+		if ev := next(t, events, "count"); ev.data != `{"unread":0}` {
+			t.Errorf("no account yet: %+v", ev)
+		}
+		if _, open := <-events; open {
+			t.Errorf("the stream of someone with no account yet stays open")
+		}
+		stop()
+	}
+	if n := c.OpenStreams(); n != 0 {
+		t.Errorf("%d streams held by people with no account", n)
+	}
+
+	deliver(t, c, ana, "ev:ev_1", "One", "")
+	events, stop := openStream(t, srv, ana, "9999999999999-0")
+	defer stop()
+	if ev := nextAny(t, events); ev.kind != "reset" {
+		t.Errorf("an id past the log: %s %s, want reset", ev.kind, ev.data)
+	}
+	if ev := nextAny(t, events); ev.kind != "count" || ev.data != `{"unread":1}` {
+		t.Errorf("after the reset: %s %s", ev.kind, ev.data)
+	}
+
+	for _, path := range []string{"/messages", "/stream", "/"} {
+		if w := call(t, c.Handler(), "HEAD", path, ana, ""); w.Code != http.StatusMethodNotAllowed {
+			t.Errorf("HEAD %s: %d", path, w.Code)
+		}
+	}
+	if m, err := c.store.one(context.Background(), ana.ID, "ev_1"); err != nil || m.Seen {
+		t.Errorf("after the HEADs the message is seen (%v)", err)
+	}
+}

@@ -406,11 +406,22 @@ func (s *store) since(ctx context.Context, id int64, last string, n int64) (out 
 	k := personKeys(id)
 	pipe := s.rdb.Pipeline()
 	cut := pipe.Get(ctx, k[5])
+	newest := pipe.XRevRangeN(ctx, k[4], "+", "-", 1)
 	rng := pipe.XRangeN(ctx, k[4], "("+last, "+", n)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, false, err
 	}
 	if c, err := cut.Result(); err == nil && laterID(c, last) {
+		return nil, true, nil
+	}
+	// An id past the log's newest was never given by this log: a Redis
+	// restored from a backup, a replica behind after a failover, an inbox
+	// expired. What the reader has is unknown: they refetch.
+	head := "0-0"
+	if es := newest.Val(); len(es) > 0 {
+		head = es[0].ID
+	}
+	if laterID(last, head) {
 		return nil, true, nil
 	}
 	var ids []string

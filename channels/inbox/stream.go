@@ -50,6 +50,10 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 		writeError(w, http.StatusInternalServerError, "could not open a stream")
 		return
 	}
+	if p.ID == 0 {
+		c.notYet(w, rc)
+		return
+	}
 	l, err := c.hub.join(p.ID)
 	if err != nil && c.hub.prune(p.ID) > 0 {
 		l, err = c.hub.join(p.ID) // a stream of theirs had gone: a reload
@@ -113,6 +117,25 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 		case <-l.wake:
 		}
 	}
+}
+
+// notYetRetry is how soon the browser of someone with no account yet
+// asks again (EventSource reconnects when a stream ends).
+const notYetRetry = time.Minute
+
+// notYet answers the stream of someone with no account yet (a valid
+// signature, nobody of that address): their empty count, and the end,
+// with a minute's retry. They hold no stream of the process's, and no
+// one such reader's tabs can take another's place; once they are a
+// reader, the next reconnect is their stream, from the log's start.
+func (c *Channel) notYet(w http.ResponseWriter, rc *http.ResponseController) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, deadline: rc.SetWriteDeadline, flush: rc.Flush}
+	s.printf("retry: %d\n\n", notYetRetry.Milliseconds())
+	s.event("0-0", "count", `{"unread":0}`)
 }
 
 // start sends a fresh stream's first event, the count, with the log's
