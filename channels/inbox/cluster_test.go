@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/rediscluster"
 )
 
@@ -23,9 +25,24 @@ func TestInboxOnACluster(t *testing.T) {
 		people[p.Email] = p
 	}
 	c := NewWith(Config{Secret: []byte(testSecret)}, channels.Env{Redis: rdb, People: people})
+	// Only a notice wakes a stream here: no heartbeat reads its log.
+	c.heartbeat = time.Hour
 	srv := newTestServer(t, c)
+	// The process's subscriptions confirmed by every shard first (a
+	// stream waits for them only its call's 5 s, which a loaded machine
+	// can outlast; a notice before them is read at the next heartbeat).
+	people["first@example.org"] = channels.Person{ID: 99, Email: "first@example.org"}
+	first, stopFirst := openStream(t, srv, people["first@example.org"], "")
+	next(t, first, "count")
+	ctx, cancel := context.WithTimeout(context.Background(), poll.BusyMachine)
+	c.hub.ready(ctx)
+	cancel()
+	stopFirst()
 	// Twenty people: their buckets spread over the shards.
 	for _, p := range people {
+		if p.ID == 99 {
+			continue
+		}
 		events, stop := openStream(t, srv, p, "")
 		next(t, events, "count")
 		if o := deliver(t, c, p, "ev:ev_c", "On a cluster", "*hi*"); o.Verdict != channels.Sent {

@@ -90,7 +90,7 @@ func (c *Channel) detach(conn net.Conn, p channels.Person, l *listener, last str
 	// lost: the first read comes after it.
 	d.pending, d.running = doRead, true
 	d.life = time.AfterFunc(streamLife, func() { d.kick(doEnd) })
-	d.beat = time.AfterFunc(heartbeat, func() { d.kick(doBeat) })
+	d.beat = time.AfterFunc(c.heartbeat, func() { d.kick(doBeat) })
 	c.hub.attach(l, d.kick, func() bool { return peerGone(conn) })
 	go d.run()
 }
@@ -141,7 +141,7 @@ func (d *detached) step(what int) bool {
 		if d.s.printf(": ping\n\n"); d.s.err != nil {
 			return false
 		}
-		d.beat.Reset(heartbeat)
+		d.beat.Reset(d.c.heartbeat)
 	}
 	if d.last == "" {
 		last, err := d.c.start(ctx, d.p, d.s)

@@ -142,6 +142,10 @@ type Channel struct {
 	store  *store
 	hub    *hub
 	now    func() time.Time
+	// heartbeat is how often an idle stream pings and reads its log
+	// (the const heartbeat; a test makes it long, so that only a notice
+	// can wake a stream).
+	heartbeat time.Duration
 }
 
 // New builds the inbox from env.
@@ -177,7 +181,7 @@ func NewWith(cfg Config, env channels.Env) *Channel {
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
-	c := &Channel{cfg: cfg, rdb: env.Redis, people: env.People, log: log, now: time.Now}
+	c := &Channel{cfg: cfg, rdb: env.Redis, people: env.People, log: log, now: time.Now, heartbeat: heartbeat}
 	c.store = &store{rdb: env.Redis, keep: cfg.Keep, keepFor: time.Duration(cfg.Days) * 24 * time.Hour, now: func() time.Time { return c.now() }}
 	c.hub = newHub(env.Redis, log, cfg.MaxStreams, MaxStreamsPerPerson)
 	return c

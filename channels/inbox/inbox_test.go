@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 )
 
@@ -290,8 +291,8 @@ func nextAny(t *testing.T, events <-chan sseEvent) sseEvent {
 			t.Fatal("the stream ended")
 		}
 		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10s")
+	case <-time.After(poll.BusyMachine):
+		t.Fatal("no event in time")
 	}
 	return sseEvent{}
 }
@@ -299,7 +300,7 @@ func nextAny(t *testing.T, events <-chan sseEvent) sseEvent {
 // next is the stream's next event of kind, skipping others.
 func next(t *testing.T, events <-chan sseEvent, kind string) sseEvent {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(poll.BusyMachine)
 	for {
 		select {
 		case ev, ok := <-events:
@@ -310,7 +311,7 @@ func next(t *testing.T, events <-chan sseEvent, kind string) sseEvent {
 				return ev
 			}
 		case <-deadline:
-			t.Fatalf("no %q event within 10s", kind)
+			t.Fatalf("no %q event in time", kind)
 		}
 	}
 }
@@ -409,7 +410,7 @@ func TestInboxStreamBounds(t *testing.T) {
 	defer stop()
 	next(t, events, "count")
 	c.CloseStreams()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(poll.BusyMachine)
 	for {
 		select {
 		case _, ok := <-events:

@@ -97,7 +97,7 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, p channels.Pers
 	}
 	life := time.NewTimer(streamLife)
 	defer life.Stop()
-	beat := time.NewTicker(heartbeat)
+	beat := time.NewTicker(c.heartbeat)
 	defer beat.Stop()
 	for {
 		if last, err = c.sendSince(ctx, p, s, last); err != nil {
