@@ -40,6 +40,21 @@ type chat struct {
 	sent    []channels.Message
 	sends   int
 	retired []string
+	erased  []int64
+}
+
+// Erase records whom a bulk erasure asked it to forget.
+func (c *chat) Erase(_ context.Context, p channels.Person) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erased = append(c.erased, p.ID)
+	return nil
+}
+
+func (c *chat) erasedIDs() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.erased)
 }
 
 func newChat() *chat {

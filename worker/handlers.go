@@ -246,7 +246,7 @@ func NewHandlers(d Deps) Handlers {
 	var listJobs *ListJobRunner
 	if d.ListJobs != nil && d.ListStore != nil {
 		listJobs = &ListJobRunner{Runner: &listjobs.Runner{Jobs: d.ListJobs, Store: d.ListStore, Audit: d.Audit, Now: d.Now, Log: d.Log,
-			Applier: &listjobs.Applier{Store: d.ListStore, Topics: d.Links.Topics, Tasks: d.ListTasks}}}
+			Applier: &listjobs.Applier{Store: d.ListStore, Topics: d.Links.Topics, Tasks: d.ListTasks, Channels: channelErasers(d.Channels)}}}
 	}
 	return Handlers{
 		Invites:  &InviteMailer{Mailer: d.Mailer, Render: d.Render, Newsletter: d.Links.Newsletter, Tags: d.Tags, Now: d.Now, Log: d.Log},
@@ -294,4 +294,23 @@ func (h Handlers) Close() {
 	if h.Mails != nil && h.Mails.Deliver.marks != nil {
 		h.Mails.Deliver.marks.close()
 	}
+}
+
+// channelErasers are the added channels that keep something of a person
+// (channels.Eraser), as a bulk erasure forgets it.
+func channelErasers(cs []channels.Channel) []listjobs.ChannelEraser {
+	var out []listjobs.ChannelEraser
+	for _, c := range cs {
+		if e, ok := c.(channels.Eraser); ok {
+			out = append(out, personEraser{e})
+		}
+	}
+	return out
+}
+
+// personEraser is a channels.Eraser as listjobs calls it.
+type personEraser struct{ e channels.Eraser }
+
+func (p personEraser) Erase(ctx context.Context, id int64, email string) error {
+	return p.e.Erase(ctx, channels.Person{ID: id, Email: email})
 }

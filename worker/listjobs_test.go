@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"github.com/newsletter/newsletter/channels"
 	"maps"
 	"slices"
 	"strings"
@@ -21,10 +22,10 @@ import (
 
 // startListWorker runs a worker with the list's jobs (small pages, so a
 // few people make several pages and chunks).
-func (e *importEnv) startListWorker(t *testing.T) *listjobs.Jobs {
+func (e *importEnv) startListWorker(t *testing.T, added ...channels.Channel) *listjobs.Jobs {
 	t.Helper()
 	jobs := listjobs.NewJobs(e.rdb)
-	h := NewHandlers(Deps{ListJobs: jobs, ListStore: e.st, Queue: e.client, Audit: e.trail, Log: discard, Now: time.Now})
+	h := NewHandlers(Deps{ListJobs: jobs, ListStore: e.st, Queue: e.client, Audit: e.trail, Log: discard, Now: time.Now, Channels: added})
 	h.ListJobs.Runner.Page = 7
 	w := New(e.rdb, Config{ShutdownTimeout: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond, Log: discard,
 		Lanes: []Lane{{Name: tasks.LaneEmail, Concurrency: 2}}},
@@ -180,7 +181,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 // count confirmed.
 func TestBulkJob(t *testing.T) {
 	e := newImportEnv(t)
-	jobs := e.startListWorker(t)
+	chat := newChat() // an added channel that keeps something of a person
+	jobs := e.startListWorker(t, chat)
 	ctx := context.Background()
 	for i := range 20 {
 		req := store.SubscribeRequest{Email: fmt.Sprintf("b%02d@example.com", i), Topics: []string{"digest"}, Activate: i%4 != 0}
@@ -205,6 +207,9 @@ func TestBulkJob(t *testing.T) {
 	}
 	if n, _ := e.st.CountSelection(ctx, store.Filter{Status: store.Pending}); n != 2 {
 		t.Fatalf("%d pending left, want 2", n)
+	}
+	if erased := chat.erasedIDs(); len(erased) != 3 {
+		t.Fatalf("the added channel erased %v, want the 3 people erased", erased)
 	}
 	entries, err := e.st.AuditEntries(ctx, "", 10)
 	if err != nil || len(entries) != 2 || entries[0].Action != listjobs.AuditBulk || !strings.Contains(entries[0].Detail, "3 changed") {

@@ -56,6 +56,15 @@ type Applier struct {
 	// Tasks deletes the queued tasks of people who left or were erased
 	// (nil: their handlers' re-check skips them).
 	Tasks TaskDeleter
+	// Channels erase what the channels added through the seam keep of
+	// a person (the inbox's messages), before the store forgets them, as
+	// one person's erasure does (subscribers.Service.Erase).
+	Channels []ChannelEraser
+}
+
+// ChannelEraser forgets what one channel keeps of a person.
+type ChannelEraser interface {
+	Erase(ctx context.Context, id int64, email string) error
 }
 
 // Check tells whether action (and its topic) can run.
@@ -97,6 +106,13 @@ func (a *Applier) Apply(ctx context.Context, action, topic string, sub store.Sub
 		a.delete(pending)
 		return err == nil, err
 	case ActionErase:
+		// The channels first: one that fails leaves the person whole,
+		// and the page is run again.
+		for _, c := range a.Channels {
+			if err := c.Erase(ctx, sub.ID, email); err != nil {
+				return false, fmt.Errorf("erase what a channel keeps: %w", err)
+			}
+		}
 		pending := tasks.PersonTasks(email, seq)
 		_, err = a.Store.Erase(ctx, email, ids(pending)...)
 		if errors.Is(err, store.ErrNotFound) {

@@ -20,7 +20,7 @@ import (
 // the API's routes and the console's forms start them here.
 
 func (s *Service) applier() *listjobs.Applier {
-	a := &listjobs.Applier{Store: s.Store, Topics: s.Topics}
+	a := &listjobs.Applier{Store: s.Store, Topics: s.Topics, Channels: channelErasers(s.Channels)}
 	if s.Tasks != nil {
 		a.Tasks = s.Tasks
 	}
@@ -264,4 +264,13 @@ func (s *Service) WriteExportCSV(w http.ResponseWriter, r *http.Request, id stri
 		}
 	}
 	s.note(ctx, "subscribers.export_downloaded", "export:"+job.ID, fmt.Sprintf("%d rows", job.Done))
+}
+
+// channelErasers are the channels' data as a bulk erasure forgets it.
+func channelErasers(data []PersonData) []listjobs.ChannelEraser {
+	out := make([]listjobs.ChannelEraser, len(data))
+	for i, d := range data {
+		out[i] = d
+	}
+	return out
 }
