@@ -172,11 +172,7 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
-	if p.Markdown, msg = eventBody(in.get("body")); msg != "" {
-		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
-		return
-	}
-	if p.EmailIfUnreadAfter, msg = s.unreadAfter(in.get("email_if_unread_after"), channels); msg != "" {
+	if msg = s.eventInbox(in, &p); msg != "" {
 		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
 		return
 	}
@@ -318,6 +314,17 @@ func eventBody(body string) (string, string) {
 		return "", "body: " + err.Error()
 	}
 	return body, ""
+}
+
+// eventInbox reads an event's fields for the inbox into p: its Markdown
+// "body" and "email_if_unread_after"; a message says what is wrong.
+func (s *Server) eventInbox(in input, p *tasks.FanoutPayload) string {
+	var msg string
+	if p.Markdown, msg = eventBody(in.get("body")); msg != "" {
+		return msg
+	}
+	p.EmailIfUnreadAfter, msg = s.unreadAfter(in.get("email_if_unread_after"), p.Channels)
+	return msg
 }
 
 // Bounds of "email_if_unread_after".

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -214,5 +215,37 @@ func TestEventURLMustFitAppPushToo(t *testing.T) {
 	}
 	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 0 {
 		t.Fatalf("a refused event was queued: %d tasks", len(pending))
+	}
+}
+
+// TestEventInboxFields: an event's Markdown "body" and its
+// "email_if_unread_after" are checked at intake and carried by the
+// fan-out; the hold needs a channel that tracks reads and, when
+// "channels" narrows the event, both e-mail and that channel.
+func TestEventInboxFields(t *testing.T) {
+	off := newEnv(t, Config{AdminToken: "s3cret"})
+	if code, m := off.admin(t, "POST", "/api/events", `{"topic":"updates","title":"x","url":"https://example.com","email_if_unread_after":"10m"}`); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "inbox") {
+		t.Errorf("a hold with no channel that tracks reads: %d %v", code, m)
+	}
+	e := newEnv(t, Config{AdminToken: "s3cret", ReadTrackers: []string{"chat"}})
+	for _, bad := range []string{
+		`"email_if_unread_after":"9s"`, `"email_if_unread_after":"169h"`, `"email_if_unread_after":"1d"`,
+		`"email_if_unread_after":"-1m"`, `"email_if_unread_after":"10m","channels":["email"]`,
+		`"body":"` + strings.Repeat("a", maxEventBody+1) + `"`,
+	} {
+		if code, _ := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"x","url":"https://example.com",`+bad+`}`); code != 400 {
+			t.Errorf("%s: %d, want 400", bad, code)
+		}
+	}
+	if pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault); len(pending) != 0 {
+		t.Fatalf("a refused event was queued: %d tasks", len(pending))
+	}
+	if code, m := e.admin(t, "POST", "/api/events", `{"topic":"updates","title":"x","url":"https://example.com","body":"**hi**","email_if_unread_after":"10s"}`); code != 202 {
+		t.Fatalf("a held event: %d %v", code, m)
+	}
+	pending, _ := e.insp.ListPendingTasks(tasks.QueueDefault)
+	var fan tasks.FanoutPayload
+	if len(pending) != 1 || json.Unmarshal(pending[0].Payload, &fan) != nil || fan.Markdown != "**hi**" || fan.EmailIfUnreadAfter != 10*time.Second {
+		t.Fatalf("the fan-out: %+v", fan)
 	}
 }

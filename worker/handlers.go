@@ -228,17 +228,7 @@ func NewHandlers(d Deps) Handlers {
 			PerNumberDay: d.SMSLimits.PerNumberDay, PerDay: d.SMSLimits.PerDay, Quiet: d.Quiet,
 			Retry: d.SMSRetry, ClaimTTL: d.ClaimTTL, Now: d.Now, Metrics: d.Metrics, Log: d.Log}
 	}
-	lanes := map[string]*ChannelLane{}
-	var added []AddedChannel
-	trackers := map[string]channels.ReadTracker{}
-	for _, c := range d.Channels {
-		lanes[c.Spec().Name] = &ChannelLane{Channel: c, Store: d.Store, Retry: d.ChannelRetry, ClaimTTL: d.ClaimTTL,
-			Now: d.Now, Metrics: d.Metrics, Log: d.Log}
-		added = append(added, addedChannel(c.Spec().Name))
-		if tr, ok := c.(channels.ReadTracker); ok {
-			trackers[c.Spec().Name] = tr
-		}
-	}
+	lanes, added, trackers := addedLanes(d)
 	var imports *ImportRunner
 	if d.Imports != nil && d.ImportStore != nil {
 		imports = &ImportRunner{Jobs: d.Imports, Store: d.ImportStore, Queue: d.Queue, Topics: d.Links.Topics, Audit: d.Audit, Now: d.Now, Log: d.Log}
@@ -313,4 +303,22 @@ type personEraser struct{ e channels.Eraser }
 
 func (p personEraser) Erase(ctx context.Context, id int64, email string) error {
 	return p.e.Erase(ctx, channels.Person{ID: id, Email: email})
+}
+
+// addedLanes are the lanes of the channels added through the seam (one
+// generic ChannelLane each), their names as the fan-out knows them, and
+// those that track reads (channels.ReadTracker).
+func addedLanes(d Deps) (map[string]*ChannelLane, []AddedChannel, map[string]channels.ReadTracker) {
+	lanes := map[string]*ChannelLane{}
+	var added []AddedChannel
+	trackers := map[string]channels.ReadTracker{}
+	for _, c := range d.Channels {
+		lanes[c.Spec().Name] = &ChannelLane{Channel: c, Store: d.Store, Retry: d.ChannelRetry, ClaimTTL: d.ClaimTTL,
+			Now: d.Now, Metrics: d.Metrics, Log: d.Log}
+		added = append(added, addedChannel(c.Spec().Name))
+		if tr, ok := c.(channels.ReadTracker); ok {
+			trackers[c.Spec().Name] = tr
+		}
+	}
+	return lanes, added, trackers
 }
