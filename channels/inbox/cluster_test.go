@@ -17,6 +17,9 @@ import (
 // stream through sharded pub/sub (SPUBLISH, SSUBSCRIBE), whatever shard
 // the person's bucket is on.
 func TestInboxOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis Cluster of six servers: not in -short (make test-stress), as the other cluster tests")
+	}
 	cl := rediscluster.Start(t)
 	rdb := cl.Client(t)
 	people := book{}
