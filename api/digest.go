@@ -163,13 +163,9 @@ func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
 		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
 		return
 	}
-	// With SMS on, any reader who chose texts may be texted the title
-	// and link: one over the cap would be a dead letter each.
-	if s.cfg.SMSAuthToken != "" && (len(channels) == 0 || slices.Contains(channels, store.ChannelSMS)) {
-		if err := s.deps.Checks.SMSText(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
-			webjson.Write(w, http.StatusBadRequest, errorBody("too long for a text message (title and url): "+err.Error()+`; shorten it, or leave SMS out with "channels"`))
-			return
-		}
+	if msg = s.textable(title, link, channels); msg != "" {
+		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
+		return
 	}
 	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
 	if msg = s.eventInbox(in, &p); msg != "" {
@@ -314,6 +310,19 @@ func eventBody(body string) (string, string) {
 		return "", "body: " + err.Error()
 	}
 	return body, ""
+}
+
+// textable says what is wrong with texting an event: with SMS on, any
+// reader who chose texts may be texted the title and link, and one over
+// the cap would be a dead letter each.
+func (s *Server) textable(title, link string, channels []string) string {
+	if s.cfg.SMSAuthToken == "" || (len(channels) > 0 && !slices.Contains(channels, store.ChannelSMS)) {
+		return ""
+	}
+	if err := s.deps.Checks.SMSText(title+" "+link, s.cfg.SMSMaxSegments); err != nil {
+		return "too long for a text message (title and url): " + err.Error() + `; shorten it, or leave SMS out with "channels"`
+	}
+	return ""
 }
 
 // eventInbox reads an event's fields for the inbox into p: its Markdown

@@ -86,6 +86,25 @@ type Event struct {
 	At     time.Time
 }
 
+// EventMessage is a message's Body for a channel without a Composer: the
+// Event as JSON, naming the person by id (no address leaves the service
+// unless a Composer puts it in). The generic lane writes it and such a
+// channel reads it.
+type EventMessage struct {
+	Key    string    `json:"key"`
+	Person int64     `json:"person"`
+	Topics []string  `json:"topics"`
+	Title  string    `json:"title"`
+	Body   string    `json:"body,omitempty"`
+	URL    string    `json:"url,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// MessageOf is ev as an EventMessage.
+func MessageOf(ev Event) EventMessage {
+	return EventMessage{Key: ev.Key, Person: ev.Person.ID, Topics: ev.Topics, Title: ev.Title, Body: ev.Body, URL: ev.URL, At: ev.At}
+}
+
 // Addresser is a channel that keeps its own addresses of a person (a
 // chat id, a device). Without it, a person has one address on the
 // channel: their id, in decimal (an in-app inbox is the person's own).

@@ -137,7 +137,7 @@ func (h *ChannelLane) compose(ev channels.Event, to string) (channels.Message, e
 			return m, err
 		}
 	} else {
-		body, err := json.Marshal(eventJSON(ev))
+		body, err := json.Marshal(channels.MessageOf(ev))
 		if err != nil {
 			return m, err
 		}
@@ -147,19 +147,6 @@ func (h *ChannelLane) compose(ev channels.Event, to string) (channels.Message, e
 		return m, fmt.Errorf("message of %d bytes, over the channel's %d", len(m.Body), limit)
 	}
 	return m, nil
-}
-
-// eventJSON is an Event as a channel without a Composer gets it.
-func eventJSON(ev channels.Event) any {
-	return struct {
-		Key    string    `json:"key"`
-		Person int64     `json:"person"`
-		Topics []string  `json:"topics"`
-		Title  string    `json:"title"`
-		Body   string    `json:"body,omitempty"`
-		URL    string    `json:"url,omitempty"`
-		At     time.Time `json:"at,omitzero"`
-	}{ev.Key, ev.Person.ID, ev.Topics, ev.Title, ev.Body, ev.URL, ev.At}
 }
 
 // channelMark is the delivery mark of key's message to one address of

@@ -236,15 +236,8 @@ func eventMessages(key, title string, n int) ([][]channels.Message, error) {
 	for from := 1; from <= n; from += batch {
 		var b []channels.Message
 		for id := from; id < from+batch && id <= n; id++ {
-			raw, err := json.Marshal(struct {
-				Key    string    `json:"key"`
-				Person int64     `json:"person"`
-				Topics []string  `json:"topics"`
-				Title  string    `json:"title"`
-				Body   string    `json:"body,omitempty"`
-				URL    string    `json:"url,omitempty"`
-				At     time.Time `json:"at,omitzero"`
-			}{key, int64(id), []string{"updates"}, title, body, "https://app.example/" + key, at})
+			raw, err := json.Marshal(channels.EventMessage{Key: key, Person: int64(id), Topics: []string{"updates"},
+				Title: title, Body: body, URL: "https://app.example/" + key, At: at})
 			if err != nil {
 				return nil, err
 			}

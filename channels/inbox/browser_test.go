@@ -170,7 +170,7 @@ func TestInboxComponentInChromium(t *testing.T) {
 	// and "Load more" the rest.
 	batch := make([]channels.Message, 20)
 	for i := range batch {
-		raw, err := json.Marshal(event{Key: fmt.Sprintf("ev:ev_more%02d", i), Person: ana.ID, Title: fmt.Sprintf("More %02d", i), At: time.Now()})
+		raw, err := json.Marshal(channels.EventMessage{Key: fmt.Sprintf("ev:ev_more%02d", i), Person: ana.ID, Title: fmt.Sprintf("More %02d", i), At: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

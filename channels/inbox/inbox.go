@@ -197,18 +197,6 @@ func (c *Channel) Spec() channels.Spec {
 	return channels.Spec{Name: Name, MaxBatch: 100, MaxBody: MaxBody}
 }
 
-// event is a message as the generic lane hands it over: the event as
-// JSON (the inbox has no Composer; its address is the person's id).
-type event struct {
-	Key    string    `json:"key"`
-	Person int64     `json:"person"`
-	Topics []string  `json:"topics"`
-	Title  string    `json:"title"`
-	Body   string    `json:"body"`
-	URL    string    `json:"url"`
-	At     time.Time `json:"at"`
-}
-
 // MessageID is the id in a person's inbox of the event key's message:
 // the key made safe for a URL path ("ev:ev_x" → "ev_x").
 func MessageID(key string) string {
@@ -226,7 +214,7 @@ func (c *Channel) Send(ctx context.Context, batch []channels.Message) []channels
 	people := make([]int64, len(batch))
 	pipe := c.rdb.Pipeline()
 	for i, m := range batch {
-		var ev event
+		var ev channels.EventMessage
 		if err := json.Unmarshal(m.Body, &ev); err != nil || ev.Person <= 0 || ev.Key == "" {
 			out[i] = channels.Outcome{Verdict: channels.Drop, Err: fmt.Errorf("inbox: not an event: %v", err)}
 			continue

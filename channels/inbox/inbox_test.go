@@ -50,7 +50,7 @@ func newTestInbox(t *testing.T, cfg Config) (*Channel, redis.UniversalClient) {
 // generic lane hands it over.
 func deliver(t *testing.T, c *Channel, p channels.Person, key, title, body string) channels.Outcome {
 	t.Helper()
-	raw, err := json.Marshal(event{Key: key, Person: p.ID, Topics: []string{"updates"}, Title: title, Body: body, URL: "https://app.example/" + key, At: time.Now()})
+	raw, err := json.Marshal(channels.EventMessage{Key: key, Person: p.ID, Topics: []string{"updates"}, Title: title, Body: body, URL: "https://app.example/" + key, At: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
