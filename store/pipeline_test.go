@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestBatchClaimsWithColdScriptCache: concurrent pipelines right after the
@@ -80,5 +82,57 @@ func TestSubscribeManyAcrossChunks(t *testing.T) {
 	last, err := s.Get(ctx, reqs[n-1].Email)
 	if err != nil || last.Status != Active {
 		t.Fatalf("last of the bulk: %+v, %v", last, err)
+	}
+}
+
+// sendTwice sends every pipeline twice, as go-redis does when the reply's
+// read deadline passes: each command's answer is the second sending's.
+type sendTwice struct{}
+
+func (sendTwice) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (sendTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := next(ctx, cmds); err != nil {
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestSubscribeManySentTwice: an import whose pipeline reaches Redis twice
+// answers and counts as if it had once. Each new address is added, not
+// "already present" (the second sending finds the first one's write); an
+// address on the list before, or twice in the one call, is present; the
+// day's imports count each addition once.
+func TestSubscribeManySentTwice(t *testing.T) {
+	c, _ := redistest.New(t, redistest.DBStore)
+	s := NewRedis(c)
+	ctx := context.Background()
+	if _, err := s.SubscribeMany(ctx, []SubscribeRequest{{Email: "before@example.org", Activate: true, OnlyNew: true, Source: SourceImport}}); err != nil {
+		t.Fatal(err)
+	}
+	c.AddHook(sendTwice{})
+	reqs := []SubscribeRequest{
+		{Email: "a@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
+		{Email: "before@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
+		{Email: "b@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
+		{Email: "a@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
+	}
+	errs, err := s.SubscribeMany(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrExists, nil, ErrExists} {
+		if !errors.Is(errs[i], want) || (want == nil) != (errs[i] == nil) {
+			t.Fatalf("request %d (%s): %v, want %v", i, reqs[i].Email, errs[i], want)
+		}
+	}
+	st, err := s.Stats(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Days) == 0 || st.Days[len(st.Days)-1].Imports != 3 {
+		t.Fatalf("imports counted: %+v, want 3 (one before, two now)", st.Days)
 	}
 }

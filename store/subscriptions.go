@@ -26,7 +26,8 @@ import (
 //	ARGV[6]  outbox id, or "": no outbox entry
 //	ARGV[7]  outbox body
 //	ARGV[8]  outbox due, unix ms
-//	ARGV[9]  "1": only a new address (import); an existing one answers 'exists'
+//	ARGV[9]  "1": only a new address (import); an existing one answers 'exists',
+//	         but its own write sent again (created at ARGV[4] by ARGV[17]) 'ok'
 //	ARGV[10] confirmation cooldown, seconds; "0": none
 //	ARGV[11] confirmations a day at most; "0": no cap
 //	ARGV[12] every topic id, comma-separated
@@ -87,7 +88,15 @@ if not id and ARGV[9] == '1' and ARGV[16] ~= '' and redis.call('SISMEMBER', ERAS
 end
 local suppressed = false
 if id then
-  if ARGV[9] == '1' then return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
+  if ARGV[9] == '1' then
+    -- This import's own write, sent again: go-redis sends a pipeline
+    -- again when its read deadline passes, and a command waiting out a
+    -- slow Redis (Wait.Resend) does too. A record created at this very
+    -- request's time by the same source is that write: it answers as the
+    -- first sending did, and counts nothing twice.
+    if r[2] == ARGV[4] and sourceof(id) == ARGV[17] then return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
+    return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)}
+  end
   if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
   suppressed = r[1] == 'b' or r[1] == 'c'
   if suppressed and not confirm then return {'suppressed', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)} end
@@ -509,7 +518,17 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 	errs := make([]error, len(reqs))
 	var args [][]any
 	var at []int // args[j] is reqs[at[j]]
+	// An address twice in one call: the script would take its second
+	// request for its own first write sent again (see subscribeScript), so
+	// the second answers after the first, here.
+	first := make(map[string]int, len(reqs))
+	var again [][2]int // {i, the index of its first request}
 	for i, req := range reqs {
+		if f, seen := first[req.Email]; seen && req.OnlyNew {
+			again = append(again, [2]int{i, f})
+			continue
+		}
+		first[req.Email] = i
 		a, err := r.subscribeArgs(req, now)
 		if err != nil {
 			errs[i] = err
@@ -549,6 +568,13 @@ func (r *Redis) SubscribeMany(ctx context.Context, reqs []SubscribeRequest) ([]e
 			_, err = decodeResult(res)
 		}
 		errs[i] = err
+	}
+	for _, d := range again {
+		if errs[d[1]] == nil {
+			errs[d[0]] = ErrExists
+		} else {
+			errs[d[0]] = errs[d[1]]
+		}
 	}
 	return errs, nil
 }

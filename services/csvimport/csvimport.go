@@ -16,6 +16,7 @@ import (
 
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/csvcell"
+	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -509,7 +510,11 @@ func (im *Importer) flush(ctx context.Context, p *Progress, reqs []store.Subscri
 	if len(reqs) == 0 {
 		return nil
 	}
-	errs, err := im.Store.SubscribeMany(ctx, reqs)
+	// A slow or restarting Redis is waited out (redisconn.DefaultWait), the
+	// batch sent again if need be: the store counts a batch that reached
+	// it twice once (its subscribe script knows its own write), so a busy
+	// Redis neither stops the import nor skews its counts.
+	errs, err := im.Store.SubscribeMany(redisconn.WaitOut(ctx, redisconn.Wait{Resend: true}), reqs)
 	if err != nil {
 		return err
 	}
