@@ -45,7 +45,6 @@ func TestChannelIsolation(t *testing.T) {
 	}
 	const readers, smsConcurrency = 2000, 4
 	rdb, redisURL := bulkTestRedis(t)
-	bulkDone := oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
@@ -124,6 +123,9 @@ func TestChannelIsolation(t *testing.T) {
 		"NEWSLETTER_RETRY_BASE":            "100ms",
 		"NEWSLETTER_CLAIM_TTL":             "30m",
 	})
+	// The readers are in: the bulk send's turn (its set-up ran beside
+	// the other bulk sends).
+	bulkDone := oneBulkSendAtATime(t)
 	svc := startService(t, env, "serve")
 	began := time.Now()
 	code, body := adminCall(t, svc.base, "POST", "/api/events", `{"topic":"updates","title":"We launched","url":"https://example.com/launch"}`)

@@ -58,7 +58,6 @@ func TestLaneIsolation(t *testing.T) {
 	}
 	const subscribers, concurrency = 2000, 4
 	rdb, redisURL := bulkTestRedis(t)
-	bulkDone := oneBulkSendAtATime(t)
 	smtpSrv := smtptest.Start(t)
 	st := versionedStore(t, rdb)
 	ctx := context.Background()
@@ -105,6 +104,9 @@ func TestLaneIsolation(t *testing.T) {
 		"NEWSLETTER_RETRY_BASE":            "100ms",
 		"NEWSLETTER_CLAIM_TTL":             "30m", // a killed worker's claims are taken over by its tasks' retries, not by expiry
 	})
+	// The readers are in: the bulk send's turn (its set-up ran beside
+	// the other bulk sends).
+	bulkDone := oneBulkSendAtATime(t)
 	svc := startService(t, env, "serve")
 
 	// The webhook lane has work that fails: events for an endpoint that

@@ -119,8 +119,10 @@ var bulkSends = make(chan struct{}, 1)
 
 // oneBulkSendAtATime waits for the other bulk sends to end, then holds
 // the turn until t ends or until it calls the returned done, whichever
-// comes first. A test calls it once it runs in parallel and before its
-// deadlines start, and calls done once its bulk send is over: what
+// comes first. A test calls it once its readers are seeded (the set-up,
+// a Redis, a cluster and thousands of subscribers, runs beside the other
+// bulk sends: none of it waits on a deadline) and before its deadlines
+// start, and calls done once its bulk send is over: what
 // follows in the isolation tests (a lane backing up while its provider
 // hangs, asynq's recoverer handing a killed worker's tasks back, a
 // minute or two of waiting) keeps no core busy, and the next bulk send
