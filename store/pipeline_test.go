@@ -103,13 +103,21 @@ func (sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // TestSubscribeManySentTwice: an import whose pipeline reaches Redis twice
 // answers and counts as if it had once. Each new address is added, not
 // "already present" (the second sending finds the first one's write); an
-// address on the list before, or twice in the one call, is present; the
+// address on the list before (by an earlier import, or by a signup at the
+// import's very instant), or twice in the one call, is present; the
 // day's imports count each addition once.
 func TestSubscribeManySentTwice(t *testing.T) {
 	c, _ := redistest.New(t, redistest.DBStore)
-	s := NewRedis(c)
+	// A frozen clock: a signup at the import's very instant is still not
+	// the import's own write.
+	at := time.Now()
+	s := NewRedis(c).WithClock(func() time.Time { return at })
 	ctx := context.Background()
 	if _, err := s.SubscribeMany(ctx, []SubscribeRequest{{Email: "before@example.org", Activate: true, OnlyNew: true, Source: SourceImport}}); err != nil {
+		t.Fatal(err)
+	}
+	at = at.Add(time.Millisecond)
+	if _, err := s.Subscribe(ctx, SubscribeRequest{Email: "signup@example.org", Source: SourceForm}); err != nil {
 		t.Fatal(err)
 	}
 	c.AddHook(sendTwice{})
@@ -118,12 +126,13 @@ func TestSubscribeManySentTwice(t *testing.T) {
 		{Email: "before@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
 		{Email: "b@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
 		{Email: "a@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
+		{Email: "signup@example.org", Activate: true, OnlyNew: true, Source: SourceImport},
 	}
 	errs, err := s.SubscribeMany(ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []error{nil, ErrExists, nil, ErrExists} {
+	for i, want := range []error{nil, ErrExists, nil, ErrExists, ErrExists} {
 		if !errors.Is(errs[i], want) || (want == nil) != (errs[i] == nil) {
 			t.Fatalf("request %d (%s): %v, want %v", i, reqs[i].Email, errs[i], want)
 		}

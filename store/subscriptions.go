@@ -27,7 +27,7 @@ import (
 //	ARGV[7]  outbox body
 //	ARGV[8]  outbox due, unix ms
 //	ARGV[9]  "1": only a new address (import); an existing one answers 'exists',
-//	         but its own write sent again (created at ARGV[4] by ARGV[17]) 'ok'
+//	         but an import's own write sent again (created at ARGV[4] by an import) 'ok'
 //	ARGV[10] confirmation cooldown, seconds; "0": none
 //	ARGV[11] confirmations a day at most; "0": no cap
 //	ARGV[12] every topic id, comma-separated
@@ -91,10 +91,14 @@ if id then
   if ARGV[9] == '1' then
     -- This import's own write, sent again: go-redis sends a pipeline
     -- again when its read deadline passes, and a command waiting out a
-    -- slow Redis (Wait.Resend) does too. A record created at this very
-    -- request's time by the same source is that write: it answers as the
-    -- first sending did, and counts nothing twice.
-    if r[2] == ARGV[4] and sourceof(id) == ARGV[17] then return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
+    -- slow Redis (Wait.Resend) does too. A record an import created at
+    -- this very request's time (the millisecond the batch was read) is
+    -- that write: it answers as the first sending did, and counts nothing
+    -- twice. (Two imports of one address within one millisecond would
+    -- both count it added; a signup in that millisecond is not an import.)
+    if ARGV[17] == 'import' and r[2] == ARGV[4] and sourceof(id) == 'import' then
+      return {'ok', id, packrec(r), topicsof(id, ARGV[12]), '0'}
+    end
     return {'exists', id, packrec(r), topicsof(id, ARGV[12]), reconfirming(id, r)}
   end
   if r[1] == 'a' then return {'active', id, packrec(r), topicsof(id, ARGV[12]), '0'} end
