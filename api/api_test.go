@@ -21,6 +21,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/newsletter/newsletter/channels/email/feedback"
 	"github.com/newsletter/newsletter/channels/sms"
@@ -37,6 +38,7 @@ import (
 
 type env struct {
 	srv    *httptest.Server
+	rdb    *redis.Client
 	store  store.Store
 	insp   *asynq.Inspector
 	signer *token.Signer
@@ -114,7 +116,7 @@ func newEnvWithProviders(t *testing.T, cfg Config, providers map[string]feedback
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &env{srv: srv, store: st, insp: insp, signer: signer, queue: q}
+	return &env{srv: srv, rdb: rdb, store: st, insp: insp, signer: signer, queue: q}
 }
 
 // sign is a token for purpose p to the subscriber with address email,

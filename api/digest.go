@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/newsletter/newsletter/internal/webjson"
 
 	"github.com/newsletter/newsletter/internal/address"
@@ -141,84 +143,118 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 // person (their bundled events mail, and their browsers), {topic,title,url}
 // every active reader of a topic (a mail each, and their browsers). Either
 // way it queues one ingress task; the worker's fan-out enqueues a task per
-// person and channel in that channel's lane.
+// person and channel in that channel's lane. With an Idempotency-Key the
+// event is queued once for the key (eventkey.go).
 func (s *Server) addEvent(w http.ResponseWriter, r *http.Request) {
-	in := s.readAdminJSON(w, r, eventFields, false)
-	if in == nil {
-		return
-	}
-	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
-	if title == "" || !textcheck.OneLine(title, textcheck.MaxTitle) || !textcheck.HTTPURL(link) {
-		webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", textcheck.MaxTitle)))
-		return
-	}
-	// Every event may be pushed to browsers and app installs: a URL no
-	// push message can carry would make each reader's push a dead letter.
-	if err := s.pushable(title, link); err != nil {
-		webjson.Write(w, http.StatusBadRequest, errorBody("the url is too long for a push notification: "+err.Error()))
-		return
-	}
-	channels, msg := eventChannels(in["channels"])
+	key, msg := idempotencyKey(r.Header)
 	if msg != "" {
 		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
 		return
 	}
+	in := s.readAdminJSON(w, r, eventFields, false)
+	if in == nil {
+		return
+	}
+	ev, msg := s.checkEvent(in)
+	if msg != "" {
+		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
+	if key != "" {
+		s.queueEventOnce(w, r, key, in, ev)
+		return
+	}
+	ev.p.ID = tasks.NewEventID()
+	code, answer := s.queueEvent(r, ev)
+	webjson.Write(w, code, answer)
+}
+
+// checkedEvent is a POST /api/events whose body passed: the fan-out to
+// queue (its ID still to give) and, for one person, their address.
+type checkedEvent struct {
+	p     tasks.FanoutPayload
+	email string
+}
+
+// checkEvent reads an event's body; a message says what is wrong. It
+// reads nothing from Redis: every 400 is answered before an
+// Idempotency-Key is reserved.
+func (s *Server) checkEvent(in input) (checkedEvent, string) {
+	title, link := strings.TrimSpace(in.get("title")), strings.TrimSpace(in.get("url"))
+	if title == "" || !textcheck.OneLine(title, textcheck.MaxTitle) || !textcheck.HTTPURL(link) {
+		return checkedEvent{}, fmt.Sprintf("want a title (one line, at most %d characters) and an http(s) url", textcheck.MaxTitle)
+	}
+	// Every event may be pushed to browsers and app installs: a URL no
+	// push message can carry would make each reader's push a dead letter.
+	if err := s.pushable(title, link); err != nil {
+		return checkedEvent{}, "the url is too long for a push notification: " + err.Error()
+	}
+	channels, msg := eventChannels(in["channels"])
+	if msg != "" {
+		return checkedEvent{}, msg
+	}
 	if msg = s.textable(title, link, channels); msg != "" {
-		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
-		return
+		return checkedEvent{}, msg
 	}
-	p := tasks.FanoutPayload{ID: tasks.NewEventID(), Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}
-	if msg = s.eventInbox(in, &p); msg != "" {
-		webjson.Write(w, http.StatusBadRequest, errorBody(msg))
-		return
+	ev := checkedEvent{p: tasks.FanoutPayload{Title: title, URL: link, At: s.deps.Now().UTC(), Channels: channels}}
+	if msg = s.eventInbox(in, &ev.p); msg != "" {
+		return checkedEvent{}, msg
 	}
-	answer := map[string]string{"id": p.ID, "status": "queued"}
 	rawEmail, topic := in.get("email"), strings.TrimSpace(in.get("topic"))
 	switch {
 	case rawEmail != "" && topic != "", rawEmail == "" && topic == "":
-		webjson.Write(w, http.StatusBadRequest, errorBody("want either an email (one person) or a topic (its readers)"))
-		return
+		return checkedEvent{}, "want either an email (one person) or a topic (its readers)"
 	case topic != "":
 		if _, ok := s.cfg.Topics.Current().Topic(topic); !ok {
-			webjson.Write(w, http.StatusBadRequest, errorBody("unknown topic "+strconv.Quote(topic)+": want one of "+strings.Join(s.cfg.Topics.Current().IDs(), ", ")))
-			return
+			return checkedEvent{}, "unknown topic " + strconv.Quote(topic) + ": want one of " + strings.Join(s.cfg.Topics.Current().IDs(), ", ")
 		}
-		p.Topic, answer["topic"] = topic, topic
+		ev.p.Topic = topic
 	default:
 		email, err := address.Normalize(rawEmail)
 		if err != nil {
-			webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
-			return
+			return checkedEvent{}, err.Error()
 		}
-		answer["email"] = email
+		ev.email = email
+	}
+	return ev, ""
+}
+
+// queueEvent queues a checked event under ev.p.ID and says the answer:
+// 202 (queued, or not subscribed: nothing queued) or 503. The fan-out's
+// TaskID is the event id: the same id queued again (an Idempotency-Key's
+// retry after its holder died) is a conflict, and queued all the same.
+func (s *Server) queueEvent(r *http.Request, ev checkedEvent) (int, map[string]string) {
+	p := ev.p
+	answer := map[string]string{"id": p.ID, "status": "queued"}
+	if p.Topic != "" {
+		answer["topic"] = p.Topic
+	} else {
+		answer["email"] = ev.email
 		// The task names the person by id, never by address: it is kept a
 		// day after it ran, and an erasure must leave no address behind.
-		sub, err := s.deps.Store.Get(r.Context(), email)
+		sub, err := s.deps.Store.Get(r.Context(), ev.email)
 		if errors.Is(err, store.ErrNotFound) {
 			// Nobody to notify, as for a person who left: said, not queued.
 			answer["status"] = "not subscribed"
-			s.noteSubscriber(r, audit.EventPosted, email, p.ID)
-			webjson.Write(w, http.StatusAccepted, answer)
-			return
+			s.noteSubscriber(r, audit.EventPosted, ev.email, p.ID)
+			return http.StatusAccepted, answer
 		}
 		if err != nil {
 			s.deps.Log.Error("event: read the subscriber", "err", err)
-			webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
-			return
+			return http.StatusServiceUnavailable, errorBody("could not queue the event, please retry")
 		}
 		p.SubscriberID = sub.ID
 	}
-	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil {
+	if _, err := s.deps.Queue.EnqueueContext(r.Context(), tasks.NewFanout(p)); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		s.deps.Log.Error("enqueue event", "err", err)
-		webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not queue the event, please retry"))
-		return
+		return http.StatusServiceUnavailable, errorBody("could not queue the event, please retry")
 	}
 	if p.SubscriberID > 0 {
-		s.noteSubscriber(r, audit.EventPosted, answer["email"], p.ID)
+		s.noteSubscriber(r, audit.EventPosted, ev.email, p.ID)
 	} else {
 		s.note(r, audit.EventPosted, "topic:"+p.Topic, p.ID)
 	}
-	webjson.Write(w, http.StatusAccepted, answer)
+	return http.StatusAccepted, answer
 }
 
 // runDigest handles POST /api/digest/run {"period":…}: the same as the

@@ -140,6 +140,7 @@ type Store interface {
 	store.Tags
 	store.Fields
 	store.Segments
+	store.EventKeys
 }
 
 // Deps are the API's collaborators.

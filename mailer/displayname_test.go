@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsletter/newsletter/channels/email/smtptest"
 	"github.com/newsletter/newsletter/internal/address"
+	"github.com/newsletter/newsletter/internal/mailheader"
 )
 
 // receivedTo is the To header of a message as received: its field
@@ -23,7 +24,7 @@ func receivedTo(t testing.TB, data []byte) *mail.Address {
 	head, _, _ := bytes.Cut(data, []byte("\r\n\r\n"))
 	head = append(head, "\r\n"...)
 	for len(head) > 0 {
-		field := head[:fieldLen(head)]
+		field := head[:mailheader.FieldLen(head)]
 		head = head[len(field):]
 		name, value, _ := strings.Cut(string(field), ":")
 		if !strings.EqualFold(name, "To") {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/mailheader"
 )
 
 // Writing a prepared mail through go-mail quoted-printable encodes both of
@@ -215,7 +217,7 @@ func (s *Composer) newWireTemplate(p *Prepared, v *variant, msg *Message) (*wire
 	// The header, field by field.
 	var static []byte
 	for rest := b[:end+2]; len(rest) > 0; {
-		n := fieldLen(rest)
+		n := mailheader.FieldLen(rest)
 		field := rest[:n]
 		rest = rest[n:]
 		name, _, _ := bytes.Cut(field, []byte(":"))
@@ -271,22 +273,6 @@ func (t *wireTemplate) add(op wireOp) {
 		return
 	}
 	t.ops = append(t.ops, op)
-}
-
-// fieldLen is the length of the header field at the start of b, with its
-// folded lines and final CRLF.
-func fieldLen(b []byte) int {
-	n := 0
-	for {
-		i := bytes.Index(b[n:], []byte("\r\n"))
-		if i < 0 {
-			return len(b)
-		}
-		n += i + 2
-		if n == len(b) || (b[n] != ' ' && b[n] != '\t') {
-			return n
-		}
-	}
 }
 
 // qpOps encodes a part from its pieces: the stretches without reader

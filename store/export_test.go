@@ -38,6 +38,7 @@ var Scripts = map[string]*redis.Script{
 	"eraseScript":              eraseScript,
 	"eventEngagementScript":    eventEngagementScript,
 	"feedbackScript":           feedbackScript,
+	"finishEventKeyScript":     finishEventKeyScript,
 	"fillSearchScript":         fillSearchScript,
 	"finishIssueScript":        finishIssueScript,
 	"getByIDScript":            getByIDScript,
@@ -50,7 +51,9 @@ var Scripts = map[string]*redis.Script{
 	"outboxDoneScript":         outboxDoneScript,
 	"personClicksScript":       personClicksScript,
 	"recordDeliveryScript":     recordDeliveryScript,
+	"releaseEventKeyScript":    releaseEventKeyScript,
 	"releaseFeedPostsScript":   releaseFeedPostsScript,
+	"reserveEventKeyScript":    reserveEventKeyScript,
 	"revokeInviteScript":       revokeInviteScript,
 	"revokeTokenScript":        revokeTokenScript,
 	"saveCatalogScript":        saveCatalogScript,
@@ -82,3 +85,6 @@ var Scripts = map[string]*redis.Script{
 	"webhookFailedScript":      webhookFailedScript,
 	"webhookStateScript":       webhookStateScript,
 }
+
+// EventKeyName is the Redis key of an event's Idempotency-Key.
+func EventKeyName(scope, key string) string { return eventKeyKey(scope, key) }

@@ -470,6 +470,18 @@ func numberDayKey(number, day string) string {
 // phoneCodeKey is subscriber id's code waiting to be typed.
 func phoneCodeKey(id int64) string { return idShard(id).key(sfxPhoneCode + strconv.FormatInt(id, 10)) }
 
+// prefixEventKey is an Idempotency-Key of POST /api/events (eventkeys.go)
+// + a hash of who sent it and the key: a hash whose fields are read by its
+// scripts (EventKeyTTL). No hash tag: each script takes one key, so the
+// keys spread over a cluster's slots.
+const prefixEventKey = "nl:idem:ev:"
+
+// eventKeyKey is the Idempotency-Key key of scope (the principal) and
+// key, hashed: a client's key names no Redis key, is bounded in length,
+// and another scope's same key is another key. NUL is in neither a
+// principal's name nor a key, so the pair reads one way only.
+func eventKeyKey(scope, key string) string { return hashedKey(prefixEventKey, scope+"\x00"+key) }
+
 // keySMSCallback is a gateway callback acted on (+ its message SID and
 // what it said), kept for the replay window.
 const keySMSCallback = "nl:sms:callback:"

@@ -290,4 +290,5 @@ type Store interface {
 	People
 	List
 	EngagementStore
+	EventKeys
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/mailheader"
 )
 
 // The signature is made here rather than by go-msgauth's Signer, which the
@@ -162,22 +164,6 @@ func (d *DKIM) BodyHash() hash.Cloner { return newRelaxedBody() }
 // SignHashed is Sign for a body whose relaxed SHA-256 (BodyHash) is bh.
 func (d *DKIM) SignHashed(header, bh []byte) ([]byte, error) { return d.sign(header, bh) }
 
-// fieldLen is the length of the header field at the start of b, with its
-// folded lines and final CRLF.
-func fieldLen(b []byte) int {
-	n := 0
-	for {
-		i := bytes.Index(b[n:], []byte("\r\n"))
-		if i < 0 {
-			return len(b)
-		}
-		n += i + 2
-		if n == len(b) || (b[n] != ' ' && b[n] != '\t') {
-			return n
-		}
-	}
-}
-
 // relaxedBodyHash is the relaxed SHA-256 of body.
 func relaxedBodyHash(body []byte) []byte {
 	c := newRelaxedBody()
@@ -209,7 +195,7 @@ func appendRelaxedHeader(dst []byte, field []byte) []byte {
 func headerFields(header []byte) [][]byte {
 	var out [][]byte
 	for len(header) > 0 {
-		n := fieldLen(header)
+		n := mailheader.FieldLen(header)
 		out = append(out, header[:n])
 		header = header[n:]
 	}
