@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"github.com/newsletter/newsletter/channels"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/channels"
+	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/internal/outbox"
 	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/services/csvimport"
@@ -211,8 +212,14 @@ func TestBulkJob(t *testing.T) {
 	if erased := chat.erasedIDs(); len(erased) != 3 {
 		t.Fatalf("the added channel erased %v, want the 3 people erased", erased)
 	}
-	entries, err := e.st.AuditEntries(ctx, "", 10)
-	if err != nil || len(entries) != 2 || entries[0].Action != listjobs.AuditBulk || !strings.Contains(entries[0].Detail, "3 changed") {
-		t.Fatalf("audit: %+v %v", entries, err)
+	// The job is marked done before its audit entry is written: the
+	// entry is waited for.
+	var entries []audit.Entry
+	poll.True(t, poll.BusyMachine, "the erase job's audit entry", func() bool {
+		entries, err = e.st.AuditEntries(ctx, "", 10)
+		return err == nil && len(entries) == 2
+	})
+	if entries[0].Action != listjobs.AuditBulk || !strings.Contains(entries[0].Detail, "3 changed") {
+		t.Fatalf("audit: %+v", entries)
 	}
 }
