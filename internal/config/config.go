@@ -40,6 +40,13 @@ type Config struct {
 	// RedisClusterAddrs, or RedisURL as asynq parses it; nil in embedded
 	// mode.
 	Redis        asynq.RedisConnOpt
+	// RedisAckReplicas is how many replicas must have a change before the
+	// API answers for it (NEWSLETTER_REDIS_ACK_REPLICAS; 0: none),
+	// AckReplicasDetect when unset: one when the primaries have replicas
+	// at start, else none. RedisAckTimeout bounds that wait
+	// (NEWSLETTER_REDIS_ACK_TIMEOUT): past it the answer is 503.
+	RedisAckReplicas int
+	RedisAckTimeout  time.Duration
 	SMTPURL      string // empty: dev mailbox
 	From         string
 	BaseURL      string
@@ -241,6 +248,15 @@ func Loopback(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// AckReplicasDetect is RedisAckReplicas when NEWSLETTER_REDIS_ACK_REPLICAS
+// is unset: the service looks at the primaries' replicas at start.
+const AckReplicasDetect = -1
+
+// MaxAckTimeout bounds NEWSLETTER_REDIS_ACK_TIMEOUT: every change's
+// answer may wait that long, and a wait of many seconds is an outage
+// hidden in a slow page, not a safety margin.
+const MaxAckTimeout = 10 * time.Second
 
 // The e-mail transports.
 const (
