@@ -40,13 +40,6 @@ type Config struct {
 	// RedisClusterAddrs, or RedisURL as asynq parses it; nil in embedded
 	// mode.
 	Redis        asynq.RedisConnOpt
-	// RedisAckReplicas is how many replicas must have a change before the
-	// API answers for it (NEWSLETTER_REDIS_ACK_REPLICAS; 0: none),
-	// AckReplicasDetect when unset: one when the primaries have replicas
-	// at start, else none. RedisAckTimeout bounds that wait
-	// (NEWSLETTER_REDIS_ACK_TIMEOUT): past it the answer is 503.
-	RedisAckReplicas int
-	RedisAckTimeout  time.Duration
 	SMTPURL      string // empty: dev mailbox
 	From         string
 	BaseURL      string
@@ -194,6 +187,14 @@ type Config struct {
 	// on, except in embedded mode, where it defaults off and the banner
 	// says so).
 	RequirePostalAddress bool
+
+	// RedisAckReplicas is how many replicas must have a change before the
+	// API answers for it (NEWSLETTER_REDIS_ACK_REPLICAS; 0: none),
+	// AckReplicasDetect when unset: one when the primaries have replicas
+	// at start, else none. RedisAckTimeout bounds that wait
+	// (NEWSLETTER_REDIS_ACK_TIMEOUT): past it the answer is 503.
+	RedisAckReplicas int
+	RedisAckTimeout  time.Duration
 }
 
 // SMS is the SMS gateway's account and the limits that protect the bill.
