@@ -33,9 +33,9 @@ import (
 // TestAckedSignupsSurviveFailover is issue #45's promise: a signup
 // answered 2xx is on the replica that takes over when the primary dies.
 // A primary and a replica (redis-server) are linked through a proxy the
-// test cuts, so the replica lags; signups are then made through the real
-// handler chain, the primary is killed (SIGKILL) and the replica promoted
-// (REPLICAOF NO ONE). With the replicas' acknowledgement on, every signup
+// test stalls, so the replica lags while still connected; signups are
+// then made through the real handler chain, the link is cut, the primary
+// killed (SIGKILL) and the replica promoted (REPLICAOF NO ONE). With the replicas' acknowledgement on, every signup
 // answered 2xx is on the promoted replica (those answered 503 may be
 // missing: that is what the 503 said). With it off, the same steps lose
 // signups that were answered 202: the test sees the difference, so it
@@ -81,13 +81,21 @@ func failoverSignups(t *testing.T, on bool) {
 		}
 		return nil
 	})
-	replicaStore := store.NewRedis(onReplica)
+	// The replica caught up with all of it (its store is read once it
+	// is promoted: a replica refuses the store's scripts).
+	upTo := replOffset(t, rdb, "master_repl_offset")
 	poll.Until(t, poll.BusyMachine, func() error {
-		_, err := replicaStore.Get(ctx, "before@example.com")
-		return err
+		if got := replOffset(t, onReplica, "slave_repl_offset"); got < upTo {
+			return fmt.Errorf("the replica is at offset %d of the primary's %d", got, upTo)
+		}
+		return nil
 	})
 
-	link.cut()
+	// The replica lags while the primary still counts it as connected
+	// (so a WAIT that did not follow the request's writes would answer
+	// at once with 1): the signups now are answered before it has them,
+	// or not at all.
+	link.stall()
 	answered := map[string]int{}
 	for i := range 3 {
 		email := fmt.Sprintf("cut-%d@example.com", i)
@@ -97,10 +105,11 @@ func failoverSignups(t *testing.T, on bool) {
 		case code == http.StatusServiceUnavailable && on && retryAfter != "":
 		case code == http.StatusAccepted && !on:
 		default:
-			t.Fatalf("signup %s with the link cut, ack %v: %d (Retry-After %q)", email, on, code, retryAfter)
+			t.Fatalf("signup %s with the replica lagging, ack %v: %d (Retry-After %q)", email, on, code, retryAfter)
 		}
 	}
 
+	link.cut()
 	primary.kill(t)
 	if err := onReplica.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE: %v", err)
@@ -114,6 +123,7 @@ func failoverSignups(t *testing.T, on bool) {
 	})
 
 	// Every promise kept: what was answered 2xx is on the new primary.
+	replicaStore := store.NewRedis(onReplica)
 	var lost []string
 	for email, code := range answered {
 		_, err := replicaStore.Get(ctx, email)
@@ -133,6 +143,26 @@ func failoverSignups(t *testing.T, on bool) {
 	if !on && len(lost) != len(answered) {
 		t.Errorf("without the replicas' acknowledgement, %d of %d signups answered 202 were lost, want all: the test would not see a broken promise", len(lost), len(answered))
 	}
+}
+
+// replOffset is a replication offset from c's INFO replication.
+func replOffset(t *testing.T, c *redis.Client, field string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "replication").Result()
+	if err != nil {
+		t.Fatalf("INFO replication: %v", err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", field, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO replication has no %s:\n%s", field, info)
+	return 0
 }
 
 // failoverServer is the API over rdb, with acker, as the binary builds it
@@ -281,15 +311,20 @@ func freeTestPort(t *testing.T) int {
 	return 0
 }
 
-// linkProxy forwards TCP to a server until cut: then it takes no more
-// connections and closes the ones it has, so what the server sends after
-// the cut reaches nobody. (A replica stopped with SIGSTOP would still
-// receive into its socket's buffer and have it all once resumed.)
+// linkProxy forwards TCP to a server until stalled or cut. Stalled, it
+// keeps its connections open and forwards nothing: both ends believe the
+// link is up (the primary still counts its replica as connected) while
+// the replica lags. Cut, it takes no more connections and closes the
+// ones it has, dropping what it held: what the server sent after the
+// stall reaches nobody. (A replica stopped with SIGSTOP would still
+// receive into its socket's buffer, and have it all once resumed.)
 type linkProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	done  bool
+	ln      net.Listener
+	mu      sync.Mutex
+	moved   *sync.Cond // broadcast when stalled or done changes
+	conns   []net.Conn
+	stalled bool
+	done    bool
 }
 
 func newLinkProxy(t *testing.T, target string) *linkProxy {
@@ -299,6 +334,7 @@ func newLinkProxy(t *testing.T, target string) *linkProxy {
 		t.Fatal(err)
 	}
 	l := &linkProxy{ln: ln}
+	l.moved = sync.NewCond(&l.mu)
 	t.Cleanup(l.cut)
 	go l.serve(target)
 	return l
@@ -339,13 +375,49 @@ func (l *linkProxy) keep(conns ...net.Conn) bool {
 	return true
 }
 
+// pipe forwards what src sends to dst, holding it while the link is
+// stalled, until either side closes or the link is cut.
 func (l *linkProxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src) // ends when either side closes: the cut
-	_ = dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !l.open() {
+				break
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = dst.Close() // either may be closed already: the cut
 	_ = src.Close()
 }
 
-// cut stops forwarding: no new connections, the open ones closed.
+// open waits while the link is stalled, and says whether it is still
+// up (false: cut).
+func (l *linkProxy) open() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.stalled && !l.done {
+		l.moved.Wait()
+	}
+	return !l.done
+}
+
+// stall stops forwarding and keeps the connections open.
+func (l *linkProxy) stall() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stalled = true
+	l.moved.Broadcast()
+}
+
+// cut stops forwarding for good: no new connections, the open ones
+// closed, what was held dropped.
 func (l *linkProxy) cut() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -353,6 +425,7 @@ func (l *linkProxy) cut() {
 		return
 	}
 	l.done = true
+	l.moved.Broadcast()
 	_ = l.ln.Close() // the accept loop ends
 	for _, c := range l.conns {
 		_ = c.Close() // already closed by its pipe, at worst
