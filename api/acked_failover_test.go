@@ -62,7 +62,7 @@ func failoverSignups(t *testing.T, on bool) {
 	if on {
 		acker = redisconn.NewAcker(rdb, 1, 200*time.Millisecond)
 	}
-	srv := failoverServer(t, rdb, acker)
+	srv, stopAPI := failoverServer(t, rdb, acker)
 
 	// The link works: once the replica's first sync is done, a signup
 	// before the cut reaches it. Asked again while the replica was still
@@ -109,6 +109,7 @@ func failoverSignups(t *testing.T, on bool) {
 		}
 	}
 
+	stopAPI()
 	link.cut()
 	primary.kill(t)
 	if err := onReplica.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
@@ -166,20 +167,24 @@ func replOffset(t *testing.T, c *redis.Client, field string) int64 {
 }
 
 // failoverServer is the API over rdb, with acker, as the binary builds it
-// for a signup: the store, the outbox's dispatcher, the queue.
-func failoverServer(t *testing.T, rdb *redis.Client, acker Acker) *httptest.Server {
+// for a signup: the store, the outbox's dispatcher, the queue. stop ends
+// it, before its Redis goes away: its dispatcher clears the outbox
+// behind the answers, and would retry against a dead primary.
+func failoverServer(t *testing.T, rdb *redis.Client, acker Acker) (srv *httptest.Server, stop func()) {
 	t.Helper()
 	st := store.NewRedis(rdb)
 	client := asynq.NewClientFromRedisClient(rdb)
-	jobs := tasks.NewDispatcher(client, st, nil)
-	t.Cleanup(jobs.Close)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	jobs := tasks.NewDispatcher(client, st, quiet)
 	s := New(Config{DoubleOptIn: true}, Deps{
 		Store: st, Jobs: jobs, Queue: client, Signer: token.NewSigner([]byte("0123456789abcdef"), 0),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Acker: acker,
+		Log: quiet, Acker: acker,
 	})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return srv
+	srv = httptest.NewServer(s)
+	var once sync.Once
+	stop = func() { once.Do(func() { srv.Close(); jobs.Close() }) }
+	t.Cleanup(stop)
+	return srv, stop
 }
 
 // signup posts the public signup as a JSON client does, and returns the

@@ -255,9 +255,11 @@ func Loopback(addr string) bool {
 const AckReplicasDetect = -1
 
 // MaxAckTimeout bounds NEWSLETTER_REDIS_ACK_TIMEOUT: every change's
-// answer may wait that long, and a wait of many seconds is an outage
-// hidden in a slow page, not a safety margin.
-const MaxAckTimeout = 10 * time.Second
+// answer may wait that long, and a wait of seconds is an outage hidden
+// in a slow page, not a safety margin. It also stays below the Redis
+// clients' read timeout (go-redis's 3 s), within which the answer to the
+// WAIT is read (redisconn.Acker).
+const MaxAckTimeout = 2 * time.Second
 
 // The e-mail transports.
 const (

@@ -79,15 +79,21 @@ func (a *Acker) Ack(ctx context.Context) error {
 // ackOn increments key and waits on one connection of c: a pipeline of
 // a plain client is sent on one connection. A pipeline go-redis sends
 // again after a network error increments the marker twice, which is
-// harmless.
+// harmless. go-redis reads a pipeline's answers within the client's
+// read timeout (3 s unless set), not the WAIT's own: MaxAckTimeout
+// (internal/config) stays below it.
 func (a *Acker) ackOn(ctx context.Context, c redis.Cmdable, key string) error {
 	pipe := c.Pipeline()
 	pipe.Incr(ctx, key)
-	wait := pipe.Wait(ctx, a.replicas, a.timeout)
+	wait := pipe.Do(ctx, "wait", a.replicas, a.timeout.Milliseconds())
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	if n := wait.Val(); n < int64(a.replicas) {
+	n, err := wait.Int64()
+	if err != nil {
+		return err
+	}
+	if n < int64(a.replicas) {
 		return fmt.Errorf("%w: %d of %d within %s", ErrNotAcked, n, a.replicas, a.timeout)
 	}
 	return nil
