@@ -269,10 +269,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if err != nil {
 		return nil, nil, err
 	}
-	acker, err := replicaAcker(a)
-	if err != nil {
-		return nil, nil, err
-	}
+	acker := replicaAcker(a)
 	apiStore := store.NewRedis(batched).WithTopics(a.catalog).WithErasure(a.redact.Hash)
 	apiClient := asynq.NewClientFromRedisClient(batched)
 	jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
