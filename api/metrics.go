@@ -13,6 +13,10 @@ type Metrics struct {
 	Duration *prometheus.HistogramVec
 	// Honeypot counts signups that filled the form's hidden field.
 	Honeypot prometheus.Counter
+	// RedisAck is the wait of each change's answer for the Redis
+	// replicas (acked.go), by result: acked, timeout (too few in time:
+	// answered 503) or error (Redis did not answer: 503 too).
+	RedisAck *prometheus.HistogramVec
 }
 
 // NewMetrics registers the metrics on reg (nil: not registered).
@@ -28,9 +32,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Honeypot: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsletter_signup_honeypot_total", Help: "Signups that filled the form's hidden field: bots, answered 202 and dropped.",
 		}),
+		RedisAck: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "newsletter_redis_ack_seconds", Help: "Wait of a change's answer for the Redis replicas (NEWSLETTER_REDIS_ACK_REPLICAS), by result: acked, timeout or error (both answered 503).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Duration, m.Honeypot)
+		reg.MustRegister(m.Requests, m.Duration, m.Honeypot, m.RedisAck)
 	}
 	return m
 }

@@ -73,7 +73,7 @@ func init() {
 
 func renderPage(w http.ResponseWriter, code int, name string, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if sr, ok := w.(*statusRecorder); ok && d.Newsletter.Name == "" && sr.newsletter != nil {
+	if sr := recorderOf(w); sr != nil && d.Newsletter.Name == "" && sr.newsletter != nil {
 		d.Newsletter = sr.newsletter()
 	}
 	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"

@@ -218,6 +218,10 @@ type Deps struct {
 	// Checks are the channels' rules for what a client hands in, and
 	// the SMS channel's counter of codes refused.
 	Checks ChannelChecks
+	// Acker, when set, holds every answer under 400 to a change until
+	// the replicas have it (NEWSLETTER_REDIS_ACK_REPLICAS; acked.go);
+	// nil: answers go out once the primary has the change.
+	Acker Acker
 }
 
 // Server is the HTTP API.
@@ -362,7 +366,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Strict-Transport-Security", hstsMaxAge)
 	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, newsletter: func() store.Settings { return s.deps.Settings.Current(r.Context()) }}
-	s.mux.ServeHTTP(rec, r)
+	gated, done := s.ackGate(rec, r)
+	s.mux.ServeHTTP(gated, r)
+	done()
 	// ServeMux sets r.Pattern in place: the route's pattern, never the
 	// raw path, so tokens and addresses in URLs cannot blow up cardinality.
 	route := r.Pattern
@@ -404,6 +410,21 @@ type statusRecorder struct {
 }
 
 func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
+
+// recorderOf finds the statusRecorder under w's wrappers (the ackWriter's),
+// nil when there is none.
+func recorderOf(w http.ResponseWriter) *statusRecorder {
+	for {
+		switch v := w.(type) {
+		case *statusRecorder:
+			return v
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -269,6 +269,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if err != nil {
 		return nil, nil, err
 	}
+	acker := replicaAcker(a)
 	apiStore := store.NewRedis(batched).WithTopics(a.catalog).WithErasure(a.redact.Hash)
 	apiClient := asynq.NewClientFromRedisClient(batched)
 	jobs := tasks.NewDispatcher(apiClient, apiStore, a.log)
@@ -313,7 +314,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Archive: apiStore, Markdown: archiveMarkdown,
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs: subs.ListJobs, Notify: notify, Subscribers: subs,
-		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg, browserPushServices(a.cfg.Config)), IssueService: issueSvc,
+		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg, browserPushServices(a.cfg.Config)), IssueService: issueSvc, Acker: acker,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)

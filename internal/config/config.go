@@ -187,6 +187,14 @@ type Config struct {
 	// on, except in embedded mode, where it defaults off and the banner
 	// says so).
 	RequirePostalAddress bool
+
+	// RedisAckReplicas is how many replicas must have a change before the
+	// API answers for it (NEWSLETTER_REDIS_ACK_REPLICAS; 0: none),
+	// AckReplicasDetect when unset: one when the primaries have replicas
+	// at start, else none. RedisAckTimeout bounds that wait
+	// (NEWSLETTER_REDIS_ACK_TIMEOUT): past it the answer is 503.
+	RedisAckReplicas int
+	RedisAckTimeout  time.Duration
 }
 
 // SMS is the SMS gateway's account and the limits that protect the bill.
@@ -241,6 +249,17 @@ func Loopback(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// AckReplicasDetect is RedisAckReplicas when NEWSLETTER_REDIS_ACK_REPLICAS
+// is unset: the service looks at the primaries' replicas at start.
+const AckReplicasDetect = -1
+
+// MaxAckTimeout bounds NEWSLETTER_REDIS_ACK_TIMEOUT: every change's
+// answer may wait that long, and a wait of seconds is an outage hidden
+// in a slow page, not a safety margin. It also stays below the Redis
+// clients' read timeout (go-redis's 3 s), within which the answer to the
+// WAIT is read (redisconn.Acker).
+const MaxAckTimeout = 2 * time.Second
 
 // The e-mail transports.
 const (

@@ -407,3 +407,51 @@ func TestClusterConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisAck: NEWSLETTER_REDIS_ACK_REPLICAS (unset: detect at start)
+// and NEWSLETTER_REDIS_ACK_TIMEOUT (default 500ms), and the values they
+// refuse.
+func TestRedisAck(t *testing.T) {
+	base := map[string]string{"NEWSLETTER_REDIS_URL": "redis://127.0.0.1:6379/3", "NEWSLETTER_SECRET": "0123456789abcdef"}
+	for _, c := range []struct {
+		set      map[string]string
+		replicas int
+		timeout  time.Duration
+		bad      string // the variable of the error line; "" for none
+	}{
+		{nil, AckReplicasDetect, 500 * time.Millisecond, ""},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "0"}, 0, 500 * time.Millisecond, ""},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "2", "NEWSLETTER_REDIS_ACK_TIMEOUT": "250ms"}, 2, 250 * time.Millisecond, ""},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_TIMEOUT": "2s"}, AckReplicasDetect, 2 * time.Second, ""},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "-1"}, 0, 0, "NEWSLETTER_REDIS_ACK_REPLICAS:"},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "one"}, 0, 0, "NEWSLETTER_REDIS_ACK_REPLICAS:"},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_TIMEOUT": "0"}, 0, 0, "NEWSLETTER_REDIS_ACK_TIMEOUT:"},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_TIMEOUT": "-5ms"}, 0, 0, "NEWSLETTER_REDIS_ACK_TIMEOUT:"},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_TIMEOUT": "500"}, 0, 0, "NEWSLETTER_REDIS_ACK_TIMEOUT:"},
+		{map[string]string{"NEWSLETTER_REDIS_ACK_TIMEOUT": "2001ms"}, 0, 0, "NEWSLETTER_REDIS_ACK_TIMEOUT:"},
+	} {
+		e := maps.Clone(base)
+		maps.Copy(e, c.set)
+		cfg, err := load(env(e))
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%v: %v, want an error on %s", c.set, err, c.bad)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", c.set, err)
+			continue
+		}
+		if cfg.RedisAckReplicas != c.replicas || cfg.RedisAckTimeout != c.timeout {
+			t.Errorf("%v: replicas %d timeout %s, want %d %s", c.set, cfg.RedisAckReplicas, cfg.RedisAckTimeout, c.replicas, c.timeout)
+		}
+	}
+	// The embedded Redis has no replicas to wait for.
+	if _, err := load(env(map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "1"})); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_REDIS_ACK_REPLICAS:") {
+		t.Errorf("embedded with 1 replica: %v, want an error", err)
+	}
+	if _, err := load(env(map[string]string{"NEWSLETTER_REDIS_ACK_REPLICAS": "0"})); err != nil {
+		t.Errorf("embedded with 0 replicas: %v", err)
+	}
+}

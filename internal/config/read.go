@@ -171,6 +171,7 @@ func (p *parser) listeners(c *Config) {
 		c.SMTPPool = c.Concurrency
 	}
 	p.redis(c)
+	p.redisAck(c)
 	if c.SMTPURL != "" {
 		p.parse(p.parsers.SMTPServer, c.SMTPURL)
 	}
@@ -197,6 +198,14 @@ func (p *parser) redis(c *Config) {
 		p.check("NEWSLETTER_REDIS_URL", err == nil, "a redis://, rediss:// or redis-sentinel:// URL")
 		c.Redis = opt
 	}
+}
+
+// redisAck reads how many replicas a change waits for, and how long.
+func (p *parser) redisAck(c *Config) {
+	c.RedisAckReplicas = p.integer("NEWSLETTER_REDIS_ACK_REPLICAS", AckReplicasDetect, 0)
+	c.RedisAckTimeout = p.duration("NEWSLETTER_REDIS_ACK_TIMEOUT", 500*time.Millisecond, time.Millisecond)
+	p.check("NEWSLETTER_REDIS_ACK_TIMEOUT", c.RedisAckTimeout <= MaxAckTimeout, fmt.Sprintf("at most %s, got %s", MaxAckTimeout, c.RedisAckTimeout))
+	p.check("NEWSLETTER_REDIS_ACK_REPLICAS", c.RedisAckReplicas <= 0 || !c.Embedded(), "0 or unset without NEWSLETTER_REDIS_URL or NEWSLETTER_REDIS_CLUSTER_ADDRS: the embedded Redis has no replicas")
 }
 
 // identity checks who the service is (From, the base URL, HELO, DKIM),
