@@ -66,6 +66,16 @@ var (
 	pushFields      = fields{"token": textField, "subscription": objectField}
 )
 
+// withField is f and one more field.
+func withField(f fields, name string, t fieldType) fields {
+	out := make(fields, len(f)+1)
+	for k, v := range f {
+		out[k] = v
+	}
+	out[name] = t
+	return out
+}
+
 var errTooLarge = httpbody.ErrTooLarge
 
 // input is a request body's fields: a form's repeated field, or a JSON
