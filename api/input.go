@@ -231,7 +231,7 @@ func typed(name string, typ fieldType, raw []byte) ([]string, error) {
 		e = bytes.TrimSpace(e)
 		v, ok := str(e)
 		if !ok && typ == valueListField {
-			v, ok = jsonNumber(e)
+			v, ok = numberText(e)
 		}
 		if !ok && typ == valueListField {
 			return nil, fieldError(fmt.Sprintf("field %q must be a list of strings or numbers", name))
@@ -244,8 +244,8 @@ func typed(name string, typ fieldType, raw []byte) ([]string, error) {
 	return list, nil
 }
 
-// jsonNumber is a JSON number's text, as given.
-func jsonNumber(v []byte) (string, bool) {
+// numberText is a JSON number's text, as given.
+func numberText(v []byte) (string, bool) {
 	var n json.Number
 	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &n) != nil {
 		return "", false

@@ -146,7 +146,7 @@ func plainWords(msg string) string {
 		return fmt.Sprintf("%q is not a field you can use here", m[1])
 	}
 	switch {
-	case strings.HasPrefix(msg, "error calling index: index out of range"):
+	case strings.HasPrefix(msg, "error calling index:") && strings.Contains(msg, "out of range"):
 		return "the list has no such item here (a reader may have no tags, a mail no items): test it first, {{with .Subscriber.Tags}}{{index . 0}}{{end}}"
 	case msg == "unexpected EOF":
 		return "the template ends inside an action or a block: each {{if}}, {{range}}, {{with}} and {{define}} needs its {{end}}, and each {{ its }}"
