@@ -10,7 +10,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -60,10 +59,6 @@ const (
 	// feeds, 404s) per process.
 	archiveCacheEntries = 1024
 )
-
-// slugPattern is what store.Slugify makes (and digest-<period>): a path
-// that cannot be a slug is a 404 without a store read.
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,79}$`)
 
 var archivePages = map[string]*template.Template{}
 
@@ -174,7 +169,8 @@ func archiveKey(r *http.Request) (string, bool) {
 	q := url.Values{}
 	switch r.Pattern {
 	case "GET /archive/{slug}":
-		if !slugPattern.MatchString(r.PathValue("slug")) {
+		// A path that cannot be a slug is a 404 without a store read.
+		if !store.ValidSlug(r.PathValue("slug")) {
 			return "", false
 		}
 	case "GET /archive/feed.atom":

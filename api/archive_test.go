@@ -106,17 +106,8 @@ func (e *archiveEnv) publish(t *testing.T, subject, body string, send bool, topi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !send {
-		return is
-	}
-	if _, err := e.st.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueSending, store.IssueChange{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.AdvanceIssuePlan(ctx, is.ID, 1, store.WalkByID, 0, 0, true); err != nil {
-		t.Fatal(err)
-	}
-	if done, err := e.st.FinishIssue(ctx, is.ID); err != nil || !done {
-		t.Fatalf("finish %q: %v %v", subject, done, err)
+	if send {
+		sendAsIs(t, e, is.ID)
 	}
 	return is
 }

@@ -200,14 +200,16 @@ func TestSequenceAndTemplatesAtRunTime(t *testing.T) {
 	if code, _ := sendJSON(t, "GET", one.srv.URL+"/api/templates/nope", ""); code != http.StatusNotFound {
 		t.Fatalf("an unknown template: %d, want 404", code)
 	}
-	for name, in := range map[string]string{
-		"does not parse": `{"version":0,"text":"{{define \"subject\"}}Hi{{end}}{{if}}"}`,
-		"unknown field":  `{"version":0,"text":"{{define \"subject\"}}Hi{{end}}Hello {{.Nickname}}"}`,
-		"no subject":     `{"version":0,"text":"Hello"}`,
-		"no version":     `{"text":"{{define \"subject\"}}Hi{{end}}Hello"}`,
+	for name, c := range map[string]struct{ in, want string }{
+		"does not parse": {`{"version":0,"text":"{{define \"subject\"}}Hi{{end}}{{if}}"}`, "template welcome, text part, line 1: {{if}} needs a value"},
+		"unknown field":  {`{"version":0,"text":"{{define \"subject\"}}Hi{{end}}Hello {{.Nickname}}"}`, `template welcome, text part, line 1: \"Nickname\" is not a field you can use here; fields: .Email, .Name`},
+		"a name typed without its dot": {`{"version":0,"text":"{{define \"subject\"}}Hi{{end}}\n\nHello {{Nmae}}"}`,
+			`template welcome, text part, line 3: \"Nmae\" is not a field or function you can use here (did you mean .Name?)`},
+		"no subject": {`{"version":0,"text":"Hello"}`, "subject"},
+		"no version": {`{"text":"{{define \"subject\"}}Hi{{end}}Hello"}`, "version"},
 	} {
-		if code, body := sendJSON(t, "PUT", one.srv.URL+"/api/templates/welcome", in); code != http.StatusBadRequest {
-			t.Errorf("%s: %d %s, want 400", name, code, body)
+		if code, body := sendJSON(t, "PUT", one.srv.URL+"/api/templates/welcome", c.in); code != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 400 saying %s", name, code, body, c.want)
 		}
 	}
 	if c, err := st.Catalog(ctx); err != nil || len(c.Templates) != 0 {

@@ -36,6 +36,10 @@ const (
 	countField
 	// flagField is true or false, kept as "true" or "false".
 	flagField
+	// valueListField is a list of values of custom fields: strings or
+	// numbers, a number kept as its JSON text ([1, 2.5] is "1", "2.5"),
+	// as a person's field values are (subscribers.FieldValues).
+	valueListField
 )
 
 // fields are a route's body: each field's name and type.
@@ -65,6 +69,16 @@ var (
 	bounceFields    = fields{"email": textField, "type": textField, "reason": textField, "id": textField}
 	pushFields      = fields{"token": textField, "subscription": objectField}
 )
+
+// withField is f and one more field.
+func withField(f fields, name string, t fieldType) fields {
+	out := make(fields, len(f)+1)
+	for k, v := range f {
+		out[k] = v
+	}
+	out[name] = t
+	return out
+}
 
 var errTooLarge = httpbody.ErrTooLarge
 
@@ -214,13 +228,29 @@ func typed(name string, typ fieldType, raw []byte) ([]string, error) {
 	}
 	list := make([]string, 0, len(elems))
 	for _, e := range elems {
-		v, ok := str(bytes.TrimSpace(e))
+		e = bytes.TrimSpace(e)
+		v, ok := str(e)
+		if !ok && typ == valueListField {
+			v, ok = numberText(e)
+		}
+		if !ok && typ == valueListField {
+			return nil, fieldError(fmt.Sprintf("field %q must be a list of strings or numbers", name))
+		}
 		if !ok {
 			return nil, fieldError(fmt.Sprintf("field %q must be a list of strings", name))
 		}
 		list = append(list, v)
 	}
 	return list, nil
+}
+
+// numberText is a JSON number's text, as given.
+func numberText(v []byte) (string, bool) {
+	var n json.Number
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &n) != nil {
+		return "", false
+	}
+	return n.String(), true
 }
 
 // formInput keeps a form's fields that want names; a text field may be
@@ -232,7 +262,7 @@ func formInput(vals url.Values, want fields) (input, error) {
 		if !ok {
 			continue
 		}
-		if typ != listField && len(v) > 1 {
+		if typ != listField && typ != valueListField && len(v) > 1 {
 			return nil, fieldError(fmt.Sprintf("field %q is given more than once", name))
 		}
 		out[name] = v

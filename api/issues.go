@@ -29,10 +29,12 @@ const maxIssuePage = 100
 var (
 	issueFields = fields{"subject": textField, "preheader": textField, "body": textField, "topics": listField, "version": countField,
 		"reply_to": textField, "segment": textField}
-	versionFields = fields{"version": countField}
-	sendFields    = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
-	whenFields    = fields{"at": textField, "local_time": textField}
-	testFields    = fields{"emails": listField}
+	// PUT's body: the issue's fields and its slug ("" or absent: kept).
+	putIssueFields = withField(issueFields, "slug", textField)
+	versionFields  = fields{"version": countField}
+	sendFields     = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
+	whenFields     = fields{"at": textField, "local_time": textField}
+	testFields     = fields{"emails": listField}
 )
 
 func (s *Server) issueRoutes() {
@@ -150,20 +152,19 @@ func (s *Server) restoreIssueVersion(w http.ResponseWriter, r *http.Request) {
 	webjson.Write(w, http.StatusOK, out)
 }
 
-// issueBody reads an issue's fields (the body may be up to
-// issues.MaxBody) and checks them; it answers a bad one itself. version
-// is the "version" field (0 when absent).
-func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.IssueContent, version int, ok bool) {
+// issueInput reads an issue's fields, flds (issueFields, and more for
+// some routes; the body may be up to issues.MaxBody), and checks them;
+// it answers a bad one itself. in holds every field read.
+func (s *Server) issueInput(w http.ResponseWriter, r *http.Request, flds fields) (c store.IssueContent, in input, ok bool) {
 	// A declared length over the cap is answered before any read (no
 	// 100 Continue); a longer body than declared is cut at the cap.
 	err := httpbody.Limit(w, r, issues.MaxBody+16<<10)
-	var in input
 	if err == nil {
-		in, err = decodeJSON(r.Body, issueFields)
+		in, err = decodeJSON(r.Body, flds)
 	}
 	if httpbody.IsTooLarge(err) {
 		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody("request body too large"))
-		return c, 0, false
+		return c, in, false
 	}
 	if err != nil {
 		var fe fieldError
@@ -171,7 +172,7 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 			err = errors.New("unreadable body")
 		}
 		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
-		return c, 0, false
+		return c, in, false
 	}
 	c = store.IssueContent{Subject: strings.TrimSpace(in.get("subject")), Preheader: strings.TrimSpace(in.get("preheader")),
 		Body: in.get("body"), Topics: in["topics"], ReplyTo: issues.NormalizeReplyTo(in.get("reply_to"))}
@@ -181,20 +182,19 @@ func (s *Server) issueBody(w http.ResponseWriter, r *http.Request) (c store.Issu
 		seg, err := s.deps.Store.GetSegment(r.Context(), name)
 		if errors.Is(err, store.ErrNoSegment) {
 			webjson.Write(w, http.StatusBadRequest, errorBody("segment: no segment "+webjson.Quote(name)))
-			return c, 0, false
+			return c, in, false
 		}
 		if err != nil {
 			s.storeFailed(w, "read the segment", err)
-			return c, 0, false
+			return c, in, false
 		}
 		c.Segment = seg.ID
 	}
 	if err := issues.CheckContent(s.cfg.Topics.Current(), c); err != nil {
 		s.storeFailed(w, "check the issue", err)
-		return c, 0, false
+		return c, in, false
 	}
-	version, _ = strconv.Atoi(in.get("version"))
-	return c, version, true
+	return c, in, true
 }
 
 func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
@@ -213,6 +213,8 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 		webjson.Write(w, http.StatusNotFound, errorBody("no such issue"))
 	case errors.Is(err, store.ErrIssueState), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
 		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
+	case errors.Is(err, store.ErrSlugTaken):
+		webjson.Write(w, http.StatusConflict, errorBody("slug: another issue has this slug; choose another"))
 	case errors.Is(err, store.ErrIssueStale):
 		webjson.Write(w, http.StatusConflict, errorBody("the issue changed since you opened it; read it again"))
 	case errors.As(err, &changed):
@@ -229,7 +231,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 }
 
 func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
-	c, _, ok := s.issueBody(w, r)
+	c, _, ok := s.issueInput(w, r, issueFields)
 	if !ok {
 		return
 	}
@@ -309,19 +311,30 @@ func (s *Server) putIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !store.Editable(is.Status) {
-		webjson.Write(w, http.StatusConflict, errorBody("only a draft or scheduled issue can change; this one is "+is.Status))
+		msg := "only a draft or scheduled issue can change; this one is " + is.Status
+		if is.Status == store.IssueSent {
+			// Its archive page is public: links to it must keep working.
+			msg += " (its slug stays too: /archive/" + is.Slug + " is a public address)"
+		}
+		webjson.Write(w, http.StatusConflict, errorBody(msg))
 		return
 	}
-	c, version, ok := s.issueBody(w, r)
+	c, in, ok := s.issueInput(w, r, putIssueFields)
 	if !ok {
 		return
 	}
-	is, err := s.issues.Update(r.Context(), s.cfg.Topics.Current(), is, version, c)
+	version, _ := strconv.Atoi(in.get("version"))
+	slug, was := in.get("slug"), is.Slug
+	is, err := s.issues.UpdateSlug(r.Context(), s.cfg.Topics.Current(), is, version, c, slug)
 	if err != nil {
 		s.storeFailed(w, "store the issue", err)
 		return
 	}
-	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), "")
+	detail := ""
+	if is.Slug != was {
+		detail = "slug " + was + " → " + is.Slug
+	}
+	s.note(r, audit.IssueUpdated, audit.Issue(is.ID), detail)
 	webjson.Write(w, http.StatusOK, savedIssue{Issue: is, Warnings: issues.BodyWarnings(is.Body)})
 }
 

@@ -20,7 +20,7 @@ import (
 // expression.
 
 var (
-	fieldDefFields = fields{"name": textField, "type": textField, "choices": listField}
+	fieldDefFields = fields{"name": textField, "type": textField, "choices": valueListField}
 	segmentFields  = fields{"name": textField, "expr": textField}
 )
 

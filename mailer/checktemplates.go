@@ -3,6 +3,7 @@ package mailer
 import (
 	"fmt"
 	"slices"
+	"strings"
 	texttemplate "text/template"
 	"text/template/parse"
 )
@@ -54,7 +55,22 @@ var mustShow = map[string][]string{
 // whose work has no bound (checkCost) or that writes over MaxCheckBytes
 // with sample data. Every kind and step is rendered with sample data and
 // with sparse data.
+//
+// Go's template errors come back in plain words, naming the template,
+// its part and the line (a *TemplateError).
 func CheckTemplates(src Sources, steps ...string) error {
+	err := checkTemplates(src, steps...)
+	if err == nil {
+		return nil
+	}
+	layout, rerr := templateFiles{src}.read("layout.html")
+	if rerr != nil {
+		return err
+	}
+	return explain(err, strings.Count(layout, "\n"))
+}
+
+func checkTemplates(src Sources, steps ...string) error {
 	r, err := Compile(src, steps...)
 	if err != nil {
 		return err
@@ -65,10 +81,11 @@ func CheckTemplates(src Sources, steps ...string) error {
 		return err
 	}
 	for _, k := range templatedKinds(steps) {
-		for _, d := range []Data{sampleData(), sparseData()} {
-			if _, err := r.Render(k, d); err != nil {
-				return fmt.Errorf("template %s: %w", k, err)
-			}
+		if _, err := r.Render(k, sampleData()); err != nil {
+			return fmt.Errorf("template %s: %w", k, err)
+		}
+		if _, err := r.Render(k, sparseData()); err != nil {
+			return fmt.Errorf("template %s: %w", k, &sparseError{err})
 		}
 		layout := t.html[k].Lookup("layout")
 		if layout == nil || !callsTemplate("body", layout.Tree) {

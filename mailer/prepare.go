@@ -96,12 +96,13 @@ func preparable(trees ...*parse.Tree) bool {
 }
 
 // walkPipe clears ok when the pipe uses a per-recipient field other than as
-// the whole of a printing or if pipe ({{.Name}}, {{if .Name}}).
+// the whole of a printing or if pipe ({{.Name}}, {{if .Name}}), or with a
+// fixed fallback (fallbackPipe).
 func walkPipe(p *parse.PipeNode, ok *bool, simple bool) {
 	if p == nil {
 		return
 	}
-	whole := simple && len(p.Decl) == 0 && len(p.Cmds) == 1 && len(p.Cmds[0].Args) == 1
+	whole := simple && len(p.Decl) == 0 && (len(p.Cmds) == 1 && len(p.Cmds[0].Args) == 1 || fallbackPipe(p))
 	for _, c := range p.Cmds {
 		for _, a := range c.Args {
 			if usesPersonal(a) && !whole {
@@ -112,6 +113,31 @@ func walkPipe(p *parse.PipeNode, ok *bool, simple bool) {
 			}
 		}
 	}
+}
+
+// fallbackPipe reports whether p is a per-recipient field or a fixed
+// text when it is empty: {{.Name | default "there"}}, {{default "there"
+// .Name}}, {{or .Name "there"}}. A variant has each field empty or not,
+// so in every one such a pipe gives the field's mark or the text, as a
+// full render gives the reader's value or the text.
+func fallbackPipe(p *parse.PipeNode) bool {
+	isFunc := func(n parse.Node, name string) bool {
+		id, ok := n.(*parse.IdentifierNode)
+		return ok && id.Ident == name
+	}
+	isText := func(n parse.Node) bool {
+		_, ok := n.(*parse.StringNode)
+		return ok
+	}
+	switch c := p.Cmds; {
+	case len(c) == 2 && len(c[0].Args) == 1 && len(c[1].Args) == 2:
+		return usesPersonal(c[0].Args[0]) && isFunc(c[1].Args[0], "default") && isText(c[1].Args[1])
+	case len(c) == 1 && len(c[0].Args) == 3:
+		a := c[0].Args
+		return isFunc(a[0], "default") && isText(a[1]) && usesPersonal(a[2]) ||
+			isFunc(a[0], "or") && usesPersonal(a[1]) && isText(a[2])
+	}
+	return false
 }
 
 func usesPersonal(n parse.Node) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -40,6 +41,12 @@ var (
 	// ErrIssueStale: the issue changed since the caller read it (another
 	// edit, or a move of its status in between); nothing changed.
 	ErrIssueStale = errors.New("the issue changed since you opened it")
+	// ErrSlugTaken: another issue has the slug asked for; nothing
+	// changed.
+	ErrSlugTaken = errors.New("another issue has this slug")
+	// ErrBadSlug: the slug asked for is not of the form ValidSlug
+	// accepts; nothing changed.
+	ErrBadSlug = errors.New("a slug is 1 to 80 lower-case letters, digits and hyphens, starting with a letter or digit")
 )
 
 // StateError is a change the issue's status does not allow: it names the
@@ -195,6 +202,11 @@ type Issues interface {
 	// (the one the caller read): ErrIssueStale otherwise, ErrIssueState
 	// when its status does not allow it; nothing changed then.
 	UpdateIssue(ctx context.Context, id int64, version int, c IssueContent) (Issue, error)
+	// UpdateIssueSlug is UpdateIssue that also moves the issue to slug
+	// ("": it keeps its own), freeing its old one: ErrSlugTaken when
+	// another issue has it, ErrBadSlug when it is not ValidSlug's;
+	// nothing changed then.
+	UpdateIssueSlug(ctx context.Context, id int64, version int, c IssueContent, slug string) (Issue, error)
 	Issue(ctx context.Context, id int64) (Issue, error)
 	// IssueStatus is the issue's status, round and version alone
 	// (ErrNoIssue when there is none).
@@ -267,6 +279,14 @@ func DigestIssueSlug(period string) string {
 		return '-'
 	}, period)
 }
+
+// slugPattern is every slug's form: what Slugify and DigestIssueSlug
+// make, and what a publisher may choose (the archive's path segment).
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,79}$`)
+
+// ValidSlug tells whether s has a slug's form: 1 to 80 lower-case
+// letters, digits and hyphens, the first a letter or digit.
+func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 
 // Slugify makes a URL slug of a subject: lower-case letters and digits
 // joined by single hyphens, at most 60 characters ("issue" when nothing

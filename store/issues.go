@@ -87,24 +87,34 @@ return id
 // if it is still the version the caller read (compare-and-set: the new
 // doc was made from that version, so a later one would be lost).
 //
-//	KEYS[1] the issue's hash   KEYS[2] its versions list
+//	KEYS[1] the issue's hash   KEYS[2] its versions list   KEYS[3] keyIssueSlugs
 //	ARGV[1] new doc (JSON)   ARGV[2] the version the caller read
 //	ARGV[3] send_at (unix ms, 0: none)   ARGV[4] local_time: the schedule
 //	        as read, written only when the hash has no send_at field yet
 //	        (an issue stored when the schedule lived in its doc: the new
 //	        doc no longer carries it)
 //	ARGV[5] MaxIssueVersions
+//	ARGV[6] the new slug ("": the issue keeps its own)   ARGV[7] the id
 //
 // Pushes the old doc on the list (trimmed to the last ARGV[5]: the list
 // then holds versions version-len … version-1, which IssueVersions
-// numbers by), writes the new one, bumps version.
-// Returns "ok", or "none" / "state:<status>" / "stale" with nothing
-// written.
+// numbers by), writes the new one, bumps version. With a new slug, moves
+// the issue to it in keyIssueSlugs and frees its old one (a draft or a
+// scheduled issue was never in the archive: no public address points at
+// the old one).
+// Returns "ok", or "none" / "state:<status>" / "stale" / "taken" (the
+// slug is another issue's) with nothing written.
 var updateIssueScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return 'none' end
 if st ~= 'draft' and st ~= 'scheduled' then return 'state:' .. st end
 if redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return 'stale' end
+local old = redis.call('HGET', KEYS[1], 'slug')
+local move = ARGV[6] ~= '' and ARGV[6] ~= old
+if move then
+  local owner = redis.call('HGET', KEYS[3], ARGV[6])
+  if owner and owner ~= ARGV[7] then return 'taken' end
+end
 if redis.call('HEXISTS', KEYS[1], 'send_at') == 0 then
   redis.call('HSET', KEYS[1], 'send_at', ARGV[3], 'local_time', ARGV[4])
 end
@@ -112,6 +122,11 @@ redis.call('RPUSH', KEYS[2], redis.call('HGET', KEYS[1], 'doc'))
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
 redis.call('HSET', KEYS[1], 'doc', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+if move then
+  if old and redis.call('HGET', KEYS[3], old) == ARGV[7] then redis.call('HDEL', KEYS[3], old) end
+  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  redis.call('HSET', KEYS[1], 'slug', ARGV[6])
+end
 return 'ok'
 `)
 
@@ -148,10 +163,18 @@ func (r *Redis) DigestIssue(ctx context.Context, period string, c IssueContent) 
 	return r.Issue(ctx, id)
 }
 
-// UpdateIssue implements Issues. The new doc is made from the issue as
-// read here; the script writes it only while the issue still has the
-// version the caller read, which is the one read here too or an older.
+// UpdateIssue implements Issues.
 func (r *Redis) UpdateIssue(ctx context.Context, id int64, version int, c IssueContent) (Issue, error) {
+	return r.UpdateIssueSlug(ctx, id, version, c, "")
+}
+
+// UpdateIssueSlug implements Issues. The new doc is made from the issue
+// as read here; the script writes it only while the issue still has the
+// version the caller read, which is the one read here too or an older.
+func (r *Redis) UpdateIssueSlug(ctx context.Context, id int64, version int, c IssueContent, slug string) (Issue, error) {
+	if slug != "" && !ValidSlug(slug) {
+		return Issue{}, fmt.Errorf("issue %d: slug %q: %w", id, slug, ErrBadSlug)
+	}
 	is, err := r.Issue(ctx, id)
 	if err != nil {
 		return Issue{}, err
@@ -169,9 +192,13 @@ func (r *Redis) UpdateIssue(ctx context.Context, id int64, version int, c IssueC
 	if !is.SendAt.IsZero() {
 		sendAt = ms(is.SendAt)
 	}
-	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers}, b, version, sendAt, is.LocalTime, MaxIssueVersions).Text()
+	res, err := updateIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers, keyIssueSlugs},
+		b, version, sendAt, is.LocalTime, MaxIssueVersions, slug, id).Text()
 	if err != nil {
 		return Issue{}, fmt.Errorf("update issue %d: %w", id, err)
+	}
+	if res == "taken" {
+		return Issue{}, fmt.Errorf("issue %d: slug %q: %w", id, slug, ErrSlugTaken)
 	}
 	if err := scriptState(res, id); err != nil {
 		return Issue{}, err

@@ -220,7 +220,7 @@ func TestSequenceScreen(t *testing.T) {
 		reason string
 	}{
 		"a delay in days":    {[4]string{"tips", "3 days", "Tips", "Hello"}, "want a duration such as 5m or 72h"},
-		"an unknown field":   {[4]string{"tips", "72h", "Tips", "Hello {{.Nope}}"}, "can't evaluate field Nope"},
+		"an unknown field":   {[4]string{"tips", "72h", "Tips", "Hello {{.Nope}}"}, `template tips, text part, line 1: "Nope" is not a field you can use here`},
 		"no template at all": {[4]string{"tips", "72h", "", ""}, "give the step a subject and a body"},
 		"a reserved name":    {[4]string{"confirm", "72h", "S", "B"}, "another mail"},
 	} {
@@ -285,8 +285,8 @@ func TestMailTemplatesScreen(t *testing.T) {
 		t.Fatalf("an unknown template: %d", p.code)
 	}
 	for name, c := range map[string]struct{ text, reason string }{
-		"an unknown field": {`{{define "subject"}}Hi{{end}}Hello {{.Nope}}`, "can't evaluate field Nope"},
-		"does not parse":   {`{{define "subject"}}Hi{{end}}{{if}}`, "missing value for if"},
+		"an unknown field": {`{{define "subject"}}Hi{{end}}Hello {{.Nope}}`, `template welcome, text part, line 1: "Nope" is not a field you can use here; fields: .Email, .Name,`},
+		"does not parse":   {`{{define "subject"}}Hi{{end}}{{if}}`, "template welcome, text part, line 1: {{if}} needs a value, such as {{if .Name}}"},
 		"no subject":       {`Hello`, `no {{define "subject"}}`},
 	} {
 		p := admin.post("/admin/templates/welcome", url.Values{"version": {"0"}, "text": {c.text}})

@@ -88,11 +88,12 @@ func (h *Handler) topicBoxes(checked []string) []topicBox {
 // form) rather than text the writer typed.
 func sameContent(f form.Issue, is store.Issue) bool {
 	return f.Subject == is.Subject && f.Preheader == is.Preheader && f.Body == is.Body && slices.Equal(f.Topics, is.Topics) &&
-		f.Segment == is.Segment && f.ReplyTo == is.ReplyTo
+		f.Segment == is.Segment && f.ReplyTo == is.ReplyTo && (f.Slug == "" || f.Slug == is.Slug)
 }
 
 func formOf(is store.Issue) form.Issue {
-	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics, Segment: is.Segment, ReplyTo: is.ReplyTo}
+	return form.Issue{Subject: is.Subject, Preheader: is.Preheader, Body: is.Body, Topics: is.Topics, Segment: is.Segment, ReplyTo: is.ReplyTo,
+		Slug: is.Slug}
 }
 
 // previewTopic is the topic f's mail is previewed as: its first; for an
@@ -226,6 +227,8 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 	switch {
 	case errors.As(err, &bad):
 		h.editor(w, r, http.StatusBadRequest, is, f, bad.Msg)
+	case errors.Is(err, store.ErrSlugTaken):
+		h.editor(w, r, http.StatusConflict, is, f, "slug: another issue has the slug "+strconv.Quote(f.Slug)+"; choose another. Nothing was saved.")
 	case errors.Is(err, issues.ErrTooLarge), errors.Is(err, form.ErrTooLarge):
 		h.editor(w, r, http.StatusRequestEntityTooLarge, is, f, err.Error())
 	case errors.Is(err, store.ErrNoIssue):

@@ -20,12 +20,16 @@ func (h *Handler) saveIssue(w http.ResponseWriter, r *http.Request) {
 		err = h.checkSegment(r.Context(), f)
 	}
 	if err == nil {
-		saved, err = h.issues.Update(r.Context(), h.cfg.Topics.Current(), is, f.Version, f.Content())
+		saved, err = h.issues.UpdateSlug(r.Context(), h.cfg.Topics.Current(), is, f.Version, f.Content(), f.Slug)
 	}
 	if err != nil {
 		h.issueFailed(w, r, is, f, err)
 		return
 	}
-	h.record(r, audit.IssueUpdated, audit.Issue(saved.ID), "")
+	detail := ""
+	if saved.Slug != is.Slug {
+		detail = "slug " + is.Slug + " → " + saved.Slug
+	}
+	h.record(r, audit.IssueUpdated, audit.Issue(saved.ID), detail)
 	done(w, r, "/admin/issues/"+itoa(is.ID), "saved")
 }

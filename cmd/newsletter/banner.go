@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/newsletter/newsletter/internal/config"
 	"github.com/newsletter/newsletter/internal/health"
@@ -21,6 +22,32 @@ func localURL(listen string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// withOwnBaseURL is getenv for a process that serves the API: without
+// NEWSLETTER_BASE_URL its links (in mails, invites, the archive's feed)
+// lead to the address it listens on (NEWSLETTER_ADDR, or the mode's
+// default), where the default http://localhost:8080 would send a reader
+// of a service on another port nowhere. A port the system picks (:0) is
+// not known before the listener opens: the default stays then.
+func withOwnBaseURL(getenv func(string) string) func(string) string {
+	if strings.TrimSpace(getenv("NEWSLETTER_BASE_URL")) != "" {
+		return getenv
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return getenv // newApp reads it again and says what is wrong
+	}
+	own := localURL(cfg.Addr)
+	if u, err := url.Parse(own); err != nil || u.Port() == "0" {
+		return getenv
+	}
+	return func(k string) string {
+		if k == "NEWSLETTER_BASE_URL" {
+			return own
+		}
+		return getenv(k)
+	}
 }
 
 // opsHandler serves what every non-API role needs: probes, metrics (nil:
@@ -66,7 +93,11 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	if r.api {
 		fmt.Fprintf(a.out, "  signup form      %s/\n", base)
 		fmt.Fprintf(a.out, "  console          %s/admin/   (sign in with an account, or an admin, editor or viewer token)\n", base)
-		fmt.Fprintf(a.out, "  first account    bin/newsletter account create --email you@example.org --role admin   (another terminal; prints a link where you set a password and an authenticator app)\n")
+		where := "another terminal"
+		if a.emb != nil {
+			where += ", after the export line below"
+		}
+		fmt.Fprintf(a.out, "  first account    bin/newsletter account create --email you@example.org --role admin   (%s; prints a link where you set a password and an authenticator app)\n", where)
 	}
 	if devMailbox {
 		fmt.Fprintf(a.out, "  dev mailbox      %s/dev/mailbox   (no NEWSLETTER_SMTP_URL: mail is kept here, not sent)\n", base)
@@ -80,7 +111,9 @@ func (a *app) banner(r roles, listen, metricsListen string, devMailbox bool) {
 	}
 	fmt.Fprintf(a.out, "  metrics          %s/metrics\n", a.reachedAs(metricsListen))
 	if a.emb != nil {
-		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s\n", a.emb.URL(), a.cfg.Secret)
+		// BASE_URL too: `account create` in that terminal prints an
+		// invite link, which must lead here.
+		fmt.Fprintf(a.out, "  other terminals  export NEWSLETTER_REDIS_URL=%s NEWSLETTER_SECRET=%s NEWSLETTER_BASE_URL=%s\n", a.emb.URL(), a.cfg.Secret, a.cfg.BaseURL)
 		fmt.Fprintf(a.out, "  embedded Redis in memory: nothing is durable, nothing survives a restart\n")
 		if !a.cfg.RequirePostalAddress {
 			fmt.Fprintf(a.out, "  postal address   not required here (NEWSLETTER_REQUIRE_POSTAL_ADDRESS is off in embedded mode); set the newsletter's at %s/admin/settings\n", base)

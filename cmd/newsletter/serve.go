@@ -74,6 +74,9 @@ func serveCmd(ctx context.Context, r roles, getenv func(string) string, stdout, 
 	if r.lanes != "" {
 		getenv = withLanes(getenv, r.lanes)
 	}
+	if r.api {
+		getenv = withOwnBaseURL(getenv)
+	}
 	a, err := newApp(ctx, getenv, stdout, stderr)
 	if err != nil {
 		return err

@@ -256,16 +256,37 @@ func (s *Service) log() *slog.Logger {
 // status does not allow edits, an *InputError or ErrTooLarge for bad
 // content; nothing changed then.
 func (s *Service) Update(ctx context.Context, known *topics.Set, is store.Issue, version int, c store.IssueContent) (store.Issue, error) {
+	return s.UpdateSlug(ctx, known, is, version, c, "")
+}
+
+// UpdateSlug is Update that also moves the issue to slug ("" or its own:
+// it keeps it): an *InputError for a slug not of the store's form,
+// store.ErrSlugTaken for another issue's; nothing changed then. Only a
+// draft or scheduled issue changes, so no slug of the public archive
+// ever moves: a sent issue's address stays its own.
+func (s *Service) UpdateSlug(ctx context.Context, known *topics.Set, is store.Issue, version int, c store.IssueContent, slug string) (store.Issue, error) {
 	if !store.Editable(is.Status) {
 		return is, &store.StateError{ID: is.ID, Status: is.Status}
 	}
 	if err := CheckContent(known, c); err != nil {
 		return is, err
 	}
+	if err := CheckSlug(slug); err != nil {
+		return is, err
+	}
 	if version <= 0 {
 		version = is.Version
 	}
-	return s.Store.UpdateIssue(ctx, is.ID, version, c)
+	return s.Store.UpdateIssueSlug(ctx, is.ID, version, c, slug)
+}
+
+// CheckSlug refuses a slug a publisher chose that is not of the store's
+// form ("" is none chosen).
+func CheckSlug(slug string) error {
+	if slug != "" && !store.ValidSlug(slug) {
+		return bad("slug: %s (got %q)", store.ErrBadSlug, slug)
+	}
+	return nil
 }
 
 // CopySuffix ends the subject of a duplicate.

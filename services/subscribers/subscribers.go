@@ -26,25 +26,25 @@ func (e *ListError) Error() string { return e.Msg }
 
 // AddInput is POST /api/subscribers' body (and the console's add form).
 type AddInput struct {
-	Email       string            `json:"email"`
-	Name        string            `json:"name"`
-	Timezone    string            `json:"timezone"`
-	Topics      *[]string         `json:"topics"`
-	Tags        []string          `json:"tags"`
-	Fields      map[string]string `json:"fields"`
-	DoubleOptIn bool              `json:"double_optin"`
-	Reason      string            `json:"reason"`
+	Email       string      `json:"email"`
+	Name        string      `json:"name"`
+	Timezone    string      `json:"timezone"`
+	Topics      *[]string   `json:"topics"`
+	Tags        []string    `json:"tags"`
+	Fields      FieldValues `json:"fields"`
+	DoubleOptIn bool        `json:"double_optin"`
+	Reason      string      `json:"reason"`
 }
 
 // ChangeInput is PATCH /api/subscribers/{email}'s body: a field left out
 // stays as it is. Tags replace the person's; fields are merged into
 // theirs ("" clears one).
 type ChangeInput struct {
-	Name     *string           `json:"name"`
-	Timezone *string           `json:"timezone"`
-	Topics   *[]string         `json:"topics"`
-	Tags     *[]string         `json:"tags"`
-	Fields   map[string]string `json:"fields"`
+	Name     *string     `json:"name"`
+	Timezone *string     `json:"timezone"`
+	Topics   *[]string   `json:"topics"`
+	Tags     *[]string   `json:"tags"`
+	Fields   FieldValues `json:"fields"`
 }
 
 // MaxEraseCount is the largest selection whose exact size an erasure

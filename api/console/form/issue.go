@@ -27,6 +27,9 @@ type Issue struct {
 	// of them). The form's audience "segment" without a segment picked
 	// is NoSegment, which the console refuses.
 	Segment int64
+	// Slug is the archive address the writer chose for a saved issue
+	// ("": it keeps its own).
+	Slug string
 	// Version is the version the writer opened (0: a new issue): a
 	// save over a later one is refused, nothing lost.
 	Version int
@@ -47,6 +50,7 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 		Body:    strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
 		Topics:  r.PostForm["topics"],
 		ReplyTo: issues.NormalizeReplyTo(value(r, "reply_to")),
+		Slug:    value(r, "slug"),
 		Version: atoi(value(r, "version")),
 	}
 	if value(r, "audience") == "segment" {
