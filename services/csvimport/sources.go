@@ -133,14 +133,26 @@ func (m Mapping) String() string {
 // column is. A row that names no address column is no header (header
 // false) and the columns are positional (Columns).
 func Recognise(row []string) (m Mapping, header bool) {
+	m = RecogniseAs("", row)
+	if !slices.Contains(m.Columns, ColEmail) {
+		return positional(), false
+	}
+	return m, true
+}
+
+// RecogniseAs reads row as the header row of source's export ("": the
+// service its names tell), whether or not a column is the address.
+func RecogniseAs(src string, row []string) Mapping {
 	names := make([]string, len(row))
 	has := map[string]bool{}
 	for i, h := range row {
 		names[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 		has[strings.ToLower(names[i])] = true
 	}
-	src := sourceOf(has)
-	m = Mapping{Source: src, Header: true, Names: names, Columns: make([]string, len(names))}
+	if src == "" {
+		src = sourceOf(has)
+	}
+	m := Mapping{Source: src, Header: true, Names: names, Columns: make([]string, len(names))}
 	for i, n := range names {
 		m.Columns[i] = columnOf(src, n)
 	}
@@ -152,10 +164,7 @@ func Recognise(row []string) (m Mapping, header bool) {
 		}
 		seen[c] = true
 	}
-	if !seen[ColEmail] {
-		return positional(), false
-	}
-	return m, true
+	return m
 }
 
 // sourceOf tells the service from the header's names (lower case): each
