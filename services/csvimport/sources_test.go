@@ -183,3 +183,33 @@ func TestImportWithMappingGiven(t *testing.T) {
 		t.Fatal("a mapping without email, with name twice, was accepted")
 	}
 }
+
+// Our own export's header stays generic (its status column read as ours);
+// a header naming no address column is no header; the tag cells of each
+// service split into their tags.
+func TestRecogniseGenericAndTags(t *testing.T) {
+	t.Parallel()
+	m, ok := Recognise([]string{"email", "name", "timezone", "topics", "tags", "status", "created_at", "field.company"})
+	if !ok || m.Source != SourceGeneric || !slices.Equal(m.Columns, []string{ColEmail, ColName, ColTimezone, ColTopics, ColTags, ColStatus, "", "field.company"}) {
+		t.Fatalf("our export: %+v", m)
+	}
+	if m, ok := Recognise([]string{"E-Mail", "First Name", "Last Name"}); !ok || !slices.Equal(m.Columns, []string{ColEmail, ColFirstName, ColLastName}) {
+		t.Fatalf("common spellings: %+v", m)
+	}
+	if m, ok := Recognise([]string{"ann@example.com", "Ann"}); ok || m.Header || m.Columns[0] != ColEmail {
+		t.Fatalf("a row is no header: %+v", m)
+	}
+	for in, want := range map[string][]string{
+		`"VIP Customer","2021 Cohort"`: {"VIP Customer", "2021 Cohort"},
+		`["a", "b"]`:                   {"a", "b"},
+		"beta; vip":                    {"beta", " vip"},
+		"x, y":                         {"x", " y"},
+	} {
+		if got := splitTags(in); !slices.Equal(got, want) {
+			t.Errorf("splitTags(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := slugTag("  VIP  Customer! "); got != "vip-customer" {
+		t.Errorf("slugTag: %q", got)
+	}
+}
