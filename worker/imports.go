@@ -63,7 +63,7 @@ func (r *ImportRunner) HandleImportRun(ctx context.Context, p tasks.ImportRunPay
 	// The importer's running progress (im.Progress) is not: it counts the
 	// lines of the batch that failed, which the retry must read again.
 	saved := st.Progress
-	im := &csvimport.Importer{Store: r.Store, Queue: r.Queue, Pending: st.Pending, Now: r.Now, Topics: r.Topics, Batch: r.Batch,
+	im := &csvimport.Importer{Store: r.Store, Queue: r.Queue, Pending: st.Pending, Now: r.Now, Topics: r.Topics, Batch: r.Batch, Mapping: st.Mapping,
 		Checkpoint: func(ctx context.Context, prog csvimport.Progress) error {
 			if err := r.Jobs.Checkpoint(ctx, p.ID, prog, ""); err != nil {
 				return err

@@ -22,6 +22,10 @@ func (h *Handler) showImportStatus(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
+	if s.State == csvimport.StateMapping && !wantsJSON(r) {
+		h.showImportMapping(w, r, s, http.StatusOK, "")
+		return
+	}
 	if wantsJSON(r) {
 		webjson.Write(w, http.StatusOK, s)
 		return

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +89,9 @@ func TestImportShowsProgressAndRejectedLines(t *testing.T) {
 	if p.code != 303 || !strings.HasPrefix(p.location, "/admin/import/") {
 		t.Fatalf("upload: %d %q %s", p.code, p.location, p.body)
 	}
-	// Stored and queued: without a worker it waits, and its JSON has a
-	// list of rejected lines, never null.
+	// Stored, its mapping shown; confirmed, queued: without a worker it
+	// waits, and its JSON has a list of rejected lines, never null.
+	confirmMapping(t, b, p.location, nil)
 	mustContain(t, "waiting page", b.get(p.location), "running", `data-field="rejected"`, "None.")
 	req, _ := http.NewRequest("GET", e.srv.URL+p.location, nil)
 	req.Header.Set("Accept", "application/json")
@@ -136,6 +139,7 @@ func TestImportBrokenQuoteThroughConsole(t *testing.T) {
 	if p.code != 303 {
 		t.Fatalf("upload: %d %s", p.code, p.body)
 	}
+	confirmMapping(t, b, p.location, nil)
 	s, _ := waitImport(t, b, p.location)
 	// A busy machine may fail a batch (a Redis timeout) after it stored
 	// some rows: its retry counts those as already present.
@@ -155,4 +159,70 @@ func TestImportBrokenQuoteThroughConsole(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// confirmMapping reads the import's mapping step and posts it back, with
+// the columns in change mapped otherwise (by position).
+func confirmMapping(t *testing.T, b *browser, location string, change map[int]string) page {
+	t.Helper()
+	shown := b.get(location)
+	if shown.code != 200 || !strings.Contains(shown.body, "Import with this mapping") {
+		t.Fatalf("the mapping step: %d\n%s", shown.code, shown.body)
+	}
+	form := url.Values{}
+	for _, m := range selectedCol.FindAllStringSubmatch(shown.body, -1) {
+		form.Set(m[1], m[2])
+	}
+	for i, to := range change {
+		form.Set(fmt.Sprintf("col%d", i), to)
+	}
+	p := b.post(location, form)
+	if p.code != 303 || p.location != location {
+		t.Fatalf("confirm: %d %q\n%s", p.code, p.location, p.body)
+	}
+	return p
+}
+
+// selectedCol finds each column's select and the option selected in it.
+var selectedCol = regexp.MustCompile(`(?s)name="(col\d+)">.*?<option value="([^"]*)" selected>`)
+
+// A Mailchimp export uploaded shows its mapping step: the source, each
+// column with its field, the first rows (five at most); nothing runs
+// until it is confirmed. Confirmed with a column mapped otherwise, the
+// import reads it so; a mapping without an address column is refused.
+func TestImportMappingStep(t *testing.T) {
+	e := newEnv(t)
+	b := e.signedIn(t, adminToken)
+	var file strings.Builder
+	file.WriteString("\ufeff\"Email Address\",\"First Name\",\"Last Name\",\"Plan\",\"MEMBER_RATING\",\"OPTIN_TIME\",\"LEID\",\"TAGS\"\r\n")
+	for i := 1; i <= 7; i++ {
+		fmt.Fprintf(&file, "p%d@example.com,Pat,Row%d,gold,2,\"2021-03-04 10:11:12\",%d,\"\"\"Early Bird\"\"\"\r\n", i, i, i)
+	}
+	p := upload(t, b, "subscribed_members_export.csv", []byte(file.String()), false)
+	if p.code != 303 {
+		t.Fatalf("upload: %d %s", p.code, p.body)
+	}
+	shown := b.get(p.location)
+	mustContain(t, "mapping step", shown, "<strong>mailchimp</strong>", "<th scope=\"col\">Email Address</th>", "<td>p5@example.com</td>",
+		`<option value="first_name" selected>`, `<option value="last_name" selected>`, `<option value="tags" selected>`)
+	if strings.Contains(shown.body, "p6@example.com") {
+		t.Fatal("the preview shows more than five rows")
+	}
+	if st, err := csvimport.NewJobs(e.rdb).Status(t.Context(), strings.TrimPrefix(p.location, "/admin/import/")); err != nil || st.State != csvimport.StateMapping {
+		t.Fatalf("before its confirmation: %+v %v", st, err)
+	}
+	if bad := b.post(p.location, url.Values{"col0": {""}, "col1": {"name"}}); bad.code != 400 || !strings.Contains(bad.body, "no column is mapped to email") {
+		t.Fatalf("a mapping without email: %d", bad.code)
+	}
+	startImportWorker(t, e)
+	// The Plan column becomes the tags, TAGS is left out.
+	confirmMapping(t, b, p.location, map[int]string{3: "tags", 7: ""})
+	s, _ := waitImport(t, b, p.location)
+	if s.State != csvimport.StateDone || s.Added != 7 {
+		t.Fatalf("import: %+v", s)
+	}
+	got, err := e.st.Get(t.Context(), "p7@example.com")
+	if err != nil || got.Name != "Pat Row7" || len(got.Tags) != 1 || got.Tags[0] != "gold" {
+		t.Fatalf("p7: %+v %v", got, err)
+	}
 }

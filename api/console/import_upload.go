@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,14 +11,14 @@ import (
 
 	"github.com/newsletter/newsletter/internal/httpbody"
 	"github.com/newsletter/newsletter/services/csvimport"
-	"github.com/newsletter/newsletter/tasks"
 )
 
 // uploadImport is POST /admin/import (multipart: file, pending): the
-// file is checked to be text, stored, and imported by the worker
-// (tasks.TypeImportRun) through csvimport, as `newsletter import` does;
-// the browser goes to its progress page. The worker writes the audit
-// entry with the final counts.
+// file is checked to be text and stored; the browser goes to its page,
+// which shows the columns' mapping to confirm, then its progress once the
+// worker imports it (tasks.TypeImportRun) through csvimport, as
+// `newsletter import` does. The worker writes the audit entry with the
+// final counts.
 func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
 	if h.d.Queue == nil {
 		h.importForm(w, r, http.StatusServiceUnavailable, "Imports run on the worker, and this console has no task queue. Nothing was imported.")
@@ -65,15 +64,9 @@ func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
 	id := csvimport.NewJobID()
 	job := csvimport.Job{File: filepath.Base(hdr.Filename), Size: int64(len(data)), Pending: r.PostFormValue("pending") == "1",
 		By: p.Name, Role: string(p.Role), Lines: lines}
-	if err := h.imports.Create(r.Context(), id, job, data); err != nil {
-		h.storeAway(w, r, err)
-		return
-	}
-	if _, err := h.d.Queue.EnqueueContext(r.Context(), tasks.NewImportRun(id)); err != nil {
-		// Nothing was read yet: the job goes, so no page shows it waiting.
-		if derr := h.imports.Delete(context.WithoutCancel(r.Context()), id); derr != nil {
-			h.d.Log.Warn("console: an import that could not be queued was not deleted; it expires", "import", id, "err", derr)
-		}
+	// Staged: its page shows the mapping to confirm (import_mapping.go),
+	// which queues it.
+	if err := h.imports.Stage(r.Context(), id, job, data); err != nil {
 		h.storeAway(w, r, err)
 		return
 	}

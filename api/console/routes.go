@@ -132,6 +132,7 @@ func (h *Handler) importRoutes(m *http.ServeMux) {
 	m.Handle("GET /admin/import", h.require(Admin, h.showImport))
 	m.Handle("POST /admin/import", h.require(Admin, h.uploadImport))
 	m.Handle("GET /admin/import/{job}", h.require(Admin, h.showImportStatus))
+	m.Handle("POST /admin/import/{job}", h.require(Admin, h.confirmImport))
 
 	m.Handle("GET /admin/audit", h.require(Admin, h.listAudit))
 }

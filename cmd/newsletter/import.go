@@ -23,17 +23,28 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(stderr)
 	pending := fs.Bool("pending", false, "add as pending and send each a confirmation, instead of active")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	generic := fs.Bool("generic", false, "read the header row by our own column names, not as a service's export")
+	var maps mapFlags
+	fs.Var(&maps, "map", "COLUMN=FIELD: map the header's COLUMN to FIELD ("+strings.Join(csvimport.Targets, ", ")+", field.NAME, or nothing to leave it out); repeatable")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: newsletter import [--pending] FILE.csv (columns " + importColumns + ")")
+		return errors.New("usage: newsletter import [--pending] [--generic] [--map COLUMN=FIELD]... FILE.csv (columns " + importColumns + ", or a service's export)")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }() // read-only: closing cannot lose data
+	mapping, err := importMapping(f, *generic, maps)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	fmt.Fprint(stdout, mapping)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read %s: %w", fs.Arg(0), err)
+	}
 	// The lines are counted first, apart from the import's reading: the
 	// import must account for each of them.
 	lines, err := csvimport.CountLines(f)
@@ -55,7 +66,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	client := a.newClient()
 
 	// The stored topics, as the service's roles read them.
-	im := &csvimport.Importer{Store: a.store, Queue: client, Pending: *pending, Now: time.Now, Topics: a.catalog}
+	im := &csvimport.Importer{Store: a.store, Queue: client, Pending: *pending, Now: time.Now, Topics: a.catalog, Mapping: &mapping}
 	counted := &csvimport.CountingReader{R: f}
 	var progress *progressBar
 	if !*quiet {
@@ -115,4 +126,44 @@ func (p *progressBar) stop() {
 		close(p.done)
 		<-p.wg
 	}
+}
+
+// mapFlags are the --map COLUMN=FIELD flags, in their order.
+type mapFlags []string
+
+func (m *mapFlags) String() string { return strings.Join(*m, " ") }
+
+func (m *mapFlags) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return errors.New("want COLUMN=FIELD")
+	}
+	*m = append(*m, v)
+	return nil
+}
+
+// importMapping reads the file's header row: the service recognised and
+// its mapping, read as ours when generic, with the --map overrides; an
+// error when no column is the address.
+func importMapping(r io.Reader, generic bool, maps mapFlags) (csvimport.Mapping, error) {
+	m, rows, err := csvimport.Preview(r, 1)
+	if err != nil {
+		return m, err
+	}
+	switch {
+	case generic && m.Header:
+		m = csvimport.RecogniseAs(csvimport.SourceGeneric, m.Names)
+	case len(maps) > 0 && !m.Header && len(rows) > 0:
+		// Line 1 names no address column, and the flags say which it is.
+		m = csvimport.RecogniseAs(csvimport.SourceGeneric, rows[0])
+	}
+	for _, kv := range maps {
+		col, to, _ := strings.Cut(kv, "=")
+		if !m.Header {
+			return m, errors.New("--map needs a header row naming the columns")
+		}
+		if err := m.Set(col, strings.TrimSpace(to)); err != nil {
+			return m, err
+		}
+	}
+	return m, m.Check()
 }

@@ -263,3 +263,24 @@ func TestImportUsesTheStoredTopics(t *testing.T) {
 		}
 	}
 }
+
+// A Mailchimp export is recognised and its mapping printed; --map maps a
+// column the recognition left out, --generic reads the header by our own
+// names (where Mailchimp's "Email Address" is still the address).
+func TestImportRecognisesAnExport(t *testing.T) {
+	_, redisURL := redistest.Own(t, redistest.DBCommand)
+	file := filepath.Join(t.TempDir(), "subscribed_members_export.csv")
+	os.WriteFile(file, []byte("\ufeff\"Email Address\",\"First Name\",\"Last Name\",\"MEMBER_RATING\",\"OPTIN_TIME\",\"Plan\",\"LEID\"\r\n"+
+		"ann@example.com,Ann,Lee,2,\"2021-03-04 10:11:12\",Gold,1\r\n"), 0o644)
+	code, out := runImport(t, redisURL, "--map", "Plan=tags", file)
+	if code != 0 || !strings.Contains(out, "source: mailchimp") || !strings.Contains(out, `"First Name" -> first_name`) ||
+		!strings.Contains(out, `"Plan" -> tags`) || !strings.Contains(out, `"MEMBER_RATING" -> (left out)`) || !strings.Contains(out, "1 added as active") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if code, out := runImport(t, redisURL, "--map", "Nope=email", file); code == 0 || strings.Contains(out, "added") {
+		t.Fatalf("an unknown column: exit %d\n%s", code, out)
+	}
+	if code, out := runImport(t, redisURL, "--generic", file); code != 0 || !strings.Contains(out, "source: generic") || !strings.Contains(out, "1 already present") {
+		t.Fatalf("--generic: exit %d\n%s", code, out)
+	}
+}

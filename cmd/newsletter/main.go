@@ -22,7 +22,10 @@ commands:
   bounces      the bounce intake only: an SMTP server for NEWSLETTER_BOUNCE_ADDRESS (NEWSLETTER_BOUNCE_SMTP_ADDR)
   import FILE  bulk-add subscribers from a CSV file, columns ` + importColumns + `
                (topics: ids separated by spaces or ;), an optional header row;
-               --pending: add them as pending and send each a confirmation
+               --pending: add them as pending and send each a confirmation;
+               a Mailchimp, Substack, Kit, Buttondown or listmonk export is recognised
+               by its header row (printed with its mapping); --generic reads the header
+               by our names, --map "COLUMN=FIELD" maps a column (FIELD empty: left out)
   digest run   plan the digest now [--period 2026-W49]
   issue create --subject S --topic T [--topic T2] [--preheader P] FILE.md
                store a Markdown file as a draft issue to those topics; prints its id

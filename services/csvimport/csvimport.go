@@ -9,13 +9,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/newsletter/newsletter/internal/address"
-	"github.com/newsletter/newsletter/internal/csvcell"
 	"github.com/newsletter/newsletter/internal/redisconn"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/store"
@@ -155,6 +152,10 @@ type Importer struct {
 	// Batch is how many rows go to the store at once, and at most how
 	// many lines pass between checkpoints (0: Batch).
 	Batch int
+	// Mapping, when set, says what each column is (the console's mapping
+	// step, the command's --map); nil recognises it from the header row
+	// (Recognise).
+	Mapping *Mapping
 	// Checkpoint, when set, is called after each batch is stored, with
 	// every line so far accounted for; its error stops the run. A run
 	// started again from the last checkpoint goes on from there.
@@ -261,7 +262,8 @@ type importRun struct {
 	zones map[string]bool
 	// fields are the declared custom fields, by name.
 	fields map[string]store.FieldDef
-	// col is the columns by position, or by the header row's names.
+	// mapping is what each column is; col its columns by our field.
+	mapping  Mapping
 	col      map[string]int
 	reqs     []store.SubscribeRequest
 	reqLines []int64
@@ -272,7 +274,11 @@ type importRun struct {
 
 func (im *Importer) newRun(from Progress) *importRun {
 	ir := &importRun{im: im, now: im.Now, set: topics.Of(im.Topics), batch: im.Batch, p: from.clone(), zones: map[string]bool{}, fields: map[string]store.FieldDef{},
-		col: map[string]int{"email": 0, "name": 1, "timezone": 2, "topics": 3}}
+		col: map[string]int{}}
+	ir.setMapping(positional())
+	if im.Mapping != nil {
+		ir.setMapping(*im.Mapping)
+	}
 	if ir.now == nil {
 		ir.now = time.Now
 	}
@@ -301,11 +307,7 @@ func (ir *importRun) take(ctx context.Context, line int64, text []byte, tooLong 
 		rec, reason = parseLine(text)
 	}
 	// The header row is read again on a resume: the columns come from it.
-	if line == 1 && reason == "" && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "email") }) {
-		ir.col = map[string]int{}
-		for i, h := range rec {
-			ir.col[strings.ToLower(strings.TrimSpace(h))] = i
-		}
+	if line == 1 && ir.header(rec, reason) {
 		if line > ir.p.Line {
 			ir.p.Header, ir.p.Line = 1, line
 		}
@@ -331,77 +333,6 @@ func (ir *importRun) take(ctx context.Context, line int64, text []byte, tooLong 
 	}
 	ir.im.update(&ir.p)
 	return nil
-}
-
-// add takes one row to the batch, or rejects it with its reason.
-func (ir *importRun) add(line int64, rec []string) {
-	req, why := ir.im.row(rec, ir.field, ir.set, ir.zones)
-	if why == "" {
-		why = ir.extras(rec, &req)
-	}
-	if why != "" {
-		ir.reject(line, why)
-		return
-	}
-	if ir.im.Pending {
-		job := tasks.NewConfirm(req.Email, ir.now())
-		req.Outbox = job.Outbox()
-		ir.jobs = append(ir.jobs, job)
-	}
-	ir.reqs, ir.reqLines = append(ir.reqs, req), append(ir.reqLines, line)
-}
-
-// extras reads the row's tags and field.NAME columns into req, or says
-// why the row is rejected: a bad tag, an undeclared field, a value its
-// field's type refuses.
-func (ir *importRun) extras(rec []string, req *store.SubscribeRequest) string {
-	for _, t := range strings.Split(ir.field(rec, "tags"), ";") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if err := store.CheckTag(t); err != nil {
-			return err.Error()
-		}
-		if !slices.Contains(req.Tags, t) {
-			req.Tags = append(req.Tags, t)
-		}
-	}
-	if len(req.Tags) > store.MaxTagsPerPerson {
-		return fmt.Sprintf("more than %d tags", store.MaxTagsPerPerson)
-	}
-	for col := range ir.col {
-		name, ok := strings.CutPrefix(col, "field.")
-		if !ok {
-			continue
-		}
-		v := ir.field(rec, col)
-		if v == "" {
-			continue
-		}
-		d, declared := ir.fields[name]
-		if !declared {
-			return fmt.Sprintf("no field %q is declared (POST /api/fields declares one)", name)
-		}
-		n, err := d.Normalize(v)
-		if err != nil {
-			return err.Error()
-		}
-		if req.Fields == nil {
-			req.Fields = map[string]string{}
-		}
-		req.Fields[name] = n
-	}
-	return ""
-}
-
-// field is the named column of rec, trimmed, without the guard an
-// export puts before a value a spreadsheet would take for a formula
-// (csvcell); "" where it has none.
-func (ir *importRun) field(rec []string, name string) string {
-	if i, ok := ir.col[name]; ok && i < len(rec) {
-		return strings.TrimSpace(csvcell.Unguard(rec[i]))
-	}
-	return ""
 }
 
 func (ir *importRun) reject(line int64, reason string) {
@@ -459,51 +390,6 @@ func parseLine(text []byte) ([]string, string) {
 // unbalanced tells whether text ends inside a quoted field.
 func unbalanced(text []byte) bool {
 	return bytes.Count(text, []byte{'"'})%2 == 1
-}
-
-// row checks one record and makes its request, or says why not.
-func (im *Importer) row(rec []string, field func([]string, string) string, set *topics.Set, zones map[string]bool) (store.SubscribeRequest, string) {
-	email, err := address.Normalize(field(rec, "email"))
-	if err != nil {
-		return store.SubscribeRequest{}, "invalid address"
-	}
-	req := store.SubscribeRequest{Email: email, Activate: !im.Pending, OnlyNew: true, Source: store.SourceImport}
-	// A status column (the service's own export writes one): only the
-	// people whose subscription runs come in. Importing the rest would
-	// subscribe people who left, bounced or never confirmed.
-	switch st := strings.ToLower(field(rec, "status")); {
-	case st == "" || st == string(store.Active):
-	case st == string(store.Pending) && im.Pending:
-	case st == string(store.Pending):
-		return req, "status pending: never confirmed (import it with confirmations, or leave it out)"
-	default:
-		return req, "status " + st + ": not subscribed, not imported"
-	}
-	if req.Name, err = address.CheckName(field(rec, "name")); err != nil {
-		return req, err.Error()
-	}
-	// Topics: ids separated by spaces, semicolons or (in a quoted
-	// field) commas; none gives the default topics.
-	if ids := strings.FieldsFunc(field(rec, "topics"), func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '|' }); len(ids) > 0 {
-		if req.Topics, err = set.Check(ids); err != nil {
-			return req, err.Error()
-		}
-	} else if req.Topics = set.Defaults(); len(req.Topics) == 0 {
-		return req, "no topics, and none is on by default in the topics file"
-	}
-	if tz := field(rec, "timezone"); tz != "" {
-		req.Timezone = tz
-		ok, seen := zones[tz]
-		if !seen {
-			_, err := time.LoadLocation(tz)
-			ok = err == nil && !strings.ContainsAny(tz, "\r\n")
-			zones[tz] = ok
-		}
-		if !ok {
-			return req, "unknown time zone " + tz
-		}
-	}
-	return req, ""
 }
 
 func (im *Importer) flush(ctx context.Context, p *Progress, reqs []store.SubscribeRequest, lines []int64, jobs []tasks.Job) error {

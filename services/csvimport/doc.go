@@ -7,4 +7,10 @@
 // who left (store.SubscribeRequest.OnlyNew). A bad row is rejected with
 // its line number and reason and the others go on; a file that cannot be
 // read at all stops the import.
+//
+// The header row says what each column is (Recognise): our own names, or
+// the export of Mailchimp, Substack, Kit, Buttondown or listmonk, whose
+// columns are mapped to ours (sources.go). Only people whose subscription
+// runs at the service come in; a status or column saying they left,
+// bounced, were blocklisted or never confirmed rejects their row.
 package csvimport

@@ -37,6 +37,9 @@ func olderDataKey(id string) string { return prefixJob + id + ":data" }
 
 // The states of a job.
 const (
+	// StateMapping is an upload waiting for its mapping to be confirmed
+	// (Stage, then Confirm): nothing is read yet.
+	StateMapping = "mapping"
 	StateRunning = "running" // queued or being read
 	StateDone    = "done"
 	StateFailed  = "failed"
@@ -56,6 +59,9 @@ type Job struct {
 	// Lines is the file's line count (CountLines), checked against the
 	// lines read.
 	Lines int64 `json:"lines"`
+	// Mapping is what each column is, once confirmed (nil: recognised
+	// from the header row as it is read).
+	Mapping *Mapping `json:"mapping,omitempty"`
 }
 
 // Status is one import as GET /api/imports/{id} and the console show it.
@@ -88,9 +94,44 @@ func NewJobID() string {
 
 // Create stores a new job and its file, running from line 0.
 func (j *Jobs) Create(ctx context.Context, id string, job Job, data []byte) error {
+	return j.create(ctx, id, StateRunning, job, data)
+}
+
+// Stage stores a new job and its file waiting for its mapping (Confirm).
+func (j *Jobs) Stage(ctx context.Context, id string, job Job, data []byte) error {
+	return j.create(ctx, id, StateMapping, job, data)
+}
+
+// Confirm saves a staged job's mapping and makes it running (its task is
+// the caller's to queue); false when it was not waiting (confirmed
+// before).
+func (j *Jobs) Confirm(ctx context.Context, id string, m Mapping) (bool, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encode the mapping: %w", err)
+	}
+	n, err := confirmScript.Run(ctx, j.rdb, []string{prefixJob + id}, StateMapping, StateRunning, string(b)).Int()
+	return n == 1, wrap("confirm the import", err)
+}
+
+// Unconfirm puts a confirmed job back to waiting for its mapping (its
+// task could not be queued).
+func (j *Jobs) Unconfirm(ctx context.Context, id string) error {
+	_, err := confirmScript.Run(ctx, j.rdb, []string{prefixJob + id}, StateRunning, StateMapping, "").Int()
+	return wrap("put the import back", err)
+}
+
+// confirmScript moves a job from state ARGV[1] to ARGV[2] with the
+// mapping ARGV[3]; 0 when it was not in ARGV[1].
+var confirmScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'mapping', ARGV[3])
+return 1`)
+
+func (j *Jobs) create(ctx context.Context, id, state string, job Job, data []byte) error {
 	key := prefixJob + id
 	_, err := j.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, "state", StateRunning, "file", job.File, "size", job.Size, "pending", strconv.FormatBool(job.Pending),
+		p.HSet(ctx, key, "state", state, "file", job.File, "size", job.Size, "pending", strconv.FormatBool(job.Pending),
 			"by", job.By, "role", job.Role, "lines", job.Lines, "progress", mustProgress(Progress{}), "error", "")
 		p.Expire(ctx, key, JobKeep)
 		p.Set(ctx, dataKey(id), data, JobKeep)
@@ -116,6 +157,12 @@ func (j *Jobs) Status(ctx context.Context, id string) (Status, error) {
 	n := func(k string) int64 { v, _ := strconv.ParseInt(m[k], 10, 64); return v }
 	s := Status{ID: id, State: m["state"], Error: m["error"], Job: Job{File: m["file"], Size: n("size"), Pending: m["pending"] == "true",
 		By: m["by"], Role: m["role"], Lines: n("lines")}}
+	if m["mapping"] != "" {
+		s.Mapping = &Mapping{}
+		if err := json.Unmarshal([]byte(m["mapping"]), s.Mapping); err != nil {
+			return Status{}, fmt.Errorf("import %s: its mapping is unreadable: %w", id, err)
+		}
+	}
 	if err := json.Unmarshal([]byte(m["progress"]), &s.Progress); err != nil {
 		return Status{}, fmt.Errorf("import %s: its progress is unreadable: %w", id, err)
 	}
