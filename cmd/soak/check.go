@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// unsubGrace is how long after an acknowledged unsubscribe a mail may
+// still land: one whose send had passed the worker's re-check of the
+// subscription when the answer went out (the SMTP exchange in flight).
+const unsubGrace = 5 * time.Second
+
+// asynqEarly: asynq keeps scheduled tasks with a whole-second score, so
+// a task may run up to a second before its due time.
+const asynqEarly = time.Second
+
+// verdict is the checker's count of each invariant's breaches.
+type verdict struct {
+	people, lost, wrongState, missing, dups, afterUnsub, early int
+	pending, archived                                          int
+	archivedReasons                                            []string
+	notes                                                      []string
+}
+
+// checkMails holds the mails against the ledger: what was due arrived,
+// once (duplicates counted), none after an unsubscribe, none early.
+// final says the queues are drained: only then is a missing mail a
+// breach.
+func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final bool, v *verdict) {
+	byTo := map[string][]mail{}
+	for _, m := range mails {
+		byTo[m.to] = append(byTo[m.to], m)
+	}
+	led.mu.Lock()
+	defer led.mu.Unlock()
+	for _, email := range led.order {
+		p := led.people[email]
+		if p.signupAck.IsZero() {
+			continue
+		}
+		count := map[string]int{}
+		for _, m := range byTo[email] {
+			count[m.kind]++
+			if !p.unsubAck.IsZero() && m.at.After(p.unsubAck.Add(unsubGrace)) && m.kind != "confirm" {
+				v.afterUnsub++
+				v.note(fmt.Sprintf("%s: %s at %s, after the unsubscribe acknowledged at %s", email, m.kind, m.at.Format(time.TimeOnly), p.unsubAck.Format(time.TimeOnly)))
+			}
+			if m.kind == "welcome" && !p.confirmAck.IsZero() && m.at.Before(p.confirmAck.Add(welcomeDelay-asynqEarly)) {
+				v.early++
+			}
+		}
+		for _, n := range count {
+			if n > 1 {
+				v.dups += n - 1
+			}
+		}
+		if !final {
+			continue
+		}
+		due := []string{"confirm"}
+		if !p.confirmAck.IsZero() && p.unsubAck.IsZero() {
+			due = append(due, "welcome")
+			if p.eventAcks > 0 {
+				due = append(due, "events")
+			}
+			for _, is := range led.issues {
+				if p.confirmAck.Before(is.sentAck) {
+					due = append(due, "issue:"+is.subject)
+				}
+			}
+		}
+		for _, kind := range due {
+			if count[kind] == 0 {
+				v.missing++
+				v.note(fmt.Sprintf("%s: no %s mail", email, kind))
+			}
+		}
+	}
+}
+
+func (v *verdict) note(s string) {
+	if len(v.notes) < 30 {
+		v.notes = append(v.notes, s)
+	}
+}
+
+// checkState reads every acknowledged person back through the admin API:
+// present, in the state the last acknowledged write left, with the last
+// acknowledged name.
+func checkState(ctx context.Context, ld *loader, v *verdict) {
+	ld.led.mu.Lock()
+	people := make([]person, 0, len(ld.led.order))
+	for _, e := range ld.led.order {
+		people = append(people, *ld.led.people[e])
+	}
+	ld.led.mu.Unlock()
+	for _, p := range people {
+		v.people++
+		code, raw, _, err := ld.do(ctx, "GET", "/api/subscribers/"+url.PathEscape(p.email), "application/json", nil, true)
+		if err != nil || (code != http.StatusOK && code != http.StatusNotFound) {
+			v.note(fmt.Sprintf("%s: read back %d %v", p.email, code, err))
+			v.lost++
+			continue
+		}
+		if code == http.StatusNotFound {
+			v.lost++
+			v.note(p.email + ": acknowledged signup not found")
+			continue
+		}
+		var s struct {
+			Status string `json:"status"`
+			Name   string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			v.note(fmt.Sprintf("%s: %v", p.email, err))
+		}
+		want := []string{"pending", "active"} // a confirm that failed may still have landed
+		switch {
+		case !p.unsubAck.IsZero():
+			want = []string{"unsubscribed"}
+		case !p.confirmAck.IsZero():
+			want = []string{"active"}
+		}
+		if !contains(want, s.Status) {
+			v.wrongState++
+			v.note(fmt.Sprintf("%s: status %q, want %v", p.email, s.Status, want))
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// backlog is every task not done yet: pending, active, retrying, and
+// scheduled ones already due; and the archived (dead-letter) ones.
+func backlog(rdb redis.UniversalClient) (waiting, archived int, reasons []string, err error) {
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	queues, err := insp.Queues()
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	for _, q := range queues {
+		info, err := insp.GetQueueInfo(q)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		waiting += info.Pending + info.Active + info.Retry
+		archived += info.Archived
+		if info.Archived > 0 {
+			tasks, err := insp.ListArchivedTasks(q, asynq.PageSize(20))
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			for _, t := range tasks {
+				reasons = append(reasons, fmt.Sprintf("%s %s: %s", q, t.Type, strings.TrimSpace(t.LastErr)))
+			}
+		}
+		sched, err := insp.ListScheduledTasks(q, asynq.PageSize(100))
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		for _, t := range sched {
+			if t.NextProcessAt.Before(time.Now().Add(-5 * time.Second)) {
+				waiting++
+			}
+		}
+	}
+	return waiting, archived, reasons, nil
+}
