@@ -66,7 +66,7 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 			continue
 		}
 		due := []string{"confirm"}
-		if !p.confirmAck.IsZero() && p.unsubAck.IsZero() {
+		if !p.confirmAck.IsZero() && !p.unsubTried {
 			due = append(due, "welcome")
 			if p.eventAcks > 0 {
 				due = append(due, "events")
@@ -93,8 +93,9 @@ func (v *verdict) note(s string) {
 }
 
 // checkState reads every acknowledged person back through the admin API:
-// present, in the state the last acknowledged write left, with the last
-// acknowledged name.
+// present (its export, GET /api/subscribers/{email}/export), in the
+// state the last acknowledged write left, with the last acknowledged
+// name (or one of a change not acknowledged, which may have landed).
 func checkState(ctx context.Context, ld *loader, v *verdict) {
 	ld.led.mu.Lock()
 	people := make([]person, 0, len(ld.led.order))
@@ -104,7 +105,7 @@ func checkState(ctx context.Context, ld *loader, v *verdict) {
 	ld.led.mu.Unlock()
 	for _, p := range people {
 		v.people++
-		code, raw, _, err := ld.do(ctx, "GET", "/api/subscribers/"+url.PathEscape(p.email), "application/json", nil, true)
+		code, raw, _, err := ld.do(ctx, "GET", "/api/subscribers/"+url.PathEscape(p.email)+"/export", "application/json", nil, true)
 		if err != nil || (code != http.StatusOK && code != http.StatusNotFound) {
 			v.note(fmt.Sprintf("%s: read back %d %v", p.email, code, err))
 			v.lost++
@@ -115,17 +116,26 @@ func checkState(ctx context.Context, ld *loader, v *verdict) {
 			v.note(p.email + ": acknowledged signup not found")
 			continue
 		}
-		var s struct {
-			Status string `json:"status"`
-			Name   string `json:"name"`
+		var export struct {
+			Subscriber struct {
+				Status string `json:"status"`
+				Name   string `json:"name"`
+			} `json:"subscriber"`
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := json.Unmarshal(raw, &export); err != nil {
 			v.note(fmt.Sprintf("%s: %v", p.email, err))
+		}
+		s := export.Subscriber
+		if !p.nameAck.IsZero() && s.Name != p.name && !contains(p.namesUnacked, s.Name) {
+			v.wrongState++
+			v.note(fmt.Sprintf("%s: name %q, want the last acknowledged %q", p.email, s.Name, p.name))
 		}
 		want := []string{"pending", "active"} // a confirm that failed may still have landed
 		switch {
 		case !p.unsubAck.IsZero():
 			want = []string{"unsubscribed"}
+		case p.unsubTried && !p.confirmAck.IsZero():
+			want = []string{"active", "unsubscribed"} // an unsubscribe answered 503 may have landed
 		case !p.confirmAck.IsZero():
 			want = []string{"active"}
 		}

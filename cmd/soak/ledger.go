@@ -22,6 +22,13 @@ type person struct {
 	confirmToken string // from the confirmation mail
 	prefsToken   string // from the welcome's footer
 	confirmTried bool
+	// unsubTried: an unsubscribe was sent, acknowledged or not. A 503
+	// (too few replicas had it) discards the answer, not the write: the
+	// person may have left, so what is due to them is not known.
+	unsubTried bool
+	// namesUnacked are the names of preference changes not acknowledged:
+	// any of them may have landed after the last acknowledged one.
+	namesUnacked []string
 }
 
 // issue is one issue the soak published and sent.

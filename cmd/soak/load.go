@@ -152,6 +152,9 @@ func (ld *loader) confirm(ctx context.Context, p *person) {
 }
 
 func (ld *loader) unsubscribe(ctx context.Context, p *person) {
+	ld.led.mu.Lock()
+	p.unsubTried = true
+	ld.led.mu.Unlock()
 	ld.form(ctx, "unsubscribe", "/preferences", url.Values{"token": {p.prefsToken}, "leave": {"all"}}, p, func(p *person, at time.Time) {
 		p.unsubAck = at
 	})
@@ -162,7 +165,13 @@ func (ld *loader) unsubscribe(ctx context.Context, p *person) {
 func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 	name := fmt.Sprintf("Reader %d", n)
 	v := url.Values{"token": {p.prefsToken}, "name": {name}, "topics": {"digest", "updates"}, "timezone": {"UTC"}}
-	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) { p.name, p.nameAck = name, at })
+	acked := false
+	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) { p.name, p.nameAck, acked = name, at, true })
+	if !acked {
+		ld.led.mu.Lock()
+		p.namesUnacked = append(p.namesUnacked, name)
+		ld.led.mu.Unlock()
+	}
 }
 
 func (ld *loader) event(ctx context.Context, p *person, n int) {
@@ -183,22 +192,30 @@ func (ld *loader) event(ctx context.Context, p *person, n int) {
 	}
 }
 
-// sendIssue drafts an issue to the updates topic and sends it now.
+// sendIssue drafts an issue to the updates topic and sends it now. The
+// send is tried up to three times: a 503 (too few replicas had the
+// write, during a failover) is answered to be retried.
 func (ld *loader) sendIssue(ctx context.Context) {
 	subject := fmt.Sprintf("Soak %s issue %d", ld.run, time.Now().UnixNano())
 	body, _ := json.Marshal(map[string]any{"subject": subject, "preheader": "", "body": "Hello from the soak.", "topics": []string{"updates"}})
 	code, raw, _, err := ld.do(ctx, "POST", "/api/issues", "application/json", body, true)
 	ld.note("issue", code, err)
-	var created struct{ ID string }
+	var created struct {
+		ID json.Number `json:"id"`
+	}
 	if err != nil || !acked(code) || json.Unmarshal(raw, &created) != nil || created.ID == "" {
 		return
 	}
-	code, _, _, err = ld.do(ctx, "POST", "/api/issues/"+created.ID+"/send", "application/json", []byte(`{}`), true)
-	ld.note("issue send", code, err)
-	if err == nil && acked(code) {
-		ld.led.mu.Lock()
-		ld.led.issues = append(ld.led.issues, issue{id: created.ID, subject: subject, sentAck: time.Now()})
-		ld.led.acks++
-		ld.led.mu.Unlock()
+	for range 3 {
+		code, _, _, err = ld.do(ctx, "POST", "/api/issues/"+created.ID.String()+"/send", "application/json", []byte(`{}`), true)
+		ld.note("issue send", code, err)
+		if err == nil && acked(code) {
+			ld.led.mu.Lock()
+			ld.led.issues = append(ld.led.issues, issue{id: created.ID.String(), subject: subject, sentAck: time.Now()})
+			ld.led.acks++
+			ld.led.mu.Unlock()
+			return
+		}
+		time.Sleep(time.Second)
 	}
 }

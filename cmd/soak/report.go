@@ -113,20 +113,30 @@ func writePlot(dir string, points []point, c *chaos) error {
 		rss = append(rss, plotter.XY{X: x, Y: p.rss / 1e6})
 		mem = append(mem, plotter.XY{X: x, Y: p.redisMem / 1e6})
 	}
-	top, err := linePlot("rates and backlog", "per second / tasks", map[string]plotter.XYs{"writes acked/s": acks, "mails/s": mails, "backlog (tasks)": back})
-	if err != nil {
-		return err
+	panels := []struct {
+		title, unit string
+		series      map[string]plotter.XYs
+	}{
+		{"rates", "per second", map[string]plotter.XYs{"writes acked/s": acks, "mails/s": mails}},
+		{"backlog", "tasks waiting", map[string]plotter.XYs{"backlog": back}},
+		{"faults", "running", map[string]plotter.XYs{"faults running": faults}},
+		{"memory", "MB", map[string]plotter.XYs{"roles' RSS": rss, "Redis used_memory": mem}},
 	}
-	bottom, err := linePlot("faults and memory", "count / MB", map[string]plotter.XYs{"faults running": faults, "roles' RSS (MB)": rss, "Redis used_memory (MB)": mem})
-	if err != nil {
-		return err
+	rows := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		p, err := linePlot(pn.title, pn.unit, pn.series)
+		if err != nil {
+			return err
+		}
+		rows[i] = []*plot.Plot{p}
 	}
-	img := vgimg.New(10*vg.Inch, 8*vg.Inch)
+	img := vgimg.New(10*vg.Inch, 11*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter, PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter, PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
+	canvases := plot.Align(rows, tiles, dc)
+	for i := range rows {
+		rows[i][0].Draw(canvases[i][0])
+	}
 	f, err := os.Create(filepath.Join(dir, "plot.png"))
 	if err != nil {
 		return err

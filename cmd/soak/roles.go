@@ -32,8 +32,6 @@ type role struct {
 	starts   int
 }
 
-func (r *role) kind() string { return strings.SplitN(r.name, "-", 2)[0] }
-
 func (r *role) start() error {
 	log, err := os.OpenFile(filepath.Join(r.dir, r.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {

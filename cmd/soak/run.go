@@ -62,6 +62,12 @@ func setUp(s settings) (*world, error) {
 		return nil, err
 	}
 	w := &world{s: s, dir: dir, tb: bench.NewTB()}
+	rlog, err := os.Create(filepath.Join(dir, "logs", "soak-redis-client.log"))
+	if err != nil {
+		return w, err
+	}
+	w.tb.Cleanup(func() { warn("close redis log", rlog.Close()) })
+	redis.SetLogger(fileLogger{rlog})
 	bin, cleanBin, err := bench.BuildBinary()
 	if err != nil {
 		return w, err
@@ -228,5 +234,16 @@ func (w *world) tearDown() {
 	}
 	for _, e := range w.tb.Close() {
 		fmt.Fprintln(os.Stderr, "soak:", e)
+	}
+}
+
+// fileLogger sends go-redis's own lines (a failover's redials) to the
+// run's logs instead of the soak's output.
+type fileLogger struct{ f *os.File }
+
+func (l fileLogger) Printf(_ context.Context, format string, v ...any) {
+	_, err := fmt.Fprintf(l.f, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", v...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak: redis log:", err)
 	}
 }
