@@ -66,7 +66,7 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 			continue
 		}
 		due := []string{"confirm"}
-		if !p.confirmAck.IsZero() && !p.unsubTried {
+		if !p.confirmAck.IsZero() && p.unsubAck.IsZero() && !p.unsubTried {
 			due = append(due, "welcome")
 			if p.eventAcks > 0 {
 				due = append(due, "events")
