@@ -13,10 +13,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// unsubGrace is how long after an acknowledged unsubscribe a mail may
-// still land: one whose send had passed the worker's re-check of the
-// subscription when the answer went out (the SMTP exchange in flight).
+// unsubGrace is how long after an acknowledged unsubscribe a mail
+// without a Date header may still land: one whose send had passed the
+// worker's re-check of the subscription when the answer went out (the
+// SMTP exchange in flight).
 const unsubGrace = 5 * time.Second
+
+// afterUnsub counts a mail to a person who left: a breach when it was
+// composed after the acknowledgement (its Date, whole seconds rounded
+// down, later than the answer: composed later for sure), else in flight
+// when it landed after it (composed before, delivered through a slow
+// relay: reported, not a breach).
+func afterUnsub(p *person, m mail, v *verdict) {
+	switch {
+	case !m.composed.IsZero() && m.composed.After(p.unsubAck),
+		m.composed.IsZero() && m.at.After(p.unsubAck.Add(unsubGrace)):
+		v.afterUnsub++
+		v.note(fmt.Sprintf("%s: %s composed %s, landed %s, after the unsubscribe acknowledged at %s",
+			p.email, m.kind, m.composed.Format(time.TimeOnly), m.at.Format(time.TimeOnly), p.unsubAck.Format(time.TimeOnly)))
+	case m.at.After(p.unsubAck):
+		v.inFlight++
+	}
+}
 
 // asynqEarly: asynq keeps scheduled tasks with a whole-second score, so
 // a task may run up to a second before its due time.
@@ -25,6 +43,7 @@ const asynqEarly = time.Second
 // verdict is the checker's count of each invariant's breaches.
 type verdict struct {
 	people, lost, wrongState, missing, dups, afterUnsub, early int
+	inFlight                                                   int
 	pending, archived                                          int
 	archivedReasons                                            []string
 	notes                                                      []string
@@ -49,9 +68,8 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 		count := map[string]int{}
 		for _, m := range byTo[email] {
 			count[m.kind]++
-			if !p.unsubAck.IsZero() && m.at.After(p.unsubAck.Add(unsubGrace)) && m.kind != "confirm" {
-				v.afterUnsub++
-				v.note(fmt.Sprintf("%s: %s at %s, after the unsubscribe acknowledged at %s", email, m.kind, m.at.Format(time.TimeOnly), p.unsubAck.Format(time.TimeOnly)))
+			if !p.unsubAck.IsZero() && m.kind != "confirm" {
+				afterUnsub(p, m, v)
 			}
 			if m.kind == "welcome" && !p.confirmAck.IsZero() && m.at.Before(p.confirmAck.Add(welcomeDelay-asynqEarly)) {
 				v.early++

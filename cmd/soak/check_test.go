@@ -53,3 +53,21 @@ func TestCheckMails(t *testing.T) {
 		t.Fatalf("missing %d, want 2 (%v)", missing.missing, missing.notes)
 	}
 }
+
+// TestAfterUnsubscribeByDate: a mail composed (its Date) after the
+// acknowledged unsubscribe is a breach; one composed before it that
+// landed after it (a slow relay) is only counted as in flight.
+func TestAfterUnsubscribeByDate(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	p := &person{email: "p@example.org", unsubAck: t0.Add(500 * time.Millisecond)}
+	var v verdict
+	afterUnsub(p, mail{kind: "events", composed: t0, at: t0.Add(9 * time.Second)}, &v)
+	if v.afterUnsub != 0 || v.inFlight != 1 {
+		t.Fatalf("composed before, landed after: %+v, want in flight only", v)
+	}
+	afterUnsub(p, mail{kind: "events", composed: t0.Add(time.Second), at: t0.Add(time.Second)}, &v)
+	if v.afterUnsub != 1 {
+		t.Fatalf("composed after: %+v, want a breach", v)
+	}
+}

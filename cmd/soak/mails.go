@@ -15,6 +15,10 @@ type mail struct {
 	to   string
 	kind string // confirm, welcome, events, issue:<subject>, other:<subject>
 	at   time.Time
+	// composed is the mail's Date header: when the worker composed it,
+	// after its last look at the subscription (whole seconds, rounded
+	// down). Zero when the header does not parse.
+	composed time.Time
 }
 
 var (
@@ -39,7 +43,11 @@ func classify(m smtptest.Message, run string) mail {
 	case strings.HasPrefix(subject, "Soak "+run+" issue"):
 		kind = "issue:" + subject
 	}
-	return mail{to: to, kind: kind, at: m.At}
+	composed, err := m.Header.Date()
+	if err != nil {
+		composed = time.Time{}
+	}
+	return mail{to: to, kind: kind, at: m.At, composed: composed}
 }
 
 // watch reads the mails that arrived since the last call into the
