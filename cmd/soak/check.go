@@ -44,6 +44,7 @@ const asynqEarly = time.Second
 type verdict struct {
 	people, lost, wrongState, missing, dups, afterUnsub, early int
 	inFlight                                                   int
+	dupKinds                                                   map[string]int // duplicates by kind of mail
 	pending, archived                                          int
 	archivedReasons                                            []string
 	notes                                                      []string
@@ -75,9 +76,10 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 				v.early++
 			}
 		}
-		for _, n := range count {
+		for kind, n := range count {
 			if n > 1 {
 				v.dups += n - 1
+				v.dupKinds = addCount(v.dupKinds, strings.SplitN(kind, ":", 2)[0], n-1)
 			}
 		}
 		if !final {
@@ -102,6 +104,14 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 			}
 		}
 	}
+}
+
+func addCount(m map[string]int, k string, n int) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	m[k] += n
+	return m
 }
 
 func (v *verdict) note(s string) {

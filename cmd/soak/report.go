@@ -58,7 +58,7 @@ func writeReport(dir string, s summary) error {
 	row("mails sent", s.mails, "", true)
 	row("issues sent", s.issues, "", true)
 	row("mails due, missing", s.v.missing, "0", s.v.missing == 0)
-	row("duplicate mails", s.v.dups, fmt.Sprintf("≤ %d", s.dupBound), s.v.dups <= s.dupBound)
+	row("duplicate mails", fmt.Sprintf("%d %v", s.v.dups, s.v.dupKinds), fmt.Sprintf("≤ %d", s.dupBound), s.v.dups <= s.dupBound)
 	row("mails composed after an acknowledged unsubscribe", s.v.afterUnsub, "0", s.v.afterUnsub == 0)
 	row("mails composed before an unsubscribe, landed after it", s.v.inFlight, "printed", true)
 	row("welcome mails early", s.v.early, "0", s.v.early == 0)
