@@ -71,3 +71,26 @@ func TestAfterUnsubscribeByDate(t *testing.T) {
 		t.Fatalf("composed after: %+v, want a breach", v)
 	}
 }
+
+// TestSteepestProcess: each process's slope is its own, not broken by
+// the restart of another (whose RSS falls to nothing and climbs again).
+func TestSteepestProcess(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	var pts []point
+	for i := range 10 {
+		procs := map[procKey]float64{{"api-1", 10}: 50e6 + float64(i)*1e6}
+		if i != 4 { // worker-1 restarted: a new pid from the sample after
+			pid := 20
+			if i > 4 {
+				pid = 21
+			}
+			procs[procKey{"worker-1", pid}] = 80e6
+		}
+		pts = append(pts, point{at: t0.Add(time.Duration(i) * time.Minute), procs: procs})
+	}
+	got, who := steepestProcess(pts, t0)
+	if math.Abs(got-1) > 1e-9 || who != "api-1 (pid 10, 10 samples)" {
+		t.Fatalf("steepest %v %q, want 1 MB/min of api-1", got, who)
+	}
+}

@@ -28,6 +28,8 @@ type summary struct {
 	nFaults, nAll        int
 	rssSlope, redisSlope float64 // MB a minute
 	rssMean, redisMean   float64 // MB
+	procSlope            float64 // MB a minute, the steepest single process
+	procWho              string
 	crashes              int
 	mails                int
 	issues               int
@@ -68,6 +70,7 @@ func writeReport(dir string, s summary) error {
 	row("p99 subscribe during faults", fmt.Sprintf("%s (%d requests)", s.p99Faults.Round(time.Millisecond), s.nFaults), "", true)
 	row("p99 subscribe, whole run", fmt.Sprintf("%s (%d requests)", s.p99All.Round(time.Millisecond), s.nAll), "", true)
 	row("RSS of the roles, slope after warm-up", fmt.Sprintf("%+.2f MB/min (mean %.0f MB)", s.rssSlope, s.rssMean), "printed", true)
+	row("RSS of one process, steepest slope after warm-up", fmt.Sprintf("%+.2f MB/min: %s", s.procSlope, s.procWho), "printed", true)
 	row("Redis used_memory, slope after warm-up", fmt.Sprintf("%+.3f MB/min (mean %.1f MB)", s.redisSlope, s.redisMean), "printed", true)
 	b.WriteString("\n## Faults\n\n| start | end | fault | error |\n| --- | --- | --- | --- |\n")
 	for _, f := range s.faults {

@@ -213,6 +213,7 @@ func (w *world) memory(sum *summary) {
 	from := w.points[0].at.Add(w.s.duration / 3)
 	sum.rssSlope = slope(w.points, from, func(p point) float64 { return p.rss / 1e6 })
 	sum.redisSlope = slope(w.points, from, func(p point) float64 { return p.redisMem / 1e6 })
+	sum.procSlope, sum.procWho = steepestProcess(w.points, from)
 	for _, p := range w.points {
 		sum.rssMean += p.rss / 1e6 / float64(len(w.points))
 		sum.redisMean += p.redisMem / 1e6 / float64(len(w.points))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +16,14 @@ type point struct {
 	backlog  int     // tasks waiting (-1: Redis did not answer)
 	rss      float64 // the roles' resident sets, summed, bytes
 	redisMem float64 // the primary's used_memory, bytes
+	// procs is each live role process's resident set, by role and pid:
+	// a process's own slope is not broken by the restarts of the others.
+	procs map[procKey]float64
+}
+
+type procKey struct {
+	role string
+	pid  int
 }
 
 const sampleEvery = 5 * time.Second
@@ -24,8 +33,13 @@ func samplePoint(ctx context.Context, rdb *redis.Client, rs *redisSet, roles []*
 	led.mu.Lock()
 	p.acks = led.acks
 	led.mu.Unlock()
+	p.procs = map[procKey]float64{}
 	for _, r := range roles {
-		p.rss += r.rss()
+		rss, pid := r.rss(), r.pid()
+		p.rss += rss
+		if pid != 0 && rss > 0 {
+			p.procs[procKey{r.name, pid}] = rss
+		}
 	}
 	if mem, err := rs.UsedMemory(ctx, rdb); err == nil {
 		p.redisMem = mem
@@ -56,4 +70,32 @@ func slope(points []point, from time.Time, y func(point) float64) float64 {
 		return 0
 	}
 	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
+
+// steepestProcess is the largest RSS slope (MB a minute) of one role
+// process over its samples after warm-up (at least six of them: half a
+// minute), and which process it is.
+func steepestProcess(points []point, from time.Time) (float64, string) {
+	series := map[procKey][]point{}
+	for _, p := range points {
+		for k, rss := range p.procs {
+			series[k] = append(series[k], point{at: p.at, rss: rss})
+		}
+	}
+	best, who := 0.0, ""
+	for k, pts := range series {
+		n := 0
+		for _, p := range pts {
+			if !p.at.Before(from) {
+				n++
+			}
+		}
+		if n < 6 {
+			continue
+		}
+		if s := slope(pts, from, func(p point) float64 { return p.rss / 1e6 }); who == "" || s > best {
+			best, who = s, fmt.Sprintf("%s (pid %d, %d samples)", k.role, k.pid, n)
+		}
+	}
+	return best, who
 }
