@@ -30,6 +30,7 @@ type summary struct {
 	rssMean, redisMean   float64 // MB
 	procSlope            float64 // MB a minute, the steepest single process
 	procWho              string
+	settings             string // the knobs of the run, as the report's header says them
 	crashes              int
 	mails                int
 	issues               int
@@ -43,7 +44,7 @@ func writeReport(dir string, s summary) error {
 	if !s.ok {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "# Soak report: %s\n\n%s of load and faults, then %s to drain. Plot: [plot.png](plot.png).\n\n", verdict, s.duration, s.drainTook.Round(time.Second))
+	fmt.Fprintf(&b, "# Soak report: %s\n\n%s of load and faults (%s), then %s to drain. Plot: [plot.png](plot.png).\n\n", verdict, s.duration, s.settings, s.drainTook.Round(time.Second))
 	b.WriteString("| measure | value | bound | |\n| --- | --- | --- | --- |\n")
 	row := func(name string, val any, bound string, good bool) {
 		mark := "ok"

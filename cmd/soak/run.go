@@ -46,6 +46,8 @@ func soak(s settings) (bool, error) {
 	drainTook := w.drain()
 	sum := w.finalCheck()
 	sum.duration, sum.drainTook = s.duration, drainTook
+	sum.settings = fmt.Sprintf("SOAK_RATE %g ops/s, at most %d addresses, NEWSLETTER_CONCURRENCY %d, welcome delay %s, Redis %d-%d, Sentinels %d-%d",
+		s.rate, w.load.signups, s.concurrency, s.welcomeDelay, s.redisPort, s.redisPort+1, s.sentinelPort, s.sentinelPort+2)
 	if err := writeReport(w.dir, sum); err != nil {
 		return false, err
 	}
