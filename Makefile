@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login bench-inbox up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login bench-inbox soak up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -115,6 +115,9 @@ bench-segment: ## issue #32: N subscribers (default 1000000) loaded through the 
 	N=$(or $(N),1000000) ROUNDS=$(ROUNDS) $(GO) run ./bench/segment
 bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL (a Redis of its own: the database is flushed), then the prefix search's p50/p99 (QUERIES, default 2000) and the CSV export's rows/s with the peak heap and RSS
 	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
+
+soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s)
+	SOAK=$(or $(SOAK),30m) $(GO) run ./cmd/soak
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build
