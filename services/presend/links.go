@@ -14,14 +14,16 @@ import (
 	"github.com/newsletter/newsletter/internal/netguard"
 )
 
-// The link checker's bounds (docs/security.md): a checked issue costs at
-// most MaxLinks requests, Parallel at a time, each within LinkTimeout
-// and reading at most linkBodyRead of an answer; a URL's answer is kept
-// for LinkTTL, at most MaxCachedLinks of them.
+// The link checker's bounds (docs/security.md): a checked issue asks at
+// most MaxLinks URLs, Parallel at a time, each (HEAD, then GET) within
+// LinkTimeout, all within LinksBudget, reading at most linkBodyRead of
+// an answer; a URL's answer is kept for LinkTTL, at most MaxCachedLinks
+// of them.
 const (
 	MaxLinks       = 50
 	Parallel       = 8
 	LinkTimeout    = 5 * time.Second
+	LinksBudget    = 15 * time.Second
 	LinkTTL        = 10 * time.Minute
 	MaxCachedLinks = 2048
 	linkBodyRead   = 4 << 10
@@ -66,6 +68,8 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 			Fix:     "Check the others by hand, or split the issue."})
 		urls = urls[:MaxLinks]
 	}
+	ctx, cancel := context.WithTimeout(ctx, LinksBudget)
+	defer cancel()
 	answers := make([]linkAnswer, len(urls))
 	sem := make(chan struct{}, Parallel)
 	var wg sync.WaitGroup
@@ -94,6 +98,10 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 func (c *LinkChecker) answer(ctx context.Context, u string) linkAnswer {
 	if a, ok := c.cached(u); ok {
 		return a
+	}
+	if ctx.Err() != nil {
+		return linkAnswer{level: Warning, message: fmt.Sprintf("not checked: the links' check ran out of its %s.", LinksBudget),
+			fix: "Preview again in a moment: the answers found so far are kept."}
 	}
 	a := c.probe(ctx, u)
 	if ctx.Err() == nil {
@@ -137,8 +145,10 @@ func (c *LinkChecker) store(u string, a linkAnswer) {
 // probe asks u with HEAD, and with GET when HEAD is refused or fails (a
 // server may not implement HEAD, or answer it wrongly).
 func (c *LinkChecker) probe(ctx context.Context, u string) linkAnswer {
+	ctx, cancel := context.WithTimeout(ctx, LinkTimeout)
+	defer cancel()
 	code, err := c.ask(ctx, http.MethodHead, u)
-	if err != nil || code >= 400 {
+	if (err != nil && ctx.Err() == nil) || code >= 400 {
 		code, err = c.ask(ctx, http.MethodGet, u)
 	}
 	if err != nil {
@@ -197,7 +207,7 @@ func unreachable(err error) linkAnswer {
 	case errors.As(err, &dns):
 		return linkAnswer{level: Warning, message: "its host could not be resolved from the server (no DNS, or no such name): not checked.",
 			fix: "Check the host's spelling, and open it in a browser."}
-	case errors.As(err, &ne) && ne.Timeout():
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return linkAnswer{level: Warning, message: fmt.Sprintf("did not answer the server within %s: not checked.", LinkTimeout),
 			fix: "Open it in a browser: the site may be slow, or the server may have no way out."}
 	}

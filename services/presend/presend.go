@@ -57,8 +57,10 @@ type Mail struct {
 	// Body is the body as HTML, its links as the writer wrote
 	// them (not through the counted redirect); "" means HTML's.
 	Body string
-	// PostalAddress is the settings' ("" none).
+	// PostalAddress is the settings' ("" none); SkipPostal leaves it
+	// unjudged (a caller without the settings).
 	PostalAddress string
+	SkipPostal    bool
 }
 
 // Checker runs the checks. Links nil checks no link (a process that may
@@ -82,7 +84,9 @@ func (c *Checker) Run(ctx context.Context, m Mail) []Result {
 		out = append(out, c.Links.Check(ctx, body.hrefs())...)
 	}
 	out = append(out, ImagesAlt(mail))
-	out = append(out, Postal(m.PostalAddress))
+	if !m.SkipPostal {
+		out = append(out, Postal(m.PostalAddress))
+	}
 	out = append(out, Spam(m.Subject, m.Text, mail, body))
 	return out
 }
