@@ -14,9 +14,11 @@ import (
 // {"local_time"}; "confirm_audience" refuses the send when the audience
 // is no longer that number, "force" sends to 0 readers and an issue whose
 // HTML part is over issues.ClipBytes (refused 409 otherwise), "version"
-// refuses it when the content changed since. 202 {"id","status",
-// "audience","html_bytes","overridden"}: overridden names the refusals
-// force overrode ("no readers", "size").
+// refuses it when the content changed since; an error among the
+// pre-send checks (GET .../checks) refuses it (409 {"error","checks"})
+// unless "ignore_checks". 202 {"id","status", "audience","html_bytes",
+// "overridden"}: overridden names the refusals overridden ("no readers",
+// "size", "checks").
 func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 	is, ok := s.issueOf(w, r)
 	if !ok {
@@ -27,7 +29,7 @@ func (s *Server) sendIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	when := issues.When{At: in.get("at"), LocalTime: in.get("local_time")}
-	opt := issues.SendOptions{Force: in.get("force") == "true"}
+	opt := issues.SendOptions{Force: in.get("force") == "true", IgnoreChecks: in.get("ignore_checks") == "true"}
 	opt.Version, _ = strconv.Atoi(in.get("version"))
 	if v := in.get("confirm_audience"); v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)

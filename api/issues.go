@@ -32,19 +32,24 @@ var (
 	// PUT's body: the issue's fields and its slug ("" or absent: kept).
 	putIssueFields = withField(issueFields, "slug", textField)
 	versionFields  = fields{"version": countField}
-	sendFields     = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField}
-	whenFields     = fields{"at": textField, "local_time": textField}
-	testFields     = fields{"emails": listField}
+	sendFields     = fields{"at": textField, "local_time": textField, "confirm_audience": countField, "force": flagField, "version": countField,
+		"ignore_checks": flagField}
+	whenFields = fields{"at": textField, "local_time": textField}
+	testFields = fields{"emails": listField}
 )
 
 func (s *Server) issueRoutes() {
 	if s.deps.Issues == nil {
 		return
 	}
+	s.checker = s.deps.IssueChecker
+	if s.checker == nil {
+		s.checker = s.ownChecker()
+	}
 	s.issues = s.deps.IssueService
 	if s.issues == nil {
 		s.issues = issues.New(issues.Parts{Store: s.deps.Issues, Jobs: s.deps.Jobs, Log: s.deps.Log, Now: s.deps.Now,
-			BulkReady: s.deps.Settings.BulkReady, Sizer: s.deps.IssueRenderer})
+			BulkReady: s.deps.Settings.BulkReady, Sizer: s.deps.IssueRenderer, Checker: s.checker})
 	}
 	// Readers of the issues (viewer) and their writers (editor), as
 	// the reference's table of roles says.
@@ -55,6 +60,7 @@ func (s *Server) issueRoutes() {
 	s.mux.Handle("GET /api/issues/{id}", v(s.getIssue))
 	s.mux.Handle("PUT /api/issues/{id}", e(s.putIssue))
 	s.mux.Handle("GET /api/issues/{id}/preview", v(s.previewIssue))
+	s.mux.Handle("GET /api/issues/{id}/checks", v(s.issueChecks))
 	s.mux.Handle("POST /api/issues/{id}/test", e(s.testIssue))
 	s.mux.Handle("POST /api/issues/{id}/send", e(s.sendIssue))
 	s.mux.Handle("GET /api/issues/{id}/audience", v(s.issueAudience))
@@ -202,7 +208,10 @@ func (s *Server) storeFailed(w http.ResponseWriter, what string, err error) {
 	var changed *issues.AudienceChangedError
 	var rate *issues.TestRateError
 	var clipped *issues.ClippedError
+	var checks *issues.ChecksError
 	switch {
+	case errors.As(err, &checks):
+		webjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "checks": checks.Failed})
 	case errors.As(err, &bad):
 		webjson.Write(w, http.StatusBadRequest, errorBody(bad.Msg))
 	case errors.As(err, &clipped):

@@ -82,3 +82,13 @@ func (c *previewCache) Preview(ctx context.Context, is store.Issue, topic, forma
 	c.mu.Unlock()
 	return ct, body, nil
 }
+
+// BodyHTML implements issues.BodyRenderer when the wrapped renderer does
+// ("" otherwise: the checks then read the preview's links). Not cached:
+// the link checker caches what it asks, and the body renders fast.
+func (c *previewCache) BodyHTML(ctx context.Context, is store.Issue) (string, error) {
+	if br, ok := c.Renderer.(issues.BodyRenderer); ok {
+		return br.BodyHTML(ctx, is)
+	}
+	return "", nil
+}

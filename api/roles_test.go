@@ -68,6 +68,7 @@ var routeRoles = map[string]struct {
 	"GET /api/issues/{id}":                         {role: adminauth.Viewer},
 	"PUT /api/issues/{id}":                         {role: adminauth.Editor},
 	"GET /api/issues/{id}/preview":                 {role: adminauth.Viewer},
+	"GET /api/issues/{id}/checks":                  {role: adminauth.Viewer},
 	"POST /api/issues/{id}/test":                   {role: adminauth.Editor},
 	"POST /api/issues/{id}/send":                   {role: adminauth.Editor},
 	"POST /api/issues/{id}/pause":                  {role: adminauth.Editor},

@@ -178,6 +178,11 @@ type Deps struct {
 	// with the console and made by issues.New (nil: made here by
 	// issues.New from Issues, Jobs, Settings and IssueRenderer).
 	IssueService *issues.Service
+	// IssueChecker runs an issue's pre-send checks for GET
+	// /api/issues/{id}/checks: the binary's one, with its link checker,
+	// shared with the console and IssueService (nil: made here from
+	// IssueRenderer and Settings, checking no link).
+	IssueChecker *issues.Checker
 	// Engagement gives an issue's clicks and opens for its report (nil:
 	// none counted, the report's engagement is zero).
 	Engagement store.EngagementReader
@@ -234,6 +239,7 @@ type Server struct {
 	mux     *routeMux
 	archive *archiveCache
 	issues  *issues.Service // nil: no issue routes
+	checker *issues.Checker // the pre-send checks (issue_checks.go)
 	subs    *subscribers.Service
 }
 

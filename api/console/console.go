@@ -126,6 +126,9 @@ type Deps struct {
 	// from both (nil: made here by issues.New from Store, Jobs, Settings
 	// and Renderer).
 	Issues *issues.Service
+	// Checker runs the pre-send checks the issue page shows (the API's;
+	// nil: made here from Renderer and Settings, checking no link).
+	Checker *issues.Checker
 	// Subscriptions change topics and end subscriptions
 	// (*subscribers.Service, the API's).
 	Subscriptions Subscriptions
@@ -192,6 +195,7 @@ type Handler struct {
 	sessions *sessions
 	imports  *csvimport.Jobs
 	issues   *issues.Service
+	checker  *issues.Checker // the pre-send checks (issue_checks.go)
 	secure   bool
 }
 
@@ -244,9 +248,14 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.csrf.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.sessions = &sessions{rdb: d.Redis, ttl: cfg.SessionTTL, now: d.Now}
 	h.imports = csvimport.NewJobs(d.Redis)
+	h.checker = d.Checker
+	if h.checker == nil {
+		h.checker = ownChecker(d)
+	}
 	h.issues = d.Issues
 	if h.issues == nil {
-		h.issues = issues.New(issues.Parts{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady, Sizer: d.Renderer})
+		h.issues = issues.New(issues.Parts{Store: d.Store, Jobs: d.Jobs, Log: d.Log, Now: d.Now, BulkReady: d.Settings.BulkReady, Sizer: d.Renderer,
+			Checker: h.checker})
 	}
 	h.routes()
 	return h, nil

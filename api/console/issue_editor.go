@@ -13,6 +13,7 @@ import (
 	"github.com/newsletter/newsletter/api/console/form"
 	"github.com/newsletter/newsletter/internal/topics"
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -54,6 +55,11 @@ type editorData struct {
 	SizeWarning, SendWarning string
 	Clipped                  bool
 	ClipBytes                int
+	// Checks are the pre-send checks of the previewed content; ChecksBlock,
+	// whether one is an error a send refuses unless its checks are
+	// ignored (the send step then offers that).
+	Checks      []presend.Result
+	ChecksBlock bool
 	// BodyWarnings are what the writer should hear of the body as it is
 	// (issues.BodyWarnings: a template action, which an issue sends as
 	// written).
@@ -189,6 +195,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)
 	d.BodyWarnings = issues.BodyWarnings(f.Body)
 	h.sizes(r.Context(), &d, is, f)
+	h.previewChecks(r.Context(), &d, is, f)
 	refresh := 0
 	if is.ID != 0 && is.Status != store.IssueDraft {
 		p, err := h.d.Store.IssueProgress(r.Context(), is.ID)
@@ -224,6 +231,7 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 	var changed *issues.AudienceChangedError
 	var rate *issues.TestRateError
 	var clipped *issues.ClippedError
+	var checks *issues.ChecksError
 	switch {
 	case errors.As(err, &bad):
 		h.editor(w, r, http.StatusBadRequest, is, f, bad.Msg)
@@ -250,7 +258,7 @@ func (h *Handler) issueFailed(w http.ResponseWriter, r *http.Request, is store.I
 			return
 		}
 		h.editor(w, r, http.StatusConflict, cur, f, "The issue changed since you opened it; nothing was saved. Your text is below: compare it with the saved issue and save again.")
-	case errors.As(err, &changed), errors.As(err, &clipped), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
+	case errors.As(err, &changed), errors.As(err, &clipped), errors.As(err, &checks), errors.Is(err, issues.ErrNoReaders), errors.Is(err, settings.ErrNoPostalAddress):
 		h.editor(w, r, http.StatusConflict, is, f, err.Error()+". Nothing was sent.")
 	case errors.Is(err, issues.ErrTestRecipient):
 		h.editor(w, r, http.StatusForbidden, is, f, err.Error()+". Nothing was sent.")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/mail"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -34,6 +35,7 @@ import (
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/services/catalog"
 	"github.com/newsletter/newsletter/services/engage"
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/worker"
@@ -43,6 +45,10 @@ import (
 // (or the embedded server), the store and the metrics registry.
 type app struct {
 	cfg *appConfig
+	// links asks the issues' links for their pre-send checks, one
+	// cache for the process (issueChecker).
+	linkCheck *presend.LinkChecker
+	linksOnce sync.Once
 	// added are the channels added through the seam, built (addedChannels).
 	added    []channels.Channel
 	warnings []string

@@ -29,8 +29,10 @@ type consoleDeps struct {
 	insp   *asynq.Inspector
 	render issues.Renderer
 	issues *issues.Service
-	subs   *subscribers.Service
-	hooks  *webhooks.Service
+	// checker runs the pre-send checks the issue page shows (the API's).
+	checker *issues.Checker
+	subs    *subscribers.Service
+	hooks   *webhooks.Service
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
 	redis redis.UniversalClient
@@ -42,7 +44,7 @@ type consoleDeps struct {
 // changes of the list, export and erase are the API's (d.subs).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Issues: d.issues, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Issues: d.issues, Checker: d.checker, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
 		Subscriptions: d.subs, People: d.store, Requests: d.subs, List: d.subs,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,

@@ -13,13 +13,14 @@ import (
 
 	"github.com/newsletter/newsletter/internal/audit"
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
 
 const issueUsage = `usage:
   newsletter issue create --subject S --topic T [--topic T2] [--preheader P] FILE.md   (prints the id)
-  newsletter issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00]
+  newsletter issue send ID [--at 2026-04-01T09:00:00Z | --local-time 09:00] [--force] [--ignore-checks]
   newsletter issue preview ID [--topic T] [--format html|text|eml] [--out FILE]`
 
 // issueCmd is `newsletter issue create|send|preview`: a publisher keeps
@@ -83,6 +84,7 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 	at := fs.String("at", "", "send at this time (RFC 3339), not now")
 	local := fs.String("local-time", "", "send at this hour (HH:MM) of each reader's own time zone")
 	force := fs.Bool("force", false, "send even when the issue would reach 0 readers, or its HTML part is over Gmail's clip (102 KB)")
+	ignore := fs.Bool("ignore-checks", false, "send even when a pre-send check found an error (a link that answers 404)")
 	confirm := fs.Int64("confirm-audience", -1, "refuse the send unless it reaches exactly this many readers")
 	id, err := issueID(fs, args)
 	if err != nil {
@@ -95,7 +97,7 @@ func issueSendCmd(ctx context.Context, fs *flag.FlagSet, args []string, stdout i
 		if err != nil {
 			return err
 		}
-		opt := issues.SendOptions{Force: *force}
+		opt := issues.SendOptions{Force: *force, IgnoreChecks: *ignore}
 		if *confirm >= 0 {
 			opt.ConfirmAudience = confirm
 		}
@@ -266,5 +268,18 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // (the settings' postal address, the renderer's size guard; r nil: no
 // templates, no size guard).
 func (a *app) issueService(st store.Issues, jobs issues.Dispatcher, r issues.Renderer) *issues.Service {
-	return issues.New(issues.Parts{Store: st, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady, Sizer: r})
+	return issues.New(issues.Parts{Store: st, Jobs: jobs, Log: a.log, BulkReady: a.settings.BulkReady, Sizer: r, Checker: a.issueChecker(r)})
+}
+
+// issueChecker is the pre-send checks of the issues r renders (nil: no
+// renderer, nothing to check): the links asked through the same SSRF
+// guard as the webhooks (NEWSLETTER_WEBHOOK_ALLOW_PRIVATE lets a
+// development setup's local links through), one cache per process.
+func (a *app) issueChecker(r issues.Renderer) *issues.Checker {
+	if r == nil {
+		return nil
+	}
+	a.linksOnce.Do(func() { a.linkCheck = presend.NewLinkChecker(a.cfg.Endpoints()) })
+	return &issues.Checker{Renderer: r, Checks: &presend.Checker{Links: a.linkCheck},
+		PostalAddress: func(ctx context.Context) string { return a.settings.Current(ctx).PostalAddress }}
 }

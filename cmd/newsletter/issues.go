@@ -100,6 +100,16 @@ func (x *issueMail) HTMLSize(_ context.Context, is store.Issue) (int, error) {
 	return len(msg.HTML), nil
 }
 
+// BodyHTML implements issues.BodyRenderer: the body's HTML with its
+// links as written, for the pre-send link checks.
+func (x *issueMail) BodyHTML(_ context.Context, is store.Issue) (string, error) {
+	body, err := mailer.RenderMarkdown(is.Body)
+	if err != nil {
+		return "", err
+	}
+	return string(body.HTML), nil
+}
+
 // sizeReader is the reader the size guard measures for: an id and an
 // address as long as most.
 var sizeReader = store.Subscriber{ID: 1 << 40, Email: "reader.name@example.com"}

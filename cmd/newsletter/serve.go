@@ -318,6 +318,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs: subs.ListJobs, Notify: notify, Subscribers: subs,
 		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg, browserPushServices(a.cfg.Config)), IssueService: issueSvc, Acker: acker,
+		IssueChecker: a.issueChecker(render),
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)
@@ -326,7 +327,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
-	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, issues: issueSvc, subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, issues: issueSvc, checker: a.issueChecker(render), subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
 		release()
 		return nil, nil, err
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/newsletter/newsletter/internal/address"
 	"github.com/newsletter/newsletter/internal/mdlimit"
 	"github.com/newsletter/newsletter/internal/topics"
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
 )
@@ -205,6 +206,9 @@ type Service struct {
 	// HTMLSize, when set, measures a send's HTML part: one over
 	// ClipBytes is refused unless forced (size.go).
 	HTMLSize HTMLSizer
+	// Checks, when set, runs the pre-send checks (Checker.Run): an
+	// error among them refuses a send unless ignored (checks.go).
+	Checks func(ctx context.Context, is store.Issue) ([]presend.Result, error)
 }
 
 // Parts are what a Service is made of, as every door that moves issues
@@ -223,6 +227,8 @@ type Parts struct {
 	Sizer interface {
 		HTMLSize(ctx context.Context, is store.Issue) (int, error)
 	}
+	// Checker runs the pre-send checks before a send (nil: none).
+	Checker *Checker
 }
 
 // New is the one way a Service is made from its parts, so the API, the
@@ -232,6 +238,9 @@ func New(p Parts) *Service {
 	s := &Service{Store: p.Store, Jobs: p.Jobs, Log: p.Log, Now: p.Now, BulkReady: p.BulkReady}
 	if p.Sizer != nil {
 		s.HTMLSize = p.Sizer.HTMLSize
+	}
+	if p.Checker != nil {
+		s.Checks = p.Checker.Run
 	}
 	return s
 }
@@ -388,6 +397,9 @@ type SendOptions struct {
 	// Force sends to an audience of 0, and an issue whose HTML part is
 	// over ClipBytes.
 	Force bool
+	// IgnoreChecks sends an issue whose pre-send checks found errors
+	// (a link that answers 404): the publisher read them.
+	IgnoreChecks bool
 	// Version, when above 0, is the content's version the publisher saw:
 	// a later edit refuses the send (store.ErrIssueStale).
 	Version int
@@ -396,7 +408,7 @@ type SendOptions struct {
 // Send sends the issue is (as the caller read it) now, at a time, or at
 // each reader's local hour: a draft or a scheduled issue (whose schedule
 // it replaces). It returns the issue after the move and the audience it
-// counted. Errors: *InputError, ErrNoReaders, *ClippedError,
+// counted. Errors: *InputError, ErrNoReaders, *ClippedError, *ChecksError,
 // *AudienceChangedError, store.ErrIssueStale, a *store.StateError, or the
 // store's; nothing changed then.
 func (s *Service) Send(ctx context.Context, is store.Issue, when When, opt SendOptions) (store.Issue, int64, error) {
@@ -433,6 +445,9 @@ func (s *Service) SendReported(ctx context.Context, is store.Issue, when When, o
 		rep.Overridden = append(rep.Overridden, OverrideNoReaders)
 	}
 	if err := s.checkSize(ctx, is, opt.Force, &rep); err != nil {
+		return is, rep, err
+	}
+	if err := s.preSend(ctx, is, opt.IgnoreChecks, &rep); err != nil {
 		return is, rep, err
 	}
 	// A draft's round has never been planned (a move back to draft

@@ -4,22 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/store"
 )
 
-// Gmail clips a mail whose HTML is over about 102 KB: the reader sees
-// "[Message clipped]  View entire message", and what is cut off (the
-// footer with the unsubscribe link and the postal address, the open
-// pixel) is gone from the mail. The guard counts in thousands of bytes,
-// the lower reading of "102 KB", so it errs on the side of a warning.
+// Gmail's clip and the size guard's thresholds are the pre-send
+// checks' (presend.ClipBytes, presend.WarnBytes).
 const (
 	// ClipBytes is the HTML part over which a send is refused unless
 	// forced.
-	ClipBytes = 102_000
+	ClipBytes = presend.ClipBytes
 	// WarnBytes is the HTML part over which the preview and the send
-	// step warn: close to the clip, and a reader's longer address or
-	// links can cross it.
-	WarnBytes = 90_000
+	// step warn.
+	WarnBytes = presend.WarnBytes
 )
 
 // HTMLSizer measures the HTML part a reader of is gets, as sent (links
@@ -37,7 +34,7 @@ func (e *ClippedError) Error() string {
 
 // KB is n bytes as a publisher reads it: "93.4 KB" (thousands of
 // bytes, as the limits are counted).
-func KB(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
+func KB(n int) string { return presend.KB(n) }
 
 // SizeWarning is what to tell a publisher of an HTML part of n bytes:
 // "" when it is well under the clip.
@@ -60,11 +57,12 @@ type SendReport struct {
 	Overridden []string `json:"overridden,omitempty"`
 }
 
-// Override names: the zero-reader refusal (ErrNoReaders) and the size
-// refusal (*ClippedError).
+// Override names: the zero-reader refusal (ErrNoReaders), the size
+// refusal (*ClippedError) and the pre-send checks' (*ChecksError).
 const (
 	OverrideNoReaders = "no readers"
 	OverrideSize      = "size"
+	OverrideChecks    = "checks"
 )
 
 // checkSize measures is (when the service has a sizer) and refuses it

@@ -21,6 +21,8 @@ type Send struct {
 	Audience  string // the readers the publisher agreed to ("": not asked)
 	Version   int
 	Force     bool
+	// IgnoreChecks sends past the pre-send checks' errors.
+	IgnoreChecks bool
 }
 
 // NewSend reads the send form.
@@ -29,7 +31,8 @@ func NewSend(w http.ResponseWriter, r *http.Request) (Send, error) {
 		return Send{}, err
 	}
 	f := Send{When: value(r, "when"), At: value(r, "at"), LocalTime: value(r, "local_time"),
-		Audience: value(r, "audience"), Force: value(r, "force") == "on"}
+		Audience: value(r, "audience"), Force: value(r, "force") == "on",
+		IgnoreChecks: value(r, "ignore_checks") == "on"}
 	if v := value(r, "version"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -64,7 +67,7 @@ func (f Send) Schedule() (issues.When, error) {
 // Options are the send's safeguards: the audience agreed to (a number
 // typed that is not one is an error to show), the version seen, force.
 func (f Send) Options() (issues.SendOptions, error) {
-	opt := issues.SendOptions{Version: f.Version, Force: f.Force}
+	opt := issues.SendOptions{Version: f.Version, Force: f.Force, IgnoreChecks: f.IgnoreChecks}
 	if f.Audience != "" {
 		n, err := strconv.ParseInt(f.Audience, 10, 64)
 		if err != nil || n < 0 {
