@@ -235,6 +235,7 @@ type Server struct {
 	archive *archiveCache
 	issues  *issues.Service // nil: no issue routes
 	subs    *subscribers.Service
+	openapi openAPIDoc // GET /api/openapi.json's bytes, built once
 }
 
 // New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
@@ -325,6 +326,7 @@ func (s *Server) routes() {
 	s.segmentRoutes()
 	s.settingsRoutes()
 	s.catalogRoutes()
+	s.openAPIRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404
