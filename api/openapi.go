@@ -32,11 +32,12 @@ type apiOp struct {
 	Body any
 	// Status is the answer on success (0: 200); Out its JSON body, a
 	// schemaMap or a Go value of the type the handler writes (nil: no
-	// body, or OutType's).
+	// body, or OutTypes').
 	Status int
 	Out    any
-	// OutType is the media type of a body that is not JSON ("" : JSON).
-	OutType string
+	// OutTypes are the media types of a body that is not JSON (none:
+	// JSON).
+	OutTypes []string
 }
 
 // openAPIDoc is the description's bytes, built once on the first request:
@@ -142,8 +143,12 @@ func responses(schemas *schemaSet, op apiOp) map[string]any {
 	}
 	ok := map[string]any{"description": http.StatusText(status)}
 	switch {
-	case op.OutType != "":
-		ok["content"] = map[string]any{op.OutType: map[string]any{}}
+	case len(op.OutTypes) > 0:
+		content := map[string]any{}
+		for _, t := range op.OutTypes {
+			content[t] = map[string]any{}
+		}
+		ok["content"] = content
 	case op.Out != nil:
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": schemas.of(op.Out)}}
 	}
