@@ -123,8 +123,11 @@ func operation(schemas *schemaSet, rt Route, path string, op apiOp) map[string]a
 		out["parameters"] = params
 	}
 	if op.Body != nil {
+		schemas.request = true
+		body := schemas.of(op.Body)
+		schemas.request = false
 		out["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-			"application/json": map[string]any{"schema": schemas.of(op.Body)}}}
+			"application/json": map[string]any{"schema": body}}}
 	}
 	if rt.Role == "" {
 		out["security"] = []any{}

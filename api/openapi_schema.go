@@ -19,6 +19,11 @@ type schemaMap = map[string]any
 type schemaSet struct {
 	named map[string]any          // component name → schema
 	names map[reflect.Type]string // struct type → its component name
+	// request: reflecting a request body, whose fields a client may
+	// leave out (the handler says which it needs), so a struct first
+	// seen there requires none; one an answer holds too is reflected
+	// first by that answer (operation builds the answers first).
+	request bool
 }
 
 func newSchemaSet() *schemaSet {
@@ -140,7 +145,7 @@ func (s *schemaSet) structSchema(t reflect.Type) schemaMap {
 	props, required := schemaMap{}, []string{}
 	s.addFields(t, props, &required)
 	out := schemaMap{"type": "object", "properties": props}
-	if len(required) > 0 {
+	if len(required) > 0 && !s.request {
 		out["required"] = required
 	}
 	return out
