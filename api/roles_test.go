@@ -113,7 +113,9 @@ var publicRoutes = map[string]bool{
 	"GET /confirm": true, "POST /confirm": true, "GET /unsubscribe": true, "POST /unsubscribe": true,
 	"GET /preferences": true, "POST /preferences": true, "POST /resubscribe": true, "POST /preferences/fresh": true, "POST /preferences/export": true, "POST /preferences/erase": true,
 	"GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
-	"GET /archive": true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true, "GET /archive/topic/{topic}": true,
+	// the API's description: route shapes, no data (docs/security.md)
+	"GET /api/openapi.json": true,
+	"GET /archive":          true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true, "GET /archive/topic/{topic}": true,
 	"POST /preferences/push": true, "GET /sw.js": true, "GET /push.js": true,
 	"POST /webhooks/ses": true, "POST /webhooks/sendgrid": true, "POST /webhooks/mailgun": true, "POST /webhooks/postmark": true,
 	"/admin/": true,

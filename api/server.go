@@ -241,6 +241,7 @@ type Server struct {
 	issues  *issues.Service // nil: no issue routes
 	checker *issues.Checker // the pre-send checks (issue_checks.go)
 	subs    *subscribers.Service
+	openapi openAPIDoc // GET /api/openapi.json's bytes, built once
 }
 
 // New builds the API. Extra routes (asynqmon, the dev mailbox, admin digest
@@ -331,6 +332,7 @@ func (s *Server) routes() {
 	s.segmentRoutes()
 	s.settingsRoutes()
 	s.catalogRoutes()
+	s.openAPIRoutes()
 }
 
 // noIcon answers the browsers' favicon request with no content: a 404
