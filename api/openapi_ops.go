@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/store"
 )
@@ -95,6 +96,8 @@ var apiOps = map[string]apiOp{
 	"POST /api/issues/{id}/test": {Summary: "Send a test to some addresses", Tag: "issues", Body: testFields, Out: obj(schemaMap{"sent": 0})},
 	"POST /api/issues/{id}/send": {Summary: "Send or schedule an issue", Tag: "issues", Body: sendFields, Status: http.StatusAccepted,
 		Out: obj(schemaMap{"id": int64(0), "status": "", "audience": 0, "html_bytes": 0, "overridden": arrayOf("")})},
+	"GET /api/issues/{id}/checks": {Summary: "The pre-send checks: each a level (error, warning, ok), what it found and the fix", Tag: "issues",
+		Out: obj(schemaMap{"checks": []presend.Result{}})},
 	"GET /api/issues/{id}/audience":    {Summary: "How many an issue would reach", Tag: "issues", Out: obj(schemaMap{"id": int64(0), "audience": 0})},
 	"POST /api/issues/{id}/pause":      issueActionOp("Pause a sending issue", nil),
 	"POST /api/issues/{id}/resume":     issueActionOp("Resume a paused issue", nil),

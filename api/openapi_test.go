@@ -324,6 +324,7 @@ var openAPISteps = []docStep{
 	{method: "GET", path: "/api/issues/{issue}/report", want: 200},
 	{method: "GET", path: "/api/issues/{issue}/preview", want: 200},
 	{method: "GET", path: "/api/issues/{issue}/preview?format=text", want: 200},
+	{method: "GET", path: "/api/issues/{issue}/checks", want: 200},
 	{method: "POST", path: "/api/issues/{issue}/duplicate", want: 201, keep: "copy"},
 	{method: "DELETE", path: "/api/issues/{copy}", want: 204},
 	{method: "GET", path: "/api/issues/999999", want: 404},
