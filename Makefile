@@ -117,7 +117,7 @@ bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL 
 	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
 
 soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s)
-	SOAK=$(or $(SOAK),30m) $(GO) run ./cmd/soak
+	SOAK=$(or $(SOAK),30m) $(GO) run ./bench/soak
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana
 	docker compose up -d --build
