@@ -31,22 +31,13 @@ build: ## a static binary in bin/ (BIN=path puts it elsewhere)
 # the others had run one by one beside it.
 TEST_FIRST = ./cmd/newsletter ./bench ./api/console ./store ./services/issues ./worker ./api ./mailer ./internal/redisconn
 
-# TEST_AT_ONCE: test binaries run at once (go test -p; its default is one
-# per core). Most packages spend their time waiting on Redis round trips,
-# asynq's pollers and processes they start, not on the CPU: measured with
-# each test binary under /usr/bin/time, mailer took 45 s of wall time for
-# 8 s of CPU, services/issues 44 s for 4 s, internal/redisconn 35 s for
-# 5 s. Two at a time left a core idle through most of the suite beside
-# cmd/newsletter (docs/performance.md, the test suite's time).
-TEST_AT_ONCE ?= 4
-
 # -timeout: go test's default of 10 minutes a package is near the command
 # package's time on a busy machine when its tests run one after another
 # (NEWSLETTER_TEST_REDIS_URL set and no redis-server: docs/development.md;
 # its kill and restart tests wait out asynq's recovery by design); a hung
 # test still fails, later.
 test: vet ## every test with the race detector, then a short fuzz run
-	$(GO) test -race -count=1 -p $(TEST_AT_ONCE) -timeout=15m $(TEST_FIRST) ./...
+	$(GO) test -race -count=1 -timeout=15m $(TEST_FIRST) ./...
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./internal/address
 
 vet: ## gofmt, go vet, and errcheck (pinned in go.mod as a tool; .errcheck-excludes says what it may skip)
