@@ -3,6 +3,7 @@ package issues
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/store"
@@ -68,6 +69,13 @@ func (e *ChecksError) Error() string {
 	return "the issue fails its pre-send checks (" + presend.Summary(e.Failed) + "); fix them, or send with ignore_checks to send it anyway"
 }
 
+// SendLinksBudget is how long a send waits for its links' answers: the
+// request has 5 s in all, and the render and the audience come after.
+// A link not answered by then is a warning ("not checked"), never a
+// refusal; the preview's checks (GET /api/issues/{id}/checks) take their
+// full LinksBudget and leave their answers cached for the send.
+const SendLinksBudget = 1500 * time.Millisecond
+
 // preSend runs the checks before a send: an error-level result refuses
 // it unless ignored. The size check's error is the size guard's
 // (checkSize, overridden by force), not counted twice here.
@@ -75,7 +83,7 @@ func (s *Service) preSend(ctx context.Context, is store.Issue, ignore bool, rep 
 	if s.Checks == nil {
 		return nil
 	}
-	rs, err := s.Checks(ctx, is)
+	rs, err := s.Checks(presend.WithLinksBudget(ctx, SendLinksBudget), is)
 	if err != nil {
 		return err
 	}

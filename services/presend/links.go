@@ -68,7 +68,11 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 			Fix:     "Check the others by hand, or split the issue."})
 		urls = urls[:MaxLinks]
 	}
-	ctx, cancel := context.WithTimeout(ctx, LinksBudget)
+	budget := LinksBudget
+	if b, ok := ctx.Value(linksBudgetKey{}).(time.Duration); ok && b < budget {
+		budget = b
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	answers := make([]linkAnswer, len(urls))
 	sem := make(chan struct{}, Parallel)
@@ -77,7 +81,7 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			answers[i] = c.answer(ctx, u)
+			answers[i] = c.answer(ctx, u, budget)
 		})
 	}
 	wg.Wait()
@@ -94,13 +98,26 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 	return out
 }
 
+// linksBudgetKey carries a budget shorter than LinksBudget in a context
+// (WithLinksBudget).
+type linksBudgetKey struct{}
+
+// WithLinksBudget bounds the link checks run with ctx to budget: a send
+// checks its links within the request's own time (the API answers within
+// 5 s), where LinksBudget would outlast it, so a slow link makes a
+// warning there instead of a send answered 503. Answers cached by the
+// preview's checks are used first, whatever the budget.
+func WithLinksBudget(ctx context.Context, budget time.Duration) context.Context {
+	return context.WithValue(ctx, linksBudgetKey{}, budget)
+}
+
 // answer is u's answer, from the cache while it is fresh.
-func (c *LinkChecker) answer(ctx context.Context, u string) linkAnswer {
+func (c *LinkChecker) answer(ctx context.Context, u string, budget time.Duration) linkAnswer {
 	if a, ok := c.cached(u); ok {
 		return a
 	}
 	if ctx.Err() != nil {
-		return linkAnswer{level: Warning, message: fmt.Sprintf("not checked: the links' check ran out of its %s.", LinksBudget),
+		return linkAnswer{level: Warning, message: fmt.Sprintf("not checked: the links' check ran out of its %s.", budget),
 			fix: "Preview again in a moment: the answers found so far are kept."}
 	}
 	a := c.probe(ctx, u)
