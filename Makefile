@@ -6,7 +6,7 @@ ITEMS     ?= 1,20
 FANOUT_N  ?= 20000
 ISOLATION_ROUNDS ?= 3
 
-.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login bench-inbox soak up down logs e2e clean
+.PHONY: help run build test test-stress vet fuzz bench bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-scale bench-segment bench-list bench-login bench-inbox bench-ack soak up down logs e2e clean
 
 # run builds and execs the binary rather than `go run`: go run exits 1 on
 # any interrupt, so Ctrl-C would end in make's "Error 1" after a clean stop.
@@ -55,10 +55,13 @@ test-stress: ## the short tests three times under -race, beside two CPU-bound pr
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
 
-bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-login bench-inbox ## every benchmark, one after another
+bench: bench-subscribe bench-send bench-digest bench-issue bench-push bench-archive bench-redirect bench-fanout bench-isolation bench-sms bench-mobile bench-login bench-inbox bench-ack ## every benchmark, one after another
 
 bench-subscribe: ## POST /subscribe rate vs raw asynq enqueue rate (needs a Redis, default 127.0.0.1:6379 db 15)
 	$(GO) run ./bench/subscribe
+
+bench-ack: ## issue #45: POST /subscribe with NEWSLETTER_REDIS_ACK_REPLICAS 0 and 1 in alternating pairs (PAIRS, default 3, BENCH_DURATION each, default 10s) on a Redis primary and replica of its own (redis-server; PORT_BASE and the next port, free ones when unset): signups/s, p50, p99 and the primary's CPU per signup
+	$(GO) run ./bench/ack
 
 clean: ## remove bin/
 	rm -rf bin

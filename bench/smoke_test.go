@@ -77,6 +77,9 @@ var smokeRuns = []smokeRun{
 		`(?m)^event to 300 readers reaching 30 open streams: first Send to last stream's message \S+; writes done in \S+ \(\d+ writes/s\)`,
 		`(?m)^Redis CPU per inbox message: [\d.]+ µs with the streams, [\d.]+ µs without`,
 		`(?m)^Redis memory per kept message: -?\d+ B the first .*, -?\d+ B the next`}},
+	{name: "bench-ack", program: "ack", redisServer: true, env: []string{"PAIRS=1"}, want: []string{
+		`(?m)^\| 1 \| 0 \| \d+ \| \S+ \| \S+ \| \d+ \| [\d.]+ µs \|`, `(?m)^\| 1 \| 1 \| \d+ \| \S+ \| \S+ \| \d+ \| [\d.]+ µs \|`,
+		`(?m)^with the wait: [\d.]+ of the rate without it`}},
 	{name: "bench-scale", program: "scale", redisServer: true,
 		env: []string{"N=2000", "CHECKPOINTS=2000", "WARMUP=100", "MAILS=1000", "WINDOW=2s", "IDLE=500ms"}, want: []string{
 			`(?m)^settings saved on the cluster Redis: postal address`, `(?m)^settings saved on the single Redis: postal address`,
