@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/keyedmac"
 )
 
 // Purpose is what a token may be used for.
@@ -74,8 +76,8 @@ var enc = base64.RawURLEncoding.Strict()
 
 // Signer issues and checks tokens.
 type Signer struct {
-	key        []byte // signs and checks the tokens issued now
-	legacyKey  []byte // checks the tokens from before ids (the secret itself)
+	key        *keyedmac.Key // signs and checks the tokens issued now
+	legacyKey  *keyedmac.Key // checks the tokens from before ids (the secret itself)
 	confirmTTL time.Duration
 	now        func() time.Time
 }
@@ -90,7 +92,7 @@ func NewSigner(secret []byte, confirmTTL time.Duration) *Signer {
 	// scheme can ever verify as a new token, or the reverse.
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("newsletter token key v2"))
-	return &Signer{key: m.Sum(nil), legacyKey: secret, confirmTTL: confirmTTL, now: time.Now}
+	return &Signer{key: keyedmac.New(m.Sum(nil)), legacyKey: keyedmac.New(secret), confirmTTL: confirmTTL, now: time.Now}
 }
 
 // WithClock returns a copy of s that reads time from now (for tests).
@@ -211,8 +213,6 @@ func decode(s string) ([]byte, bool) {
 	return b, true
 }
 
-func mac(key []byte, body string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(body))
-	return h.Sum(nil)
-}
+// mac is body's MAC under key. Every mail carries a signed unsubscribe
+// link, so the key's hash is reused (keyedmac), not made anew per token.
+func mac(key *keyedmac.Key, body string) []byte { return key.SumString(nil, body) }

@@ -1,6 +1,8 @@
 package token
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -252,5 +254,33 @@ func TestPreferencesAndResubscribeExpire(t *testing.T) {
 	}
 	if _, err := s.Verify(Unsubscribe, back); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a resubscribe token as an unsubscribe: %v", err)
+	}
+}
+
+// TestUnsubscribeTokenBytesUnchanged: the token a mail carries is byte
+// for byte the HMAC-SHA256 of its body under the derived key, as before
+// the keyed hashes were reused (issue #48): links already sent keep
+// verifying and a mail does not change.
+func TestUnsubscribeTokenBytesUnchanged(t *testing.T) {
+	secret := []byte("a-secret-of-the-service-0123456789")
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("newsletter token key v2"))
+	key := m.Sum(nil)
+	body := "unsubscribe\n42\n0"
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(body))
+	want := base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	if got := NewSigner(secret, 0).Sign(Unsubscribe, 42); got != want {
+		t.Fatalf("Sign(unsubscribe, 42) = %s, want %s", got, want)
+	}
+}
+
+// BenchmarkSignUnsubscribe is the token every mail carries (issue #48).
+func BenchmarkSignUnsubscribe(b *testing.B) {
+	s := NewSigner([]byte("a-secret-of-the-service-0123456789"), 0)
+	var id int64
+	for b.Loop() {
+		id++
+		_ = s.Sign(Unsubscribe, id)
 	}
 }

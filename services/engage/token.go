@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/newsletter/newsletter/internal/keyedmac"
 )
 
 // What a link part is for.
@@ -41,7 +43,7 @@ var enc = base64.RawURLEncoding.Strict()
 // Each is derived from the service's secret (NEWSLETTER_SECRET) for this
 // use alone, as internal/token derives its own.
 type Keys struct {
-	link, reader, readerHash []byte
+	link, reader, readerHash *keyedmac.Key
 }
 
 // NewKeys derives the keys from the service's secret.
@@ -52,9 +54,9 @@ func NewKeys(secret []byte) *Keys {
 		return m.Sum(nil)
 	}
 	return &Keys{
-		link:       derive("newsletter engagement link v1"),
-		reader:     derive("newsletter engagement reader v1"),
-		readerHash: derive("newsletter engagement reader hash v1"),
+		link:       keyedmac.New(derive("newsletter engagement link v1")),
+		reader:     keyedmac.New(derive("newsletter engagement reader v1")),
+		readerHash: keyedmac.New(derive("newsletter engagement reader hash v1")),
 	}
 }
 
@@ -64,7 +66,7 @@ func (k *Keys) LinkPart(what What, issue int64, index int) string {
 	b := []byte{byte(what), sourceIssue}
 	b = binary.AppendUvarint(b, uint64(issue))
 	b = binary.AppendUvarint(b, uint64(index))
-	return enc.EncodeToString(append(b, sum(k.link, b)...))
+	return enc.EncodeToString(appendSum(b, k.link, b))
 }
 
 // ReaderPart is the part of a token shared by every link of one reader's
@@ -73,7 +75,7 @@ func (k *Keys) LinkPart(what What, issue int64, index int) string {
 func (k *Keys) ReaderPart(issue int64, reader int64, sent time.Time) string {
 	b := binary.AppendUvarint(nil, uint64(reader))
 	b = binary.AppendUvarint(b, uint64(max(0, sent.Unix())))
-	return enc.EncodeToString(append(b, sum(k.reader, readerSigned(issue, b))...))
+	return enc.EncodeToString(appendSum(b, k.reader, readerSigned(issue, b)))
 }
 
 // A test send's links (and a preview's) go through the redirect too, so
@@ -93,7 +95,7 @@ func (k *Keys) TestLink(base string, issue int64, target string, made time.Time)
 	b := []byte{testWhat, sourceIssue}
 	b = binary.AppendUvarint(b, uint64(issue))
 	b = binary.AppendUvarint(b, uint64(max(0, made.Unix())))
-	return base + "/r/" + enc.EncodeToString(append(b, sum(k.link, testSigned(b, target))...)) + "?u=" + url.QueryEscape(target)
+	return base + "/r/" + enc.EncodeToString(appendSum(b, k.link, testSigned(b, target))) + "?u=" + url.QueryEscape(target)
 }
 
 // ParseTest verifies a test link's token against its target and answers
@@ -179,7 +181,7 @@ func (k *Keys) Parse(tok string) (Click, error) {
 // counts: the same reader is the same member in every issue, and the id
 // cannot be read back from it without the secret.
 func (k *Keys) ReaderHash(reader int64) string {
-	return enc.EncodeToString(sum(k.readerHash, binary.AppendUvarint(nil, uint64(reader)))[:12])
+	return enc.EncodeToString(k.readerHash.Sum(nil, binary.AppendUvarint(nil, uint64(reader)))[:12])
 }
 
 func readerSigned(issue int64, body []byte) []byte {
@@ -207,8 +209,13 @@ func decode(s string) ([]byte, bool) {
 	return b, true
 }
 
-func sum(key, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return m.Sum(nil)[:macLen]
+// sum is body's MAC under key, cut to macLen. A send signs a reader part
+// per mail, so the key's hash is reused (keyedmac), not made anew.
+func sum(key *keyedmac.Key, body []byte) []byte { return appendSum(nil, key, body) }
+
+// appendSum appends body's cut MAC to dst (which may be body itself: the
+// MAC is taken before dst grows).
+func appendSum(dst []byte, key *keyedmac.Key, body []byte) []byte {
+	var whole [keyedmac.Size]byte
+	return append(dst, key.Sum(whole[:0], body)[:macLen]...)
 }
