@@ -91,45 +91,65 @@ func RunBareChild() {
 		fmt.Fprintln(os.Stderr, "bare child:", err)
 		os.Exit(2)
 	}
+	io0, err := ReadProcIO(os.Getpid())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bare child:", err)
+		os.Exit(1)
+	}
 	res, err := BareLoop(job.Addr, BodyOfSize(job.Size), job.Duration)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bare child:", err)
 		os.Exit(1)
 	}
-	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+	io1, err := ReadProcIO(os.Getpid())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bare child:", err)
+		os.Exit(1)
+	}
+	// The counters are read around the loop alone: the child's start
+	// (reading its own binary, the runtime's set-up) is not a mail's.
+	if err := json.NewEncoder(os.Stdout).Encode(Bare{Result: res, IO: io1.Since(io0)}); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
+// Bare is a bare loop's run: its result, its CPU per mail, and its
+// system calls and bytes over the loop (ProcIO).
+type Bare struct {
+	Result
+	CPU time.Duration // per mail
+	IO  ProcIO        // the whole loop's
+}
+
 // BareLoopCPU runs the bare SMTP loop with a body of size bytes for d in a
-// child process, and returns its result and the child's CPU per mail.
-func BareLoopCPU(addr string, size int, d time.Duration) (Result, time.Duration, error) {
+// child process: its result, CPU per mail and I/O counters.
+func BareLoopCPU(addr string, size int, d time.Duration) (Bare, error) {
 	job, err := json.Marshal(bareJob{Addr: addr, Size: size, Duration: d})
 	if err != nil {
-		return Result{}, 0, err
+		return Bare{}, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return Result{}, 0, err
+		return Bare{}, err
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), bareChildEnv+"="+string(job))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return Result{}, 0, fmt.Errorf("bare loop: %w", err)
+		return Bare{}, fmt.Errorf("bare loop: %w", err)
 	}
-	var res Result
-	if err := json.Unmarshal(out, &res); err != nil {
-		return Result{}, 0, fmt.Errorf("bare loop: %w", err)
+	var b Bare
+	if err := json.Unmarshal(out, &b); err != nil {
+		return Bare{}, fmt.Errorf("bare loop: %w", err)
 	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok || res.Ops == 0 {
-		return res, 0, fmt.Errorf("bare loop: no resource usage")
+	if !ok || b.Ops == 0 {
+		return b, fmt.Errorf("bare loop: no resource usage")
 	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return res, cpu / time.Duration(res.Ops), nil
+	b.CPU = time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) / time.Duration(b.Ops)
+	return b, nil
 }
 
 // BodyOfSize is text of about size bytes in lines like a digest's.

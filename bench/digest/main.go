@@ -78,6 +78,7 @@ type figures struct {
 	sinkCPU          time.Duration // per mail: this process, which is mostly the sink
 	bareCPU          time.Duration // per mail, at the same mail size
 	bare             bench.Result
+	workerIO, bareIO bench.ProcIO // over the sending, over the bare loop
 	redis            bench.RedisStats
 	sample           []byte // a mail of the digest, as the sink took it
 	peakMem, baseMem int64
@@ -150,6 +151,7 @@ func run() error {
 	printTable(runs)
 	fmt.Printf("worker peak RSS           %.1f MB (target < 60 MB)\n", mb(peak))
 	printRedis(runs)
+	printSystemCalls(runs)
 	// What signing costs, measured apart on a mail the sink took.
 	return printDKIMCost(runs[len(cfg.itemCounts)-1].sample)
 }
@@ -305,6 +307,29 @@ func printRedis(runs []figures) {
 	}
 }
 
+// printSystemCalls prints, per mail, the system calls that read and
+// wrote and the bytes written, of the worker over its sending and of the
+// bare loop at the same mail size (bench.ProcIO: the process's own
+// counters; calls that move no data are not among them). The worker's
+// include its Redis traffic; the bare loop has none.
+func printSystemCalls(runs []figures) {
+	fmt.Println()
+	fmt.Println("| items | worker read calls/mail | worker write calls/mail | worker bytes written/mail | bare read calls/mail | bare write calls/mail | bare bytes written/mail |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
+	for _, f := range runs {
+		items := strconv.Itoa(f.items)
+		if f.issue {
+			items = "issue"
+		}
+		if f.dkim != "" {
+			items += ", DKIM " + dkimName(f.dkim)
+		}
+		wr, ww, wb := f.workerIO.PerOp(f.mails)
+		br, bw, bb := f.bareIO.PerOp(f.bare.Ops)
+		fmt.Printf("| %s | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f |\n", items, wr, ww, wb, br, bw, bb)
+	}
+}
+
 // printDKIMCost prints the CPU of one RSA and one Ed25519 signature of
 // mail, each in a process of its own; no mail: nothing.
 func printDKIMCost(mail []byte) error {
@@ -449,6 +474,10 @@ func measure(ctx context.Context, rdb *redis.Client, sink *bench.Sink, w *worker
 	if err != nil {
 		return err
 	}
+	wio0, err := bench.ReadProcIO(w.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
 	rcpu0, err := bench.RedisCPU(ctx, rdb)
 	if err != nil {
 		return err
@@ -485,6 +514,11 @@ func measure(ctx context.Context, rdb *redis.Client, sink *bench.Sink, w *worker
 	if err != nil {
 		return err
 	}
+	wio1, err := bench.ReadProcIO(w.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	f.workerIO = wio1.Since(wio0)
 	rcpu1, err := bench.RedisCPU(ctx, rdb)
 	if err != nil {
 		return err
@@ -504,7 +538,8 @@ func measure(ctx context.Context, rdb *redis.Client, sink *bench.Sink, w *worker
 	f.mailSize = float64(sink.Bytes()-bytes0) / float64(mails)
 	f.workerCPU = (wcpu1 - wcpu0) / time.Duration(mails)
 	f.redisCPU = (rcpu1 - rcpu0) / time.Duration(mails)
-	f.bare, f.bareCPU, err = bench.BareLoopCPU(sink.Addr, int(f.mailSize), bench.Duration(3*time.Second))
+	bare, err := bench.BareLoopCPU(sink.Addr, int(f.mailSize), bench.Duration(3*time.Second))
+	f.bare, f.bareCPU, f.bareIO = bare.Result, bare.CPU, bare.IO
 	return err
 }
 
