@@ -28,6 +28,9 @@ const (
 	MaxCachedLinks = 2048
 	linkBodyRead   = 4 << 10
 	linkRedirects  = 5
+	// answerMargin is the part of a caller's remaining time kept to write
+	// the answer after the links' checks.
+	answerMargin = 250 * time.Millisecond
 )
 
 // LinkChecker asks each link of an issue whether it answers, from the
@@ -71,6 +74,14 @@ func (c *LinkChecker) Check(ctx context.Context, urls []string) []Result {
 	budget := LinksBudget
 	if b, ok := ctx.Value(linksBudgetKey{}).(time.Duration); ok && b < budget {
 		budget = b
+	}
+	// Within the caller's own time (the API's request timeout, 5 s by
+	// default), less a margin to write the answer: links not asked by
+	// then are lines that say so, not a request cut off without them.
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl) - answerMargin; left < budget {
+			budget = max(left, 0)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -166,7 +177,14 @@ func (c *LinkChecker) probe(ctx context.Context, u string) linkAnswer {
 	defer cancel()
 	code, err := c.ask(ctx, http.MethodHead, u)
 	if (err != nil && ctx.Err() == nil) || code >= 400 {
+		head := code
 		code, err = c.ask(ctx, http.MethodGet, u)
+		if err != nil && head >= 400 && head != http.StatusMethodNotAllowed && head != http.StatusNotImplemented {
+			// GET could not confirm HEAD's failure in time: HEAD's answer
+			// stands, so a slow GET never turns a gone page into a
+			// warning that lets a send through.
+			return judge(head)
+		}
 	}
 	if err != nil {
 		return unreachable(err)

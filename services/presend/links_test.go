@@ -139,3 +139,61 @@ func TestLinkCacheBound(t *testing.T) {
 		t.Errorf("the newest is gone, or %d kept", c.order.Len())
 	}
 }
+
+// TestLinkGoneToHeadStaysAnErrorWhenGetHangs: a page whose HEAD answers
+// 404 and whose GET never answers within the link's time is an error by
+// HEAD's answer, not a "did not answer" warning that a send would pass
+// (the probe's finding: a 404 went through a send beside slow links).
+func TestLinkGoneToHeadStaysAnErrorWhenGetHangs(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		select { // GET hangs until the client gives up or the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	c := NewLinkChecker(netguard.Guard{AllowPrivate: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rs := c.Check(ctx, []string{srv.URL + "/gone-to-head"})
+	if r := byURL(rs, "/gone-to-head"); r == nil || r.Level != Error || !strings.Contains(r.Message, "404") {
+		t.Fatalf("HEAD 404 and a hanging GET: %+v, want an error naming 404", rs)
+	}
+}
+
+// TestLinksWithinTheCallersTime: under a caller's deadline shorter than
+// LinksBudget (the API's request timeout), links not asked in time are
+// warning lines, none naming the LinksBudget the caller never gave.
+func TestLinksWithinTheCallersTime(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	urls := make([]string, Parallel+3) // more than run at once: some wait for a slot
+	for i := range urls {
+		urls[i] = fmt.Sprintf("%s/slow%d", srv.URL, i)
+	}
+	c := NewLinkChecker(netguard.Guard{AllowPrivate: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rs := c.Check(ctx, urls)
+	if len(rs) != len(urls) {
+		t.Fatalf("%d lines for %d slow links: %+v", len(rs), len(urls), rs)
+	}
+	for _, r := range rs {
+		if r.Level != Warning || strings.Contains(r.Message, LinksBudget.String()) {
+			t.Fatalf("a slow link under a 1 s caller: %+v (want a warning not naming the %s budget)", r, LinksBudget)
+		}
+	}
+}
