@@ -27,7 +27,7 @@ const ackRetryAfter = "1"
 // 503 in its place carries none of them. The security headers the
 // routes set stay.
 var ackDiscarded = []string{"Location", "Set-Cookie", "Content-Type", "Content-Length", "Content-Disposition",
-	"Content-Encoding", "ETag", "Last-Modified", "Refresh", "Link"}
+	"Content-Encoding", "ETag", "Last-Modified", "Refresh", "Link", idempotencyReplayedHeader}
 
 // ackGate is where an answer for a change waits for the replicas: for a
 // request that may change something (any method but GET, HEAD, OPTIONS

@@ -37,6 +37,7 @@ func ackServer(t *testing.T, ack Acker) (*Server, *Metrics, *prometheus.Registry
 	s.Handle("POST /made", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Location", "/made/1")
 		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set(idempotencyReplayedHeader, "true") // a replay's answer is refused like any other
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "made it")
 	}))
@@ -82,8 +83,8 @@ func TestAckRefusedIs503WithRetryAfter(t *testing.T) {
 			if body := rec.Body.String(); strings.Contains(body, "made it") || strings.Contains(body, "changed") || !strings.Contains(body, "try again") {
 				t.Errorf("%s %s: body %q: want the 503's own, not the handler's", route[0], route[1], body)
 			}
-			if rec.Header().Get("Location") != "" || rec.Header().Get("Content-Type") != "application/json" {
-				t.Errorf("%s %s: headers %v: the handler's Location and Content-Type should be gone", route[0], route[1], rec.Header())
+			if rec.Header().Get("Location") != "" || rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get(idempotencyReplayedHeader) != "" {
+				t.Errorf("%s %s: headers %v: the handler's Location, Content-Type and Idempotent-Replayed should be gone", route[0], route[1], rec.Header())
 			}
 		}
 		if got := ack.calls.Load(); got != 3 {

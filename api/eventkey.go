@@ -3,10 +3,9 @@ package api
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 
 	"github.com/newsletter/newsletter/internal/adminauth"
@@ -53,12 +52,13 @@ func idempotencyKey(h http.Header) (string, string) {
 	return key, ""
 }
 
-// inputSum is a hash of a body's fields, the same for the same fields in
-// any order or spacing, JSON or form: what a key is bound to.
-func inputSum(in input) string {
+// inputSum is a keyed hash of a body's fields, the same for the same
+// fields in any order or spacing, JSON or form: what a key is bound to.
+// Keyed, because the fields may hold an address, and the key's record
+// must say nothing of it to whoever reads Redis after an erasure.
+func (s *Server) inputSum(in input) string {
 	b, _ := json.Marshal(in) // a map of lists of strings always marshals, its keys sorted
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return s.deps.Signer.Fingerprint(b)
 }
 
 // queueEventOnce is queueEvent under an Idempotency-Key: the key's first
@@ -68,7 +68,7 @@ func inputSum(in input) string {
 // retry goes ahead.
 func (s *Server) queueEventOnce(w http.ResponseWriter, r *http.Request, key string, in input, ev checkedEvent) {
 	who, _ := adminauth.FromContext(r.Context()) // the guard put it there
-	k := store.EventKey{Scope: who.Name, Key: key, Sum: inputSum(in), Owner: rand.Text(), EventID: tasks.NewEventID()}
+	k := store.EventKey{Scope: who.Name, Key: key, Sum: s.inputSum(in), Owner: rand.Text(), EventID: tasks.NewEventID()}
 	got, err := s.deps.Store.ReserveEventKey(r.Context(), k)
 	if err != nil {
 		s.deps.Log.Error("event: reserve the idempotency key", "err", err)
@@ -90,6 +90,11 @@ func (s *Server) queueEventOnce(w http.ResponseWriter, r *http.Request, key stri
 			webjson.Write(w, http.StatusServiceUnavailable, errorBody("could not read the first answer to this key"))
 			return
 		}
+		if ev.p.Topic == "" {
+			// The record keeps no address (an erasure must leave none
+			// behind): the same fields, so the same address, came again.
+			answer["email"] = ev.email
+		}
 		w.Header().Set(idempotencyReplayedHeader, "true")
 		webjson.Write(w, got.Code, answer)
 		return
@@ -101,7 +106,9 @@ func (s *Server) queueEventOnce(w http.ResponseWriter, r *http.Request, key stri
 	// queues the same event id (a conflict if it was queued).
 	ctx := context.WithoutCancel(r.Context())
 	if code == http.StatusAccepted {
-		b, _ := json.Marshal(answer) // a map of strings always marshals
+		kept := maps.Clone(answer)
+		delete(kept, "email")      // put back from the retry's own fields
+		b, _ := json.Marshal(kept) // a map of strings always marshals
 		if mine, err := s.deps.Store.FinishEventKey(ctx, k, code, b); err != nil || !mine {
 			s.deps.Log.Warn("event: keep the idempotency key's answer", "err", err, "held", mine)
 		}

@@ -300,3 +300,31 @@ func TestEventIdempotencyKeyConcurrent(t *testing.T) {
 		t.Error("no request was answered the event")
 	}
 }
+
+// TestEventIdempotencyKeyKeepsNoAddress: a person's event under a key
+// leaves no address in the key's record (an erasure could not find it
+// there: the probe found one left a day after the person was erased),
+// and the replay still answers the address its fields gave.
+func TestEventIdempotencyKeyKeepsNoAddress(t *testing.T) {
+	e := newEnvWith(t, Config{AdminToken: "s3cret"}, nil)
+	body := `{"email":"Reader.One@Example.com","title":"x","url":"https://example.com"}`
+	first := e.postEvent(t, "s3cret", body, "person-1")
+	again := e.postEvent(t, "s3cret", body, "person-1")
+	if first.code != http.StatusAccepted || first.body["email"] == "" || fmt.Sprint(again.body) != fmt.Sprint(first.body) ||
+		again.hdr.Get(idempotencyReplayedHeader) != "true" {
+		t.Fatalf("first %d %v, again %d %v %v: want the same answer, replayed", first.code, first.body, again.code, again.body, again.hdr)
+	}
+	keys, err := e.rdb.Keys(t.Context(), "nl:idem:ev:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v %v, want 1", keys, err)
+	}
+	rec, err := e.rdb.HGetAll(t.Context(), keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, v := range rec {
+		if strings.Contains(strings.ToLower(v), "reader.one") || strings.Contains(v, "@") {
+			t.Errorf("the key's record keeps the address in %s: %q", field, v)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -76,10 +77,13 @@ var enc = base64.RawURLEncoding.Strict()
 
 // Signer issues and checks tokens.
 type Signer struct {
-	key        *keyedmac.Key // signs and checks the tokens issued now
-	legacyKey  *keyedmac.Key // checks the tokens from before ids (the secret itself)
-	confirmTTL time.Duration
-	now        func() time.Time
+	key       *keyedmac.Key // signs and checks the tokens issued now
+	legacyKey *keyedmac.Key // checks the tokens from before ids (the secret itself)
+	// fingerprint hashes what the service must recognise again but not
+	// keep readable (Fingerprint).
+	fingerprint *keyedmac.Key
+	confirmTTL  time.Duration
+	now         func() time.Time
 }
 
 // NewSigner returns a Signer for the service's secret. confirmTTL <= 0
@@ -92,7 +96,9 @@ func NewSigner(secret []byte, confirmTTL time.Duration) *Signer {
 	// scheme can ever verify as a new token, or the reverse.
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("newsletter token key v2"))
-	return &Signer{key: keyedmac.New(m.Sum(nil)), legacyKey: keyedmac.New(secret), confirmTTL: confirmTTL, now: time.Now}
+	f := hmac.New(sha256.New, secret)
+	f.Write([]byte("newsletter fingerprint v1"))
+	return &Signer{key: keyedmac.New(m.Sum(nil)), legacyKey: keyedmac.New(secret), fingerprint: keyedmac.New(f.Sum(nil)), confirmTTL: confirmTTL, now: time.Now}
 }
 
 // WithClock returns a copy of s that reads time from now (for tests).
@@ -211,6 +217,16 @@ func decode(s string) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// Fingerprint is a keyed hash of b, in hex: the same b gives the same
+// fingerprint, and without the service's secret it says nothing of b,
+// not even by trying guesses (an address among an event's fields, which
+// an Idempotency-Key's record must not keep in a form an erasure would
+// have to find).
+func (s *Signer) Fingerprint(b []byte) string {
+	var sum [keyedmac.Size]byte
+	return hex.EncodeToString(s.fingerprint.Sum(sum[:0], b))
 }
 
 // mac is body's MAC under key. Every mail carries a signed unsubscribe
