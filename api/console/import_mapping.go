@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/tasks"
@@ -27,6 +29,14 @@ type mappingPage struct {
 	// Targets are the choices of every select: our fields, then the
 	// declared custom fields (field.NAME).
 	Targets []string
+	// Wider is the file's count of columns when it has more than
+	// csvimport.MaxColumns (only those are offered); 0 otherwise.
+	Wider int
+	// LongFirstLine: the first line was too long to read, so a header
+	// row there was not seen.
+	LongFirstLine bool
+	MaxColumns    int
+	MaxLineKiB    int
 }
 
 // mappingColumn is one column: its name (or position), what it maps to.
@@ -42,17 +52,23 @@ func (h *Handler) importMapping(ctx context.Context, s csvimport.Status) (mappin
 	if err != nil {
 		return mappingPage{}, err
 	}
-	m, rows, err := csvimport.Preview(bytes.NewReader(data), csvimport.PreviewRows)
+	head, err := csvimport.Preview(bytes.NewReader(data), csvimport.PreviewRows)
 	if err != nil {
 		return mappingPage{}, err
 	}
-	// A file without a header row: as many columns as its widest row.
+	m, rows := head.Mapping, head.Rows
+	// A file without a header row: as many columns as its widest row
+	// (Preview cut each to MaxColumns).
 	for _, r := range rows {
 		for len(m.Columns) < len(r) && !m.Header {
 			m.Columns = append(m.Columns, "")
 		}
 	}
-	p := mappingPage{ID: s.ID, File: s.File, Source: m.Source, Header: m.Header, Rows: rows, Targets: csvimport.Targets}
+	p := mappingPage{ID: s.ID, File: s.File, Source: m.Source, Header: m.Header, Rows: rows, Targets: csvimport.Targets,
+		LongFirstLine: head.LongFirstLine, MaxColumns: csvimport.MaxColumns, MaxLineKiB: csvimport.MaxLine >> 10}
+	if head.Columns > csvimport.MaxColumns {
+		p.Wider = head.Columns
+	}
 	if fd, ok := h.d.Store.(csvimport.FieldDeclarations); ok {
 		defs, err := fd.FieldDefs(ctx)
 		if err != nil {
@@ -114,14 +130,11 @@ func (h *Handler) confirmImport(w http.ResponseWriter, r *http.Request) {
 		h.storeAway(w, r, err)
 		return
 	}
-	m := csvimport.Mapping{Source: p.Source, Header: p.Header, Columns: make([]string, len(p.Columns))}
-	for _, c := range p.Columns {
-		if p.Header {
-			m.Names = append(m.Names, c.Name)
-		}
-		m.Columns[c.Index] = r.PostFormValue("col" + strconv.Itoa(c.Index))
+	m, err := mappingOf(r, p)
+	if err == nil {
+		err = m.Check()
 	}
-	if err := m.Check(); err != nil {
+	if err != nil {
 		h.showImportMapping(w, r, s, http.StatusBadRequest, "The mapping cannot be used: "+err.Error()+". Nothing was imported.")
 		return
 	}
@@ -143,4 +156,32 @@ func (h *Handler) confirmImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/admin/import/"+id, http.StatusSeeOther)
+}
+
+// mappingOf reads the form's select per column: each column's field
+// given once (a select sent twice is a forged or broken form), and a
+// custom field only if it is declared (an undeclared one would reject
+// every row once the import ran).
+func mappingOf(r *http.Request, p mappingPage) (csvimport.Mapping, error) {
+	m := csvimport.Mapping{Source: p.Source, Header: p.Header, Columns: make([]string, len(p.Columns))}
+	if err := r.ParseForm(); err != nil {
+		return m, err
+	}
+	for _, c := range p.Columns {
+		if p.Header {
+			m.Names = append(m.Names, c.Name)
+		}
+		field := "col" + strconv.Itoa(c.Index)
+		vals := r.PostForm[field]
+		if len(vals) > 1 {
+			return m, fmt.Errorf("%s (%s) was given %d times", field, c.Name, len(vals))
+		}
+		if len(vals) == 1 {
+			m.Columns[c.Index] = vals[0]
+		}
+		if t := m.Columns[c.Index]; strings.HasPrefix(t, "field.") && !slices.Contains(p.Targets, t) {
+			return m, fmt.Errorf("no custom field %q is declared (declare it under Fields, or POST /api/fields, first)", strings.TrimPrefix(t, "field."))
+		}
+	}
+	return m, nil
 }

@@ -214,6 +214,17 @@ func TestImportMappingStep(t *testing.T) {
 	if bad := b.post(p.location, url.Values{"col0": {""}, "col1": {"name"}}); bad.code != 400 || !strings.Contains(bad.body, "no column is mapped to email") {
 		t.Fatalf("a mapping without email: %d", bad.code)
 	}
+	// A select sent twice, or an undeclared custom field: 400, nothing
+	// queued (the probe found both taken).
+	if twice := b.post(p.location, url.Values{"col0": {"name", "email"}}); twice.code != 400 || !strings.Contains(twice.body, "given 2 times") {
+		t.Fatalf("col0 twice: %d", twice.code)
+	}
+	if undeclared := b.post(p.location, url.Values{"col0": {"email"}, "col3": {"field.nope"}}); undeclared.code != 400 || !strings.Contains(undeclared.body, "no custom field") {
+		t.Fatalf("an undeclared custom field: %d", undeclared.code)
+	}
+	if st, err := csvimport.NewJobs(e.rdb).Status(t.Context(), strings.TrimPrefix(p.location, "/admin/import/")); err != nil || st.State != csvimport.StateMapping {
+		t.Fatalf("after refused mappings: %+v %v", st, err)
+	}
 	startImportWorker(t, e)
 	// The Plan column becomes the tags, TAGS is left out.
 	confirmMapping(t, b, p.location, map[int]string{3: "tags", 7: ""})
@@ -225,4 +236,32 @@ func TestImportMappingStep(t *testing.T) {
 	if err != nil || got.Name != "Pat Row7" || len(got.Tags) != 1 || got.Tags[0] != "gold" {
 		t.Fatalf("p7: %+v %v", got, err)
 	}
+}
+
+// TestImportMappingStepBounds: a file of more columns than
+// csvimport.MaxColumns offers only those and says so; a first line over
+// csvimport.MaxLine is said to be left out (the probe: 65,001 columns
+// made a 40 MB page; a long header showed as a file without one).
+func TestImportMappingStepBounds(t *testing.T) {
+	e := newEnv(t)
+	b := e.signedIn(t, adminToken)
+	cols := make([]string, csvimport.MaxColumns+50)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d", i)
+	}
+	cols[0] = "email"
+	wide := upload(t, b, "wide.csv", []byte(strings.Join(cols, ",")+"\r\na@example.com\r\n"), false)
+	if wide.code != 303 {
+		t.Fatalf("upload: %d %s", wide.code, wide.body)
+	}
+	shown := b.get(wide.location)
+	mustContain(t, "a wide file", shown, fmt.Sprintf("The file has %d columns: only the first %d", len(cols), csvimport.MaxColumns))
+	if n := strings.Count(shown.body, "<select "); n != csvimport.MaxColumns {
+		t.Fatalf("%d selects, want %d", n, csvimport.MaxColumns)
+	}
+	long := upload(t, b, "long.csv", []byte("email,"+strings.Repeat("x", csvimport.MaxLine)+"\r\na@example.com\r\n"), false)
+	if long.code != 303 {
+		t.Fatalf("upload: %d %s", long.code, long.body)
+	}
+	mustContain(t, "a long first line", b.get(long.location), "first line is longer than")
 }

@@ -224,39 +224,59 @@ const PreviewRows = 5
 // maxPreviewBytes bounds what a preview reads, whatever the file.
 const maxPreviewBytes = 1 << 20
 
+// MaxColumns bounds the columns a preview shows and a mapping step
+// offers: an export has tens (Mailchimp's about 30), and a page of a
+// select per column for tens of thousands would cost the browser and the
+// server megabytes (the probe's 65,001 columns made a 40 MB page).
+// Columns past it are left out of the import.
+const MaxColumns = 200
+
+// Head is the start of a file as a preview shows it.
+type Head struct {
+	Mapping Mapping    // as recognised (at most MaxColumns columns)
+	Rows    [][]string // the first rows, each cut to MaxColumns
+	// Columns is the widest line's count of columns, before MaxColumns.
+	Columns int
+	// LongFirstLine: the first line was over MaxLine and was left out,
+	// so a header row there was not read.
+	LongFirstLine bool
+}
+
 // Preview reads the head of a file: its mapping as recognised, and its
 // first n rows (at most PreviewRows) as parsed; it reads at most 1 MiB.
 // A line that does not parse shows as one cell saying why.
-func Preview(r io.Reader, n int) (Mapping, [][]string, error) {
+func Preview(r io.Reader, n int) (Head, error) {
 	n = min(max(n, 0), PreviewRows)
 	lr := newLineReader(io.LimitReader(r, maxPreviewBytes))
-	m := positional()
-	var rows [][]string
-	for line := 1; len(rows) < n; line++ {
+	h := Head{Mapping: positional()}
+	for line := 1; len(h.Rows) < n; line++ {
 		text, tooLong, err := lr.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return m, nil, err
+			return h, err
 		}
 		if line == 1 {
 			text = []byte(strings.TrimPrefix(string(text), "\ufeff"))
+			h.LongFirstLine = tooLong
 		}
 		if tooLong || len(strings.TrimSpace(string(text))) == 0 {
 			continue
 		}
 		rec, reason := parseLine(text)
+		h.Columns = max(h.Columns, len(rec))
+		rec = rec[:min(len(rec), MaxColumns)]
 		if line == 1 && reason == "" {
 			var header bool
-			if m, header = Recognise(rec); header {
+			if h.Mapping, header = Recognise(rec); header {
 				continue
 			}
 		}
 		if reason != "" {
 			rec = []string{"(" + reason + ")"}
 		}
-		rows = append(rows, rec)
+		h.Rows = append(h.Rows, rec)
 	}
-	return m, rows, nil
+	return h, nil
 }

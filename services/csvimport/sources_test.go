@@ -111,7 +111,8 @@ func TestImportRecognisesServiceExports(t *testing.T) {
 			if _, err := st.DefineField(ctx, store.FieldDef{Name: "company", Type: store.FieldText}); err != nil {
 				t.Fatal(err)
 			}
-			m, rows, err := Preview(strings.NewReader(c.file), PreviewRows)
+			h, err := Preview(strings.NewReader(c.file), PreviewRows)
+			m, rows := h.Mapping, h.Rows
 			if err != nil || m.Source != c.source || !m.Header || len(rows) != len(c.active)+len(c.absent) {
 				t.Fatalf("preview: %s header %v, %d rows, %v", m.Source, m.Header, len(rows), err)
 			}
@@ -152,7 +153,8 @@ func TestImportWithMappingGiven(t *testing.T) {
 	st := store.NewRedis(rdb)
 	ctx := context.Background()
 	file := "Correo,Nombre,Zona\nrosa@example.com,Rosa,Nowhere/Else\n"
-	m, _, err := Preview(strings.NewReader(file), 5)
+	h, err := Preview(strings.NewReader(file), 5)
+	m := h.Mapping
 	if err != nil || m.Header {
 		t.Fatalf("a header without an address column is no header: %+v %v", m, err)
 	}
