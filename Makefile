@@ -96,8 +96,8 @@ bench-sms: ## issue #31: N texts (default 20000) as sms:deliver tasks through th
 bench-mobile: ## issue #31: N app pushes (default 20000, half FCM, half APNs) as push:deliver tasks through the push lane (32 workers, 8 slots a platform) into local FCM and APNs fakes, beside bare fcm and apns Client.Send loops: pushes/s, worker CPU and Redis CPU per push (needs a Redis, default 127.0.0.1:6379 db 15)
 	N=$(or $(N),20000) $(GO) run ./bench/mobile
 
-bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed)
-	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) $(GO) run ./bench/digest
+bench-digest: ## one digest per item count (ITEMS, default 1,20) to the digest topic of N subscribers (default 100000; every UPDATES_ONLY-th, default 5, has updates only) through a worker into a loopback sink: rate, CPU per mail (worker, Redis, a bare loop at the same size, the sink), Redis requests per mail, memory, DKIM's cost per mail (DKIM=rsa,ed25519,both: the last digest again, signed), system calls and bytes written per mail beside the bare loop's (SINK=plain: a sink offering no PIPELINING and no CHUNKING)
+	N=$(or $(N),100000) ITEMS=$(ITEMS) UPDATES_ONLY=$(UPDATES_ONLY) DKIM=$(DKIM) SINK=$(SINK) $(GO) run ./bench/digest
 
 bench-issue: ## one issue (Markdown, the 20-item digest's size) to the digest topic of N subscribers (default 1000000) through bench-digest's harness, beside a 20-item digest in the same run: mails/s, worker and Redis CPU per mail, and how often the Markdown was rendered
 	N=$(or $(N),1000000) ITEMS=20 UPDATES_ONLY=$(UPDATES_ONLY) ISSUE=1 $(GO) run ./bench/digest

@@ -20,6 +20,7 @@ type Sink struct {
 	accepted atomic.Int64
 	bytes    atomic.Int64
 	srv      *gosmtp.Server
+	front    net.Listener // a plain sink's proxy (StartPlainSink); nil otherwise
 
 	mu     sync.Mutex
 	sample []byte
@@ -53,7 +54,12 @@ func (s *Sink) Accepted() int64 { return s.accepted.Load() }
 func (s *Sink) Bytes() int64 { return s.bytes.Load() }
 
 // Close stops the sink.
-func (s *Sink) Close() { Warn("close sink", s.srv.Close()) }
+func (s *Sink) Close() {
+	if s.front != nil {
+		Warn("close the plain sink's proxy", s.front.Close())
+	}
+	Warn("close sink", s.srv.Close())
+}
 
 type sinkSession struct{ s *Sink }
 

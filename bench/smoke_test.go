@@ -47,6 +47,8 @@ var smokeRuns = []smokeRun{
 		`(?m)^settings saved on the benchmark Redis: postal address`,
 		`(?m)^\| 1 \| [\d.]+ KB \| \d+ \| \d+ µs \| \d+ µs \|`, `(?m)^\| 20 \| [\d.]+ KB \| \d+ \| \d+ µs \| \d+ µs \|`,
 		`(?m)^worker peak RSS\s+[\d.]+ MB \(target < 60 MB\)`, `(?m)^\| 1 \| [\d.]+ \| [\d.]+ \| \d+ \| [\d.]+ \| [\d.]+ \| \d+ \|$`, `(?m)^DKIM signature of a .* RSA-2048 \d+ µs Ed25519 \d+ µs`}},
+	{name: "bench-digest SINK=plain", program: "digest", redis: true, env: []string{"N=300", "ITEMS=1", "SINK=plain"}, want: []string{
+		`(?m)^the sink offers neither PIPELINING nor CHUNKING`, `(?m)^\| 1 \| [\d.]+ \| [\d.]+ \| \d+ \| [\d.]+ \| [\d.]+ \| \d+ \|$`}},
 	{name: "bench-issue", program: "digest", redis: true, env: []string{"N=300", "ITEMS=20", "ISSUE=1"}, want: []string{
 		`(?m)^\| 20 \| [\d.]+ KB \| \d+ \|`, `(?m)^\| issue \(Markdown, 20 sections\) \| [\d.]+ KB \| \d+ \| \d+ µs \| \d+ µs \|`,
 		`(?m)^issue Markdown rendered 1 time\(s\) for 240 mails`}},

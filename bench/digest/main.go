@@ -101,11 +101,16 @@ func run() error {
 		return err
 	}
 	defer cleanup()
-	sink, err := bench.StartSink()
+	start, sinkKind := bench.StartSink, "offers PIPELINING and CHUNKING"
+	if cfg.plainSink {
+		start, sinkKind = bench.StartPlainSink, "offers neither PIPELINING nor CHUNKING (SINK=plain)"
+	}
+	sink, err := start()
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
+	fmt.Printf("the sink %s\n", sinkKind)
 
 	dir, err := os.MkdirTemp("", "bench-digest")
 	if err != nil {
@@ -162,6 +167,7 @@ type config struct {
 	itemCounts []int // one digest per count, ITEMS; none: the import alone
 	every      int   // every every-th reader has updates only, UPDATES_ONLY; 0: none
 	audience   int   // the digest topic's readers among the n
+	plainSink  bool  // SINK=plain: the sink offers no PIPELINING and no CHUNKING
 }
 
 func readConfig() (config, error) {
@@ -177,6 +183,13 @@ func readConfig() (config, error) {
 		if k > 0 {
 			c.itemCounts = append(c.itemCounts, k)
 		}
+	}
+	switch os.Getenv("SINK") {
+	case "", "extended":
+	case "plain":
+		c.plainSink = true
+	default:
+		return c, fmt.Errorf("SINK=%q: extended (the default: the sink offers PIPELINING and CHUNKING) or plain (neither)", os.Getenv("SINK"))
 	}
 	if v, err := strconv.Atoi(os.Getenv("UPDATES_ONLY")); err == nil && v >= 0 {
 		c.every = v
