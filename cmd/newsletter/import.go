@@ -145,7 +145,8 @@ func (m *mapFlags) Set(v string) error {
 // its mapping, read as ours when generic, with the --map overrides; an
 // error when no column is the address.
 func importMapping(r io.Reader, generic bool, maps mapFlags) (csvimport.Mapping, error) {
-	m, rows, err := csvimport.Preview(r, 1)
+	head, err := csvimport.Preview(r, 1)
+	m, rows := head.Mapping, head.Rows
 	if err != nil {
 		return m, err
 	}
