@@ -65,6 +65,9 @@ type Store interface {
 	store.Issues
 	store.Webhooks
 	store.Segments
+	store.Fields
+	// SubscribersByID loads the people a segment's page lists.
+	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	Item(ctx context.Context, id int64) (store.Item, error)
 	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)

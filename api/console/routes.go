@@ -54,7 +54,7 @@ func (h *Handler) listRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/subscribers/{id}/erase", h.require(Admin, h.eraseSubscriber))
 }
 
-// segmentRoutes are the routes of segments.
+// segmentRoutes are the routes of segments and the custom fields.
 func (h *Handler) segmentRoutes(m *http.ServeMux) {
 	m.Handle("GET /admin/segments", h.require(Viewer, h.listSegments))
 	m.Handle("GET /admin/segments/count", h.require(Viewer, h.countSegment))
@@ -62,6 +62,8 @@ func (h *Handler) segmentRoutes(m *http.ServeMux) {
 	m.Handle("GET /admin/segments/{id}", h.require(Viewer, h.showSegment))
 	m.Handle("POST /admin/segments/{id}", h.require(Editor, h.saveSegment))
 	m.Handle("POST /admin/segments/{id}/delete", h.require(Editor, h.deleteSegment))
+	m.Handle("GET /admin/fields", h.require(Viewer, h.listFields))
+	m.Handle("POST /admin/fields", h.require(Editor, h.declareField))
 }
 
 // issueRoutes are the routes of issues, their previews, versions and actions.
