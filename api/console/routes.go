@@ -108,6 +108,8 @@ func (h *Handler) catalogRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/topics/{id}/unretire", h.require(Admin, h.retireTopic(false)))
 	m.Handle("GET /admin/sequence", h.require(Viewer, h.showSequence))
 	m.Handle("POST /admin/sequence", h.require(Admin, h.saveSequence))
+	m.Handle("GET /admin/sequence/{n}/preview", h.require(Viewer, h.previewStep))
+	m.Handle("POST /admin/sequence/{n}/test", h.require(Editor, h.testStep))
 	m.Handle("GET /admin/templates", h.require(Viewer, h.listMailTemplates))
 	m.Handle("GET /admin/templates/{name}", h.require(Viewer, h.showMailTemplate))
 	m.Handle("POST /admin/templates/{name}", h.require(Admin, h.saveMailTemplate))
