@@ -129,6 +129,9 @@ type Deps struct {
 	// from both (nil: made here by issues.New from Store, Jobs, Settings
 	// and Renderer).
 	Issues *issues.Service
+	// Steps previews and test-sends the sequence's steps (nil: the
+	// step preview answers 501).
+	Steps StepMail
 	// Checker runs the pre-send checks the issue page shows (the API's;
 	// nil: made here from Renderer and Settings, checking no link).
 	Checker *issues.Checker

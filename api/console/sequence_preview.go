@@ -9,8 +9,8 @@ import (
 )
 
 // StepMail previews and test-sends a sequence step's mail, as the
-// worker renders it from the catalog in effect: the console's Renderer
-// when it is one (cmd/newsletter's issueMail).
+// worker renders it from the catalog in effect (cmd/newsletter's
+// issueMail).
 type StepMail interface {
 	// PreviewStep is the HTML part of step template's mail to the
 	// sample reader of topic.
@@ -42,8 +42,8 @@ func (h *Handler) stepOf(w http.ResponseWriter, r *http.Request) (int, topics.Se
 		h.notFound(w, r, "step")
 		return 0, seq, nil, false
 	}
-	sm, ok := h.d.Renderer.(StepMail)
-	if !ok {
+	sm := h.d.Steps
+	if sm == nil {
 		h.errorPage(w, r, http.StatusNotImplemented, "No preview", "No step preview here: this process has no mail templates.")
 		return 0, seq, nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/newsletter/newsletter/api"
+	"github.com/newsletter/newsletter/api/console"
 	"github.com/newsletter/newsletter/mailer"
 	"github.com/newsletter/newsletter/store"
 )
@@ -31,6 +32,15 @@ func (x *issueMail) stepMessage(template, topic string, to store.Subscriber, ine
 	}
 	msg.ToName = to.Name
 	return msg, nil
+}
+
+// stepMailOf is x as the console's StepMail: nil without one (a nil
+// *issueMail in the interface would not be nil).
+func stepMailOf(x *issueMail) console.StepMail {
+	if x == nil {
+		return nil
+	}
+	return x
 }
 
 // PreviewStep implements the console's StepMail: the step's HTML part as
