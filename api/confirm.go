@@ -1,8 +1,10 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/services/webhooks"
@@ -81,16 +83,42 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
 		s.deps.Log.Warn("confirm: enqueue welcome failed, the relay will retry", "task", job.ID, "err", err)
 	}
 	s.deps.Notify.NotifyLogged(ctx, webhooks.SubscriberEvent(tasks.WebhookSubscriberConfirmed, person, ""))
-	s.confirmed(w, person.ID, "Subscription confirmed", "Thank you! "+email+" will get our newsletter from now on.")
+	s.confirmed(w, r, person.ID, email)
 }
 
-// confirmed is the page after confirming, which offers web push (with a
-// preferences token: the person has just proven the address theirs, with
-// this very confirmation; a link used before gets no such page).
-func (s *Server) confirmed(w http.ResponseWriter, id int64, title, line string) {
-	var offer *pushOffer
-	if s.pushOn() {
-		offer = s.offerPush(s.deps.Signer.Sign(token.Preferences, id))
+// confirmed is the page after confirming: the publisher's heading and
+// text from the settings (the built-in words when none), a link onward
+// (the settings' confirmed_url, else the archive when it is served), and
+// the offer of web push (with a preferences token: the person has just
+// proven the address theirs, with this very confirmation; a link used
+// before gets no such page).
+func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, id int64, email string) {
+	nl := s.newsletter(r)
+	d := pageData{Title: cmp.Or(nl.ConfirmedHeading, "Subscription confirmed"),
+		Lines: []string{"Thank you! " + email + " will get our newsletter from now on."}, Newsletter: nl}
+	if nl.ConfirmedText != "" {
+		d.Lines = paragraphs(nl.ConfirmedText)
 	}
-	renderPage(w, http.StatusOK, "message", pageData{Title: title, Lines: []string{line}, Push: offer})
+	switch {
+	case nl.ConfirmedURL != "":
+		d.Next = &pageLink{URL: nl.ConfirmedURL, Label: "Continue"}
+	case s.archive != nil:
+		d.Next = &pageLink{URL: "/archive", Label: "Read past issues"}
+	}
+	if s.pushOn() {
+		d.Push = s.offerPush(s.deps.Signer.Sign(token.Preferences, id))
+	}
+	renderPage(w, http.StatusOK, "message", d)
+}
+
+// paragraphs splits plain text at blank lines, each paragraph's lines
+// joined by spaces.
+func paragraphs(text string) []string {
+	var out []string
+	for _, p := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

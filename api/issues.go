@@ -401,7 +401,7 @@ func (s *Server) testIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	emails, err := issues.CheckTestEmails(in["emails"])
 	if err == nil {
-		err = s.deps.TestGate.Allow(principalName(r), emails)
+		err = s.deps.TestGate.Allow(principalName(r), emails, s.newsletter(r).TestRecipients)
 	}
 	if err != nil {
 		s.storeFailed(w, "test-send the issue", err)

@@ -32,6 +32,9 @@ type pageData struct {
 	// Push, when set, offers web push on the page ("Also notify this
 	// browser"), which then loads /push.js.
 	Push *pushOffer
+	// Next is where the page leads on (the confirmed page's "after
+	// confirming, go to"; nil: nowhere).
+	Next *pageLink
 	// ChannelsNote says something about the person's channels (a number
 	// that replied STOP).
 	ChannelsNote string
@@ -53,6 +56,9 @@ type pageData struct {
 	// from the writer when the handler did not).
 	Newsletter store.Settings
 }
+
+// pageLink is a link a page leads on with.
+type pageLink struct{ URL, Label string }
 
 // topicChoice is one topic's checkbox.
 type topicChoice struct {

@@ -15,7 +15,9 @@ import (
 // settingsFields are PUT /api/settings's: any of them (an absent one
 // keeps its value), and the version the writer read.
 var settingsFields = fields{"name": textField, "description": textField, "from": textField, "reply_to": textField,
-	"postal_address": textField, "logo_url": textField, "accent": textField, "version": countField}
+	"postal_address": textField, "logo_url": textField, "accent": textField,
+	"confirmed_heading": textField, "confirmed_text": textField, "confirmed_url": textField, "test_recipients": listField,
+	"version": countField}
 
 func (s *Server) settingsRoutes() {
 	if s.deps.SettingsStore == nil {
@@ -74,10 +76,14 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	next := cur
 	for name, f := range map[string]*string{"name": &next.Name, "description": &next.Description, "from": &next.From,
-		"reply_to": &next.ReplyTo, "postal_address": &next.PostalAddress, "logo_url": &next.LogoURL, "accent": &next.Accent} {
+		"reply_to": &next.ReplyTo, "postal_address": &next.PostalAddress, "logo_url": &next.LogoURL, "accent": &next.Accent,
+		"confirmed_heading": &next.ConfirmedHeading, "confirmed_text": &next.ConfirmedText, "confirmed_url": &next.ConfirmedURL} {
 		if v, ok := in[name]; ok {
 			*f = v[0]
 		}
+	}
+	if v, ok := in["test_recipients"]; ok {
+		next.TestRecipients = v
 	}
 	saved, err := settings.Save(r.Context(), s.deps.SettingsStore, s.deps.Settings, s.cfg.DKIMDomain, cur, next, version)
 	var bad *settings.Error

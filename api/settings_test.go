@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func TestSettingsAPI(t *testing.T) {
 		saved.PostalAddress != "1 Bean Street\nRoastville" {
 		t.Fatalf("save: %d %s", code, body)
 	}
-	if got := readSettings(t, one); got != saved {
+	if got := readSettings(t, one); !reflect.DeepEqual(got, saved) {
 		t.Fatalf("read back %+v, want %+v", got, saved)
 	}
 	// The process that saved uses them at once.
@@ -129,7 +130,7 @@ func TestSettingsAPI(t *testing.T) {
 	if code, body := sendJSON(t, "PUT", one.srv.URL+"/api/settings", `{"version":0,"name":"Overwritten"}`); code != http.StatusConflict {
 		t.Fatalf("stale save: %d %s, want 409", code, body)
 	}
-	if got := readSettings(t, one); got != saved {
+	if got := readSettings(t, one); !reflect.DeepEqual(got, saved) {
 		t.Fatalf("after a stale save %+v, want %+v", got, saved)
 	}
 	// Without a version, a save goes over the current one.

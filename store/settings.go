@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +22,16 @@ type Settings struct {
 	PostalAddress string `json:"postal_address"`
 	LogoURL       string `json:"logo_url"`
 	Accent        string `json:"accent"`
-	Version       int64  `json:"version"`
+	// ConfirmedHeading and ConfirmedText are the page a reader sees
+	// after confirming ("": the built-in words); ConfirmedURL is where
+	// it leads them ("": the archive, when it is served).
+	ConfirmedHeading string `json:"confirmed_heading"`
+	ConfirmedText    string `json:"confirmed_text"`
+	ConfirmedURL     string `json:"confirmed_url"`
+	// TestRecipients are the team's addresses a test send may reach
+	// besides NEWSLETTER_TEST_RECIPIENTS, normalised.
+	TestRecipients []string `json:"test_recipients"`
+	Version        int64    `json:"version"`
 }
 
 // ErrSettingsStale is a save over settings that changed since the writer
@@ -45,7 +55,8 @@ type SettingsStore interface {
 // settingsValues are s's fields in the order saveSettingsScript takes
 // them in ARGV (its names list).
 func settingsValues(s Settings) []string {
-	return []string{s.Name, s.Description, s.From, s.ReplyTo, s.PostalAddress, s.LogoURL, s.Accent}
+	return []string{s.Name, s.Description, s.From, s.ReplyTo, s.PostalAddress, s.LogoURL, s.Accent,
+		s.ConfirmedHeading, s.ConfirmedText, s.ConfirmedURL, strings.Join(s.TestRecipients, "\n")}
 }
 
 // Settings implements SettingsStore.
@@ -61,8 +72,17 @@ func (r *Redis) Settings(ctx context.Context) (Settings, error) {
 	if err != nil {
 		return Settings{}, fmt.Errorf("settings: bad version %q", h["v"])
 	}
-	return Settings{Name: h["name"], Description: h["description"], From: h["from"], ReplyTo: h["reply_to"],
-		PostalAddress: h["postal_address"], LogoURL: h["logo_url"], Accent: h["accent"], Version: v}, nil
+	out := Settings{Name: h["name"], Description: h["description"], From: h["from"], ReplyTo: h["reply_to"],
+		PostalAddress: h["postal_address"], LogoURL: h["logo_url"], Accent: h["accent"],
+		ConfirmedHeading: h["confirmed_heading"], ConfirmedText: h["confirmed_text"], ConfirmedURL: h["confirmed_url"], Version: v}
+	// The addresses are kept one a line (settingsValues): an address
+	// checked by the settings has no line break. None is an empty list
+	// (a JSON [], not null).
+	out.TestRecipients = []string{}
+	if t := h["test_recipients"]; t != "" {
+		out.TestRecipients = strings.Split(t, "\n")
+	}
+	return out, nil
 }
 
 // SettingsVersion implements SettingsStore.
@@ -86,7 +106,8 @@ func (r *Redis) SettingsVersion(ctx context.Context) (int64, error) {
 var saveSettingsScript = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if cur ~= tonumber(ARGV[1]) then return -1 end
-local names = {'name', 'description', 'from', 'reply_to', 'postal_address', 'logo_url', 'accent'}
+local names = {'name', 'description', 'from', 'reply_to', 'postal_address', 'logo_url', 'accent',
+  'confirmed_heading', 'confirmed_text', 'confirmed_url', 'test_recipients'}
 for i, f in ipairs(names) do redis.call('HSET', KEYS[1], f, ARGV[i + 1]) end
 return redis.call('HINCRBY', KEYS[1], 'v', 1)
 `)

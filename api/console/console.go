@@ -65,6 +65,9 @@ type Store interface {
 	store.Issues
 	store.Webhooks
 	store.Segments
+	store.Fields
+	// SubscribersByID loads the people a segment's page lists.
+	SubscribersByID(ctx context.Context, ids []int64) ([]store.Subscriber, error)
 	AddItem(ctx context.Context, it store.Item) (store.Item, error)
 	Item(ctx context.Context, id int64) (store.Item, error)
 	UpdateItem(ctx context.Context, it store.Item) (store.Item, error)
@@ -126,6 +129,9 @@ type Deps struct {
 	// from both (nil: made here by issues.New from Store, Jobs, Settings
 	// and Renderer).
 	Issues *issues.Service
+	// Steps previews and test-sends the sequence's steps (nil: the
+	// step preview answers 501).
+	Steps StepMail
 	// Checker runs the pre-send checks the issue page shows (the API's;
 	// nil: made here from Renderer and Settings, checking no link).
 	Checker *issues.Checker

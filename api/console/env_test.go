@@ -283,7 +283,7 @@ func newEnvWith(t testing.TB, passwords *accounts.Hasher, adjust func(*store.Red
 	e.catalog = live
 	h, err := console.New(console.Config{BaseURL: "http://newsletter.test", Endpoints: netguard.Guard{AllowPrivate: true}, DKIMDomain: "example.com"}, console.Deps{
 		Settings: e.settings, SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},
-		Redis: rdb, Store: st, Renderer: e.mail, Jobs: jobs, Queue: client,
+		Redis: rdb, Store: st, Renderer: e.mail, Steps: e.mail, Jobs: jobs, Queue: client,
 		Webhooks: &webhooks.Service{Store: st, Queue: client, Guard: netguard.Guard{AllowPrivate: true}, NewSecret: webhook.NewSecret, Now: e.clock.Now}, Subscriptions: apiSrv, People: st, Requests: apiSrv, List: apiSrv,
 		Guard: e.guard, EnvToken: envToken, Tokens: e.tokens, TokenAdmin: st, Accounts: st, Hold: e.holds.onAccount, Passwords: e.passwords,
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,

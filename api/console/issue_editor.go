@@ -29,6 +29,9 @@ type editorData struct {
 	Editable              bool
 	Progress              *store.IssueProgress
 	MaxTest               int
+	// TestOffer are the addresses the test-send form offers as boxes
+	// (issues.TestGate.Offered).
+	TestOffer []string
 	// Can are the moves the issue's status allows (issues.Allowed): the
 	// page offers those and no others.
 	Can map[string]bool
@@ -164,7 +167,8 @@ func (h *Handler) sizes(ctx context.Context, d *editorData, is store.Issue, f fo
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
 	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
-		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is), PreviewTopic: h.previewTopic(f)}
+		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is), PreviewTopic: h.previewTopic(f),
+		TestOffer: h.d.TestGate.Offered(principalOf(r).Name, h.d.Settings.Current(r.Context()).TestRecipients)}
 	segs, err := h.d.Store.ListSegments(r.Context())
 	if err != nil {
 		h.storeAway(w, r, err)

@@ -23,7 +23,7 @@ func (h *Handler) testIssue(w http.ResponseWriter, r *http.Request) {
 		emails, err = issues.CheckTestEmails(f.Emails)
 	}
 	if err == nil {
-		err = h.d.TestGate.Allow(principalOf(r).Name, emails)
+		err = h.d.TestGate.Allow(principalOf(r).Name, emails, h.d.Settings.Current(r.Context()).TestRecipients)
 	}
 	if err != nil {
 		h.issueFailed(w, r, is, formOf(is), err)

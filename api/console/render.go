@@ -155,6 +155,7 @@ var notices = map[string]string{
 	"version-restored": "The version was restored as the newest one.",
 	"segment-saved":    "The segment was saved.",
 	"segment-deleted":  "The segment was deleted.",
+	"field-saved":      "The field was declared.",
 	"webhook-tested":   "A test event is queued: its delivery shows below in a moment (reload).",
 	"webhook-enabled":  "The endpoint is enabled.",
 	"webhook-disabled": "The endpoint is disabled: it gets nothing until enabled.",

@@ -54,7 +54,7 @@ func (h *Handler) listRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/subscribers/{id}/erase", h.require(Admin, h.eraseSubscriber))
 }
 
-// segmentRoutes are the routes of segments.
+// segmentRoutes are the routes of segments and the custom fields.
 func (h *Handler) segmentRoutes(m *http.ServeMux) {
 	m.Handle("GET /admin/segments", h.require(Viewer, h.listSegments))
 	m.Handle("GET /admin/segments/count", h.require(Viewer, h.countSegment))
@@ -62,6 +62,8 @@ func (h *Handler) segmentRoutes(m *http.ServeMux) {
 	m.Handle("GET /admin/segments/{id}", h.require(Viewer, h.showSegment))
 	m.Handle("POST /admin/segments/{id}", h.require(Editor, h.saveSegment))
 	m.Handle("POST /admin/segments/{id}/delete", h.require(Editor, h.deleteSegment))
+	m.Handle("GET /admin/fields", h.require(Viewer, h.listFields))
+	m.Handle("POST /admin/fields", h.require(Editor, h.declareField))
 }
 
 // issueRoutes are the routes of issues, their previews, versions and actions.
@@ -106,6 +108,8 @@ func (h *Handler) catalogRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/topics/{id}/unretire", h.require(Admin, h.retireTopic(false)))
 	m.Handle("GET /admin/sequence", h.require(Viewer, h.showSequence))
 	m.Handle("POST /admin/sequence", h.require(Admin, h.saveSequence))
+	m.Handle("GET /admin/sequence/{n}/preview", h.require(Viewer, h.previewStep))
+	m.Handle("POST /admin/sequence/{n}/test", h.require(Editor, h.testStep))
 	m.Handle("GET /admin/templates", h.require(Viewer, h.listMailTemplates))
 	m.Handle("GET /admin/templates/{name}", h.require(Viewer, h.showMailTemplate))
 	m.Handle("POST /admin/templates/{name}", h.require(Admin, h.saveMailTemplate))

@@ -36,6 +36,8 @@ type segmentsData struct {
 	// InUse is an issue not yet sent that goes to Editing (0: none): the
 	// segment cannot be deleted while it does.
 	InUse int64
+	// People are a page of the saved segment's people (nil: not shown).
+	People *segmentPeople
 }
 
 // CountText says what the form's count is, as the page's script does

@@ -47,7 +47,8 @@ func (h *Handler) editing(w http.ResponseWriter, r *http.Request, seg store.Segm
 }
 
 // showSegment is GET /admin/segments/{id}: the segment's editor with its
-// audience now (an editor's), the list below.
+// audience now (an editor's), a page of its people (after=: the next
+// page's cursor), the list below.
 func (h *Handler) showSegment(w http.ResponseWriter, r *http.Request) {
 	seg, ok := h.segmentOf(w, r)
 	if !ok {
@@ -57,5 +58,11 @@ func (h *Handler) showSegment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	people, err := h.segmentPeopleOf(r, seg)
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	d.People = &people
 	h.segments(w, r, http.StatusOK, d)
 }

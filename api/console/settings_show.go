@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 
+	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/store"
 )
 
@@ -14,6 +15,9 @@ type settingsData struct {
 	DKIMDomain    string
 	RequirePostal bool
 }
+
+// MaxTestRecipients is the most addresses of the team's test list.
+func (settingsData) MaxTestRecipients() int { return settings.MaxTestRecipients }
 
 // showSettings is GET /admin/settings.
 func (h *Handler) showSettings(w http.ResponseWriter, r *http.Request) {

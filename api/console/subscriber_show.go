@@ -20,6 +20,9 @@ type subscriberData struct {
 	Data *store.PersonalData
 	// CanRequest: the export and the erase are wired.
 	CanRequest bool
+	// Defs are the declared custom fields, whose values the page shows
+	// and edits.
+	Defs []store.FieldDef
 	// Channels is what each channel added through the seam keeps of the
 	// person (the inbox's messages), as indented JSON by channel.
 	Channels map[string]string
@@ -30,6 +33,24 @@ type subscriberData struct {
 type channelData interface {
 	ChannelData(ctx context.Context, id int64, email string) (map[string]any, error)
 }
+
+// fieldRow is a declared field and the person's value of it.
+type fieldRow struct {
+	Def   store.FieldDef
+	Value string
+}
+
+// FieldRows are the declared fields with the person's values, by name.
+func (d subscriberData) FieldRows() []fieldRow {
+	out := make([]fieldRow, len(d.Defs))
+	for i, def := range d.Defs {
+		out[i] = fieldRow{Def: def, Value: d.Sub.Fields[def.Name]}
+	}
+	return out
+}
+
+// MaxTags is the most tags a person has (the edit form says so).
+func (subscriberData) MaxTags() int { return store.MaxTagsPerPerson }
 
 // Suppressed tells the template whether to offer the lift.
 func (d subscriberData) Suppressed() bool { return d.Sub.Status.Suppressed() }
@@ -100,6 +121,12 @@ func (h *Handler) showSubscriber(w http.ResponseWriter, r *http.Request) {
 // titles, and an address has no business there.
 func (h *Handler) subscriberPage(w http.ResponseWriter, r *http.Request, code int, sub store.Subscriber, problem string) {
 	d := subscriberData{Sub: sub, Topics: h.topicBoxes(sub.Topics), CanRequest: h.d.Requests != nil}
+	defs, err := h.d.Store.FieldDefs(r.Context())
+	if err != nil {
+		h.storeAway(w, r, err)
+		return
+	}
+	d.Defs = defs
 	if h.d.People != nil {
 		pd, err := h.d.People.PersonalData(r.Context(), sub.Email)
 		if errors.Is(err, store.ErrNotFound) {

@@ -28,6 +28,9 @@ type consoleDeps struct {
 	queue  tasks.Enqueuer
 	insp   *asynq.Inspector
 	render issues.Renderer
+	// steps previews and test-sends sequence steps (nil: no mail
+	// templates in this process).
+	steps  console.StepMail
 	issues *issues.Service
 	// checker runs the pre-send checks the issue page shows (the API's).
 	checker *issues.Checker
@@ -44,7 +47,7 @@ type consoleDeps struct {
 // changes of the list, export and erase are the API's (d.subs).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Issues: d.issues, Checker: d.checker, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Steps: d.steps, Issues: d.issues, Checker: d.checker, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
 		Subscriptions: d.subs, People: d.store, Requests: d.subs, List: d.subs,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,

@@ -327,7 +327,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
-	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, issues: issueSvc, checker: a.issueChecker(render), subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, steps: stepMailOf(l.issues), issues: issueSvc, checker: a.issueChecker(render), subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
 		release()
 		return nil, nil, err
 	}

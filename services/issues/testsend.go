@@ -20,9 +20,10 @@ const MaxTestEmails = 10
 const DefaultTestSendsPerMinute = 5
 
 // ErrTestRecipient is a test send to an address that is neither an
-// account of the console nor one of NEWSLETTER_TEST_RECIPIENTS (403): a
-// test send is no way to mail people who never asked for it.
-var ErrTestRecipient = errors.New("test sends go only to the console's own accounts and to NEWSLETTER_TEST_RECIPIENTS")
+// account of the console nor one of NEWSLETTER_TEST_RECIPIENTS or the
+// settings' test_recipients (403): a test send is no way to mail people
+// who never asked for it.
+var ErrTestRecipient = errors.New("test sends go only to the console's own accounts, NEWSLETTER_TEST_RECIPIENTS and the team test list in the settings (test_recipients)")
 
 // TestRateError is a test send over the account's allowance (429).
 type TestRateError struct{ RetryAfter time.Duration }
@@ -79,15 +80,33 @@ func CheckTestEmails(emails []string) ([]string, error) {
 	return out, nil
 }
 
+// Offered are the addresses a test send by account may reach without
+// typing them: its own (an account named by its address), then
+// Recipients, then team (the settings' test_recipients), each once.
+func (g *TestGate) Offered(account string, team []string) []string {
+	var out []string
+	if self, err := address.Normalize(account); err == nil {
+		out = append(out, self)
+	}
+	for _, a := range slices.Concat(g.Recipients, team) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Allow checks a test send by the account named account (a token's name;
 // an account named by its address may test-send to itself) to emails
-// (checked by CheckTestEmails): ErrTestRecipient names the first address
-// it may not reach, a *TestRateError an account over its allowance.
-// Only an allowed send counts against the allowance.
-func (g *TestGate) Allow(account string, emails []string) error {
+// (checked by CheckTestEmails), which may reach Recipients and team (the
+// settings' test_recipients, normalised when saved) besides:
+// ErrTestRecipient names the first address it may not reach, a
+// *TestRateError an account over its allowance. Only an allowed send
+// counts against the allowance.
+func (g *TestGate) Allow(account string, emails, team []string) error {
 	self, _ := address.Normalize(account)
 	for _, e := range emails {
-		if e != self && !slices.Contains(g.Recipients, e) {
+		if e != self && !slices.Contains(g.Recipients, e) && !slices.Contains(team, e) {
 			return fmt.Errorf("%s: %w", e, ErrTestRecipient)
 		}
 	}

@@ -32,7 +32,10 @@ func Changed(a, b store.Settings) string {
 		a, b string
 	}{{"name", a.Name, b.Name}, {"description", a.Description, b.Description}, {"from", a.From, b.From},
 		{"reply_to", a.ReplyTo, b.ReplyTo}, {"postal_address", a.PostalAddress, b.PostalAddress},
-		{"logo_url", a.LogoURL, b.LogoURL}, {"accent", a.Accent, b.Accent}} {
+		{"logo_url", a.LogoURL, b.LogoURL}, {"accent", a.Accent, b.Accent},
+		{"confirmed_heading", a.ConfirmedHeading, b.ConfirmedHeading}, {"confirmed_text", a.ConfirmedText, b.ConfirmedText},
+		{"confirmed_url", a.ConfirmedURL, b.ConfirmedURL},
+		{"test_recipients", strings.Join(a.TestRecipients, ","), strings.Join(b.TestRecipients, ",")}} {
 		if f.a != f.b {
 			out = append(out, f.name)
 		}

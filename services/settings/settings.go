@@ -14,6 +14,7 @@ import (
 	"net/mail"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ const (
 	MaxPostalAddress = 300
 	MaxURL           = 2000
 	MaxAddress       = 320
+	// The page after confirming: a heading, a few short paragraphs.
+	MaxConfirmedHeading = 100
+	MaxConfirmedText    = 1000
+	// MaxTestRecipients is the most addresses of the team's test list.
+	MaxTestRecipients = 20
 )
 
 // DefaultName names the newsletter when NEWSLETTER_FROM has no display
@@ -49,7 +55,7 @@ var ErrNoPostalAddress = errors.New("no postal address is set: bulk mail must ca
 // Defaults are the settings before any are saved: NEWSLETTER_FROM, and
 // its display name as the newsletter's name.
 func Defaults(from string) store.Settings {
-	s := store.Settings{Name: DefaultName, From: from}
+	s := store.Settings{Name: DefaultName, From: from, TestRecipients: []string{}}
 	if a, err := mail.ParseAddress(from); err == nil && strings.TrimSpace(a.Name) != "" {
 		s.Name = strings.TrimSpace(a.Name)
 	}
@@ -85,6 +91,9 @@ func Check(s *store.Settings, dkimDomain string) error {
 		{"reply_to", &s.ReplyTo, MaxAddress, false},
 		{"logo_url", &s.LogoURL, MaxURL, false},
 		{"accent", &s.Accent, 7, false},
+		{"confirmed_heading", &s.ConfirmedHeading, MaxConfirmedHeading, false},
+		{"confirmed_text", &s.ConfirmedText, MaxConfirmedText, true},
+		{"confirmed_url", &s.ConfirmedURL, MaxURL, false},
 	} {
 		*f.v = strings.TrimSpace(strings.ReplaceAll(*f.v, "\r\n", "\n"))
 		if !utf8.ValidString(*f.v) {
@@ -124,6 +133,35 @@ func Check(s *store.Settings, dkimDomain string) error {
 		return &Error{"accent", "a colour as #rrggbb, or empty"}
 	}
 	s.Accent = strings.ToLower(s.Accent)
+	if s.ConfirmedURL != "" {
+		u, err := url.Parse(s.ConfirmedURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return &Error{"confirmed_url", "an http:// or https:// URL to lead readers to after confirming, or empty (the archive)"}
+		}
+	}
+	return checkTestRecipients(s)
+}
+
+// checkTestRecipients normalises the team's test list in place: each
+// address once, at most MaxTestRecipients.
+func checkTestRecipients(s *store.Settings) error {
+	out := make([]string, 0, len(s.TestRecipients))
+	for _, a := range s.TestRecipients {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		n, err := address.Normalize(a)
+		if err != nil {
+			return &Error{"test_recipients", fmt.Sprintf("%q: %v", a, err)}
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) > MaxTestRecipients {
+		return &Error{"test_recipients", fmt.Sprintf("at most %d addresses, got %d", MaxTestRecipients, len(out))}
+	}
+	s.TestRecipients = out
 	return nil
 }
 

@@ -2,6 +2,7 @@ package form
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,8 @@ func NewAdd(w http.ResponseWriter, r *http.Request) (subscribers.AddInput, error
 }
 
 // NewEdit reads the edit form of a person: name, time zone and (when
-// the form showed them) topics.
+// the form showed them) topics, tags (separated by commas) and the
+// custom fields' values (field.NAME; "" clears one).
 func NewEdit(w http.ResponseWriter, r *http.Request) (subscribers.ChangeInput, error) {
 	if err := parse(w, r, MaxForm); err != nil {
 		return subscribers.ChangeInput{}, err
@@ -32,6 +34,22 @@ func NewEdit(w http.ResponseWriter, r *http.Request) (subscribers.ChangeInput, e
 	if value(r, "topics_shown") != "" {
 		topics := r.PostForm["topics"]
 		in.Topics = &topics
+	}
+	if value(r, "tags_shown") != "" {
+		tags := strings.FieldsFunc(value(r, "tags"), func(r rune) bool { return r == ',' })
+		for i := range tags {
+			tags[i] = strings.TrimSpace(tags[i])
+		}
+		tags = slices.DeleteFunc(tags, func(t string) bool { return t == "" })
+		in.Tags = &tags
+	}
+	if value(r, "fields_shown") != "" {
+		in.Fields = subscribers.FieldValues{}
+		for k := range r.PostForm {
+			if name, ok := strings.CutPrefix(k, "field."); ok {
+				in.Fields[name] = value(r, k)
+			}
+		}
 	}
 	return in, nil
 }

@@ -1,9 +1,12 @@
 package form
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
-// TestSend is the test-send form: addresses separated by commas, spaces
-// or line breaks.
+// TestSend is the test-send form: the boxes ticked and the addresses
+// typed (separated by commas, spaces or line breaks), all named emails.
 type TestSend struct {
 	Emails []string
 }
@@ -13,5 +16,5 @@ func NewTestSend(w http.ResponseWriter, r *http.Request) (TestSend, error) {
 	if err := parse(w, r, MaxForm); err != nil {
 		return TestSend{}, err
 	}
-	return TestSend{Emails: list(r.PostForm.Get("emails"))}, nil
+	return TestSend{Emails: list(strings.Join(r.PostForm["emails"], ","))}, nil
 }
