@@ -58,6 +58,7 @@ var routeRoles = map[string]struct {
 	"DELETE /api/items/{id}":                       {role: adminauth.Editor},
 	"POST /api/issues/{id}/duplicate":              {role: adminauth.Editor},
 	"DELETE /api/issues/{id}":                      {role: adminauth.Editor},
+	"POST /api/issues/{id}/restore":                {role: adminauth.Editor},
 	"GET /api/issues/{id}/versions":                {role: adminauth.Viewer},
 	"POST /api/issues/{id}/versions/{n}/restore":   {role: adminauth.Editor},
 	"POST /api/events":                             {role: adminauth.Editor},
