@@ -78,6 +78,9 @@ func (h *Handler) issueRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
 	m.Handle("POST /admin/issues/{id}/duplicate", h.require(Editor, h.duplicateIssue))
 	m.Handle("POST /admin/issues/{id}/send/review", h.require(Editor, h.reviewSend))
+	if h.d.Media != nil {
+		m.Handle("POST /admin/issues/{id}/media", h.require(Editor, h.uploadIssueImage))
+	}
 	m.Handle("GET /admin/issues/{id}/delete", h.require(Editor, h.confirmDeleteIssue))
 	m.Handle("POST /admin/issues/{id}/delete", h.require(Editor, h.deleteIssue))
 	m.Handle("POST /admin/issues/{id}/restore", h.require(Editor, h.untrashIssue))
