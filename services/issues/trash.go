@@ -54,9 +54,10 @@ func (s *Service) RestoreFromTrash(ctx context.Context, is store.Issue) (store.I
 // PurgeTrash removes the issues trashed more than TrashKept ago, up to
 // purgeBatch at a time. The purge is lazy: it runs on each move to the
 // trash and each listing of it, not on a clock, so an issue may stay
-// past its time while nobody touches the trash (it is never listed as
-// restorable then, see Trashed). A failure is logged, never the
-// caller's: the trash is no worse than before.
+// past its time while nobody deletes or lists; since Trashed purges
+// before it lists, one past its time is never offered for restore. A
+// failure is logged, never the caller's: the trash is no worse than
+// before.
 func (s *Service) PurgeTrash(ctx context.Context) {
 	if _, err := s.Store.PurgeTrash(ctx, s.now().Add(-TrashKept), purgeBatch); err != nil {
 		s.log().Warn("issues: the trash was not purged now; the next delete or listing tries again", "err", err)
