@@ -77,8 +77,10 @@ func TestIssueEditorComforts(t *testing.T) {
 	if code, out := e.do(t, "DELETE", "/api/issues/"+editorID(dup.ID), ""); code != 204 {
 		t.Fatalf("delete the copy: %d %s", code, out)
 	}
-	if code, _ := e.do(t, "GET", "/api/issues/"+editorID(dup.ID), ""); code != 404 {
-		t.Fatalf("the deleted draft: %d", code)
+	// A delete moves the draft to the trash (issue #46): it is still
+	// there to restore (issue_trash_test.go), no longer destroyed.
+	if code, out := e.do(t, "GET", "/api/issues/"+editorID(dup.ID), ""); code != 200 || !strings.Contains(out, `"status":"trashed"`) {
+		t.Fatalf("the deleted draft: %d %s", code, out)
 	}
 	if _, err := e.st.TransitionIssue(ctx, id, []string{store.IssueDraft}, store.IssueCancelled, store.IssueChange{}); err != nil {
 		t.Fatal(err)

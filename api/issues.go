@@ -70,6 +70,7 @@ func (s *Server) issueRoutes() {
 	s.mux.Handle("GET /api/issues/{id}/progress", v(s.issueProgress))
 	s.mux.Handle("POST /api/issues/{id}/duplicate", e(s.duplicateIssue))
 	s.mux.Handle("DELETE /api/issues/{id}", e(s.deleteIssue))
+	s.mux.Handle("POST /api/issues/{id}/restore", e(s.restoreIssue))
 	s.mux.Handle("GET /api/issues/{id}/versions", v(s.issueVersions))
 	s.mux.Handle("POST /api/issues/{id}/versions/{n}/restore", e(s.restoreIssueVersion))
 	s.mux.Handle("GET /api/issues/{id}/report", v(s.issueReport))
@@ -89,26 +90,6 @@ func (s *Server) duplicateIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.note(r, audit.IssueDuplicated, audit.Issue(c.ID), "copy of "+audit.Issue(is.ID))
 	webjson.Write(w, http.StatusCreated, c)
-}
-
-// deleteIssue handles DELETE /api/issues/{id}: 204 for a draft, 409 for
-// any other status (cancel one instead) or a digest run's draft.
-func (s *Server) deleteIssue(w http.ResponseWriter, r *http.Request) {
-	is, ok := s.issueOf(w, r)
-	if !ok {
-		return
-	}
-	err := s.issues.Delete(r.Context(), is)
-	if errors.Is(err, issues.ErrDigestDraft) {
-		webjson.Write(w, http.StatusConflict, errorBody(err.Error()))
-		return
-	}
-	if err != nil {
-		s.storeFailed(w, "delete the issue", err)
-		return
-	}
-	s.note(r, audit.IssueDeleted, audit.Issue(is.ID), is.Subject)
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // issueVersions handles GET /api/issues/{id}/versions: the current
@@ -255,39 +236,6 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		out["warnings"] = warn
 	}
 	webjson.Write(w, http.StatusCreated, out)
-}
-
-func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	status := q.Get("status")
-	if status != "" && !slices.Contains(store.IssueStatuses, status) {
-		webjson.Write(w, http.StatusBadRequest, errorBody("status: one of "+strings.Join(store.IssueStatuses, ", ")))
-		return
-	}
-	after, limit := int64(0), 20
-	var err error
-	if v := q.Get("after"); v != "" {
-		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			webjson.Write(w, http.StatusBadRequest, errorBody("after: an issue id"))
-			return
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxIssuePage {
-			webjson.Write(w, http.StatusBadRequest, errorBody(fmt.Sprintf("limit: 1 to %d", maxIssuePage)))
-			return
-		}
-	}
-	list, err := s.deps.Issues.ListIssues(r.Context(), status, after, limit)
-	if err != nil {
-		s.storeFailed(w, "list issues", err)
-		return
-	}
-	out := map[string]any{"issues": list}
-	if len(list) == limit {
-		out["next"] = strconv.FormatInt(list[len(list)-1].ID, 10)
-	}
-	webjson.Write(w, http.StatusOK, out)
 }
 
 // issueOf loads the issue of the route's {id}; it answers a bad or

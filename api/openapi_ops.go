@@ -8,6 +8,7 @@ import (
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/presend"
 	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/store"
@@ -86,11 +87,14 @@ var apiOps = map[string]apiOp{
 	// issues
 	"POST /api/issues": {Summary: "Create a draft issue", Tag: "issues", Body: issueFields, Status: http.StatusCreated,
 		Out: schemaMap{"type": "object", "properties": schemaMap{"id": int64(0), "slug": "", "status": "", "warnings": []string{}}, "required": []string{"id", "slug", "status"}}},
-	"GET /api/issues": {Summary: "List issues", Tag: "issues", Query: []string{"status", "after", "limit"},
+	"GET /api/issues": {Summary: "List issues, the trash (?trash=1), or those with every word of ?q=", Tag: "issues", Query: []string{"status", "trash", "q", "after", "limit"},
 		Out: schemaMap{"type": "object", "properties": schemaMap{"issues": []store.Issue{}, "next": ""}, "required": []string{"issues"}}},
 	"GET /api/issues/{id}":    {Summary: "One issue", Tag: "issues", Out: store.Issue{}},
 	"PUT /api/issues/{id}":    {Summary: "Change an issue", Tag: "issues", Body: putIssueFields, Out: savedIssue{}},
-	"DELETE /api/issues/{id}": {Summary: "Delete a draft", Tag: "issues", Status: http.StatusNoContent},
+	"DELETE /api/issues/{id}": {Summary: "Move a draft, scheduled or sent issue to the trash (restorable for 30 days)", Tag: "issues", Status: http.StatusNoContent},
+	"POST /api/media": {Summary: "Upload an image for issues (the raw body, or the multipart field file; PNG, JPEG, GIF or WebP by content; at most 5 MiB)", Tag: "issues",
+		Query: []string{"alt"}, Status: http.StatusCreated, Out: media.Media{}},
+	"POST /api/issues/{id}/restore": {Summary: "Bring an issue back from the trash (a scheduled one as a draft)", Tag: "issues", Out: store.Issue{}},
 	"GET /api/issues/{id}/preview": {Summary: "The issue rendered (HTML, or text with ?format=text)", Tag: "issues", Query: []string{"format", "topic"},
 		OutTypes: []string{"text/html", "text/plain"}},
 	"POST /api/issues/{id}/test": {Summary: "Send a test to some addresses", Tag: "issues", Body: testFields, Out: obj(schemaMap{"sent": 0})},

@@ -27,6 +27,7 @@ import (
 	"github.com/newsletter/newsletter/services/catalog"
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -62,6 +63,7 @@ func openAPIServer(t *testing.T) *Server {
 		Imports: csvimport.NewJobs(rdb), ListJobs: listjobs.NewJobs(rdb), SettingsStore: st, Catalog: live, Templates: catalogmail.Builtins{},
 		Webhooks: &webhooks.Service{Store: st, Queue: client, NewSecret: webhook.NewSecret},
 		Checks:   testChannelChecks(nil),
+		Media:    media.New(&media.Dir{Path: t.TempDir(), Base: "http://newsletter.test"}),
 	}.WithIssues(st, &fakeIssueMail{})
 	return New(Config{AdminToken: openAPIAdmin, VAPIDPublicKey: "BPublicKeyForTheDocs"}, deps)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/newsletter/newsletter/internal/testkit/redistest"
 	"github.com/newsletter/newsletter/internal/token"
 	"github.com/newsletter/newsletter/services/csvimport"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
 	"github.com/newsletter/newsletter/tasks"
@@ -58,6 +59,8 @@ var routeRoles = map[string]struct {
 	"DELETE /api/items/{id}":                       {role: adminauth.Editor},
 	"POST /api/issues/{id}/duplicate":              {role: adminauth.Editor},
 	"DELETE /api/issues/{id}":                      {role: adminauth.Editor},
+	"POST /api/issues/{id}/restore":                {role: adminauth.Editor},
+	"POST /api/media":                              {role: adminauth.Editor},
 	"GET /api/issues/{id}/versions":                {role: adminauth.Viewer},
 	"POST /api/issues/{id}/versions/{n}/restore":   {role: adminauth.Editor},
 	"POST /api/events":                             {role: adminauth.Editor},
@@ -116,6 +119,8 @@ var publicRoutes = map[string]bool{
 	// the API's description: route shapes, no data (docs/security.md)
 	"GET /api/openapi.json": true,
 	"GET /archive":          true, "GET /archive/{$}": true, "GET /archive/feed.atom": true, "GET /archive/{slug}": true, "GET /archive/topic/{topic}": true,
+	// the images uploaded into issues, which mails link (docs/security.md)
+	"GET /media/{name}":      true,
 	"POST /preferences/push": true, "GET /sw.js": true, "GET /push.js": true,
 	"POST /webhooks/ses": true, "POST /webhooks/sendgrid": true, "POST /webhooks/mailgun": true, "POST /webhooks/postmark": true,
 	"/admin/": true,
@@ -148,6 +153,7 @@ func matrixServerStore(t *testing.T) (*Server, *store.Redis, map[adminauth.Role]
 		Imports: csvimport.NewJobs(rdb), SettingsStore: st,
 		Webhooks: &webhooks.Service{Store: st, Queue: client, NewSecret: webhook.NewSecret},
 		Checks:   testChannelChecks(nil),
+		Media:    media.New(&media.Dir{Path: t.TempDir(), Base: "http://newsletter.test"}),
 	}.WithIssues(st, &fakeIssueMail{})
 	s := New(Config{AdminToken: "matrix-admin-token-0123", VAPIDPublicKey: "BPublicKeyForTheMatrix"}, deps)
 	s.Handle("/monitoring/", s.Monitoring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

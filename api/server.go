@@ -22,6 +22,7 @@ import (
 	"github.com/newsletter/newsletter/services/catalog"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/services/webhooks"
@@ -183,6 +184,10 @@ type Deps struct {
 	// shared with the console and IssueService (nil: made here from
 	// IssueRenderer and Settings, checking no link).
 	IssueChecker *issues.Checker
+	// Media keeps the images uploaded into issues (nil: no upload
+	// route); when it stores into a local folder, GET /media/{name}
+	// serves them.
+	Media *media.Service
 	// Engagement gives an issue's clicks and opens for its report (nil:
 	// none counted, the report's engagement is zero).
 	Engagement store.EngagementReader
@@ -317,6 +322,7 @@ func (s *Server) routes() {
 	m.Handle("GET /api/subscribers/{email}", s.Viewer(http.HandlerFunc(s.getSubscriber)))
 	s.adminRoutes()
 	s.issueRoutes()
+	s.mediaRoutes()
 	s.archiveRoutes()
 	s.feedbackRoutes()
 	s.pushRoutes()

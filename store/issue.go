@@ -22,9 +22,16 @@ const (
 	IssueSent      = "sent"
 	IssuePaused    = "paused"
 	IssueCancelled = "cancelled"
+	// IssueTrashed is an issue moved to the trash (TrashIssue): kept
+	// TrashDays, then purged; RestoreIssue brings it back.
+	IssueTrashed = "trashed"
 )
 
-// IssueStatuses lists every status, for validation of a filter.
+// TrashDays is how long a trashed issue is kept before it may be purged.
+const TrashDays = 30
+
+// IssueStatuses lists every status a list may be filtered by; the
+// trashed ones are listed on their own (ListIssues with IssueTrashed).
 var IssueStatuses = []string{IssueDraft, IssueScheduled, IssueSending, IssueSent, IssuePaused, IssueCancelled}
 
 // IssueMarkKind is the mark kind of an issue's mails (key: the issue id):
@@ -108,6 +115,11 @@ type Issue struct {
 	// PausedFrom is the status a paused issue left (scheduled or
 	// sending): a resume puts it back there.
 	PausedFrom string `json:"paused_from,omitempty"`
+	// TrashedFrom is the status a trashed issue left (draft, scheduled
+	// or sent), TrashedAt when: a restore puts it back (a scheduled one
+	// as a draft).
+	TrashedFrom string    `json:"trashed_from,omitempty"`
+	TrashedAt   time.Time `json:"trashed_at,omitzero"`
 	// Round counts the plans: each resume plans again (a new round of
 	// task ids), the delivery marks skip who already got it.
 	Round     int       `json:"-"`
@@ -221,12 +233,21 @@ type Issues interface {
 	// IssueVersions are the previous contents, oldest first, the last
 	// MaxIssueVersions of them (ErrNoIssue when there is no issue).
 	IssueVersions(ctx context.Context, id int64) ([]IssueVersion, error)
-	// DeleteIssue removes a draft for good, with its versions:
+	// TrashIssue moves a draft, scheduled or sent issue to the trash
+	// (TrashedFrom, TrashedAt set; a scheduled one's plan is void):
 	// a *StateError when it is in another status, ErrNoIssue when there
 	// is none; nothing changed then.
-	DeleteIssue(ctx context.Context, id int64) error
+	TrashIssue(ctx context.Context, id int64) (Issue, error)
+	// RestoreIssue brings a trashed issue back to the status it left,
+	// a scheduled one as a draft (its time may have passed): a
+	// *StateError when it is not trashed, ErrNoIssue when there is none.
+	RestoreIssue(ctx context.Context, id int64) (Issue, error)
+	// PurgeTrash removes for good up to limit issues trashed before
+	// before, with their versions and slugs, and says how many.
+	PurgeTrash(ctx context.Context, before time.Time, limit int) (int, error)
 	// ListIssues lists up to limit issues with ids below after (0: from
-	// the newest), newest first, of status ("" : any).
+	// the newest), newest first, of status ("" : any but trashed;
+	// IssueTrashed: the trash).
 	ListIssues(ctx context.Context, status string, after int64, limit int) ([]Issue, error)
 	// SentIssues lists sent issues with topic among their topics ("" :
 	// any), newest first (the archive's seam).

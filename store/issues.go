@@ -220,7 +220,11 @@ func issueFrom(id int64, f map[string]string) (Issue, error) {
 		return Issue{}, fmt.Errorf("issue %d: unreadable: %w", id, err)
 	}
 	is := Issue{ID: id, Slug: f["slug"], IssueContent: d.IssueContent, Period: d.Period, Status: f["status"], SendAt: d.SendAt,
-		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt, PausedFrom: f["paused_from"]}
+		LocalTime: d.LocalTime, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, SentAt: d.SentAt, PausedFrom: f["paused_from"],
+		TrashedFrom: f["trashed_from"]}
+	if v, ok := f["trashed_at"]; ok {
+		is.TrashedAt = msTime(v)
+	}
 	if v, ok := f["send_at"]; ok {
 		is.SendAt, is.LocalTime = msTime(v), f["local_time"]
 	}
@@ -306,39 +310,11 @@ func (r *Redis) IssueVersions(ctx context.Context, id int64) ([]IssueVersion, er
 	return out, nil
 }
 
-// deleteIssueScript removes a draft.
-//
-//	KEYS[1] the issue's hash   KEYS[2] its versions list
-//	KEYS[3] keyIssues          KEYS[4] keyIssueSlugs
-//	ARGV[1] id
-//
-// Deletes the hash and the versions, the id from keyIssues and the slug
-// (free for a new issue). Returns "ok", or "none" / "state:<status>"
-// with nothing written. A draft was never planned or sent, so it has no
-// marks, counts or outbox entry to remove.
-var deleteIssueScript = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st then return 'none' end
-if st ~= 'draft' then return 'state:' .. st end
-local slug = redis.call('HGET', KEYS[1], 'slug')
-if slug and redis.call('HGET', KEYS[4], slug) == ARGV[1] then redis.call('HDEL', KEYS[4], slug) end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ARGV[1])
-return 'ok'
-`)
-
-// DeleteIssue implements Issues.
-func (r *Redis) DeleteIssue(ctx context.Context, id int64) error {
-	res, err := deleteIssueScript.Run(ctx, r.rdb, []string{issueKey(id), issueKey(id) + suffixIssueVers, keyIssues, keyIssueSlugs}, id).Text()
-	if err != nil {
-		return fmt.Errorf("delete issue %d: %w", id, err)
-	}
-	return scriptState(res, id)
-}
-
 // ListIssues implements Issues.
 func (r *Redis) ListIssues(ctx context.Context, status string, after int64, limit int) ([]Issue, error) {
-	return r.listIssues(ctx, after, limit, func(is Issue) bool { return status == "" || is.Status == status })
+	return r.listIssues(ctx, after, limit, func(is Issue) bool {
+		return is.Status == status || (status == "" && is.Status != IssueTrashed)
+	})
 }
 
 // SentIssues implements Issues.

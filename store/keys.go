@@ -125,9 +125,10 @@ const (
 	keyIssueSeq     = "nl:{pub}:issue:seq"   // counter for issue ids
 	keyIssues       = "nl:{pub}:issues"      // zset of issue ids, score = id
 	keyIssueSlugs   = "nl:{pub}:issue:slugs" // hash slug -> id
-	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, cursor, maxcursor, planned, plandone, bounces, complaints
+	prefixIssue     = "nl:{pub}:issue:"      // + id: hash doc, slug, status, version, round, send_at, local_time, sent_at, paused_from, trashed_from, trashed_at, cursor, maxcursor, planned, plandone, bounces, complaints
 	suffixIssueVers = ":versions"            // + on the issue's key: list of previous docs, the last MaxIssueVersions
-	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent
+	keyArchiveGen   = "nl:{pub}:archive:gen" // counter: grows each time an issue becomes sent, or a sent one is trashed or restored
+	keyIssueTrash   = "nl:{pub}:issue:trash" // zset of the trashed issues' ids, score = when trashed (unix ms)
 	// The issues' own outbox (the plan tasks their moves call for),
 	// beside the subscribers' (outboxes).
 	keyIssueOutbox    = "nl:{pub}:outbox"     // hash outbox id -> body

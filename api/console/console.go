@@ -19,6 +19,7 @@ import (
 	"github.com/newsletter/newsletter/services/catalog"
 	"github.com/newsletter/newsletter/services/csvimport"
 	"github.com/newsletter/newsletter/services/issues"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
@@ -135,6 +136,9 @@ type Deps struct {
 	// Checker runs the pre-send checks the issue page shows (the API's;
 	// nil: made here from Renderer and Settings, checking no link).
 	Checker *issues.Checker
+	// Media keeps the images uploaded in the issue editor (the API's;
+	// nil: no upload offered).
+	Media *media.Service
 	// Subscriptions change topics and end subscriptions
 	// (*subscribers.Service, the API's).
 	Subscriptions Subscriptions

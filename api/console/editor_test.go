@@ -237,7 +237,7 @@ func TestIssueDuplicateVersionsDelete(t *testing.T) {
 	}
 	id := mustID(t, m[1])
 	path := "/admin/issues/" + m[1]
-	mustContain(t, "editor", b.get(path), `value="letters@example.com"`, "/versions", "Duplicate", "Delete this draft")
+	mustContain(t, "editor", b.get(path), `value="letters@example.com"`, "/versions", "Duplicate", `href="`+path+`/delete">Delete…`)
 	for v, body := range []string{"second", "third"} {
 		draft.Set("body", body)
 		draft.Set("version", itoa(int64(v+1)))
@@ -273,12 +273,12 @@ func TestIssueDuplicateVersionsDelete(t *testing.T) {
 	if dup.Subject != "April (copy)" || dup.Body != "first" || dup.ReplyTo != "letters@example.com" || dup.Status != store.IssueDraft {
 		t.Fatalf("copy: %+v", dup)
 	}
-	if p := b.post("/admin/issues/"+dm[1]+"/delete", nil); p.code != 303 || p.location != "/admin/issues?done=deleted" {
+	// A delete moves the copy to the trash (issue #46; it destroyed a
+	// draft before): its page says so and offers it back.
+	if p := b.post("/admin/issues/"+dm[1]+"/delete", nil); p.code != 303 || p.location != "/admin/issues?undo="+dm[1]+"&done=trashed" {
 		t.Fatalf("delete: %d %q", p.code, p.location)
 	}
-	if p := b.get("/admin/issues/" + dm[1]); p.code != 404 {
-		t.Fatalf("the deleted draft: %d", p.code)
-	}
+	mustContain(t, "the deleted draft", b.get("/admin/issues/"+dm[1]), "This issue is in the trash", `action="/admin/issues/`+dm[1]+`/restore"`)
 	if p := b.post(path+"/cancel", nil); p.code != 303 {
 		t.Fatalf("cancel: %d", p.code)
 	}

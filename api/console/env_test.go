@@ -31,6 +31,7 @@ import (
 	"github.com/newsletter/newsletter/services/catalog"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/settings"
 	"github.com/newsletter/newsletter/services/webhooks"
 	"github.com/newsletter/newsletter/store"
@@ -289,6 +290,7 @@ func newEnvWith(t testing.TB, passwords *accounts.Hasher, adjust func(*store.Red
 		Audit: trail, AuditLog: st, Queues: insp, Log: log, Now: e.clock.Now,
 		TestGate:   &issues.TestGate{Recipients: []string{"me@example.com", "you@example.com"}, Now: e.clock.Now},
 		Engagement: e.eng,
+		Media:      media.New(&media.Dir{Path: t.TempDir(), Base: "http://newsletter.test"}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -35,13 +35,16 @@ type editorData struct {
 	// Can are the moves the issue's status allows (issues.Allowed): the
 	// page offers those and no others.
 	Can map[string]bool
-	// Audience is whom a send reaches now; AskAudience, whether the
-	// publisher must type it to send (above the console's threshold);
-	// AudienceProblem, why there is no count (the issue's segment is
-	// gone): no send is offered.
+	// Audience is whom a send reaches now (the send's review page asks
+	// to type it above the console's threshold); AudienceProblem, why
+	// there is no count (the issue's segment is gone): no send is
+	// offered.
 	Audience        int64
-	AskAudience     bool
 	AudienceProblem string
+	// CanUpload: the editor offers an image upload (a saved issue, media
+	// configured); Uploaded is the Markdown of the image just uploaded.
+	CanUpload bool
+	Uploaded  string
 	// Segments are the saved segments the audience may be; Segment is
 	// the form's and IssueSegment the saved issue's, the send step's
 	// (nil: the topics' readers, or a segment since deleted).
@@ -166,9 +169,16 @@ func (h *Handler) sizes(ctx context.Context, d *editorData, is store.Issue, f fo
 // editor renders the issue page for is with the form f (the saved
 // content, or what was just posted), with code and a problem to show.
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem string) {
+	h.editorPage(w, r, code, is, f, problem, "")
+}
+
+// editorPage is editor, saying the image just uploaded (its Markdown,
+// added to the form's body; "": none).
+func (h *Handler) editorPage(w http.ResponseWriter, r *http.Request, code int, is store.Issue, f form.Issue, problem, uploaded string) {
 	d := editorData{Issue: is, Form: f, Topics: h.topicBoxes(f.Topics), Editable: is.ID == 0 || store.Editable(is.Status),
 		MaxTest: issues.MaxTestEmails, Can: issues.Allowed(is), PreviewTopic: h.previewTopic(f),
-		TestOffer: h.d.TestGate.Offered(principalOf(r).Name, h.d.Settings.Current(r.Context()).TestRecipients)}
+		TestOffer: h.d.TestGate.Offered(principalOf(r).Name, h.d.Settings.Current(r.Context()).TestRecipients),
+		CanUpload: h.d.Media != nil && is.ID != 0, Uploaded: uploaded}
 	segs, err := h.d.Store.ListSegments(r.Context())
 	if err != nil {
 		h.storeAway(w, r, err)
@@ -193,7 +203,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 			h.storeAway(w, r, err)
 			return
 		default:
-			d.Audience, d.AskAudience = n, n > h.cfg.ConfirmSendAbove
+			d.Audience = n
 		}
 	}
 	d.Preview, d.PreviewError = h.preview(r.Context(), is, f)

@@ -32,14 +32,14 @@ func TestConsoleScheduledIssue(t *testing.T) {
 	}
 	path := "/admin/issues/" + m[1]
 	id := mustID(t, m[1])
-	mustContain(t, "draft", b.get(path), "reaches <strong>2</strong> readers", `name="audience" value="2"`, `name="version" value="1"`)
+	mustContain(t, "draft", b.get(path), "reaches <strong>2</strong> readers", `action="`+path+`/send/review"`, `name="version" value="1"`)
 
 	at := e.clock.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
 	if p := b.post(path+"/send", url.Values{"when": {"at"}, "at": {at.Format("2006-01-02T15:04")}, "audience": {"2"}, "version": {"1"}}); p.code != 303 || !strings.HasSuffix(p.location, "done=scheduled") {
 		t.Fatalf("schedule: %d %s", p.code, p.body)
 	}
 	page := b.get(path)
-	mustContain(t, "scheduled", page, ">Pause<", ">Back to draft<", ">Reschedule<", "Send now or at another time", ">Cancel<")
+	mustContain(t, "scheduled", page, ">Pause<", ">Back to draft<", ">Reschedule<", "Send now or at another time", ">Cancel…<")
 	if strings.Contains(page.body, ">Resume<") {
 		t.Fatal("a scheduled issue offers Resume")
 	}

@@ -68,6 +68,10 @@ var funcs = template.FuncMap{
 	"join": strings.Join,
 	// kb is a size in bytes as the size guard counts it ("93.4 KB").
 	"kb": issues.KB,
+	// purgeAt is when a trashed issue is removed for good.
+	"purgeAt": issues.PurgeAt,
+	// searchScan is how many of the newest issues a search reads.
+	"searchScan": func() int { return issues.SearchScan },
 }
 
 // groupDigits writes n with thin spaces between thousands (1 234 567).
@@ -151,7 +155,9 @@ var notices = map[string]string{
 	"digest-queued":    "This week's digest is queued: it is planned and sent in a moment.",
 	"digest-already":   "This week's digest is already queued or running: nothing more was done.",
 	"duplicated":       "This is a copy: a new draft.",
-	"deleted":          "The draft was deleted.",
+	"trashed":          "Moved to trash.",
+	"untrashed":        "Restored from the trash, as it was.",
+	"untrashed-draft":  "Restored from the trash as a draft: it was scheduled; send or schedule it again.",
 	"version-restored": "The version was restored as the newest one.",
 	"segment-saved":    "The segment was saved.",
 	"segment-deleted":  "The segment was deleted.",

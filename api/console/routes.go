@@ -79,7 +79,14 @@ func (h *Handler) issueRoutes(m *http.ServeMux) {
 	m.Handle("POST /admin/issues/{id}/test", h.require(Editor, h.testIssue))
 	m.Handle("POST /admin/issues/{id}/send", h.require(Editor, h.sendIssue))
 	m.Handle("POST /admin/issues/{id}/duplicate", h.require(Editor, h.duplicateIssue))
+	m.Handle("POST /admin/issues/{id}/send/review", h.require(Editor, h.reviewSend))
+	if h.d.Media != nil {
+		m.Handle("POST /admin/issues/{id}/media", h.require(Editor, h.uploadIssueImage))
+	}
+	m.Handle("GET /admin/issues/{id}/delete", h.require(Editor, h.confirmDeleteIssue))
 	m.Handle("POST /admin/issues/{id}/delete", h.require(Editor, h.deleteIssue))
+	m.Handle("POST /admin/issues/{id}/restore", h.require(Editor, h.untrashIssue))
+	m.Handle("GET /admin/issues/{id}/cancel", h.require(Editor, h.confirmCancelIssue))
 	m.Handle("GET /admin/issues/{id}/versions", h.require(Viewer, h.issueVersions))
 	m.Handle("POST /admin/issues/{id}/versions/{n}/restore", h.require(Editor, h.restoreIssueVersion))
 	m.Handle("GET /admin/issues/{id}/preview", h.require(Viewer, h.showPreview))

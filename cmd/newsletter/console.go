@@ -5,6 +5,7 @@ import (
 
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/services/listjobs"
+	"github.com/newsletter/newsletter/services/media"
 	"github.com/newsletter/newsletter/services/subscribers"
 	"github.com/newsletter/newsletter/services/webhooks"
 
@@ -39,6 +40,8 @@ type consoleDeps struct {
 	// redis keeps the sessions and the imports' progress (a plain
 	// connection: their writes are transactions).
 	redis redis.UniversalClient
+	// media keeps the images the issue editor uploads (the API's).
+	media *media.Service
 }
 
 // mountConsole serves the publisher's console at /admin/ on srv. It
@@ -47,7 +50,7 @@ type consoleDeps struct {
 // changes of the list, export and erase are the API's (d.subs).
 func mountConsole(a *app, srv *api.Server, d consoleDeps) error {
 	h, err := console.New(console.Config{BaseURL: a.cfg.BaseURL, Topics: a.catalog, ConfirmSendAbove: a.cfg.ConfirmSendAbove, Endpoints: a.cfg.Endpoints(), DKIMDomain: a.cfg.DKIMDomain}, console.Deps{
-		Redis: d.redis, Store: d.store, Renderer: d.render, Steps: d.steps, Issues: d.issues, Checker: d.checker, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
+		Redis: d.redis, Store: d.store, Renderer: d.render, Steps: d.steps, Issues: d.issues, Checker: d.checker, Media: d.media, Jobs: d.jobs, Queue: d.queue, Webhooks: d.hooks,
 		Subscriptions: d.subs, People: d.store, Requests: d.subs, List: d.subs,
 		Guard: a.guard, EnvToken: a.cfg.AdminToken, Tokens: d.store, TokenAdmin: d.store, Accounts: d.store,
 		Audit: a.audit, AuditLog: d.store,

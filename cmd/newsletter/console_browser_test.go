@@ -255,7 +255,10 @@ func TestConsoleInChromium(t *testing.T) {
 		return len(m) == 1 && m[0].Header.Get("Subject") == "[Test] Spring letter" && strings.Trim(m[0].Header.Get("Reply-To"), "<>") == "letters@example.com"
 	})
 	issuePath := b.eval(`location.pathname`)
-	b.do(chromedp.Click(chromedp.CSS(`form[action$="/send"] button`)))
+	// Sending asks when (no default) and confirms on a page of its own
+	// with the readers counted (issue #46).
+	b.do(chromedp.Click(chromedp.ID("when-now")), chromedp.Click(chromedp.CSS(`form[action$="/send/review"] button`)))
+	b.do(chromedp.Click(chromedp.CSS(`[data-confirm] form[action$="/send"] button[type=submit]`)))
 	b.notice("Sending has started.")
 	// The page's script polls the progress and reloads once it is sent.
 	b.heading("Spring letter sent")

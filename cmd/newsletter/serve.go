@@ -297,6 +297,11 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	// One issues.Service and one subscribers.Service too: a move of an
 	// issue, a change of the list, is the same from both.
 	issueSvc := a.issueService(apiStore, jobs, render)
+	images, err := a.mediaService()
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
 	notify := &webhooks.Notifier{Endpoints: apiStore, Queue: apiClient, Log: a.log}
 	subs := listService(a, apiStore, jobs, apiClient, insp, notify)
 	// One registry of webhook endpoints for the API and the console.
@@ -318,7 +323,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 		Audit: a.audit, AuditLog: apiStore, TestGate: a.cfg.TestGate, Imports: csvimport.NewJobs(a.rdb), Accounts: apiStore,
 		ListJobs: subs.ListJobs, Notify: notify, Subscribers: subs,
 		Engagement: apiStore, Webhooks: hooks, Checks: apiChannelChecks(a.reg, browserPushServices(a.cfg.Config)), IssueService: issueSvc, Acker: acker,
-		IssueChecker: a.issueChecker(render),
+		IssueChecker: a.issueChecker(render), Media: images,
 	}.WithIssues(apiStore, render))
 	counted.Register(srv)
 	mountSMSCallbacks(a, srv, apiStore)
@@ -327,7 +332,7 @@ func buildAPI(a *app, l *lanes, publicMetrics http.Handler) (handler http.Handle
 	if l.mailbox != nil {
 		srv.Handle("GET /dev/mailbox", l.mailbox)
 	}
-	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, steps: stepMailOf(l.issues), issues: issueSvc, checker: a.issueChecker(render), subs: subs, hooks: hooks, redis: a.rdb}); err != nil {
+	if err := mountConsole(a, srv, consoleDeps{store: apiStore, jobs: jobs, queue: apiClient, insp: insp, render: render, steps: stepMailOf(l.issues), issues: issueSvc, checker: a.issueChecker(render), subs: subs, hooks: hooks, redis: a.rdb, media: images}); err != nil {
 		release()
 		return nil, nil, err
 	}

@@ -238,7 +238,10 @@ func TestPublisherWalkInChromium(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("body"), "We meet at the harbour at **nine**. Bring boots.\n\nThe tide turns at noon."),
 		chromedp.Click(chromedp.CSS(`#editor button[type=submit]:not([formaction])`)))
 	b.heading("First trip: the salt marsh draft")
-	b.do(chromedp.Click(chromedp.CSS(`form[action$="/send"] button`)))
+	// Sending asks when (no default) and confirms on a page of its own
+	// with the readers counted (issue #46).
+	b.do(chromedp.Click(chromedp.ID("when-now")), chromedp.Click(chromedp.CSS(`form[action$="/send/review"] button`)))
+	b.do(chromedp.Click(chromedp.CSS(`[data-confirm] form[action$="/send"] button[type=submit]`)))
 	b.notice("Sending has started.")
 	b.heading("First trip: the salt marsh sent")
 	waitDevMail(t, base, reader, "First trip: the salt marsh")

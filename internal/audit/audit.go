@@ -53,8 +53,10 @@ const (
 	IssueRescheduled  = "issue.rescheduled"
 	IssueUnscheduled  = "issue.unscheduled"
 	IssueDuplicated   = "issue.duplicated" // the new draft's target; Detail names the original
-	IssueDeleted      = "issue.deleted"
-	IssueRestored     = "issue.restored" // Detail names the version restored
+	IssueDeleted      = "issue.deleted"    // moved to the trash; Detail names the status it left
+	IssueUntrashed    = "issue.untrashed"  // back from the trash; Detail names its status
+	MediaUploaded     = "media.uploaded"   // target media:<name>; Detail the image's type
+	IssueRestored     = "issue.restored"   // Detail names the version restored
 	ItemAdded         = "item.added"
 	ItemUpdated       = "item.updated"
 	ItemDeleted       = "item.deleted"

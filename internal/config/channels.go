@@ -98,3 +98,22 @@ func (p *parser) vapid() {
 		}
 	}
 }
+
+// media reads where uploaded images are kept; a bucket needs every one
+// of its variables.
+func (p *parser) media() Media {
+	m := Media{Dir: p.str("NEWSLETTER_MEDIA_DIR", "media"), S3Endpoint: p.str("NEWSLETTER_MEDIA_S3_ENDPOINT", ""),
+		S3Bucket: p.str("NEWSLETTER_MEDIA_S3_BUCKET", ""), S3Region: p.str("NEWSLETTER_MEDIA_S3_REGION", ""),
+		S3AccessKey: p.str("NEWSLETTER_MEDIA_S3_ACCESS_KEY", ""), S3SecretKey: p.str("NEWSLETTER_MEDIA_S3_SECRET_KEY", ""),
+		S3PublicURL: p.str("NEWSLETTER_MEDIA_S3_PUBLIC_URL", "")}
+	if m.S3Endpoint == "" {
+		return m
+	}
+	p.check("NEWSLETTER_MEDIA_S3_ENDPOINT", strings.HasPrefix(m.S3Endpoint, "https://") || strings.HasPrefix(m.S3Endpoint, "http://"), "an http(s) URL")
+	p.check("NEWSLETTER_MEDIA_S3_PUBLIC_URL", strings.HasPrefix(m.S3PublicURL, "https://") || strings.HasPrefix(m.S3PublicURL, "http://"),
+		"the http(s) URL readers fetch the bucket's images from, with NEWSLETTER_MEDIA_S3_ENDPOINT")
+	for _, v := range [][2]string{{"NEWSLETTER_MEDIA_S3_BUCKET", m.S3Bucket}, {"NEWSLETTER_MEDIA_S3_ACCESS_KEY", m.S3AccessKey}, {"NEWSLETTER_MEDIA_S3_SECRET_KEY", m.S3SecretKey}} {
+		p.check(v[0], v[1] != "", "set, with NEWSLETTER_MEDIA_S3_ENDPOINT")
+	}
+	return m
+}

@@ -91,6 +91,8 @@ type Config struct {
 	// ConfirmSendAbove is NEWSLETTER_CONFIRM_SEND_ABOVE: the audience
 	// above which the console asks the publisher to type it.
 	ConfirmSendAbove int64
+	// Media is where the images uploaded into issues are kept.
+	Media Media
 	// Clients is NEWSLETTER_TRUSTED_PROXIES parsed: the proxies whose
 	// X-Forwarded-For is believed.
 	Clients clientip.Resolver
@@ -319,4 +321,14 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return w
+}
+
+// Media is where the images uploaded into issues are kept: the folder
+// NEWSLETTER_MEDIA_DIR (default "media", beside the working directory),
+// served by GET /media/{name}; or, when NEWSLETTER_MEDIA_S3_ENDPOINT is
+// set, an S3-compatible bucket (API replicas share nothing else).
+type Media struct {
+	Dir                                   string
+	S3Endpoint, S3Bucket, S3Region        string
+	S3AccessKey, S3SecretKey, S3PublicURL string
 }

@@ -98,6 +98,7 @@ func (p *parser) read() *Config {
 	c.SMSConcurrency = p.integer("NEWSLETTER_SMS_CONCURRENCY", 8, 1)
 	c.SMSRate = p.integer("NEWSLETTER_SMS_RATE", 10, 1)
 	c.SMS = p.sms()
+	c.Media = p.media()
 	// The embedded default is for trying things out: a first digest
 	// should not wait for a postal address there.
 	c.RequirePostalAddress = p.boolean("NEWSLETTER_REQUIRE_POSTAL_ADDRESS", !c.Embedded())

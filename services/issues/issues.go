@@ -315,22 +315,6 @@ func (s *Service) Duplicate(ctx context.Context, is store.Issue) (store.Issue, e
 	return s.Store.CreateIssue(ctx, c, "")
 }
 
-// ErrDigestDraft is a delete of the draft a digest run made (409): the
-// run points at it, and would find nothing to send.
-var ErrDigestDraft = errors.New("this draft is a digest run's issue: cancel it instead")
-
-// Delete removes a draft for good: a *store.StateError for any other
-// status, ErrDigestDraft for a digest run's; nothing changed then.
-func (s *Service) Delete(ctx context.Context, is store.Issue) error {
-	if is.Status != store.IssueDraft {
-		return &store.StateError{ID: is.ID, Status: is.Status}
-	}
-	if is.Period != "" {
-		return ErrDigestDraft
-	}
-	return s.Store.DeleteIssue(ctx, is.ID)
-}
-
 // ErrNoVersion is a restore of a version the issue does not keep (404).
 var ErrNoVersion = fmt.Errorf("no such version: an issue keeps its last %d", store.MaxIssueVersions)
 

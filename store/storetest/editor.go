@@ -3,16 +3,17 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/newsletter/newsletter/store"
 )
 
 // testIssueVersionsAndDelete: each save keeps the content before it,
-// numbered by the version it had, the last MaxIssueVersions of them; a
-// draft is deleted with its versions and its slug freed; another status
-// refuses.
+// numbered by the version it had, the last MaxIssueVersions of them;
+// then the trash (testIssueTrash).
 func testIssueVersionsAndDelete(t *testing.T, _ Harness, s store.Store) {
 	ctx := context.Background()
 	c := store.IssueContent{Subject: "Drafty", Body: "v1", Topics: []string{"digest"}, ReplyTo: "editor@example.com"}
@@ -47,31 +48,110 @@ func testIssueVersionsAndDelete(t *testing.T, _ Harness, s store.Store) {
 		t.Fatalf("versions of no issue: %v", err)
 	}
 
-	if err := s.DeleteIssue(ctx, is.ID); err != nil {
+	testIssueTrash(t, s, is, c)
+}
+
+// testIssueTrash: a draft goes to the trash and out of the list, comes
+// back as it was; a scheduled one comes back a draft, a sent one sent
+// (the archive's generation grows both ways); a cancelled one is
+// refused; a purge removes what was trashed before its time, with its
+// versions, and frees its slug.
+func testIssueTrash(t *testing.T, s store.Store, is store.Issue, c store.IssueContent) {
+	ctx := context.Background()
+	trashed, err := s.TrashIssue(ctx, is.ID)
+	if err != nil || trashed.Status != store.IssueTrashed || trashed.TrashedFrom != store.IssueDraft || trashed.TrashedAt.IsZero() {
+		t.Fatalf("trash a draft: %+v %v", trashed, err)
+	}
+	if list, _ := s.ListIssues(ctx, "", 0, 100); slices.ContainsFunc(list, func(x store.Issue) bool { return x.ID == is.ID }) {
+		t.Fatal("a trashed issue is in the list")
+	}
+	if list, _ := s.ListIssues(ctx, store.IssueTrashed, 0, 100); len(list) != 1 || list[0].ID != is.ID {
+		t.Fatalf("the trash: %+v", list)
+	}
+	if back, err := s.RestoreIssue(ctx, is.ID); err != nil || back.Status != store.IssueDraft || back.Version != is.Version || back.TrashedFrom != "" {
+		t.Fatalf("restore: %+v %v", back, err)
+	}
+	var state *store.StateError
+	if _, err := s.RestoreIssue(ctx, is.ID); !errors.As(err, &state) || state.Status != store.IssueDraft {
+		t.Fatalf("restore a draft: %v", err)
+	}
+	sched, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueScheduled,
+		store.IssueChange{SetSchedule: true, SendAt: time.Now().Add(time.Hour)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Issue(ctx, is.ID); !errors.Is(err, store.ErrNoIssue) {
-		t.Fatalf("deleted issue: %v", err)
+	if got, err := s.TrashIssue(ctx, is.ID); err != nil || got.Round != sched.Round+1 {
+		t.Fatalf("trash a scheduled issue: %+v %v (its plan's round must be void)", got, err)
 	}
-	if err := s.DeleteIssue(ctx, is.ID); !errors.Is(err, store.ErrNoIssue) {
-		t.Fatalf("second delete: %v", err)
+	if back, err := s.RestoreIssue(ctx, is.ID); err != nil || back.Status != store.IssueDraft || !back.SendAt.IsZero() {
+		t.Fatalf("a scheduled issue restored: %+v %v, want a draft with no schedule", back, err)
+	}
+	if _, err := s.TransitionIssue(ctx, is.ID, []string{store.IssueDraft}, store.IssueCancelled, store.IssueChange{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TrashIssue(ctx, is.ID); !errors.As(err, &state) || state.Status != store.IssueCancelled {
+		t.Fatalf("trash a cancelled issue: %v", err)
+	}
+	if _, err := s.TrashIssue(ctx, 999999); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("trash no issue: %v", err)
+	}
+	sent, err := s.CreateIssue(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TransitionIssue(ctx, sent.ID, []string{store.IssueDraft}, store.IssueSent, store.IssueChange{}); err != nil {
+		t.Fatal(err)
+	}
+	gen, _ := s.ArchiveGeneration(ctx)
+	if _, err := s.TrashIssue(ctx, sent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.ArchiveGeneration(ctx); g != gen+1 {
+		t.Fatalf("trashing a sent issue: archive generation %d, want %d", g, gen+1)
+	}
+	if back, err := s.RestoreIssue(ctx, sent.ID); err != nil || back.Status != store.IssueSent {
+		t.Fatalf("a sent issue restored: %+v %v", back, err)
+	}
+	if g, _ := s.ArchiveGeneration(ctx); g != gen+2 {
+		t.Fatalf("restoring a sent issue: archive generation %d, want %d", g, gen+2)
+	}
+	testPurge(t, s, c)
+}
+
+// testPurge: a purge before the trashing removes nothing; after it, the
+// issue, its versions and its slug are gone.
+func testPurge(t *testing.T, s store.Store, c store.IssueContent) {
+	ctx := context.Background()
+	c.Subject = "Purged soon"
+	is, err := s.CreateIssue(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateIssue(ctx, is.ID, 1, c); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Hour)
+	if _, err := s.TrashIssue(ctx, is.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PurgeTrash(ctx, before, 10); err != nil || n != 0 {
+		t.Fatalf("purge before the trashing: %d %v", n, err)
+	}
+	if n, err := s.PurgeTrash(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if _, err := s.Issue(ctx, is.ID); !errors.Is(err, store.ErrNoIssue) {
+		t.Fatalf("a purged issue: %v", err)
+	}
+	if list, _ := s.ListIssues(ctx, store.IssueTrashed, 0, 10); len(list) != 0 {
+		t.Fatalf("the trash after a purge: %+v", list)
 	}
 	again, err := s.CreateIssue(ctx, c, "")
-	if err != nil || again.Slug != "drafty" {
-		t.Fatalf("the deleted draft's slug is not free: %+v %v", again, err)
+	if err != nil || again.Slug != is.Slug {
+		t.Fatalf("the purged issue's slug %q is not free: %+v %v", is.Slug, again, err)
 	}
 	if vs, _ := s.IssueVersions(ctx, again.ID); len(vs) != 0 {
 		t.Fatalf("a new issue has versions: %+v", vs)
-	}
-	if _, err := s.TransitionIssue(ctx, again.ID, []string{store.IssueDraft}, store.IssueCancelled, store.IssueChange{}); err != nil {
-		t.Fatal(err)
-	}
-	var state *store.StateError
-	if err := s.DeleteIssue(ctx, again.ID); !errors.As(err, &state) || state.Status != store.IssueCancelled {
-		t.Fatalf("delete a cancelled issue: %v", err)
-	}
-	if _, err := s.Issue(ctx, again.ID); err != nil {
-		t.Fatalf("a refused delete removed the issue: %v", err)
 	}
 }
 

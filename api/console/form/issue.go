@@ -45,6 +45,11 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 	if err := parse(w, r, MaxIssueForm); err != nil {
 		return Issue{}, err
 	}
+	return issueOf(r), nil
+}
+
+// issueOf is the editor's fields of a parsed form.
+func issueOf(r *http.Request) Issue {
 	f := Issue{
 		Subject: value(r, "subject"), Preheader: value(r, "preheader"),
 		Body:    strings.ReplaceAll(r.PostForm.Get("body"), "\r\n", "\n"),
@@ -59,7 +64,7 @@ func NewIssue(w http.ResponseWriter, r *http.Request) (Issue, error) {
 			f.Segment = id
 		}
 	}
-	return f, nil
+	return f
 }
 
 // Content is the issue as the store keeps it.

@@ -44,10 +44,13 @@ func NewSend(w http.ResponseWriter, r *http.Request) (Send, error) {
 }
 
 // Schedule is the send as issues.Service takes it; a time that does not
-// parse is an error to show (the service checks the rest).
+// parse is an error to show (the service checks the rest), and so is no
+// choice at all: the console never sends now by default (issue #46).
 func (f Send) Schedule() (issues.When, error) {
 	switch f.When {
-	case "", "now":
+	case "":
+		return issues.When{}, errors.New("when: choose now, a time, or a local hour")
+	case "now":
 		return issues.When{}, nil
 	case "at":
 		t, err := time.Parse("2006-01-02T15:04", f.At)
