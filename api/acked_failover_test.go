@@ -138,6 +138,12 @@ func failoverSignups(t *testing.T, on bool) {
 	if _, err := replicaStore.Get(ctx, "before@example.com"); err != nil {
 		t.Errorf("the signup made before the cut is not on the promoted replica: %v", err)
 	}
+	// And it gets its mail: the confirmation was queued before the
+	// answer, so the promoted replica holds its task too.
+	insp := asynq.NewInspectorFromRedisClient(onReplica)
+	if _, err := insp.GetTaskInfo(tasks.QueueTransactional, "confirm:before@example.com"); err != nil {
+		t.Errorf("the confirmation of the signup made before the cut is not on the promoted replica: %v", err)
+	}
 	if on && len(lost) > 0 {
 		t.Errorf("signups answered 202 and lost in the failover: %v", lost)
 	}
