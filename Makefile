@@ -45,12 +45,14 @@ vet: ## gofmt, go vet, and errcheck (pinned in go.mod as a tool; .errcheck-exclu
 	$(GO) vet ./...
 	$(GO) tool errcheck -ignoretests -exclude .errcheck-excludes ./...
 
-test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine); the issue lifecycle model runs 2,000 steps
+test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine); the issue lifecycle model runs 2,000 steps; then, the hogs stopped, the soak for 5 minutes (Redis 7960-7961, Sentinels 27960-27962; fails when an invariant is breached)
 	@set -e; \
 	( while :; do :; done ) & hog1=$$!; \
 	( while :; do :; done ) & hog2=$$!; \
 	trap 'kill $$hog1 $$hog2 2>/dev/null' EXIT INT TERM; \
-	NEWSLETTER_MODEL_STEPS=2000 $(GO) test -race -short -count=3 -timeout=20m ./...
+	NEWSLETTER_MODEL_STEPS=2000 $(GO) test -race -short -count=3 -timeout=20m ./...; \
+	kill $$hog1 $$hog2; trap - EXIT INT TERM; \
+	SOAK=5m SOAK_REDIS_PORT=$(or $(SOAK_REDIS_PORT),7960) SOAK_SENTINEL_PORT=$(or $(SOAK_SENTINEL_PORT),27960) $(GO) run ./bench/soak
 
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
