@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -98,8 +99,33 @@ func (c *chaos) pickFault() (string, func() (string, error)) {
 		return "redis", func() (string, error) {
 			return "kill -9 Redis primary", c.redis.killPrimary(context.Background())
 		}
+	case r < 0.7:
+		return c.skewClock()
 	default:
 		return "mail", c.mailFault()
+	}
+}
+
+// skewClock restarts one of the workers with its clock 90 s ahead or
+// behind (NEWSLETTER_CLOCK_OFFSET) for 20-40 s, then restarts it on the
+// machine's clock.
+func (c *chaos) skewClock() (string, func() (string, error)) {
+	var workers []*role
+	for _, r := range c.roles {
+		if strings.HasPrefix(r.name, "worker") {
+			workers = append(workers, r)
+		}
+	}
+	w := workers[rand.IntN(len(workers))]
+	offset := []string{"90s", "-90s"}[rand.IntN(2)]
+	hold := time.Duration(20+rand.IntN(20)) * time.Second
+	return w.name, func() (string, error) {
+		name := fmt.Sprintf("clock of %s skewed %s for %s", w.name, offset, hold)
+		if err := w.restartWith([]string{"NEWSLETTER_CLOCK_OFFSET=" + offset}); err != nil {
+			return name, err
+		}
+		time.Sleep(hold)
+		return name, w.restartWith(nil)
 	}
 }
 
