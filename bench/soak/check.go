@@ -96,6 +96,9 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 					due = append(due, "issue:"+is.subject)
 				}
 			}
+			for _, text := range p.texts {
+				due = append(due, "sms:"+text)
+			}
 		}
 		for _, kind := range due {
 			if count[kind] == 0 {

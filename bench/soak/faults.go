@@ -24,6 +24,7 @@ type chaos struct {
 	roles []*role
 	redis *redisSet
 	mail  *mailPath
+	sms   *smsPath
 
 	mu     sync.Mutex
 	busy   map[string]bool
@@ -101,8 +102,10 @@ func (c *chaos) pickFault() (string, func() (string, error)) {
 		}
 	case r < 0.7:
 		return c.skewClock()
-	default:
+	case r < 0.85:
 		return "mail", c.mailFault()
+	default:
+		return "sms", c.smsFault()
 	}
 }
 
@@ -148,6 +151,40 @@ func (c *chaos) mailFault() func() (string, error) {
 			return name, nil
 		}
 		off, err := c.mail.toxic(k.toxic, k.attrs)
+		if err != nil {
+			return name, err
+		}
+		time.Sleep(hold)
+		off()
+		return name, nil
+	}
+}
+
+// smsFault is a few seconds of one kind of trouble between the sms lane
+// and its gateway: the proxy's latency, hang or resets, or the fake's
+// storm of 429 or 503 answers (with Retry-After: 1).
+func (c *chaos) smsFault() func() (string, error) {
+	hold := time.Duration(5+rand.IntN(20)) * time.Second
+	kinds := []struct {
+		name, toxic, attrs string
+		storm              int
+	}{
+		{"SMS latency 2s", "latency", `{"latency":2000,"jitter":500}`, 0},
+		{"SMS gateway hung (no bytes back)", "timeout", `{"timeout":0}`, 0},
+		{"SMS connections reset", "reset_peer", `{"timeout":200}`, 0},
+		{"SMS 429 storm", "", "", 429},
+		{"SMS 503 storm", "", "", 503},
+	}
+	k := kinds[rand.IntN(len(kinds))]
+	return func() (string, error) {
+		name := fmt.Sprintf("%s for %s", k.name, hold)
+		if k.toxic == "" {
+			c.sms.storm(k.storm)
+			time.Sleep(hold)
+			c.sms.storm(0)
+			return name, nil
+		}
+		off, err := c.sms.toxic(k.toxic, k.attrs)
 		if err != nil {
 			return name, err
 		}

@@ -165,8 +165,19 @@ func (ld *loader) unsubscribe(ctx context.Context, p *person) {
 func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 	name := fmt.Sprintf("Reader %d", n)
 	v := url.Values{"token": {p.prefsToken}, "name": {name}, "topics": {"digest", "updates"}, "timezone": {"UTC"}}
+	phone := ld.phone(ctx, p, n)
+	if phone != "" {
+		// Texts for updates too: the events to them go by SMS as well.
+		v["channels_shown"] = []string{"1"}
+		v["channels"] = []string{"digest:email", "updates:email", "updates:sms"}
+	}
 	acked := false
-	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) { p.name, p.nameAck, acked = name, at, true })
+	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) {
+		p.name, p.nameAck, acked = name, at, true
+		if phone != "" && p.smsOn.IsZero() {
+			p.smsOn = at
+		}
+	})
 	if !acked {
 		ld.led.mu.Lock()
 		p.namesUnacked = append(p.namesUnacked, name)
@@ -174,8 +185,33 @@ func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 	}
 }
 
+// phone gives the person a number (GB mobiles, one per person) the first
+// time, and answers it once acknowledged ("" when it was not).
+func (ld *loader) phone(ctx context.Context, p *person, n int) string {
+	ld.led.mu.Lock()
+	phone := p.phone
+	ld.led.mu.Unlock()
+	if phone != "" {
+		return phone
+	}
+	number := fmt.Sprintf("+447400%06d", n%1000000)
+	body, _ := json.Marshal(map[string]any{"phone": number, "consent_source": "soak"}) // strings: cannot fail
+	code, _, _, err := ld.do(ctx, "PUT", "/api/subscribers/"+url.PathEscape(p.email)+"/phone", "application/json", body, true)
+	ld.note("phone", code, err)
+	if err != nil || !acked(code) {
+		return ""
+	}
+	ld.led.mu.Lock()
+	defer ld.led.mu.Unlock()
+	p.phone = number
+	ld.led.acks++
+	return number
+}
+
 func (ld *loader) event(ctx context.Context, p *person, n int) {
-	body, _ := json.Marshal(map[string]any{"email": p.email, "title": fmt.Sprintf("Event %d", n), "url": "https://example.com/e/" + fmt.Sprint(n)})
+	title, link := fmt.Sprintf("Event %d", n), "https://example.com/e/"+fmt.Sprint(n)
+	body, _ := json.Marshal(map[string]any{"email": p.email, "title": title, "url": link})
+	t0 := time.Now()
 	code, raw, _, err := ld.do(ctx, "POST", "/api/events", "application/json", body, true)
 	ld.note("event", code, err)
 	if err != nil || !acked(code) {
@@ -189,6 +225,9 @@ func (ld *loader) event(ctx context.Context, p *person, n int) {
 			p.firstEvent = time.Now()
 		}
 		p.eventAcks++
+		if !p.smsOn.IsZero() && p.smsOn.Before(t0) {
+			p.texts = append(p.texts, title+" "+link)
+		}
 	}
 }
 

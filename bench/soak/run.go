@@ -23,6 +23,7 @@ type world struct {
 	redis  *redisSet
 	rdb    *redis.Client
 	mail   *mailPath
+	sms    *smsPath
 	roles  []*role
 	load   *loader
 	chaos  *chaos
@@ -86,14 +87,19 @@ func setUp(s settings) (*world, error) {
 	if w.mail, err = startMailPath(w.tb); err != nil {
 		return w, err
 	}
-	env := func(base string) []string { return environment(w.redis.URL(), w.mail.URL(), base, s) }
+	if w.sms, err = startSMSPath(w.tb); err != nil {
+		return w, err
+	}
+	env := func(base string) []string {
+		return append(environment(w.redis.URL(), w.mail.URL(), base, s), w.sms.environment(s.concurrency)...)
+	}
 	if w.roles, err = startRoles(bin, filepath.Join(dir, "logs"), env); err != nil {
 		return w, err
 	}
 	run := strings.ReplaceAll(filepath.Base(dir), "-", "")
 	w.load = &loader{apis: w.roles[:2], base: "http://" + w.roles[0].addr, admin: adminToken, run: run,
 		led: newLedger(), client: newClient(), rate: s.rate, signups: int(s.rate * s.duration.Seconds() / 2)}
-	w.chaos = &chaos{roles: w.roles, redis: w.redis, mail: w.mail, busy: map[string]bool{}}
+	w.chaos = &chaos{roles: w.roles, redis: w.redis, mail: w.mail, sms: w.sms, busy: map[string]bool{}}
 	return w, nil
 }
 
@@ -134,12 +140,17 @@ func (w *world) observe(ctx context.Context, minutely bool) {
 		if minutely && time.Since(lastCheck) >= time.Minute {
 			lastCheck = time.Now()
 			var v verdict
-			checkMails(w.load.led, w.mails, w.s.welcomeDelay, false, &v)
+			checkMails(w.load.led, w.delivered(), w.s.welcomeDelay, false, &v)
 			line := fmt.Sprintf("%s: %d mails, %d duplicates, %d after an unsubscribe, %d early", lastCheck.Format(time.TimeOnly), len(w.mails), v.dups, v.afterUnsub, v.early)
 			w.checks = append(w.checks, line)
 			fmt.Println("soak:", line)
 		}
 	}
+}
+
+// delivered is every mail and text so far.
+func (w *world) delivered() []mail {
+	return append(w.sms.texts(w.load.led.phones()), w.mails...)
 }
 
 // drain waits, load and faults over, until no task waits and no mail has
@@ -166,7 +177,9 @@ func (w *world) drain() time.Duration {
 
 func (w *world) finalCheck() summary {
 	var sum summary
-	checkMails(w.load.led, w.mails, w.s.welcomeDelay, true, &sum.v)
+	texts := w.sms.texts(w.load.led.phones())
+	checkMails(w.load.led, append(texts, w.mails...), w.s.welcomeDelay, true, &sum.v)
+	sum.texts = len(texts)
 	checkState(context.Background(), w.load, &sum.v)
 	waiting, archived, reasons, err := backlog(w.rdb)
 	if err != nil {
@@ -190,16 +203,18 @@ func (w *world) finalCheck() summary {
 	return sum
 }
 
-// dupFaults counts the faults that may each send up to a worker's
-// concurrency of mails twice: a worker killed -9 (its mails sent but not
-// yet marked), the mail path reset or hung (a mail the sink took whose
-// answer never came back), the Redis primary killed (a mark lost with
-// it).
+// dupFaults counts the faults that may each send up to a lane's
+// concurrency of mails or texts twice: a worker killed -9 (its mails and
+// texts sent but not yet marked: two lanes), the Redis primary killed (a
+// mark lost with it, in either lane), the mail or SMS path reset or hung
+// (a message the fake took whose answer never came back).
 func dupFaults(fs []fault) int {
 	n := 0
 	for _, f := range fs {
-		if strings.HasPrefix(f.name, "kill -9 worker") || strings.HasPrefix(f.name, "kill -9 Redis") ||
-			strings.Contains(f.name, "reset") || strings.Contains(f.name, "hung") {
+		switch {
+		case strings.HasPrefix(f.name, "kill -9 worker"), strings.HasPrefix(f.name, "kill -9 Redis"):
+			n += 2
+		case strings.Contains(f.name, "reset"), strings.Contains(f.name, "hung"):
 			n++
 		}
 	}
@@ -228,6 +243,9 @@ func (w *world) tearDown() {
 	}
 	if w.mail != nil {
 		w.mail.close()
+	}
+	if w.sms != nil {
+		w.sms.close()
 	}
 	if w.rdb != nil {
 		warn("close redis client", w.rdb.Close())
