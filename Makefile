@@ -109,7 +109,7 @@ bench-segment: ## issue #32: N subscribers (default 1000000) loaded through the 
 bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL (a Redis of its own: the database is flushed), then the prefix search's p50/p99 (QUERIES, default 2000) and the CSV export's rows/s with the peak heap and RSS
 	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
 
-soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s)
+soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s; SOAK_CLUSTER=1: a 3+3 Redis Cluster on SOAK_REDIS_PORT..+5, bus ports SOAK_SENTINEL_PORT..+5, a primary killed as the Redis fault); texts through a second proxy into the SMS fake; one worker's clock skewed
 	SOAK=$(or $(SOAK),30m) $(GO) run ./bench/soak
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana

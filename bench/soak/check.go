@@ -199,7 +199,10 @@ func backlog(rdb redis.UniversalClient) (waiting, archived int, reasons []string
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		waiting += info.Pending + info.Active + info.Retry
+		// Aggregating: events waiting in their bundle's group for its
+		// grace (NEWSLETTER_GROUP_GRACE, 2 min): a drain that ended
+		// without them missed the last events mails.
+		waiting += info.Pending + info.Active + info.Retry + info.Aggregating
 		archived += info.Archived
 		if info.Archived > 0 {
 			tasks, err := insp.ListArchivedTasks(q, asynq.PageSize(20))

@@ -22,7 +22,7 @@ type fault struct {
 // the same target (a role, Redis, the mail path).
 type chaos struct {
 	roles []*role
-	redis *redisSet
+	redis redisBackend
 	mail  *mailPath
 	sms   *smsPath
 

@@ -132,10 +132,18 @@ func (ld *loader) signup(ctx context.Context, email string) {
 	}
 }
 
-func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *person, record func(*person, time.Time)) {
+// form posts a form; saved says which answer means it was saved (nil:
+// any acknowledgement).
+func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *person, saved func(int) bool, record func(*person, time.Time)) {
 	code, _, _, err := ld.do(ctx, "POST", path, "application/x-www-form-urlencoded", []byte(v.Encode()), false)
+	if saved == nil {
+		saved = acked
+	}
+	if err == nil && acked(code) && !saved(code) {
+		code = -code // answered, not saved: counted as not acknowledged
+	}
 	ld.note(what, code, err)
-	if err == nil && acked(code) {
+	if err == nil && saved(code) {
 		ld.led.mu.Lock()
 		record(p, time.Now())
 		ld.led.acks++
@@ -144,7 +152,7 @@ func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *
 }
 
 func (ld *loader) confirm(ctx context.Context, p *person) {
-	ld.form(ctx, "confirm", "/confirm", url.Values{"token": {p.confirmToken}}, p, func(p *person, at time.Time) {
+	ld.form(ctx, "confirm", "/confirm", url.Values{"token": {p.confirmToken}}, p, nil, func(p *person, at time.Time) {
 		if p.confirmAck.IsZero() {
 			p.confirmAck = at
 		}
@@ -155,7 +163,7 @@ func (ld *loader) unsubscribe(ctx context.Context, p *person) {
 	ld.led.mu.Lock()
 	p.unsubTried = true
 	ld.led.mu.Unlock()
-	ld.form(ctx, "unsubscribe", "/preferences", url.Values{"token": {p.prefsToken}, "leave": {"all"}}, p, func(p *person, at time.Time) {
+	ld.form(ctx, "unsubscribe", "/preferences", url.Values{"token": {p.prefsToken}, "leave": {"all"}}, p, nil, func(p *person, at time.Time) {
 		p.unsubAck = at
 	})
 }
@@ -172,7 +180,10 @@ func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 		v["channels"] = []string{"digest:email", "updates:email", "updates:sms"}
 	}
 	acked := false
-	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) {
+	// Saved is the 303 back to the page; a 200 is "You are not
+	// subscribed" (an unsubscribe answered 503 had landed): not saved.
+	saved := func(code int) bool { return code == http.StatusSeeOther }
+	ld.form(ctx, "preferences", "/preferences", v, p, saved, func(p *person, at time.Time) {
 		p.name, p.nameAck, acked = name, at, true
 		if phone != "" && p.smsOn.IsZero() {
 			p.smsOn = at

@@ -79,7 +79,7 @@ func writeReport(dir string, s summary) error {
 	for _, f := range s.faults {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.start.Format(time.TimeOnly), f.end.Format(time.TimeOnly), f.name, f.err)
 	}
-	b.WriteString("\n## Requests not acknowledged (by route and status; 0 is no answer)\n\n")
+	b.WriteString("\n## Requests not acknowledged (by route and status; 0 is no answer, minus a status: answered but not saved, such as a preference change answered 200 You are not subscribed)\n\n")
 	for k, n := range s.failed {
 		fmt.Fprintf(&b, "- %s: %d\n", k, n)
 	}

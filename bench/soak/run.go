@@ -20,8 +20,8 @@ type world struct {
 	s      settings
 	dir    string
 	tb     *bench.TB
-	redis  *redisSet
-	rdb    *redis.Client
+	redis  redisBackend
+	rdb    redis.UniversalClient
 	mail   *mailPath
 	sms    *smsPath
 	roles  []*role
@@ -47,8 +47,8 @@ func soak(s settings) (bool, error) {
 	drainTook := w.drain()
 	sum := w.finalCheck()
 	sum.duration, sum.drainTook = s.duration, drainTook
-	sum.settings = fmt.Sprintf("SOAK_RATE %g ops/s, at most %d addresses, NEWSLETTER_CONCURRENCY %d, welcome delay %s, Redis %d-%d, Sentinels %d-%d",
-		s.rate, w.load.signups, s.concurrency, s.welcomeDelay, s.redisPort, s.redisPort+1, s.sentinelPort, s.sentinelPort+2)
+	sum.settings = fmt.Sprintf("SOAK_RATE %g ops/s, at most %d addresses, NEWSLETTER_CONCURRENCY %d, welcome delay %s, %s",
+		s.rate, w.load.signups, s.concurrency, s.welcomeDelay, w.redis.describe())
 	if err := writeReport(w.dir, sum); err != nil {
 		return false, err
 	}
@@ -80,10 +80,15 @@ func setUp(s settings) (*world, error) {
 	if err != nil {
 		return w, err
 	}
-	if w.redis, err = startRedis(redisDir, s.redisPort, s.sentinelPort); err != nil {
+	if s.cluster {
+		w.redis, err = startCluster(redisDir, s.redisPort, s.sentinelPort)
+	} else {
+		w.redis, err = startRedis(redisDir, s.redisPort, s.sentinelPort)
+	}
+	if err != nil {
 		return w, err
 	}
-	w.rdb = w.redis.Client()
+	w.rdb = w.redis.client()
 	if w.mail, err = startMailPath(w.tb); err != nil {
 		return w, err
 	}
@@ -91,7 +96,7 @@ func setUp(s settings) (*world, error) {
 		return w, err
 	}
 	env := func(base string) []string {
-		return append(environment(w.redis.URL(), w.mail.URL(), base, s), w.sms.environment(s.concurrency)...)
+		return append(environment(w.redis.env(), w.mail.URL(), base, s), w.sms.environment(s.concurrency)...)
 	}
 	if w.roles, err = startRoles(bin, filepath.Join(dir, "logs"), env); err != nil {
 		return w, err
