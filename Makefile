@@ -45,12 +45,14 @@ vet: ## gofmt, go vet, and errcheck (pinned in go.mod as a tool; .errcheck-exclu
 	$(GO) vet ./...
 	$(GO) tool errcheck -ignoretests -exclude .errcheck-excludes ./...
 
-test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine); the issue lifecycle model runs 2,000 steps
+test-stress: ## the short tests three times under -race, beside two CPU-bound processes (a busy 2-core machine); the issue lifecycle model runs 2,000 steps; then, the hogs stopped, the soak for 5 minutes (Redis 7960-7961, Sentinels 27960-27962; fails when an invariant is breached)
 	@set -e; \
 	( while :; do :; done ) & hog1=$$!; \
 	( while :; do :; done ) & hog2=$$!; \
 	trap 'kill $$hog1 $$hog2 2>/dev/null' EXIT INT TERM; \
-	NEWSLETTER_MODEL_STEPS=2000 $(GO) test -race -short -count=3 -timeout=20m ./...
+	NEWSLETTER_MODEL_STEPS=2000 $(GO) test -race -short -count=3 -timeout=20m ./...; \
+	kill $$hog1 $$hog2; trap - EXIT INT TERM; \
+	SOAK=5m SOAK_REDIS_PORT=$(or $(SOAK_REDIS_PORT),7960) SOAK_SENTINEL_PORT=$(or $(SOAK_SENTINEL_PORT),27960) $(GO) run ./bench/soak
 
 fuzz: ## a longer fuzz run of address normalisation
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=5m ./internal/address
@@ -110,7 +112,7 @@ bench-segment: ## issue #32: N subscribers (default 1000000) loaded through the 
 bench-list: ## issue #32: N subscribers (default 1000000) seeded into REDIS_URL (a Redis of its own: the database is flushed), then the prefix search's p50/p99 (QUERIES, default 2000) and the CSV export's rows/s with the peak heap and RSS
 	N=$(or $(N),1000000) QUERIES=$(QUERIES) REDIS_URL=$(REDIS_URL) $(GO) run ./bench/list
 
-soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s)
+soak: ## chaos soak (docs/operating.md, The soak): two of each role on Redis+replica+Sentinel, mail through toxiproxy, load and overlapping faults for SOAK (default 30m), then the invariants; report and plot in soak-report/<time>/ (SOAK_REDIS_PORT 7900-7901, SOAK_SENTINEL_PORT 27900-27902, SOAK_RATE ops/s; SOAK_CLUSTER=1: a 3+3 Redis Cluster on SOAK_REDIS_PORT..+5, bus ports SOAK_SENTINEL_PORT..+5, a primary killed as the Redis fault); texts through a second proxy into the SMS fake; one worker's clock skewed
 	SOAK=$(or $(SOAK),30m) $(GO) run ./bench/soak
 
 up: ## docker compose: Redis (AOF), the service, Mailpit, Prometheus, Grafana

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The packed subscriber record of keys.go, as Go reads it.
@@ -114,4 +117,24 @@ func splitTopics(s string) []string {
 		return []string{}
 	}
 	return strings.Split(s, ",")
+}
+
+// StatusByID reads subscriber id's status alone (one HGET of its
+// record): what a mail about to go re-checks when the reader was read
+// some time before (an issue batch sends for seconds after reading its
+// readers). A subscriber not found (erased) is ErrNotFound.
+func (r *Redis) StatusByID(ctx context.Context, id int64) (Status, error) {
+	rec, err := r.rdb.HGet(ctx, bucketKey(sfxSubs, id), strconv.FormatInt(id, 10)).Result()
+	if errors.Is(err, redis.Nil) || id <= 0 {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("status of subscriber %d: %w", id, err)
+	}
+	code, _, _ := strings.Cut(rec, recordSep)
+	st, ok := statusByCode[code]
+	if !ok {
+		return "", fmt.Errorf("subscriber %d: unknown status %q", id, code)
+	}
+	return st, nil
 }

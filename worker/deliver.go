@@ -41,6 +41,7 @@ const DefaultThrottle = time.Minute
 type DeliveryStore interface {
 	Get(ctx context.Context, email string) (store.Subscriber, error)
 	GetByID(ctx context.Context, id int64) (store.Subscriber, error)
+	StatusByID(ctx context.Context, id int64) (store.Status, error)
 	FeedbackStore
 	store.Marks
 }
@@ -93,7 +94,18 @@ type Mail struct {
 	// empty): the weekly digest's issue counts as a digest, so the
 	// digest's dashboards and alerts read as they always did.
 	CountAs string
+	// Recheck, when set, is the status the reader must still have right
+	// before the mail goes: its status is read again then (one HGET) and
+	// the mail is skipped (ErrNotWanted) otherwise. A batch that read its
+	// readers at its start and sends for seconds (an issue) sets it, so a
+	// reader who unsubscribes, bounces or complains meanwhile gets nothing.
+	Recheck store.Status
 }
+
+// ErrNotWanted is the Failure (with SkipRetry) of a mail whose reader no
+// longer had its Recheck status when it was about to go: skipped, not
+// failed.
+var ErrNotWanted = errors.New("the reader's status changed before the mail went")
 
 func (m Mail) countAs() string {
 	if m.CountAs != "" {
@@ -367,6 +379,12 @@ func (d *Deliverer) send(ctx context.Context, m mailer.Mailer, mail Mail, marked
 			return d.release(ctx, []store.Mark{mail.Mark}, err)
 		}
 	}
+	if err := d.recheck(ctx, mail); err != nil {
+		if d.marks != nil {
+			d.marks.release()
+		}
+		return d.release(ctx, []store.Mark{mail.Mark}, err)
+	}
 	if err := m.Send(ctx, msg); err != nil {
 		if d.marks != nil {
 			d.marks.release()
@@ -424,6 +442,27 @@ func sendTimeBounce(mail Mail, se *email.SendError) tasks.FeedbackPayload {
 		ID: "send-" + hex.EncodeToString(sum[:12]), SubscriberID: mail.To.ID, Email: mail.To.Email,
 		Type: string(store.HardBounce), Source: "smtp", Kind: mail.Mark.Kind, IssueID: mail.issue(), Reason: reason,
 	}
+}
+
+// recheck reads the reader's status again when the mail asks for it
+// (Mail.Recheck), the last step before the SMTP transaction: an error
+// to retry on, ErrNotWanted with SkipRetry when it changed, nil to send.
+func (d *Deliverer) recheck(ctx context.Context, mail Mail) error {
+	if mail.Recheck == "" {
+		return nil
+	}
+	st, err := d.Store.StatusByID(ctx, mail.To.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		st, err = "", nil // erased meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if st != mail.Recheck {
+		d.Log.Info("skip: status changed during the batch", "kind", mail.Mark.Kind, "subscriber", mail.To.ID, "status", st)
+		return fmt.Errorf("%w: %w", ErrNotWanted, asynq.SkipRetry)
+	}
+	return nil
 }
 
 // release gives claims back after a failed or abandoned send and returns

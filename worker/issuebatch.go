@@ -137,14 +137,8 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 	}
 	gate := h.newStatusGate(is.ID, p.Round, st, checked)
 	failed, stopped, retry := h.Deliver.DeliverGated(ctx, mails, gate.check)
-	if len(failed) > 0 {
-		ids := make([]int64, len(failed))
-		for i, f := range failed {
-			ids[i] = f.SubscriberID
-		}
-		if err := h.setOutcome(ctx, outcomes, store.OutcomeFailed, ids); err != nil {
-			return firstErr(retry, fmt.Errorf("record %d failed recipients: %w", len(ids), err))
-		}
+	if err := h.recordFailures(ctx, outcomes, failed); err != nil {
+		return firstErr(retry, err)
 	}
 	if stopped > 0 {
 		h.Log.Info("issue: batch stopped", "issue", is.ID, "status", gate.seen.Status, "round", gate.seen.Round, "unsent", stopped)
@@ -154,6 +148,29 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 		return retry
 	}
 	return h.finish(ctx, is)
+}
+
+// recordFailures records the outcome of the batch's mails that did not
+// go for good: skipped when the reader left meanwhile (ErrNotWanted),
+// failed otherwise. Either way the reader is done with this issue.
+func (h *IssueSender) recordFailures(ctx context.Context, outcomes string, failed []Failure) error {
+	var gone, bad []int64
+	for _, f := range failed {
+		if errors.Is(f.Err, ErrNotWanted) {
+			gone = append(gone, f.SubscriberID)
+		} else {
+			bad = append(bad, f.SubscriberID)
+		}
+	}
+	for outcome, ids := range map[string][]int64{store.OutcomeSkipped: gone, store.OutcomeFailed: bad} {
+		if len(ids) == 0 {
+			continue
+		}
+		if err := h.setOutcome(ctx, outcomes, outcome, ids); err != nil {
+			return fmt.Errorf("record %d %s recipients: %w", len(ids), outcome, err)
+		}
+	}
+	return nil
 }
 
 // sortRecipients sorts a batch's readers subs (loaded for ids, in their
@@ -199,6 +216,7 @@ func (h *IssueSender) sortRecipients(is store.Issue, ids []int64, subs []store.S
 				Data:     d,
 				Prepared: shared.prep,
 				CountAs:  countAs,
+				Recheck:  store.Active,
 			})
 		}
 	}

@@ -96,6 +96,9 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 					due = append(due, "issue:"+is.subject)
 				}
 			}
+			for _, text := range p.texts {
+				due = append(due, "sms:"+text)
+			}
 		}
 		for _, kind := range due {
 			if count[kind] == 0 {
@@ -196,7 +199,10 @@ func backlog(rdb redis.UniversalClient) (waiting, archived int, reasons []string
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		waiting += info.Pending + info.Active + info.Retry
+		// Aggregating: events waiting in their bundle's group for its
+		// grace (NEWSLETTER_GROUP_GRACE, 2 min): a drain that ended
+		// without them missed the last events mails.
+		waiting += info.Pending + info.Active + info.Retry + info.Aggregating
 		archived += info.Archived
 		if info.Archived > 0 {
 			tasks, err := insp.ListArchivedTasks(q, asynq.PageSize(20))

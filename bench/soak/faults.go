@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,8 +22,9 @@ type fault struct {
 // the same target (a role, Redis, the mail path).
 type chaos struct {
 	roles []*role
-	redis *redisSet
+	redis redisBackend
 	mail  *mailPath
+	sms   *smsPath
 
 	mu     sync.Mutex
 	busy   map[string]bool
@@ -98,8 +100,35 @@ func (c *chaos) pickFault() (string, func() (string, error)) {
 		return "redis", func() (string, error) {
 			return "kill -9 Redis primary", c.redis.killPrimary(context.Background())
 		}
-	default:
+	case r < 0.7:
+		return c.skewClock()
+	case r < 0.85:
 		return "mail", c.mailFault()
+	default:
+		return "sms", c.smsFault()
+	}
+}
+
+// skewClock restarts one of the workers with its clock 90 s ahead or
+// behind (NEWSLETTER_CLOCK_OFFSET) for 20-40 s, then restarts it on the
+// machine's clock.
+func (c *chaos) skewClock() (string, func() (string, error)) {
+	var workers []*role
+	for _, r := range c.roles {
+		if strings.HasPrefix(r.name, "worker") {
+			workers = append(workers, r)
+		}
+	}
+	w := workers[rand.IntN(len(workers))]
+	offset := []string{"90s", "-90s"}[rand.IntN(2)]
+	hold := time.Duration(20+rand.IntN(20)) * time.Second
+	return w.name, func() (string, error) {
+		name := fmt.Sprintf("clock of %s skewed %s for %s", w.name, offset, hold)
+		if err := w.restartWith([]string{"NEWSLETTER_CLOCK_OFFSET=" + offset}); err != nil {
+			return name, err
+		}
+		time.Sleep(hold)
+		return name, w.restartWith(nil)
 	}
 }
 
@@ -122,6 +151,40 @@ func (c *chaos) mailFault() func() (string, error) {
 			return name, nil
 		}
 		off, err := c.mail.toxic(k.toxic, k.attrs)
+		if err != nil {
+			return name, err
+		}
+		time.Sleep(hold)
+		off()
+		return name, nil
+	}
+}
+
+// smsFault is a few seconds of one kind of trouble between the sms lane
+// and its gateway: the proxy's latency, hang or resets, or the fake's
+// storm of 429 or 503 answers (with Retry-After: 1).
+func (c *chaos) smsFault() func() (string, error) {
+	hold := time.Duration(5+rand.IntN(20)) * time.Second
+	kinds := []struct {
+		name, toxic, attrs string
+		storm              int
+	}{
+		{"SMS latency 2s", "latency", `{"latency":2000,"jitter":500}`, 0},
+		{"SMS gateway hung (no bytes back)", "timeout", `{"timeout":0}`, 0},
+		{"SMS connections reset", "reset_peer", `{"timeout":200}`, 0},
+		{"SMS 429 storm", "", "", 429},
+		{"SMS 503 storm", "", "", 503},
+	}
+	k := kinds[rand.IntN(len(kinds))]
+	return func() (string, error) {
+		name := fmt.Sprintf("%s for %s", k.name, hold)
+		if k.toxic == "" {
+			c.sms.storm(k.storm)
+			time.Sleep(hold)
+			c.sms.storm(0)
+			return name, nil
+		}
+		off, err := c.sms.toxic(k.toxic, k.attrs)
 		if err != nil {
 			return name, err
 		}

@@ -18,6 +18,13 @@ type person struct {
 	nameAck    time.Time
 	eventAcks  int
 	firstEvent time.Time
+	// phone is the number acknowledged for the person (PUT
+	// /api/subscribers/{email}/phone); smsOn when their choice of texts
+	// for updates was acknowledged; texts the bodies of the events
+	// acknowledged after it: each is due as a text.
+	phone string
+	smsOn time.Time
+	texts []string
 
 	confirmToken string // from the confirmation mail
 	prefsToken   string // from the welcome's footer
@@ -68,6 +75,19 @@ func (l *ledger) person(email string) *person {
 		l.order = append(l.order, email)
 	}
 	return p
+}
+
+// phones maps each acknowledged number to its person's address.
+func (l *ledger) phones() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]string{}
+	for _, p := range l.people {
+		if p.phone != "" {
+			out[p.phone] = p.email
+		}
+	}
+	return out
 }
 
 // pick returns an address that fits, walking from a random start.

@@ -132,10 +132,18 @@ func (ld *loader) signup(ctx context.Context, email string) {
 	}
 }
 
-func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *person, record func(*person, time.Time)) {
+// form posts a form; saved says which answer means it was saved (nil:
+// any acknowledgement).
+func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *person, saved func(int) bool, record func(*person, time.Time)) {
 	code, _, _, err := ld.do(ctx, "POST", path, "application/x-www-form-urlencoded", []byte(v.Encode()), false)
+	if saved == nil {
+		saved = acked
+	}
+	if err == nil && acked(code) && !saved(code) {
+		code = -code // answered, not saved: counted as not acknowledged
+	}
 	ld.note(what, code, err)
-	if err == nil && acked(code) {
+	if err == nil && saved(code) {
 		ld.led.mu.Lock()
 		record(p, time.Now())
 		ld.led.acks++
@@ -144,7 +152,7 @@ func (ld *loader) form(ctx context.Context, what, path string, v url.Values, p *
 }
 
 func (ld *loader) confirm(ctx context.Context, p *person) {
-	ld.form(ctx, "confirm", "/confirm", url.Values{"token": {p.confirmToken}}, p, func(p *person, at time.Time) {
+	ld.form(ctx, "confirm", "/confirm", url.Values{"token": {p.confirmToken}}, p, nil, func(p *person, at time.Time) {
 		if p.confirmAck.IsZero() {
 			p.confirmAck = at
 		}
@@ -155,7 +163,7 @@ func (ld *loader) unsubscribe(ctx context.Context, p *person) {
 	ld.led.mu.Lock()
 	p.unsubTried = true
 	ld.led.mu.Unlock()
-	ld.form(ctx, "unsubscribe", "/preferences", url.Values{"token": {p.prefsToken}, "leave": {"all"}}, p, func(p *person, at time.Time) {
+	ld.form(ctx, "unsubscribe", "/preferences", url.Values{"token": {p.prefsToken}, "leave": {"all"}}, p, nil, func(p *person, at time.Time) {
 		p.unsubAck = at
 	})
 }
@@ -165,8 +173,22 @@ func (ld *loader) unsubscribe(ctx context.Context, p *person) {
 func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 	name := fmt.Sprintf("Reader %d", n)
 	v := url.Values{"token": {p.prefsToken}, "name": {name}, "topics": {"digest", "updates"}, "timezone": {"UTC"}}
+	phone := ld.phone(ctx, p, n)
+	if phone != "" {
+		// Texts for updates too: the events to them go by SMS as well.
+		v["channels_shown"] = []string{"1"}
+		v["channels"] = []string{"digest:email", "updates:email", "updates:sms"}
+	}
 	acked := false
-	ld.form(ctx, "preferences", "/preferences", v, p, func(p *person, at time.Time) { p.name, p.nameAck, acked = name, at, true })
+	// Saved is the 303 back to the page; a 200 is "You are not
+	// subscribed" (an unsubscribe answered 503 had landed): not saved.
+	saved := func(code int) bool { return code == http.StatusSeeOther }
+	ld.form(ctx, "preferences", "/preferences", v, p, saved, func(p *person, at time.Time) {
+		p.name, p.nameAck, acked = name, at, true
+		if phone != "" && p.smsOn.IsZero() {
+			p.smsOn = at
+		}
+	})
 	if !acked {
 		ld.led.mu.Lock()
 		p.namesUnacked = append(p.namesUnacked, name)
@@ -174,8 +196,33 @@ func (ld *loader) preferences(ctx context.Context, p *person, n int) {
 	}
 }
 
+// phone gives the person a number (GB mobiles, one per person) the first
+// time, and answers it once acknowledged ("" when it was not).
+func (ld *loader) phone(ctx context.Context, p *person, n int) string {
+	ld.led.mu.Lock()
+	phone := p.phone
+	ld.led.mu.Unlock()
+	if phone != "" {
+		return phone
+	}
+	number := fmt.Sprintf("+447400%06d", n%1000000)
+	body, _ := json.Marshal(map[string]any{"phone": number, "consent_source": "soak"}) // strings: cannot fail
+	code, _, _, err := ld.do(ctx, "PUT", "/api/subscribers/"+url.PathEscape(p.email)+"/phone", "application/json", body, true)
+	ld.note("phone", code, err)
+	if err != nil || !acked(code) {
+		return ""
+	}
+	ld.led.mu.Lock()
+	defer ld.led.mu.Unlock()
+	p.phone = number
+	ld.led.acks++
+	return number
+}
+
 func (ld *loader) event(ctx context.Context, p *person, n int) {
-	body, _ := json.Marshal(map[string]any{"email": p.email, "title": fmt.Sprintf("Event %d", n), "url": "https://example.com/e/" + fmt.Sprint(n)})
+	title, link := fmt.Sprintf("Event %d", n), "https://example.com/e/"+fmt.Sprint(n)
+	body, _ := json.Marshal(map[string]any{"email": p.email, "title": title, "url": link})
+	t0 := time.Now()
 	code, raw, _, err := ld.do(ctx, "POST", "/api/events", "application/json", body, true)
 	ld.note("event", code, err)
 	if err != nil || !acked(code) {
@@ -189,6 +236,9 @@ func (ld *loader) event(ctx context.Context, p *person, n int) {
 			p.firstEvent = time.Now()
 		}
 		p.eventAcks++
+		if !p.smsOn.IsZero() && p.smsOn.Before(t0) {
+			p.texts = append(p.texts, title+" "+link)
+		}
 	}
 }
 

@@ -24,6 +24,9 @@ type settings struct {
 	redisPort    int           // SOAK_REDIS_PORT, and the next one for the replica
 	sentinelPort int           // SOAK_SENTINEL_PORT, and the next two
 	rate         float64       // SOAK_RATE: operations a second
+	// cluster (SOAK_CLUSTER=1): a Redis Cluster of six nodes on
+	// redisPort to redisPort+5, their bus ports from sentinelPort.
+	cluster      bool
 	welcomeDelay time.Duration
 	concurrency  int
 }
@@ -42,6 +45,13 @@ func readSettings() (settings, error) {
 				return s, fmt.Errorf("%s=%q: a port from 1024 to 65000", name, v)
 			}
 		}
+	}
+	switch v := os.Getenv("SOAK_CLUSTER"); v {
+	case "", "0":
+	case "1":
+		s.cluster = true
+	default:
+		return s, fmt.Errorf("SOAK_CLUSTER=%q: 1 (a Redis Cluster) or 0 (Sentinel)", v)
 	}
 	if v := os.Getenv("SOAK_RATE"); v != "" {
 		if s.rate, err = strconv.ParseFloat(v, 64); err != nil || s.rate <= 0 || s.rate > 100 {
@@ -70,22 +80,21 @@ func main() {
 func warn(what string, err error) { bench.Warn(what, err) }
 
 // environment is what every role gets (each adds NEWSLETTER_ADDR).
-func environment(redisURL, smtpURL, base string, s settings) []string {
-	return []string{
-		"NEWSLETTER_REDIS_URL=" + redisURL,
-		"NEWSLETTER_SMTP_URL=" + smtpURL,
+func environment(redisEnv []string, smtpURL, base string, s settings) []string {
+	return append(redisEnv,
+		"NEWSLETTER_SMTP_URL="+smtpURL,
 		"NEWSLETTER_SECRET=soak-secret-0123456789abcdef",
-		"NEWSLETTER_ADMIN_TOKEN=" + adminToken,
-		"NEWSLETTER_BASE_URL=" + base,
+		"NEWSLETTER_ADMIN_TOKEN="+adminToken,
+		"NEWSLETTER_BASE_URL="+base,
 		"NEWSLETTER_FROM=Soak <soak@example.com>",
-		"NEWSLETTER_WELCOME_DELAY=" + s.welcomeDelay.String(),
+		"NEWSLETTER_WELCOME_DELAY="+s.welcomeDelay.String(),
 		"NEWSLETTER_SUBSCRIBE_RATE=0", // every signup comes from 127.0.0.1
 		"NEWSLETTER_CONFIRM_RATE=0",
 		"NEWSLETTER_REQUIRE_POSTAL_ADDRESS=false",
-		"NEWSLETTER_CONCURRENCY=" + strconv.Itoa(s.concurrency),
+		"NEWSLETTER_CONCURRENCY="+strconv.Itoa(s.concurrency),
 		"NEWSLETTER_SHUTDOWN_TIMEOUT=10s",
 		"NEWSLETTER_LOG_LEVEL=warn",
-	}
+	)
 }
 
 const adminToken = "soak-admin-token-0123456789"

@@ -33,6 +33,7 @@ type summary struct {
 	settings             string // the knobs of the run, as the report's header says them
 	crashes              int
 	mails                int
+	texts                int // texts the SMS gateway's fake took
 	issues               int
 	minuteChecks         []string
 	ok                   bool
@@ -59,6 +60,7 @@ func writeReport(dir string, s summary) error {
 	row("acknowledged writes lost", s.v.lost, "0", s.v.lost == 0)
 	row("state differs from the last acknowledged write", s.v.wrongState, "0", s.v.wrongState == 0)
 	row("mails sent", s.mails, "", true)
+	row("texts sent (SMS, in the mail rows below as sms:…)", s.texts, "", true)
 	row("issues sent", s.issues, "", true)
 	row("mails due, missing", s.v.missing, "0", s.v.missing == 0)
 	row("duplicate mails", fmt.Sprintf("%d %v", s.v.dups, s.v.dupKinds), fmt.Sprintf("≤ %d", s.dupBound), s.v.dups <= s.dupBound)
@@ -77,7 +79,7 @@ func writeReport(dir string, s summary) error {
 	for _, f := range s.faults {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.start.Format(time.TimeOnly), f.end.Format(time.TimeOnly), f.name, f.err)
 	}
-	b.WriteString("\n## Requests not acknowledged (by route and status; 0 is no answer)\n\n")
+	b.WriteString("\n## Requests not acknowledged (by route and status; 0 is no answer, minus a status: answered but not saved, such as a preference change answered 200 You are not subscribed)\n\n")
 	for k, n := range s.failed {
 		fmt.Fprintf(&b, "- %s: %d\n", k, n)
 	}

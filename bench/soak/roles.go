@@ -24,6 +24,9 @@ type role struct {
 	env  []string
 	dir  string
 
+	// extra is added to env at the next start (a skewed clock).
+	extra []string
+
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -38,7 +41,10 @@ func (r *role) start() error {
 		return err
 	}
 	cmd := exec.Command(r.bin, r.args...)
-	cmd.Env = append(append(os.Environ(), r.env...), "NEWSLETTER_ADDR="+r.addr)
+	r.mu.Lock()
+	extra := r.extra
+	r.mu.Unlock()
+	cmd.Env = append(append(append(os.Environ(), r.env...), extra...), "NEWSLETTER_ADDR="+r.addr)
 	cmd.Stdout, cmd.Stderr = log, log
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
@@ -62,6 +68,16 @@ func (r *role) start() error {
 		close(exited)
 	}()
 	return nil
+}
+
+// restartWith stops the role (SIGTERM) and starts it again with extra
+// added to its environment (nil: none).
+func (r *role) restartWith(extra []string) error {
+	r.stop(syscall.SIGTERM)
+	r.mu.Lock()
+	r.extra = extra
+	r.mu.Unlock()
+	return r.start()
 }
 
 // stop sends sig and waits for the exit (SIGTERM: up to the role's

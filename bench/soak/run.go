@@ -20,9 +20,10 @@ type world struct {
 	s      settings
 	dir    string
 	tb     *bench.TB
-	redis  *redisSet
-	rdb    *redis.Client
+	redis  redisBackend
+	rdb    redis.UniversalClient
 	mail   *mailPath
+	sms    *smsPath
 	roles  []*role
 	load   *loader
 	chaos  *chaos
@@ -46,8 +47,8 @@ func soak(s settings) (bool, error) {
 	drainTook := w.drain()
 	sum := w.finalCheck()
 	sum.duration, sum.drainTook = s.duration, drainTook
-	sum.settings = fmt.Sprintf("SOAK_RATE %g ops/s, at most %d addresses, NEWSLETTER_CONCURRENCY %d, welcome delay %s, Redis %d-%d, Sentinels %d-%d",
-		s.rate, w.load.signups, s.concurrency, s.welcomeDelay, s.redisPort, s.redisPort+1, s.sentinelPort, s.sentinelPort+2)
+	sum.settings = fmt.Sprintf("SOAK_RATE %g ops/s, at most %d addresses, NEWSLETTER_CONCURRENCY %d, welcome delay %s, %s",
+		s.rate, w.load.signups, s.concurrency, s.welcomeDelay, w.redis.describe())
 	if err := writeReport(w.dir, sum); err != nil {
 		return false, err
 	}
@@ -79,21 +80,31 @@ func setUp(s settings) (*world, error) {
 	if err != nil {
 		return w, err
 	}
-	if w.redis, err = startRedis(redisDir, s.redisPort, s.sentinelPort); err != nil {
+	if s.cluster {
+		w.redis, err = startCluster(redisDir, s.redisPort, s.sentinelPort)
+	} else {
+		w.redis, err = startRedis(redisDir, s.redisPort, s.sentinelPort)
+	}
+	if err != nil {
 		return w, err
 	}
-	w.rdb = w.redis.Client()
+	w.rdb = w.redis.client()
 	if w.mail, err = startMailPath(w.tb); err != nil {
 		return w, err
 	}
-	env := func(base string) []string { return environment(w.redis.URL(), w.mail.URL(), base, s) }
+	if w.sms, err = startSMSPath(w.tb); err != nil {
+		return w, err
+	}
+	env := func(base string) []string {
+		return append(environment(w.redis.env(), w.mail.URL(), base, s), w.sms.environment(s.concurrency)...)
+	}
 	if w.roles, err = startRoles(bin, filepath.Join(dir, "logs"), env); err != nil {
 		return w, err
 	}
 	run := strings.ReplaceAll(filepath.Base(dir), "-", "")
 	w.load = &loader{apis: w.roles[:2], base: "http://" + w.roles[0].addr, admin: adminToken, run: run,
 		led: newLedger(), client: newClient(), rate: s.rate, signups: int(s.rate * s.duration.Seconds() / 2)}
-	w.chaos = &chaos{roles: w.roles, redis: w.redis, mail: w.mail, busy: map[string]bool{}}
+	w.chaos = &chaos{roles: w.roles, redis: w.redis, mail: w.mail, sms: w.sms, busy: map[string]bool{}}
 	return w, nil
 }
 
@@ -134,12 +145,17 @@ func (w *world) observe(ctx context.Context, minutely bool) {
 		if minutely && time.Since(lastCheck) >= time.Minute {
 			lastCheck = time.Now()
 			var v verdict
-			checkMails(w.load.led, w.mails, w.s.welcomeDelay, false, &v)
+			checkMails(w.load.led, w.delivered(), w.s.welcomeDelay, false, &v)
 			line := fmt.Sprintf("%s: %d mails, %d duplicates, %d after an unsubscribe, %d early", lastCheck.Format(time.TimeOnly), len(w.mails), v.dups, v.afterUnsub, v.early)
 			w.checks = append(w.checks, line)
 			fmt.Println("soak:", line)
 		}
 	}
+}
+
+// delivered is every mail and text so far.
+func (w *world) delivered() []mail {
+	return append(w.sms.texts(w.load.led.phones()), w.mails...)
 }
 
 // drain waits, load and faults over, until no task waits and no mail has
@@ -166,7 +182,9 @@ func (w *world) drain() time.Duration {
 
 func (w *world) finalCheck() summary {
 	var sum summary
-	checkMails(w.load.led, w.mails, w.s.welcomeDelay, true, &sum.v)
+	texts := w.sms.texts(w.load.led.phones())
+	checkMails(w.load.led, append(texts, w.mails...), w.s.welcomeDelay, true, &sum.v)
+	sum.texts = len(texts)
 	checkState(context.Background(), w.load, &sum.v)
 	waiting, archived, reasons, err := backlog(w.rdb)
 	if err != nil {
@@ -190,16 +208,18 @@ func (w *world) finalCheck() summary {
 	return sum
 }
 
-// dupFaults counts the faults that may each send up to a worker's
-// concurrency of mails twice: a worker killed -9 (its mails sent but not
-// yet marked), the mail path reset or hung (a mail the sink took whose
-// answer never came back), the Redis primary killed (a mark lost with
-// it).
+// dupFaults counts the faults that may each send up to a lane's
+// concurrency of mails or texts twice: a worker killed -9 (its mails and
+// texts sent but not yet marked: two lanes), the Redis primary killed (a
+// mark lost with it, in either lane), the mail or SMS path reset or hung
+// (a message the fake took whose answer never came back).
 func dupFaults(fs []fault) int {
 	n := 0
 	for _, f := range fs {
-		if strings.HasPrefix(f.name, "kill -9 worker") || strings.HasPrefix(f.name, "kill -9 Redis") ||
-			strings.Contains(f.name, "reset") || strings.Contains(f.name, "hung") {
+		switch {
+		case strings.HasPrefix(f.name, "kill -9 worker"), strings.HasPrefix(f.name, "kill -9 Redis"):
+			n += 2
+		case strings.Contains(f.name, "reset"), strings.Contains(f.name, "hung"):
 			n++
 		}
 	}
@@ -228,6 +248,9 @@ func (w *world) tearDown() {
 	}
 	if w.mail != nil {
 		w.mail.close()
+	}
+	if w.sms != nil {
+		w.sms.close()
 	}
 	if w.rdb != nil {
 		warn("close redis client", w.rdb.Close())

@@ -28,7 +28,7 @@ type procKey struct {
 
 const sampleEvery = 5 * time.Second
 
-func samplePoint(ctx context.Context, rdb *redis.Client, rs *redisSet, roles []*role, led *ledger, mails int) point {
+func samplePoint(ctx context.Context, rdb redis.UniversalClient, rs redisBackend, roles []*role, led *ledger, mails int) point {
 	p := point{at: time.Now(), mails: mails, backlog: -1}
 	led.mu.Lock()
 	p.acks = led.acks
@@ -41,7 +41,7 @@ func samplePoint(ctx context.Context, rdb *redis.Client, rs *redisSet, roles []*
 			p.procs[procKey{r.name, pid}] = rss
 		}
 	}
-	if mem, err := rs.UsedMemory(ctx, rdb); err == nil {
+	if mem, err := rs.usedMemory(ctx, rdb); err == nil {
 		p.redisMem = mem
 	}
 	if w, _, _, err := backlog(rdb); err == nil {

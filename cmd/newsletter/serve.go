@@ -213,6 +213,12 @@ func newWorker(ctx context.Context, a *app, l *lanes, client *asynq.Client) *wor
 		SMSRetry:     worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 		ChannelRetry: worker.RetryPolicy{Base: a.cfg.RetryBase, Busy: a.cfg.ClaimTTL},
 	}
+	if off := a.cfg.ClockOffset; off != 0 {
+		// A testing knob (the soak's skewed worker): every component's
+		// "is it due" reads this clock; asynq's own schedule does not.
+		d.Now = func() time.Time { return time.Now().Add(off) }
+		a.log.Warn("worker clock skewed by NEWSLETTER_CLOCK_OFFSET (testing only)", "offset", off)
+	}
 	buildChannels(a, &d)
 	if l.email {
 		// The sequence's steps are counted, and mails marked in a window

@@ -67,7 +67,12 @@ type Config struct {
 	GroupMaxDelay    time.Duration
 	GroupMaxSize     int
 	Shutdown         time.Duration
-	TemplateDir      string
+	// ClockOffset (NEWSLETTER_CLOCK_OFFSET, a testing knob) is added to
+	// the worker's clock where it decides whether something is due: the
+	// soak skews one worker with it (a static Go binary ignores
+	// libfaketime).
+	ClockOffset time.Duration
+	TemplateDir string
 	// TopicsFile is NEWSLETTER_TOPICS_FILE; Topics what it declares (or
 	// the built-in topics and sequence).
 	TopicsFile   string

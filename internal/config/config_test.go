@@ -455,3 +455,22 @@ func TestRedisAck(t *testing.T) {
 		t.Errorf("embedded with 0 replicas: %v", err)
 	}
 }
+
+// NEWSLETTER_CLOCK_OFFSET (a testing knob) is a duration either way, at
+// most an hour; anything else names the variable.
+func TestClockOffset(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "90s": 90 * time.Second, "-90s": -90 * time.Second, "1h": time.Hour} {
+		c, err := load(env(map[string]string{"NEWSLETTER_CLOCK_OFFSET": v}))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if c.ClockOffset != want {
+			t.Fatalf("%q: offset %v, want %v", v, c.ClockOffset, want)
+		}
+	}
+	for _, v := range []string{"soon", "61m", "-2h"} {
+		if _, err := load(env(map[string]string{"NEWSLETTER_CLOCK_OFFSET": v})); err == nil || !strings.Contains(err.Error(), "NEWSLETTER_CLOCK_OFFSET") {
+			t.Fatalf("%q: %v, want an error naming the variable", v, err)
+		}
+	}
+}

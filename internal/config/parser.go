@@ -66,6 +66,17 @@ func (p *parser) duration(name string, def, min time.Duration) time.Duration {
 	return d
 }
 
+// offset is a duration that may be negative, at most bound either way.
+func (p *parser) offset(name string, bound time.Duration) time.Duration {
+	v := p.str(name, "")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	p.check(name, err == nil && d >= -bound && d <= bound, fmt.Sprintf("a duration from -%s to %s such as 90s or -90s, got %q", bound, bound, v))
+	return d
+}
+
 func (p *parser) boolean(name string, def bool) bool {
 	v := p.str(name, "")
 	if v == "" {

@@ -51,6 +51,7 @@ func (p *parser) read() *Config {
 		GroupMaxDelay:      p.duration("NEWSLETTER_GROUP_MAX_DELAY", 15*time.Minute, time.Second),
 		GroupMaxSize:       p.integer("NEWSLETTER_GROUP_MAX_SIZE", 50, 1),
 		Shutdown:           p.duration("NEWSLETTER_SHUTDOWN_TIMEOUT", 30*time.Second, time.Second),
+		ClockOffset:        p.offset("NEWSLETTER_CLOCK_OFFSET", time.Hour),
 		TemplateDir:        p.str("NEWSLETTER_TEMPLATE_DIR", ""),
 		TopicsFile:         p.str("NEWSLETTER_TOPICS_FILE", ""),
 		DKIMKeyFile:        p.str("NEWSLETTER_DKIM_KEY_FILE", ""),
