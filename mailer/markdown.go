@@ -5,6 +5,7 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"net/url"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -57,8 +58,14 @@ func RenderMarkdown(src string) (Body, error) {
 	}
 	tr := newTextRenderer(source)
 	tr.block(doc, "")
-	return Body{HTML: htmltemplate.HTML(h.String()), Text: tr.String()}, nil //nolint:gosec // goldmark's safe output: raw HTML escaped, links filtered
+	html := ipv6Host.ReplaceAllString(h.String(), `$1="$2[$3]`)
+	return Body{HTML: htmltemplate.HTML(html), Text: tr.String()}, nil //nolint:gosec // goldmark's safe output: raw HTML escaped, links filtered
 }
+
+// ipv6Host finds an IPv6 literal host that goldmark's URL escaping wrote
+// as %5B…%5D in an href or src: RFC 3986 keeps its brackets as they are,
+// and escaped they make a link no browser or mail client opens.
+var ipv6Host = regexp.MustCompile(`(href|src)="([a-zA-Z][a-zA-Z0-9+.-]*://)%5B([0-9A-Fa-f:.]+)%5D`)
 
 // SafeURL accepts http, https and mailto addresses and relative ones.
 func SafeURL(dest string) bool {
