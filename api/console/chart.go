@@ -62,7 +62,7 @@ func chart(days []store.DayCount) template.HTML {
 }
 
 // growthColours are the sources' colours (store.GrowthSources' order).
-var growthColours = []string{"#1d4ed8", "#7c3aed", "#0f766e", "#6b7280"}
+var growthColours = []string{"#1d4ed8", "#7c3aed", "#0f766e", "#b45309", "#6b7280"}
 
 // growthChart draws a topic's new subscriptions a day, one line per
 // source.
