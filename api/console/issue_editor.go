@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/newsletter/newsletter/services/settings"
 
@@ -68,6 +69,7 @@ type editorData struct {
 	// ReportChart its clicks hour by hour.
 	Report      *issues.Report
 	ReportChart template.HTML
+	ReportAsOf  time.Time
 }
 
 // topicBox is one topic's checkbox.
@@ -213,7 +215,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, code int, is st
 				h.storeAway(w, r, err)
 				return
 			}
-			d.Report, d.ReportChart = &rep, reportChart(rep)
+			d.Report, d.ReportChart, d.ReportAsOf = &rep, reportChart(rep), h.d.Now()
 		}
 	}
 	title := "New issue"

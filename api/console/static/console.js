@@ -87,6 +87,22 @@
     return items.map((x) => (x !== null && typeof x === "object" ? "line " + x.line + ": " + x.reason : String(x))).join("\n");
   };
 
+  // refreshReport swaps the live report (tiles, links, chart) for the
+  // one the server makes now; a failed read leaves the one shown.
+  const refreshReport = async () => {
+    const shown = document.querySelector("[data-report=live]");
+    if (!shown) return;
+    try {
+      const resp = await fetch(location.pathname, { credentials: "same-origin" });
+      if (!resp.ok) return;
+      const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
+      const fresh = doc.querySelector("[data-report]");
+      if (fresh) shown.replaceWith(document.importNode(fresh, true));
+    } catch (e) {
+      // The next tick tries again.
+    }
+  };
+
   // Progress: poll the JSON beside the page and update the numbers; the
   // page's <meta refresh> is for where no script runs, so drop it.
   const live = document.querySelector("[data-progress]");
@@ -95,6 +111,7 @@
     if (meta) meta.remove();
     const url = live.dataset.progress;
     const bar = live.querySelector("progress");
+    let ticks = 0;
     const poll = async () => {
       try {
         const resp = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
@@ -113,6 +130,7 @@
         }
         const state = p.status || p.state;
         if (state === "sending" || state === "running" || state === "scheduled") {
+          if (++ticks % 10 === 0) refreshReport();
           setTimeout(poll, 1000);
         } else if (live.dataset.state !== state) {
           // It ended (or paused): the page's actions change with it.
