@@ -87,6 +87,18 @@
     return items.map((x) => (x !== null && typeof x === "object" ? "line " + x.line + ": " + x.reason : String(x))).join("\n");
   };
 
+  // A colour picker fills its text field (the one the form posts, which
+  // stays typable and is checked as #rrggbb), and follows it when a
+  // valid colour is typed.
+  for (const pick of document.querySelectorAll("input[data-pick-for]")) {
+    const text = document.getElementById(pick.dataset.pickFor);
+    if (!text) continue;
+    pick.addEventListener("input", () => { text.value = pick.value; });
+    text.addEventListener("input", () => {
+      if (/^#[0-9a-fA-F]{6}$/.test(text.value)) pick.value = text.value.toLowerCase();
+    });
+  }
+
   // refreshReport swaps the live report (tiles, links, chart) for the
   // one the server makes now; a failed read leaves the one shown.
   const refreshReport = async () => {
