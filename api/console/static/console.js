@@ -141,12 +141,13 @@
           bar.value = Math.min(done, bar.max);
         }
         const state = p.status || p.state;
-        if (state === "sending" || state === "running" || state === "scheduled") {
+        if (live.dataset.state !== state) {
+          // It moved (began sending, ended, paused): the page's actions
+          // change with it.
+          location.replace(location.pathname); // without the last action's notice
+        } else if (state === "sending" || state === "running" || state === "scheduled") {
           if (++ticks % 10 === 0) refreshReport();
           setTimeout(poll, 1000);
-        } else if (live.dataset.state !== state) {
-          // It ended (or paused): the page's actions change with it.
-          location.replace(location.pathname); // without the last action's notice
         }
       } catch (e) {
         setTimeout(poll, 3000);
