@@ -57,12 +57,12 @@ type overviewData struct {
 	// overviewFresh).
 	CountedAt time.Time
 	Stats     *store.Stats
-	Statuses []statusCount
-	Topics   []topicCount
-	Chart    template.HTML
-	Growth   []topicGrowth
-	Runs     []run
-	Queues   []queueHealth
+	Statuses  []statusCount
+	Topics    []topicCount
+	Chart     template.HTML
+	Growth    []topicGrowth
+	Runs      []run
+	Queues    []queueHealth
 }
 
 type statusCount struct {
