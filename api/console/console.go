@@ -197,9 +197,6 @@ type Handler struct {
 	issues   *issues.Service
 	checker  *issues.Checker // the pre-send checks (issue_checks.go)
 	secure   bool
-	// counts keeps the overview's counts a few seconds
-	// (overview.go).
-	counts countsCache
 }
 
 // New builds the console. A BaseURL that does not parse is an error.

@@ -1,10 +1,8 @@
 package console
 
 import (
-	"context"
 	"html/template"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/newsletter/newsletter/internal/topics"
@@ -18,51 +16,14 @@ const chartDays = 90
 // runsShown is how many recent runs the overview lists.
 const runsShown = 5
 
-// overviewFresh is how long the overview's counts (by status and topic,
-// the days, the growth) are kept: a count over every shard's bitmaps
-// costs tens of milliseconds on the embedded Redis a fresh clone runs
-// (its p99 was over 240 ms at 100,000 readers, BenchmarkOverview), and
-// an overview opened again within seconds needs no new one. The page
-// says when they were counted.
-const overviewFresh = 5 * time.Second
-
-// countsCache is the overview's last counts and when they were read.
-type countsCache struct {
-	mu     sync.Mutex
-	at     time.Time
-	stats  store.Stats
-	growth []store.TopicGrowth
-}
-
-// overviewCounts are the counts, read again when older than
-// overviewFresh (one reader at a time: others wait for its answer).
-func (h *Handler) overviewCounts(ctx context.Context) (store.Stats, []store.TopicGrowth, time.Time, error) {
-	c := &h.counts
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := h.d.Now()
-	if !c.at.IsZero() && now.Sub(c.at) < overviewFresh && !now.Before(c.at) {
-		return c.stats, c.growth, c.at, nil
-	}
-	st, growth, err := h.d.People.StatsAndGrowth(ctx, chartDays)
-	if err != nil {
-		return st, growth, now, err
-	}
-	c.at, c.stats, c.growth = now, st, growth
-	return st, growth, now, nil
-}
-
 type overviewData struct {
-	// CountedAt is when the counts were read (they are kept
-	// overviewFresh).
-	CountedAt time.Time
-	Stats     *store.Stats
-	Statuses  []statusCount
-	Topics    []topicCount
-	Chart     template.HTML
-	Growth    []topicGrowth
-	Runs      []run
-	Queues    []queueHealth
+	Stats    *store.Stats
+	Statuses []statusCount
+	Topics   []topicCount
+	Chart    template.HTML
+	Growth   []topicGrowth
+	Runs     []run
+	Queues   []queueHealth
 }
 
 type statusCount struct {
@@ -104,12 +65,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	d := overviewData{}
 	if h.d.People != nil {
-		st, growth, at, err := h.overviewCounts(ctx)
+		st, growth, err := h.d.People.StatsAndGrowth(ctx, chartDays)
 		if err != nil {
 			h.storeAway(w, r, err)
 			return
 		}
-		d.Stats, d.CountedAt = &st, at
+		d.Stats = &st
 		for _, s := range store.Statuses {
 			d.Statuses = append(d.Statuses, statusCount{s, st.ByStatus[s]})
 		}

@@ -53,8 +53,6 @@ var actionLabels = map[string]string{
 }
 
 var funcs = template.FuncMap{
-	// clock is a time of day, to the second (UTC).
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"actionLabel": func(action string) string {
 		if l, ok := actionLabels[action]; ok {
 			return l
