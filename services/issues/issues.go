@@ -13,16 +13,11 @@
 //	paused (from scheduled) ──reschedule──▶ scheduled, ──unschedule──▶ draft
 //	draft | scheduled | sending | paused ──cancel──▶ cancelled
 //
-// A local-hour send (each reader at HH:MM of their own zone) is
-// scheduled, with local_time, until the first reader's hour: its planner
-// runs at once and holds each reader's batch to their hour, recording the
-// first and the last (Issue.FirstLocal, LastLocal); the first batch due
-// moves it to sending. Until then it is edited, rescheduled, unscheduled,
-// paused or cancelled as any scheduled issue: a new round leaves the held
-// batches of the old one to do nothing, and the batch's own move checks
-// the status and round, so an edit or a reschedule racing the first batch
-// either lands before it (the batch sends the new content, or nothing)
-// or is refused as the issue is sending.
+// A local-hour send (HH:MM in each reader's zone) is scheduled until the
+// first reader's hour, and moved like any scheduled issue: its planner
+// runs at once, holds each batch to its hour (Issue.FirstLocal and
+// LastLocal the span), and the first batch due moves it to sending with
+// a status-and-round check, so a move racing it lands whole or is refused.
 //
 // Every move that plans is one store step that checks the status and the
 // round the caller read (and, when given, the content's version), and
