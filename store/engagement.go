@@ -27,6 +27,9 @@ type Engagement struct {
 	MachineOpens   int64      `json:"machine_opens"`
 	// Hours are the counts by hour (UTC), oldest first: the report's chart.
 	Hours []HourCount `json:"hours"`
+	// Tens are the counts of the first FineHours after each mail by
+	// FineBucket (Hour: the bucket's start), oldest first.
+	Tens []HourCount `json:"tens"`
 }
 
 // LinkStat is one link of an issue, by its index in the issue's body.
@@ -102,6 +105,9 @@ type EngagementBatch struct {
 	Openers             []string
 	// Hours are the counts by hour (unix time / 3600); Hour is unset.
 	Hours map[int64]*HourCount
+	// Tens are the first FineHours' counts by FineBucket (unix time /
+	// its seconds); Hour is unset.
+	Tens map[int64]*HourCount
 }
 
 // LinkCounts are one link's counts in a batch; Readers are the keyed
@@ -276,6 +282,17 @@ func engageArgs(b EngagementBatch) []any {
 	n("o", b.Opens)
 	n("mo", b.MachineOpens)
 	pfadd(sfxEngOpen, b.Openers)
+	for _, k := range slices.Sorted(mapKeys(b.Tens)) {
+		c, bucket := b.Tens[k], "t"+strconv.FormatInt(k, 10)
+		for _, f := range []struct {
+			sfx string
+			n   int64
+		}{{"c", c.Clicks}, {"m", c.MachineClicks}, {"o", c.Opens}, {"mo", c.MachineOpens}} {
+			if f.n != 0 {
+				args = append(args, "h", bucket+":"+f.sfx, f.n)
+			}
+		}
+	}
 	for _, h := range slices.Sorted(mapKeys(b.Hours)) {
 		c, hour := b.Hours[h], strconv.FormatInt(h, 10)
 		for _, f := range []struct {
@@ -407,12 +424,16 @@ func (r *Redis) IssueEngagement(ctx context.Context, issueID int64) (Engagement,
 	if err := addEngagementCounts(&out, stats, counts.Val()); err != nil {
 		return Engagement{}, fmt.Errorf("engagement of issue %d: %w", issueID, err)
 	}
-	byHour, err := engagementHours(hours.Val())
+	byHour, byTen, err := engagementHours(hours.Val())
 	if err != nil {
 		return Engagement{}, fmt.Errorf("engagement of issue %d: %w", issueID, err)
 	}
 	for _, h := range slices.Sorted(mapKeys(byHour)) {
 		out.Hours = append(out.Hours, *byHour[h])
+	}
+	out.Tens = []HourCount{}
+	for _, k := range slices.Sorted(mapKeys(byTen)) {
+		out.Tens = append(out.Tens, *byTen[k])
 	}
 	idx := slices.Sorted(mapKeys(stats))
 	if len(idx) > 0 {
@@ -474,20 +495,25 @@ func addEngagementCounts(out *Engagement, stats map[int]*LinkStat, counts map[st
 	return nil
 }
 
-// engagementHours reads the issue's hourly hash (sfxEngHours) by hour.
-func engagementHours(hours map[string]string) (map[int64]*HourCount, error) {
-	byHour := map[int64]*HourCount{}
+// engagementHours reads the issue's hourly hash (sfxEngHours) by hour,
+// and its fields of finer buckets ("t<bucket>:…") by FineBucket.
+func engagementHours(hours map[string]string) (byHour, byTen map[int64]*HourCount, err error) {
+	byHour, byTen = map[int64]*HourCount{}, map[int64]*HourCount{}
 	for field, v := range hours {
 		n, err1 := strconv.ParseInt(v, 10, 64)
 		h, kind, _ := strings.Cut(field, ":")
-		hour, err2 := strconv.ParseInt(h, 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("hour %s: %w", field, err)
+		into, width := byHour, int64(3600)
+		if rest, fine := strings.CutPrefix(h, "t"); fine {
+			h, into, width = rest, byTen, int64(FineBucket/time.Second)
 		}
-		c, ok := byHour[hour]
+		k, err2 := strconv.ParseInt(h, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, nil, fmt.Errorf("hour %s: %w", field, err)
+		}
+		c, ok := into[k]
 		if !ok {
-			c = &HourCount{Hour: time.Unix(hour*3600, 0).UTC()}
-			byHour[hour] = c
+			c = &HourCount{Hour: time.Unix(k*width, 0).UTC()}
+			into[k] = c
 		}
 		switch kind {
 		case "c":
@@ -500,5 +526,5 @@ func engagementHours(hours map[string]string) (map[int64]*HourCount, error) {
 			c.MachineOpens = n
 		}
 	}
-	return byHour, nil
+	return byHour, byTen, nil
 }

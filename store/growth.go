@@ -12,17 +12,20 @@ const GrowthOther = "other"
 
 // GrowthSources are the sources in the order the console and the API
 // list them.
-var GrowthSources = []string{string(SourceForm), string(SourceImport), string(SourceAPI), GrowthOther}
+var GrowthSources = []string{string(SourceForm), string(SourceImport), string(SourceAPI), string(SourceAdmin), GrowthOther}
 
 // GrowthDay is one day's (UTC) new active subscriptions of a topic, by
 // how they came in: a signup on the form confirmed, an import, a
-// subscriber added through the API (or the admin's API calls), and the
-// rest.
+// signup through the API (POST /subscribe with JSON), a person added by
+// hand (the console, POST /api/subscribers: the admin source, which the
+// overview once left out, so that a list built by hand grew by 0), and
+// the rest.
 type GrowthDay struct {
 	Day    string `json:"day"` // YYYY-MM-DD
 	Form   int64  `json:"form"`
 	Import int64  `json:"import"`
 	API    int64  `json:"api"`
+	Admin  int64  `json:"admin"`
 	Other  int64  `json:"other"`
 }
 
@@ -35,6 +38,8 @@ func (d GrowthDay) Of(source string) int64 {
 		return d.Import
 	case string(SourceAPI):
 		return d.API
+	case string(SourceAdmin):
+		return d.Admin
 	}
 	return d.Other
 }
@@ -77,11 +82,12 @@ func (r *Redis) growthOf(dayKeys []string, sums []map[string]int64) []TopicGrowt
 		for k, d := range dayKeys {
 			sum := sums[k]
 			day := GrowthDay{Day: d, Form: sum[growthField(string(SourceForm), t)], Import: sum[growthField(string(SourceImport), t)],
-				API: sum[growthField(string(SourceAPI), t)], Other: sum[growthField(GrowthOther, t)]}
+				API: sum[growthField(string(SourceAPI), t)], Admin: sum[growthField(string(SourceAdmin), t)], Other: sum[growthField(GrowthOther, t)]}
 			g.Days[k] = day
 			g.Total.Form += day.Form
 			g.Total.Import += day.Import
 			g.Total.API += day.API
+			g.Total.Admin += day.Admin
 			g.Total.Other += day.Other
 		}
 		out = append(out, g)

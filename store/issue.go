@@ -112,6 +112,12 @@ type Issue struct {
 	// the hour ("09:00") each reader gets it at in their own time zone.
 	SendAt    time.Time `json:"send_at,omitzero"`
 	LocalTime string    `json:"local_time,omitempty"`
+	// FirstLocal and LastLocal are, for a local-hour send whose planner
+	// has walked its readers, the first and the last reader's hour: a
+	// local-hour send stays scheduled (editable, reschedulable) until
+	// the first of them, when its first batch goes out.
+	FirstLocal time.Time `json:"first_local,omitzero"`
+	LastLocal  time.Time `json:"last_local,omitzero"`
 	// PausedFrom is the status a paused issue left (scheduled or
 	// sending): a resume puts it back there.
 	PausedFrom string `json:"paused_from,omitempty"`
@@ -257,6 +263,10 @@ type Issues interface {
 	// ErrIssueStale when ch names a round or version it no longer has.
 	// A move to paused records the status it left (PausedFrom).
 	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch IssueChange) (Issue, error)
+	// RecordLocalSpan widens round's span of a local-hour send's held
+	// batches (Issue.FirstLocal, LastLocal) to first and last; nothing
+	// when the issue is in another round.
+	RecordLocalSpan(ctx context.Context, id int64, round int, first, last time.Time) error
 	// IssueAudience counts the active readers of any of topics: whom a
 	// send would reach now.
 	IssueAudience(ctx context.Context, topics []string) (int64, error)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,6 +25,8 @@ import (
 //	ARGV[11] the version the content must have, or ""
 //	ARGV[12] now (unix ms): sent_at, when to is sent
 //
+// A new round forgets the local-hour span the last round's planner
+// recorded (RecordLocalSpan): the new plan records its own.
 // Writes the status (and the outbox entry, in the same step); a move to
 // paused records the status it left in paused_from, any other move
 // clears it. Returns "ok", or "none" / "state:<status>" / "stale" with
@@ -47,6 +50,7 @@ if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'send_at', ARGV[9], 'local_ti
 if ARGV[4] == '1' then
   redis.call('HINCRBY', KEYS[1], 'round', 1)
   redis.call('HSET', KEYS[1], 'cursor', 0, 'plandone', 0)
+  redis.call('HDEL', KEYS[1], 'local_first', 'local_last')
 end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
@@ -242,4 +246,31 @@ func (r *Redis) ArchiveGeneration(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("archive generation: %w", err)
 	}
 	return n, nil
+}
+
+// recordLocalSpanScript widens the span of a local-hour send's held
+// batches: the first and the last reader's hour, as its planner finds
+// them page by page.
+//
+//	KEYS[1] the issue's hash
+//	ARGV[1] the round the planner plans   ARGV[2] first (unix ms)
+//	ARGV[3] last (unix ms)
+//
+// Returns 1, or 0 with nothing written when the issue is in another
+// round (a reschedule or resume since plans afresh).
+var recordLocalSpanScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'round') ~= ARGV[1] then return 0 end
+local first = tonumber(redis.call('HGET', KEYS[1], 'local_first') or '0')
+if first == 0 or tonumber(ARGV[2]) < first then redis.call('HSET', KEYS[1], 'local_first', ARGV[2]) end
+local last = tonumber(redis.call('HGET', KEYS[1], 'local_last') or '0')
+if tonumber(ARGV[3]) > last then redis.call('HSET', KEYS[1], 'local_last', ARGV[3]) end
+return 1
+`)
+
+// RecordLocalSpan implements Issues.
+func (r *Redis) RecordLocalSpan(ctx context.Context, id int64, round int, first, last time.Time) error {
+	if err := recordLocalSpanScript.Run(ctx, r.rdb, []string{issueKey(id)}, round, ms(first), ms(last)).Err(); err != nil {
+		return fmt.Errorf("issue %d local span: %w", id, err)
+	}
+	return nil
 }

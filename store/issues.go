@@ -231,6 +231,9 @@ func issueFrom(id int64, f map[string]string) (Issue, error) {
 	if v, ok := f["sent_at"]; ok {
 		is.SentAt = msTime(v)
 	}
+	if v, ok := f["local_first"]; ok && is.LocalTime != "" {
+		is.FirstLocal, is.LastLocal = msTime(v), msTime(f["local_last"])
+	}
 	is.Version, _ = strconv.Atoi(f["version"])
 	is.Round, _ = strconv.Atoi(f["round"])
 	if is.Topics == nil {

@@ -306,6 +306,14 @@ const (
 // counts run (the report's chart); later clicks count in the totals only.
 const EngagementHours = 14 * 24
 
+// FineHours are the first hours after its mail whose engagement is
+// counted again in FineBucket buckets: the report charts a send just
+// begun by ten minutes, not by one hour of one point.
+const FineHours = 6
+
+// FineBucket is the finer buckets' width.
+const FineBucket = 10 * time.Minute
+
 // engageKey is an issue's engagement key with suffix sfx.
 func engageKey(issue int64, sfx string) string {
 	return prefixEngage + strconv.FormatInt(issue, 10) + "}:" + sfx

@@ -93,6 +93,9 @@ func (h *IssueSender) HandleIssueBatch(ctx context.Context, p tasks.IssueBatchPa
 		return err
 	}
 	checked := h.Now()
+	if st, err = h.firstLocalBatch(ctx, p, st); err != nil {
+		return err
+	}
 	if st.Status != store.IssueSending || p.Round != st.Round {
 		// Paused, cancelled or done; or a batch of an earlier round: a
 		// resume plans everyone its rounds had not sent again, so a held
@@ -281,4 +284,31 @@ func (h *IssueSender) finish(ctx context.Context, is store.Issue) error {
 	}
 	h.Notify.NotifyLogged(ctx, tasks.IssueSentWebhookEvent(tasks.WebhookIssue{ID: is.ID, Slug: is.Slug, Subject: is.Subject, Topics: is.Topics}, h.Now()))
 	return nil
+}
+
+// firstLocalBatch moves a local-hour send, scheduled until its first
+// reader's hour, to sending when a batch of its round comes due (only a
+// local-hour send has batches while scheduled: any other is moved to
+// sending before its planner queues one). The move checks the status and
+// round: this is the barrier against an edit or a reschedule landing at
+// the same moment, which wins or is refused as a whole. st is the status
+// after it; an issue moved otherwise meanwhile is read again.
+func (h *IssueSender) firstLocalBatch(ctx context.Context, p tasks.IssueBatchPayload, st store.IssueStatus) (store.IssueStatus, error) {
+	if st.Status != store.IssueScheduled || st.Round != p.Round {
+		return st, nil
+	}
+	is, err := h.Store.TransitionIssue(ctx, p.IssueID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{Round: p.Round})
+	if errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
+		return h.status(ctx, p.IssueID)
+	}
+	if err != nil {
+		return st, err
+	}
+	h.Log.Info("issue: first local hour came; sending", "issue", is.ID)
+	// The readers' browsers, once the mail starts (a TaskID per round:
+	// the planner, still walking, queues it once with this).
+	if err := h.fanOutPush(ctx, is, p.Round); err != nil {
+		h.Log.Warn("issue: push fan-out not queued (a planner still walking queues it on its next page)", "issue", is.ID, "err", err)
+	}
+	return store.IssueStatus{Status: is.Status, Round: is.Round, Version: is.Version}, nil
 }

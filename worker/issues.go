@@ -37,6 +37,7 @@ type IssueStore interface {
 	IssueStatus(ctx context.Context, id int64) (store.IssueStatus, error)
 	IssueProgress(ctx context.Context, id int64) (store.IssueProgress, error)
 	TransitionIssue(ctx context.Context, id int64, from []string, to string, ch store.IssueChange) (store.Issue, error)
+	RecordLocalSpan(ctx context.Context, id int64, round int, first, last time.Time) error
 	AdvanceIssuePlan(ctx context.Context, id int64, round int, walk string, cursor int64, n int, done bool) error
 	FinishIssue(ctx context.Context, id int64) (bool, error)
 	AudienceAfter(ctx context.Context, topic string, cursor int64, limit int) ([]int64, error)
@@ -184,11 +185,11 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 		if again {
 			continue
 		}
-		if is.Status != store.IssueSending || is.Round != p.Round {
+		if !planning(is) || is.Round != p.Round {
 			h.Log.Info("issue: planning stopped", "issue", is.ID, "status", is.Status)
 			return nil
 		}
-		if !fannedOut {
+		if !fannedOut && is.Status == store.IssueSending {
 			// The readers' browsers, in the push lane (fanout.go).
 			if err := h.fanOutPush(ctx, is, p.Round); err != nil {
 				return err
@@ -206,7 +207,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 			if err := h.advance(ctx, is.ID, p.Round, order, cursor, 0, true); err != nil {
 				return err
 			}
-			return h.finish(ctx, is)
+			return h.finishPlan(ctx, is, p.Round)
 		}
 		if err := h.enqueuePage(ctx, is, p.Round, ids); err != nil {
 			return err
@@ -227,7 +228,7 @@ func (h *IssueSender) HandleIssuePlan(ctx context.Context, p tasks.IssuePlanPayl
 // sending here; again says another run moved it first (or changed it),
 // and the issue is to be read again.
 func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayload, is store.Issue) (_ store.Issue, again bool, err error) {
-	if is.ID == 0 || is.Status != store.IssueSending {
+	if is.ID == 0 || !planning(is) {
 		is, err = h.issue(ctx, p.IssueID)
 	} else {
 		var st store.IssueStatus
@@ -237,7 +238,7 @@ func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayloa
 	if err != nil {
 		return is, false, err
 	}
-	if is.Status == store.IssueScheduled && is.Round == p.Round {
+	if is.Status == store.IssueScheduled && is.LocalTime == "" && is.Round == p.Round {
 		// Never before its time: asynq keeps due times in whole
 		// seconds, and a relay or a clock apart can start a plan
 		// early. It comes back when the time is there.
@@ -255,13 +256,45 @@ func (h *IssueSender) planningIssue(ctx context.Context, p tasks.IssuePlanPayloa
 	return is, false, nil
 }
 
+// planning says the planner walks is's readers: it is sending, or a
+// local-hour send waiting, scheduled, for its first reader's hour (its
+// batches are held to each reader's hour; the first due moves it to
+// sending).
+func planning(is store.Issue) bool {
+	return is.Status == store.IssueSending || (is.Status == store.IssueScheduled && is.LocalTime != "")
+}
+
+// finishPlan ends a walk: a sending issue is sent once everyone planned
+// is done. A local-hour send that planned nobody (sent with force to an
+// audience of 0) has no batch to move it to sending: it moves here.
+func (h *IssueSender) finishPlan(ctx context.Context, is store.Issue, round int) error {
+	if is.Status == store.IssueScheduled {
+		prog, err := h.Store.IssueProgress(ctx, is.ID)
+		if err != nil || prog.Planned > 0 {
+			return err
+		}
+		is, err = h.Store.TransitionIssue(ctx, is.ID, []string{store.IssueScheduled}, store.IssueSending, store.IssueChange{Round: round})
+		if errors.Is(err, store.ErrIssueState) || errors.Is(err, store.ErrIssueStale) {
+			return nil // moved since: its own move plans or sends it
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return h.finish(ctx, is)
+}
+
 // enqueuePage queues the batches of one page of readers ids: due now, or
-// at the issue's local hour in each reader's time zone.
+// at the issue's local hour in each reader's time zone (the span of those
+// hours recorded for the issue's page).
 func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int, ids []int64) error {
 	due := map[time.Time][]int64{{}: ids}
 	if is.LocalTime != "" {
 		var err error
 		if due, err = h.byLocalTime(ctx, is.LocalTime, ids); err != nil {
+			return err
+		}
+		if err := h.recordSpan(ctx, is.ID, round, due); err != nil {
 			return err
 		}
 	}
@@ -275,6 +308,24 @@ func (h *IssueSender) enqueuePage(ctx context.Context, is store.Issue, round int
 		}
 	}
 	return nil
+}
+
+// recordSpan widens the issue's span of local hours by a page's (the
+// zero time, due now, is now).
+func (h *IssueSender) recordSpan(ctx context.Context, id int64, round int, due map[time.Time][]int64) error {
+	var first, last time.Time
+	for at := range due {
+		if at.IsZero() {
+			at = h.Now()
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return h.Store.RecordLocalSpan(ctx, id, round, first, last)
 }
 
 // walkOrder is the planner's walk in order (store.WalkByShard, or

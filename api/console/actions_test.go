@@ -178,7 +178,12 @@ func TestSubscriberFindTopicsAndUnsubscribe(t *testing.T) {
 	if p.code != 303 || p.location != "/admin/subscribers/"+itoa(sub.ID) {
 		t.Fatalf("find: %d %q", p.code, p.location)
 	}
-	mustContain(t, "subscriber", b.get(p.location), "cara@example.com", "active", "Change topics", "<title>Subscriber "+itoa(sub.ID)+" ")
+	page := b.get(p.location)
+	mustContain(t, "subscriber", page, "cara@example.com", "active", "<title>Subscriber "+itoa(sub.ID)+" ")
+	// One Topics box: the edit form's (a second form once asked the same).
+	if n := strings.Count(page.body, "<legend>Topics</legend>"); n != 1 {
+		t.Fatalf("the subscriber's page has %d Topics boxes, want 1", n)
+	}
 	if p := b.post("/admin/subscribers/find", url.Values{"email": {"nobody@example.com"}}); p.code != 404 || !strings.Contains(p.body, "Nobody with that address") {
 		t.Fatalf("unknown: %d", p.code)
 	}

@@ -62,7 +62,7 @@ func chart(days []store.DayCount) template.HTML {
 }
 
 // growthColours are the sources' colours (store.GrowthSources' order).
-var growthColours = []string{"#1d4ed8", "#7c3aed", "#0f766e", "#6b7280"}
+var growthColours = []string{"#1d4ed8", "#7c3aed", "#0f766e", "#b45309", "#6b7280"}
 
 // growthChart draws a topic's new subscriptions a day, one line per
 // source.
@@ -82,19 +82,30 @@ func growthChart(name string, g store.TopicGrowth) template.HTML {
 	return drawChart(c)
 }
 
-// reportChart draws an issue's clicks hour by hour from its first hour,
-// readers' and machines' apart (and opens when any were counted).
+// reportChart draws an issue's clicks from its first hour, readers' and
+// machines' apart (and opens when any were counted): by ten minutes while
+// everything counted fits the first store.FineHours (a send just begun
+// would be one point by the hour), hour by hour after.
 func reportChart(rep issues.Report) template.HTML {
 	if len(rep.Hours) == 0 {
 		return ""
 	}
-	n := len(rep.Hours)
+	buckets := rep.Hours
+	n := len(buckets)
 	c := lineChart{ID: "report-chart", Title: fmt.Sprintf("Clicks per hour over the first %d hours", n),
-		Span:  fmt.Sprintf("From %s, hour by hour, UTC", rep.Hours[0].Hour.Format("Jan 2 15:04")),
+		Span:  fmt.Sprintf("From %s, hour by hour, UTC", buckets[0].Hour.Format("Jan 2 15:04")),
 		First: "hour 0", Last: fmt.Sprintf("hour %d", n-1)}
+	if n <= store.FineHours && len(rep.Tens) > 0 {
+		buckets = rep.Tens
+		n = len(buckets)
+		mins := int(store.FineBucket / time.Minute)
+		c = lineChart{ID: "report-chart", Title: fmt.Sprintf("Clicks per %d minutes over the first %d minutes", mins, n*mins),
+			Span:  fmt.Sprintf("From %s, by %d minutes, UTC", buckets[0].Hour.Format("Jan 2 15:04"), mins),
+			First: buckets[0].Hour.Format("15:04"), Last: buckets[n-1].Hour.Format("15:04")}
+	}
 	line := func(name, colour string, of func(issues.ReportHour) int64) chartLine {
 		l := chartLine{Name: name, Colour: colour, Values: make([]int64, n)}
-		for i, h := range rep.Hours {
+		for i, h := range buckets {
 			l.Values[i] = of(h)
 		}
 		return l

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/newsletter/newsletter/services/settings"
 
@@ -74,6 +75,7 @@ type editorData struct {
 	// ReportChart its clicks hour by hour.
 	Report      *issues.Report
 	ReportChart template.HTML
+	ReportAsOf  time.Time
 }
 
 // topicBox is one topic's checkbox.
@@ -227,7 +229,7 @@ func (h *Handler) editorPage(w http.ResponseWriter, r *http.Request, code int, i
 				h.storeAway(w, r, err)
 				return
 			}
-			d.Report, d.ReportChart = &rep, reportChart(rep)
+			d.Report, d.ReportChart, d.ReportAsOf = &rep, reportChart(rep), h.d.Now()
 		}
 	}
 	title := "New issue"

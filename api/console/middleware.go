@@ -58,7 +58,7 @@ func (h *Handler) require(need Role, next http.HandlerFunc) http.Handler {
 		}
 		if !p.Role.Allows(need) {
 			h.errorPage(w, r.WithContext(withPrincipal(r.Context(), p)), http.StatusForbidden, "Not allowed",
-				"Your role ("+string(p.Role)+") cannot do this; it needs "+string(need)+". Ask an admin for a token with that role.")
+				"Your role ("+string(p.Role)+") cannot do this; it needs "+string(need)+". An admin gives you one: a token under Tokens (/admin/tokens) or an account under Accounts (/admin/accounts).")
 			return
 		}
 		next(w, r.WithContext(withPrincipal(r.Context(), p)))

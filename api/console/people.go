@@ -31,6 +31,9 @@ type People interface {
 	Stats(ctx context.Context, days int) (store.Stats, error)
 	// Search finds people by the beginning of their address or name.
 	Search(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	// SearchDomain lists the people at a domain (a bounded read of the
+	// search index: store.MaxDomainHits, store.MaxDomainScan).
+	SearchDomain(ctx context.Context, domain string) ([]store.Subscriber, bool, error)
 	// StatsAndGrowth is Stats with each topic's new active
 	// subscriptions a day by source, from one read of the counters.
 	StatsAndGrowth(ctx context.Context, days int) (store.Stats, []store.TopicGrowth, error)

@@ -45,7 +45,20 @@ func (p page) Can(need string) bool { return p.User.Role.Allows(Role(need)) }
 // it has a page of its own (/admin/account).
 func (p page) IsAccount() bool { return strings.Contains(p.User.Name, "@") }
 
+// actionLabels are the bulk actions (listjobs.Actions) in the
+// publisher's words; the form still posts the action's name.
+var actionLabels = map[string]string{
+	"add_topic": "Add to a topic", "remove_topic": "Remove from a topic", "add_tag": "Add a tag",
+	"remove_tag": "Remove a tag", "unsubscribe": "Unsubscribe", "erase": "Erase for good",
+}
+
 var funcs = template.FuncMap{
+	"actionLabel": func(action string) string {
+		if l, ok := actionLabels[action]; ok {
+			return l
+		}
+		return action
+	},
 	"date": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/newsletter/newsletter/services/subscribers"
 
@@ -31,6 +33,11 @@ type subscriberListData struct {
 	// narrowed by status or topic); Next and Prev the pages' links.
 	Total      int64
 	Next, Prev string
+	// Domain is the domain a search for "example.org" or "@example.org"
+	// listed everyone at (no address or name began with it);
+	// DomainPartial: a bound stopped the read, there may be more.
+	Domain        string
+	DomainPartial bool
 }
 
 // listSubscribers is GET /admin/subscribers?q=&status=&topic=&after=&before=:
@@ -104,6 +111,11 @@ func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request, q store.Sea
 			return
 		}
 		d.People, d.Total = res.Subscribers, res.Total
+		if domain, ok := store.SearchDomainOf(q.Q); ok && len(res.Subscribers) == 0 && q.After == "" && q.Before == "" {
+			if !h.searchDomain(w, r, &d, domain, q) {
+				return
+			}
+		}
 		if res.Next != "" {
 			d.Next = pageLink(f, q.Limit, "after", res.Next)
 		}
@@ -112,6 +124,26 @@ func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request, q store.Sea
 		}
 	}
 	h.render(w, r, http.StatusOK, "subscribers", page{Title: "Subscribers", Section: "subscribers", Data: d})
+}
+
+// searchDomain fills d with the people at domain, as q narrows them by
+// status and topic (the bounded read of store.SearchDomain); false when
+// it answered the request itself (the store failed).
+func (h *Handler) searchDomain(w http.ResponseWriter, r *http.Request, d *subscriberListData, domain string, q store.SearchQuery) bool {
+	subs, complete, err := h.d.People.SearchDomain(r.Context(), domain)
+	if err != nil {
+		h.storeAway(w, r, err)
+		return false
+	}
+	d.People = nil
+	for _, s := range subs {
+		if (q.Status == "" || s.Status == q.Status) && (q.Topic == "" || slices.Contains(s.Topics, q.Topic)) {
+			d.People = append(d.People, s)
+		}
+	}
+	slices.SortFunc(d.People, func(a, b store.Subscriber) int { return strings.Compare(a.Email, b.Email) })
+	d.Total, d.Domain, d.DomainPartial = int64(len(d.People)), domain, !complete
+	return true
 }
 
 // subscribersPage renders the screen with the page of q, and problem

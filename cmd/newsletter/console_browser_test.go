@@ -323,7 +323,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	// Each topic's growth: the digest's imports (40 a fortnight) beside
 	// its form signups.
-	if got := b.text(`[data-growth=digest]`); !regexp.MustCompile(`^[\d\x{202f}]+ form, 280 import, 0 API$`).MatchString(got) {
+	if got := b.text(`[data-growth=digest]`); !regexp.MustCompile(`^[\d\x{202f}]+ form, 280 import, 0 API, 0 added by hand$`).MatchString(got) {
 		t.Fatalf("the digest's growth: %q", got)
 	}
 	b.shot("console-overview")
@@ -338,8 +338,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if u := b.eval(`location.href`); strings.Contains(u, "ann") || strings.Contains(strings.ToLower(b.eval(`document.title`)), "ann") {
 		t.Fatalf("the address is in the URL or title: %s", u)
 	}
-	b.do(chromedp.Click(chromedp.ID("topic-updates")), chromedp.Click(chromedp.CSS(`form[action$="/topics"] button`)))
-	b.notice("The topics were changed.")
+	// One Topics box: the edit form's, which saves them with the name.
+	b.do(chromedp.Click(chromedp.ID("edit-topic-updates")), chromedp.Click(chromedp.CSS(`#edit button[type=submit]`)))
+	b.notice("The changes were saved.")
 	if ann, err := st.Get(ctx, "ann@example.com"); err != nil || strings.Join(ann.Topics, ",") != "digest,updates" {
 		t.Fatalf("ann's topics: %v %v", ann.Topics, err)
 	}

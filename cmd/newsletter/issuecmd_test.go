@@ -121,7 +121,7 @@ func TestIssueCommands(t *testing.T) {
 		status string
 	}{
 		{[]string{"--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--force"}, store.IssueScheduled},
-		{[]string{"--local-time", "09:00", "--force"}, store.IssueSending},
+		{[]string{"--local-time", "09:00", "--force"}, store.IssueScheduled},
 	} {
 		code, out, errOut := runIssue(t, env, "create", "--subject", "Later", "--topic", "digest", later)
 		if code != 0 {

@@ -101,7 +101,7 @@ func TestListInChromium(t *testing.T) {
 	b.heading("Erase 2 people?")
 	b.shot("console-list-erase-confirm")
 	b.do(chromedp.SendKeys(chromedp.ID("confirm"), "2"), chromedp.Click(chromedp.CSS(`button.danger`)))
-	b.heading("Bulk action: erase")
+	b.heading("Bulk action: Erase for good")
 	b.until("the erasure's end", `((document.querySelector("[data-field=state]")||{}).textContent||"") === "done"`)
 	if _, err := st.Get(ctx, "reader06@example.org"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("reader06 after the erasure: %v", err)

@@ -79,6 +79,7 @@ type issueBuf struct {
 	mopens  int64
 	openers map[string]struct{}
 	hours   map[int64]*store.HourCount
+	tens    map[int64]*store.HourCount // store.FineBucket's buckets, in the first store.FineHours
 }
 
 type linkBuf struct {
@@ -127,27 +128,18 @@ func (r *Recorder) Record(e Event) bool {
 	r.pending++
 	b := r.issues[e.Issue]
 	if b == nil {
-		b = &issueBuf{links: map[int]*linkBuf{}, openers: map[string]struct{}{}, hours: map[int64]*store.HourCount{}}
+		b = &issueBuf{links: map[int]*linkBuf{}, openers: map[string]struct{}{}, hours: map[int64]*store.HourCount{}, tens: map[int64]*store.HourCount{}}
 		r.issues[e.Issue] = b
 	}
 	b.events++
-	var hc *store.HourCount
-	if e.At.Sub(e.Sent) < store.EngagementHours*time.Hour {
-		h := e.At.Unix() / 3600
-		if hc = b.hours[h]; hc == nil {
-			hc = &store.HourCount{}
-			b.hours[h] = hc
-		}
-	} else {
-		hc = &store.HourCount{} // past the chart: counted in the totals only
-	}
+	one := store.HourCount{}
 	switch {
 	case e.Open && e.Machine:
 		b.mopens++
-		hc.MachineOpens++
+		one.MachineOpens = 1
 	case e.Open:
 		b.opens++
-		hc.Opens++
+		one.Opens = 1
 		b.openers[e.ReaderHash] = struct{}{}
 	default:
 		l := b.links[e.Index]
@@ -157,15 +149,25 @@ func (r *Recorder) Record(e Event) bool {
 		}
 		if e.Machine {
 			l.machine++
-			hc.MachineClicks++
+			one.MachineClicks = 1
 		} else {
 			l.clicks++
-			hc.Clicks++
+			one.Clicks = 1
 			l.readers[e.ReaderHash] = struct{}{}
 			if r.cfg.PerPersonKeep > 0 && e.Reader > 0 {
 				r.clicks = append(r.clicks, store.PersonClick{Subscriber: e.Reader, Issue: e.Issue, Link: e.Index, At: e.At})
 			}
 		}
+	}
+	// The hours of the chart (past them: counted in the totals only),
+	// and the first hours again in finer buckets: the chart of a send
+	// just begun.
+	since := e.At.Sub(e.Sent)
+	if since < store.EngagementHours*time.Hour {
+		addCount(b.hours, e.At.Unix()/3600, one)
+	}
+	if since < store.FineHours*time.Hour {
+		addCount(b.tens, e.At.Unix()/int64(store.FineBucket/time.Second), one)
 	}
 	full := r.pending >= r.cfg.MaxPending/2
 	r.mu.Unlock()
@@ -177,6 +179,19 @@ func (r *Recorder) Record(e Event) bool {
 		}
 	}
 	return true
+}
+
+// addCount adds c to bucket k of counts.
+func addCount(counts map[int64]*store.HourCount, k int64, c store.HourCount) {
+	hc := counts[k]
+	if hc == nil {
+		hc = &store.HourCount{}
+		counts[k] = hc
+	}
+	hc.Clicks += c.Clicks
+	hc.MachineClicks += c.MachineClicks
+	hc.Opens += c.Opens
+	hc.MachineOpens += c.MachineOpens
 }
 
 // Pending is how many events wait to be written.
@@ -238,7 +253,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 // batch is the store's form of the buffer of issue id.
 func (b *issueBuf) batch(id int64) store.EngagementBatch {
 	out := store.EngagementBatch{Issue: id, Links: map[int]*store.LinkCounts{}, Opens: b.opens, MachineOpens: b.mopens,
-		Openers: setList(b.openers), Hours: b.hours}
+		Openers: setList(b.openers), Hours: b.hours, Tens: b.tens}
 	for i, l := range b.links {
 		out.Links[i] = &store.LinkCounts{Clicks: l.clicks, MachineClicks: l.machine, Readers: setList(l.readers)}
 	}
@@ -267,7 +282,7 @@ func (r *Recorder) putBack(left store.EngagementWrite, events map[int64]int) {
 		r.pending += n
 		b := r.issues[lb.Issue]
 		if b == nil {
-			b = &issueBuf{links: map[int]*linkBuf{}, openers: map[string]struct{}{}, hours: map[int64]*store.HourCount{}}
+			b = &issueBuf{links: map[int]*linkBuf{}, openers: map[string]struct{}{}, hours: map[int64]*store.HourCount{}, tens: map[int64]*store.HourCount{}}
 			r.issues[lb.Issue] = b
 		}
 		b.events += n
@@ -277,15 +292,10 @@ func (r *Recorder) putBack(left store.EngagementWrite, events map[int64]int) {
 			b.openers[o] = struct{}{}
 		}
 		for h, c := range lb.Hours {
-			hc := b.hours[h]
-			if hc == nil {
-				hc = &store.HourCount{}
-				b.hours[h] = hc
-			}
-			hc.Clicks += c.Clicks
-			hc.MachineClicks += c.MachineClicks
-			hc.Opens += c.Opens
-			hc.MachineOpens += c.MachineOpens
+			addCount(b.hours, h, *c)
+		}
+		for k, c := range lb.Tens {
+			addCount(b.tens, k, *c)
 		}
 		for i, lc := range lb.Links {
 			l := b.links[i]

@@ -13,8 +13,11 @@
 //	paused (from scheduled) ──reschedule──▶ scheduled, ──unschedule──▶ draft
 //	draft | scheduled | sending | paused ──cancel──▶ cancelled
 //
-// A local-hour send (each reader at HH:MM of their own zone) is sending
-// from the start: its planner holds each reader's batch to their hour.
+// A local-hour send (HH:MM in each reader's zone) is scheduled until the
+// first reader's hour, and moved like any scheduled issue: its planner
+// runs at once, holds each batch to its hour (Issue.FirstLocal and
+// LastLocal the span), and the first batch due moves it to sending with
+// a status-and-round check, so a move racing it lands whole or is refused.
 //
 // Every move that plans is one store step that checks the status and the
 // round the caller read (and, when given, the content's version), and
@@ -173,7 +176,8 @@ func (w When) check(now time.Time) (schedule, error) {
 		if _, err := time.Parse("15:04", w.LocalTime); err != nil || len(w.LocalTime) != 5 {
 			return schedule{}, bad("local_time: an hour HH:MM, e.g. 09:00")
 		}
-		return schedule{to: store.IssueSending, due: now, localTime: w.LocalTime}, nil
+		// Planned at once, scheduled until the first reader's hour.
+		return schedule{to: store.IssueScheduled, due: now, localTime: w.LocalTime}, nil
 	}
 	return schedule{to: store.IssueSending, due: now}, nil
 }
@@ -286,7 +290,28 @@ func (s *Service) UpdateSlug(ctx context.Context, known *topics.Set, is store.Is
 	if version <= 0 {
 		version = is.Version
 	}
-	return s.Store.UpdateIssueSlug(ctx, is.ID, version, c, slug)
+	out, err := s.Store.UpdateIssueSlug(ctx, is.ID, version, c, slug)
+	if err != nil || !s.audienceChanged(is, out) {
+		return out, err
+	}
+	// A local-hour send was planned for its old audience: planned again,
+	// in a new round (its held batches then do nothing). A batch sending
+	// meanwhile refuses the plan; it skips readers no longer on the
+	// issue's topics.
+	sc := schedule{to: store.IssueScheduled, due: s.now(), localTime: out.LocalTime}
+	if moved, err := s.move(ctx, out, []string{store.IssueScheduled}, store.IssueScheduled, true, sc, out.Version); err != nil {
+		s.log().Warn("issue: edited audience not planned again", "issue", is.ID, "err", err)
+	} else {
+		out = moved
+	}
+	return out, nil
+}
+
+// audienceChanged says an edit changed the readers of a local-hour send
+// whose planner may have run already.
+func (s *Service) audienceChanged(was, now store.Issue) bool {
+	return now.Status == store.IssueScheduled && now.LocalTime != "" &&
+		(was.Segment != now.Segment || !slices.Equal(slices.Sorted(slices.Values(was.Topics)), slices.Sorted(slices.Values(now.Topics))))
 }
 
 // CheckSlug refuses a slug a publisher chose that is not of the store's
@@ -442,8 +467,9 @@ func (s *Service) SendReported(ctx context.Context, is store.Issue, when When, o
 }
 
 // Reschedule gives a scheduled issue (or one paused while scheduled) a
-// new time, or a local hour: it is scheduled again (sending, for a local
-// hour), with a new plan; the old plan does nothing when its time comes.
+// new time, or a local hour: it is scheduled again, with a new plan; the
+// old plan (and a local-hour send's held batches) does nothing when its
+// time comes.
 func (s *Service) Reschedule(ctx context.Context, is store.Issue, when When) (store.Issue, error) {
 	if when.At == "" && when.LocalTime == "" {
 		return is, bad("give at or local_time; to send now, send")

@@ -30,6 +30,7 @@ type issueModel struct {
 	pausedFrom string
 	sendAt     time.Time // scheduled "at"
 	localTime  string    // scheduled at each reader's hour
+	planned    time.Time // when a local-hour send was last planned: each reader's hour is the next after it
 	version    int       // the content's version (1 at creation)
 	// began is when sending began (zero before), frozen the version it
 	// began with: what every reader must get.
@@ -131,7 +132,7 @@ func TestIssueLifecycleModel(t *testing.T) {
 				t.Fatalf("%s: %s got issue %d without version %d's text (the version when sending began)", step, to, id, m.frozen)
 			}
 			if m.localTime != "" {
-				due, err := worker.LocalDue(m.began, m.localTime, zoneOf[to], d.zone)
+				due, err := worker.LocalDue(m.planned, m.localTime, zoneOf[to], d.zone)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -222,8 +223,8 @@ func TestIssueLifecycleModel(t *testing.T) {
 				allowed = m.editable()
 				_, _, got = svc.Send(ctx, is, issues.When{LocalTime: local}, issues.SendOptions{})
 				if allowed && got == nil {
-					m.localTime, m.sendAt = local, time.Time{}
-					m.begin(now)
+					// Scheduled until the first reader's hour.
+					m.status, m.localTime, m.sendAt, m.planned = store.IssueScheduled, local, time.Time{}, now
 				}
 			case 4:
 				op = "send now"
@@ -246,6 +247,9 @@ func TestIssueLifecycleModel(t *testing.T) {
 				_, got = svc.Resume(ctx, is)
 				if allowed && got == nil {
 					m.status, m.pausedFrom = m.pausedFrom, ""
+					if m.status == store.IssueScheduled && m.localTime != "" {
+						m.planned = now // planned again from now
+					}
 				}
 			case 7:
 				op = "reschedule at " + at.Format(time.RFC3339)
@@ -292,7 +296,11 @@ func TestIssueLifecycleModel(t *testing.T) {
 			runDue()
 			// A scheduled issue whose time came began sending with the
 			// version it had then.
-			if m.status == store.IssueScheduled && !m.sendAt.After(clock.Now()) {
+			// A local-hour send began with its first reader's hour.
+			if m.status == store.IssueScheduled && m.localTime == "" && !m.sendAt.After(clock.Now()) {
+				m.begin(clock.Now())
+			}
+			if m.status == store.IssueScheduled && m.localTime != "" && !firstLocal(t, m, zoneOf, d.zone).After(clock.Now()) {
 				m.begin(clock.Now())
 			}
 			check(step, models, subjects)
@@ -341,6 +349,22 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// firstLocal is the first reader's hour of the local-hour send m.
+func firstLocal(t *testing.T, m *issueModel, zoneOf map[string]string, def *time.Location) time.Time {
+	t.Helper()
+	var first time.Time
+	for _, zone := range zoneOf {
+		due, err := worker.LocalDue(m.planned, m.localTime, zone, def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() || due.Before(first) {
+			first = due
+		}
+	}
+	return first
 }
 
 // avoidRound moves t off a whole multiple of 100,000 s (see the test).

@@ -52,6 +52,9 @@ type Report struct {
 	// Hours are the counts hour by hour from the first (Since 0), every
 	// hour in between included, oldest first.
 	Hours []ReportHour `json:"hours"`
+	// Tens are the first store.FineHours by store.FineBucket (ten
+	// minutes), laid out as Hours are: the chart of a send just begun.
+	Tens []ReportHour `json:"tens"`
 }
 
 // ReportHour is one hour of an issue's engagement.
@@ -100,7 +103,8 @@ func BuildReport(ctx context.Context, st ReportStore, eng store.EngagementReader
 		Unsubscribed: left,
 		Clicks:       e.Clicks, UniqueClickers: e.UniqueClickers, MachineClicks: e.MachineClicks,
 		Opens: e.Opens, UniqueOpeners: e.UniqueOpeners, MachineOpens: e.MachineOpens,
-		Links: e.Links, Hours: reportHours(is.SendAt, e.Hours)}
+		Links: e.Links, Hours: reportHours(is.SendAt, e.Hours, time.Hour, maxReportHours),
+		Tens: reportHours(is.SendAt, e.Tens, store.FineBucket, int(store.FineHours*time.Hour/store.FineBucket))}
 	if rep.Links == nil {
 		rep.Links = []store.LinkStat{}
 	}
@@ -112,30 +116,31 @@ func BuildReport(ctx context.Context, st ReportStore, eng store.EngagementReader
 // the totals.
 const maxReportHours = 120 * 24
 
-// reportHours lays the source's hours (oldest first, perhaps with hours
-// missing) on a line of every hour from the first: the send's start
-// (start, when set and not later) or the first counted hour.
-func reportHours(start time.Time, hours []store.HourCount) []ReportHour {
+// reportHours lays the source's buckets of width (oldest first, perhaps
+// with some missing) on a line of every bucket from the first, at most
+// limit: the send's start (start, when set and not later) or the first
+// counted bucket.
+func reportHours(start time.Time, hours []store.HourCount, width time.Duration, limit int) []ReportHour {
 	if len(hours) == 0 {
 		return []ReportHour{}
 	}
-	first := hours[0].Hour.UTC().Truncate(time.Hour)
-	if !start.IsZero() && start.UTC().Truncate(time.Hour).Before(first) {
-		first = start.UTC().Truncate(time.Hour)
+	first := hours[0].Hour.UTC().Truncate(width)
+	if !start.IsZero() && start.UTC().Truncate(width).Before(first) {
+		first = start.UTC().Truncate(width)
 	}
 	last := first
 	for _, h := range hours {
-		if t := h.Hour.UTC().Truncate(time.Hour); t.After(last) {
+		if t := h.Hour.UTC().Truncate(width); t.After(last) {
 			last = t
 		}
 	}
-	n := min(int(last.Sub(first)/time.Hour)+1, maxReportHours)
+	n := min(int(last.Sub(first)/width)+1, limit)
 	out := make([]ReportHour, n)
 	for i := range out {
-		out[i] = ReportHour{Since: i, Hour: first.Add(time.Duration(i) * time.Hour)}
+		out[i] = ReportHour{Since: i, Hour: first.Add(time.Duration(i) * width)}
 	}
 	for _, h := range hours {
-		i := int(h.Hour.UTC().Truncate(time.Hour).Sub(first) / time.Hour)
+		i := int(h.Hour.UTC().Truncate(width).Sub(first) / width)
 		if i < 0 || i >= n {
 			continue
 		}

@@ -125,8 +125,11 @@ func Check(s *store.Settings, dkimDomain string) error {
 	}
 	if s.LogoURL != "" {
 		u, err := url.Parse(s.LogoURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-			return &Error{"logo_url", "an https:// URL of an image, or empty"}
+		switch {
+		case err == nil && u.Scheme == "http" && u.Host != "":
+			return &Error{"logo_url", "an https:// address: mail clients block images over plain http. Put the image where https serves it (your website, the archive's host, an image host) and paste that address, or leave it empty"}
+		case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil:
+			return &Error{"logo_url", "the https:// address of an image, e.g. https://example.com/logo.png (the address the image opens at in a browser), or empty"}
 		}
 	}
 	if s.Accent != "" && !accentPattern.MatchString(s.Accent) {

@@ -33,6 +33,7 @@ func testEngagement(t *testing.T, h Harness, s store.Store) {
 	second := store.EngagementBatch{Issue: 7,
 		Links: map[int]*store.LinkCounts{0: {Clicks: 1, Readers: []string{"ra"}}, 1: {Clicks: 1, Readers: []string{"ra"}}},
 		Hours: map[int64]*store.HourCount{hour + 1: {Clicks: 2}},
+		Tens:  map[int64]*store.HourCount{hour * 6: {Clicks: 2}, hour*6 + 1: {Opens: 1}},
 	}
 	for _, b := range []store.EngagementBatch{first, second} {
 		left, err := s.RecordEngagement(ctx, store.EngagementWrite{Batches: []store.EngagementBatch{b}})
@@ -56,6 +57,11 @@ func testEngagement(t *testing.T, h Harness, s store.Store) {
 	if len(e.Hours) != 2 || !e.Hours[0].Hour.Equal(time.Unix(hour*3600, 0)) || e.Hours[0].Clicks != 2 || e.Hours[0].Opens != 2 ||
 		e.Hours[1].Clicks != 3 || e.Hours[1].MachineClicks != 3 {
 		t.Fatalf("hours: %+v", e.Hours)
+	}
+	// The finer buckets are read apart, not added to the hours.
+	if len(e.Tens) != 2 || !e.Tens[0].Hour.Equal(time.Unix(hour*3600, 0)) || e.Tens[0].Clicks != 2 ||
+		!e.Tens[1].Hour.Equal(time.Unix(hour*3600+600, 0)) || e.Tens[1].Opens != 1 {
+		t.Fatalf("ten-minute buckets: %+v", e.Tens)
 	}
 }
 

@@ -87,6 +87,34 @@
     return items.map((x) => (x !== null && typeof x === "object" ? "line " + x.line + ": " + x.reason : String(x))).join("\n");
   };
 
+  // A colour picker fills its text field (the one the form posts, which
+  // stays typable and is checked as #rrggbb), and follows it when a
+  // valid colour is typed.
+  for (const pick of document.querySelectorAll("input[data-pick-for]")) {
+    const text = document.getElementById(pick.dataset.pickFor);
+    if (!text) continue;
+    pick.addEventListener("input", () => { text.value = pick.value; });
+    text.addEventListener("input", () => {
+      if (/^#[0-9a-fA-F]{6}$/.test(text.value)) pick.value = text.value.toLowerCase();
+    });
+  }
+
+  // refreshReport swaps the live report (tiles, links, chart) for the
+  // one the server makes now; a failed read leaves the one shown.
+  const refreshReport = async () => {
+    const shown = document.querySelector("[data-report=live]");
+    if (!shown) return;
+    try {
+      const resp = await fetch(location.pathname, { credentials: "same-origin" });
+      if (!resp.ok) return;
+      const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
+      const fresh = doc.querySelector("[data-report]");
+      if (fresh) shown.replaceWith(document.importNode(fresh, true));
+    } catch (e) {
+      // The next tick tries again.
+    }
+  };
+
   // Progress: poll the JSON beside the page and update the numbers; the
   // page's <meta refresh> is for where no script runs, so drop it.
   const live = document.querySelector("[data-progress]");
@@ -95,6 +123,7 @@
     if (meta) meta.remove();
     const url = live.dataset.progress;
     const bar = live.querySelector("progress");
+    let ticks = 0;
     const poll = async () => {
       try {
         const resp = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
@@ -112,11 +141,13 @@
           bar.value = Math.min(done, bar.max);
         }
         const state = p.status || p.state;
-        if (state === "sending" || state === "running" || state === "scheduled") {
-          setTimeout(poll, 1000);
-        } else if (live.dataset.state !== state) {
-          // It ended (or paused): the page's actions change with it.
+        if (live.dataset.state !== state) {
+          // It moved (began sending, ended, paused): the page's actions
+          // change with it.
           location.replace(location.pathname); // without the last action's notice
+        } else if (state === "sending" || state === "running" || state === "scheduled") {
+          if (++ticks % 10 === 0) refreshReport();
+          setTimeout(poll, 1000);
         }
       } catch (e) {
         setTimeout(poll, 3000);
