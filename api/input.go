@@ -114,9 +114,12 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, want fields, 
 	case "application/json":
 		in, err = decodeJSON(r.Body, want)
 	case "multipart/form-data":
-		if err = r.ParseMultipartForm(s.cfg.MaxBody); err == nil {
+		var done func()
+		done, err = httpbody.ParseMultipartForm(r, s.cfg.MaxBody)
+		if err == nil {
 			in, err = formInput(r.MultipartForm.Value, want)
 		}
+		done() // only the values are read
 	default:
 		var body []byte
 		if body, err = io.ReadAll(r.Body); err == nil {

@@ -78,6 +78,11 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	default:
 		list, err = s.deps.Issues.ListIssues(r.Context(), q.status, q.after, q.limit)
 	}
+	if errors.Is(err, issues.ErrSearchBusy) {
+		w.Header().Set("Retry-After", "1")
+		webjson.Write(w, http.StatusServiceUnavailable, errorBody(err.Error()))
+		return
+	}
 	if err != nil {
 		s.storeFailed(w, "list issues", err)
 		return

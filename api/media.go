@@ -44,6 +44,8 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 		webjson.Write(w, http.StatusBadRequest, errorBody(err.Error()))
 	case errors.Is(err, media.ErrTooLarge):
 		webjson.Write(w, http.StatusRequestEntityTooLarge, errorBody(err.Error()))
+	case errors.Is(err, media.ErrTooManyPixels):
+		webjson.Write(w, http.StatusUnprocessableEntity, errorBody(err.Error()))
 	case errors.Is(err, media.ErrNotImage):
 		webjson.Write(w, http.StatusUnsupportedMediaType, errorBody(err.Error()))
 	case errors.Is(err, media.ErrBusy):
@@ -68,7 +70,9 @@ func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, string, error) 
 	}
 	body, alt := io.Reader(r.Body), r.URL.Query().Get("alt")
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
-		if err := r.ParseMultipartForm(1 << 20); err != nil {
+		done, err := httpbody.ParseMultipartForm(r, 1<<20)
+		defer done()
+		if err != nil {
 			if httpbody.IsTooLarge(err) {
 				return nil, "", media.ErrTooLarge
 			}

@@ -100,3 +100,41 @@ func TestMediaUploadAndServe(t *testing.T) {
 		}
 	}
 }
+
+// TestMediaUploadLeavesNoTempFiles: a multipart upload whose part is
+// over the 1 MiB kept in memory is written to a temporary file, which is
+// gone after the answer, whatever the answer (the probe found each such
+// upload left its file in /tmp for good: net/http removes them only for
+// the request it handed over, not for the copy the request timeout makes).
+func TestMediaUploadLeavesNoTempFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	e := newEnvWith(t, Config{AdminToken: "s3cret"}, func(d *Deps) {
+		d.Media = media.New(&media.Dir{Path: t.TempDir(), Base: "https://news.example.com"})
+	})
+	for _, size := range []int{3 << 19, media.MaxBytes + 100} { // 1.5 MiB (415: not an image), just over the cap (413)
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		fw, _ := mw.CreateFormFile("file", "big.png")
+		_, _ = fw.Write(bytes.Repeat([]byte("x"), size))
+		_ = mw.Close()
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/media", &form)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close() // only the status matters
+		if resp.StatusCode < 400 {
+			t.Fatalf("%d bytes of x: %d, want a refusal", size, resp.StatusCode)
+		}
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 0 {
+			t.Fatalf("after a %d-byte multipart upload answered %d, the temporary folder holds %d file(s)", size, resp.StatusCode, len(left))
+		}
+	}
+}

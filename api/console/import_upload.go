@@ -26,7 +26,9 @@ func (h *Handler) uploadImport(w http.ResponseWriter, r *http.Request) {
 	}
 	err := httpbody.Limit(w, r, h.cfg.MaxUpload+64<<10)
 	if err == nil {
-		err = r.ParseMultipartForm(1 << 20)
+		var done func()
+		done, err = httpbody.ParseMultipartForm(r, 1<<20)
+		defer done()
 	}
 	if err != nil {
 		if httpbody.IsTooLarge(err) {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -58,6 +59,11 @@ func (h *Handler) listIssues(w http.ResponseWriter, r *http.Request) {
 		d.Issues, err = h.issues.Trashed(r.Context(), max(after, 0), issuesPage)
 	default:
 		d.Issues, err = h.d.Store.ListIssues(r.Context(), status, max(after, 0), issuesPage)
+	}
+	if errors.Is(err, issues.ErrSearchBusy) {
+		w.Header().Set("Retry-After", "1")
+		h.errorPage(w, r, http.StatusServiceUnavailable, "Search busy", err.Error())
+		return
 	}
 	if err != nil {
 		h.storeAway(w, r, err)

@@ -41,6 +41,8 @@ func (h *Handler) uploadIssueImage(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, media.ErrTooLarge):
 			code = http.StatusRequestEntityTooLarge
+		case errors.Is(err, media.ErrTooManyPixels):
+			code = http.StatusUnprocessableEntity
 		case errors.Is(err, media.ErrNotImage):
 			code = http.StatusUnsupportedMediaType
 		case errors.Is(err, media.ErrEmpty):

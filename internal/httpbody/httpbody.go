@@ -36,3 +36,21 @@ func IsTooLarge(err error) bool {
 	var mbe *http.MaxBytesError
 	return errors.Is(err, ErrTooLarge) || errors.As(err, &mbe)
 }
+
+// ParseMultipartForm parses r's multipart body as r.ParseMultipartForm
+// does and returns the function that removes the temporary files its
+// parts over maxMemory were written to. net/http removes them only for
+// the request it handed to the handler, not for a copy made with
+// WithContext, and every request here is such a copy (the request
+// timeout): without this, each large upload left a file of up to its
+// size in the temporary folder for good (found by the black-box probe).
+func ParseMultipartForm(r *http.Request, maxMemory int64) (func(), error) {
+	err := r.ParseMultipartForm(maxMemory)
+	return func() {
+		if r.MultipartForm != nil {
+			// A file that cannot be removed is already gone or in use by
+			// nothing of ours; there is no caller to tell.
+			_ = r.MultipartForm.RemoveAll()
+		}
+	}, err
+}

@@ -2,6 +2,7 @@ package issues
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/newsletter/newsletter/store"
@@ -19,13 +20,24 @@ const (
 	// paging the list.
 	SearchScan = 1000
 	searchPage = 100
+	// SearchesAtOnce is how many searches one process runs at a time; one
+	// more is ErrSearchBusy at once. A search reads whole issues (bodies
+	// up to 512 KB), so eight at once cost the probe's server over a
+	// gigabyte; two cost at most a fifth of that.
+	SearchesAtOnce = 2
 )
+
+// ErrSearchBusy: SearchesAtOnce searches are running in this process.
+var ErrSearchBusy = errors.New("other searches of the issues are running; try again in a moment")
+
+// searching holds a slot per running search, for the whole process.
+var searching = make(chan struct{}, SearchesAtOnce)
 
 // SearchWords are a query's words, lower case, checked against the
 // bounds: an *InputError when it is too long or has too many.
 func SearchWords(q string) ([]string, error) {
 	if len(q) > MaxQuery {
-		return nil, bad("q: at most %d characters", MaxQuery)
+		return nil, bad("q: at most %d bytes (%d given)", MaxQuery, len(q))
 	}
 	words := strings.Fields(strings.ToLower(q))
 	if len(words) > MaxQueryWords {
@@ -50,6 +62,12 @@ func Matches(is store.Issue, words []string) bool {
 // store.IssueTrashed: the trash) with every word (SearchWords), newest
 // first, among the SearchScan newest of that status.
 func (s *Service) Search(ctx context.Context, status string, words []string, limit int) ([]store.Issue, error) {
+	select {
+	case searching <- struct{}{}:
+		defer func() { <-searching }()
+	default:
+		return nil, ErrSearchBusy
+	}
 	out := []store.Issue{}
 	after := int64(0)
 	for scanned := 0; scanned < SearchScan && len(out) < limit; {

@@ -7,14 +7,21 @@
 package media
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif" // the types taken register their headers' readers
+	_ "image/jpeg"
+	_ "image/png"
 	"net/http"
 	"regexp"
 	"strings"
+
+	_ "golang.org/x/image/webp"
 )
 
 // The bounds of an upload (docs/security.md lists them).
@@ -25,6 +32,12 @@ const (
 	// more is refused (ErrBusy) rather than queued, so uploads cannot pile
 	// up memory (each holds its image, at most MaxBytes).
 	MaxInFlight = 4
+	// MaxSide and MaxPixels bound an image's declared size: a few MB of
+	// PNG can declare 30,000 × 30,000 pixels, gigabytes for whoever
+	// decodes it (a reader's mail client, the archive's visitors). A
+	// newsletter's images are hundreds of pixels wide.
+	MaxSide   = 10_000
+	MaxPixels = 50_000_000
 )
 
 // Errors of an upload; nothing is stored with any of them.
@@ -33,6 +46,9 @@ var (
 	ErrTooLarge = fmt.Errorf("an image is at most %d MiB", MaxBytes>>20)
 	ErrNotImage = errors.New("not an image: PNG, JPEG, GIF or WebP, judged by the content")
 	ErrBusy     = fmt.Errorf("%d uploads are being stored already; try again in a moment", MaxInFlight)
+	// ErrTooManyPixels: the image declares a size past MaxSide or
+	// MaxPixels (the error names it).
+	ErrTooManyPixels = fmt.Errorf("an image is at most %d pixels a side and %d megapixels", MaxSide, MaxPixels/1_000_000)
 )
 
 // types are the images taken, by the type sniffed from their content,
@@ -60,11 +76,22 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 // Sniff is data's image type and extension, judged by its first bytes
 // (http.DetectContentType): ErrNotImage for anything else (SVG too: it
 // can carry script).
+//
+// It also reads the size the image declares (its header only, nothing
+// decoded): one that does not parse is ErrNotImage, one past MaxSide or
+// MaxPixels is ErrTooManyPixels.
 func Sniff(data []byte) (contentType, ext string, err error) {
 	ct := http.DetectContentType(data)
 	ext, ok := types[ct]
 	if !ok {
 		return "", "", ErrNotImage
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", "", fmt.Errorf("%w (its header does not parse: %v)", ErrNotImage, err)
+	}
+	if cfg.Width > MaxSide || cfg.Height > MaxSide || cfg.Width*cfg.Height > MaxPixels {
+		return "", "", fmt.Errorf("%w: this one is %d × %d", ErrTooManyPixels, cfg.Width, cfg.Height)
 	}
 	return ct, ext, nil
 }

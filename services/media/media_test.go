@@ -3,7 +3,9 @@ package media_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -35,8 +37,8 @@ func PNG(t testing.TB) []byte {
 	return b.Bytes()
 }
 
-// webp is the smallest WebP header http.DetectContentType knows.
-var webp = append([]byte("RIFF\x1a\x00\x00\x00WEBPVP8 "), make([]byte, 16)...)
+// webp is a whole 1 × 1 lossless WebP: Sniff reads its header's size.
+var webp = []byte("RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00")
 
 // TestSniffTakesImagesByContent: PNG, JPEG, GIF and WebP are taken by
 // their bytes whatever their name; HTML, SVG, text and a PNG's name on
@@ -141,5 +143,34 @@ func TestUploadToS3(t *testing.T) {
 	}
 	if _, err := media.NewS3(media.S3Config{Endpoint: "ftp://x", Bucket: "b", PublicURL: "https://x"}); err == nil {
 		t.Fatal("an ftp endpoint was taken")
+	}
+}
+
+// TestSniffBoundsDeclaredSize: an image whose header declares more than
+// MaxSide a side or MaxPixels in all is refused before anything decodes
+// it (a 3.5 MB PNG can declare 30,000 × 30,000: the probe's finding), and
+// one whose header does not parse is not an image.
+func TestSniffBoundsDeclaredSize(t *testing.T) {
+	// A PNG's signature and header chunk alone: what DecodeConfig reads,
+	// declaring any size without the pixels.
+	header := func(w, h int) []byte {
+		chunk := binary.BigEndian.AppendUint32([]byte("IHDR"), uint32(w))
+		chunk = binary.BigEndian.AppendUint32(chunk, uint32(h))
+		chunk = append(chunk, 8, 0, 0, 0, 0) // 8-bit grey, no interlace
+		b := append([]byte("\x89PNG\r\n\x1a\n"), 0, 0, 0, 13)
+		b = append(b, chunk...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(chunk))
+	}
+	if _, _, err := media.Sniff(header(600, 400)); err != nil {
+		t.Fatalf("a 600 × 400 PNG: %v", err)
+	}
+	for _, wh := range [][2]int{{media.MaxSide + 1, 1}, {1, media.MaxSide + 1}, {8000, 8000}, {30000, 30000}} {
+		if _, _, err := media.Sniff(header(wh[0], wh[1])); !errors.Is(err, media.ErrTooManyPixels) {
+			t.Errorf("%d × %d: %v, want ErrTooManyPixels", wh[0], wh[1], err)
+		}
+	}
+	broken := header(10, 10)[:20] // the signature, then a cut header
+	if _, _, err := media.Sniff(broken); !errors.Is(err, media.ErrNotImage) {
+		t.Errorf("a cut PNG header: %v, want ErrNotImage", err)
 	}
 }

@@ -27,7 +27,9 @@ func NewIssueImage(w http.ResponseWriter, r *http.Request) (IssueImage, error) {
 	if err := httpbody.Limit(w, r, MaxIssueForm+media.MaxBytes+64<<10); err != nil {
 		return IssueImage{}, ErrTooLarge
 	}
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
+	done, err := httpbody.ParseMultipartForm(r, 1<<20)
+	defer done() // the image is read into memory before this returns
+	if err != nil {
 		if httpbody.IsTooLarge(err) {
 			return IssueImage{}, ErrTooLarge
 		}
