@@ -161,7 +161,7 @@ func TestIssueSearch(t *testing.T) {
 		}
 	}
 	for query, want := range map[string]string{
-		"q=" + strings.Repeat("a", issues.MaxQuery+1):                          "at most 200 characters",
+		"q=" + strings.Repeat("a", issues.MaxQuery+1):                          "at most 200 bytes",
 		"q=" + strings.TrimSpace(strings.Repeat("a+", issues.MaxQueryWords+1)): "at most 8 words",
 	} {
 		if code, out := e.do(t, "GET", "/api/issues?"+query, ""); code != http.StatusBadRequest || !strings.Contains(out, want) {

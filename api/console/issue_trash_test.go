@@ -130,5 +130,5 @@ func TestConsoleIssueSearch(t *testing.T) {
 		t.Fatal("the search lists an issue without the word")
 	}
 	mustContain(t, "no match", b.get("/admin/issues?q=granite"), "No issue has those words")
-	mustContain(t, "a query too long", b.get("/admin/issues?q="+strings.Repeat("x", 201)), "at most 200 characters")
+	mustContain(t, "a query too long", b.get("/admin/issues?q="+strings.Repeat("x", 201)), "at most 200 bytes")
 }
