@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsletter/newsletter/internal/testkit/poll"
 	"github.com/newsletter/newsletter/services/issues"
 	"github.com/newsletter/newsletter/store"
 )
@@ -18,6 +19,16 @@ import (
 // restore must leave as it was.
 func (e *issueEnv) trashSnapshot(t *testing.T) string {
 	t.Helper()
+	// The dispatcher clears the outbox entries of the last change in the
+	// background: wait for them to go, so the snapshot does not move by
+	// itself between two reads (a cancel just before made it flaky).
+	poll.Until(t, poll.BusyMachine, func() error {
+		out, err := e.st.OutboxDue(context.Background(), time.Now().Add(24*365*time.Hour), 100)
+		if err != nil || len(out) > 0 {
+			return fmt.Errorf("%d outbox entries still being cleared (%v)", len(out), err)
+		}
+		return nil
+	})
 	trash, err := e.st.ListIssues(context.Background(), store.IssueTrashed, 0, 100)
 	if err != nil {
 		t.Fatal(err)
