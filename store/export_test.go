@@ -53,6 +53,7 @@ var Scripts = map[string]*redis.Script{
 	"outboxDoneScript":         outboxDoneScript,
 	"personClicksScript":       personClicksScript,
 	"recordDeliveryScript":     recordDeliveryScript,
+	"recordLocalSpanScript":    recordLocalSpanScript,
 	"releaseEventKeyScript":    releaseEventKeyScript,
 	"releaseFeedPostsScript":   releaseFeedPostsScript,
 	"reserveEventKeyScript":    reserveEventKeyScript,
