@@ -67,8 +67,13 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 			continue
 		}
 		count := map[string]int{}
+		bundles := false // events mails counted by the events in them (mails.go)
 		for _, m := range byTo[email] {
 			count[m.kind]++
+			for _, n := range m.events {
+				count["events:"+n]++
+				bundles = true
+			}
 			if !p.unsubAck.IsZero() && m.kind != "confirm" {
 				afterUnsub(p, m, v)
 			}
@@ -77,6 +82,9 @@ func checkMails(led *ledger, mails []mail, welcomeDelay time.Duration, final boo
 			}
 		}
 		for kind, n := range count {
+			if kind == "events" && bundles {
+				continue // one mail per bundle: its events are what may not repeat
+			}
 			if n > 1 {
 				v.dups += n - 1
 				v.dupKinds = addCount(v.dupKinds, strings.SplitN(kind, ":", 2)[0], n-1)

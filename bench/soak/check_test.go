@@ -2,8 +2,11 @@ package main
 
 import (
 	"math"
+	netmail "net/mail"
 	"testing"
 	"time"
+
+	"github.com/newsletter/newsletter/channels/email/smtptest"
 )
 
 func TestSlope(t *testing.T) {
@@ -92,5 +95,41 @@ func TestSteepestProcess(t *testing.T) {
 	got, who := steepestProcess(pts, t0)
 	if math.Abs(got-1) > 1e-9 || who != "api-1 (pid 10, 10 samples)" {
 		t.Fatalf("steepest %v %q, want 1 MB/min of api-1", got, who)
+	}
+}
+
+// TestEventsMailsCountedByTheirEvents: a person with events at different
+// times gets one events mail per bundle, which is no duplicate; an event
+// in two mails is one (the 30-minute run counted 109 "duplicates" of
+// events mails that were bundles of other events). The titles are read
+// from the mail as the sink took it.
+func TestEventsMailsCountedByTheirEvents(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	led := newLedger()
+	p := led.person("reader@example.org")
+	p.signupAck, p.confirmAck, p.eventAcks = t0, t0.Add(time.Second), 3
+	events := func(titles ...string) mail {
+		data := "Subject: You have a new notification\r\n\r\n"
+		for _, ti := range titles {
+			data += "* " + ti + "\r\n<a href=\"https://example.com\">" + ti + "</a>\r\n"
+		}
+		return classify(smtptest.Message{To: []string{"reader@example.org"}, Data: []byte(data), At: t0,
+			Header: netmail.Header{"Subject": {"You have 2 new notifications"}}}, "run")
+	}
+	mails := []mail{
+		{to: "reader@example.org", kind: "confirm", at: t0},
+		{to: "reader@example.org", kind: "welcome", at: t0.Add(7 * time.Second)},
+		events("Event 1", "Event 2"), events("Event 3"),
+	}
+	var v verdict
+	checkMails(led, mails, 5*time.Second, true, &v)
+	if v.dups != 0 || v.missing != 0 {
+		t.Fatalf("two bundles of different events: %+v, want no duplicate and nothing missing", v)
+	}
+	var again verdict
+	checkMails(led, append(mails, events("Event 3")), 5*time.Second, true, &again)
+	if again.dups != 1 || again.dupKinds["events"] != 1 {
+		t.Fatalf("an event in two mails: %+v, want 1 events duplicate", again)
 	}
 }

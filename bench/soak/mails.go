@@ -15,6 +15,10 @@ type mail struct {
 	to   string
 	kind string // confirm, welcome, events, issue:<subject>, other:<subject>
 	at   time.Time
+	// events are the numbers of the events an events mail bundles ("Event
+	// N" in its text): a person gets one such mail per bundle, so a
+	// duplicate is an event in two mails, not a second mail.
+	events []string
 	// composed is the mail's Date header: when the worker composed it,
 	// after its last look at the subscription (whole seconds, rounded
 	// down). Zero when the header does not parse.
@@ -24,6 +28,8 @@ type mail struct {
 var (
 	confirmLink = regexp.MustCompile(`/confirm\?token=([A-Za-z0-9_.~%=-]+)`)
 	prefsLink   = regexp.MustCompile(`/preferences\?token=([A-Za-z0-9_.~%=-]+)`)
+	// eventTitle is an event's title as the soak posts it (load.go).
+	eventTitle = regexp.MustCompile(`\bEvent (\d+)\b`)
 )
 
 func classify(m smtptest.Message, run string) mail {
@@ -47,7 +53,18 @@ func classify(m smtptest.Message, run string) mail {
 	if err != nil {
 		composed = time.Time{}
 	}
-	return mail{to: to, kind: kind, at: m.At, composed: composed}
+	ml := mail{to: to, kind: kind, at: m.At, composed: composed}
+	if kind == "events" {
+		// Each title is in the text part and the HTML part: once each.
+		seen := map[string]bool{}
+		for _, sub := range eventTitle.FindAllSubmatch(m.Data, -1) {
+			if n := string(sub[1]); !seen[n] {
+				seen[n] = true
+				ml.events = append(ml.events, n)
+			}
+		}
+	}
+	return ml
 }
 
 // watch reads the mails that arrived since the last call into the
